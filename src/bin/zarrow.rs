@@ -1,0 +1,274 @@
+//! The `zarrow` command line: `info` and `convert`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use arrow_array::{RecordBatch, RecordBatchReader};
+use arrow_schema::{ArrowError, SchemaRef};
+use clap::{Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use zarrow::export::{
+    DEFAULT_PARQUET_COMPRESSION, ExportFormat, export_to_path, parse_parquet_compression,
+};
+use zarrow::{
+    Error, LocalStore, NodeMetadata, ReadOptions, Result, Store, StringType, ZarrArray, ZarrGroup,
+    read_node,
+};
+
+/// Move variable-length data between Zarr and Apache Arrow.
+#[derive(Parser, Debug)]
+#[command(name = "zarrow", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Describe a Zarr array or group, in Zarr and in Arrow terms.
+    Info {
+        /// A Zarr array or group directory.
+        path: PathBuf,
+        /// The Arrow string layout to report: utf8, large-utf8 or utf8-view.
+        #[arg(long, default_value = "utf8", value_parser = parse_string_type)]
+        string_type: StringType,
+    },
+    /// Convert a Zarr array or group to Parquet or Arrow IPC.
+    ///
+    /// DST's extension picks the format: .parquet; .arrow, .ipc, .feather (IPC
+    /// file); .arrows (IPC stream). A group becomes a table with one column per
+    /// 1-D array; an N-d array is flattened in C order.
+    Convert {
+        /// A Zarr array or group directory.
+        src: PathBuf,
+        /// The output file.
+        dst: PathBuf,
+        /// Arrow layout of string and bytes columns: utf8, large-utf8 or utf8-view.
+        #[arg(long, default_value = "utf8", value_parser = parse_string_type)]
+        string_type: StringType,
+        /// Parquet compression: zstd[:LEVEL], snappy, gzip, lz4 or none.
+        #[arg(long, default_value = DEFAULT_PARQUET_COMPRESSION)]
+        compression: String,
+        /// For a group: the columns to convert, comma-separated (default: every 1-D array).
+        #[arg(long, value_delimiter = ',')]
+        columns: Option<Vec<String>>,
+        /// Replace DST if it exists.
+        #[arg(long)]
+        overwrite: bool,
+    },
+}
+
+fn parse_string_type(s: &str) -> std::result::Result<StringType, String> {
+    StringType::parse(s)
+        .ok_or_else(|| format!("unknown string type {s:?} (utf8, large-utf8, utf8-view)"))
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Info { path, string_type } => info(&path, string_type),
+        Command::Convert {
+            src,
+            dst,
+            string_type,
+            compression,
+            columns,
+            overwrite,
+        } => convert(&src, &dst, string_type, &compression, columns, overwrite),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            let mut message = e.to_string();
+            let mut source = std::error::Error::source(&e);
+            while let Some(s) = source {
+                let text = s.to_string();
+                if !message.contains(&text) {
+                    message.push_str(": ");
+                    message.push_str(&text);
+                }
+                source = s.source();
+            }
+            eprintln!("zarrow: error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The column name of a root array: its directory name without `.zarr`.
+fn store_name(path: &Path) -> String {
+    let name = path
+        .canonicalize()
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "values".into());
+    name.strip_suffix(".zarr").unwrap_or(&name).to_string()
+}
+
+fn open_store(path: &Path) -> Result<Arc<dyn Store>> {
+    if !path.is_dir() {
+        return Err(Error::InvalidArgument(format!(
+            "{} is not a Zarr array or group directory",
+            path.display()
+        )));
+    }
+    Ok(Arc::new(LocalStore::new(path)))
+}
+
+fn info(path: &Path, string_type: StringType) -> Result<()> {
+    let store = open_store(path)?;
+    let options = ReadOptions::default().with_string_type(string_type);
+    match read_node(store.as_ref(), "")? {
+        NodeMetadata::Array(_) => {
+            let array =
+                ZarrArray::open_with(store, "", options)?.with_column_name(store_name(path));
+            print_array(&array, "")?;
+        }
+        NodeMetadata::Group(meta) => {
+            let group = ZarrGroup::open_with(store, "", options)?;
+            println!("node:          group (Zarr v{})", meta.zarr_format);
+            println!("attributes:    {}", meta.attributes.len());
+            let children = group.children()?;
+            println!("children:      {}", children.len());
+            for (name, node) in children {
+                match node {
+                    NodeMetadata::Array(_) => {
+                        println!();
+                        let array = ZarrArray::open_with(group_store(path)?, &name, options)?;
+                        println!("{name}/");
+                        print_array(&array, "  ")?;
+                    }
+                    NodeMetadata::Group(g) => println!(
+                        "\n{name}/\n  node:          group (Zarr v{})",
+                        g.zarr_format
+                    ),
+                }
+            }
+            let columns = group.columns()?;
+            let lens: std::collections::BTreeSet<u64> =
+                columns.iter().map(ZarrArray::len).collect();
+            println!();
+            match (columns.len(), lens.len()) {
+                (0, _) => println!("table:         none (no 1-D arrays)"),
+                (n, 1) => println!(
+                    "table:         {n} columns x {} rows",
+                    lens.first().copied().unwrap_or(0)
+                ),
+                (n, _) => {
+                    println!("table:         {n} 1-D arrays of different lengths (use --columns)")
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn group_store(path: &Path) -> Result<Arc<dyn Store>> {
+    open_store(path)
+}
+
+fn print_array(array: &ZarrArray, indent: &str) -> Result<()> {
+    let m = array.metadata();
+    println!("{indent}node:          array (Zarr v{})", m.zarr_format);
+    println!("{indent}shape:         {:?}", m.shape);
+    println!("{indent}chunk shape:   {:?}", m.chunk_shape);
+    println!("{indent}data type:     {}", m.data_type.zarr_name());
+    println!("{indent}fill value:    {:?}", m.fill_value);
+    println!("{indent}chunk keys:    {}", m.chunk_key_encoding);
+    println!("{indent}codecs:        {}", m.codecs);
+    println!("{indent}arrow type:    {}", array.arrow_type());
+    println!(
+        "{indent}chunks:        {} of {} present",
+        array.chunks_present()?,
+        array.grid().num_chunks()
+    );
+    Ok(())
+}
+
+fn convert(
+    src: &Path,
+    dst: &Path,
+    string_type: StringType,
+    compression: &str,
+    columns: Option<Vec<String>>,
+    overwrite: bool,
+) -> Result<()> {
+    let format = ExportFormat::from_path(dst).ok_or_else(|| {
+        Error::InvalidArgument(format!(
+            "cannot tell the output format of {}: use .parquet, .arrow/.ipc/.feather (IPC file) or .arrows (IPC stream)",
+            dst.display()
+        ))
+    })?;
+    if dst.exists() && !overwrite {
+        return Err(Error::InvalidArgument(format!(
+            "{} exists (pass --overwrite to replace it)",
+            dst.display()
+        )));
+    }
+    let compression = parse_parquet_compression(compression)?;
+    let store = open_store(src)?;
+    let options = ReadOptions::default().with_string_type(string_type);
+    let reader: Box<dyn RecordBatchReader + Send> = match read_node(store.as_ref(), "")? {
+        NodeMetadata::Array(_) => {
+            if columns.is_some() {
+                return Err(Error::InvalidArgument(
+                    "--columns applies to groups only".into(),
+                ));
+            }
+            let array = ZarrArray::open_with(store, "", options)?.with_column_name(store_name(src));
+            let total = array.len();
+            Box::new(Progress::new(array.batches(), total))
+        }
+        NodeMetadata::Group(_) => {
+            let mut builder = ZarrGroup::open_with(store, "", options)?.reader();
+            if let Some(columns) = columns {
+                builder = builder.with_projection(columns);
+            }
+            let reader = builder.build()?;
+            let total = reader.total_rows();
+            Box::new(Progress::new(reader, total))
+        }
+    };
+    let rows = export_to_path(reader, dst, format, compression)?;
+    eprintln!("zarrow: wrote {rows} rows to {}", dst.display());
+    Ok(())
+}
+
+/// Counts rows through a progress bar on stderr (hidden when stderr is not a terminal).
+struct Progress<R> {
+    inner: R,
+    bar: ProgressBar,
+}
+
+impl<R: RecordBatchReader> Progress<R> {
+    fn new(inner: R, total_rows: u64) -> Self {
+        let bar = ProgressBar::new(total_rows);
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {wide_bar} {human_pos}/{human_len} rows ({eta})",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        Self { inner, bar }
+    }
+}
+
+impl<R: RecordBatchReader> Iterator for Progress<R> {
+    type Item = std::result::Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let item = self.inner.next();
+        match &item {
+            Some(Ok(batch)) => self.bar.inc(batch.num_rows() as u64),
+            _ => self.bar.finish_and_clear(),
+        }
+        item
+    }
+}
+
+impl<R: RecordBatchReader> RecordBatchReader for Progress<R> {
+    fn schema(&self) -> SchemaRef {
+        self.inner.schema()
+    }
+}

@@ -1,0 +1,247 @@
+//! Codec chains: from an encoded chunk's bytes to an Arrow array, sans IO.
+//!
+//! A chunk is decoded by running the bytes->bytes codecs backwards (see
+//! [`compress`], [`checksum`], [`blosc`]), which yields one Arrow-aligned
+//! [`Buffer`], then the array->bytes layout decoder for the chunk's encoding:
+//!
+//! | layout | module | copies into Arrow |
+//! |---|---|---|
+//! | `bytes` (numbers, bools, fixed-width strings) | [`fixed`] | numbers: none (aligned, little-endian); bools and fixed strings: one |
+//! | `vlen-utf8`, `vlen-bytes`, `zarrs.vlen_v2` | [`vlen_interleaved`] | `Utf8`/`Binary`: values once; views: none of the values |
+//! | `zarrs.vlen` | [`zarrs_vlen`] | none with plain index and data codecs (offsets convert when the width differs) |
+//! | ZEP0007 data types | [`zep0007`] | none (offsets convert when the width differs) |
+//!
+//! Decoders take the whole decoded chunk and its element count and never see a
+//! store, so sync, async and parallel callers share them.
+
+pub mod blosc;
+pub mod checksum;
+pub mod compress;
+pub mod fixed;
+pub(crate) mod parse;
+pub mod vlen_interleaved;
+pub mod zarrs_vlen;
+pub mod zep0007;
+
+use std::fmt;
+
+use arrow_array::ArrayRef;
+use arrow_buffer::Buffer;
+
+use crate::error::ChunkError;
+use crate::metadata::{DataType, Endian, StringType};
+
+/// The codecs of an array: one array->bytes layout and the bytes->bytes codecs
+/// applied after it (in encoding order).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CodecChain {
+    /// How elements are laid out as bytes.
+    pub array_to_bytes: ArrayToBytes,
+    /// Compression and checksums, in encoding order.
+    pub bytes_to_bytes: Vec<BytesToBytes>,
+}
+
+/// An array->bytes codec: the byte layout of a chunk's elements.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ArrayToBytes {
+    /// `bytes`: fixed-width elements in C order.
+    Bytes {
+        /// Byte order of multi-byte elements.
+        endian: Endian,
+    },
+    /// `vlen-utf8`, `vlen-bytes`, `zarrs.vlen_v2`: a count, then length-prefixed values.
+    VlenInterleaved,
+    /// `zarrs.vlen`: an offsets index and a data section, each with its own codecs.
+    ZarrsVlen(Box<ZarrsVlen>),
+    /// The ZEP0007 draft layout: offsets, padding to 64 bytes, data.
+    Zep0007 {
+        /// int64 offsets (`large_string` / `large_binary`) rather than int32.
+        large: bool,
+    },
+}
+
+/// The integer type of `zarrs.vlen` offsets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OffsetWidth {
+    /// `uint32`.
+    U32,
+    /// `uint64`.
+    U64,
+}
+
+/// Where `zarrs.vlen` puts its index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexLocation {
+    /// `u64 L`, L bytes of index, then the data.
+    Start,
+    /// The data, L bytes of index, then `u64 L`.
+    End,
+}
+
+/// The `zarrs.vlen` configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ZarrsVlen {
+    /// Offset integer type.
+    pub index_data_type: OffsetWidth,
+    /// Index position.
+    pub index_location: IndexLocation,
+    /// Codecs of the index (a `bytes` codec, then bytes->bytes codecs).
+    pub index_codecs: CodecChain,
+    /// Codecs of the data (a `bytes` codec, then bytes->bytes codecs).
+    pub data_codecs: CodecChain,
+}
+
+/// A bytes->bytes codec.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum BytesToBytes {
+    /// `gzip` (RFC 1952).
+    Gzip {
+        /// Compression level 0..=9.
+        level: u32,
+    },
+    /// `zlib` (RFC 1950), v2 only in practice.
+    Zlib {
+        /// Compression level 0..=9.
+        level: u32,
+    },
+    /// `zstd`.
+    Zstd {
+        /// Compression level.
+        level: i32,
+        /// Whether frames carry a content checksum.
+        checksum: bool,
+    },
+    /// `blosc` (c-blosc 1.x frames).
+    Blosc(BloscConfig),
+    /// `crc32c`: a 4-byte little-endian CRC32C appended.
+    Crc32c,
+}
+
+/// `blosc` settings (needed to encode; decoding reads the frame header).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BloscConfig {
+    /// Inner compressor: `lz4`, `lz4hc`, `blosclz`, `zstd`, `zlib`, `snappy`.
+    pub cname: String,
+    /// Level 0..=9.
+    pub clevel: u8,
+    /// Shuffle filter.
+    pub shuffle: BloscShuffle,
+    /// Element size for shuffling.
+    pub typesize: usize,
+    /// Block size, 0 for automatic.
+    pub blocksize: usize,
+}
+
+/// The blosc shuffle filter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BloscShuffle {
+    /// No shuffle.
+    NoShuffle,
+    /// Byte shuffle.
+    Shuffle,
+    /// Bit shuffle.
+    BitShuffle,
+}
+
+/// What a layout decoder needs to know about the chunk it decodes.
+#[derive(Debug, Clone, Copy)]
+pub struct DecodeContext {
+    /// Elements in the chunk (the product of the chunk shape).
+    pub elements: usize,
+    /// The array's data type.
+    pub data_type: DataType,
+    /// The Arrow layout wanted for strings and bytes.
+    pub string_type: StringType,
+    /// The most bytes any decompression step may produce.
+    pub max_bytes: usize,
+}
+
+impl CodecChain {
+    /// Decode one encoded chunk into an Arrow array of `ctx.elements` elements.
+    ///
+    /// # Errors
+    /// A [`ChunkError`] for any corrupt, truncated or oversized input.
+    pub fn decode(&self, encoded: Buffer, ctx: &DecodeContext) -> Result<ArrayRef, ChunkError> {
+        // Fixed-width chunks have an exact decoded size: use it as the bound.
+        let limit = match ctx.data_type.fixed_size() {
+            Some(size) => size.saturating_mul(ctx.elements).min(ctx.max_bytes),
+            None => ctx.max_bytes,
+        };
+        let bytes = decode_bytes(&self.bytes_to_bytes, encoded, limit)?;
+        match &self.array_to_bytes {
+            ArrayToBytes::Bytes { endian } => fixed::decode(bytes, *endian, ctx),
+            ArrayToBytes::VlenInterleaved => vlen_interleaved::decode(bytes, ctx),
+            ArrayToBytes::ZarrsVlen(config) => zarrs_vlen::decode(config, bytes, ctx),
+            ArrayToBytes::Zep0007 { large } => zep0007::decode(bytes, *large, ctx),
+        }
+    }
+}
+
+/// Undo `codecs` (given in encoding order) on `buffer`.
+pub(crate) fn decode_bytes(
+    codecs: &[BytesToBytes],
+    buffer: Buffer,
+    limit: usize,
+) -> Result<Buffer, ChunkError> {
+    codecs
+        .iter()
+        .rev()
+        .try_fold(buffer, |buf, codec| codec.decode(buf, limit))
+}
+
+impl BytesToBytes {
+    /// Undo this codec, producing at most `limit` bytes.
+    pub fn decode(&self, input: Buffer, limit: usize) -> Result<Buffer, ChunkError> {
+        match self {
+            Self::Gzip { .. } => compress::gzip_decode(&input, limit),
+            Self::Zlib { .. } => compress::zlib_decode(&input, limit),
+            Self::Zstd { .. } => compress::zstd_decode(&input, limit),
+            Self::Blosc(_) => blosc::decode(&input, limit),
+            Self::Crc32c => checksum::crc32c_decode(input),
+        }
+    }
+}
+
+impl fmt::Display for CodecChain {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.array_to_bytes)?;
+        for codec in &self.bytes_to_bytes {
+            write!(f, " -> {codec}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for ArrayToBytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Bytes { endian } => write!(f, "bytes({endian:?})"),
+            Self::VlenInterleaved => write!(f, "vlen (interleaved lengths)"),
+            Self::ZarrsVlen(c) => write!(
+                f,
+                "zarrs.vlen(index {:?} at {:?}, index codecs [{}], data codecs [{}])",
+                c.index_data_type, c.index_location, c.index_codecs, c.data_codecs
+            ),
+            Self::Zep0007 { large: false } => write!(f, "ZEP0007 layout (int32 offsets)"),
+            Self::Zep0007 { large: true } => write!(f, "ZEP0007 layout (int64 offsets)"),
+        }
+    }
+}
+
+impl fmt::Display for BytesToBytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Gzip { level } => write!(f, "gzip(level={level})"),
+            Self::Zlib { level } => write!(f, "zlib(level={level})"),
+            Self::Zstd { level, checksum } => write!(f, "zstd(level={level}, checksum={checksum})"),
+            Self::Blosc(c) => write!(
+                f,
+                "blosc(cname={}, clevel={}, shuffle={:?})",
+                c.cname, c.clevel, c.shuffle
+            ),
+            Self::Crc32c => write!(f, "crc32c"),
+        }
+    }
+}

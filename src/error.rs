@@ -1,0 +1,230 @@
+//! The one error type of zarrow.
+//!
+//! [`Error`] is what every public entry point returns. Problems found inside a
+//! single chunk are [`ChunkError`]s: the sans-IO decoders know no store key, so the
+//! reader wraps them in [`Error::Chunk`] together with the key they came from.
+
+use std::path::PathBuf;
+
+use arrow_schema::ArrowError;
+
+/// A `Result` with zarrow's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in zarrow.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A filesystem operation failed.
+    #[error("I/O error on {path}: {source}")]
+    Io {
+        /// The file or directory involved.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A store key is not acceptable (it would leave the store root, or is malformed).
+    #[error("invalid store key {key:?}: {reason}")]
+    InvalidKey {
+        /// The key as given.
+        key: String,
+        /// Why it was refused.
+        reason: &'static str,
+    },
+    /// No Zarr array or group metadata was found at a node path.
+    #[error("no Zarr array or group at {path:?} (looked for zarr.json, .zarray and .zgroup)")]
+    NodeNotFound {
+        /// The node path inside the store ("" is the root).
+        path: String,
+    },
+    /// A metadata document is not valid JSON.
+    #[error("{key} is not valid JSON: {source}")]
+    Json {
+        /// The metadata key.
+        key: String,
+        /// The parser's error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A metadata document is valid JSON but not valid Zarr metadata.
+    #[error("invalid metadata in {key}: {message}")]
+    Metadata {
+        /// The metadata key.
+        key: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A codec that zarrow does not implement.
+    #[error("unsupported codec {name:?} in {key}")]
+    UnsupportedCodec {
+        /// The codec's name or id as written in the metadata.
+        name: String,
+        /// The metadata key.
+        key: String,
+    },
+    /// A data type that zarrow does not implement.
+    #[error("unsupported data type {name} in {key}")]
+    UnsupportedDataType {
+        /// The data type as written in the metadata.
+        name: String,
+        /// The metadata key.
+        key: String,
+    },
+    /// A chunk could not be decoded.
+    #[error("chunk {key}: {source}")]
+    Chunk {
+        /// The chunk's store key.
+        key: String,
+        /// What is wrong with it.
+        #[source]
+        source: ChunkError,
+    },
+    /// A caller-supplied argument is out of range or inconsistent.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// The arrays of a group cannot form one table.
+    #[error("group {path:?} cannot be read as a table: {message}")]
+    Table {
+        /// The group's node path.
+        path: String,
+        /// Why not.
+        message: String,
+    },
+    /// An error from arrow-rs.
+    #[error(transparent)]
+    Arrow(#[from] ArrowError),
+    /// An error from the parquet crate.
+    #[error(transparent)]
+    Parquet(#[from] parquet::errors::ParquetError),
+}
+
+impl Error {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    pub(crate) fn metadata(key: &str, message: impl Into<String>) -> Self {
+        Error::Metadata {
+            key: key.to_string(),
+            message: message.into(),
+        }
+    }
+}
+
+impl From<Error> for ArrowError {
+    fn from(e: Error) -> Self {
+        match e {
+            Error::Arrow(a) => a,
+            other => ArrowError::ExternalError(Box::new(other)),
+        }
+    }
+}
+
+/// What is wrong with one chunk's bytes. Carries the element index or byte
+/// position where that helps find the damage.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ChunkError {
+    /// The chunk ends before a structure it announces.
+    #[error("truncated: {what} needs {needed} bytes but only {available} remain")]
+    Truncated {
+        /// The structure being read.
+        what: &'static str,
+        /// Bytes it needs.
+        needed: u64,
+        /// Bytes left.
+        available: u64,
+    },
+    /// The element count stored in the chunk differs from the chunk shape.
+    #[error("element count {found} does not match the chunk size {expected}")]
+    CountMismatch {
+        /// Elements per chunk according to the metadata.
+        expected: u64,
+        /// Elements the chunk says it holds.
+        found: u64,
+    },
+    /// Bytes are left over after the last element.
+    #[error("{extra} trailing bytes after the last element")]
+    TrailingBytes {
+        /// How many.
+        extra: u64,
+    },
+    /// An offset is smaller than the one before it.
+    #[error("offsets decrease at element {element} ({start} > {end})")]
+    OffsetsDecrease {
+        /// Element index.
+        element: usize,
+        /// Its start offset.
+        start: u64,
+        /// Its end offset.
+        end: u64,
+    },
+    /// An offset points past the end of the data.
+    #[error("offset {offset} at index {index} is past the end of the data ({data_len} bytes)")]
+    OffsetOutOfBounds {
+        /// Offset index (0..=n).
+        index: usize,
+        /// The offset value.
+        offset: u64,
+        /// Data length in bytes.
+        data_len: u64,
+    },
+    /// The chunk's values do not fit 32-bit Arrow offsets.
+    #[error(
+        "{bytes} bytes of values do not fit 32-bit Arrow offsets; read with the large type (--string-type large-utf8)"
+    )]
+    OffsetOverflow {
+        /// Total value bytes.
+        bytes: u64,
+    },
+    /// A string element is not valid UTF-8.
+    #[error("element {element} is not valid UTF-8")]
+    InvalidUtf8 {
+        /// Element index within the chunk.
+        element: usize,
+    },
+    /// A `fixed_length_utf32` element holds a value that is not a Unicode scalar.
+    #[error("element {element} holds {code:#x}, which is not a Unicode scalar value")]
+    InvalidCodePoint {
+        /// Element index within the chunk.
+        element: usize,
+        /// The offending code unit.
+        code: u32,
+    },
+    /// The decoded chunk has the wrong size for a fixed-width data type.
+    #[error("decoded size {found} bytes, expected {expected} bytes")]
+    SizeMismatch {
+        /// Bytes expected from the chunk shape and data type.
+        expected: u64,
+        /// Bytes found.
+        found: u64,
+    },
+    /// A decompressor rejected its input.
+    #[error("{codec} decompression failed: {message}")]
+    Decompress {
+        /// The codec.
+        codec: &'static str,
+        /// The decompressor's explanation.
+        message: String,
+    },
+    /// A chunk decompresses to more bytes than allowed.
+    #[error("{codec} output exceeds the limit of {limit} bytes")]
+    TooLarge {
+        /// The codec.
+        codec: &'static str,
+        /// The limit in force (see `ReadOptions::max_chunk_bytes`).
+        limit: u64,
+    },
+    /// A crc32c checksum does not match.
+    #[error("crc32c mismatch: stored {stored:#010x}, computed {computed:#010x}")]
+    Checksum {
+        /// The checksum in the chunk.
+        stored: u32,
+        /// The checksum of the data.
+        computed: u32,
+    },
+}

@@ -1,0 +1,233 @@
+//! Fill values: what a missing chunk, or the padding of an edge chunk, holds.
+//!
+//! Accepted JSON forms, by data type:
+//!
+//! | data type | forms |
+//! |---|---|
+//! | `bool` | `true`, `false` (`null` in v2 = `false`) |
+//! | integers | a JSON integer in range (`null` in v2 = 0) |
+//! | floats | a number, `"NaN"`, `"Infinity"`, `"-Infinity"`, or `"0x…"` raw IEEE bits (`null` in v2 = 0.0) |
+//! | `string`, `fixed_length_utf32` | a JSON string; v2 also `null` (= `""`) and a number (its decimal text, as zarr-python reads it) |
+//! | bytes types | a base64 string, or an array of integers 0..=255; v2 also `null` (= empty) |
+
+use base64::Engine;
+use serde_json::Value;
+
+use super::DataType;
+
+/// A parsed fill value.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum FillValue {
+    /// For `bool`.
+    Bool(bool),
+    /// For signed integers.
+    Int(i64),
+    /// For unsigned integers.
+    UInt(u64),
+    /// For floats (stored as f64; exact for float32 values).
+    Float(f64),
+    /// For strings (UTF-8) and bytes types.
+    Bytes(Vec<u8>),
+}
+
+impl FillValue {
+    /// The fill value zarrow uses when metadata gives none (v2 `null`).
+    pub fn default_for(data_type: &DataType) -> Self {
+        match data_type {
+            DataType::Bool => Self::Bool(false),
+            DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 => Self::Int(0),
+            DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64 => {
+                Self::UInt(0)
+            }
+            DataType::Float32 | DataType::Float64 => Self::Float(0.0),
+            _ => Self::Bytes(Vec::new()),
+        }
+    }
+
+    /// Parse `value` for `data_type`. `v2` enables the Zarr v2 leniencies.
+    ///
+    /// # Errors
+    /// A message saying why the value does not fit the type.
+    pub fn parse(value: &Value, data_type: &DataType, v2: bool) -> Result<Self, String> {
+        if value.is_null() {
+            return if v2 {
+                Ok(Self::default_for(data_type))
+            } else {
+                Err("fill_value is null (Zarr v3 requires a value)".into())
+            };
+        }
+        let bad = || {
+            format!(
+                "fill_value {value} does not fit data type {}",
+                data_type.zarr_name()
+            )
+        };
+        match data_type {
+            DataType::Bool => match value {
+                Value::Bool(b) => Ok(Self::Bool(*b)),
+                Value::Number(n) if n.as_u64() == Some(0) || n.as_u64() == Some(1) => {
+                    Ok(Self::Bool(n.as_u64() == Some(1)))
+                }
+                _ => Err(bad()),
+            },
+            DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 => {
+                let (lo, hi) = int_range(data_type);
+                let v = integral(value).ok_or_else(bad)?;
+                let v = i64::try_from(v).map_err(|_| bad())?;
+                if v < lo || v > hi {
+                    return Err(bad());
+                }
+                Ok(Self::Int(v))
+            }
+            DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64 => {
+                let max = uint_max(data_type);
+                let v = integral(value).ok_or_else(bad)?;
+                let v = u64::try_from(v).map_err(|_| bad())?;
+                if v > max {
+                    return Err(bad());
+                }
+                Ok(Self::UInt(v))
+            }
+            DataType::Float32 | DataType::Float64 => {
+                parse_float(value, *data_type == DataType::Float32)
+                    .map(Self::Float)
+                    .ok_or_else(bad)
+            }
+            DataType::String | DataType::FixedUtf32 { .. } => match value {
+                Value::String(s) => Ok(Self::Bytes(s.as_bytes().to_vec())),
+                Value::Number(n) if v2 => Ok(Self::Bytes(n.to_string().into_bytes())),
+                _ => Err(bad()),
+            },
+            DataType::Bytes | DataType::NullTerminatedBytes { .. } => match value {
+                Value::String(s) => base64::engine::general_purpose::STANDARD
+                    .decode(s)
+                    .map(Self::Bytes)
+                    .map_err(|e| format!("fill_value {value} is not valid base64: {e}")),
+                Value::Array(items) => items
+                    .iter()
+                    .map(|v| v.as_u64().and_then(|b| u8::try_from(b).ok()))
+                    .collect::<Option<Vec<u8>>>()
+                    .map(Self::Bytes)
+                    .ok_or_else(bad),
+                Value::Number(n) if v2 && n.as_u64() == Some(0) => Ok(Self::Bytes(Vec::new())),
+                _ => Err(bad()),
+            },
+        }
+    }
+}
+
+/// A JSON number that is an integer (including `1.0`), as i128.
+fn integral(value: &Value) -> Option<i128> {
+    let Value::Number(n) = value else { return None };
+    if let Some(i) = n.as_i64() {
+        return Some(i.into());
+    }
+    if let Some(u) = n.as_u64() {
+        return Some(u.into());
+    }
+    let f = n.as_f64()?;
+    (f.fract() == 0.0 && f.abs() < 2f64.powi(63)).then_some(f as i128)
+}
+
+fn int_range(data_type: &DataType) -> (i64, i64) {
+    match data_type {
+        DataType::Int8 => (i8::MIN.into(), i8::MAX.into()),
+        DataType::Int16 => (i16::MIN.into(), i16::MAX.into()),
+        DataType::Int32 => (i32::MIN.into(), i32::MAX.into()),
+        _ => (i64::MIN, i64::MAX),
+    }
+}
+
+fn uint_max(data_type: &DataType) -> u64 {
+    match data_type {
+        DataType::UInt8 => u8::MAX.into(),
+        DataType::UInt16 => u16::MAX.into(),
+        DataType::UInt32 => u32::MAX.into(),
+        _ => u64::MAX,
+    }
+}
+
+fn parse_float(value: &Value, is_f32: bool) -> Option<f64> {
+    match value {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => match s.as_str() {
+            "NaN" => Some(f64::NAN),
+            "Infinity" => Some(f64::INFINITY),
+            "-Infinity" => Some(f64::NEG_INFINITY),
+            hex if hex.starts_with("0x") => {
+                let digits = &hex[2..];
+                if is_f32 && digits.len() == 8 {
+                    u32::from_str_radix(digits, 16)
+                        .ok()
+                        .map(|b| f32::from_bits(b).into())
+                } else if !is_f32 && digits.len() == 16 {
+                    u64::from_str_radix(digits, 16).ok().map(f64::from_bits)
+                } else {
+                    None
+                }
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    // Expected values are from the Zarr v3 core spec, section "fill_value".
+    #[test]
+    fn spec_forms() {
+        let f64t = DataType::Float64;
+        assert!(
+            matches!(FillValue::parse(&json!("NaN"), &f64t, false), Ok(FillValue::Float(f)) if f.is_nan())
+        );
+        assert_eq!(
+            FillValue::parse(&json!("-Infinity"), &f64t, false),
+            Ok(FillValue::Float(f64::NEG_INFINITY))
+        );
+        assert_eq!(
+            FillValue::parse(&json!("0x3ff0000000000000"), &f64t, false),
+            Ok(FillValue::Float(1.0))
+        );
+        assert_eq!(
+            FillValue::parse(&json!("0x3f800000"), &DataType::Float32, false),
+            Ok(FillValue::Float(1.0))
+        );
+        assert_eq!(
+            FillValue::parse(&json!(-128), &DataType::Int8, false),
+            Ok(FillValue::Int(-128))
+        );
+        assert!(FillValue::parse(&json!(128), &DataType::Int8, false).is_err());
+        assert!(FillValue::parse(&json!(-1), &DataType::UInt8, false).is_err());
+        assert_eq!(
+            FillValue::parse(&json!(u64::MAX), &DataType::UInt64, false),
+            Ok(FillValue::UInt(u64::MAX))
+        );
+        assert_eq!(
+            FillValue::parse(&json!("AAE="), &DataType::Bytes, false),
+            Ok(FillValue::Bytes(vec![0, 1]))
+        );
+        assert_eq!(
+            FillValue::parse(&json!([0, 1]), &DataType::Bytes, false),
+            Ok(FillValue::Bytes(vec![0, 1]))
+        );
+        assert!(FillValue::parse(&json!([256]), &DataType::Bytes, false).is_err());
+        assert!(FillValue::parse(&Value::Null, &DataType::String, false).is_err());
+        assert_eq!(
+            FillValue::parse(&Value::Null, &DataType::String, true),
+            Ok(FillValue::Bytes(vec![]))
+        );
+        assert_eq!(
+            FillValue::parse(&json!(0), &DataType::String, true),
+            Ok(FillValue::Bytes(b"0".to_vec()))
+        );
+        assert_eq!(
+            FillValue::parse(&json!(true), &DataType::Bool, false),
+            Ok(FillValue::Bool(true))
+        );
+    }
+}

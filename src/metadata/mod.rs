@@ -1,0 +1,213 @@
+//! Zarr metadata: v3 `zarr.json` and v2 `.zarray` / `.zgroup` / `.zattrs`, parsed
+//! into one [`ArrayMetadata`] or [`GroupMetadata`].
+
+mod data_type;
+mod fill_value;
+mod v2;
+mod v3;
+
+use serde_json::{Map, Value};
+
+pub use data_type::{DataType, Endian, StringType};
+pub use fill_value::FillValue;
+
+use crate::codec::{ArrayToBytes, CodecChain};
+use crate::error::{Error, Result};
+use crate::grid::ChunkKeyEncoding;
+use crate::store::{Store, join_key};
+
+/// The most elements one chunk may hold (vlen chunks store the count as u32).
+pub const MAX_CHUNK_ELEMENTS: u64 = u32::MAX as u64;
+
+/// Everything zarrow needs to know about an array.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ArrayMetadata {
+    /// 2 or 3.
+    pub zarr_format: u8,
+    /// Array shape (empty for 0-d).
+    pub shape: Vec<u64>,
+    /// Regular chunk grid: the shape of every chunk.
+    pub chunk_shape: Vec<u64>,
+    /// The element type.
+    pub data_type: DataType,
+    /// What missing chunks hold.
+    pub fill_value: FillValue,
+    /// How chunk indices become store keys.
+    pub chunk_key_encoding: ChunkKeyEncoding,
+    /// The codecs.
+    pub codecs: CodecChain,
+    /// User attributes (`attributes`, or v2 `.zattrs`).
+    pub attributes: Map<String, Value>,
+    /// Optional dimension names (v3).
+    pub dimension_names: Option<Vec<Option<String>>>,
+}
+
+/// A group's metadata.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct GroupMetadata {
+    /// 2 or 3.
+    pub zarr_format: u8,
+    /// User attributes.
+    pub attributes: Map<String, Value>,
+}
+
+/// An array or a group.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NodeMetadata {
+    /// An array.
+    Array(Box<ArrayMetadata>),
+    /// A group.
+    Group(GroupMetadata),
+}
+
+impl ArrayMetadata {
+    /// Total number of elements.
+    pub fn len(&self) -> u64 {
+        self.shape.iter().product()
+    }
+
+    /// Whether the array has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Elements in one chunk.
+    pub fn chunk_len(&self) -> u64 {
+        self.chunk_shape.iter().product()
+    }
+
+    /// Whether `data_type` uses a variable-length layout.
+    pub fn is_variable_length(&self) -> bool {
+        self.data_type.fixed_size().is_none()
+    }
+
+    /// Check the parts against each other (shape vs. chunks, data type vs. codec).
+    fn validate(&self, key: &str) -> Result<()> {
+        if self.shape.len() != self.chunk_shape.len() {
+            return Err(Error::metadata(
+                key,
+                format!(
+                    "shape has {} dimensions but the chunk shape has {}",
+                    self.shape.len(),
+                    self.chunk_shape.len()
+                ),
+            ));
+        }
+        if self.chunk_shape.contains(&0) {
+            return Err(Error::metadata(key, "chunk shape has a zero extent"));
+        }
+        let elements = self
+            .chunk_shape
+            .iter()
+            .try_fold(1u64, |acc, &c| acc.checked_mul(c))
+            .filter(|&e| e <= MAX_CHUNK_ELEMENTS);
+        if elements.is_none() {
+            return Err(Error::metadata(
+                key,
+                format!("a chunk may hold at most {MAX_CHUNK_ELEMENTS} elements"),
+            ));
+        }
+        if self
+            .shape
+            .iter()
+            .try_fold(1u64, |acc, &s| acc.checked_mul(s))
+            .is_none()
+        {
+            return Err(Error::metadata(
+                key,
+                "the shape's element count overflows 64 bits",
+            ));
+        }
+        let vlen_layout = !matches!(self.codecs.array_to_bytes, ArrayToBytes::Bytes { .. });
+        if vlen_layout != self.is_variable_length() {
+            return Err(Error::metadata(
+                key,
+                format!(
+                    "data type {} cannot use the array->bytes codec {}",
+                    self.data_type.zarr_name(),
+                    self.codecs.array_to_bytes
+                ),
+            ));
+        }
+        if let Some(size) = self.data_type.fixed_size()
+            && size == 0
+        {
+            return Err(Error::metadata(key, "fixed-width data type of zero bytes"));
+        }
+        Ok(())
+    }
+}
+
+/// Parse JSON metadata, naming the key on failure.
+pub(crate) fn parse_json(key: &str, bytes: &[u8]) -> Result<Map<String, Value>> {
+    let value: Value = serde_json::from_slice(bytes).map_err(|source| Error::Json {
+        key: key.to_string(),
+        source,
+    })?;
+    match value {
+        Value::Object(map) => Ok(map),
+        other => Err(Error::metadata(
+            key,
+            format!("expected a JSON object, found {other}"),
+        )),
+    }
+}
+
+/// Read the metadata of the node at `path` (`""` for the root): `zarr.json` first,
+/// then v2 `.zarray`, then `.zgroup`.
+///
+/// # Errors
+/// [`Error::NodeNotFound`] when none exists; metadata errors naming the key.
+pub fn read_node(store: &dyn Store, path: &str) -> Result<NodeMetadata> {
+    let key = join_key(path, "zarr.json");
+    if let Some(bytes) = store.get(&key)? {
+        return v3::parse(&key, &parse_json(&key, &bytes)?);
+    }
+    let attributes = || -> Result<Map<String, Value>> {
+        let key = join_key(path, ".zattrs");
+        match store.get(&key)? {
+            Some(bytes) => parse_json(&key, &bytes),
+            None => Ok(Map::new()),
+        }
+    };
+    let key = join_key(path, ".zarray");
+    if let Some(bytes) = store.get(&key)? {
+        let meta = v2::parse_array(&key, &parse_json(&key, &bytes)?, attributes()?)?;
+        return Ok(NodeMetadata::Array(Box::new(meta)));
+    }
+    let key = join_key(path, ".zgroup");
+    if let Some(bytes) = store.get(&key)? {
+        let doc = parse_json(&key, &bytes)?;
+        v2::check_format(&key, &doc)?;
+        return Ok(NodeMetadata::Group(GroupMetadata {
+            zarr_format: 2,
+            attributes: attributes()?,
+        }));
+    }
+    Err(Error::NodeNotFound {
+        path: path.to_string(),
+    })
+}
+
+/// A `u64` list field (`shape`, `chunk_shape`, `chunks`).
+pub(crate) fn u64_list(key: &str, field: &str, value: Option<&Value>) -> Result<Vec<u64>> {
+    let items = value.and_then(Value::as_array).ok_or_else(|| {
+        Error::metadata(
+            key,
+            format!("\"{field}\" must be a list of non-negative integers"),
+        )
+    })?;
+    items
+        .iter()
+        .map(|v| {
+            v.as_u64().ok_or_else(|| {
+                Error::metadata(
+                    key,
+                    format!("\"{field}\" holds {v}, not a non-negative integer"),
+                )
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,424 @@
+//! The only place where untrusted offsets become Arrow arrays.
+//!
+//! Every variable-length layout ends here. Offsets read from a chunk are checked
+//! (right count, non-decreasing, in bounds, fit the target offset width), strings
+//! are checked to be UTF-8 at every element boundary, and only then are the
+//! `unsafe` unchecked arrow-rs constructors called. Nothing here panics on bad
+//! input: every problem is a [`ChunkError`].
+//!
+//! Offsets-based layouts (ZEP0007, `zarrs.vlen`) arrive as [`RawOffsets`] plus one
+//! values buffer:
+//!
+//! ```text
+//!  offsets: [0, 3, 3, 8]          values: "thequick"
+//!            │  │  │  └ end of element 2
+//!            │  └──┴ element 1 is empty
+//!            └ element 0 = values[0..3] = "the"
+//! ```
+//!
+//! Copies by target: same offset width and aligned buffer: none (offsets and values
+//! are slices of the decoded chunk); other width: the offsets are converted (one
+//! copy of the offsets, none of the values); views: one 16-byte view per element,
+//! no copy of the values.
+
+use std::sync::Arc;
+
+use arrow_array::builder::make_view;
+use arrow_array::types::{
+    BinaryViewType, ByteArrayType, GenericBinaryType, GenericStringType, StringViewType,
+};
+use arrow_array::{ArrayRef, GenericByteArray, GenericByteViewArray, OffsetSizeTrait};
+use arrow_buffer::{ArrowNativeType, Buffer, MutableBuffer, OffsetBuffer, ScalarBuffer};
+
+use crate::error::ChunkError;
+use crate::metadata::StringType;
+
+/// `n + 1` little-endian offsets of one of the widths found on disk. The buffer
+/// holds exactly `(n + 1) * width` bytes (checked by [`RawOffsets::new`]).
+#[derive(Debug, Clone)]
+pub(crate) struct RawOffsets {
+    buffer: Buffer,
+    width: OffsetKind,
+}
+
+/// The integer type of stored offsets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OffsetKind {
+    I32,
+    I64,
+    U32,
+    U64,
+}
+
+impl OffsetKind {
+    fn size(self) -> usize {
+        match self {
+            Self::I32 | Self::U32 => 4,
+            Self::I64 | Self::U64 => 8,
+        }
+    }
+}
+
+impl RawOffsets {
+    /// Take `buffer` as `n + 1` offsets of `width`.
+    pub(crate) fn new(buffer: Buffer, width: OffsetKind, n: usize) -> Result<Self, ChunkError> {
+        let needed = (n as u64 + 1) * width.size() as u64;
+        if buffer.len() as u64 != needed {
+            return Err(if (buffer.len() as u64) < needed {
+                ChunkError::Truncated {
+                    what: "offsets",
+                    needed,
+                    available: buffer.len() as u64,
+                }
+            } else {
+                ChunkError::TrailingBytes {
+                    extra: buffer.len() as u64 - needed,
+                }
+            });
+        }
+        Ok(Self { buffer, width })
+    }
+
+    fn len(&self) -> usize {
+        self.buffer.len() / self.width.size()
+    }
+
+    /// Offsets as u64, for the checks and for views. Signed offsets that are
+    /// negative come out as huge values and so fail the bounds check.
+    fn iter_u64(&self) -> Box<dyn Iterator<Item = u64> + '_> {
+        let b = self.buffer.as_slice();
+        match self.width {
+            OffsetKind::I32 | OffsetKind::U32 => Box::new(
+                b.chunks_exact(4)
+                    .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as u64)
+                    .map(move |v| {
+                        if self.width == OffsetKind::I32 && v > i32::MAX as u64 {
+                            u64::MAX
+                        } else {
+                            v
+                        }
+                    }),
+            ),
+            OffsetKind::I64 | OffsetKind::U64 => Box::new(
+                b.chunks_exact(8)
+                    .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0xff; 8])))
+                    .map(move |v| {
+                        if self.width == OffsetKind::I64 && v > i64::MAX as u64 {
+                            u64::MAX
+                        } else {
+                            v
+                        }
+                    }),
+            ),
+        }
+    }
+}
+
+/// Check that `offsets` do not decrease and stay within `data_len`. Returns the
+/// first and last offset.
+fn check_offsets(offsets: &RawOffsets, data_len: usize) -> Result<(u64, u64), ChunkError> {
+    let data_len = data_len as u64;
+    let mut iter = offsets.iter_u64().enumerate();
+    let Some((_, first)) = iter.next() else {
+        return Ok((0, 0));
+    };
+    if first > data_len {
+        return Err(ChunkError::OffsetOutOfBounds {
+            index: 0,
+            offset: first,
+            data_len,
+        });
+    }
+    let mut prev = first;
+    for (index, off) in iter {
+        if off < prev {
+            return Err(ChunkError::OffsetsDecrease {
+                element: index - 1,
+                start: prev,
+                end: off,
+            });
+        }
+        if off > data_len {
+            return Err(ChunkError::OffsetOutOfBounds {
+                index,
+                offset: off,
+                data_len,
+            });
+        }
+        prev = off;
+    }
+    Ok((first, prev))
+}
+
+/// Check that the values are UTF-8 and that every offset falls on a character
+/// boundary, which together make every element valid UTF-8.
+fn check_utf8(
+    offsets: impl Iterator<Item = u64>,
+    values: &[u8],
+    first: u64,
+    last: u64,
+) -> Result<(), ChunkError> {
+    let range = &values[first as usize..last as usize];
+    if let Err(e) = std::str::from_utf8(range) {
+        // Find the element that holds the bad byte.
+        let bad = first + e.valid_up_to() as u64;
+        let element = offsets.skip(1).position(|end| end > bad).unwrap_or(0);
+        return Err(ChunkError::InvalidUtf8 { element });
+    }
+    for (i, off) in offsets.enumerate() {
+        let off = off as usize;
+        // A boundary is the end of the data or a byte that does not continue a char.
+        if off < last as usize && (values[off] as i8) < -0x40 {
+            return Err(ChunkError::InvalidUtf8 {
+                element: i.saturating_sub(1),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// View `buffer` as `len` values of `T`, copying only when it is misaligned.
+pub(crate) fn aligned_scalars<T: ArrowNativeType>(buffer: Buffer, len: usize) -> ScalarBuffer<T> {
+    let size = std::mem::size_of::<T>();
+    let buffer = buffer.slice_with_length(0, len * size);
+    if buffer.as_ptr().align_offset(std::mem::align_of::<T>()) == 0 {
+        ScalarBuffer::from(buffer)
+    } else {
+        let mut copy = MutableBuffer::with_capacity(len * size);
+        copy.extend_from_slice(buffer.as_slice());
+        ScalarBuffer::from(Buffer::from(copy))
+    }
+}
+
+/// Offsets of one width converted to `O`, after [`check_offsets`].
+fn convert_offsets<O: OffsetSizeTrait>(
+    raw: &RawOffsets,
+    last: u64,
+) -> Result<ScalarBuffer<O>, ChunkError> {
+    if O::from_usize(last as usize).is_none() || last > i64::MAX as u64 {
+        return Err(ChunkError::OffsetOverflow { bytes: last });
+    }
+    let n = raw.len();
+    let same_bits = match raw.width {
+        // Values are checked to be <= O::MAX, so u32/u64 bits equal i32/i64 bits.
+        OffsetKind::I32 | OffsetKind::U32 => O::IS_LARGE == false,
+        OffsetKind::I64 | OffsetKind::U64 => O::IS_LARGE,
+    };
+    if same_bits {
+        return Ok(aligned_scalars::<O>(raw.buffer.clone(), n));
+    }
+    let converted: Vec<O> = raw
+        .iter_u64()
+        .map(|v| O::from_usize(v as usize).unwrap_or_default())
+        .collect();
+    Ok(ScalarBuffer::from(converted))
+}
+
+fn byte_array<T: ByteArrayType>(offsets: ScalarBuffer<T::Offset>, values: Buffer) -> ArrayRef {
+    // SAFETY: every caller has run `check_offsets` (non-decreasing, within
+    // `values`) and, for string types, `check_utf8` on these exact offsets and
+    // values, which is what `GenericByteArray::try_new` would verify.
+    Arc::new(unsafe {
+        GenericByteArray::<T>::new_unchecked(OffsetBuffer::new_unchecked(offsets), values, None)
+    })
+}
+
+/// Build the requested Arrow array from checked-on-the-way offsets and values.
+///
+/// `utf8` selects string types (values are UTF-8 checked); otherwise binary.
+pub(crate) fn from_offsets(
+    raw: RawOffsets,
+    values: Buffer,
+    utf8: bool,
+    target: StringType,
+) -> Result<ArrayRef, ChunkError> {
+    let (first, last) = check_offsets(&raw, values.len())?;
+    if utf8 {
+        check_utf8(raw.iter_u64(), values.as_slice(), first, last)?;
+    }
+    Ok(match (target, utf8) {
+        (StringType::Utf8, true) => {
+            byte_array::<GenericStringType<i32>>(convert_offsets(&raw, last)?, values)
+        }
+        (StringType::Utf8, false) => {
+            byte_array::<GenericBinaryType<i32>>(convert_offsets(&raw, last)?, values)
+        }
+        (StringType::LargeUtf8, true) => {
+            byte_array::<GenericStringType<i64>>(convert_offsets(&raw, last)?, values)
+        }
+        (StringType::LargeUtf8, false) => {
+            byte_array::<GenericBinaryType<i64>>(convert_offsets(&raw, last)?, values)
+        }
+        (StringType::Utf8View, _) => {
+            if values.len() > u32::MAX as usize {
+                return Err(ChunkError::OffsetOverflow {
+                    bytes: values.len() as u64,
+                });
+            }
+            let mut views =
+                ViewsBuilder::with_capacity(values.clone(), raw.len().saturating_sub(1));
+            let mut iter = raw.iter_u64();
+            let mut start = iter.next().unwrap_or(0);
+            for end in iter {
+                // Bounds and UTF-8 were checked above for all elements at once.
+                views.push_checked(start as u32, (end - start) as u32);
+                start = end;
+            }
+            views.finish(utf8)
+        }
+    })
+}
+
+/// Builds a view array over one data buffer (the decoded chunk), from element
+/// ranges that the caller reads from untrusted bytes.
+pub(crate) struct ViewsBuilder {
+    data: Buffer,
+    views: Vec<u128>,
+}
+
+impl ViewsBuilder {
+    /// A builder over `data` (at most `u32::MAX` bytes) for about `n` elements.
+    pub(crate) fn with_capacity(data: Buffer, n: usize) -> Self {
+        Self {
+            data,
+            views: Vec::with_capacity(n),
+        }
+    }
+
+    /// Add element `data[start..start + len]`, which the caller has bounds-checked.
+    #[inline]
+    pub(crate) fn push_checked(&mut self, start: u32, len: u32) {
+        let bytes = &self.data.as_slice()[start as usize..(start + len) as usize];
+        self.views.push(make_view(bytes, 0, start));
+    }
+
+    /// Add element `data[start..start + len]`, checking bounds and (for strings)
+    /// UTF-8.
+    #[inline]
+    pub(crate) fn push(&mut self, start: usize, len: usize, utf8: bool) -> Result<(), ChunkError> {
+        let element = self.views.len();
+        let end = start
+            .checked_add(len)
+            .filter(|&e| e <= self.data.len())
+            .ok_or(ChunkError::Truncated {
+                what: "element value",
+                needed: (start as u64).saturating_add(len as u64),
+                available: self.data.len() as u64,
+            })?;
+        let bytes = &self.data.as_slice()[start..end];
+        if utf8 && std::str::from_utf8(bytes).is_err() {
+            return Err(ChunkError::InvalidUtf8 { element });
+        }
+        self.views.push(make_view(bytes, 0, start as u32));
+        Ok(())
+    }
+
+    /// The finished array. Views over no long strings keep no data buffer.
+    pub(crate) fn finish(self, utf8: bool) -> ArrayRef {
+        let views = ScalarBuffer::from(self.views);
+        let buffers = vec![self.data];
+        // SAFETY: each view was made by `make_view` from a slice of `data` that was
+        // bounds-checked (and UTF-8 checked for strings) before it was pushed, with
+        // buffer index 0 = `data` and offsets < `data.len()` <= u32::MAX.
+        if utf8 {
+            Arc::new(unsafe {
+                GenericByteViewArray::<StringViewType>::new_unchecked(views, buffers, None)
+            })
+        } else {
+            Arc::new(unsafe {
+                GenericByteViewArray::<BinaryViewType>::new_unchecked(views, buffers, None)
+            })
+        }
+    }
+}
+
+/// Builds an offsets-and-values array by copying element values into one new
+/// values buffer (the interleaved vlen-utf8 path: one copy of the values).
+pub(crate) struct CopyBuilder<O: OffsetSizeTrait> {
+    offsets: Vec<O>,
+    values: MutableBuffer,
+}
+
+impl<O: OffsetSizeTrait> CopyBuilder<O> {
+    /// A builder for `n` elements with at most `max_values` bytes of values (the
+    /// caller's bound from the chunk size, so this never over-allocates).
+    pub(crate) fn with_capacity(n: usize, max_values: usize) -> Self {
+        let mut offsets = Vec::with_capacity(n + 1);
+        offsets.push(O::usize_as(0));
+        Self {
+            offsets,
+            values: MutableBuffer::with_capacity(max_values),
+        }
+    }
+
+    /// Append one element's bytes.
+    #[inline]
+    pub(crate) fn push(&mut self, bytes: &[u8]) -> Result<(), ChunkError> {
+        self.values.extend_from_slice(bytes);
+        let end = O::from_usize(self.values.len()).ok_or(ChunkError::OffsetOverflow {
+            bytes: self.values.len() as u64,
+        })?;
+        self.offsets.push(end);
+        Ok(())
+    }
+
+    /// The finished array; strings are UTF-8 checked here, once for all values.
+    pub(crate) fn finish(self, utf8: bool) -> Result<ArrayRef, ChunkError> {
+        let values: Buffer = self.values.into();
+        let offsets = ScalarBuffer::from(self.offsets);
+        if utf8 {
+            let last = values.len() as u64;
+            check_utf8(
+                offsets.iter().map(|o| o.as_usize() as u64),
+                values.as_slice(),
+                0,
+                last,
+            )?;
+            Ok(byte_array::<GenericStringType<O>>(offsets, values))
+        } else {
+            Ok(byte_array::<GenericBinaryType<O>>(offsets, values))
+        }
+    }
+}
+
+/// A [`CopyBuilder`] for whichever Arrow layout the caller asked for. Views are
+/// built over the newly copied values buffer.
+pub(crate) enum ValuesBuilder {
+    Small(CopyBuilder<i32>),
+    Large(CopyBuilder<i64>),
+    View(CopyBuilder<i64>),
+}
+
+impl ValuesBuilder {
+    /// A builder for `n` elements and at most `max_values` bytes of values.
+    pub(crate) fn new(target: StringType, n: usize, max_values: usize) -> Self {
+        match target {
+            StringType::Utf8 => Self::Small(CopyBuilder::with_capacity(n, max_values)),
+            StringType::LargeUtf8 => Self::Large(CopyBuilder::with_capacity(n, max_values)),
+            StringType::Utf8View => Self::View(CopyBuilder::with_capacity(n, max_values)),
+        }
+    }
+
+    /// Append one element.
+    #[inline]
+    pub(crate) fn push(&mut self, bytes: &[u8]) -> Result<(), ChunkError> {
+        match self {
+            Self::Small(b) => b.push(bytes),
+            Self::Large(b) | Self::View(b) => b.push(bytes),
+        }
+    }
+
+    /// The finished array (strings UTF-8 checked).
+    pub(crate) fn finish(self, utf8: bool) -> Result<ArrayRef, ChunkError> {
+        match self {
+            Self::Small(b) => b.finish(utf8),
+            Self::Large(b) => b.finish(utf8),
+            Self::View(b) => {
+                let n = b.offsets.len() - 1;
+                let offsets = Buffer::from_vec(b.offsets);
+                let raw = RawOffsets::new(offsets, OffsetKind::I64, n)?;
+                from_offsets(raw, b.values.into(), utf8, StringType::Utf8View)
+            }
+        }
+    }
+}

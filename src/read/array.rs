@@ -1,0 +1,357 @@
+//! [`ZarrArray`]: open an array, read it whole, by element range, or chunk by chunk.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef};
+use arrow_schema::{DataType as ArrowType, Field};
+use rayon::prelude::*;
+
+use super::ReadOptions;
+use super::fill::fill_array;
+use crate::codec::DecodeContext;
+use crate::error::{Error, Result};
+use crate::grid::{Grid, ravel, unravel};
+use crate::metadata::{ArrayMetadata, NodeMetadata, read_node};
+use crate::store::{Store, join_key};
+
+/// A Zarr array opened for reading.
+///
+/// Cheap to clone (the store and metadata are shared).
+#[derive(Debug, Clone)]
+pub struct ZarrArray {
+    store: Arc<dyn Store>,
+    path: String,
+    name: String,
+    meta: Arc<ArrayMetadata>,
+    grid: Grid,
+    options: ReadOptions,
+}
+
+/// One decoded chunk, or the fill value standing in for a missing one.
+enum Chunk {
+    Present(ArrayRef),
+    /// A one-element array holding the fill value.
+    Missing(ArrayRef),
+}
+
+impl ZarrArray {
+    /// Open the array at node `path` (`""` for a store whose root is the array) with
+    /// default [`ReadOptions`].
+    ///
+    /// # Errors
+    /// [`Error::NodeNotFound`], metadata errors, or [`Error::InvalidArgument`] when
+    /// the node is a group.
+    pub fn open(store: Arc<dyn Store>, path: &str) -> Result<Self> {
+        Self::open_with(store, path, ReadOptions::default())
+    }
+
+    /// Open with explicit options.
+    pub fn open_with(store: Arc<dyn Store>, path: &str, options: ReadOptions) -> Result<Self> {
+        let path = path.trim_matches('/').to_string();
+        match read_node(store.as_ref(), &path)? {
+            NodeMetadata::Array(meta) => Ok(Self::from_metadata(store, path, *meta, options)),
+            NodeMetadata::Group(_) => Err(Error::InvalidArgument(format!(
+                "{path:?} is a group, not an array"
+            ))),
+        }
+    }
+
+    pub(crate) fn from_metadata(
+        store: Arc<dyn Store>,
+        path: String,
+        meta: ArrayMetadata,
+        options: ReadOptions,
+    ) -> Self {
+        let name = path.rsplit('/').next().unwrap_or("").to_string();
+        let name = if name.is_empty() {
+            "values".to_string()
+        } else {
+            name
+        };
+        let grid = Grid::new(&meta.shape, &meta.chunk_shape);
+        Self {
+            store,
+            path,
+            name,
+            meta: Arc::new(meta),
+            grid,
+            options,
+        }
+    }
+
+    /// Use `name` as the column name in record batches (default: the node name, or
+    /// `values` for a root array).
+    pub fn with_column_name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// The column name used in record batches.
+    pub fn column_name(&self) -> &str {
+        &self.name
+    }
+
+    /// The node path inside the store.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The parsed metadata.
+    pub fn metadata(&self) -> &ArrayMetadata {
+        &self.meta
+    }
+
+    /// The read options in force.
+    pub fn options(&self) -> &ReadOptions {
+        &self.options
+    }
+
+    /// The chunk grid.
+    pub fn grid(&self) -> &Grid {
+        &self.grid
+    }
+
+    /// The Arrow type values are read into.
+    pub fn arrow_type(&self) -> ArrowType {
+        self.meta.data_type.arrow_type(self.options.string_type)
+    }
+
+    /// The Arrow field for this array's column (never nullable: Zarr has no nulls).
+    pub fn field(&self) -> Field {
+        Field::new(&self.name, self.arrow_type(), false)
+    }
+
+    /// Total elements.
+    pub fn len(&self) -> u64 {
+        self.meta.len()
+    }
+
+    /// Whether the array has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.meta.is_empty()
+    }
+
+    /// The store key of the chunk at grid `indices`.
+    pub fn chunk_key(&self, indices: &[u64]) -> String {
+        join_key(&self.path, &self.meta.chunk_key_encoding.key(indices))
+    }
+
+    /// How many chunks of the grid are present in the store.
+    pub fn chunks_present(&self) -> Result<u64> {
+        let keys = self.store.list_prefix(&join_key(&self.path, ""))?;
+        let keys: std::collections::HashSet<&str> = keys.iter().map(String::as_str).collect();
+        let total = self.grid.num_chunks();
+        // Listing once and probing the set keeps this one store call.
+        Ok((0..total)
+            .filter(|&i| keys.contains(self.chunk_key(&self.grid.unravel(i)).as_str()))
+            .count() as u64)
+    }
+
+    /// Decode the chunk at grid `indices` as stored: all `chunk_len` elements,
+    /// including edge padding. A missing chunk is `Ok(None)`.
+    ///
+    /// # Errors
+    /// [`Error::Chunk`] naming the key when the chunk is corrupt.
+    pub fn decode_chunk(&self, indices: &[u64]) -> Result<Option<ArrayRef>> {
+        let key = self.chunk_key(indices);
+        let Some(encoded) = self.store.get(&key)? else {
+            return Ok(None);
+        };
+        let ctx = DecodeContext {
+            elements: self.meta.chunk_len() as usize,
+            data_type: self.meta.data_type,
+            string_type: self.options.string_type,
+            max_bytes: self.options.max_chunk_bytes,
+        };
+        self.meta
+            .codecs
+            .decode(encoded, &ctx)
+            .map(Some)
+            .map_err(|source| Error::Chunk { key, source })
+    }
+
+    fn fill(&self, n: usize) -> Result<ArrayRef> {
+        let m = &self.meta;
+        fill_array(
+            &m.data_type,
+            &m.fill_value,
+            n,
+            self.options.string_type,
+            self.options.max_chunk_bytes,
+        )
+        .map_err(|source| Error::Chunk {
+            key: join_key(&self.path, "<fill value>"),
+            source,
+        })
+    }
+
+    fn chunk(&self, indices: &[u64]) -> Result<Chunk> {
+        Ok(match self.decode_chunk(indices)? {
+            Some(array) => Chunk::Present(array),
+            None => Chunk::Missing(self.fill(1)?),
+        })
+    }
+
+    /// The 1-D chunk `i`, trimmed to the array's extent.
+    fn chunk_1d(&self, i: u64, within: Range<u64>) -> Result<ArrayRef> {
+        let c = self.meta.chunk_shape[0];
+        let valid = self.grid.valid_extent(&[i])[0];
+        let lo = within.start.saturating_sub(i * c).min(valid);
+        let hi = within.end.saturating_sub(i * c).min(valid);
+        match self.decode_chunk(&[i])? {
+            Some(array) => Ok(array.slice(lo as usize, (hi - lo) as usize)),
+            None => self.fill((hi - lo) as usize),
+        }
+    }
+
+    /// Number of slabs: chunks along the first dimension (1 for a 0-d array).
+    pub fn num_slabs(&self) -> u64 {
+        if self.meta.shape.is_empty() {
+            1
+        } else {
+            self.grid.grid_shape()[0]
+        }
+    }
+
+    /// Slab `s`: the elements whose first index falls in chunk row `s`, flattened in
+    /// C order. For a 1-D array a slab is one chunk (a zero-copy slice of it).
+    pub fn read_slab(&self, s: u64) -> Result<ArrayRef> {
+        match self.meta.shape.len() {
+            0 => match self.chunk(&[])? {
+                Chunk::Present(a) => Ok(a.slice(0, 1)),
+                Chunk::Missing(a) => Ok(a),
+            },
+            1 => self.chunk_1d(s, 0..self.len()),
+            _ => self.read_slab_nd(s),
+        }
+    }
+
+    fn read_slab_nd(&self, s: u64) -> Result<ArrayRef> {
+        let shape = &self.meta.shape;
+        let chunk_shape = &self.meta.chunk_shape;
+        let grid_rest: Vec<u64> = self.grid.grid_shape()[1..].to_vec();
+        let n_chunks: u64 = grid_rest.iter().product();
+        let chunks: Vec<Chunk> = self.map_maybe_parallel(0..n_chunks, |j| {
+            let mut indices = vec![s];
+            indices.extend(unravel(j, &grid_rest));
+            self.chunk(&indices)
+        })?;
+        let rows = chunk_shape[0].min(shape[0].saturating_sub(s * chunk_shape[0]));
+        let rest_shape = &shape[1..];
+        let rest_len: u64 = rest_shape.iter().product();
+        let mut picks: Vec<(usize, usize)> = Vec::with_capacity((rows * rest_len) as usize);
+        let mut within = vec![0u64; shape.len()];
+        let mut grid_idx = vec![0u64; rest_shape.len()];
+        for r in 0..rows {
+            within[0] = r;
+            for linear in 0..rest_len {
+                let x = unravel(linear, rest_shape);
+                for (d, &xd) in x.iter().enumerate() {
+                    grid_idx[d] = xd / chunk_shape[d + 1];
+                    within[d + 1] = xd % chunk_shape[d + 1];
+                }
+                let j = ravel(&grid_idx, &grid_rest) as usize;
+                let e = match chunks[j] {
+                    Chunk::Present(_) => ravel(&within, chunk_shape) as usize,
+                    Chunk::Missing(_) => 0,
+                };
+                picks.push((j, e));
+            }
+        }
+        let arrays: Vec<&dyn Array> = chunks
+            .iter()
+            .map(|c| match c {
+                Chunk::Present(a) | Chunk::Missing(a) => a.as_ref(),
+            })
+            .collect();
+        if arrays.is_empty() {
+            return self.fill(0);
+        }
+        Ok(arrow_select::interleave::interleave(&arrays, &picks)?)
+    }
+
+    fn map_maybe_parallel<T: Send>(
+        &self,
+        range: Range<u64>,
+        f: impl Fn(u64) -> Result<T> + Sync + Send,
+    ) -> Result<Vec<T>> {
+        if self.options.parallel && range.end - range.start > 1 {
+            range.into_par_iter().map(f).collect()
+        } else {
+            range.map(f).collect()
+        }
+    }
+
+    /// Slabs `range`, decoded in parallel when the options allow, in order.
+    pub fn read_slabs(&self, range: Range<u64>) -> Result<Vec<ArrayRef>> {
+        if self.meta.shape.len() == 1 {
+            self.map_maybe_parallel(range, |s| self.read_slab(s))
+        } else {
+            range.map(|s| self.read_slab(s)).collect()
+        }
+    }
+
+    /// The whole array as one Arrow array (N-d arrays flattened in C order).
+    ///
+    /// Copies: a single-chunk array is returned as decoded; several chunks are
+    /// concatenated (one more copy of everything).
+    ///
+    /// # Errors
+    /// Any chunk's error, or [`Error::InvalidArgument`] when the array does not
+    /// fit in memory.
+    pub fn read_all(&self) -> Result<ArrayRef> {
+        if usize::try_from(self.len()).is_err() {
+            return Err(Error::InvalidArgument(format!(
+                "array of {} elements is too large to read whole",
+                self.len()
+            )));
+        }
+        let parts = self.read_slabs(0..self.num_slabs())?;
+        self.concat(parts)
+    }
+
+    /// Elements `range` of a 1-D array, touching only the chunks that hold them.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an N-d array or a range past the end.
+    pub fn read_range(&self, range: Range<u64>) -> Result<ArrayRef> {
+        if self.meta.shape.len() != 1 {
+            return Err(Error::InvalidArgument(
+                "read_range needs a 1-D array".into(),
+            ));
+        }
+        if range.start > range.end || range.end > self.len() {
+            return Err(Error::InvalidArgument(format!(
+                "range {}..{} is outside the array (length {})",
+                range.start,
+                range.end,
+                self.len()
+            )));
+        }
+        if range.is_empty() {
+            return self.fill(0);
+        }
+        let c = self.meta.chunk_shape[0];
+        let chunks = range.start / c..(range.end - 1) / c + 1;
+        let parts = self.map_maybe_parallel(chunks, |i| self.chunk_1d(i, range.clone()))?;
+        self.concat(parts)
+    }
+
+    fn concat(&self, mut parts: Vec<ArrayRef>) -> Result<ArrayRef> {
+        match parts.len() {
+            0 => self.fill(0),
+            1 => Ok(parts.swap_remove(0)),
+            _ => {
+                let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
+                Ok(arrow_select::concat::concat(&refs)?)
+            }
+        }
+    }
+
+    /// A streaming reader: one record batch per slab (per chunk for 1-D arrays),
+    /// decoding at most [`ReadOptions::read_ahead`] slabs at a time.
+    pub fn batches(&self) -> super::ArrayBatchReader {
+        super::ArrayBatchReader::new(self.clone())
+    }
+}

@@ -1,0 +1,109 @@
+//! Arrays that hold one fill value repeated: what a missing chunk reads as.
+
+use std::sync::Arc;
+
+use arrow_array::types::{
+    Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type, UInt16Type,
+    UInt32Type, UInt64Type,
+};
+use arrow_array::{ArrayRef, ArrowPrimitiveType, BooleanArray, PrimitiveArray};
+use arrow_buffer::BooleanBuffer;
+use num_like::FromFill;
+
+use crate::error::ChunkError;
+use crate::metadata::{DataType, FillValue, StringType};
+use crate::offsets::ValuesBuilder;
+
+/// `n` copies of `fill` as the Arrow type `data_type` reads into.
+///
+/// # Errors
+/// [`ChunkError::TooLarge`] when the array would exceed `max_bytes`.
+pub(crate) fn fill_array(
+    data_type: &DataType,
+    fill: &FillValue,
+    n: usize,
+    string_type: StringType,
+    max_bytes: usize,
+) -> Result<ArrayRef, ChunkError> {
+    let per_element = match fill {
+        FillValue::Bytes(b) => b.len() + 8,
+        _ => 8,
+    };
+    if n.saturating_mul(per_element) > max_bytes {
+        return Err(ChunkError::TooLarge {
+            codec: "fill value",
+            limit: max_bytes as u64,
+        });
+    }
+    Ok(match data_type {
+        DataType::Bool => {
+            let v = matches!(fill, FillValue::Bool(true));
+            let bits = if v {
+                BooleanBuffer::new_set(n)
+            } else {
+                BooleanBuffer::new_unset(n)
+            };
+            Arc::new(BooleanArray::new(bits, None))
+        }
+        DataType::Int8 => repeat::<Int8Type>(fill, n),
+        DataType::Int16 => repeat::<Int16Type>(fill, n),
+        DataType::Int32 => repeat::<Int32Type>(fill, n),
+        DataType::Int64 => repeat::<Int64Type>(fill, n),
+        DataType::UInt8 => repeat::<UInt8Type>(fill, n),
+        DataType::UInt16 => repeat::<UInt16Type>(fill, n),
+        DataType::UInt32 => repeat::<UInt32Type>(fill, n),
+        DataType::UInt64 => repeat::<UInt64Type>(fill, n),
+        DataType::Float32 => repeat::<Float32Type>(fill, n),
+        DataType::Float64 => repeat::<Float64Type>(fill, n),
+        DataType::String
+        | DataType::Bytes
+        | DataType::FixedUtf32 { .. }
+        | DataType::NullTerminatedBytes { .. } => {
+            let value: &[u8] = match fill {
+                FillValue::Bytes(b) => b,
+                _ => &[],
+            };
+            let mut out = ValuesBuilder::new(string_type, n, value.len() * n);
+            for _ in 0..n {
+                out.push(value)?;
+            }
+            out.finish(data_type.is_text())?
+        }
+    })
+}
+
+fn repeat<T: ArrowPrimitiveType>(fill: &FillValue, n: usize) -> ArrayRef
+where
+    T::Native: FromFill,
+{
+    Arc::new(PrimitiveArray::<T>::from_value(
+        T::Native::from_fill(fill),
+        n,
+    ))
+}
+
+mod num_like {
+    use crate::metadata::FillValue;
+
+    /// Convert a parsed fill value (already range-checked for the type) to a native.
+    pub(crate) trait FromFill {
+        fn from_fill(fill: &FillValue) -> Self;
+    }
+
+    macro_rules! from_fill {
+        ($($t:ty),*) => {$(
+            impl FromFill for $t {
+                fn from_fill(fill: &FillValue) -> Self {
+                    match *fill {
+                        FillValue::Int(v) => v as $t,
+                        FillValue::UInt(v) => v as $t,
+                        FillValue::Float(v) => v as $t,
+                        FillValue::Bool(v) => u8::from(v) as $t,
+                        FillValue::Bytes(_) => 0 as $t,
+                    }
+                }
+            }
+        )*};
+    }
+    from_fill!(i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
+}

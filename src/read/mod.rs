@@ -1,0 +1,149 @@
+//! Reading: [`ZarrArray`] and [`ZarrGroup`], and their `RecordBatchReader`s.
+//!
+//! ```text
+//! store ─▶ chunk bytes ─▶ CodecChain::decode ─▶ ArrayRef per chunk
+//!            ─▶ trim edge / fill missing ─▶ slab (C order) ─▶ RecordBatch
+//! ```
+//!
+//! Memory while streaming is bounded by the read-ahead window (a few chunks per
+//! column), never by the array's length.
+
+mod array;
+mod fill;
+mod group;
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use arrow_array::{RecordBatch, RecordBatchReader};
+use arrow_schema::{ArrowError, Schema, SchemaRef};
+
+pub use array::ZarrArray;
+pub use group::{GroupBatchReader, GroupReaderBuilder, ZarrGroup};
+
+use crate::error::Result;
+use crate::metadata::StringType;
+
+/// The default bound on one chunk's decoded size: 2 GiB.
+pub const DEFAULT_MAX_CHUNK_BYTES: usize = 2 << 30;
+
+/// How arrays are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ReadOptions {
+    /// The Arrow layout of string and bytes columns.
+    pub string_type: StringType,
+    /// The most bytes one chunk may decode (or decompress) to; larger chunks are
+    /// an error rather than an allocation.
+    pub max_chunk_bytes: usize,
+    /// Decode independent chunks on rayon's thread pool.
+    pub parallel: bool,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        Self {
+            string_type: StringType::Utf8,
+            max_chunk_bytes: DEFAULT_MAX_CHUNK_BYTES,
+            parallel: true,
+        }
+    }
+}
+
+impl ReadOptions {
+    /// Set the Arrow string layout.
+    pub fn with_string_type(mut self, string_type: StringType) -> Self {
+        self.string_type = string_type;
+        self
+    }
+
+    /// Set the decoded-chunk bound.
+    pub fn with_max_chunk_bytes(mut self, bytes: usize) -> Self {
+        self.max_chunk_bytes = bytes;
+        self
+    }
+
+    /// Turn parallel chunk decoding on or off.
+    pub fn with_parallel(mut self, parallel: bool) -> Self {
+        self.parallel = parallel;
+        self
+    }
+
+    /// How many chunks a reader decodes ahead: one per thread when parallel.
+    pub fn read_ahead(&self) -> usize {
+        if self.parallel {
+            rayon::current_num_threads().max(1)
+        } else {
+            1
+        }
+    }
+}
+
+/// A [`RecordBatchReader`] over one array: a single column named after the array,
+/// one batch per slab (per chunk for 1-D arrays).
+#[derive(Debug)]
+pub struct ArrayBatchReader {
+    array: ZarrArray,
+    schema: SchemaRef,
+    next_slab: u64,
+    ready: VecDeque<arrow_array::ArrayRef>,
+}
+
+impl ArrayBatchReader {
+    fn new(array: ZarrArray) -> Self {
+        let schema = Arc::new(Schema::new(vec![array.field()]));
+        Self {
+            array,
+            schema,
+            next_slab: 0,
+            ready: VecDeque::new(),
+        }
+    }
+
+    /// Total rows this reader yields.
+    pub fn total_rows(&self) -> u64 {
+        self.array.len()
+    }
+
+    fn next_inner(&mut self) -> Result<Option<RecordBatch>> {
+        if self.ready.is_empty() {
+            let end = self
+                .next_slab
+                .saturating_add(self.array.options().read_ahead() as u64)
+                .min(self.array.num_slabs());
+            if self.next_slab >= end {
+                return Ok(None);
+            }
+            self.ready
+                .extend(self.array.read_slabs(self.next_slab..end)?);
+            self.next_slab = end;
+        }
+        match self.ready.pop_front() {
+            Some(column) => Ok(Some(RecordBatch::try_new(
+                self.schema.clone(),
+                vec![column],
+            )?)),
+            None => Ok(None),
+        }
+    }
+}
+
+impl Iterator for ArrayBatchReader {
+    type Item = Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let result = self.next_inner();
+        if result.is_err() {
+            // Stop after the first error.
+            self.next_slab = u64::MAX;
+            self.ready.clear();
+        }
+        result.map_err(ArrowError::from).transpose()
+    }
+}
+
+impl RecordBatchReader for ArrayBatchReader {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+}

@@ -1,0 +1,93 @@
+//! An in-memory store, for tests and for building hierarchies before writing them.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::sync::RwLock;
+
+use arrow_buffer::Buffer;
+
+use super::{Store, check_range, validate_key};
+use crate::error::Result;
+
+/// A [`Store`] that keeps every value in memory, in a sorted map.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    map: RwLock<BTreeMap<String, Buffer>>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Buffer>> {
+        // A panic while holding the lock cannot leave the map half-updated (every
+        // write is a single insert or remove), so a poisoned lock is still usable.
+        self.map.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, Buffer>> {
+        self.map.write().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Store for MemoryStore {
+    fn get(&self, key: &str) -> Result<Option<Buffer>> {
+        validate_key(key)?;
+        Ok(self.read().get(key).cloned())
+    }
+
+    fn get_range(&self, key: &str, range: Range<u64>) -> Result<Option<Buffer>> {
+        validate_key(key)?;
+        let Some(value) = self.read().get(key).cloned() else {
+            return Ok(None);
+        };
+        check_range(key, &range, value.len() as u64)?;
+        Ok(Some(value.slice_with_length(
+            range.start as usize,
+            (range.end - range.start) as usize,
+        )))
+    }
+
+    fn set(&self, key: &str, value: &[u8]) -> Result<()> {
+        validate_key(key)?;
+        self.write()
+            .insert(key.to_string(), Buffer::from_slice_ref(value));
+        Ok(())
+    }
+
+    fn delete(&self, key: &str) -> Result<()> {
+        validate_key(key)?;
+        self.write().remove(key);
+        Ok(())
+    }
+
+    fn list_prefix(&self, prefix: &str) -> Result<Vec<String>> {
+        Ok(self
+            .read()
+            .range(prefix.to_string()..)
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .map(|(k, _)| k.clone())
+            .collect())
+    }
+
+    fn list_children(&self, prefix: &str) -> Result<Vec<String>> {
+        let prefix = prefix.trim_matches('/');
+        let dir = if prefix.is_empty() {
+            String::new()
+        } else {
+            format!("{prefix}/")
+        };
+        let mut out: Vec<String> = Vec::new();
+        for key in self.list_prefix(&dir)? {
+            if let Some((child, _rest)) = key[dir.len()..].split_once('/')
+                && out.last().map(String::as_str) != Some(child)
+            {
+                out.push(child.to_string());
+            }
+        }
+        out.dedup();
+        Ok(out)
+    }
+}

@@ -1,0 +1,151 @@
+//! Key-value stores that hold Zarr hierarchies.
+//!
+//! A [`Store`] maps `/`-separated keys (`"obs/cell_type/c/0"`) to byte values. It has
+//! few required methods; conveniences live in [`StoreExt`]. Two backends ship:
+//! [`LocalStore`] (a directory, the default) and [`MemoryStore`]. Every backend
+//! passes the same conformance test (`tests/integration/store.rs`).
+//!
+//! Keys are checked by [`validate_key`]: a key that could leave the store root
+//! (`..`, an absolute path, a backslash, an empty component) is refused with
+//! [`Error::InvalidKey`](crate::Error::InvalidKey) before any I/O happens.
+
+mod local;
+mod memory;
+
+use std::fmt::Debug;
+use std::ops::Range;
+
+use arrow_buffer::Buffer;
+
+pub use local::LocalStore;
+pub use memory::MemoryStore;
+
+use crate::error::{Error, Result};
+
+/// A key-value store of Zarr nodes and chunks.
+///
+/// Methods take `&self` so that one store can serve many threads; implementations
+/// are `Send + Sync`.
+pub trait Store: Debug + Send + Sync {
+    /// The whole value at `key`, or `None` when the key is absent.
+    ///
+    /// The returned buffer is allocated with Arrow's alignment where the backend
+    /// allocates, so that decoders can view it as `u32`/`u64` without a copy.
+    fn get(&self, key: &str) -> Result<Option<Buffer>>;
+
+    /// Bytes `range` of the value at `key`; `None` when the key is absent.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the range ends past the value.
+    fn get_range(&self, key: &str, range: Range<u64>) -> Result<Option<Buffer>>;
+
+    /// Store `value` at `key`, replacing any previous value atomically: a reader
+    /// sees the old value or the new one, never a part.
+    fn set(&self, key: &str, value: &[u8]) -> Result<()>;
+
+    /// Remove `key`. Removing an absent key is not an error.
+    fn delete(&self, key: &str) -> Result<()>;
+
+    /// Every key that starts with `prefix`, sorted. A `prefix` of `""` lists all.
+    fn list_prefix(&self, prefix: &str) -> Result<Vec<String>>;
+
+    /// The names directly below `prefix` (a node path, `""` for the root) that have
+    /// further keys under them, sorted: the candidate child nodes of a group.
+    fn list_children(&self, prefix: &str) -> Result<Vec<String>>;
+}
+
+/// Conveniences built on [`Store`]'s required methods.
+pub trait StoreExt: Store {
+    /// Whether `key` is present.
+    fn exists(&self, key: &str) -> Result<bool> {
+        Ok(self.get(key)?.is_some())
+    }
+}
+
+impl<S: Store + ?Sized> StoreExt for S {}
+
+/// Check that `key` stays inside the store root.
+///
+/// A key is a `/`-separated relative path of non-empty components, none of which
+/// is `.` or `..`, without backslashes or NUL bytes.
+///
+/// # Errors
+/// [`Error::InvalidKey`] naming the rule the key breaks.
+pub fn validate_key(key: &str) -> Result<()> {
+    let refuse = |reason| {
+        Err(Error::InvalidKey {
+            key: key.to_string(),
+            reason,
+        })
+    };
+    if key.is_empty() {
+        return refuse("empty key");
+    }
+    if key.starts_with('/') {
+        return refuse("absolute keys are not allowed");
+    }
+    if key.contains('\\') || key.contains('\0') {
+        return refuse("backslashes and NUL bytes are not allowed");
+    }
+    for part in key.split('/') {
+        match part {
+            "" => return refuse("empty path component"),
+            "." | ".." => return refuse("'.' and '..' components would leave the store root"),
+            _ => {}
+        }
+    }
+    // A Windows drive prefix such as `C:` in the first component.
+    if key.as_bytes().get(1) == Some(&b':') {
+        return refuse("drive prefixes are not allowed");
+    }
+    Ok(())
+}
+
+/// Join a node path and a name into a key (`"" + "zarr.json"` = `"zarr.json"`).
+pub(crate) fn join_key(prefix: &str, name: &str) -> String {
+    let prefix = prefix.trim_matches('/');
+    if prefix.is_empty() {
+        name.to_string()
+    } else {
+        format!("{prefix}/{name}")
+    }
+}
+
+/// Check a byte range against a value length.
+pub(crate) fn check_range(key: &str, range: &Range<u64>, len: u64) -> Result<()> {
+    if range.start > range.end || range.end > len {
+        return Err(Error::InvalidArgument(format!(
+            "byte range {}..{} is outside {key} ({len} bytes)",
+            range.start, range.end
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_that_escape_are_refused() {
+        for bad in [
+            "",
+            "/etc/passwd",
+            "../x",
+            "a/../../x",
+            "a//b",
+            "a/./b",
+            "a\\b",
+            "C:/x",
+            "a/",
+        ] {
+            assert!(
+                matches!(validate_key(bad), Err(Error::InvalidKey { .. })),
+                "{bad:?} was accepted"
+            );
+        }
+        for good in ["zarr.json", "a/b/c/0.1", ".zarray", "c/0", "x..y"] {
+            validate_key(good).unwrap();
+        }
+    }
+}

@@ -1,0 +1,157 @@
+//! Helpers shared by the integration tests.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::*;
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_schema::DataType;
+
+/// The repository's testdata directory.
+pub fn testdata() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata")
+}
+
+/// Read every batch of an Arrow IPC file (written by pyarrow).
+pub fn read_ipc(path: &Path) -> Vec<RecordBatch> {
+    let file = File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    arrow_ipc::reader::FileReader::try_new(file, None)
+        .unwrap()
+        .map(|b| b.unwrap())
+        .collect()
+}
+
+/// One element, in a form that compares equal across Arrow layouts
+/// (Utf8 = LargeUtf8 = Utf8View, and NaN = NaN).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Bytes(Vec<u8>),
+    Int(i128),
+    Float(u64),
+    Bool(bool),
+}
+
+fn float(v: f64) -> Value {
+    Value::Float(if v.is_nan() {
+        f64::NAN.to_bits()
+    } else {
+        v.to_bits()
+    })
+}
+
+/// The elements of `array`, layout-independent. Nulls are not expected anywhere.
+pub fn values(array: &dyn Array) -> Vec<Value> {
+    assert_eq!(array.null_count(), 0, "zarrow never produces nulls");
+    let n = array.len();
+    match array.data_type() {
+        DataType::Utf8 => array
+            .as_string::<i32>()
+            .iter()
+            .map(|v| Value::Bytes(v.unwrap().into()))
+            .collect(),
+        DataType::LargeUtf8 => array
+            .as_string::<i64>()
+            .iter()
+            .map(|v| Value::Bytes(v.unwrap().into()))
+            .collect(),
+        DataType::Utf8View => array
+            .as_string_view()
+            .iter()
+            .map(|v| Value::Bytes(v.unwrap().into()))
+            .collect(),
+        DataType::Binary => array
+            .as_binary::<i32>()
+            .iter()
+            .map(|v| Value::Bytes(v.unwrap().into()))
+            .collect(),
+        DataType::LargeBinary => array
+            .as_binary::<i64>()
+            .iter()
+            .map(|v| Value::Bytes(v.unwrap().into()))
+            .collect(),
+        DataType::BinaryView => array
+            .as_binary_view()
+            .iter()
+            .map(|v| Value::Bytes(v.unwrap().into()))
+            .collect(),
+        DataType::Boolean => (0..n)
+            .map(|i| Value::Bool(array.as_boolean().value(i)))
+            .collect(),
+        DataType::Int8 => array
+            .as_primitive::<Int8Type>()
+            .values()
+            .iter()
+            .map(|&v| Value::Int(v.into()))
+            .collect(),
+        DataType::Int16 => array
+            .as_primitive::<Int16Type>()
+            .values()
+            .iter()
+            .map(|&v| Value::Int(v.into()))
+            .collect(),
+        DataType::Int32 => array
+            .as_primitive::<Int32Type>()
+            .values()
+            .iter()
+            .map(|&v| Value::Int(v.into()))
+            .collect(),
+        DataType::Int64 => array
+            .as_primitive::<Int64Type>()
+            .values()
+            .iter()
+            .map(|&v| Value::Int(v.into()))
+            .collect(),
+        DataType::UInt8 => array
+            .as_primitive::<UInt8Type>()
+            .values()
+            .iter()
+            .map(|&v| Value::Int(v.into()))
+            .collect(),
+        DataType::UInt16 => array
+            .as_primitive::<UInt16Type>()
+            .values()
+            .iter()
+            .map(|&v| Value::Int(v.into()))
+            .collect(),
+        DataType::UInt32 => array
+            .as_primitive::<UInt32Type>()
+            .values()
+            .iter()
+            .map(|&v| Value::Int(v.into()))
+            .collect(),
+        DataType::UInt64 => array
+            .as_primitive::<UInt64Type>()
+            .values()
+            .iter()
+            .map(|&v| Value::Int(v.into()))
+            .collect(),
+        DataType::Float32 => array
+            .as_primitive::<Float32Type>()
+            .values()
+            .iter()
+            .map(|&v| float(v.into()))
+            .collect(),
+        DataType::Float64 => array
+            .as_primitive::<Float64Type>()
+            .values()
+            .iter()
+            .map(|&v| float(v))
+            .collect(),
+        other => panic!("unexpected type {other}"),
+    }
+}
+
+/// Concatenate one column of several batches.
+pub fn column(batches: &[RecordBatch], name: &str) -> ArrayRef {
+    let parts: Vec<ArrayRef> = batches
+        .iter()
+        .map(|b| {
+            b.column_by_name(name)
+                .unwrap_or_else(|| panic!("no column {name}"))
+                .clone()
+        })
+        .collect();
+    let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
+    arrow_select::concat::concat(&refs).unwrap()
+}

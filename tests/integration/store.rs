@@ -1,0 +1,84 @@
+//! One conformance test, run against every store backend.
+
+use zarrow::{Error, LocalStore, MemoryStore, Store};
+
+fn conformance(store: &dyn Store) {
+    assert!(store.get("a/zarr.json").unwrap().is_none());
+    store.set("a/zarr.json", b"{}").unwrap();
+    store.set("a/c/0", b"0123456789").unwrap();
+    store.set("a/c/1", b"xyz").unwrap();
+    store.set("b/zarr.json", b"{}").unwrap();
+    store.set("top", b"t").unwrap();
+    assert_eq!(
+        store.get("a/c/0").unwrap().unwrap().as_slice(),
+        b"0123456789"
+    );
+    assert_eq!(
+        store.get_range("a/c/0", 2..5).unwrap().unwrap().as_slice(),
+        b"234"
+    );
+    assert_eq!(
+        store
+            .get_range("a/c/0", 10..10)
+            .unwrap()
+            .unwrap()
+            .as_slice(),
+        b""
+    );
+    assert!(store.get_range("a/c/0", 5..11).is_err());
+    assert!(store.get_range("missing", 0..1).unwrap().is_none());
+    // Overwrite replaces the whole value.
+    store.set("a/c/1", b"z").unwrap();
+    assert_eq!(store.get("a/c/1").unwrap().unwrap().as_slice(), b"z");
+    assert_eq!(
+        store.list_prefix("a/").unwrap(),
+        vec!["a/c/0", "a/c/1", "a/zarr.json"]
+    );
+    assert_eq!(store.list_prefix("a/c/").unwrap(), vec!["a/c/0", "a/c/1"]);
+    assert_eq!(store.list_prefix("").unwrap().len(), 5);
+    assert_eq!(store.list_children("").unwrap(), vec!["a", "b"]);
+    assert_eq!(store.list_children("a").unwrap(), vec!["c"]);
+    assert!(store.list_children("nothing").unwrap().is_empty());
+    store.delete("a/c/1").unwrap();
+    store.delete("a/c/1").unwrap();
+    assert!(store.get("a/c/1").unwrap().is_none());
+    // A directory is not a value.
+    assert!(store.get("a/c").unwrap().is_none());
+    for bad in ["../escape", "/etc/passwd", "a/../../x", "a//b", ""] {
+        assert!(
+            matches!(store.get(bad), Err(Error::InvalidKey { .. })),
+            "get {bad:?}"
+        );
+        assert!(
+            matches!(store.set(bad, b"x"), Err(Error::InvalidKey { .. })),
+            "set {bad:?}"
+        );
+        assert!(
+            matches!(store.delete(bad), Err(Error::InvalidKey { .. })),
+            "delete {bad:?}"
+        );
+    }
+}
+
+#[test]
+fn memory_store_conforms() {
+    conformance(&MemoryStore::new());
+}
+
+#[test]
+fn local_store_conforms() {
+    let dir = tempfile::tempdir().unwrap();
+    conformance(&LocalStore::new(dir.path()));
+    // Nothing was written outside the root, and no temporary files were left.
+    let parent_entries = std::fs::read_dir(dir.path()).unwrap().count();
+    assert_eq!(parent_entries, 3, "a, b, top");
+}
+
+#[test]
+fn local_store_buffers_are_aligned() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = LocalStore::new(dir.path());
+    store.set("k", &[1u8; 100]).unwrap();
+    let b = store.get("k").unwrap().unwrap();
+    assert_eq!(b.as_ptr() as usize % 64, 0);
+}
