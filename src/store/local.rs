@@ -40,8 +40,27 @@ impl LocalStore {
         Ok(self.root.join(key))
     }
 
+    /// Refuse a path that symbolic links lead outside the root.
+    fn check_inside(&self, key: &str, path: &Path) -> Result<()> {
+        let Ok(resolved) = path.canonicalize() else {
+            return Ok(()); // absent: nothing to follow
+        };
+        let root = self
+            .root
+            .canonicalize()
+            .map_err(|e| Error::io(&self.root, e))?;
+        if !resolved.starts_with(&root) {
+            return Err(Error::InvalidKey {
+                key: key.to_string(),
+                reason: "resolves outside the store root (through a symbolic link)",
+            });
+        }
+        Ok(())
+    }
+
     fn open(&self, key: &str) -> Result<Option<(File, PathBuf, u64)>> {
         let path = self.path(key)?;
+        self.check_inside(key, &path)?;
         match File::open(&path) {
             Ok(file) => {
                 let meta = file.metadata().map_err(|e| Error::io(&path, e))?;
@@ -118,6 +137,7 @@ impl Store for LocalStore {
         let path = self.path(key)?;
         let dir = path.parent().unwrap_or(&self.root);
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        self.check_inside(key, dir)?;
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("value");
         let temp = dir.join(format!(
             ".{name}.{}.{}.tmp",

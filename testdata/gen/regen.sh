@@ -42,11 +42,15 @@ echo "zarrs"
 "$CARGO_TARGET_DIR/debug/zarrow-gen-zarrs" "$TESTDATA/stores" "$DUMPS"
 "$PY" "$HERE/zarrs_expected.py" "$DUMPS"
 
-# 4. summary
+# 4. the case table in testdata/README.md
+"$PY" "$HERE/readme_table.py"
+
+# 5. summary
 n_stores=$(find "$TESTDATA/stores" -mindepth 1 -maxdepth 1 -name '*.zarr' | wc -l)
 n_expected=$(find "$TESTDATA/expected" -name '*.arrow' | wc -l)
 if [[ "$n_stores" != "$n_expected" ]]; then
   echo "regen: $n_stores stores but $n_expected expected files" >&2
   exit 1
 fi
-echo "regen: $n_stores stores, $(du -sh --apparent-size "$TESTDATA/stores" | cut -f1) stores + $(du -sh --apparent-size "$TESTDATA/expected" | cut -f1) expected"
+bytes=$(find "$TESTDATA/stores" "$TESTDATA/expected" -type f -printf '%s\n' | awk '{s += $1} END {print s}')
+echo "regen: $n_stores stores, $bytes bytes of stores + expected files"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Check zarrow's conversions against zarr-python reading the same stores live.
 
-Usage: check_read.py ZARROW_BIN [--stores DIR] [-k SUBSTRING]
+Usage: check_read.py ZARROW_BIN [--stores DIR] [-k SUBSTRING] [-x SUBSTRING ...]
 
 For every store in testdata/stores/ that zarr-python can read, run
 
@@ -211,6 +211,8 @@ def main() -> int:
     ap.add_argument("zarrow", metavar="ZARROW_BIN")
     ap.add_argument("--stores", type=Path, default=REPO / "testdata" / "stores")
     ap.add_argument("-k", dest="filter", default="", help="only cases whose name contains this")
+    ap.add_argument("-x", "--exclude", action="append", default=[], metavar="SUBSTRING",
+                    help="skip cases whose name contains this (repeatable; printed as SKIP)")
     args = ap.parse_args()
 
     stores = sorted(p for p in args.stores.glob("*.zarr") if p.is_dir() and args.filter in p.name)
@@ -222,6 +224,11 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="zarrow-interop-") as tmp:
         for store in stores:
             case = store.name.removesuffix(".zarr")
+            excluded = [x for x in args.exclude if x in case]
+            if excluded:
+                skipped += 1
+                print(f"SKIP {case}: excluded by -x {excluded[0]!r}")
+                continue
             try:
                 reason = unreadable_reason(store)
             except Exception as err:  # noqa: BLE001 - unparsable metadata is a failure of the fixture
@@ -240,7 +247,7 @@ def main() -> int:
             else:
                 passed += 1
                 print(f"ok   {case}: {summary}")
-    print(f"{skipped} skipped (not readable by zarr-python)")
+    print(f"{skipped} skipped (not readable by zarr-python, or excluded)")
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 
