@@ -93,7 +93,7 @@ pub enum Error {
     },
     /// An error from arrow-rs.
     #[error(transparent)]
-    Arrow(#[from] ArrowError),
+    Arrow(ArrowError),
     /// An error from the parquet crate.
     #[error(transparent)]
     Parquet(#[from] parquet::errors::ParquetError),
@@ -111,6 +111,20 @@ impl Error {
         Error::Metadata {
             key: key.to_string(),
             message: message.into(),
+        }
+    }
+}
+
+impl From<ArrowError> for Error {
+    /// zarrow errors that crossed a `RecordBatchReader` (as
+    /// `ArrowError::ExternalError`) come back as themselves.
+    fn from(e: ArrowError) -> Self {
+        match e {
+            ArrowError::ExternalError(inner) => match inner.downcast::<Error>() {
+                Ok(ours) => *ours,
+                Err(other) => Error::Arrow(ArrowError::ExternalError(other)),
+            },
+            other => Error::Arrow(other),
         }
     }
 }

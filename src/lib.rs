@@ -63,3 +63,8 @@ pub use metadata::{
 };
 pub use read::{ArrayBatchReader, GroupBatchReader, ReadOptions, ZarrArray, ZarrGroup};
 pub use store::{LocalStore, MemoryStore, Store, StoreExt};
+
+/// The README's examples, compiled and run as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

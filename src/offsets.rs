@@ -25,7 +25,8 @@ use std::sync::Arc;
 
 use arrow_array::builder::make_view;
 use arrow_array::types::{
-    BinaryViewType, ByteArrayType, GenericBinaryType, GenericStringType, StringViewType,
+    BinaryViewType, ByteArrayType, ByteViewType, GenericBinaryType, GenericStringType,
+    StringViewType,
 };
 use arrow_array::{ArrayRef, GenericByteArray, GenericByteViewArray, OffsetSizeTrait};
 use arrow_buffer::{ArrowNativeType, Buffer, MutableBuffer, OffsetBuffer, ScalarBuffer};
@@ -201,7 +202,7 @@ fn convert_offsets<O: OffsetSizeTrait>(
     let n = raw.len();
     let same_bits = match raw.width {
         // Values are checked to be <= O::MAX, so u32/u64 bits equal i32/i64 bits.
-        OffsetKind::I32 | OffsetKind::U32 => O::IS_LARGE == false,
+        OffsetKind::I32 | OffsetKind::U32 => !O::IS_LARGE,
         OffsetKind::I64 | OffsetKind::U64 => O::IS_LARGE,
     };
     if same_bits {
@@ -313,23 +314,23 @@ impl ViewsBuilder {
         Ok(())
     }
 
-    /// The finished array. Views over no long strings keep no data buffer.
+    /// The finished array; its one data buffer is the chunk buffer it points into.
     pub(crate) fn finish(self, utf8: bool) -> ArrayRef {
         let views = ScalarBuffer::from(self.views);
-        let buffers = vec![self.data];
-        // SAFETY: each view was made by `make_view` from a slice of `data` that was
-        // bounds-checked (and UTF-8 checked for strings) before it was pushed, with
-        // buffer index 0 = `data` and offsets < `data.len()` <= u32::MAX.
         if utf8 {
-            Arc::new(unsafe {
-                GenericByteViewArray::<StringViewType>::new_unchecked(views, buffers, None)
-            })
+            view_array::<StringViewType>(views, self.data)
         } else {
-            Arc::new(unsafe {
-                GenericByteViewArray::<BinaryViewType>::new_unchecked(views, buffers, None)
-            })
+            view_array::<BinaryViewType>(views, self.data)
         }
     }
+}
+
+fn view_array<T: ByteViewType + ?Sized>(views: ScalarBuffer<u128>, data: Buffer) -> ArrayRef {
+    // SAFETY: `ViewsBuilder` made each view with `make_view` from a slice of `data`
+    // that was bounds-checked (and UTF-8 checked for string types) before it was
+    // pushed; every view names buffer 0 = `data`, at an offset below
+    // `data.len()` <= u32::MAX. That is everything `try_new` validates.
+    Arc::new(unsafe { GenericByteViewArray::<T>::new_unchecked(views, vec![data], None) })
 }
 
 /// Builds an offsets-and-values array by copying element values into one new

@@ -1,5 +1,7 @@
 //! The `zarrow` command line: `info` and `convert`.
 
+use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -90,7 +92,7 @@ fn main() -> ExitCode {
                 }
                 source = s.source();
             }
-            eprintln!("zarrow: error: {message}");
+            let _ = writeln!(std::io::stderr(), "zarrow: error: {message}");
             ExitCode::FAILURE
         }
     }
@@ -117,70 +119,85 @@ fn open_store(path: &Path) -> Result<Arc<dyn Store>> {
 }
 
 fn info(path: &Path, string_type: StringType) -> Result<()> {
+    let text = describe(path, string_type)?;
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        // A closed pipe (`zarrow info ... | head`) is the reader's choice, not an error.
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(Error::InvalidArgument(format!("writing to stdout: {e}")))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The `info` report for the node at `path`.
+fn describe(path: &Path, string_type: StringType) -> Result<String> {
     let store = open_store(path)?;
     let options = ReadOptions::default().with_string_type(string_type);
+    let mut out = String::new();
     match read_node(store.as_ref(), "")? {
         NodeMetadata::Array(_) => {
             let array =
                 ZarrArray::open_with(store, "", options)?.with_column_name(store_name(path));
-            print_array(&array, "")?;
+            describe_array(&mut out, &array, "")?;
         }
         NodeMetadata::Group(meta) => {
-            let group = ZarrGroup::open_with(store, "", options)?;
-            println!("node:          group (Zarr v{})", meta.zarr_format);
-            println!("attributes:    {}", meta.attributes.len());
+            let group = ZarrGroup::open_with(store.clone(), "", options)?;
             let children = group.children()?;
-            println!("children:      {}", children.len());
+            let _ = writeln!(out, "node:          group (Zarr v{})", meta.zarr_format);
+            let _ = writeln!(out, "attributes:    {}", meta.attributes.len());
+            let _ = writeln!(out, "children:      {}", children.len());
             for (name, node) in children {
+                let _ = writeln!(out, "\n{name}/");
                 match node {
                     NodeMetadata::Array(_) => {
-                        println!();
-                        let array = ZarrArray::open_with(group_store(path)?, &name, options)?;
-                        println!("{name}/");
-                        print_array(&array, "  ")?;
+                        let array = ZarrArray::open_with(store.clone(), &name, options)?;
+                        describe_array(&mut out, &array, "  ")?;
                     }
-                    NodeMetadata::Group(g) => println!(
-                        "\n{name}/\n  node:          group (Zarr v{})",
-                        g.zarr_format
-                    ),
+                    NodeMetadata::Group(g) => {
+                        let _ = writeln!(out, "  node:          group (Zarr v{})", g.zarr_format);
+                    }
                 }
             }
             let columns = group.columns()?;
             let lens: std::collections::BTreeSet<u64> =
                 columns.iter().map(ZarrArray::len).collect();
-            println!();
-            match (columns.len(), lens.len()) {
-                (0, _) => println!("table:         none (no 1-D arrays)"),
-                (n, 1) => println!(
-                    "table:         {n} columns x {} rows",
-                    lens.first().copied().unwrap_or(0)
-                ),
-                (n, _) => {
-                    println!("table:         {n} 1-D arrays of different lengths (use --columns)")
-                }
-            }
+            let table = match (columns.len(), lens.len()) {
+                (0, _) => "none (no 1-D arrays)".to_string(),
+                (n, 1) => format!("{n} columns x {} rows", lens.first().copied().unwrap_or(0)),
+                (n, _) => format!("{n} 1-D arrays of different lengths (convert with --columns)"),
+            };
+            let _ = writeln!(out, "\ntable:         {table}");
         }
     }
-    Ok(())
+    Ok(out)
 }
 
-fn group_store(path: &Path) -> Result<Arc<dyn Store>> {
-    open_store(path)
-}
-
-fn print_array(array: &ZarrArray, indent: &str) -> Result<()> {
+fn describe_array(out: &mut String, array: &ZarrArray, indent: &str) -> Result<()> {
     let m = array.metadata();
-    println!("{indent}node:          array (Zarr v{})", m.zarr_format);
-    println!("{indent}shape:         {:?}", m.shape);
-    println!("{indent}chunk shape:   {:?}", m.chunk_shape);
-    println!("{indent}data type:     {}", m.data_type.zarr_name());
-    println!("{indent}fill value:    {:?}", m.fill_value);
-    println!("{indent}chunk keys:    {}", m.chunk_key_encoding);
-    println!("{indent}codecs:        {}", m.codecs);
-    println!("{indent}arrow type:    {}", array.arrow_type());
-    println!(
-        "{indent}chunks:        {} of {} present",
-        array.chunks_present()?,
+    let present = array.chunks_present()?;
+    let _ = writeln!(
+        out,
+        "{indent}node:          array (Zarr v{})",
+        m.zarr_format
+    );
+    let _ = writeln!(out, "{indent}shape:         {:?}", m.shape);
+    let _ = writeln!(out, "{indent}chunk shape:   {:?}", m.chunk_shape);
+    let _ = writeln!(out, "{indent}data type:     {}", m.data_type.zarr_name());
+    let _ = writeln!(
+        out,
+        "{indent}fill value:    {}",
+        m.fill_value.describe(&m.data_type)
+    );
+    let _ = writeln!(out, "{indent}chunk keys:    {}", m.chunk_key_encoding);
+    let _ = writeln!(out, "{indent}codecs:        {}", m.codecs);
+    let _ = writeln!(out, "{indent}arrow type:    {}", array.arrow_type());
+    let _ = writeln!(
+        out,
+        "{indent}chunks:        {present} of {} present",
         array.grid().num_chunks()
     );
     Ok(())
@@ -231,7 +248,11 @@ fn convert(
         }
     };
     let rows = export_to_path(reader, dst, format, compression)?;
-    eprintln!("zarrow: wrote {rows} rows to {}", dst.display());
+    let _ = writeln!(
+        std::io::stderr(),
+        "zarrow: wrote {rows} rows to {}",
+        dst.display()
+    );
     Ok(())
 }
 

@@ -45,6 +45,18 @@ impl FillValue {
         }
     }
 
+    /// A readable rendering: strings quoted, bytes as a byte-string literal.
+    pub fn describe(&self, data_type: &DataType) -> String {
+        match self {
+            Self::Bool(b) => b.to_string(),
+            Self::Int(v) => v.to_string(),
+            Self::UInt(v) => v.to_string(),
+            Self::Float(v) => v.to_string(),
+            Self::Bytes(b) if data_type.is_text() => format!("{:?}", String::from_utf8_lossy(b)),
+            Self::Bytes(b) => format!("b\"{}\"", b.escape_ascii()),
+        }
+    }
+
     /// Parse `value` for `data_type`. `v2` enables the Zarr v2 leniencies.
     ///
     /// # Errors

@@ -3,4 +3,5 @@
 mod bad_data;
 mod common;
 mod golden;
+mod robustness;
 mod store;

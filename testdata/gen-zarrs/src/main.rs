@@ -67,7 +67,12 @@ fn bins(v: &[&[u8]]) -> Values {
     Values::Bin(v.iter().map(|s| s.to_vec()).collect())
 }
 
-fn vlen(index_data_type: &str, index_location: &str, index_codecs: Value, data_codecs: Value) -> Value {
+fn vlen(
+    index_data_type: &str,
+    index_location: &str,
+    index_codecs: Value,
+    data_codecs: Value,
+) -> Value {
     json!({"name": "zarrs.vlen", "configuration": {
         "data_codecs": data_codecs,
         "index_codecs": index_codecs,
@@ -86,18 +91,32 @@ fn plain_vlen(index_data_type: &str, index_location: &str) -> Value {
 }
 
 const STR10: [&str; 10] = [
-    "alpha", "", "ünïcödé", "日本語", "🦀 crab", "a\u{0}b", "the", "quick brown fox", "end", "",
+    "alpha",
+    "",
+    "ünïcödé",
+    "日本語",
+    "🦀 crab",
+    "a\u{0}b",
+    "the",
+    "quick brown fox",
+    "end",
+    "",
 ];
 
 fn write_array(store: &Arc<FilesystemStore>, root: &Path, path: &str, spec: &Spec) -> Res<()> {
     let metas: Vec<MetadataV3> = serde_json::from_value(spec.codecs.clone())?;
     let chain = CodecChain::from_metadata(&metas)?;
     let fill: FillValueMetadata = serde_json::from_value(spec.fill.clone())?;
-    let array = ArrayBuilder::new(spec.shape.clone(), spec.chunks.clone(), spec.data_type, fill)
-        .array_to_array_codecs(chain.array_to_array_codecs().to_vec())
-        .array_to_bytes_codec(chain.array_to_bytes_codec().clone())
-        .bytes_to_bytes_codecs(chain.bytes_to_bytes_codecs().to_vec())
-        .build(store.clone(), path)?;
+    let array = ArrayBuilder::new(
+        spec.shape.clone(),
+        spec.chunks.clone(),
+        spec.data_type,
+        fill,
+    )
+    .array_to_array_codecs(chain.array_to_array_codecs().to_vec())
+    .array_to_bytes_codec(chain.array_to_bytes_codec().clone())
+    .bytes_to_bytes_codecs(chain.bytes_to_bytes_codecs().to_vec())
+    .build(store.clone(), path)?;
     array.store_metadata()?;
     let n: u64 = spec.shape.iter().product();
     assert_eq!(n as usize, spec.values.len(), "{path}: value count");
@@ -133,7 +152,10 @@ fn vlen_bytes(values: &[&[u8]]) -> Res<ArrayBytes<'static>> {
         data.extend_from_slice(v);
         offsets.push(data.len());
     }
-    Ok(ArrayBytes::new_vlen(data, ArrayBytesOffsets::new(offsets)?)?)
+    Ok(ArrayBytes::new_vlen(
+        data,
+        ArrayBytesOffsets::new(offsets)?,
+    )?)
 }
 
 /// Read an array back with zarrs and describe it for the python step.
@@ -200,7 +222,12 @@ fn check_values(dump: &Value, spec: &Spec) {
             assert_eq!(&got, want);
         }
         Values::Bin(want) => {
-            let got: Vec<Vec<u8>> = dump["values_b64"].as_array().unwrap().iter().map(decode).collect();
+            let got: Vec<Vec<u8>> = dump["values_b64"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(decode)
+                .collect();
             assert_eq!(&got, want);
         }
         Values::I32(want) => {
@@ -229,10 +256,30 @@ fn cases() -> Vec<Case> {
     let mut out = Vec::new();
 
     for (name, idt, loc, notes) in [
-        ("zarrs_vlen_u64_start", "uint64", "start", "zarrs.vlen index_data_type uint64, index_location start, plain bytes index/data codecs, no outer codec: the Arrow LargeUtf8 layout after an 8-byte header; length 10, chunk 4, edge chunk padded with ''."),
-        ("zarrs_vlen_u32_start", "uint32", "start", "zarrs.vlen uint32 offsets, index at start, no compression; length 10, chunk 4."),
-        ("zarrs_vlen_u64_end", "uint64", "end", "zarrs.vlen uint64 offsets, index_location end (data | index | u64 index length); length 10, chunk 4."),
-        ("zarrs_vlen_u32_end", "uint32", "end", "zarrs.vlen uint32 offsets, index_location end; length 10, chunk 4."),
+        (
+            "zarrs_vlen_u64_start",
+            "uint64",
+            "start",
+            "zarrs.vlen index_data_type uint64, index_location start, plain bytes index/data codecs, no outer codec: the Arrow LargeUtf8 layout after an 8-byte header; length 10, chunk 4, edge chunk padded with ''.",
+        ),
+        (
+            "zarrs_vlen_u32_start",
+            "uint32",
+            "start",
+            "zarrs.vlen uint32 offsets, index at start, no compression; length 10, chunk 4.",
+        ),
+        (
+            "zarrs_vlen_u64_end",
+            "uint64",
+            "end",
+            "zarrs.vlen uint64 offsets, index_location end (data | index | u64 index length); length 10, chunk 4.",
+        ),
+        (
+            "zarrs_vlen_u32_end",
+            "uint32",
+            "end",
+            "zarrs.vlen uint32 offsets, index_location end; length 10, chunk 4.",
+        ),
     ] {
         out.push(Case {
             name,
@@ -250,7 +297,7 @@ fn cases() -> Vec<Case> {
                 },
             )],
             group: false,
-                edit: None,
+            edit: None,
         });
     }
 
@@ -354,7 +401,17 @@ fn cases() -> Vec<Case> {
         edit: None,
     });
 
-    let bin9: [&[u8]; 9] = [b"", b"abc", b"\x00", b"\x00a\x00b\x00", b"\xff\xfe", b"\x80\x81\x82", b"plain", b"", b"\x00\x00"];
+    let bin9: [&[u8]; 9] = [
+        b"",
+        b"abc",
+        b"\x00",
+        b"\x00a\x00b\x00",
+        b"\xff\xfe",
+        b"\x80\x81\x82",
+        b"plain",
+        b"",
+        b"\x00\x00",
+    ];
     out.push(Case {
         name: "zarrs_vlen_bytes",
         notes: "data_type 'bytes' (zarrs' name) with zarrs.vlen uint64 start; fill_value written by zarrs as an int array ([] for empty bytes); NULs, invalid UTF-8; length 9, chunk 4.",
@@ -596,10 +653,16 @@ fn main() -> Res<()> {
         std::fs::create_dir_all(&root)?;
         let store = Arc::new(FilesystemStore::new(&root)?);
         if case.group {
-            GroupBuilder::new().build(store.clone(), "/")?.store_metadata()?;
+            GroupBuilder::new()
+                .build(store.clone(), "/")?
+                .store_metadata()?;
         }
         for (child, spec) in &case.arrays {
-            let path = if case.group { format!("/{child}") } else { "/".to_string() };
+            let path = if case.group {
+                format!("/{child}")
+            } else {
+                "/".to_string()
+            };
             write_array(&store, &root, &path, spec)?;
         }
         if let Some(edit) = case.edit {
@@ -612,11 +675,18 @@ fn main() -> Res<()> {
         let store = Arc::new(FilesystemStore::new(&root)?);
         let mut arrays = serde_json::Map::new();
         for (child, spec) in &case.arrays {
-            let path = if case.group { format!("/{child}") } else { "/".to_string() };
+            let path = if case.group {
+                format!("/{child}")
+            } else {
+                "/".to_string()
+            };
             let dump = dump_array(&store, &root, &path)?;
             check_values(&dump, spec);
             for key in &spec.absent {
-                assert!(!dump["chunk_keys"].as_array().unwrap().contains(&json!(key)), "{key} present");
+                assert!(
+                    !dump["chunk_keys"].as_array().unwrap().contains(&json!(key)),
+                    "{key} present"
+                );
             }
             arrays.insert(child.to_string(), dump);
         }
@@ -638,7 +708,11 @@ fn main() -> Res<()> {
             dumps.join(format!("{}.json", case.name)),
             serde_json::to_string_pretty(&out)? + "\n",
         )?;
-        println!("  {:32} {}", case.name, if case.group { "group" } else { "array" });
+        println!(
+            "  {:32} {}",
+            case.name,
+            if case.group { "group" } else { "array" }
+        );
     }
     probe_aliases(&stores, &dumps)?;
     Ok(())
@@ -650,7 +724,11 @@ fn main() -> Res<()> {
 fn probe_aliases(stores: &Path, dumps: &Path) -> Res<()> {
     let src = stores.join("zarrs_vlen_u64_start.zarr");
     let want = dump_array(&Arc::new(FilesystemStore::new(&src)?), &src, "/")?["values_b64"].clone();
-    for name in ["zarrs.vlen", "https://codec.zarrs.dev/array_to_bytes/vlen", "vlen"] {
+    for name in [
+        "zarrs.vlen",
+        "https://codec.zarrs.dev/array_to_bytes/vlen",
+        "vlen",
+    ] {
         let dst = dumps.join("alias-probe.zarr");
         if dst.exists() {
             std::fs::remove_dir_all(&dst)?;

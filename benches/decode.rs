@@ -1,0 +1,142 @@
+//! Decode throughput for each chunk layout, on ~100 MB of generated strings
+//! (lengths 0 to 32, 1M-element chunks), read through `ZarrArray::batches` from an
+//! in-memory store. Throughput counts the bytes of string values decoded.
+//!
+//! `cargo bench --bench decode`
+
+use std::hint::black_box;
+use std::sync::Arc;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use serde_json::json;
+use zarrow::codec::{compress::zstd_encode, vlen_interleaved, zep0007};
+use zarrow::{MemoryStore, ReadOptions, Store, StringType, ZarrArray};
+
+const ELEMENTS: usize = 5_000_000;
+const CHUNK: usize = 1_000_000;
+
+/// Deterministic strings of 0..=32 ASCII bytes (xorshift).
+fn strings() -> Vec<Vec<u8>> {
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    (0..ELEMENTS)
+        .map(|_| {
+            let len = (next() % 33) as usize;
+            (0..len).map(|_| b'a' + (next() % 26) as u8).collect()
+        })
+        .collect()
+}
+
+fn metadata(data_type: serde_json::Value, codecs: serde_json::Value) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "zarr_format": 3, "node_type": "array", "shape": [ELEMENTS], "data_type": data_type,
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [CHUNK]}},
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+        "fill_value": "", "codecs": codecs, "attributes": {}
+    }))
+    .unwrap()
+}
+
+fn offsets(chunk: &[Vec<u8>]) -> (Vec<i64>, Vec<u8>) {
+    let mut offsets = vec![0i64];
+    let mut data = Vec::new();
+    for v in chunk {
+        data.extend_from_slice(v);
+        offsets.push(data.len() as i64);
+    }
+    (offsets, data)
+}
+
+/// `zarrs.vlen`, uint64 index at the start, plain bytes codecs.
+fn zarrs_vlen_chunk(chunk: &[Vec<u8>]) -> Vec<u8> {
+    let (offsets, data) = offsets(chunk);
+    let index: Vec<u8> = offsets
+        .iter()
+        .flat_map(|&o| (o as u64).to_le_bytes())
+        .collect();
+    let mut out = (index.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(&index);
+    out.extend_from_slice(&data);
+    out
+}
+
+fn store_for(layout: &str, zstd: bool, values: &[Vec<u8>]) -> Arc<dyn Store> {
+    let store = MemoryStore::new();
+    let zstd_codec = json!({"name": "zstd", "configuration": {"level": 0, "checksum": false}});
+    let (data_type, mut codecs) = match layout {
+        "vlen-utf8" => (json!("string"), vec![json!({"name": "vlen-utf8"})]),
+        "zep0007" => (json!({"name": "string"}), vec![]),
+        "zarrs.vlen" => (
+            json!("string"),
+            vec![json!({"name": "zarrs.vlen", "configuration": {
+                "data_codecs": [{"name": "bytes"}],
+                "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+                "index_data_type": "uint64", "index_location": "start"}})],
+        ),
+        _ => unreachable!(),
+    };
+    if zstd {
+        codecs.push(zstd_codec);
+    }
+    store
+        .set("zarr.json", &metadata(data_type, json!(codecs)))
+        .unwrap();
+    for (i, chunk) in values.chunks(CHUNK).enumerate() {
+        let raw = match layout {
+            "vlen-utf8" => vlen_interleaved::encode(chunk.iter().map(Vec::as_slice)),
+            "zep0007" => {
+                let (o, d) = offsets(chunk);
+                zep0007::encode(&o, &d, false)
+            }
+            _ => zarrs_vlen_chunk(chunk),
+        };
+        let bytes = if zstd {
+            zstd_encode(&raw, 0, false).unwrap()
+        } else {
+            raw
+        };
+        store.set(&format!("c/{i}"), &bytes).unwrap();
+    }
+    Arc::new(store)
+}
+
+fn bench(c: &mut Criterion) {
+    let values = strings();
+    let value_bytes: u64 = values.iter().map(|v| v.len() as u64).sum();
+    let paths = [
+        ("vlen-utf8", StringType::Utf8),
+        ("vlen-utf8", StringType::Utf8View),
+        ("zep0007", StringType::Utf8),
+        ("zarrs.vlen", StringType::LargeUtf8),
+    ];
+    for zstd in [false, true] {
+        let mut group = c.benchmark_group(if zstd { "decode_zstd" } else { "decode" });
+        group
+            .throughput(Throughput::Bytes(value_bytes))
+            .sample_size(10);
+        for (layout, string_type) in paths {
+            let store = store_for(layout, zstd, &values);
+            let array = ZarrArray::open_with(
+                store,
+                "",
+                ReadOptions::default().with_string_type(string_type),
+            )
+            .unwrap();
+            group.bench_function(format!("{layout} -> {string_type:?}"), |b| {
+                b.iter(|| {
+                    let rows: usize = array.batches().map(|batch| batch.unwrap().num_rows()).sum();
+                    black_box(rows)
+                })
+            });
+        }
+        group.finish();
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

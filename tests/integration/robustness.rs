@@ -1,0 +1,167 @@
+//! Hostile bytes through every chunk decoder: random input and mutations of valid
+//! chunks must give `Ok` or a `ChunkError`, never a panic. Every `Ok` array must
+//! pass arrow-rs's full validation, which checks that the unchecked constructors
+//! in zarrow were only ever given valid offsets, views and UTF-8.
+
+use arrow_array::Array;
+use arrow_buffer::Buffer;
+use proptest::prelude::*;
+use zarrow::codec::{
+    ArrayToBytes, BytesToBytes, CodecChain, DecodeContext, IndexLocation, OffsetWidth, ZarrsVlen,
+};
+use zarrow::metadata::Endian;
+use zarrow::{DataType, StringType};
+
+fn plain(endian: Endian) -> CodecChain {
+    CodecChain {
+        array_to_bytes: ArrayToBytes::Bytes { endian },
+        bytes_to_bytes: vec![],
+    }
+}
+
+fn layouts() -> Vec<(ArrayToBytes, DataType)> {
+    let mut out = vec![
+        (ArrayToBytes::VlenInterleaved, DataType::String),
+        (ArrayToBytes::VlenInterleaved, DataType::Bytes),
+        (ArrayToBytes::Zep0007 { large: false }, DataType::String),
+        (ArrayToBytes::Zep0007 { large: true }, DataType::Bytes),
+        (
+            ArrayToBytes::Bytes {
+                endian: Endian::Little,
+            },
+            DataType::FixedUtf32 { chars: 2 },
+        ),
+        (
+            ArrayToBytes::Bytes {
+                endian: Endian::Big,
+            },
+            DataType::NullTerminatedBytes { length: 3 },
+        ),
+        (
+            ArrayToBytes::Bytes {
+                endian: Endian::Big,
+            },
+            DataType::Int32,
+        ),
+        (
+            ArrayToBytes::Bytes {
+                endian: Endian::Little,
+            },
+            DataType::Bool,
+        ),
+    ];
+    for width in [OffsetWidth::U32, OffsetWidth::U64] {
+        for location in [IndexLocation::Start, IndexLocation::End] {
+            let config = ZarrsVlen {
+                index_data_type: width,
+                index_location: location,
+                index_codecs: plain(Endian::Little),
+                data_codecs: plain(Endian::Little),
+            };
+            out.push((ArrayToBytes::ZarrsVlen(Box::new(config)), DataType::String));
+        }
+    }
+    out
+}
+
+fn decode_all_ways(bytes: &[u8], elements: usize) {
+    for (layout, data_type) in layouts() {
+        for b2b in [
+            vec![],
+            vec![BytesToBytes::Crc32c],
+            vec![BytesToBytes::Zstd {
+                level: 0,
+                checksum: false,
+            }],
+        ] {
+            for string_type in [
+                StringType::Utf8,
+                StringType::LargeUtf8,
+                StringType::Utf8View,
+            ] {
+                let chain = CodecChain {
+                    array_to_bytes: layout.clone(),
+                    bytes_to_bytes: b2b.clone(),
+                };
+                let ctx = DecodeContext {
+                    elements,
+                    data_type,
+                    string_type,
+                    max_bytes: 1 << 20,
+                };
+                if let Ok(array) = chain.decode(Buffer::from(bytes.to_vec()), &ctx) {
+                    assert_eq!(array.len(), elements);
+                    array
+                        .to_data()
+                        .validate_full()
+                        .expect("zarrow built an invalid Arrow array");
+                }
+            }
+        }
+    }
+}
+
+/// A valid vlen-utf8 chunk for `values`.
+fn vlen_chunk(values: &[String]) -> Vec<u8> {
+    let mut out = (values.len() as u32).to_le_bytes().to_vec();
+    for v in values {
+        out.extend_from_slice(&(v.len() as u32).to_le_bytes());
+        out.extend_from_slice(v.as_bytes());
+    }
+    out
+}
+
+/// A valid ZEP0007 (int32) chunk for `values`.
+fn zep_chunk(values: &[String]) -> Vec<u8> {
+    let mut offsets = vec![0i32];
+    for v in values {
+        offsets.push(offsets.last().unwrap() + v.len() as i32);
+    }
+    let mut out: Vec<u8> = offsets.iter().flat_map(|o| o.to_le_bytes()).collect();
+    out.resize(out.len().div_ceil(64) * 64, 0);
+    out.extend(values.iter().flat_map(|v| v.bytes()));
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, .. ProptestConfig::default() })]
+
+    #[test]
+    fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..300), elements in 0usize..12) {
+        decode_all_ways(&bytes, elements);
+    }
+
+    #[test]
+    fn mutated_valid_chunks_never_panic(
+        values in proptest::collection::vec(".{0,6}", 1..8),
+        flips in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..4),
+        cut in any::<prop::sample::Index>(),
+    ) {
+        for mut chunk in [vlen_chunk(&values), zep_chunk(&values)] {
+            for (at, byte) in &flips {
+                let i = at.index(chunk.len());
+                chunk[i] ^= byte;
+            }
+            decode_all_ways(&chunk, values.len());
+            let cut = cut.index(chunk.len() + 1);
+            decode_all_ways(&chunk[..cut], values.len());
+        }
+    }
+
+    #[test]
+    fn valid_chunks_decode_to_their_values(values in proptest::collection::vec(".{0,20}", 0..30)) {
+        for (chunk, layout) in [(vlen_chunk(&values), ArrayToBytes::VlenInterleaved), (zep_chunk(&values), ArrayToBytes::Zep0007 { large: false })] {
+            for string_type in [StringType::Utf8, StringType::LargeUtf8, StringType::Utf8View] {
+                let chain = CodecChain { array_to_bytes: layout.clone(), bytes_to_bytes: vec![] };
+                let ctx = DecodeContext { elements: values.len(), data_type: DataType::String, string_type, max_bytes: 1 << 20 };
+                let array = chain.decode(Buffer::from(chunk.clone()), &ctx).unwrap();
+                let got: Vec<String> = match string_type {
+                    StringType::Utf8View => arrow_array::cast::AsArray::as_string_view(&array).iter().map(|s| s.unwrap().to_string()).collect(),
+                    StringType::LargeUtf8 => arrow_array::cast::AsArray::as_string::<i64>(&array).iter().map(|s| s.unwrap().to_string()).collect(),
+                    _ => arrow_array::cast::AsArray::as_string::<i32>(&array).iter().map(|s| s.unwrap().to_string()).collect(),
+                };
+                prop_assert_eq!(&got, &values);
+            }
+        }
+    }
+}
