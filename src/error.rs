@@ -233,6 +233,10 @@ pub enum ChunkError {
         /// The limit in force (see `ReadOptions::max_chunk_bytes`).
         limit: u64,
     },
+    /// Arrow could not assemble the chunk's parts (for example, a shard whose
+    /// inner chunks together overflow 32-bit offsets).
+    #[error("assembling the chunk: {0}")]
+    Arrow(#[source] ArrowError),
     /// A crc32c checksum does not match.
     #[error("crc32c mismatch: stored {stored:#010x}, computed {computed:#010x}")]
     Checksum {
@@ -241,4 +245,10 @@ pub enum ChunkError {
         /// The checksum of the data.
         computed: u32,
     },
+}
+
+impl From<ArrowError> for ChunkError {
+    fn from(e: ArrowError) -> Self {
+        ChunkError::Arrow(e)
+    }
 }

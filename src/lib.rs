@@ -48,9 +48,11 @@ compile_error!(
     "zarrow maps little-endian chunk bytes onto Arrow buffers and needs a little-endian target"
 );
 
+mod assemble;
 pub mod codec;
 mod error;
 pub mod export;
+mod fill;
 pub mod grid;
 pub mod metadata;
 mod offsets;

@@ -19,6 +19,8 @@ pub mod checksum;
 pub mod compress;
 pub mod fixed;
 pub(crate) mod parse;
+pub mod sharding;
+pub mod transpose;
 pub mod vlen_interleaved;
 pub mod zarrs_vlen;
 pub mod zep0007;
@@ -29,16 +31,29 @@ use arrow_array::ArrayRef;
 use arrow_buffer::Buffer;
 
 use crate::error::ChunkError;
-use crate::metadata::{DataType, Endian, StringType};
+use crate::metadata::{DataType, Endian, FillValue, StringType};
 
-/// The codecs of an array: one array->bytes layout and the bytes->bytes codecs
-/// applied after it (in encoding order).
+/// The codecs of an array in encoding order: array->array codecs, one
+/// array->bytes layout, then bytes->bytes codecs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CodecChain {
+    /// Element reorderings applied before the layout (`transpose`).
+    pub array_to_array: Vec<ArrayToArray>,
     /// How elements are laid out as bytes.
     pub array_to_bytes: ArrayToBytes,
     /// Compression and checksums, in encoding order.
     pub bytes_to_bytes: Vec<BytesToBytes>,
+}
+
+/// An array->array codec.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ArrayToArray {
+    /// `transpose`: the chunk is stored with its dimensions permuted by `order`.
+    Transpose {
+        /// A permutation of `0..ndim`.
+        order: Vec<usize>,
+    },
 }
 
 /// An array->bytes codec: the byte layout of a chunk's elements.
@@ -59,6 +74,33 @@ pub enum ArrayToBytes {
         /// int64 offsets (`large_string` / `large_binary`) rather than int32.
         large: bool,
     },
+    /// `sharding_indexed`: the chunk is a shard of inner chunks plus an index.
+    Sharding(Box<Sharding>),
+}
+
+impl ArrayToBytes {
+    /// Whether the layout holds variable-length elements (a shard asks its inner
+    /// layout).
+    pub fn is_variable_length(&self) -> bool {
+        match self {
+            Self::Bytes { .. } => false,
+            Self::VlenInterleaved | Self::ZarrsVlen(_) | Self::Zep0007 { .. } => true,
+            Self::Sharding(s) => s.codecs.array_to_bytes.is_variable_length(),
+        }
+    }
+}
+
+/// The `sharding_indexed` configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sharding {
+    /// Shape of the inner chunks (divides the shard shape).
+    pub chunk_shape: Vec<u64>,
+    /// Codecs of each inner chunk.
+    pub codecs: CodecChain,
+    /// Codecs of the index: `bytes`, then optionally `crc32c`.
+    pub index_codecs: CodecChain,
+    /// Where the index sits in the shard.
+    pub index_location: IndexLocation,
 }
 
 /// The integer type of `zarrs.vlen` offsets.
@@ -70,7 +112,7 @@ pub enum OffsetWidth {
     U64,
 }
 
-/// Where `zarrs.vlen` puts its index.
+/// Where `zarrs.vlen` and `sharding_indexed` put their index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IndexLocation {
     /// `u64 L`, L bytes of index, then the data.
@@ -147,15 +189,51 @@ pub enum BloscShuffle {
 
 /// What a layout decoder needs to know about the chunk it decodes.
 #[derive(Debug, Clone, Copy)]
-pub struct DecodeContext {
-    /// Elements in the chunk (the product of the chunk shape).
+pub struct DecodeContext<'a> {
+    /// The chunk's shape (as encoded by the codec at hand).
+    pub shape: &'a [u64],
+    /// Elements in the chunk (the product of `shape`).
     pub elements: usize,
     /// The array's data type.
     pub data_type: DataType,
+    /// The fill value (for absent inner chunks of a shard).
+    pub fill_value: &'a FillValue,
     /// The Arrow layout wanted for strings and bytes.
     pub string_type: StringType,
     /// The most bytes any decompression step may produce.
     pub max_bytes: usize,
+}
+
+impl<'a> DecodeContext<'a> {
+    /// A context for a chunk of `shape`.
+    pub fn new(
+        shape: &'a [u64],
+        data_type: DataType,
+        fill_value: &'a FillValue,
+        string_type: StringType,
+        max_bytes: usize,
+    ) -> Self {
+        let elements = shape.iter().product::<u64>() as usize;
+        Self {
+            shape,
+            elements,
+            data_type,
+            fill_value,
+            string_type,
+            max_bytes,
+        }
+    }
+
+    /// The same context for a chunk of another shape.
+    pub fn with_shape(&self, shape: &'a [u64]) -> Self {
+        Self::new(
+            shape,
+            self.data_type,
+            self.fill_value,
+            self.string_type,
+            self.max_bytes,
+        )
+    }
 }
 
 impl CodecChain {
@@ -170,12 +248,27 @@ impl CodecChain {
             None => ctx.max_bytes,
         };
         let bytes = decode_bytes(&self.bytes_to_bytes, encoded, limit)?;
-        match &self.array_to_bytes {
-            ArrayToBytes::Bytes { endian } => fixed::decode(bytes, *endian, ctx),
-            ArrayToBytes::VlenInterleaved => vlen_interleaved::decode(bytes, ctx),
-            ArrayToBytes::ZarrsVlen(config) => zarrs_vlen::decode(config, bytes, ctx),
-            ArrayToBytes::Zep0007 { large } => zep0007::decode(bytes, *large, ctx),
+        // The shape each array->array codec hands on, from the chunk's own shape.
+        let mut shapes = vec![ctx.shape.to_vec()];
+        for codec in &self.array_to_array {
+            let ArrayToArray::Transpose { order } = codec;
+            let last = shapes.last().map(Vec::as_slice).unwrap_or_default();
+            shapes.push(transpose::permute(last, order));
         }
+        let encoded_shape = shapes.last().map(Vec::as_slice).unwrap_or_default();
+        let layout_ctx = ctx.with_shape(encoded_shape);
+        let mut array = match &self.array_to_bytes {
+            ArrayToBytes::Bytes { endian } => fixed::decode(bytes, *endian, &layout_ctx)?,
+            ArrayToBytes::VlenInterleaved => vlen_interleaved::decode(bytes, &layout_ctx)?,
+            ArrayToBytes::ZarrsVlen(config) => zarrs_vlen::decode(config, bytes, &layout_ctx)?,
+            ArrayToBytes::Zep0007 { large } => zep0007::decode(bytes, *large, &layout_ctx)?,
+            ArrayToBytes::Sharding(config) => sharding::decode(config, bytes, &layout_ctx)?,
+        };
+        for (codec, shape) in self.array_to_array.iter().zip(&shapes).rev() {
+            let ArrayToArray::Transpose { order } = codec;
+            array = transpose::undo(&array, shape, order)?;
+        }
+        Ok(array)
     }
 }
 
@@ -206,6 +299,10 @@ impl BytesToBytes {
 
 impl fmt::Display for CodecChain {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for codec in &self.array_to_array {
+            let ArrayToArray::Transpose { order } = codec;
+            write!(f, "transpose({order:?}) -> ")?;
+        }
         write!(f, "{}", self.array_to_bytes)?;
         for codec in &self.bytes_to_bytes {
             write!(f, " -> {codec}")?;
@@ -226,6 +323,11 @@ impl fmt::Display for ArrayToBytes {
             ),
             Self::Zep0007 { large: false } => write!(f, "ZEP0007 layout (int32 offsets)"),
             Self::Zep0007 { large: true } => write!(f, "ZEP0007 layout (int64 offsets)"),
+            Self::Sharding(s) => write!(
+                f,
+                "sharding_indexed(inner chunks {:?}, index at {:?}, codecs [{}])",
+                s.chunk_shape, s.index_location, s.codecs
+            ),
         }
     }
 }

@@ -3,8 +3,8 @@
 use serde_json::{Map, Value};
 
 use super::{
-    ArrayToBytes, BloscConfig, BloscShuffle, BytesToBytes, CodecChain, IndexLocation, OffsetWidth,
-    ZarrsVlen,
+    ArrayToArray, ArrayToBytes, BloscConfig, BloscShuffle, BytesToBytes, CodecChain, IndexLocation,
+    OffsetWidth, Sharding, ZarrsVlen, sharding, transpose,
 };
 use crate::error::{Error, Result};
 use crate::metadata::Endian;
@@ -163,9 +163,20 @@ pub(crate) fn parse_v3(
         }
     };
     let mut array_to_bytes = implicit.clone();
+    let mut a2a = Vec::new();
     let mut b2b = Vec::new();
     for item in items {
         let (name, config) = name_and_config(item, key)?;
+        if name == "transpose" {
+            if array_to_bytes.is_some() && implicit.is_none() {
+                return Err(Error::metadata(
+                    key,
+                    "transpose must come before the array->bytes codec",
+                ));
+            }
+            a2a.push(transpose_config(&config, key)?);
+            continue;
+        }
         if let Some(codec) = bytes_to_bytes(name, &config, key)? {
             if array_to_bytes.is_none() {
                 return Err(Error::metadata(
@@ -188,6 +199,7 @@ pub(crate) fn parse_v3(
             "zarrs.vlen" | "vlen" | "https://codec.zarrs.dev/array_to_bytes/vlen" => {
                 ArrayToBytes::ZarrsVlen(Box::new(zarrs_vlen(&config, key)?))
             }
+            "sharding_indexed" => ArrayToBytes::Sharding(Box::new(sharding_config(&config, key)?)),
             other => {
                 return Err(Error::UnsupportedCodec {
                     name: other.to_string(),
@@ -216,9 +228,84 @@ pub(crate) fn parse_v3(
     let array_to_bytes = array_to_bytes
         .ok_or_else(|| Error::metadata(key, "\"codecs\" has no array->bytes codec"))?;
     Ok(CodecChain {
+        array_to_array: a2a,
         array_to_bytes,
         bytes_to_bytes: b2b,
     })
+}
+
+/// `transpose` with `order` as a list (or the legacy `"C"` / `"F"`, kept as a
+/// marker that metadata validation resolves against the rank).
+fn transpose_config(config: &Map<String, Value>, key: &str) -> Result<ArrayToArray> {
+    let order = match config.get("order") {
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| v.as_u64().map(|d| d as usize))
+            .collect::<Option<Vec<usize>>>()
+            .ok_or_else(|| {
+                Error::metadata(
+                    key,
+                    format!("transpose: order {items:?} is not a list of dimensions"),
+                )
+            })?,
+        other => {
+            return Err(Error::metadata(
+                key,
+                format!("transpose: order must be a list, found {other:?}"),
+            ));
+        }
+    };
+    if !transpose::is_permutation(&order, order.len()) {
+        return Err(Error::metadata(
+            key,
+            format!("transpose: order {order:?} is not a permutation"),
+        ));
+    }
+    Ok(ArrayToArray::Transpose { order })
+}
+
+/// The `sharding_indexed` configuration.
+fn sharding_config(config: &Map<String, Value>, key: &str) -> Result<Sharding> {
+    let chunk_shape = crate::metadata::u64_list(
+        key,
+        "sharding_indexed.chunk_shape",
+        config.get("chunk_shape"),
+    )?;
+    let codecs = parse_v3(config.get("codecs").unwrap_or(&Value::Null), key, None)?;
+    let default_index = serde_json::json!([{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]);
+    let index_codecs = parse_v3(
+        config.get("index_codecs").unwrap_or(&default_index),
+        key,
+        None,
+    )?;
+    let index_location = match get_str(config, "index_location", "sharding_indexed", key)? {
+        None | Some("end") => IndexLocation::End,
+        Some("start") => IndexLocation::Start,
+        Some(other) => {
+            return Err(Error::metadata(
+                key,
+                format!("sharding_indexed: unknown index_location {other:?}"),
+            ));
+        }
+    };
+    let sharding = Sharding {
+        chunk_shape,
+        codecs,
+        index_codecs,
+        index_location,
+    };
+    if !matches!(
+        sharding.index_codecs.array_to_bytes,
+        ArrayToBytes::Bytes { .. }
+    ) || !sharding.index_codecs.array_to_array.is_empty()
+        || sharding::index_size(&sharding, 1).is_none()
+    {
+        return Err(Error::metadata(
+            key,
+            "sharding_indexed: index_codecs must be bytes, optionally followed by crc32c",
+        ));
+    }
+    Ok(sharding)
 }
 
 /// The `zarrs.vlen` configuration, drafts 0.0 and 0.1.
@@ -246,7 +333,9 @@ fn zarrs_vlen(config: &Map<String, Value>, key: &str) -> Result<ZarrsVlen> {
     let default_chain = Value::Array(vec![serde_json::json!({"name": "bytes"})]);
     let chain = |field: &str| -> Result<CodecChain> {
         let inner = parse_v3(config.get(field).unwrap_or(&default_chain), key, None)?;
-        if !matches!(inner.array_to_bytes, ArrayToBytes::Bytes { .. }) {
+        if !matches!(inner.array_to_bytes, ArrayToBytes::Bytes { .. })
+            || !inner.array_to_array.is_empty()
+        {
             return Err(Error::metadata(
                 key,
                 format!("zarrs.vlen: {field} must use the bytes codec"),

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 pub use data_type::{DataType, Endian, StringType};
 pub use fill_value::FillValue;
 
-use crate::codec::{ArrayToBytes, CodecChain};
+use crate::codec::{ArrayToArray, ArrayToBytes, CodecChain};
 use crate::error::{Error, Result};
 use crate::grid::ChunkKeyEncoding;
 use crate::store::{Store, join_key};
@@ -120,8 +120,7 @@ impl ArrayMetadata {
                 "the shape's element count overflows 64 bits",
             ));
         }
-        let vlen_layout = !matches!(self.codecs.array_to_bytes, ArrayToBytes::Bytes { .. });
-        if vlen_layout != self.is_variable_length() {
+        if self.codecs.array_to_bytes.is_variable_length() != self.is_variable_length() {
             return Err(Error::metadata(
                 key,
                 format!(
@@ -131,6 +130,7 @@ impl ArrayMetadata {
                 ),
             ));
         }
+        check_chain(key, &self.codecs, &self.chunk_shape)?;
         if let Some(size) = self.data_type.fixed_size()
             && size == 0
         {
@@ -138,6 +138,41 @@ impl ArrayMetadata {
         }
         Ok(())
     }
+}
+
+/// Check a codec chain against the shape of the chunks it encodes: transpose
+/// orders match the rank; inner chunks divide their shard.
+fn check_chain(key: &str, chain: &CodecChain, shape: &[u64]) -> Result<()> {
+    let mut shape = shape.to_vec();
+    for codec in &chain.array_to_array {
+        let ArrayToArray::Transpose { order } = codec;
+        if order.len() != shape.len() {
+            return Err(Error::metadata(
+                key,
+                format!(
+                    "transpose order {order:?} does not match {} dimensions",
+                    shape.len()
+                ),
+            ));
+        }
+        shape = crate::codec::transpose::permute(&shape, order);
+    }
+    if let ArrayToBytes::Sharding(sharding) = &chain.array_to_bytes {
+        let inner = &sharding.chunk_shape;
+        if inner.len() != shape.len()
+            || inner.contains(&0)
+            || shape.iter().zip(inner).any(|(s, c)| s % c != 0)
+        {
+            return Err(Error::metadata(
+                key,
+                format!(
+                    "sharding_indexed: inner chunk shape {inner:?} does not divide the shard shape {shape:?}"
+                ),
+            ));
+        }
+        check_chain(key, &sharding.codecs, inner)?;
+    }
+    Ok(())
 }
 
 /// Parse JSON metadata, naming the key on failure.

@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use super::{ArrayMetadata, DataType, Endian, FillValue, u64_list};
 use crate::codec::parse::{parse_v2_compressor, parse_v2_filters};
-use crate::codec::{ArrayToBytes, CodecChain};
+use crate::codec::{ArrayToArray, ArrayToBytes, CodecChain};
 use crate::error::{Error, Result};
 use crate::grid::{ChunkKeyEncoding, KeyKind};
 
@@ -95,23 +95,20 @@ pub(super) fn parse_array(
         }
     };
     let compressor = parse_v2_compressor(doc.get("compressor").unwrap_or(&Value::Null), key)?;
-    if shape.len() > 1 {
-        match doc.get("order").and_then(Value::as_str) {
-            Some("C") | None => {}
-            Some("F") => {
-                return Err(Error::UnsupportedCodec {
-                    name: "transpose (v2 order \"F\" with more than one dimension)".into(),
-                    key: key.to_string(),
-                });
-            }
-            Some(other) => {
-                return Err(Error::metadata(
-                    key,
-                    format!("order must be \"C\" or \"F\", found {other:?}"),
-                ));
-            }
+    // Fortran order is a transpose with the dimensions reversed.
+    let array_to_array = match doc.get("order").and_then(Value::as_str) {
+        Some("C") | None => vec![],
+        Some("F") if shape.len() <= 1 => vec![],
+        Some("F") => vec![ArrayToArray::Transpose {
+            order: (0..shape.len()).rev().collect(),
+        }],
+        Some(other) => {
+            return Err(Error::metadata(
+                key,
+                format!("order must be \"C\" or \"F\", found {other:?}"),
+            ));
         }
-    }
+    };
     let separator = match doc.get("dimension_separator") {
         None | Some(Value::Null) => '.',
         Some(Value::String(s)) if s == "." => '.',
@@ -140,6 +137,7 @@ pub(super) fn parse_array(
             separator,
         },
         codecs: CodecChain {
+            array_to_array,
             array_to_bytes,
             bytes_to_bytes: compressor.into_iter().collect(),
         },

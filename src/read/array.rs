@@ -8,10 +8,11 @@ use arrow_schema::{DataType as ArrowType, Field};
 use rayon::prelude::*;
 
 use super::ReadOptions;
-use super::fill::fill_array;
+use crate::assemble::{Part, gather};
 use crate::codec::DecodeContext;
 use crate::error::{Error, Result};
-use crate::grid::{Grid, ravel, unravel};
+use crate::fill::fill_array;
+use crate::grid::{Grid, unravel};
 use crate::metadata::{ArrayMetadata, NodeMetadata, read_node};
 use crate::store::{Store, join_key};
 
@@ -26,13 +27,6 @@ pub struct ZarrArray {
     meta: Arc<ArrayMetadata>,
     grid: Grid,
     options: ReadOptions,
-}
-
-/// One decoded chunk, or the fill value standing in for a missing one.
-enum Chunk {
-    Present(ArrayRef),
-    /// A one-element array holding the fill value.
-    Missing(ArrayRef),
 }
 
 impl ZarrArray {
@@ -158,12 +152,13 @@ impl ZarrArray {
         let Some(encoded) = self.store.get(&key)? else {
             return Ok(None);
         };
-        let ctx = DecodeContext {
-            elements: self.meta.chunk_len() as usize,
-            data_type: self.meta.data_type,
-            string_type: self.options.string_type,
-            max_bytes: self.options.max_chunk_bytes,
-        };
+        let ctx = DecodeContext::new(
+            &self.meta.chunk_shape,
+            self.meta.data_type,
+            &self.meta.fill_value,
+            self.options.string_type,
+            self.options.max_chunk_bytes,
+        );
         self.meta
             .codecs
             .decode(encoded, &ctx)
@@ -186,10 +181,10 @@ impl ZarrArray {
         })
     }
 
-    fn chunk(&self, indices: &[u64]) -> Result<Chunk> {
+    fn chunk(&self, indices: &[u64]) -> Result<Part> {
         Ok(match self.decode_chunk(indices)? {
-            Some(array) => Chunk::Present(array),
-            None => Chunk::Missing(self.fill(1)?),
+            Some(array) => Part::Present(array),
+            None => Part::Missing(self.fill(1)?),
         })
     }
 
@@ -219,8 +214,8 @@ impl ZarrArray {
     pub fn read_slab(&self, s: u64) -> Result<ArrayRef> {
         match self.meta.shape.len() {
             0 => match self.chunk(&[])? {
-                Chunk::Present(a) => Ok(a.slice(0, 1)),
-                Chunk::Missing(a) => Ok(a),
+                Part::Present(a) => Ok(a.slice(0, 1)),
+                Part::Missing(a) => Ok(a),
             },
             1 => self.chunk_1d(s, 0..self.len()),
             _ => self.read_slab_nd(s),
@@ -232,43 +227,20 @@ impl ZarrArray {
         let chunk_shape = &self.meta.chunk_shape;
         let grid_rest: Vec<u64> = self.grid.grid_shape()[1..].to_vec();
         let n_chunks: u64 = grid_rest.iter().product();
-        let chunks: Vec<Chunk> = self.map_maybe_parallel(0..n_chunks, |j| {
+        let parts: Vec<Part> = self.map_maybe_parallel(0..n_chunks, |j| {
             let mut indices = vec![s];
             indices.extend(unravel(j, &grid_rest));
             self.chunk(&indices)
         })?;
-        let rows = chunk_shape[0].min(shape[0].saturating_sub(s * chunk_shape[0]));
-        let rest_shape = &shape[1..];
-        let rest_len: u64 = rest_shape.iter().product();
-        let mut picks: Vec<(usize, usize)> = Vec::with_capacity((rows * rest_len) as usize);
-        let mut within = vec![0u64; shape.len()];
-        let mut grid_idx = vec![0u64; rest_shape.len()];
-        for r in 0..rows {
-            within[0] = r;
-            for linear in 0..rest_len {
-                let x = unravel(linear, rest_shape);
-                for (d, &xd) in x.iter().enumerate() {
-                    grid_idx[d] = xd / chunk_shape[d + 1];
-                    within[d + 1] = xd % chunk_shape[d + 1];
-                }
-                let j = ravel(&grid_idx, &grid_rest) as usize;
-                let e = match chunks[j] {
-                    Chunk::Present(_) => ravel(&within, chunk_shape) as usize,
-                    Chunk::Missing(_) => 0,
-                };
-                picks.push((j, e));
-            }
-        }
-        let arrays: Vec<&dyn Array> = chunks
-            .iter()
-            .map(|c| match c {
-                Chunk::Present(a) | Chunk::Missing(a) => a.as_ref(),
-            })
-            .collect();
-        if arrays.is_empty() {
+        if parts.is_empty() {
             return self.fill(0);
         }
-        Ok(arrow_select::interleave::interleave(&arrays, &picks)?)
+        // The slab: this chunk row's rows, and the whole extent of the other dims.
+        let mut region = vec![chunk_shape[0].min(shape[0].saturating_sub(s * chunk_shape[0]))];
+        region.extend_from_slice(&shape[1..]);
+        let mut grid = vec![1];
+        grid.extend_from_slice(&grid_rest);
+        Ok(gather(&parts, &grid, chunk_shape, &region)?)
     }
 
     fn map_maybe_parallel<T: Send>(

@@ -9,7 +9,6 @@
 //! column), never by the array's length.
 
 mod array;
-mod fill;
 mod group;
 
 use std::collections::VecDeque;

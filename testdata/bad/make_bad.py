@@ -85,6 +85,25 @@ ZV = lambda loc="start", t="uint32": [{"name": "zarrs.vlen", "configuration": {
 I32 = [{"name": "bytes", "configuration": {"endian": "little"}}]
 
 
+def sharding(inner_shape, index=None):
+    return [{"name": "sharding_indexed", "configuration": {
+        "chunk_shape": inner_shape, "codecs": I32,
+        "index_codecs": index or (I32 + [{"name": "crc32c"}]), "index_location": "end"}}]
+
+
+def crc32c(data):
+    """CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), bit by bit."""
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+
+
+assert crc32c(b"123456789") == 0xE3069283  # the standard check value
+
+
 def main():
     for p in HERE.glob("*.zarr"):
         if p.is_symlink() or p.is_file():
@@ -148,6 +167,19 @@ def main():
     v3_array("zstd_decodes_past_fixed_size", "int32", [4], [4], I32 + [{"name": "zstd", "configuration": {"level": 0, "checksum": False}}], fill=0,
              chunk_files={"c/0": numcodecs.Zstd(level=1).encode(ints)}, expect="Chunk:TooLarge")
 
+    # --- sharding_indexed: a 1-D int32 shard of two inner chunks of 2 ---
+    inner = [struct.pack("<2i", 1, 2), struct.pack("<2i", 3, 4)]
+    def shard(entries, body=b"".join(inner), crc=None):
+        index = b"".join(struct.pack("<QQ", o, n) for o, n in entries)
+        return body + index + struct.pack("<I", crc32c(index) if crc is None else crc)
+    ok_entries = [(0, 8), (8, 8)]
+    v3_array("shard_index_truncated", "int32", [4], [4], sharding([2]), fill=0, chunk_files={"c/0": shard(ok_entries)[-20:]}, expect="Chunk:Truncated")
+    v3_array("shard_index_crc_mismatch", "int32", [4], [4], sharding([2]), fill=0, chunk_files={"c/0": shard(ok_entries, crc=0)}, expect="Chunk:Checksum")
+    v3_array("shard_inner_past_end", "int32", [4], [4], sharding([2]), fill=0, chunk_files={"c/0": shard([(0, 8), (8, 4000)])}, expect="Chunk:OffsetOutOfBounds")
+    v3_array("shard_inner_offset_overflow", "int32", [4], [4], sharding([2]), fill=0, chunk_files={"c/0": shard([(0, 8), (2**64 - 2, 8)])}, expect="Chunk:OffsetOutOfBounds")
+    v3_array("shard_inner_wrong_size", "int32", [4], [4], sharding([2]), fill=0, chunk_files={"c/0": shard([(0, 8), (8, 4)])}, expect="Chunk:SizeMismatch")
+    v3_array("shard_inner_chunks_huge_count", "int32", [2**31], [2**31], sharding([1]), fill=0, chunk_files={"c/0": shard(ok_entries)}, expect="Chunk:Truncated")
+
     # --- fixed-width ---
     v3_array("int32_wrong_size", "int32", [4], [4], I32, fill=0, chunk_files={"c/0": struct.pack("<3i", 1, 2, 3)}, expect="Chunk:SizeMismatch")
     v3_array("utf32_surrogate", {"name": "fixed_length_utf32", "configuration": {"length_bytes": 8}}, [1], [1], I32,
@@ -167,7 +199,12 @@ def main():
     v3_array("meta_negative_shape", "string", [-4], [4], VLEN, expect="Metadata")
     v3_array("meta_unknown_data_type", "complex128", [4], [4], I32, expect="UnsupportedDataType")
     v3_array("meta_unknown_codec", "string", [4], [4], VLEN + [{"name": "lzma", "configuration": {}}], expect="UnsupportedCodec")
-    v3_array("meta_sharding_not_yet", "int32", [4], [4], [{"name": "sharding_indexed", "configuration": {}}], fill=0, expect="UnsupportedCodec")
+    v3_array("meta_sharding_no_config", "int32", [4], [4], [{"name": "sharding_indexed", "configuration": {}}], fill=0, expect="Metadata")
+    v3_array("meta_sharding_inner_not_dividing", "int32", [4], [4], sharding([3]), fill=0, expect="Metadata")
+    v3_array("meta_sharding_variable_index", "int32", [4], [4], sharding([2], index=I32 + [{"name": "zstd", "configuration": {"level": 0}}]), fill=0, expect="Metadata")
+    v3_array("meta_transpose_not_permutation", "int32", [2, 2], [2, 2], [{"name": "transpose", "configuration": {"order": [0, 0]}}] + I32, fill=0, expect="Metadata")
+    v3_array("meta_transpose_wrong_rank", "int32", [2, 2], [2, 2], [{"name": "transpose", "configuration": {"order": [2, 0, 1]}}] + I32, fill=0, expect="Metadata")
+    v3_array("meta_transpose_after_bytes", "int32", [2, 2], [2, 2], I32 + [{"name": "transpose", "configuration": {"order": [1, 0]}}], fill=0, expect="Metadata")
     v3_array("meta_no_array_to_bytes", "string", [4], [4], [{"name": "zstd", "configuration": {"level": 0}}], expect="Metadata")
     v3_array("meta_two_array_to_bytes", "string", [4], [4], VLEN + VLEN, expect="Metadata")
     v3_array("meta_bytes_codec_for_strings", "string", [4], [4], I32, expect="Metadata")

@@ -14,6 +14,7 @@ use zarrow::{DataType, StringType};
 
 fn plain(endian: Endian) -> CodecChain {
     CodecChain {
+        array_to_array: vec![],
         array_to_bytes: ArrayToBytes::Bytes { endian },
         bytes_to_bytes: vec![],
     }
@@ -80,15 +81,13 @@ fn decode_all_ways(bytes: &[u8], elements: usize) {
                 StringType::Utf8View,
             ] {
                 let chain = CodecChain {
+                    array_to_array: vec![],
                     array_to_bytes: layout.clone(),
                     bytes_to_bytes: b2b.clone(),
                 };
-                let ctx = DecodeContext {
-                    elements,
-                    data_type,
-                    string_type,
-                    max_bytes: 1 << 20,
-                };
+                let shape = [elements as u64];
+                let fill = zarrow::FillValue::default_for(&data_type);
+                let ctx = DecodeContext::new(&shape, data_type, &fill, string_type, 1 << 20);
                 if let Ok(array) = chain.decode(Buffer::from(bytes.to_vec()), &ctx) {
                     assert_eq!(array.len(), elements);
                     array
@@ -152,8 +151,10 @@ proptest! {
     fn valid_chunks_decode_to_their_values(values in proptest::collection::vec(".{0,20}", 0..30)) {
         for (chunk, layout) in [(vlen_chunk(&values), ArrayToBytes::VlenInterleaved), (zep_chunk(&values), ArrayToBytes::Zep0007 { large: false })] {
             for string_type in [StringType::Utf8, StringType::LargeUtf8, StringType::Utf8View] {
-                let chain = CodecChain { array_to_bytes: layout.clone(), bytes_to_bytes: vec![] };
-                let ctx = DecodeContext { elements: values.len(), data_type: DataType::String, string_type, max_bytes: 1 << 20 };
+                let chain = CodecChain { array_to_array: vec![], array_to_bytes: layout.clone(), bytes_to_bytes: vec![] };
+                let shape = [values.len() as u64];
+                let fill = zarrow::FillValue::default_for(&DataType::String);
+                let ctx = DecodeContext::new(&shape, DataType::String, &fill, string_type, 1 << 20);
                 let array = chain.decode(Buffer::from(chunk.clone()), &ctx).unwrap();
                 let got: Vec<String> = match string_type {
                     StringType::Utf8View => arrow_array::cast::AsArray::as_string_view(&array).iter().map(|s| s.unwrap().to_string()).collect(),

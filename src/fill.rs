@@ -1,4 +1,5 @@
-//! Arrays that hold one fill value repeated: what a missing chunk reads as.
+//! Arrays that hold one fill value repeated: what a missing chunk (or a missing
+//! inner chunk of a shard) reads as.
 
 use std::sync::Arc;
 
