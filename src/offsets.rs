@@ -423,3 +423,61 @@ impl ValuesBuilder {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_past_i32_need_large_offsets() {
+        // 3 GB of values cannot be addressed by Utf8's i32 offsets; the error says
+        // which type to use. (Only the offsets exist here: the check needs no data.)
+        let offsets: Vec<u8> = [0u64, 3_000_000_000]
+            .iter()
+            .flat_map(|o| o.to_le_bytes())
+            .collect();
+        let raw = RawOffsets::new(Buffer::from(offsets), OffsetKind::U64, 1).unwrap();
+        let err = convert_offsets::<i32>(&raw, 3_000_000_000).unwrap_err();
+        assert!(matches!(err, ChunkError::OffsetOverflow { .. }));
+        assert!(err.to_string().contains("large-utf8"));
+        assert!(convert_offsets::<i64>(&raw, 3_000_000_000).is_ok());
+    }
+
+    #[test]
+    fn offset_checks() {
+        let raw = |v: &[i32]| {
+            RawOffsets::new(Buffer::from_vec(v.to_vec()), OffsetKind::I32, v.len() - 1).unwrap()
+        };
+        assert_eq!(check_offsets(&raw(&[0, 2, 2, 5]), 5).unwrap(), (0, 5));
+        assert!(matches!(
+            check_offsets(&raw(&[0, 3, 2]), 5),
+            Err(ChunkError::OffsetsDecrease { element: 1, .. })
+        ));
+        assert!(matches!(
+            check_offsets(&raw(&[0, 6]), 5),
+            Err(ChunkError::OffsetOutOfBounds { index: 1, .. })
+        ));
+        assert!(matches!(
+            check_offsets(&raw(&[-1, 2]), 5),
+            Err(ChunkError::OffsetOutOfBounds { index: 0, .. })
+        ));
+        assert!(RawOffsets::new(Buffer::from_vec(vec![0i32; 3]), OffsetKind::I32, 3).is_err());
+    }
+
+    #[test]
+    fn utf8_is_checked_per_element() {
+        let values = "aé".as_bytes(); // 'é' is two bytes: [0xc3, 0xa9]
+        let ok = [0u64, 1, 3];
+        assert!(check_utf8(ok.into_iter(), values, 0, 3).is_ok());
+        let split = [0u64, 2, 3]; // element 0 ends inside 'é'
+        assert!(matches!(
+            check_utf8(split.into_iter(), values, 0, 3),
+            Err(ChunkError::InvalidUtf8 { element: 0 })
+        ));
+        let bad = b"ab\xff";
+        assert!(matches!(
+            check_utf8([0u64, 2, 3].into_iter(), bad, 0, 3),
+            Err(ChunkError::InvalidUtf8 { element: 1 })
+        ));
+    }
+}

@@ -7,7 +7,7 @@
 //!
 //! Keys are checked by [`validate_key`]: a key that could leave the store root
 //! (`..`, an absolute path, a backslash, an empty component) is refused with
-//! [`Error::InvalidKey`](crate::Error::InvalidKey) before any I/O happens.
+//! [`Error::InvalidKey`] before any I/O happens.
 
 mod local;
 mod memory;

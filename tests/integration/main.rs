@@ -1,7 +1,9 @@
 //! zarrow's integration tests: one binary, one module per concern.
 
 mod bad_data;
+mod cli;
 mod common;
 mod golden;
 mod robustness;
 mod store;
+mod zero_copy;

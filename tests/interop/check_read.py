@@ -19,7 +19,7 @@ directly from the store (not the expected files):
   not subgroups);
 * string data (string, v2 |O vlen-utf8, fixed_length_utf32 / <U n) -> pa.string() by
   default, pa.string_view() with --string-type utf8-view, pa.large_string() with
-  large-utf8; bytes data -> any of binary / large_binary / binary_view with equal bytes;
+  large-utf8; bytes data -> pa.binary(), pa.binary_view(), pa.large_binary() likewise;
   fixed width compares after numpy's trailing-NUL stripping;
   numbers and bool -> the matching Arrow primitive type, NaN equals NaN; no nulls.
 
@@ -55,7 +55,12 @@ STRING_TYPES = {
     "utf8-view": pa.string_view(),
     "large-utf8": pa.large_string(),
 }
-BINARY_TYPES = (pa.binary(), pa.large_binary(), pa.binary_view())
+# Bytes columns follow --string-type: binary, binary_view, large_binary.
+BINARY_TYPES = {
+    None: pa.binary(),
+    "utf8-view": pa.binary_view(),
+    "large-utf8": pa.large_binary(),
+}
 ZEP0007_TYPES = {"string", "binary", "large_string", "large_binary"}
 BYTES_TYPES = {"bytes", "binary", "variable_length_bytes"}
 
@@ -178,8 +183,9 @@ def compare(table: pa.Table, expected: dict[str, Column], string_type: str | Non
             if got.type != want_type:
                 raise AssertionError(f"{name}: type {got.type} != {want_type}")
         elif col.kind == "binary":
-            if got.type not in BINARY_TYPES:
-                raise AssertionError(f"{name}: type {got.type} is not a binary type")
+            want_type = BINARY_TYPES[string_type]
+            if got.type != want_type:
+                raise AssertionError(f"{name}: type {got.type} != {want_type}")
         elif got.type != col.arrow_type:
             raise AssertionError(f"{name}: type {got.type} != {col.arrow_type}")
         values = got.to_pylist()

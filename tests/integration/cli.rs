@@ -1,0 +1,282 @@
+//! The `zarrow` binary: every test store converts to Parquet, IPC file and IPC
+//! stream with its writer's values; errors are one line and a non-zero exit.
+
+use std::fs::File;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use arrow_array::RecordBatch;
+
+use crate::common::{column, read_ipc, testdata, values};
+
+fn zarrow(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_zarrow"))
+        .args(args)
+        .output()
+        .expect("run zarrow")
+}
+
+fn read_output(path: &Path) -> Vec<RecordBatch> {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("parquet") => parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+            File::open(path).unwrap(),
+        )
+        .unwrap()
+        .build()
+        .unwrap()
+        .map(|b| b.unwrap())
+        .collect(),
+        Some("arrows") => arrow_ipc::reader::StreamReader::try_new(File::open(path).unwrap(), None)
+            .unwrap()
+            .map(|b| b.unwrap())
+            .collect(),
+        _ => read_ipc(path),
+    }
+}
+
+#[test]
+fn every_store_converts_with_its_writers_values() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut checked = 0;
+    let mut stores: Vec<_> = std::fs::read_dir(testdata().join("stores"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    stores.sort();
+    for store in stores {
+        let case = store.file_stem().unwrap().to_str().unwrap().to_string();
+        let expected = read_ipc(&testdata().join("expected").join(format!("{case}.arrow")));
+        for ext in ["parquet", "arrow", "arrows"] {
+            let out = tmp.path().join(format!("{case}.{ext}"));
+            let result = zarrow(&["convert", store.to_str().unwrap(), out.to_str().unwrap()]);
+            assert!(
+                result.status.success(),
+                "{case}.{ext}: {}",
+                String::from_utf8_lossy(&result.stderr)
+            );
+            let got = read_output(&out);
+            let schema = expected[0].schema();
+            // Names and types as the writer's; zarrow's fields are non-nullable
+            // (Zarr has no nulls) where pyarrow's defaults are nullable.
+            let shape = |s: &arrow_schema::Schema| -> Vec<(String, arrow_schema::DataType)> {
+                s.fields()
+                    .iter()
+                    .map(|f| (f.name().clone(), f.data_type().clone()))
+                    .collect()
+            };
+            assert_eq!(
+                shape(&got[0].schema()),
+                shape(&schema),
+                "{case}.{ext}: schema"
+            );
+            assert!(got[0].schema().fields().iter().all(|f| !f.is_nullable()));
+            for field in schema.fields() {
+                let g = column(&got, field.name());
+                let w = column(&expected, field.name());
+                assert_eq!(
+                    values(g.as_ref()),
+                    values(w.as_ref()),
+                    "{case}.{ext}: column {}",
+                    field.name()
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 3 * 70, "only {checked} conversions checked");
+}
+
+#[test]
+fn info_describes_an_array() {
+    let store = testdata()
+        .join("stores")
+        .join("v3_string_fill_missing.zarr");
+    let out = zarrow(&["info", store.to_str().unwrap()]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    for needle in [
+        "array (Zarr v3)",
+        "data type:     string",
+        "fill value:    \"NA\"",
+        "arrow type:    Utf8",
+        "present",
+        "zstd",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing from:\n{text}");
+    }
+    let chunks_line = text.lines().find(|l| l.starts_with("chunks:")).unwrap();
+    let present: u64 = chunks_line
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let total: u64 = chunks_line
+        .split_whitespace()
+        .nth(3)
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        present < total,
+        "the store has missing chunks: {chunks_line}"
+    );
+    let view = zarrow(&[
+        "info",
+        store.to_str().unwrap(),
+        "--string-type",
+        "utf8-view",
+    ]);
+    assert!(
+        String::from_utf8(view.stdout)
+            .unwrap()
+            .contains("arrow type:    Utf8View")
+    );
+}
+
+#[test]
+fn info_describes_a_group_as_a_table() {
+    let out = zarrow(&[
+        "info",
+        testdata().join("stores").join("obs.zarr").to_str().unwrap(),
+    ]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("group (Zarr v3)"));
+    assert!(
+        text.contains("table:         6 columns x 1000 rows"),
+        "{text}"
+    );
+}
+
+#[test]
+fn errors_are_one_line_and_nonzero() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dst = tmp.path().join("out.parquet");
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec![
+                "convert".into(),
+                testdata()
+                    .join("bad/zstd_garbage.zarr")
+                    .display()
+                    .to_string(),
+                dst.display().to_string(),
+            ],
+            "zstd",
+        ),
+        (
+            vec![
+                "convert".into(),
+                testdata()
+                    .join("stores/v3_string.zarr")
+                    .display()
+                    .to_string(),
+                tmp.path().join("x.csv").display().to_string(),
+            ],
+            "output format",
+        ),
+        (
+            vec![
+                "convert".into(),
+                "/nonexistent/store.zarr".into(),
+                dst.display().to_string(),
+            ],
+            "not a Zarr array or group",
+        ),
+        (
+            vec![
+                "info".into(),
+                testdata()
+                    .join("bad/meta_unknown_codec.zarr")
+                    .display()
+                    .to_string(),
+            ],
+            "lzma",
+        ),
+        (
+            vec![
+                "convert".into(),
+                testdata()
+                    .join("bad/symlink_escape.zarr")
+                    .display()
+                    .to_string(),
+                dst.display().to_string(),
+            ],
+            "outside the store root",
+        ),
+    ];
+    for (args, needle) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = zarrow(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+    // A failed conversion leaves no output behind.
+    assert!(std::fs::read_dir(tmp.path()).unwrap().next().is_none());
+}
+
+#[test]
+fn existing_output_is_kept_without_overwrite() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dst = tmp.path().join("out.arrow");
+    std::fs::write(&dst, b"precious").unwrap();
+    let src = testdata().join("stores").join("v3_string.zarr");
+    let out = zarrow(&["convert", src.to_str().unwrap(), dst.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert_eq!(std::fs::read(&dst).unwrap(), b"precious");
+    let out = zarrow(&[
+        "convert",
+        src.to_str().unwrap(),
+        dst.to_str().unwrap(),
+        "--overwrite",
+    ]);
+    assert!(out.status.success());
+    assert_eq!(read_output(&dst)[0].schema().field(0).name(), "v3_string");
+}
+
+#[test]
+fn columns_and_compression_options() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dst = tmp.path().join("obs.parquet");
+    let src = testdata().join("stores").join("obs.zarr");
+    let out = zarrow(&[
+        "convert",
+        src.to_str().unwrap(),
+        dst.to_str().unwrap(),
+        "--columns",
+        "n_genes,cell_type",
+        "--compression",
+        "snappy",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let batches = read_output(&dst);
+    let names: Vec<_> = batches[0]
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
+    assert_eq!(names, ["n_genes", "cell_type"]);
+    let meta = parquet::file::reader::SerializedFileReader::new(File::open(&dst).unwrap()).unwrap();
+    let compression = parquet::file::reader::FileReader::metadata(&meta)
+        .row_group(0)
+        .column(0)
+        .compression();
+    assert_eq!(compression, parquet::basic::Compression::SNAPPY);
+    let bad = zarrow(&[
+        "convert",
+        src.to_str().unwrap(),
+        dst.to_str().unwrap(),
+        "--overwrite",
+        "--columns",
+        "nope",
+    ]);
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("no 1-D array named \"nope\""));
+}

@@ -1,0 +1,190 @@
+//! The copy counts the docs claim: Arrow-layout chunks decode to arrays whose
+//! buffers are slices of the decoded chunk buffer itself.
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int64Type;
+use arrow_array::{Array, ArrayRef};
+use arrow_buffer::{Buffer, MutableBuffer};
+use zarrow::codec::{
+    ArrayToBytes, CodecChain, DecodeContext, IndexLocation, OffsetWidth, ZarrsVlen, zep0007,
+};
+use zarrow::metadata::Endian;
+use zarrow::{DataType, FillValue, StringType};
+
+const VALUES: [&str; 4] = ["the", "quick", "", "brown fox jumps"];
+
+/// `bytes` in a fresh Arrow-aligned buffer, as the stores and decompressors give.
+fn aligned(bytes: &[u8]) -> Buffer {
+    let mut b = MutableBuffer::with_capacity(bytes.len());
+    b.extend_from_slice(bytes);
+    b.into()
+}
+
+fn decode(
+    layout: ArrayToBytes,
+    data_type: DataType,
+    chunk: &Buffer,
+    string_type: StringType,
+) -> ArrayRef {
+    let chain = CodecChain {
+        array_to_array: vec![],
+        array_to_bytes: layout,
+        bytes_to_bytes: vec![],
+    };
+    let shape = [VALUES.len() as u64];
+    let fill = FillValue::default_for(&data_type);
+    chain
+        .decode(
+            chunk.clone(),
+            &DecodeContext::new(&shape, data_type, &fill, string_type, 1 << 20),
+        )
+        .unwrap()
+}
+
+fn offsets_and_data() -> (Vec<i64>, Vec<u8>) {
+    let mut offsets = vec![0i64];
+    let mut data = Vec::new();
+    for v in VALUES {
+        data.extend_from_slice(v.as_bytes());
+        offsets.push(data.len() as i64);
+    }
+    (offsets, data)
+}
+
+fn zarrs_vlen(width: OffsetWidth) -> (ArrayToBytes, Buffer, usize) {
+    let (offsets, data) = offsets_and_data();
+    let index: Vec<u8> = match width {
+        OffsetWidth::U32 => offsets
+            .iter()
+            .flat_map(|&o| (o as u32).to_le_bytes())
+            .collect(),
+        OffsetWidth::U64 => offsets
+            .iter()
+            .flat_map(|&o| (o as u64).to_le_bytes())
+            .collect(),
+    };
+    let mut chunk = (index.len() as u64).to_le_bytes().to_vec();
+    chunk.extend_from_slice(&index);
+    chunk.extend_from_slice(&data);
+    let plain = CodecChain {
+        array_to_array: vec![],
+        array_to_bytes: ArrayToBytes::Bytes {
+            endian: Endian::Little,
+        },
+        bytes_to_bytes: vec![],
+    };
+    let layout = ArrayToBytes::ZarrsVlen(Box::new(ZarrsVlen {
+        index_data_type: width,
+        index_location: IndexLocation::Start,
+        index_codecs: plain.clone(),
+        data_codecs: plain,
+    }));
+    (layout, aligned(&chunk), 8 + index.len())
+}
+
+#[test]
+fn zep0007_to_utf8_is_two_slices() {
+    let (offsets, data) = offsets_and_data();
+    let chunk = aligned(&zep0007::encode(&offsets, &data, false));
+    let array = decode(
+        ArrayToBytes::Zep0007 { large: false },
+        DataType::String,
+        &chunk,
+        StringType::Utf8,
+    );
+    let strings = array.as_string::<i32>();
+    assert_eq!(
+        strings.iter().map(Option::unwrap).collect::<Vec<_>>(),
+        VALUES
+    );
+    assert_eq!(strings.offsets().inner().inner().as_ptr(), chunk.as_ptr());
+    assert_eq!(strings.values().as_ptr(), chunk.as_ptr().wrapping_add(64));
+}
+
+#[test]
+fn zarrs_vlen_u64_to_large_utf8_and_u32_to_utf8_are_slices() {
+    let (layout, chunk, data_start) = zarrs_vlen(OffsetWidth::U64);
+    let array = decode(layout, DataType::String, &chunk, StringType::LargeUtf8);
+    let strings = array.as_string::<i64>();
+    assert_eq!(
+        strings.iter().map(Option::unwrap).collect::<Vec<_>>(),
+        VALUES
+    );
+    assert_eq!(
+        strings.offsets().inner().inner().as_ptr(),
+        chunk.as_ptr().wrapping_add(8)
+    );
+    assert_eq!(
+        strings.values().as_ptr(),
+        chunk.as_ptr().wrapping_add(data_start)
+    );
+
+    let (layout, chunk, data_start) = zarrs_vlen(OffsetWidth::U32);
+    let array = decode(layout, DataType::String, &chunk, StringType::Utf8);
+    let strings = array.as_string::<i32>();
+    assert_eq!(
+        strings.iter().map(Option::unwrap).collect::<Vec<_>>(),
+        VALUES
+    );
+    assert_eq!(
+        strings.offsets().inner().inner().as_ptr(),
+        chunk.as_ptr().wrapping_add(8)
+    );
+    assert_eq!(
+        strings.values().as_ptr(),
+        chunk.as_ptr().wrapping_add(data_start)
+    );
+}
+
+#[test]
+fn vlen_utf8_to_views_points_into_the_chunk() {
+    let chunk = aligned(&zarrow::codec::vlen_interleaved::encode(
+        VALUES.iter().map(|v| v.as_bytes()),
+    ));
+    let array = decode(
+        ArrayToBytes::VlenInterleaved,
+        DataType::String,
+        &chunk,
+        StringType::Utf8View,
+    );
+    let views = array.as_string_view();
+    assert_eq!(views.iter().map(Option::unwrap).collect::<Vec<_>>(), VALUES);
+    assert_eq!(views.data_buffers().len(), 1);
+    assert_eq!(views.data_buffers()[0].as_ptr(), chunk.as_ptr());
+}
+
+#[test]
+fn little_endian_numbers_are_the_chunk() {
+    let chunk = aligned(
+        &[1i64, -2, 3, i64::MAX]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect::<Vec<_>>(),
+    );
+    let array = decode(
+        ArrayToBytes::Bytes {
+            endian: Endian::Little,
+        },
+        DataType::Int64,
+        &chunk,
+        StringType::Utf8,
+    );
+    let ints = array.as_primitive::<Int64Type>();
+    assert_eq!(ints.values(), &[1, -2, 3, i64::MAX]);
+    assert_eq!(ints.values().inner().as_ptr(), chunk.as_ptr());
+    // A misaligned buffer is copied rather than mis-read.
+    let misaligned = aligned(&[&[0u8][..], chunk.as_slice()].concat()).slice(1);
+    let array = decode(
+        ArrayToBytes::Bytes {
+            endian: Endian::Little,
+        },
+        DataType::Int64,
+        &misaligned,
+        StringType::Utf8,
+    );
+    assert_eq!(
+        array.as_primitive::<Int64Type>().values(),
+        &[1, -2, 3, i64::MAX]
+    );
+    assert_eq!(array.len(), 4);
+}
