@@ -38,6 +38,16 @@ pub enum Error {
         /// The node path inside the store ("" is the root).
         path: String,
     },
+    /// A stored value is larger than the caller allows.
+    #[error("{key} is {size} bytes, over the limit of {limit} bytes")]
+    ValueTooLarge {
+        /// The key.
+        key: String,
+        /// Its size.
+        size: u64,
+        /// The limit in force.
+        limit: u64,
+    },
     /// A metadata document is not valid JSON.
     #[error("{key} is not valid JSON: {source}")]
     Json {

@@ -26,9 +26,10 @@ pub(crate) fn fill_array(
     string_type: StringType,
     max_bytes: usize,
 ) -> Result<ArrayRef, ChunkError> {
+    // Value bytes plus the worst-case per-element Arrow structure (a view).
     let per_element = match fill {
-        FillValue::Bytes(b) => b.len() + 8,
-        _ => 8,
+        FillValue::Bytes(b) => b.len() + 16,
+        _ => 16,
     };
     if n.saturating_mul(per_element) > max_bytes {
         return Err(ChunkError::TooLarge {

@@ -51,6 +51,22 @@ impl ChunkKeyEncoding {
     }
 }
 
+impl ChunkKeyEncoding {
+    /// The chunk indices a key names, or `None` when it is not a chunk key of this
+    /// encoding (metadata files, other nodes' keys).
+    pub fn parse(&self, key: &str) -> Option<Vec<u64>> {
+        let indices = match self.kind {
+            KeyKind::Default if key == "c" => return Some(Vec::new()),
+            KeyKind::Default => key.strip_prefix('c')?.strip_prefix(self.separator)?,
+            KeyKind::V2 => key,
+        };
+        indices
+            .split(self.separator)
+            .map(|i| i.parse().ok())
+            .collect()
+    }
+}
+
 impl fmt::Display for ChunkKeyEncoding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let name = match self.kind {
@@ -155,6 +171,12 @@ mod tests {
             separator: '/',
         };
         assert_eq!(v2s.key(&[1, 2]), "1/2");
+        assert_eq!(default.parse("c/1/23/45"), Some(vec![1, 23, 45]));
+        assert_eq!(default.parse("c"), Some(vec![]));
+        assert_eq!(default.parse("zarr.json"), None);
+        assert_eq!(v2.parse("1.23.45"), Some(vec![1, 23, 45]));
+        assert_eq!(v2.parse(".zarray"), None);
+        assert_eq!(dot.parse("c/1"), None);
     }
 
     #[test]

@@ -251,13 +251,7 @@ pub(crate) fn from_offsets(
             byte_array::<GenericBinaryType<i64>>(convert_offsets(&raw, last)?, values)
         }
         (StringType::Utf8View, _) => {
-            if values.len() > u32::MAX as usize {
-                return Err(ChunkError::OffsetOverflow {
-                    bytes: values.len() as u64,
-                });
-            }
-            let mut views =
-                ViewsBuilder::with_capacity(values.clone(), raw.len().saturating_sub(1));
+            let mut views = ViewsBuilder::new(values.clone(), raw.len().saturating_sub(1))?;
             let mut iter = raw.iter_u64();
             let mut start = iter.next().unwrap_or(0);
             for end in iter {
@@ -278,12 +272,21 @@ pub(crate) struct ViewsBuilder {
 }
 
 impl ViewsBuilder {
-    /// A builder over `data` (at most `u32::MAX` bytes) for about `n` elements.
-    pub(crate) fn with_capacity(data: Buffer, n: usize) -> Self {
-        Self {
+    /// A builder over `data` for about `n` elements.
+    ///
+    /// # Errors
+    /// [`ChunkError::OffsetOverflow`] when `data` is over `i32::MAX` bytes: the
+    /// Arrow format gives view offsets 32 bits (signed, for other implementations).
+    pub(crate) fn new(data: Buffer, n: usize) -> Result<Self, ChunkError> {
+        if data.len() > i32::MAX as usize {
+            return Err(ChunkError::OffsetOverflow {
+                bytes: data.len() as u64,
+            });
+        }
+        Ok(Self {
             data,
             views: Vec::with_capacity(n),
-        }
+        })
     }
 
     /// Add element `data[start..start + len]`, which the caller has bounds-checked.
@@ -329,7 +332,7 @@ fn view_array<T: ByteViewType + ?Sized>(views: ScalarBuffer<u128>, data: Buffer)
     // SAFETY: `ViewsBuilder` made each view with `make_view` from a slice of `data`
     // that was bounds-checked (and UTF-8 checked for string types) before it was
     // pushed; every view names buffer 0 = `data`, at an offset below
-    // `data.len()` <= u32::MAX. That is everything `try_new` validates.
+    // `data.len()` <= i32::MAX. That is everything `try_new` validates.
     Arc::new(unsafe { GenericByteViewArray::<T>::new_unchecked(views, vec![data], None) })
 }
 

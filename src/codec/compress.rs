@@ -33,7 +33,10 @@ pub(crate) fn read_limited(
                 });
             }
             // Grow geometrically, at most to one byte past the limit (to detect excess).
-            let grow = out.len().max(64 * 1024).min(limit + 1 - filled);
+            let grow = out
+                .len()
+                .max(64 * 1024)
+                .min(limit.saturating_add(1) - filled);
             out.resize(filled + grow, 0);
         }
         match reader.read(&mut out.as_slice_mut()[filled..]) {

@@ -27,8 +27,10 @@ use crate::offsets::{ValuesBuilder, aligned_scalars};
 pub fn decode(bytes: Buffer, endian: Endian, ctx: &DecodeContext) -> Result<ArrayRef, ChunkError> {
     let n = ctx.elements;
     let size = ctx.data_type.fixed_size().unwrap_or(0);
-    let expected = size as u64 * n as u64;
-    if bytes.len() as u64 != expected {
+    let expected = (size as u64).saturating_mul(n as u64);
+    // A zero size cannot come from validated metadata; refuse it rather than
+    // divide the chunk into nothing.
+    if size == 0 || bytes.len() as u64 != expected {
         return Err(ChunkError::SizeMismatch {
             expected,
             found: bytes.len() as u64,
@@ -52,14 +54,9 @@ pub fn decode(bytes: Buffer, endian: Endian, ctx: &DecodeContext) -> Result<Arra
         DataType::FixedUtf32 { .. } => utf32(&bytes, size, n, endian, ctx)?,
         DataType::NullTerminatedBytes { .. } => {
             let mut out = ValuesBuilder::new(ctx.string_type, n, bytes.len());
-            for element in bytes.as_slice().chunks_exact(size.max(1)).take(n) {
+            for element in bytes.as_slice().chunks_exact(size).take(n) {
                 let end = element.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
                 out.push(&element[..end])?;
-            }
-            if size == 0 {
-                for _ in 0..n {
-                    out.push(&[])?;
-                }
             }
             out.finish(false)?
         }
@@ -76,19 +73,18 @@ pub fn decode(bytes: Buffer, endian: Endian, ctx: &DecodeContext) -> Result<Arra
 fn primitive<T: ArrowPrimitiveType>(bytes: Buffer, n: usize, endian: Endian) -> ArrayRef {
     let values: ScalarBuffer<T::Native> = match endian {
         Endian::Little => aligned_scalars(bytes, n),
-        Endian::Big => {
-            let size = std::mem::size_of::<T::Native>();
-            let mut swapped = MutableBuffer::with_capacity(bytes.len());
-            for element in bytes.as_slice().chunks_exact(size) {
-                let mut e = [0u8; 16];
-                e[..size].copy_from_slice(element);
-                e[..size].reverse();
-                swapped.extend_from_slice(&e[..size]);
-            }
-            aligned_scalars(swapped.into(), n)
-        }
+        Endian::Big => aligned_scalars(swap_endian(&bytes, std::mem::size_of::<T::Native>()), n),
     };
     Arc::new(PrimitiveArray::<T>::new(values, None))
+}
+
+/// Reverse the bytes of every `width`-byte element (big-endian to native).
+pub(crate) fn swap_endian(bytes: &[u8], width: usize) -> Buffer {
+    let mut out = MutableBuffer::with_capacity(bytes.len());
+    for element in bytes.chunks(width.max(1)) {
+        out.extend(element.iter().rev().copied());
+    }
+    out.into()
 }
 
 fn utf32(
@@ -101,12 +97,7 @@ fn utf32(
     // UTF-8 takes at most 4 bytes per code point, the same as UTF-32.
     let mut out = ValuesBuilder::new(ctx.string_type, n, bytes.len());
     let mut text = String::new();
-    for (element, raw) in bytes
-        .as_slice()
-        .chunks_exact(size.max(1))
-        .take(n)
-        .enumerate()
-    {
+    for (element, raw) in bytes.as_slice().chunks_exact(size).take(n).enumerate() {
         text.clear();
         let units = raw.chunks_exact(4).map(|u| {
             let u = [u[0], u[1], u[2], u[3]];
@@ -121,11 +112,6 @@ fn utf32(
             text.push(c);
         }
         out.push(text.as_bytes())?;
-    }
-    if size == 0 {
-        for _ in 0..n {
-            out.push(&[])?;
-        }
     }
     out.finish(true)
 }

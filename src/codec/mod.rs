@@ -187,6 +187,11 @@ pub enum BloscShuffle {
     BitShuffle,
 }
 
+/// The most Arrow memory an element may need besides its value bytes: a 16-byte
+/// view, or a 16-byte (array, index) pick when chunks are gathered. A chunk shape
+/// is refused when `elements * ARROW_BYTES_PER_ELEMENT` exceeds the byte limit.
+pub const ARROW_BYTES_PER_ELEMENT: usize = 16;
+
 /// What a layout decoder needs to know about the chunk it decodes.
 #[derive(Debug, Clone, Copy)]
 pub struct DecodeContext<'a> {
@@ -213,7 +218,12 @@ impl<'a> DecodeContext<'a> {
         string_type: StringType,
         max_bytes: usize,
     ) -> Self {
-        let elements = shape.iter().product::<u64>() as usize;
+        // An overflowing shape saturates, and the element budget in `decode` refuses it.
+        let elements = shape
+            .iter()
+            .try_fold(1u64, |acc, &d| acc.checked_mul(d))
+            .and_then(|e| usize::try_from(e).ok())
+            .unwrap_or(usize::MAX);
         Self {
             shape,
             elements,
@@ -242,6 +252,14 @@ impl CodecChain {
     /// # Errors
     /// A [`ChunkError`] for any corrupt, truncated or oversized input.
     pub fn decode(&self, encoded: Buffer, ctx: &DecodeContext) -> Result<ArrayRef, ChunkError> {
+        // Arrow structures cost up to ARROW_BYTES_PER_ELEMENT per element (views,
+        // gather and transpose indices), whatever the data: bound them up front.
+        if ctx.elements.saturating_mul(ARROW_BYTES_PER_ELEMENT) > ctx.max_bytes {
+            return Err(ChunkError::TooLarge {
+                codec: "chunk shape",
+                limit: ctx.max_bytes as u64,
+            });
+        }
         // Fixed-width chunks have an exact decoded size: use it as the bound.
         let limit = match ctx.data_type.fixed_size() {
             Some(size) => size.saturating_mul(ctx.elements).min(ctx.max_bytes),
@@ -267,6 +285,13 @@ impl CodecChain {
         for (codec, shape) in self.array_to_array.iter().zip(&shapes).rev() {
             let ArrayToArray::Transpose { order } = codec;
             array = transpose::undo(&array, shape, order)?;
+        }
+        // Whatever a layout decoder did, a chunk has exactly its shape's elements.
+        if array.len() != ctx.elements {
+            return Err(ChunkError::CountMismatch {
+                expected: ctx.elements as u64,
+                found: array.len() as u64,
+            });
         }
         Ok(array)
     }

@@ -123,7 +123,8 @@ fn blosc_config(config: &Map<String, Value>, name: &str, key: &str) -> Result<Bl
                 ));
             }
         },
-        // v2 (numcodecs) integers: -1 auto (bit for typesize 1, byte otherwise), 0, 1, 2.
+        // v2 (numcodecs) integers: 0 none, 1 byte, 2 bit, -1 automatic (read as byte
+        // shuffle here; decoding takes the real filter from the frame header).
         Some(Value::Number(n)) => match n.as_i64() {
             Some(0) => BloscShuffle::NoShuffle,
             Some(1) | Some(-1) => BloscShuffle::Shuffle,
@@ -207,13 +208,24 @@ pub(crate) fn parse_v3(
                 });
             }
         };
-        if implicit.is_some() {
-            return Err(Error::metadata(
-                key,
-                format!(
-                    "the ZEP0007 data type fixes the chunk layout, but codec {name:?} sets another"
-                ),
-            ));
+        // `{"name": "string"}` / `{"name": "binary"}` are also the plain types in
+        // object form: with an explicit array->bytes codec, that codec lays the
+        // chunk out. The `large_*` names exist only in ZEP0007.
+        match &implicit {
+            Some(ArrayToBytes::Zep0007 { large: false })
+                if b2b.is_empty() && array_to_bytes == implicit =>
+            {
+                array_to_bytes = None;
+            }
+            Some(_) => {
+                return Err(Error::metadata(
+                    key,
+                    format!(
+                        "the ZEP0007 data type fixes the chunk layout, but codec {name:?} sets another"
+                    ),
+                ));
+            }
+            None => {}
         }
         if !b2b.is_empty() || array_to_bytes.is_some() {
             return Err(Error::metadata(
@@ -234,8 +246,8 @@ pub(crate) fn parse_v3(
     })
 }
 
-/// `transpose` with `order` as a list (or the legacy `"C"` / `"F"`, kept as a
-/// marker that metadata validation resolves against the rank).
+/// `transpose` with `order` as a permutation list (metadata validation checks it
+/// against the rank).
 fn transpose_config(config: &Map<String, Value>, key: &str) -> Result<ArrayToArray> {
     let order = match config.get("order") {
         Some(Value::Array(items)) => items

@@ -61,6 +61,15 @@ pub fn decode(
             message: "index codecs of variable size".into(),
         });
     };
+    if config.chunk_shape.len() != shard.len() || config.chunk_shape.contains(&0) {
+        return Err(ChunkError::Decompress {
+            codec: "sharding_indexed",
+            message: format!(
+                "inner chunk shape {:?} does not fit shard shape {shard:?}",
+                config.chunk_shape
+            ),
+        });
+    }
     let len = bytes.len() as u64;
     if index_len > len {
         return Err(ChunkError::Truncated {
@@ -99,7 +108,10 @@ pub fn decode(
             found: index.len() as u64,
         });
     }
-    let inner_ctx = ctx.with_shape(&config.chunk_shape);
+    // All inner chunks together share the shard's byte budget: each may use what
+    // the ones before it left (inner ranges may even overlap, so sizes on disk
+    // bound nothing).
+    let mut budget = ctx.max_bytes;
     let mut parts = Vec::with_capacity(n as usize);
     for j in 0..n as usize {
         let (offset, nbytes) = (read(2 * j), read(2 * j + 1));
@@ -122,7 +134,16 @@ pub fn decode(
             },
         )?;
         let inner = bytes.slice_with_length(offset as usize, (end - offset) as usize);
-        parts.push(Part::Present(config.codecs.decode(inner, &inner_ctx)?));
+        let mut inner_ctx = ctx.with_shape(&config.chunk_shape);
+        inner_ctx.max_bytes = budget;
+        let array = config.codecs.decode(inner, &inner_ctx)?;
+        budget = budget
+            .checked_sub(array.get_array_memory_size())
+            .ok_or(ChunkError::TooLarge {
+                codec: "sharding_indexed",
+                limit: ctx.max_bytes as u64,
+            })?;
+        parts.push(Part::Present(array));
     }
     Ok(gather(&parts, &grid, &config.chunk_shape, shard)?)
 }

@@ -33,6 +33,12 @@ pub fn is_permutation(order: &[usize], ndim: usize) -> bool {
 /// result is in C order over `shape`.
 pub fn undo(array: &ArrayRef, shape: &[u64], order: &[usize]) -> Result<ArrayRef, ChunkError> {
     let ndim = shape.len();
+    if !is_permutation(order, ndim) {
+        return Err(ChunkError::Decompress {
+            codec: "transpose",
+            message: format!("order {order:?} is not a permutation of {ndim} dimensions"),
+        });
+    }
     if ndim <= 1 || order.iter().enumerate().all(|(k, &d)| k == d) {
         return Ok(array.clone());
     }

@@ -72,12 +72,7 @@ pub fn decode(bytes: Buffer, ctx: &DecodeContext) -> Result<ArrayRef, ChunkError
         Ok((start, len))
     };
     let array = if ctx.string_type == StringType::Utf8View {
-        if data.len() > u32::MAX as usize {
-            return Err(ChunkError::OffsetOverflow {
-                bytes: data.len() as u64,
-            });
-        }
-        let mut views = ViewsBuilder::with_capacity(bytes.clone(), n);
+        let mut views = ViewsBuilder::new(bytes.clone(), n)?;
         for _ in 0..n {
             let (start, len) = next(&mut pos)?;
             views.push(start, len, utf8)?;

@@ -92,7 +92,7 @@ pub fn decode(
             endian: Endian::Big,
         })
     {
-        index = swap_bytes(&index, width as usize);
+        index = super::fixed::swap_endian(&index, width as usize);
     }
     let offsets = RawOffsets::new(index, kind, n)?;
     let values = if data_enc.is_empty() {
@@ -101,14 +101,4 @@ pub fn decode(
         decode_bytes(&config.data_codecs.bytes_to_bytes, data_enc, ctx.max_bytes)?
     };
     from_offsets(offsets, values, ctx.data_type.is_text(), ctx.string_type)
-}
-
-fn swap_bytes(buffer: &Buffer, width: usize) -> Buffer {
-    let mut out = MutableBuffer::with_capacity(buffer.len());
-    for chunk in buffer.as_slice().chunks(width) {
-        let mut v = chunk.to_vec();
-        v.reverse();
-        out.extend_from_slice(&v);
-    }
-    out.into()
 }

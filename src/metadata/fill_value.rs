@@ -62,6 +62,34 @@ impl FillValue {
     /// # Errors
     /// A message saying why the value does not fit the type.
     pub fn parse(value: &Value, data_type: &DataType, v2: bool) -> Result<Self, String> {
+        let fill = Self::parse_raw(value, data_type, v2)?;
+        // Fixed-width values read back with trailing NULs stripped (numpy's rule);
+        // the fill value must read back the same way, and must fit the width.
+        match (data_type, fill) {
+            (DataType::NullTerminatedBytes { length }, Self::Bytes(mut b)) => {
+                while b.last() == Some(&0) {
+                    b.pop();
+                }
+                if b.len() > *length {
+                    return Err(format!("fill_value {value} is longer than {length} bytes"));
+                }
+                Ok(Self::Bytes(b))
+            }
+            (DataType::FixedUtf32 { chars }, Self::Bytes(b)) => {
+                let text = String::from_utf8_lossy(&b);
+                let text = text.trim_end_matches('\0');
+                if text.chars().count() > *chars {
+                    return Err(format!(
+                        "fill_value {value} is longer than {chars} characters"
+                    ));
+                }
+                Ok(Self::Bytes(text.as_bytes().to_vec()))
+            }
+            (_, fill) => Ok(fill),
+        }
+    }
+
+    fn parse_raw(value: &Value, data_type: &DataType, v2: bool) -> Result<Self, String> {
         if value.is_null() {
             return if v2 {
                 Ok(Self::default_for(data_type))

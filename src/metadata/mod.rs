@@ -19,6 +19,12 @@ use crate::store::{Store, join_key};
 /// The most elements one chunk may hold (vlen chunks store the count as u32).
 pub const MAX_CHUNK_ELEMENTS: u64 = u32::MAX as u64;
 
+/// The widest fixed-width element zarrow reads (`length_bytes`, numpy `<U`n / `|S`n).
+pub const MAX_ELEMENT_BYTES: usize = 1 << 24;
+
+/// The largest metadata document zarrow reads.
+pub const MAX_METADATA_BYTES: u64 = 64 << 20;
+
 /// Everything zarrow needs to know about an array.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -197,23 +203,23 @@ pub(crate) fn parse_json(key: &str, bytes: &[u8]) -> Result<Map<String, Value>> 
 /// [`Error::NodeNotFound`] when none exists; metadata errors naming the key.
 pub fn read_node(store: &dyn Store, path: &str) -> Result<NodeMetadata> {
     let key = join_key(path, "zarr.json");
-    if let Some(bytes) = store.get(&key)? {
+    if let Some(bytes) = store.get_bounded(&key, MAX_METADATA_BYTES)? {
         return v3::parse(&key, &parse_json(&key, &bytes)?);
     }
     let attributes = || -> Result<Map<String, Value>> {
         let key = join_key(path, ".zattrs");
-        match store.get(&key)? {
+        match store.get_bounded(&key, MAX_METADATA_BYTES)? {
             Some(bytes) => parse_json(&key, &bytes),
             None => Ok(Map::new()),
         }
     };
     let key = join_key(path, ".zarray");
-    if let Some(bytes) = store.get(&key)? {
+    if let Some(bytes) = store.get_bounded(&key, MAX_METADATA_BYTES)? {
         let meta = v2::parse_array(&key, &parse_json(&key, &bytes)?, attributes()?)?;
         return Ok(NodeMetadata::Array(Box::new(meta)));
     }
     let key = join_key(path, ".zgroup");
-    if let Some(bytes) = store.get(&key)? {
+    if let Some(bytes) = store.get_bounded(&key, MAX_METADATA_BYTES)? {
         let doc = parse_json(&key, &bytes)?;
         v2::check_format(&key, &doc)?;
         return Ok(NodeMetadata::Group(GroupMetadata {
@@ -245,4 +251,68 @@ pub(crate) fn u64_list(key: &str, field: &str, value: Option<&Value>) -> Result<
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::store::MemoryStore;
+
+    fn array(doc: serde_json::Value) -> Result<ArrayMetadata> {
+        let store = MemoryStore::new();
+        store
+            .set("zarr.json", &serde_json::to_vec(&doc).unwrap())
+            .unwrap();
+        match read_node(&store, "")? {
+            NodeMetadata::Array(meta) => Ok(*meta),
+            NodeMetadata::Group(_) => panic!("not an array"),
+        }
+    }
+
+    fn base(
+        data_type: serde_json::Value,
+        codecs: serde_json::Value,
+        fill: serde_json::Value,
+    ) -> serde_json::Value {
+        json!({"zarr_format": 3, "node_type": "array", "shape": [4], "data_type": data_type,
+               "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2]}},
+               "chunk_key_encoding": {"name": "default"}, "fill_value": fill, "codecs": codecs})
+    }
+
+    #[test]
+    fn object_form_string_is_zep0007_only_without_a_layout_codec() {
+        let zep = array(base(json!({"name": "string"}), json!([]), json!(""))).unwrap();
+        assert_eq!(
+            zep.codecs.array_to_bytes,
+            ArrayToBytes::Zep0007 { large: false }
+        );
+        let plain = array(base(
+            json!({"name": "string"}),
+            json!([{"name": "vlen-utf8"}]),
+            json!(""),
+        ))
+        .unwrap();
+        assert_eq!(plain.codecs.array_to_bytes, ArrayToBytes::VlenInterleaved);
+        assert_eq!(plain.data_type, DataType::String);
+    }
+
+    #[test]
+    fn extension_fields_follow_must_understand() {
+        let mut doc = base(json!("int32"), json!([{"name": "bytes"}]), json!(0));
+        doc["x_extension"] = json!({"must_understand": false, "anything": 1});
+        assert!(array(doc.clone()).is_ok());
+        doc["x_extension"] = json!({"anything": 1});
+        assert!(matches!(array(doc), Err(Error::Metadata { .. })));
+    }
+
+    #[test]
+    fn fixed_width_fill_values_read_like_elements() {
+        let t = json!({"name": "null_terminated_bytes", "configuration": {"length_bytes": 3}});
+        let meta = array(base(t, json!([{"name": "bytes"}]), json!("YQAA"))).unwrap(); // b"a\0\0"
+        assert_eq!(meta.fill_value, FillValue::Bytes(b"a".to_vec()));
+        let t = json!({"name": "fixed_length_utf32", "configuration": {"length_bytes": 8}});
+        assert!(array(base(t, json!([{"name": "bytes"}]), json!("abc"))).is_err());
+    }
 }

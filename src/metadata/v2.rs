@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{ArrayMetadata, DataType, Endian, FillValue, u64_list};
+use super::{ArrayMetadata, DataType, Endian, FillValue, MAX_ELEMENT_BYTES, u64_list};
 use crate::codec::parse::{parse_v2_compressor, parse_v2_filters};
 use crate::codec::{ArrayToArray, ArrayToBytes, CodecChain};
 use crate::error::{Error, Result};
@@ -32,12 +32,23 @@ fn parse_dtype(key: &str, dtype: &str) -> Result<(Option<DataType>, Endian)> {
         Some('>') => Endian::Big,
         _ => return Err(unsupported()),
     };
+    if !dtype.is_ascii() {
+        return Err(unsupported());
+    }
     let rest = chars.as_str();
     let (kind, size) = rest.split_at(rest.len().min(1));
     if kind == "O" && size.is_empty() {
         return Ok((None, endian));
     }
     let size: usize = size.parse().map_err(|_| unsupported())?;
+    if size > MAX_ELEMENT_BYTES / 4 {
+        return Err(Error::metadata(
+            key,
+            format!(
+                "dtype {dtype:?}: elements wider than {MAX_ELEMENT_BYTES} bytes are not supported"
+            ),
+        ));
+    }
     let t = match (kind, size) {
         ("b", 1) => DataType::Bool,
         ("i", 1) => DataType::Int8,
@@ -96,7 +107,17 @@ pub(super) fn parse_array(
     };
     let compressor = parse_v2_compressor(doc.get("compressor").unwrap_or(&Value::Null), key)?;
     // Fortran order is a transpose with the dimensions reversed.
-    let array_to_array = match doc.get("order").and_then(Value::as_str) {
+    let order = match doc.get("order") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.as_str()),
+        Some(other) => {
+            return Err(Error::metadata(
+                key,
+                format!("order must be \"C\" or \"F\", found {other}"),
+            ));
+        }
+    };
+    let array_to_array = match order {
         Some("C") | None => vec![],
         Some("F") if shape.len() <= 1 => vec![],
         Some("F") => vec![ArrayToArray::Transpose {

@@ -4,7 +4,9 @@
 
 use serde_json::{Map, Value};
 
-use super::{ArrayMetadata, DataType, FillValue, GroupMetadata, NodeMetadata, u64_list};
+use super::{
+    ArrayMetadata, DataType, FillValue, GroupMetadata, MAX_ELEMENT_BYTES, NodeMetadata, u64_list,
+};
 use crate::codec::{ArrayToBytes, parse::parse_v3};
 use crate::error::{Error, Result};
 use crate::grid::{ChunkKeyEncoding, KeyKind};
@@ -63,11 +65,12 @@ fn data_type(key: &str, value: Option<&Value>) -> Result<(DataType, Option<Array
                 obj.get("configuration")
                     .and_then(|c| c.get("length_bytes"))
                     .and_then(Value::as_u64)
+                    .filter(|&l| l <= MAX_ELEMENT_BYTES as u64)
                     .map(|l| l as usize)
                     .ok_or_else(|| {
                         Error::metadata(
                             key,
-                            format!("{name}: configuration.length_bytes is missing"),
+                            format!("{name}: configuration.length_bytes is missing or over {MAX_ELEMENT_BYTES}"),
                         )
                     })
             };
@@ -115,11 +118,36 @@ fn data_type(key: &str, value: Option<&Value>) -> Result<(DataType, Option<Array
     }
 }
 
+/// The array fields of the v3 spec; any other field must be an object with
+/// `"must_understand": false` (spec: "Extension points").
+const ARRAY_FIELDS: [&str; 11] = [
+    "zarr_format",
+    "node_type",
+    "shape",
+    "data_type",
+    "chunk_grid",
+    "chunk_key_encoding",
+    "fill_value",
+    "codecs",
+    "attributes",
+    "storage_transformers",
+    "dimension_names",
+];
+
 fn parse_array(
     key: &str,
     doc: &Map<String, Value>,
     attributes: Map<String, Value>,
 ) -> Result<ArrayMetadata> {
+    for (field, value) in doc {
+        let optional = value.get("must_understand") == Some(&Value::Bool(false));
+        if !ARRAY_FIELDS.contains(&field.as_str()) && !optional {
+            return Err(Error::metadata(
+                key,
+                format!("unknown field {field:?} that must be understood"),
+            ));
+        }
+    }
     let shape = u64_list(key, "shape", doc.get("shape"))?;
     let (data_type, implicit) = data_type(key, doc.get("data_type"))?;
 
@@ -192,12 +220,22 @@ fn parse_array(
     }
     let dimension_names = match doc.get("dimension_names") {
         None | Some(Value::Null) => None,
-        Some(Value::Array(names)) => Some(
+        Some(Value::Array(names)) if names.len() == shape.len() => Some(
             names
                 .iter()
                 .map(|n| n.as_str().map(str::to_string))
                 .collect(),
         ),
+        Some(Value::Array(names)) => {
+            return Err(Error::metadata(
+                key,
+                format!(
+                    "{} dimension_names for {} dimensions",
+                    names.len(),
+                    shape.len()
+                ),
+            ));
+        }
         Some(other) => {
             return Err(Error::metadata(
                 key,

@@ -9,8 +9,8 @@ use rayon::prelude::*;
 
 use super::ReadOptions;
 use crate::assemble::{Part, gather};
-use crate::codec::DecodeContext;
-use crate::error::{Error, Result};
+use crate::codec::{ARROW_BYTES_PER_ELEMENT, DecodeContext};
+use crate::error::{ChunkError, Error, Result};
 use crate::fill::fill_array;
 use crate::grid::{Grid, unravel};
 use crate::metadata::{ArrayMetadata, NodeMetadata, read_node};
@@ -133,12 +133,20 @@ impl ZarrArray {
 
     /// How many chunks of the grid are present in the store.
     pub fn chunks_present(&self) -> Result<u64> {
-        let keys = self.store.list_prefix(&join_key(&self.path, ""))?;
-        let keys: std::collections::HashSet<&str> = keys.iter().map(String::as_str).collect();
-        let total = self.grid.num_chunks();
-        // Listing once and probing the set keeps this one store call.
-        Ok((0..total)
-            .filter(|&i| keys.contains(self.chunk_key(&self.grid.unravel(i)).as_str()))
+        let prefix = join_key(&self.path, "");
+        let keys = self.store.list_prefix(&prefix)?;
+        let encoding = &self.meta.chunk_key_encoding;
+        if self.meta.shape.is_empty() {
+            let key = self.chunk_key(&[]);
+            return Ok(u64::from(keys.contains(&key)));
+        }
+        // Parse the listed keys back into chunk indices (never loop over the grid,
+        // which may be astronomically large).
+        let grid = self.grid.grid_shape();
+        Ok(keys
+            .iter()
+            .filter_map(|k| encoding.parse(&k[prefix.len()..]))
+            .filter(|idx| idx.len() == grid.len() && idx.iter().zip(&grid).all(|(i, g)| i < g))
             .count() as u64)
     }
 
@@ -149,7 +157,9 @@ impl ZarrArray {
     /// [`Error::Chunk`] naming the key when the chunk is corrupt.
     pub fn decode_chunk(&self, indices: &[u64]) -> Result<Option<ArrayRef>> {
         let key = self.chunk_key(indices);
-        let Some(encoded) = self.store.get(&key)? else {
+        // An encoded chunk is at most its decoded size plus codec overhead.
+        let max_encoded = (self.options.max_chunk_bytes as u64).saturating_add(1 << 20);
+        let Some(encoded) = self.store.get_bounded(&key, max_encoded)? else {
             return Ok(None);
         };
         let ctx = DecodeContext::new(
@@ -227,6 +237,23 @@ impl ZarrArray {
         let chunk_shape = &self.meta.chunk_shape;
         let grid_rest: Vec<u64> = self.grid.grid_shape()[1..].to_vec();
         let n_chunks: u64 = grid_rest.iter().product();
+        // A slab spans the whole extent of the other dimensions: refuse one whose
+        // Arrow structures alone would exceed the byte limit.
+        let rows = chunk_shape[0].min(shape[0].saturating_sub(s * chunk_shape[0]));
+        let elements = shape[1..]
+            .iter()
+            .fold(rows, |acc, &d| acc.saturating_mul(d));
+        if elements.saturating_mul(ARROW_BYTES_PER_ELEMENT as u64)
+            > self.options.max_chunk_bytes as u64
+        {
+            return Err(Error::Chunk {
+                key: self.chunk_key(&[s]),
+                source: ChunkError::TooLarge {
+                    codec: "chunk row (N-d slab)",
+                    limit: self.options.max_chunk_bytes as u64,
+                },
+            });
+        }
         let parts: Vec<Part> = self.map_maybe_parallel(0..n_chunks, |j| {
             let mut indices = vec![s];
             indices.extend(unravel(j, &grid_rest));
@@ -236,7 +263,7 @@ impl ZarrArray {
             return self.fill(0);
         }
         // The slab: this chunk row's rows, and the whole extent of the other dims.
-        let mut region = vec![chunk_shape[0].min(shape[0].saturating_sub(s * chunk_shape[0]))];
+        let mut region = vec![rows];
         region.extend_from_slice(&shape[1..]);
         let mut grid = vec![1];
         grid.extend_from_slice(&grid_rest);

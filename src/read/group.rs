@@ -98,6 +98,11 @@ impl ZarrGroup {
     }
 }
 
+/// The largest default batch: the largest chunk length among the columns, capped
+/// here so that a column with tiny chunks does not mean millions of decode jobs
+/// for one batch.
+pub const DEFAULT_MAX_BATCH_ROWS: usize = 1 << 16;
+
 /// Configures a [`GroupBatchReader`].
 #[derive(Debug, Clone)]
 pub struct GroupReaderBuilder {
@@ -117,7 +122,8 @@ impl GroupReaderBuilder {
         self
     }
 
-    /// Rows per batch (default: the largest chunk length among the columns).
+    /// Rows per batch (default: the largest chunk length among the columns, at most
+    /// [`DEFAULT_MAX_BATCH_ROWS`]).
     pub fn with_batch_size(mut self, rows: usize) -> Self {
         self.batch_size = Some(rows.max(1));
         self
@@ -175,6 +181,7 @@ impl GroupReaderBuilder {
                 .map(|a| a.metadata().chunk_shape[0] as usize)
                 .max()
                 .unwrap_or(1)
+                .min(DEFAULT_MAX_BATCH_ROWS)
         });
         let schema = Arc::new(Schema::new(
             columns.iter().map(ZarrArray::field).collect::<Vec<_>>(),

@@ -5,8 +5,10 @@
 //!            ─▶ trim edge / fill missing ─▶ slab (C order) ─▶ RecordBatch
 //! ```
 //!
-//! Memory while streaming is bounded by the read-ahead window (a few chunks per
-//! column), never by the array's length.
+//! Memory while streaming is bounded by the read-ahead window, never by the
+//! array's length: a few chunks per column for 1-D arrays; for N-d arrays a few
+//! chunk rows (the chunks that share a first index, which C-order output needs
+//! together), each refused when over [`ReadOptions::max_chunk_bytes`].
 
 mod array;
 mod group;
@@ -18,7 +20,7 @@ use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, Schema, SchemaRef};
 
 pub use array::ZarrArray;
-pub use group::{GroupBatchReader, GroupReaderBuilder, ZarrGroup};
+pub use group::{DEFAULT_MAX_BATCH_ROWS, GroupBatchReader, GroupReaderBuilder, ZarrGroup};
 
 use crate::error::Result;
 use crate::metadata::StringType;

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use arrow_buffer::{Buffer, MutableBuffer};
 
-use super::{Store, check_range, validate_key};
+use super::{Store, check_range, check_size, validate_key};
 use crate::error::{Error, Result};
 
 /// A [`Store`] over a directory of the local filesystem.
@@ -123,6 +123,14 @@ impl Store for LocalStore {
         read_aligned(&mut file, &path, len).map(Some)
     }
 
+    fn get_bounded(&self, key: &str, max_len: u64) -> Result<Option<Buffer>> {
+        let Some((mut file, path, len)) = self.open(key)? else {
+            return Ok(None);
+        };
+        check_size(key, len, max_len)?;
+        read_aligned(&mut file, &path, len).map(Some)
+    }
+
     fn get_range(&self, key: &str, range: Range<u64>) -> Result<Option<Buffer>> {
         let Some((mut file, path, len)) = self.open(key)? else {
             return Ok(None);
@@ -196,9 +204,12 @@ impl Store for LocalStore {
         let mut out = Vec::new();
         for entry in entries {
             let entry = entry.map_err(|e| Error::io(&dir, e))?;
-            if entry.path().is_dir()
-                && let Ok(name) = entry.file_name().into_string()
-            {
+            // Not `Path::is_dir`, which follows symbolic links out of the store.
+            let is_dir = entry
+                .file_type()
+                .map_err(|e| Error::io(entry.path(), e))?
+                .is_dir();
+            if is_dir && let Ok(name) = entry.file_name().into_string() {
                 out.push(name);
             }
         }

@@ -33,6 +33,17 @@ pub trait Store: Debug + Send + Sync {
     /// allocates, so that decoders can view it as `u32`/`u64` without a copy.
     fn get(&self, key: &str) -> Result<Option<Buffer>>;
 
+    /// The value at `key`, refusing one larger than `max_len` bytes with
+    /// [`Error::ValueTooLarge`]. Backends that know a value's size before reading it
+    /// refuse without reading (so a huge or sparse file is never allocated).
+    fn get_bounded(&self, key: &str, max_len: u64) -> Result<Option<Buffer>> {
+        let value = self.get(key)?;
+        if let Some(v) = &value {
+            check_size(key, v.len() as u64, max_len)?;
+        }
+        Ok(value)
+    }
+
     /// Bytes `range` of the value at `key`; `None` when the key is absent.
     ///
     /// # Errors
@@ -56,9 +67,9 @@ pub trait Store: Debug + Send + Sync {
 
 /// Conveniences built on [`Store`]'s required methods.
 pub trait StoreExt: Store {
-    /// Whether `key` is present.
+    /// Whether `key` is present (reads no data).
     fn exists(&self, key: &str) -> Result<bool> {
-        Ok(self.get(key)?.is_some())
+        Ok(self.get_range(key, 0..0)?.is_some())
     }
 }
 
@@ -94,8 +105,9 @@ pub fn validate_key(key: &str) -> Result<()> {
             _ => {}
         }
     }
-    // A Windows drive prefix such as `C:` in the first component.
-    if key.as_bytes().get(1) == Some(&b':') {
+    // A Windows drive prefix such as `C:` as the whole first component.
+    let first = key.split('/').next().unwrap_or("");
+    if first.len() == 2 && first.ends_with(':') && first.as_bytes()[0].is_ascii_alphabetic() {
         return refuse("drive prefixes are not allowed");
     }
     Ok(())
@@ -109,6 +121,18 @@ pub(crate) fn join_key(prefix: &str, name: &str) -> String {
     } else {
         format!("{prefix}/{name}")
     }
+}
+
+/// Refuse a value of `size` bytes when it is over `max_len`.
+pub(crate) fn check_size(key: &str, size: u64, max_len: u64) -> Result<()> {
+    if size > max_len {
+        return Err(Error::ValueTooLarge {
+            key: key.to_string(),
+            size,
+            limit: max_len,
+        });
+    }
+    Ok(())
 }
 
 /// Check a byte range against a value length.
@@ -144,7 +168,15 @@ mod tests {
                 "{bad:?} was accepted"
             );
         }
-        for good in ["zarr.json", "a/b/c/0.1", ".zarray", "c/0", "x..y"] {
+        for good in [
+            "zarr.json",
+            "a/b/c/0.1",
+            ".zarray",
+            "c/0",
+            "x..y",
+            "a:b",
+            "C:x",
+        ] {
             validate_key(good).unwrap();
         }
     }

@@ -1,6 +1,6 @@
 //! One conformance test, run against every store backend.
 
-use zarrow::{Error, LocalStore, MemoryStore, Store};
+use zarrow::{Error, LocalStore, MemoryStore, Store, StoreExt};
 
 fn conformance(store: &dyn Store) {
     assert!(store.get("a/zarr.json").unwrap().is_none());
@@ -27,6 +27,17 @@ fn conformance(store: &dyn Store) {
     );
     assert!(store.get_range("a/c/0", 5..11).is_err());
     assert!(store.get_range("missing", 0..1).unwrap().is_none());
+    assert_eq!(store.get_bounded("a/c/0", 10).unwrap().unwrap().len(), 10);
+    assert!(matches!(
+        store.get_bounded("a/c/0", 9),
+        Err(Error::ValueTooLarge {
+            size: 10,
+            limit: 9,
+            ..
+        })
+    ));
+    assert!(store.get_bounded("missing", 0).unwrap().is_none());
+    assert!(store.exists("a/c/0").unwrap() && !store.exists("missing").unwrap());
     // Overwrite replaces the whole value.
     store.set("a/c/1", b"z").unwrap();
     assert_eq!(store.get("a/c/1").unwrap().unwrap().as_slice(), b"z");
