@@ -6,7 +6,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use arrow_array::RecordBatchReader;
+use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_ipc::writer::{FileWriter, IpcWriteOptions, StreamWriter};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
@@ -68,16 +68,25 @@ pub fn parse_parquet_compression(name: &str) -> Result<Compression> {
     })
 }
 
-/// Write every batch of `reader` as an Arrow IPC file. Returns the rows written.
-pub fn write_ipc_file<R: RecordBatchReader, W: Write>(reader: R, writer: W) -> Result<u64> {
-    let schema = reader.schema();
-    let mut w = FileWriter::try_new_with_options(writer, &schema, IpcWriteOptions::default())?;
+/// Hand every batch of `reader` to `write`; the rows written.
+fn each_batch<R: RecordBatchReader>(
+    reader: R,
+    mut write: impl FnMut(&RecordBatch) -> Result<()>,
+) -> Result<u64> {
     let mut rows = 0;
     for batch in reader {
         let batch = batch?;
         rows += batch.num_rows() as u64;
-        w.write(&batch)?;
+        write(&batch)?;
     }
+    Ok(rows)
+}
+
+/// Write every batch of `reader` as an Arrow IPC file. Returns the rows written.
+pub fn write_ipc_file<R: RecordBatchReader, W: Write>(reader: R, writer: W) -> Result<u64> {
+    let schema = reader.schema();
+    let mut w = FileWriter::try_new_with_options(writer, &schema, IpcWriteOptions::default())?;
+    let rows = each_batch(reader, |batch| Ok(w.write(batch)?))?;
     w.finish()?;
     Ok(rows)
 }
@@ -86,12 +95,7 @@ pub fn write_ipc_file<R: RecordBatchReader, W: Write>(reader: R, writer: W) -> R
 pub fn write_ipc_stream<R: RecordBatchReader, W: Write>(reader: R, writer: W) -> Result<u64> {
     let schema = reader.schema();
     let mut w = StreamWriter::try_new_with_options(writer, &schema, IpcWriteOptions::default())?;
-    let mut rows = 0;
-    for batch in reader {
-        let batch = batch?;
-        rows += batch.num_rows() as u64;
-        w.write(&batch)?;
-    }
+    let rows = each_batch(reader, |batch| Ok(w.write(batch)?))?;
     w.finish()?;
     Ok(rows)
 }
@@ -108,12 +112,7 @@ pub fn write_parquet<R: RecordBatchReader, W: Write + Send>(
         .set_compression(compression)
         .build();
     let mut w = ArrowWriter::try_new(writer, schema, Some(props))?;
-    let mut rows = 0;
-    for batch in reader {
-        let batch = batch?;
-        rows += batch.num_rows() as u64;
-        w.write(&batch)?;
-    }
+    let rows = each_batch(reader, |batch| Ok(w.write(batch)?))?;
     w.close()?;
     Ok(rows)
 }
