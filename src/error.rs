@@ -90,6 +90,32 @@ pub enum Error {
         #[source]
         source: ChunkError,
     },
+    /// An Arrow column holds a null, which Zarr cannot store.
+    #[error(
+        "column {column:?} has a null at row {row}: Zarr has no nulls (pass --nulls fill / NullPolicy::Fill to write nulls as the fill value)"
+    )]
+    Nulls {
+        /// The column.
+        column: String,
+        /// The first null row.
+        row: u64,
+    },
+    /// The node to write exists already.
+    #[error(
+        "{path:?} exists already (pass --overwrite / WriteOptions::with_overwrite to replace it)"
+    )]
+    AlreadyExists {
+        /// The node path ("" is the store root).
+        path: String,
+    },
+    /// A chunk could not be encoded.
+    #[error("encoding chunk {key}: {message}")]
+    Encode {
+        /// The chunk's store key.
+        key: String,
+        /// What went wrong.
+        message: String,
+    },
     /// A caller-supplied argument is out of range or inconsistent.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

@@ -57,7 +57,9 @@ pub mod grid;
 pub mod metadata;
 mod offsets;
 pub mod read;
+mod rows;
 pub mod store;
+pub mod write;
 
 pub use error::{ChunkError, Error, Result};
 pub use metadata::{

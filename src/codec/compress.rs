@@ -106,6 +106,25 @@ pub fn gzip_decode(input: &[u8], limit: usize) -> Result<Buffer, ChunkError> {
     )
 }
 
+/// Compress into one gzip member (no file name, zero timestamp: reproducible).
+pub fn gzip_encode(input: &[u8], level: u32) -> Result<Vec<u8>, String> {
+    use std::io::Write;
+    let mut enc = flate2::GzBuilder::new()
+        .mtime(0)
+        .write(Vec::new(), flate2::Compression::new(level.min(9)));
+    enc.write_all(input).map_err(|e| e.to_string())?;
+    enc.finish().map_err(|e| e.to_string())
+}
+
+/// Compress into a zlib stream.
+pub fn zlib_encode(input: &[u8], level: u32) -> Result<Vec<u8>, String> {
+    use std::io::Write;
+    let mut enc =
+        flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::new(level.min(9)));
+    enc.write_all(input).map_err(|e| e.to_string())?;
+    enc.finish().map_err(|e| e.to_string())
+}
+
 /// Decompress a zlib stream.
 pub fn zlib_decode(input: &[u8], limit: usize) -> Result<Buffer, ChunkError> {
     read_limited(

@@ -320,6 +320,29 @@ impl BytesToBytes {
             Self::Crc32c => checksum::crc32c_decode(input),
         }
     }
+
+    /// Apply this codec.
+    ///
+    /// # Errors
+    /// A message from the compressor (an unknown blosc `cname`, an over-large input).
+    pub fn encode(&self, input: &[u8]) -> Result<Vec<u8>, String> {
+        match self {
+            Self::Gzip { level } => compress::gzip_encode(input, *level),
+            Self::Zlib { level } => compress::zlib_encode(input, *level),
+            Self::Zstd { level, checksum } => {
+                compress::zstd_encode(input, *level, *checksum).map_err(|e| e.to_string())
+            }
+            Self::Blosc(config) => blosc::encode(input, config),
+            Self::Crc32c => Ok(checksum::crc32c_encode(input)),
+        }
+    }
+}
+
+/// Apply `codecs` (in encoding order) to `bytes`.
+pub(crate) fn encode_bytes(codecs: &[BytesToBytes], bytes: Vec<u8>) -> Result<Vec<u8>, String> {
+    codecs
+        .iter()
+        .try_fold(bytes, |buf, codec| codec.encode(&buf))
 }
 
 impl fmt::Display for CodecChain {

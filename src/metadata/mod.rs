@@ -146,6 +146,26 @@ impl ArrayMetadata {
     }
 }
 
+/// The string layout zarrow's writer recorded in `attributes.zarrow.arrow_type`.
+pub fn recorded_string_type(attributes: &Map<String, Value>) -> Option<StringType> {
+    let name = attributes.get("zarrow")?.get("arrow_type")?.as_str()?;
+    match name {
+        "Utf8" | "Binary" => Some(StringType::Utf8),
+        "LargeUtf8" | "LargeBinary" => Some(StringType::LargeUtf8),
+        "Utf8View" | "BinaryView" => Some(StringType::Utf8View),
+        _ => None,
+    }
+}
+
+/// The column order zarrow's writer recorded in a group's `attributes.zarrow.columns`.
+pub fn recorded_columns(attributes: &Map<String, Value>) -> Option<Vec<String>> {
+    let columns = attributes.get("zarrow")?.get("columns")?.as_array()?;
+    columns
+        .iter()
+        .map(|c| c.as_str().map(str::to_string))
+        .collect()
+}
+
 /// Check a codec chain against the shape of the chunks it encodes: transpose
 /// orders match the rank; inner chunks divide their shard.
 fn check_chain(key: &str, chain: &CodecChain, shape: &[u64]) -> Result<()> {

@@ -13,7 +13,7 @@ use crate::codec::{ARROW_BYTES_PER_ELEMENT, DecodeContext};
 use crate::error::{ChunkError, Error, Result};
 use crate::fill::fill_array;
 use crate::grid::{Grid, unravel};
-use crate::metadata::{ArrayMetadata, NodeMetadata, read_node};
+use crate::metadata::{ArrayMetadata, NodeMetadata, StringType, read_node, recorded_string_type};
 use crate::store::{Store, join_key};
 
 /// A Zarr array opened for reading.
@@ -106,9 +106,18 @@ impl ZarrArray {
         &self.grid
     }
 
+    /// The Arrow layout for string and bytes values: the caller's choice, else the
+    /// one zarrow's writer recorded, else `Utf8` / `Binary`.
+    pub fn string_type(&self) -> StringType {
+        self.options
+            .string_type
+            .or_else(|| recorded_string_type(&self.meta.attributes))
+            .unwrap_or_default()
+    }
+
     /// The Arrow type values are read into.
     pub fn arrow_type(&self) -> ArrowType {
-        self.meta.data_type.arrow_type(self.options.string_type)
+        self.meta.data_type.arrow_type(self.string_type())
     }
 
     /// The Arrow field for this array's column (never nullable: Zarr has no nulls).
@@ -166,7 +175,7 @@ impl ZarrArray {
             &self.meta.chunk_shape,
             self.meta.data_type,
             &self.meta.fill_value,
-            self.options.string_type,
+            self.string_type(),
             self.options.max_chunk_bytes,
         );
         self.meta
@@ -182,7 +191,7 @@ impl ZarrArray {
             &m.data_type,
             &m.fill_value,
             n,
-            self.options.string_type,
+            self.string_type(),
             self.options.max_chunk_bytes,
         )
         .map_err(|source| Error::Chunk {

@@ -1,6 +1,5 @@
 //! [`ZarrGroup`]: a group's 1-D arrays read as the columns of one table.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, RecordBatch, RecordBatchReader};
@@ -9,7 +8,8 @@ use rayon::prelude::*;
 
 use super::{ReadOptions, ZarrArray};
 use crate::error::{Error, Result};
-use crate::metadata::{GroupMetadata, NodeMetadata, read_node};
+use crate::metadata::{GroupMetadata, NodeMetadata, read_node, recorded_columns};
+use crate::rows::RowQueue;
 use crate::store::{Store, join_key};
 
 /// A Zarr group opened for reading.
@@ -142,7 +142,20 @@ impl GroupReaderBuilder {
         };
         let mut available = self.group.columns()?;
         let columns = match self.projection {
-            None => available,
+            // zarrow's writer records the column order; other groups read sorted.
+            None => match recorded_columns(&self.group.meta.attributes) {
+                Some(order) => {
+                    let mut ordered = Vec::with_capacity(available.len());
+                    for name in order {
+                        if let Some(pos) = available.iter().position(|a| a.column_name() == name) {
+                            ordered.push(available.remove(pos));
+                        }
+                    }
+                    ordered.extend(available);
+                    ordered
+                }
+                None => available,
+            },
             Some(names) => names
                 .iter()
                 .map(|name| {
@@ -204,8 +217,7 @@ impl GroupReaderBuilder {
 struct Column {
     array: ZarrArray,
     next_chunk: u64,
-    buffered: VecDeque<ArrayRef>,
-    buffered_rows: usize,
+    queued: RowQueue,
 }
 
 impl Column {
@@ -213,34 +225,8 @@ impl Column {
         Self {
             array,
             next_chunk: 0,
-            buffered: VecDeque::new(),
-            buffered_rows: 0,
+            queued: RowQueue::default(),
         }
-    }
-
-    /// Take `n` buffered rows as one array (a slice when one chunk covers them).
-    fn take(&mut self, mut n: usize) -> Result<ArrayRef> {
-        let mut parts = Vec::new();
-        while n > 0 {
-            let Some(front) = self.buffered.pop_front() else {
-                break;
-            };
-            if front.len() <= n {
-                n -= front.len();
-                self.buffered_rows -= front.len();
-                parts.push(front);
-            } else {
-                parts.push(front.slice(0, n));
-                self.buffered.push_front(front.slice(n, front.len() - n));
-                self.buffered_rows -= n;
-                n = 0;
-            }
-        }
-        if parts.len() == 1 {
-            return Ok(parts.swap_remove(0));
-        }
-        let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
-        Ok(arrow_select::concat::concat(&refs)?)
     }
 }
 
@@ -273,7 +259,7 @@ impl GroupBatchReader {
         let mut jobs = Vec::new();
         for (c, col) in self.columns.iter_mut().enumerate() {
             let chunk_len = col.array.metadata().chunk_shape[0] as usize;
-            let mut have = col.buffered_rows;
+            let mut have = col.queued.len();
             while have < n {
                 jobs.push((c, col.next_chunk));
                 col.next_chunk += 1;
@@ -287,14 +273,24 @@ impl GroupBatchReader {
             jobs.iter().map(decode).collect::<Result<_>>()?
         };
         for (&(c, _), array) in jobs.iter().zip(decoded) {
-            self.columns[c].buffered_rows += array.len();
-            self.columns[c].buffered.push_back(array);
+            self.columns[c].queued.push(array);
         }
-        let arrays = self
-            .columns
-            .iter_mut()
-            .map(|col| col.take(n))
-            .collect::<Result<Vec<_>>>()?;
+        let mut arrays = Vec::with_capacity(self.columns.len());
+        for col in &mut self.columns {
+            match col.queued.take(n)? {
+                Some(array) if array.len() == n => arrays.push(array),
+                _ => {
+                    return Err(Error::Table {
+                        path: col.array.path().to_string(),
+                        message: format!(
+                            "column {} ended before row {}",
+                            col.array.column_name(),
+                            self.done + n as u64
+                        ),
+                    });
+                }
+            }
+        }
         self.done += n as u64;
         Ok(Some(RecordBatch::try_new(self.schema.clone(), arrays)?))
     }

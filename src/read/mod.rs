@@ -32,8 +32,9 @@ pub const DEFAULT_MAX_CHUNK_BYTES: usize = 2 << 30;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ReadOptions {
-    /// The Arrow layout of string and bytes columns.
-    pub string_type: StringType,
+    /// The Arrow layout of string and bytes columns. `None`: the layout zarrow's
+    /// writer recorded in the array's attributes, else `Utf8` / `Binary`.
+    pub string_type: Option<StringType>,
     /// The most bytes one chunk may decode (or decompress) to; larger chunks are
     /// an error rather than an allocation.
     pub max_chunk_bytes: usize,
@@ -44,7 +45,7 @@ pub struct ReadOptions {
 impl Default for ReadOptions {
     fn default() -> Self {
         Self {
-            string_type: StringType::Utf8,
+            string_type: None,
             max_chunk_bytes: DEFAULT_MAX_CHUNK_BYTES,
             parallel: true,
         }
@@ -54,7 +55,7 @@ impl Default for ReadOptions {
 impl ReadOptions {
     /// Set the Arrow string layout.
     pub fn with_string_type(mut self, string_type: StringType) -> Self {
-        self.string_type = string_type;
+        self.string_type = Some(string_type);
         self
     }
 

@@ -1,0 +1,156 @@
+//! The `zarrow` command line: `info` and `convert` (Zarr to Parquet / Arrow IPC,
+//! and Parquet / Arrow IPC to Zarr).
+
+mod from_zarr;
+mod info;
+mod progress;
+mod to_zarr;
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Args, Parser, Subcommand};
+use zarrow::export::DEFAULT_PARQUET_COMPRESSION;
+use zarrow::{Error, LocalStore, Result, Store, StringType};
+
+/// Move variable-length data between Zarr and Apache Arrow.
+#[derive(Parser, Debug)]
+#[command(name = "zarrow", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Describe a Zarr array or group, in Zarr and in Arrow terms.
+    Info {
+        /// A Zarr array or group directory.
+        path: PathBuf,
+        /// The Arrow string layout to report: utf8, large-utf8 or utf8-view
+        /// (default: as recorded by zarrow's writer, else utf8).
+        #[arg(long, value_parser = parse_string_type)]
+        string_type: Option<StringType>,
+    },
+    /// Convert between Zarr and Parquet / Arrow IPC.
+    ///
+    /// Zarr to a table: SRC is a Zarr array or group directory; DST's extension picks
+    /// the format: .parquet; .arrow, .ipc, .feather (IPC file); .arrows (IPC stream).
+    /// A group becomes a table with one column per 1-D array; an N-d array is
+    /// flattened in C order.
+    ///
+    /// A table to Zarr: SRC is a .parquet, .arrow/.ipc/.feather or .arrows file; DST
+    /// is a directory (conventionally NAME.zarr) that becomes a group with one 1-D
+    /// array per column.
+    Convert(ConvertArgs),
+}
+
+/// Options of `convert`.
+#[derive(Args, Debug)]
+struct ConvertArgs {
+    /// The input: a Zarr directory, or a Parquet / Arrow IPC file.
+    src: PathBuf,
+    /// The output: a Parquet / Arrow IPC file, or a Zarr directory.
+    dst: PathBuf,
+    /// Replace DST if it exists (a Zarr DST is replaced only if it is a Zarr store).
+    #[arg(long)]
+    overwrite: bool,
+
+    /// [to a table] Arrow layout of string and bytes columns: utf8, large-utf8 or
+    /// utf8-view (default: as recorded by zarrow's writer, else utf8).
+    #[arg(long, value_parser = parse_string_type)]
+    string_type: Option<StringType>,
+    /// [to a table] Parquet compression: zstd[:LEVEL], snappy, gzip, lz4 or none.
+    #[arg(long, default_value = DEFAULT_PARQUET_COMPRESSION)]
+    compression: String,
+    /// [to a table] For a group: the columns, comma-separated (default: every 1-D array).
+    #[arg(long, value_delimiter = ',')]
+    columns: Option<Vec<String>>,
+
+    /// [to Zarr] Zarr format: 3 or 2.
+    #[arg(long, default_value_t = 3)]
+    zarr_format: u8,
+    /// [to Zarr] String and bytes layout: default (vlen-utf8 / vlen-bytes, as
+    /// zarr-python writes), zarrs-vlen, or zep0007 (experimental draft).
+    #[arg(long, default_value = "default")]
+    encoding: String,
+    /// [to Zarr] Chunk compressor: zstd, gzip, blosc or none.
+    #[arg(long, default_value = "zstd")]
+    compressor: String,
+    /// [to Zarr] Compressor level (default: zstd 0, gzip 5, blosc 5).
+    #[arg(long)]
+    level: Option<i32>,
+    /// [to Zarr] Elements per chunk (default: about 4 MiB of values per chunk).
+    #[arg(long)]
+    chunk_len: Option<usize>,
+    /// [to Zarr] Nulls: `error` refuses a column with nulls (naming it and the first
+    /// null row); `fill` writes each null as the fill value ("" for strings, empty
+    /// bytes, 0 for numbers, false for bools), so the nulls are lost.
+    #[arg(long, default_value = "error")]
+    nulls: String,
+}
+
+fn parse_string_type(s: &str) -> std::result::Result<StringType, String> {
+    StringType::parse(s)
+        .ok_or_else(|| format!("unknown string type {s:?} (utf8, large-utf8, utf8-view)"))
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Info { path, string_type } => info::info(&path, string_type),
+        Command::Convert(args) => convert(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            let mut message = e.to_string();
+            let mut source = std::error::Error::source(&e);
+            while let Some(s) = source {
+                let text = s.to_string();
+                if !message.contains(&text) {
+                    message.push_str(": ");
+                    message.push_str(&text);
+                }
+                source = s.source();
+            }
+            let _ = writeln!(std::io::stderr(), "zarrow: error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn convert(args: &ConvertArgs) -> Result<()> {
+    if args.src.is_dir() {
+        from_zarr::convert(args)
+    } else if to_zarr::is_table_file(&args.src) {
+        to_zarr::convert(args)
+    } else {
+        Err(Error::InvalidArgument(format!(
+            "{} is neither a Zarr directory nor a .parquet / .arrow / .ipc / .feather / .arrows file",
+            args.src.display()
+        )))
+    }
+}
+
+/// The column name of a root array: its directory name without `.zarr`.
+fn store_name(path: &Path) -> String {
+    let name = path
+        .canonicalize()
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "values".into());
+    name.strip_suffix(".zarr").unwrap_or(&name).to_string()
+}
+
+fn open_store(path: &Path) -> Result<Arc<dyn Store>> {
+    if !path.is_dir() {
+        return Err(Error::InvalidArgument(format!(
+            "{} is not a Zarr array or group directory",
+            path.display()
+        )));
+    }
+    Ok(Arc::new(LocalStore::new(path)))
+}

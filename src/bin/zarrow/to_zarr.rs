@@ -1,0 +1,168 @@
+//! `zarrow convert IN.{parquet,arrow,arrows} OUT.zarr`.
+//!
+//! The store is written into a temporary directory beside DST and renamed into
+//! place when complete: a failed conversion leaves nothing, and an existing DST is
+//! replaced (with `--overwrite`, and only if it is a Zarr store) in one step.
+
+use std::fs::File;
+use std::io::{BufReader, Write as _};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::RecordBatchReader;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use zarrow::export::ExportFormat;
+use zarrow::write::{Compressor, Encoding, NullPolicy, WriteOptions, write_batches};
+use zarrow::{Error, LocalStore, Result};
+
+use crate::ConvertArgs;
+use crate::progress::Progress;
+
+/// Whether `path` is a file in a table format zarrow reads.
+pub(crate) fn is_table_file(path: &Path) -> bool {
+    path.is_file() && ExportFormat::from_path(path).is_some()
+}
+
+type Reader = Box<dyn RecordBatchReader + Send>;
+
+/// Open a Parquet or Arrow IPC file; the row count when the format states it.
+fn open_table(path: &Path) -> Result<(Reader, Option<u64>)> {
+    let file =
+        File::open(path).map_err(|e| Error::InvalidArgument(format!("{}: {e}", path.display())))?;
+    Ok(match ExportFormat::from_path(path) {
+        Some(ExportFormat::Parquet) => {
+            let builder = ParquetRecordBatchReaderBuilder::try_new(file)?;
+            let rows = u64::try_from(builder.metadata().file_metadata().num_rows()).ok();
+            (Box::new(builder.with_batch_size(64 * 1024).build()?), rows)
+        }
+        Some(ExportFormat::IpcStream) => (
+            Box::new(arrow_ipc::reader::StreamReader::try_new(
+                BufReader::new(file),
+                None,
+            )?),
+            None,
+        ),
+        _ => (
+            Box::new(arrow_ipc::reader::FileReader::try_new(
+                BufReader::new(file),
+                None,
+            )?),
+            None,
+        ),
+    })
+}
+
+fn options(args: &ConvertArgs) -> Result<WriteOptions> {
+    let bad = |what: &str, value: &str, allowed: &str| {
+        Error::InvalidArgument(format!("unknown {what} {value:?} ({allowed})"))
+    };
+    let encoding = Encoding::parse(&args.encoding)
+        .ok_or_else(|| bad("encoding", &args.encoding, "default, zarrs-vlen, zep0007"))?;
+    let compressor = Compressor::parse(&args.compressor)
+        .ok_or_else(|| bad("compressor", &args.compressor, "zstd, gzip, blosc, none"))?;
+    let nulls = match args.nulls.as_str() {
+        "error" => NullPolicy::Error,
+        "fill" => NullPolicy::Fill,
+        other => return Err(bad("null policy", other, "error, fill")),
+    };
+    let mut options = WriteOptions::default()
+        .with_zarr_format(args.zarr_format)
+        .with_encoding(encoding)
+        .with_compressor(compressor)
+        .with_nulls(nulls);
+    if let Some(level) = args.level {
+        options = options.with_level(level);
+    }
+    if let Some(len) = args.chunk_len {
+        options = options.with_chunk_len(len);
+    }
+    Ok(options)
+}
+
+/// Whether `dir` holds Zarr metadata at its root (so it may be replaced).
+fn is_zarr_store(dir: &Path) -> bool {
+    ["zarr.json", ".zgroup", ".zarray"]
+        .iter()
+        .any(|m| dir.join(m).is_file())
+}
+
+pub(crate) fn convert(args: &ConvertArgs) -> Result<()> {
+    if args.columns.is_some() || args.string_type.is_some() {
+        return Err(Error::InvalidArgument(
+            "--columns and --string-type apply when SRC is a Zarr store".into(),
+        ));
+    }
+    let dst = &args.dst;
+    if ExportFormat::from_path(dst).is_some() {
+        return Err(Error::InvalidArgument(format!(
+            "{} names a table file; a Zarr output is a directory (NAME.zarr)",
+            dst.display()
+        )));
+    }
+    let options = options(args)?;
+    if dst.exists() {
+        if !args.overwrite {
+            return Err(Error::InvalidArgument(format!(
+                "{} exists (pass --overwrite to replace it)",
+                dst.display()
+            )));
+        }
+        if !dst.is_dir() || !is_zarr_store(dst) {
+            return Err(Error::InvalidArgument(format!(
+                "{} exists and is not a Zarr store: refusing to replace it even with --overwrite",
+                dst.display()
+            )));
+        }
+    }
+    let (reader, total) = open_table(&args.src)?;
+    let temp = temp_dir(dst)?;
+    let result = write_batches(
+        Progress::new(reader, total),
+        Arc::new(LocalStore::new(&temp)),
+        "",
+        options,
+    )
+    .and_then(|rows| {
+        if dst.exists() {
+            std::fs::remove_dir_all(dst)
+                .map_err(|e| Error::InvalidArgument(format!("removing {}: {e}", dst.display())))?;
+        }
+        std::fs::rename(&temp, dst)
+            .map_err(|e| Error::InvalidArgument(format!("renaming into {}: {e}", dst.display())))?;
+        Ok(rows)
+    });
+    match result {
+        Ok(rows) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "zarrow: wrote {rows} rows to {}",
+                dst.display()
+            );
+            Ok(())
+        }
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&temp);
+            Err(e)
+        }
+    }
+}
+
+/// A fresh temporary directory beside `dst`.
+fn temp_dir(dst: &Path) -> Result<PathBuf> {
+    let parent = match dst.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&parent)
+        .map_err(|e| Error::InvalidArgument(format!("{}: {e}", parent.display())))?;
+    let name = dst
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "out.zarr".into());
+    let temp = parent.join(format!(".{name}.{}.partial", std::process::id()));
+    if temp.exists() {
+        std::fs::remove_dir_all(&temp)
+            .map_err(|e| Error::InvalidArgument(format!("{}: {e}", temp.display())))?;
+    }
+    Ok(temp)
+}

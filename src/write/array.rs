@@ -1,0 +1,300 @@
+//! [`ArrayWriter`]: stream Arrow arrays into one Zarr array, chunk by chunk.
+
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, ArrayRef, BooleanArray, Scalar, UInt64Array, new_empty_array};
+use arrow_schema::DataType as ArrowType;
+use rayon::prelude::*;
+
+use super::encode::{self, Layout};
+use super::metadata::ArraySpec;
+use super::{DEFAULT_CHUNK_BYTES, NullPolicy, WriteOptions};
+use crate::codec::encode_bytes;
+use crate::error::{Error, Result};
+use crate::grid::{ChunkKeyEncoding, KeyKind};
+use crate::rows::RowQueue;
+use crate::store::{Store, join_key};
+
+/// Writes one 1-D Zarr array from Arrow arrays of one type, streaming: rows are
+/// buffered until a chunk is full, then encoded and stored; [`ArrayWriter::finish`]
+/// stores the last (padded) chunk and then the metadata.
+#[derive(Debug)]
+pub struct ArrayWriter {
+    store: Arc<dyn Store>,
+    path: String,
+    name: String,
+    options: WriteOptions,
+    spec: ArraySpec,
+    chunk_len: Option<usize>,
+    queued: RowQueue,
+    next_chunk: u64,
+    rows: u64,
+}
+
+/// A chunk ready to be encoded and stored.
+#[derive(Debug)]
+pub(crate) struct ReadyChunk {
+    index: u64,
+    values: ArrayRef,
+}
+
+impl ArrayWriter {
+    /// A writer for an array at node `path` holding values of `arrow_type`.
+    ///
+    /// # Errors
+    /// [`Error::AlreadyExists`] when the node exists and `options.overwrite` is off;
+    /// [`Error::InvalidArgument`] for an Arrow type zarrow cannot write, a bad node
+    /// name or inconsistent options.
+    pub fn try_new(
+        store: Arc<dyn Store>,
+        path: &str,
+        arrow_type: &ArrowType,
+        options: WriteOptions,
+    ) -> Result<Self> {
+        options.validate()?;
+        let path = path.trim_matches('/').to_string();
+        prepare_node(store.as_ref(), &path, options.overwrite)?;
+        Self::create(store, path, arrow_type, options)
+    }
+
+    /// A writer whose node was prepared by its group.
+    pub(crate) fn create(
+        store: Arc<dyn Store>,
+        path: String,
+        arrow_type: &ArrowType,
+        options: WriteOptions,
+    ) -> Result<Self> {
+        let name = path.rsplit('/').next().unwrap_or("").to_string();
+        let value_type = match arrow_type {
+            ArrowType::Dictionary(_, values) => values.as_ref(),
+            other => other,
+        };
+        let spec = ArraySpec::new(&name, value_type, &options)?;
+        Ok(Self {
+            store,
+            path,
+            name,
+            chunk_len: options.chunk_len,
+            options,
+            spec,
+            queued: RowQueue::default(),
+            next_chunk: 0,
+            rows: 0,
+        })
+    }
+
+    /// Rows accepted so far.
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// Append `array`'s values.
+    ///
+    /// # Errors
+    /// [`Error::Nulls`] for a null under [`NullPolicy::Error`]; a type mismatch;
+    /// store and codec errors.
+    pub fn write(&mut self, array: &ArrayRef) -> Result<()> {
+        let ready = self.push(array)?;
+        ready
+            .par_iter()
+            .try_for_each(|chunk| self.store_chunk(chunk))
+    }
+
+    /// Queue `array`'s values and return the chunks that are now full.
+    pub(crate) fn push(&mut self, array: &ArrayRef) -> Result<Vec<ReadyChunk>> {
+        let array = self.prepare(array)?;
+        let chunk_len = *self
+            .chunk_len
+            .get_or_insert_with(|| default_chunk_len(&self.spec, &array));
+        self.rows += array.len() as u64;
+        self.queued.push(array);
+        let mut ready = Vec::new();
+        while self.queued.len() >= chunk_len {
+            if let Some(values) = self.queued.take(chunk_len)? {
+                ready.push(ReadyChunk {
+                    index: self.next_chunk,
+                    values,
+                });
+                self.next_chunk += 1;
+            }
+        }
+        Ok(ready)
+    }
+
+    /// Check nulls and types; resolve dictionaries to their values.
+    fn prepare(&self, array: &ArrayRef) -> Result<ArrayRef> {
+        let mut array = array.clone();
+        // Logical nulls include a dictionary's null keys and null values.
+        let nulls = array.logical_nulls().filter(|n| n.null_count() > 0);
+        if let (Some(nulls), NullPolicy::Error) = (&nulls, self.options.nulls) {
+            let first = nulls.iter().position(|valid| !valid).unwrap_or(0);
+            return Err(Error::Nulls {
+                column: self.name.clone(),
+                row: self.rows + first as u64,
+            });
+        }
+        if let Some(dict) = array.as_any_dictionary_opt() {
+            let keys =
+                UInt64Array::from_iter_values(dict.normalized_keys().into_iter().map(|k| k as u64));
+            array = arrow_select::take::take(dict.values().as_ref(), &keys, None)?;
+        }
+        if let Some(nulls) = nulls {
+            let fill = Scalar::new(fill_value(array.data_type())?);
+            let valid = BooleanArray::new(nulls.inner().clone(), None);
+            array = arrow_select::zip::zip(&valid, &array, &fill)?;
+        }
+        if array.data_type() != &self.spec.arrow_type {
+            return Err(Error::InvalidArgument(format!(
+                "column {:?}: got {} values after {}",
+                self.name,
+                array.data_type(),
+                self.spec.arrow_type
+            )));
+        }
+        Ok(array)
+    }
+
+    /// Encode and store one chunk (safe to call from several threads).
+    pub(crate) fn store_chunk(&self, chunk: &ReadyChunk) -> Result<()> {
+        let chunk_len = self.chunk_len.unwrap_or(chunk.values.len());
+        let key = join_key(&self.path, &self.key_encoding().key(&[chunk.index]));
+        let codec_error = |message: String| Error::Encode {
+            key: key.clone(),
+            message,
+        };
+        let raw = encode::encode(chunk.values.as_ref(), chunk_len, self.spec.layout)
+            .map_err(codec_error)?;
+        let bytes = encode_bytes(self.spec.codec.as_slice(), raw).map_err(codec_error)?;
+        self.store.set(&key, &bytes)
+    }
+
+    fn key_encoding(&self) -> ChunkKeyEncoding {
+        match self.options.zarr_format {
+            2 => ChunkKeyEncoding {
+                kind: KeyKind::V2,
+                separator: '.',
+            },
+            _ => ChunkKeyEncoding {
+                kind: KeyKind::Default,
+                separator: '/',
+            },
+        }
+    }
+
+    /// The last chunk, if rows are queued, to be stored before [`Self::finish_metadata`].
+    pub(crate) fn take_last(&mut self) -> Result<Option<ReadyChunk>> {
+        let n = self.queued.len();
+        Ok(self.queued.take(n)?.map(|values| {
+            let index = self.next_chunk;
+            self.next_chunk += 1;
+            ReadyChunk { index, values }
+        }))
+    }
+
+    /// Write the metadata documents (after every chunk is stored).
+    pub(crate) fn finish_metadata(&self) -> Result<u64> {
+        let chunk_len = self.chunk_len.unwrap_or_else(|| {
+            default_chunk_len(&self.spec, &new_empty_array(&self.spec.arrow_type))
+        });
+        for (name, doc) in
+            self.spec
+                .documents(self.rows, chunk_len as u64, self.options.zarr_format)
+        {
+            let bytes = serde_json::to_vec_pretty(&doc)
+                .map_err(|e| Error::InvalidArgument(e.to_string()))?;
+            self.store.set(&join_key(&self.path, name), &bytes)?;
+        }
+        Ok(self.rows)
+    }
+
+    /// Store the last chunk, then the metadata. Returns the rows written.
+    pub fn finish(mut self) -> Result<u64> {
+        if let Some(last) = self.take_last()? {
+            self.store_chunk(&last)?;
+        }
+        self.finish_metadata()
+    }
+}
+
+/// Write one array at node `path` in one call.
+pub fn write_array(
+    store: Arc<dyn Store>,
+    path: &str,
+    array: &ArrayRef,
+    options: WriteOptions,
+) -> Result<u64> {
+    let mut writer = ArrayWriter::try_new(store, path, array.data_type(), options)?;
+    writer.write(array)?;
+    writer.finish()
+}
+
+/// Refuse, or clear, an existing node at `path`.
+pub(crate) fn prepare_node(store: &dyn Store, path: &str, overwrite: bool) -> Result<()> {
+    check_node_name(path)?;
+    let existing = store.list_prefix(&join_key(path, ""))?;
+    if existing.is_empty() {
+        return Ok(());
+    }
+    if !overwrite {
+        return Err(Error::AlreadyExists {
+            path: path.to_string(),
+        });
+    }
+    existing.iter().try_for_each(|key| store.delete(key))
+}
+
+/// Zarr node names: non-empty, no `/`, not `.`/`..`, not starting with `__`.
+fn check_node_name(path: &str) -> Result<()> {
+    for name in path.split('/').filter(|_| !path.is_empty()) {
+        if name.is_empty()
+            || name == "."
+            || name == ".."
+            || name.starts_with("__")
+            || name.contains('\\')
+        {
+            return Err(Error::InvalidArgument(format!(
+                "{name:?} cannot be a Zarr node name (empty, '.', '..', a leading '__' or a backslash)"
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn default_chunk_len(spec: &ArraySpec, sample: &ArrayRef) -> usize {
+    let per_element = match spec.layout {
+        Layout::Fixed { size } => size,
+        _ if sample.is_empty() => 64,
+        _ => encode::value_bytes(sample.as_ref()) / sample.len() + 4,
+    };
+    (DEFAULT_CHUNK_BYTES / per_element.max(1)).clamp(1, 1 << 24)
+}
+
+/// A one-element array of the fill value for `data_type`.
+fn fill_value(data_type: &ArrowType) -> Result<ArrayRef> {
+    use arrow_array::*;
+    Ok(match data_type {
+        ArrowType::Boolean => Arc::new(BooleanArray::from(vec![false])),
+        ArrowType::Int8 => Arc::new(Int8Array::from(vec![0])),
+        ArrowType::Int16 => Arc::new(Int16Array::from(vec![0])),
+        ArrowType::Int32 => Arc::new(Int32Array::from(vec![0])),
+        ArrowType::Int64 => Arc::new(Int64Array::from(vec![0])),
+        ArrowType::UInt8 => Arc::new(UInt8Array::from(vec![0])),
+        ArrowType::UInt16 => Arc::new(UInt16Array::from(vec![0])),
+        ArrowType::UInt32 => Arc::new(UInt32Array::from(vec![0])),
+        ArrowType::UInt64 => Arc::new(UInt64Array::from(vec![0])),
+        ArrowType::Float32 => Arc::new(Float32Array::from(vec![0.0])),
+        ArrowType::Float64 => Arc::new(Float64Array::from(vec![0.0])),
+        ArrowType::Utf8 => Arc::new(StringArray::from(vec![""])),
+        ArrowType::LargeUtf8 => Arc::new(LargeStringArray::from(vec![""])),
+        ArrowType::Utf8View => Arc::new(StringViewArray::from(vec![""])),
+        ArrowType::Binary => Arc::new(BinaryArray::from(vec![&b""[..]])),
+        ArrowType::LargeBinary => Arc::new(LargeBinaryArray::from(vec![&b""[..]])),
+        ArrowType::BinaryView => Arc::new(BinaryViewArray::from(vec![&b""[..]])),
+        other => {
+            return Err(Error::InvalidArgument(format!(
+                "cannot fill nulls of {other}"
+            )));
+        }
+    })
+}

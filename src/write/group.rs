@@ -1,0 +1,142 @@
+//! [`GroupWriter`]: a stream of record batches into a Zarr group, one 1-D array per
+//! column.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use arrow_array::{RecordBatch, RecordBatchReader};
+use arrow_schema::Schema;
+use rayon::prelude::*;
+
+use super::WriteOptions;
+use super::array::{ArrayWriter, prepare_node};
+use super::metadata::group_documents;
+use crate::error::{Error, Result};
+use crate::store::{Store, join_key};
+
+/// Writes record batches into a group at a node path: column `x` becomes the array
+/// `path/x`. The group's metadata (with the column order, which zarrow's reader
+/// restores) is written last.
+#[derive(Debug)]
+pub struct GroupWriter {
+    store: Arc<dyn Store>,
+    path: String,
+    options: WriteOptions,
+    names: Vec<String>,
+    columns: Vec<ArrayWriter>,
+}
+
+impl GroupWriter {
+    /// A writer for batches of `schema` into the group at `path`.
+    ///
+    /// # Errors
+    /// [`Error::AlreadyExists`] without `overwrite`; [`Error::InvalidArgument`] for
+    /// duplicate or invalid column names and unsupported Arrow types.
+    pub fn try_new(
+        store: Arc<dyn Store>,
+        path: &str,
+        schema: &Schema,
+        options: WriteOptions,
+    ) -> Result<Self> {
+        options.validate()?;
+        let path = path.trim_matches('/').to_string();
+        let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
+        let mut seen = HashSet::new();
+        if let Some(dup) = names.iter().find(|n| !seen.insert(n.as_str())) {
+            return Err(Error::InvalidArgument(format!(
+                "column name {dup:?} appears twice"
+            )));
+        }
+        if let Some(bad) = names.iter().find(|n| n.contains('/')) {
+            return Err(Error::InvalidArgument(format!(
+                "column name {bad:?} contains '/', which Zarr node names cannot"
+            )));
+        }
+        prepare_node(store.as_ref(), &path, options.overwrite)?;
+        let columns = schema
+            .fields()
+            .iter()
+            .map(|f| {
+                ArrayWriter::create(
+                    store.clone(),
+                    join_key(&path, f.name()),
+                    f.data_type(),
+                    options.clone(),
+                )
+            })
+            .collect::<Result<Vec<_>>>()?;
+        // Column names must also be valid node names.
+        for name in &names {
+            if name.is_empty() {
+                return Err(Error::InvalidArgument(
+                    "an empty column name cannot be a Zarr node name".into(),
+                ));
+            }
+            prepare_node(store.as_ref(), &join_key(&path, name), false)?;
+        }
+        Ok(Self {
+            store,
+            path,
+            options,
+            names,
+            columns,
+        })
+    }
+
+    /// Append one batch. Chunks that fill up are encoded in parallel across columns.
+    pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        if batch.num_columns() != self.columns.len() {
+            return Err(Error::InvalidArgument(format!(
+                "batch has {} columns, the group {}",
+                batch.num_columns(),
+                self.columns.len()
+            )));
+        }
+        let mut ready = Vec::new();
+        for (c, (writer, column)) in self.columns.iter_mut().zip(batch.columns()).enumerate() {
+            ready.extend(writer.push(column)?.into_iter().map(|chunk| (c, chunk)));
+        }
+        let columns = &self.columns;
+        ready
+            .par_iter()
+            .try_for_each(|(c, chunk)| columns[*c].store_chunk(chunk))
+    }
+
+    /// Store every column's last chunk and metadata, then the group's. Returns the
+    /// rows written.
+    pub fn finish(mut self) -> Result<u64> {
+        let mut last = Vec::new();
+        for (c, writer) in self.columns.iter_mut().enumerate() {
+            if let Some(chunk) = writer.take_last()? {
+                last.push((c, chunk));
+            }
+        }
+        let columns = &self.columns;
+        last.par_iter()
+            .try_for_each(|(c, chunk)| columns[*c].store_chunk(chunk))?;
+        let mut rows = 0;
+        for writer in &self.columns {
+            rows = writer.finish_metadata()?;
+        }
+        for (name, doc) in group_documents(self.options.zarr_format, &self.names) {
+            let bytes = serde_json::to_vec_pretty(&doc)
+                .map_err(|e| Error::InvalidArgument(e.to_string()))?;
+            self.store.set(&join_key(&self.path, name), &bytes)?;
+        }
+        Ok(rows)
+    }
+}
+
+/// Write every batch of `reader` into a group at `path`. Returns the rows written.
+pub fn write_batches<R: RecordBatchReader>(
+    reader: R,
+    store: Arc<dyn Store>,
+    path: &str,
+    options: WriteOptions,
+) -> Result<u64> {
+    let mut writer = GroupWriter::try_new(store, path, &reader.schema(), options)?;
+    for batch in reader {
+        writer.write(&batch?)?;
+    }
+    writer.finish()
+}

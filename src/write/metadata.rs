@@ -1,0 +1,247 @@
+//! The metadata documents the writer emits: v3 `zarr.json` in the form zarr-python
+//! 3.1 writes, or v2 `.zarray` + `.zattrs`; and the group documents.
+
+use arrow_schema::DataType as ArrowType;
+use serde_json::{Value, json};
+
+use super::encode::Layout;
+use super::{Encoding, WriteOptions};
+use crate::codec::{BloscShuffle, BytesToBytes};
+use crate::error::{Error, Result};
+use crate::metadata::DataType;
+
+/// The attribute under which zarrow records what a reader of its own needs.
+pub const ZARROW_ATTRIBUTE: &str = "zarrow";
+
+/// What one array is written as.
+#[derive(Debug, Clone)]
+pub(crate) struct ArraySpec {
+    /// The Arrow type of the input (dictionaries already resolved to their values).
+    pub arrow_type: ArrowType,
+    /// The Zarr data type.
+    pub data_type: DataType,
+    /// The chunk layout.
+    pub layout: Layout,
+    /// The compressor, if any.
+    pub codec: Option<BytesToBytes>,
+}
+
+impl ArraySpec {
+    /// The spec for an Arrow type under `options`.
+    pub(crate) fn new(name: &str, arrow_type: &ArrowType, options: &WriteOptions) -> Result<Self> {
+        let data_type = match arrow_type {
+            ArrowType::Boolean => DataType::Bool,
+            ArrowType::Int8 => DataType::Int8,
+            ArrowType::Int16 => DataType::Int16,
+            ArrowType::Int32 => DataType::Int32,
+            ArrowType::Int64 => DataType::Int64,
+            ArrowType::UInt8 => DataType::UInt8,
+            ArrowType::UInt16 => DataType::UInt16,
+            ArrowType::UInt32 => DataType::UInt32,
+            ArrowType::UInt64 => DataType::UInt64,
+            ArrowType::Float32 => DataType::Float32,
+            ArrowType::Float64 => DataType::Float64,
+            ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View => DataType::String,
+            ArrowType::Binary | ArrowType::LargeBinary | ArrowType::BinaryView => DataType::Bytes,
+            other => {
+                return Err(Error::InvalidArgument(format!(
+                    "column {name:?} has Arrow type {other}, which zarrow does not write (strings, bytes, integers, floats and bools)"
+                )));
+            }
+        };
+        let large = matches!(
+            arrow_type,
+            ArrowType::LargeUtf8
+                | ArrowType::LargeBinary
+                | ArrowType::Utf8View
+                | ArrowType::BinaryView
+        );
+        let layout = match (data_type.fixed_size(), options.encoding) {
+            (Some(size), _) => Layout::Fixed { size },
+            (None, Encoding::Default) => Layout::Vlen,
+            (None, Encoding::ZarrsVlen) => Layout::ZarrsVlen { large },
+            (None, Encoding::Zep0007) => Layout::Zep0007 { large },
+        };
+        let codec = options
+            .compressor
+            .codec(options.level, data_type.fixed_size().unwrap_or(1));
+        Ok(Self {
+            arrow_type: arrow_type.clone(),
+            data_type,
+            layout,
+            codec,
+        })
+    }
+
+    /// The key/value documents of the array's metadata, for `len` elements in
+    /// chunks of `chunk_len`.
+    pub(crate) fn documents(
+        &self,
+        len: u64,
+        chunk_len: u64,
+        zarr_format: u8,
+    ) -> Vec<(&'static str, Value)> {
+        let attributes =
+            json!({ ZARROW_ATTRIBUTE: { "arrow_type": arrow_type_name(&self.arrow_type) } });
+        if zarr_format == 2 {
+            return vec![
+                (".zarray", self.v2(len, chunk_len)),
+                (".zattrs", attributes),
+            ];
+        }
+        let mut codecs = Vec::new();
+        let data_type = match (self.layout, self.data_type) {
+            (Layout::Zep0007 { large }, t) => {
+                json!({"name": match (t, large) {
+                    (DataType::String, false) => "string",
+                    (DataType::String, true) => "large_string",
+                    (_, false) => "binary",
+                    (_, true) => "large_binary",
+                }})
+            }
+            (Layout::ZarrsVlen { .. }, DataType::Bytes) => json!("bytes"),
+            (_, DataType::Bytes) => json!("variable_length_bytes"),
+            (_, t) => json!(t.zarr_name()),
+        };
+        match self.layout {
+            Layout::Vlen if self.data_type == DataType::String => {
+                codecs.push(json!({"name": "vlen-utf8", "configuration": {}}))
+            }
+            Layout::Vlen => codecs.push(json!({"name": "vlen-bytes", "configuration": {}})),
+            Layout::ZarrsVlen { large } => {
+                codecs.push(json!({"name": "zarrs.vlen", "configuration": {
+                    "data_codecs": [{"name": "bytes"}],
+                    "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+                    "index_data_type": if large { "uint64" } else { "uint32" },
+                    "index_location": "start"
+                }}))
+            }
+            Layout::Zep0007 { .. } => {}
+            Layout::Fixed { size: 1 } => codecs.push(json!({"name": "bytes"})),
+            Layout::Fixed { .. } => {
+                codecs.push(json!({"name": "bytes", "configuration": {"endian": "little"}}))
+            }
+        }
+        codecs.extend(self.codec.as_ref().map(codec_v3));
+        let fill = match (self.layout, self.data_type) {
+            // zarrs writes (and expects) the `bytes` type's fill as a byte list.
+            (Layout::ZarrsVlen { .. }, DataType::Bytes) => json!([]),
+            _ => self.fill_json(),
+        };
+        vec![(
+            "zarr.json",
+            json!({
+                "shape": [len],
+                "data_type": data_type,
+                "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [chunk_len]}},
+                "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+                "fill_value": fill,
+                "codecs": codecs,
+                "attributes": attributes,
+                "zarr_format": 3,
+                "node_type": "array",
+                "storage_transformers": [],
+            }),
+        )]
+    }
+
+    fn fill_json(&self) -> Value {
+        match self.data_type {
+            DataType::Bool => json!(false),
+            DataType::Float32 | DataType::Float64 => json!(0.0),
+            DataType::String | DataType::Bytes => json!(""),
+            _ => json!(0),
+        }
+    }
+
+    fn v2(&self, len: u64, chunk_len: u64) -> Value {
+        let (dtype, filters) = match self.data_type {
+            DataType::String => ("|O".to_string(), json!([{"id": "vlen-utf8"}])),
+            DataType::Bytes => ("|O".to_string(), json!([{"id": "vlen-bytes"}])),
+            DataType::Bool => ("|b1".to_string(), Value::Null),
+            t => {
+                let size = t.fixed_size().unwrap_or(1);
+                let kind = match t {
+                    DataType::Float32 | DataType::Float64 => 'f',
+                    DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64 => 'u',
+                    _ => 'i',
+                };
+                (
+                    format!("{}{kind}{size}", if size == 1 { '|' } else { '<' }),
+                    Value::Null,
+                )
+            }
+        };
+        json!({
+            "zarr_format": 2,
+            "shape": [len],
+            "chunks": [chunk_len],
+            "dtype": dtype,
+            "compressor": self.codec.as_ref().map(codec_v2),
+            "fill_value": self.fill_json(),
+            "order": "C",
+            "filters": filters,
+            "dimension_separator": ".",
+        })
+    }
+}
+
+/// A group's documents; `columns` records the column order for zarrow's reader.
+pub(crate) fn group_documents(zarr_format: u8, columns: &[String]) -> Vec<(&'static str, Value)> {
+    let attributes = json!({ ZARROW_ATTRIBUTE: { "columns": columns } });
+    if zarr_format == 2 {
+        vec![
+            (".zgroup", json!({"zarr_format": 2})),
+            (".zattrs", attributes),
+        ]
+    } else {
+        vec![(
+            "zarr.json",
+            json!({"zarr_format": 3, "node_type": "group", "attributes": attributes}),
+        )]
+    }
+}
+
+/// The name zarrow records for an Arrow type (read back by [`recorded_string_type`]).
+///
+/// [`recorded_string_type`]: crate::metadata::recorded_string_type
+pub(crate) fn arrow_type_name(t: &ArrowType) -> String {
+    t.to_string()
+}
+
+fn shuffle_name(s: BloscShuffle) -> &'static str {
+    match s {
+        BloscShuffle::NoShuffle => "noshuffle",
+        BloscShuffle::Shuffle => "shuffle",
+        BloscShuffle::BitShuffle => "bitshuffle",
+    }
+}
+
+fn codec_v3(codec: &BytesToBytes) -> Value {
+    match codec {
+        BytesToBytes::Zstd { level, checksum } => {
+            json!({"name": "zstd", "configuration": {"level": level, "checksum": checksum}})
+        }
+        BytesToBytes::Gzip { level } => json!({"name": "gzip", "configuration": {"level": level}}),
+        BytesToBytes::Zlib { level } => {
+            json!({"name": "numcodecs.zlib", "configuration": {"level": level}})
+        }
+        BytesToBytes::Blosc(c) => json!({"name": "blosc", "configuration": {
+            "cname": c.cname, "clevel": c.clevel, "shuffle": shuffle_name(c.shuffle), "typesize": c.typesize, "blocksize": c.blocksize
+        }}),
+        BytesToBytes::Crc32c => json!({"name": "crc32c"}),
+    }
+}
+
+fn codec_v2(codec: &BytesToBytes) -> Value {
+    match codec {
+        BytesToBytes::Zstd { level, .. } => json!({"id": "zstd", "level": level}),
+        BytesToBytes::Gzip { level } => json!({"id": "gzip", "level": level}),
+        BytesToBytes::Zlib { level } => json!({"id": "zlib", "level": level}),
+        BytesToBytes::Blosc(c) => {
+            json!({"id": "blosc", "cname": c.cname, "clevel": c.clevel, "shuffle": match c.shuffle {
+            BloscShuffle::NoShuffle => 0, BloscShuffle::Shuffle => 1, BloscShuffle::BitShuffle => 2 }, "blocksize": c.blocksize})
+        }
+        BytesToBytes::Crc32c => json!({"id": "crc32c"}),
+    }
+}

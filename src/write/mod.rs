@@ -1,0 +1,221 @@
+//! Writing: Arrow arrays and record batches into Zarr arrays and groups.
+//!
+//! ```text
+//! RecordBatch ─▶ per column: nulls checked, dictionaries materialised
+//!   ─▶ rows buffered until a chunk is full ─▶ chunk layout encode ─▶ bytes->bytes
+//!   codecs ─▶ atomic put of c/<i>  …  then, last, the array metadata
+//! ```
+//!
+//! Memory is bounded by the columns times the chunk size, not by the input's
+//! length. Metadata is written after every chunk of its array (and a group's after
+//! its arrays), so a reader never sees a complete-looking node with chunks still
+//! missing.
+
+mod array;
+mod encode;
+mod group;
+mod metadata;
+
+pub use array::{ArrayWriter, write_array};
+pub use group::{GroupWriter, write_batches};
+
+use crate::codec::{BloscConfig, BloscShuffle, BytesToBytes};
+use crate::error::{Error, Result};
+
+/// The default target size of one chunk's values: 4 MiB.
+///
+/// Fixed-width columns get `4 MiB / element size` elements per chunk; variable
+/// length columns get `4 MiB / (average value size + 4)`, the average taken from
+/// the first batch written. [`WriteOptions::chunk_len`] overrides both.
+pub const DEFAULT_CHUNK_BYTES: usize = 4 << 20;
+
+/// The chunk layout of string and bytes arrays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Encoding {
+    /// What zarr-python 3.1 writes: `vlen-utf8` / `vlen-bytes` (readable by
+    /// zarr-python 2 and 3, numcodecs, zarrs).
+    #[default]
+    Default,
+    /// `zarrs.vlen` with the index at the start: uint32 offsets for `Utf8` /
+    /// `Binary`, uint64 for the large and view types (readable by zarrs and zarrow).
+    ZarrsVlen,
+    /// The ZEP0007 draft layout (experimental; zarrow only).
+    Zep0007,
+}
+
+impl Encoding {
+    /// Parse the CLI spelling: `default`, `zarrs-vlen`, `zep0007`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "default" | "vlen" | "vlen-utf8" => Some(Self::Default),
+            "zarrs-vlen" | "zarrs.vlen" => Some(Self::ZarrsVlen),
+            "zep0007" => Some(Self::Zep0007),
+            _ => None,
+        }
+    }
+}
+
+/// The compressor applied to every chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Compressor {
+    /// zstd (the default, level 0 as zarr-python writes it).
+    Zstd,
+    /// gzip.
+    Gzip,
+    /// blosc with its zstd inner compressor and byte shuffle.
+    Blosc,
+    /// No compression.
+    None,
+}
+
+impl Compressor {
+    /// Parse the CLI spelling: `zstd`, `gzip`, `blosc`, `none`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "zstd" => Some(Self::Zstd),
+            "gzip" => Some(Self::Gzip),
+            "blosc" => Some(Self::Blosc),
+            "none" => Some(Self::None),
+            _ => None,
+        }
+    }
+
+    /// The codec for elements of `typesize` bytes (blosc shuffles by it) at
+    /// `level` (each compressor's default when `None`).
+    pub(crate) fn codec(self, level: Option<i32>, typesize: usize) -> Option<BytesToBytes> {
+        match self {
+            Self::Zstd => Some(BytesToBytes::Zstd {
+                level: level.unwrap_or(0),
+                checksum: false,
+            }),
+            Self::Gzip => Some(BytesToBytes::Gzip {
+                level: level.unwrap_or(5).clamp(0, 9) as u32,
+            }),
+            Self::Blosc => Some(BytesToBytes::Blosc(BloscConfig {
+                cname: "zstd".into(),
+                clevel: level.unwrap_or(5).clamp(0, 9) as u8,
+                shuffle: if typesize > 1 {
+                    BloscShuffle::Shuffle
+                } else {
+                    BloscShuffle::NoShuffle
+                },
+                typesize,
+                blocksize: 0,
+            })),
+            Self::None => None,
+        }
+    }
+}
+
+/// What to do with Arrow nulls, which Zarr cannot represent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum NullPolicy {
+    /// Refuse a column with nulls, naming it and the first null row (the default).
+    #[default]
+    Error,
+    /// Write nulls as the fill value (`""`, empty bytes, 0, `false`): the nulls are
+    /// lost, on purpose.
+    Fill,
+}
+
+/// How arrays are written.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct WriteOptions {
+    /// 3 (default) or 2.
+    pub zarr_format: u8,
+    /// Layout of string and bytes arrays.
+    pub encoding: Encoding,
+    /// Compressor of every chunk.
+    pub compressor: Compressor,
+    /// Compressor level (`None`: zstd 0, gzip 5, blosc 5).
+    pub level: Option<i32>,
+    /// Elements per chunk (`None`: about [`DEFAULT_CHUNK_BYTES`] of values).
+    pub chunk_len: Option<usize>,
+    /// What to do with nulls.
+    pub nulls: NullPolicy,
+    /// Replace an existing node instead of refusing.
+    pub overwrite: bool,
+}
+
+impl Default for WriteOptions {
+    fn default() -> Self {
+        Self {
+            zarr_format: 3,
+            encoding: Encoding::Default,
+            compressor: Compressor::Zstd,
+            level: None,
+            chunk_len: None,
+            nulls: NullPolicy::Error,
+            overwrite: false,
+        }
+    }
+}
+
+impl WriteOptions {
+    /// Set the Zarr format (2 or 3).
+    pub fn with_zarr_format(mut self, format: u8) -> Self {
+        self.zarr_format = format;
+        self
+    }
+
+    /// Set the string/bytes encoding.
+    pub fn with_encoding(mut self, encoding: Encoding) -> Self {
+        self.encoding = encoding;
+        self
+    }
+
+    /// Set the compressor.
+    pub fn with_compressor(mut self, compressor: Compressor) -> Self {
+        self.compressor = compressor;
+        self
+    }
+
+    /// Set the compressor level.
+    pub fn with_level(mut self, level: i32) -> Self {
+        self.level = Some(level);
+        self
+    }
+
+    /// Set the elements per chunk.
+    pub fn with_chunk_len(mut self, len: usize) -> Self {
+        self.chunk_len = Some(len);
+        self
+    }
+
+    /// Set the null policy.
+    pub fn with_nulls(mut self, nulls: NullPolicy) -> Self {
+        self.nulls = nulls;
+        self
+    }
+
+    /// Allow replacing an existing node.
+    pub fn with_overwrite(mut self, overwrite: bool) -> Self {
+        self.overwrite = overwrite;
+        self
+    }
+
+    fn validate(&self) -> Result<()> {
+        if self.zarr_format != 2 && self.zarr_format != 3 {
+            return Err(Error::InvalidArgument(format!(
+                "zarr_format must be 2 or 3, not {}",
+                self.zarr_format
+            )));
+        }
+        if self.zarr_format == 2 && self.encoding != Encoding::Default {
+            return Err(Error::InvalidArgument(format!(
+                "the {:?} encoding needs Zarr v3 (v2 has only vlen-utf8 / vlen-bytes)",
+                self.encoding
+            )));
+        }
+        if self.chunk_len == Some(0) {
+            return Err(Error::InvalidArgument(
+                "chunk length must be at least 1".into(),
+            ));
+        }
+        Ok(())
+    }
+}
