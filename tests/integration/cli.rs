@@ -181,7 +181,7 @@ fn errors_are_one_line_and_nonzero() {
                 "/nonexistent/store.zarr".into(),
                 dst.display().to_string(),
             ],
-            "not a Zarr array or group",
+            "does not exist",
         ),
         (
             vec![

@@ -5,5 +5,6 @@ mod cli;
 mod common;
 mod golden;
 mod robustness;
+mod roundtrip;
 mod store;
 mod zero_copy;

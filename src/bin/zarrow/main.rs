@@ -123,6 +123,12 @@ fn main() -> ExitCode {
 }
 
 fn convert(args: &ConvertArgs) -> Result<()> {
+    if !args.src.exists() {
+        return Err(Error::InvalidArgument(format!(
+            "{} does not exist",
+            args.src.display()
+        )));
+    }
     if args.src.is_dir() {
         from_zarr::convert(args)
     } else if to_zarr::is_table_file(&args.src) {

@@ -1,0 +1,290 @@
+//! Arrow -> Zarr -> Arrow is the identity: for every encoding, Arrow type, Zarr
+//! format, compressor and chunk length (1, small, exact, larger than the data),
+//! including empty arrays and empty values. Seeded property tests (proptest).
+
+use std::sync::Arc;
+
+use arrow_array::builder::{BinaryViewBuilder, StringViewBuilder};
+use arrow_array::*;
+use arrow_schema::{DataType as ArrowType, Field, Schema};
+use proptest::prelude::*;
+use zarrow::write::{Compressor, Encoding, NullPolicy, WriteOptions, write_array, write_batches};
+use zarrow::{Error, MemoryStore, Store, ZarrArray, ZarrGroup};
+
+const TYPES: [&str; 17] = [
+    "utf8",
+    "large_utf8",
+    "utf8_view",
+    "binary",
+    "large_binary",
+    "binary_view",
+    "bool",
+    "i8",
+    "i16",
+    "i32",
+    "i64",
+    "u8",
+    "u16",
+    "u32",
+    "u64",
+    "f32",
+    "f64",
+];
+
+/// An array of `kind` built from raw material, so every type gets varied values.
+fn build(kind: &str, strings: &[String], numbers: &[u64]) -> ArrayRef {
+    let n = numbers.len();
+    let text = || strings.iter().cycle().take(n).map(String::as_str);
+    let bytes = || strings.iter().cycle().take(n).map(|s| s.as_bytes());
+    match kind {
+        "utf8" => Arc::new(StringArray::from_iter_values(text())),
+        "large_utf8" => Arc::new(LargeStringArray::from_iter_values(text())),
+        "utf8_view" => {
+            let mut b = StringViewBuilder::new();
+            text().for_each(|s| b.append_value(s));
+            Arc::new(b.finish())
+        }
+        "binary" => Arc::new(BinaryArray::from_iter_values(bytes())),
+        "large_binary" => Arc::new(LargeBinaryArray::from_iter_values(bytes())),
+        "binary_view" => {
+            let mut b = BinaryViewBuilder::new();
+            bytes().for_each(|s| b.append_value(s));
+            Arc::new(b.finish())
+        }
+        "bool" => Arc::new(BooleanArray::from_iter(
+            numbers.iter().map(|v| Some(v % 2 == 1)),
+        )),
+        "i8" => Arc::new(Int8Array::from_iter_values(
+            numbers.iter().map(|&v| v as i8),
+        )),
+        "i16" => Arc::new(Int16Array::from_iter_values(
+            numbers.iter().map(|&v| v as i16),
+        )),
+        "i32" => Arc::new(Int32Array::from_iter_values(
+            numbers.iter().map(|&v| v as i32),
+        )),
+        "i64" => Arc::new(Int64Array::from_iter_values(
+            numbers.iter().map(|&v| v as i64),
+        )),
+        "u8" => Arc::new(UInt8Array::from_iter_values(
+            numbers.iter().map(|&v| v as u8),
+        )),
+        "u16" => Arc::new(UInt16Array::from_iter_values(
+            numbers.iter().map(|&v| v as u16),
+        )),
+        "u32" => Arc::new(UInt32Array::from_iter_values(
+            numbers.iter().map(|&v| v as u32),
+        )),
+        "u64" => Arc::new(UInt64Array::from_iter_values(numbers.iter().copied())),
+        "f32" => Arc::new(Float32Array::from_iter_values(
+            numbers.iter().map(|&v| f32::from_bits(v as u32)),
+        )),
+        "f64" => Arc::new(Float64Array::from_iter_values(
+            numbers.iter().map(|&v| f64::from_bits(v)),
+        )),
+        _ => unreachable!(),
+    }
+}
+
+fn options_strategy() -> impl Strategy<Value = WriteOptions> {
+    (
+        prop::sample::select(vec![
+            Encoding::Default,
+            Encoding::ZarrsVlen,
+            Encoding::Zep0007,
+        ]),
+        prop::sample::select(vec![2u8, 3]),
+        prop::sample::select(vec![
+            Compressor::Zstd,
+            Compressor::Gzip,
+            Compressor::Blosc,
+            Compressor::None,
+        ]),
+    )
+        .prop_map(|(encoding, format, compressor)| {
+            WriteOptions::default()
+                .with_encoding(encoding)
+                .with_zarr_format(format)
+                .with_compressor(compressor)
+        })
+}
+
+/// Bit-exact equality (so NaNs with equal payloads compare equal).
+fn same(a: &dyn Array, b: &dyn Array) -> bool {
+    a.data_type() == b.data_type() && a.to_data() == b.to_data()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, .. ProptestConfig::default() })]
+
+    #[test]
+    fn arrays_round_trip(
+        kind in prop::sample::select(TYPES.to_vec()),
+        strings in prop::collection::vec(".{0,12}", 1..6),
+        numbers in prop::collection::vec(any::<u64>(), 0..40),
+        options in options_strategy(),
+        chunk_choice in 0usize..4,
+    ) {
+        let array = build(kind, &strings, &numbers);
+        let n = array.len();
+        let chunk_len = [1, 3, n.max(1), n + 5][chunk_choice];
+        let options = options.with_chunk_len(chunk_len);
+        let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+        let result = write_array(store.clone(), "col", &array, options.clone());
+        if options.zarr_format == 2 && options.encoding != Encoding::Default {
+            prop_assert!(matches!(result, Err(Error::InvalidArgument(_))), "v2 has no {:?}", options.encoding);
+            return Ok(());
+        }
+        prop_assert_eq!(result.unwrap(), n as u64);
+        let back = ZarrArray::open(store.clone(), "col").unwrap();
+        prop_assert_eq!(back.metadata().chunk_shape.clone(), vec![chunk_len as u64]);
+        let got = back.read_all().unwrap();
+        prop_assert!(same(got.as_ref(), array.as_ref()), "{kind}: {got:?} != {array:?}");
+    }
+
+    #[test]
+    fn tables_round_trip_in_order(
+        kinds in prop::collection::vec(prop::sample::select(TYPES.to_vec()), 1..5),
+        strings in prop::collection::vec(".{0,12}", 1..6),
+        numbers in prop::collection::vec(any::<u64>(), 0..60),
+        batch in 1usize..25,
+        chunk_len in 1usize..30,
+        options in options_strategy().prop_filter("v3 for non-default encodings", |o| o.zarr_format == 3 || o.encoding == Encoding::Default),
+    ) {
+        // Columns named in reverse order, so sorted-by-name order would differ.
+        let names: Vec<String> = (0..kinds.len()).map(|i| format!("z{}", kinds.len() - i)).collect();
+        let columns: Vec<ArrayRef> = kinds.iter().map(|k| build(k, &strings, &numbers)).collect();
+        let schema = Arc::new(Schema::new(
+            names.iter().zip(&columns).map(|(n, c)| Field::new(n, c.data_type().clone(), false)).collect::<Vec<_>>(),
+        ));
+        let table = RecordBatch::try_new(schema.clone(), columns).unwrap();
+        let batches: Vec<RecordBatch> = (0..table.num_rows().div_ceil(batch))
+            .map(|i| table.slice(i * batch, batch.min(table.num_rows() - i * batch)))
+            .collect();
+        let reader = RecordBatchIterator::new(batches.into_iter().map(Ok), schema.clone());
+        let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+        let rows = write_batches(reader, store.clone(), "table", options.with_chunk_len(chunk_len)).unwrap();
+        prop_assert_eq!(rows, numbers.len() as u64);
+        let back: Vec<RecordBatch> = ZarrGroup::open(store, "table").unwrap().reader().build().unwrap().map(|b| b.unwrap()).collect();
+        let got_names: Vec<String> = match back.first() {
+            Some(b) => b.schema().fields().iter().map(|f| f.name().clone()).collect(),
+            None => names.clone(),
+        };
+        prop_assert_eq!(&got_names, &names);
+        for (i, name) in names.iter().enumerate() {
+            let parts: Vec<&dyn Array> = back.iter().map(|b| b.column(i).as_ref()).collect();
+            let got = if parts.is_empty() { table.column(i).slice(0, 0) } else { arrow_select::concat::concat(&parts).unwrap() };
+            prop_assert!(same(got.as_ref(), table.column(i).as_ref()), "{name}");
+        }
+    }
+}
+
+#[test]
+fn nulls_are_refused_with_column_and_row() {
+    let array: ArrayRef = Arc::new(StringArray::from(vec![
+        Some("a"),
+        Some("b"),
+        None,
+        Some("d"),
+    ]));
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let err = write_array(store.clone(), "names", &array, WriteOptions::default()).unwrap_err();
+    assert!(
+        matches!(&err, Error::Nulls { column, row: 2 } if column == "names"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("--nulls fill"));
+    // Nothing was written: no metadata, so no array.
+    assert!(ZarrArray::open(store.clone(), "names").is_err());
+
+    let ok = write_array(
+        store.clone(),
+        "names",
+        &array,
+        WriteOptions::default().with_nulls(NullPolicy::Fill),
+    );
+    assert_eq!(ok.unwrap(), 4);
+    let back = ZarrArray::open(store, "names").unwrap().read_all().unwrap();
+    assert_eq!(
+        back.as_ref(),
+        &StringArray::from(vec!["a", "b", "", "d"]) as &dyn Array
+    );
+}
+
+#[test]
+fn null_rows_count_across_batches() {
+    let schema = Arc::new(Schema::new(vec![Field::new("x", ArrowType::Int32, true)]));
+    let batches = vec![
+        RecordBatch::try_new(
+            schema.clone(),
+            vec![Arc::new(Int32Array::from(vec![1, 2, 3]))],
+        )
+        .unwrap(),
+        RecordBatch::try_new(
+            schema.clone(),
+            vec![Arc::new(Int32Array::from(vec![Some(4), None]))],
+        )
+        .unwrap(),
+    ];
+    let reader = RecordBatchIterator::new(batches.into_iter().map(Ok), schema);
+    let err = write_batches(
+        reader,
+        Arc::new(MemoryStore::new()),
+        "",
+        WriteOptions::default(),
+    )
+    .unwrap_err();
+    assert!(matches!(err, Error::Nulls { row: 4, .. }), "{err}");
+}
+
+#[test]
+fn dictionaries_are_written_as_their_values() {
+    let dict: DictionaryArray<arrow_array::types::Int8Type> =
+        vec!["x", "y", "x", "z"].into_iter().collect();
+    let array: ArrayRef = Arc::new(dict);
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    write_array(store.clone(), "d", &array, WriteOptions::default()).unwrap();
+    let back = ZarrArray::open(store, "d").unwrap().read_all().unwrap();
+    assert_eq!(
+        back.as_ref(),
+        &StringArray::from(vec!["x", "y", "x", "z"]) as &dyn Array
+    );
+}
+
+#[test]
+fn existing_nodes_need_overwrite() {
+    let array: ArrayRef = Arc::new(Int32Array::from(vec![1, 2, 3]));
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    write_array(store.clone(), "a", &array, WriteOptions::default()).unwrap();
+    let again = write_array(store.clone(), "a", &array, WriteOptions::default());
+    assert!(matches!(again, Err(Error::AlreadyExists { .. })));
+    let smaller: ArrayRef = Arc::new(Int32Array::from(vec![9]));
+    write_array(
+        store.clone(),
+        "a",
+        &smaller,
+        WriteOptions::default()
+            .with_overwrite(true)
+            .with_chunk_len(1),
+    )
+    .unwrap();
+    // Old chunks are gone with the old array.
+    assert_eq!(
+        store.list_prefix("a/").unwrap(),
+        vec!["a/c/0", "a/zarr.json"]
+    );
+    assert!(write_array(store.clone(), "__reserved", &array, WriteOptions::default()).is_err());
+}
+
+#[test]
+fn unsupported_arrow_types_are_named() {
+    let array: ArrayRef = Arc::new(Date32Array::from(vec![1]));
+    let err = write_array(
+        Arc::new(MemoryStore::new()),
+        "when",
+        &array,
+        WriteOptions::default(),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("Date32"), "{err}");
+}
