@@ -280,3 +280,153 @@ fn columns_and_compression_options() {
     ]);
     assert!(String::from_utf8_lossy(&bad.stderr).contains("no 1-D array named \"nope\""));
 }
+
+/// Write a small Parquet file with a null in column `b` (row 2).
+fn parquet_with_null(path: &Path) {
+    use std::sync::Arc;
+    let schema = Arc::new(arrow_schema::Schema::new(vec![
+        arrow_schema::Field::new("a", arrow_schema::DataType::Int64, false),
+        arrow_schema::Field::new("b", arrow_schema::DataType::Utf8, true),
+    ]));
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(arrow_array::Int64Array::from(vec![1, 2, 3])),
+            Arc::new(arrow_array::StringArray::from(vec![
+                Some("x"),
+                Some("y"),
+                None,
+            ])),
+        ],
+    )
+    .unwrap();
+    let mut w =
+        parquet::arrow::ArrowWriter::try_new(File::create(path).unwrap(), schema, None).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+}
+
+#[test]
+fn table_to_zarr_refuses_nulls_and_leaves_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("t.parquet");
+    parquet_with_null(&src);
+    let dst = tmp.path().join("t.zarr");
+    let out = zarrow(&["convert", src.to_str().unwrap(), dst.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("column \"b\" has a null at row 2"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    // No output, and no temporary directory left behind.
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, vec![std::ffi::OsString::from("t.parquet")]);
+
+    let out = zarrow(&[
+        "convert",
+        src.to_str().unwrap(),
+        dst.to_str().unwrap(),
+        "--nulls",
+        "fill",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let back = tmp.path().join("back.arrow");
+    assert!(
+        zarrow(&["convert", dst.to_str().unwrap(), back.to_str().unwrap()])
+            .status
+            .success()
+    );
+    let batches = read_output(&back);
+    assert_eq!(
+        values(column(&batches, "b").as_ref()),
+        values(&arrow_array::StringArray::from(vec!["x", "y", ""]))
+    );
+    assert_eq!(
+        batches[0].schema().field(0).name(),
+        "a",
+        "column order kept"
+    );
+}
+
+#[test]
+fn table_to_zarr_overwrite_rules() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("t.arrow");
+    assert!(
+        zarrow(&[
+            "convert",
+            testdata().join("stores/v3_string.zarr").to_str().unwrap(),
+            src.to_str().unwrap()
+        ])
+        .status
+        .success()
+    );
+    let dst = tmp.path().join("out.zarr");
+    let src_s = src.to_str().unwrap();
+    let dst_s = dst.to_str().unwrap();
+    assert!(zarrow(&["convert", src_s, dst_s]).status.success());
+    // Exists: refused without --overwrite, replaced with it.
+    let again = zarrow(&["convert", src_s, dst_s]);
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("--overwrite"));
+    assert!(
+        zarrow(&[
+            "convert",
+            src_s,
+            dst_s,
+            "--overwrite",
+            "--encoding",
+            "zarrs-vlen"
+        ])
+        .status
+        .success()
+    );
+    let meta = std::fs::read_to_string(dst.join("v3_string").join("zarr.json")).unwrap();
+    assert!(meta.contains("zarrs.vlen"));
+    // A directory that is not a Zarr store is never replaced.
+    let precious = tmp.path().join("precious");
+    std::fs::create_dir(&precious).unwrap();
+    std::fs::write(precious.join("notes.txt"), b"keep me").unwrap();
+    let out = zarrow(&["convert", src_s, precious.to_str().unwrap(), "--overwrite"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a Zarr store"));
+    assert_eq!(
+        std::fs::read(precious.join("notes.txt")).unwrap(),
+        b"keep me"
+    );
+    // Bad option values are one-line errors.
+    for (flag, value) in [
+        ("--encoding", "nope"),
+        ("--compressor", "lzma"),
+        ("--nulls", "maybe"),
+        ("--zarr-format", "4"),
+    ] {
+        let out = zarrow(&[
+            "convert",
+            src_s,
+            tmp.path().join("x.zarr").to_str().unwrap(),
+            flag,
+            value,
+        ]);
+        assert!(!out.status.success(), "{flag} {value}");
+    }
+    let out = zarrow(&[
+        "convert",
+        src_s,
+        tmp.path().join("x.zarr").to_str().unwrap(),
+        "--zarr-format",
+        "2",
+        "--encoding",
+        "zep0007",
+    ]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs Zarr v3"));
+}

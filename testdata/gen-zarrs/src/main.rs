@@ -634,8 +634,53 @@ fn cases() -> Vec<Case> {
     out
 }
 
+/// `read STORE`: read every array of a store (the root array, or each child array
+/// of a root group) with zarrs and print `{name: {"data_type", "values_b64"}}` as
+/// JSON. Fixed-width elements are given as their raw bytes (little-endian), so a
+/// checker can compare any type. Used by zarrow's CI to check that zarrs reads
+/// zarrow's output.
+fn read_store(root: &Path) -> Res<Value> {
+    let store = Arc::new(FilesystemStore::new(root)?);
+    let meta: Value = serde_json::from_slice(&std::fs::read(root.join("zarr.json"))?)?;
+    let mut paths = Vec::new();
+    if meta["node_type"] == "array" {
+        paths.push(("".to_string(), "/".to_string()));
+    } else {
+        let mut names: Vec<String> = std::fs::read_dir(root)?
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().join("zarr.json").is_file())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        paths.extend(names.into_iter().map(|n| (n.clone(), format!("/{n}"))));
+    }
+    let mut out = serde_json::Map::new();
+    for (name, path) in paths {
+        let array = Array::open(store.clone(), &path)?;
+        let subset = array.subset_all();
+        let bytes: ArrayBytes = array.retrieve_array_subset(&subset)?;
+        let values: Vec<Value> = match array.data_type().fixed_size() {
+            Some(size) => {
+                let raw = bytes.into_fixed()?;
+                raw.chunks(size.max(1)).map(|e| Value::from(BASE64_STANDARD.encode(e))).collect()
+            }
+            None => {
+                let (data, offsets) = bytes.into_variable()?.into_parts();
+                offsets.windows(2).map(|w| Value::from(BASE64_STANDARD.encode(&data[w[0]..w[1]]))).collect()
+            }
+        };
+        let dir_meta: Value = serde_json::from_slice(&std::fs::read(root.join(name.as_str()).join("zarr.json"))?)?;
+        out.insert(name, json!({"data_type": dir_meta["data_type"], "values_b64": values}));
+    }
+    Ok(Value::Object(out))
+}
+
 fn main() -> Res<()> {
     let args: Vec<String> = std::env::args().collect();
+    if args.len() == 3 && args[1] == "read" {
+        println!("{}", read_store(Path::new(&args[2]))?);
+        return Ok(());
+    }
     if args.len() != 3 {
         eprintln!("usage: {} STORES_DIR DUMPS_DIR", args[0]);
         std::process::exit(2);

@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""Check zarrow's Zarr output against the other implementations.
+
+Usage: check_write.py ZARROW_BIN [--zarrs ZARRS_READ_BIN]
+
+Builds one pyarrow table with every column type zarrow writes (strings, large and
+view strings, binary in the three layouts, every integer width, floats with NaN and
+infinities, bools; empty values, non-ASCII, NUL bytes, invalid UTF-8 in binary),
+saves it as Parquet, an Arrow IPC file and an IPC stream, and for each writer
+configuration runs `ZARROW_BIN convert SRC OUT.zarr ...`. Then:
+
+* zarr-python (pinned in testdata/gen/requirements.txt) reads every default-encoding
+  and Zarr v2 output: each array equals the original column;
+* zarrs (ZARRS_READ_BIN = `testdata/gen-zarrs` built, run as `BIN read STORE`) reads
+  every default-encoding and zarrs-vlen output: each array equals the column;
+* zarrow reads every output back to Arrow IPC: the table equals the original,
+  types included (zarrow records the Arrow type and the column order).
+
+Prints a line per check and ends with "N passed, M failed"; exits 1 on failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import math
+import struct
+import subprocess
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import zarr
+
+warnings.filterwarnings("ignore")
+
+ROWS = 2500
+CONFIGS = [
+    # (name, zarrow convert flags, read by zarr-python, read by zarrs)
+    ("v3-default-zstd", [], True, True),
+    ("v3-default-gzip-chunk333", ["--compressor", "gzip", "--chunk-len", "333"], True, True),
+    ("v3-default-blosc", ["--compressor", "blosc", "--level", "3"], True, True),
+    ("v3-default-none-chunk97", ["--compressor", "none", "--chunk-len", "97"], True, True),
+    ("v2-default-zstd", ["--zarr-format", "2"], True, False),
+    ("v2-default-blosc-chunk500", ["--zarr-format", "2", "--compressor", "blosc", "--chunk-len", "500"], True, False),
+    ("v2-default-none", ["--zarr-format", "2", "--compressor", "none"], True, False),
+    ("v3-zarrs-vlen-zstd", ["--encoding", "zarrs-vlen"], False, True),
+    ("v3-zarrs-vlen-none-chunk250", ["--encoding", "zarrs-vlen", "--compressor", "none", "--chunk-len", "250"], False, True),
+    ("v3-zep0007-none", ["--encoding", "zep0007", "--compressor", "none"], False, False),
+    ("v3-zep0007-zstd-chunk400", ["--encoding", "zep0007", "--chunk-len", "400"], False, False),
+]
+
+
+def table() -> pa.Table:
+    rng = np.random.default_rng(7)
+    words = ["", "a", "the quick brown fox", "ünïcödé", "日本語", "🦀🐍", "a\x00b", "x" * 40]
+    strings = [words[i] for i in rng.integers(0, len(words), ROWS)]
+    blobs = [bytes(rng.integers(0, 256, int(n), dtype=np.uint8)) for n in rng.integers(0, 12, ROWS)]
+    blobs[:3] = [b"", b"\xff\xfe", b"\x00\x00"]
+    cols = {
+        "s_utf8": pa.array(strings, pa.string()),
+        "s_large": pa.array(strings[::-1], pa.large_string()),
+        "s_view": pa.array(strings, pa.string_view()),
+        "b_binary": pa.array(blobs, pa.binary()),
+        "b_large": pa.array(blobs[::-1], pa.large_binary()),
+        "b_view": pa.array(blobs, pa.binary_view()),
+        "flag": pa.array(rng.integers(0, 2, ROWS).astype(bool)),
+    }
+    for t in ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]:
+        info = np.iinfo(t)
+        v = rng.integers(info.min, info.max, ROWS, dtype=t, endpoint=True)
+        v[:2] = [info.min, info.max]
+        cols[t] = pa.array(v)
+    for t in ["float32", "float64"]:
+        v = rng.normal(size=ROWS).astype(t)
+        v[:4] = [np.nan, np.inf, -np.inf, -0.0]
+        cols[t] = pa.array(v)
+    return pa.table(cols)
+
+
+def same(a, b) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return (math.isnan(a) and math.isnan(b)) or (a == b and math.copysign(1, a) == math.copysign(1, b))
+    return type(a) is type(b) and a == b
+
+
+def compare_values(name: str, got: list, want: list) -> str | None:
+    if len(got) != len(want):
+        return f"{name}: {len(got)} values, expected {len(want)}"
+    for i, (g, w) in enumerate(zip(got, want)):
+        if not same(g, w):
+            return f"{name}[{i}]: {g!r} != {w!r}"
+    return None
+
+
+def python_values(col: pa.ChunkedArray) -> list:
+    return col.to_pylist()
+
+
+def zarr_python_check(store: Path, t: pa.Table) -> str | None:
+    g = zarr.open_group(str(store), mode="r")
+    for name in t.column_names:
+        got = [x.item() if isinstance(x, np.generic) else x for x in g[name][:].tolist()]
+        if pa.types.is_floating(t.schema.field(name).type) and t.schema.field(name).type == pa.float32():
+            want = [float(np.float32(x)) for x in python_values(t.column(name))]
+        else:
+            want = python_values(t.column(name))
+        if problem := compare_values(f"zarr-python {name}", got, want):
+            return problem
+    return None
+
+
+PACK = {
+    pa.int8(): "<b", pa.int16(): "<h", pa.int32(): "<i", pa.int64(): "<q",
+    pa.uint8(): "<B", pa.uint16(): "<H", pa.uint32(): "<I", pa.uint64(): "<Q",
+    pa.float32(): "<f", pa.float64(): "<d", pa.bool_(): "<?",
+}
+
+
+def zarrs_check(zarrs: str, store: Path, t: pa.Table) -> str | None:
+    proc = subprocess.run([zarrs, "read", str(store)], capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0:
+        return f"zarrs failed: {proc.stderr.strip()[-500:]}"
+    arrays = json.loads(proc.stdout)
+    if sorted(arrays) != sorted(t.column_names):
+        return f"zarrs sees arrays {sorted(arrays)}"
+    for name in t.column_names:
+        typ = t.schema.field(name).type
+        got = [base64.b64decode(v) for v in arrays[name]["values_b64"]]
+        if typ in PACK:
+            want = [struct.pack(PACK[typ], v) for v in python_values(t.column(name))]
+        else:
+            want = [v.encode() if isinstance(v, str) else v for v in python_values(t.column(name))]
+        if problem := compare_values(f"zarrs {name}", got, want):
+            return problem
+    return None
+
+
+def zarrow_back_check(zarrow: str, store: Path, tmp: Path, t: pa.Table) -> str | None:
+    back = tmp / (store.name + ".back.arrow")
+    run(zarrow, ["convert", str(store), str(back)])
+    with pa.ipc.open_file(back) as f:
+        got = f.read_all()
+    if got.schema.remove_metadata() != t.schema.remove_metadata():
+        # zarrow's fields are non-nullable (Zarr has no nulls); compare names and types.
+        g = [(f.name, f.type) for f in got.schema]
+        w = [(f.name, f.type) for f in t.schema]
+        if g != w:
+            return f"zarrow read back schema {g} != {w}"
+    for name in t.column_names:
+        if problem := compare_values(f"zarrow {name}", python_values(got.column(name)), python_values(t.column(name))):
+            return problem
+    return None
+
+
+def run(zarrow: str, args: list[str]) -> None:
+    proc = subprocess.run([zarrow, *args], capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise AssertionError(f"zarrow {' '.join(args)} exited {proc.returncode}: {proc.stderr.strip()}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("zarrow")
+    ap.add_argument("--zarrs", help="the testdata/gen-zarrs binary (`read` mode)")
+    args = ap.parse_args()
+    t = table()
+    passed = failed = 0
+    with tempfile.TemporaryDirectory(prefix="zarrow-write-") as tmp_name:
+        tmp = Path(tmp_name)
+        sources = {"parquet": tmp / "t.parquet", "arrow": tmp / "t.arrow", "arrows": tmp / "t.arrows"}
+        pq.write_table(t, sources["parquet"], row_group_size=700)
+        with pa.ipc.new_file(sources["arrow"], t.schema) as w:
+            for batch in t.to_batches(max_chunksize=600):
+                w.write_batch(batch)
+        with pa.ipc.new_stream(sources["arrows"], t.schema) as w:
+            for batch in t.to_batches(max_chunksize=900):
+                w.write_batch(batch)
+        for i, (name, flags, by_zarr_python, by_zarrs) in enumerate(CONFIGS):
+            source = list(sources.values())[i % 3]
+            store = tmp / f"{name}.zarr"
+            checks = []
+            try:
+                run(args.zarrow, ["convert", str(source), str(store), *flags])
+                checks.append(("zarrow", zarrow_back_check(args.zarrow, store, tmp, t)))
+                if by_zarr_python:
+                    checks.append(("zarr-python", zarr_python_check(store, t)))
+                if by_zarrs and args.zarrs:
+                    checks.append(("zarrs", zarrs_check(args.zarrs, store, t)))
+            except Exception as e:  # noqa: BLE001 - report and go on
+                checks.append(("convert", f"{type(e).__name__}: {e}"))
+            for reader, problem in checks:
+                label = f"{name} ({source.suffix}) read by {reader}"
+                if problem is None:
+                    passed += 1
+                    print(f"ok   {label}")
+                else:
+                    failed += 1
+                    print(f"FAIL {label}: {problem}")
+    if not args.zarrs:
+        print("note: --zarrs not given, zarrs checks skipped")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
