@@ -14,25 +14,9 @@ use zarrow::codec::compress::{zstd_decode, zstd_encode};
 use zarrow::codec::{vlen_interleaved, zep0007};
 use zarrow::{MemoryStore, ReadOptions, Store, StringType, ZarrArray};
 
-const ELEMENTS: usize = 5_000_000;
-const CHUNK: usize = 1_000_000;
+mod common;
 
-/// Deterministic strings of 0..=32 ASCII bytes (xorshift).
-fn strings() -> Vec<Vec<u8>> {
-    let mut state = 0x9E37_79B9_7F4A_7C15u64;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
-    (0..ELEMENTS)
-        .map(|_| {
-            let len = (next() % 33) as usize;
-            (0..len).map(|_| b'a' + (next() % 26) as u8).collect()
-        })
-        .collect()
-}
+use common::{CHUNK, ELEMENTS, strings};
 
 fn metadata(data_type: serde_json::Value, codecs: serde_json::Value) -> Vec<u8> {
     serde_json::to_vec(&json!({

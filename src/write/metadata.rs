@@ -84,9 +84,10 @@ impl ArraySpec {
         let attributes =
             json!({ ZARROW_ATTRIBUTE: { "arrow_type": arrow_type_name(&self.arrow_type) } });
         if zarr_format == 2 {
+            // Attributes first: the node appears (`.zarray`) complete.
             return vec![
-                (".zarray", self.v2(len, chunk_len)),
                 (".zattrs", attributes),
+                (".zarray", self.v2(len, chunk_len)),
             ];
         }
         let mut codecs = Vec::new();
@@ -191,8 +192,8 @@ pub(crate) fn group_documents(zarr_format: u8, columns: &[String]) -> Vec<(&'sta
     let attributes = json!({ ZARROW_ATTRIBUTE: { "columns": columns } });
     if zarr_format == 2 {
         vec![
-            (".zgroup", json!({"zarr_format": 2})),
             (".zattrs", attributes),
+            (".zgroup", json!({"zarr_format": 2})),
         ]
     } else {
         vec![(

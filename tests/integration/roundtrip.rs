@@ -288,3 +288,93 @@ fn unsupported_arrow_types_are_named() {
     .unwrap_err();
     assert!(err.to_string().contains("Date32"), "{err}");
 }
+
+/// A store that records the order of writes.
+#[derive(Debug, Default)]
+struct Recording {
+    inner: MemoryStore,
+    sets: std::sync::Mutex<Vec<String>>,
+}
+
+impl Store for Recording {
+    fn get(&self, key: &str) -> zarrow::Result<Option<arrow_buffer::Buffer>> {
+        self.inner.get(key)
+    }
+    fn get_range(
+        &self,
+        key: &str,
+        range: std::ops::Range<u64>,
+    ) -> zarrow::Result<Option<arrow_buffer::Buffer>> {
+        self.inner.get_range(key, range)
+    }
+    fn set(&self, key: &str, value: &[u8]) -> zarrow::Result<()> {
+        self.sets.lock().unwrap().push(key.to_string());
+        self.inner.set(key, value)
+    }
+    fn delete(&self, key: &str) -> zarrow::Result<()> {
+        self.inner.delete(key)
+    }
+    fn list_prefix(&self, prefix: &str) -> zarrow::Result<Vec<String>> {
+        self.inner.list_prefix(prefix)
+    }
+    fn list_children(&self, prefix: &str) -> zarrow::Result<Vec<String>> {
+        self.inner.list_children(prefix)
+    }
+}
+
+#[test]
+fn metadata_is_written_after_the_chunks() {
+    for format in [2u8, 3] {
+        let store = Arc::new(Recording::default());
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("a", ArrowType::Int32, false),
+            Field::new("b", ArrowType::Utf8, false),
+        ]));
+        let batches: Vec<RecordBatch> = (0..5)
+            .map(|i| {
+                RecordBatch::try_new(
+                    schema.clone(),
+                    vec![
+                        Arc::new(Int32Array::from(vec![i; 7])),
+                        Arc::new(StringArray::from(vec!["s"; 7])),
+                    ],
+                )
+                .unwrap()
+            })
+            .collect();
+        let reader = RecordBatchIterator::new(batches.into_iter().map(Ok), schema);
+        let options = WriteOptions::default()
+            .with_zarr_format(format)
+            .with_chunk_len(10);
+        write_batches(reader, store.clone(), "g", options).unwrap();
+        let sets = store.sets.lock().unwrap().clone();
+        let is_meta =
+            |k: &str| k.ends_with("zarr.json") || k.ends_with(".zarray") || k.ends_with(".zgroup");
+        for column in ["g/a/", "g/b/"] {
+            let last_chunk = sets
+                .iter()
+                .rposition(|k| k.starts_with(column) && !is_meta(k) && !k.ends_with(".zattrs"))
+                .unwrap();
+            let meta = sets
+                .iter()
+                .position(|k| k.starts_with(column) && is_meta(k))
+                .unwrap();
+            assert!(last_chunk < meta, "v{format} {column}: {sets:?}");
+        }
+        let group_meta = sets
+            .iter()
+            .position(|k| k == "g/zarr.json" || k == "g/.zgroup")
+            .unwrap();
+        assert_eq!(
+            group_meta,
+            sets.len() - 1,
+            "the group appears last: {sets:?}"
+        );
+        assert_eq!(
+            sets.iter()
+                .filter(|k| k.starts_with("g/a/") && !is_meta(k) && !k.ends_with(".zattrs"))
+                .count(),
+            4
+        );
+    }
+}
