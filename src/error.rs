@@ -116,6 +116,14 @@ pub enum Error {
         /// What went wrong.
         message: String,
     },
+    /// A linear-exchange-format document breaks the RFC.
+    #[error("linear format: {field}: {message}")]
+    Linear {
+        /// The header field (or `data`, `json`) at fault.
+        field: String,
+        /// What is wrong.
+        message: String,
+    },
     /// A caller-supplied argument is out of range or inconsistent.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

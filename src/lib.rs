@@ -54,6 +54,7 @@ mod error;
 pub mod export;
 mod fill;
 pub mod grid;
+pub mod linear;
 pub mod metadata;
 mod offsets;
 pub mod read;
@@ -64,6 +65,7 @@ pub mod write;
 pub use error::{ChunkError, Error, Result};
 pub use metadata::{
     ArrayMetadata, DataType, FillValue, GroupMetadata, NodeMetadata, StringType, read_node,
+    recorded_columns,
 };
 pub use read::{ArrayBatchReader, GroupBatchReader, ReadOptions, ZarrArray, ZarrGroup};
 pub use store::{LocalStore, MemoryStore, Store, StoreExt};

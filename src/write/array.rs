@@ -30,6 +30,9 @@ pub struct ArrayWriter {
     queued: RowQueue,
     next_chunk: u64,
     rows: u64,
+    /// For an N-d array: its shape and chunk shape. Chunks span every dimension
+    /// but the first, so each holds a contiguous run of the C-order values.
+    grid: Option<(Vec<u64>, Vec<u64>)>,
 }
 
 /// A chunk ready to be encoded and stored.
@@ -81,6 +84,7 @@ impl ArrayWriter {
             queued: RowQueue::default(),
             next_chunk: 0,
             rows: 0,
+            grid: None,
         })
     }
 
@@ -158,7 +162,14 @@ impl ArrayWriter {
     /// Encode and store one chunk (safe to call from several threads).
     pub(crate) fn store_chunk(&self, chunk: &ReadyChunk) -> Result<()> {
         let chunk_len = self.chunk_len.unwrap_or(chunk.values.len());
-        let key = join_key(&self.path, &self.key_encoding().key(&[chunk.index]));
+        let indices = match &self.grid {
+            Some((shape, _)) if shape.is_empty() => vec![],
+            Some((shape, _)) => std::iter::once(chunk.index)
+                .chain(std::iter::repeat_n(0, shape.len() - 1))
+                .collect(),
+            None => vec![chunk.index],
+        };
+        let key = join_key(&self.path, &self.key_encoding().key(&indices));
         let codec_error = |message: String| Error::Encode {
             key: key.clone(),
             message,
@@ -197,9 +208,13 @@ impl ArrayWriter {
         let chunk_len = self.chunk_len.unwrap_or_else(|| {
             default_chunk_len(&self.spec, &new_empty_array(&self.spec.arrow_type))
         });
-        for (name, doc) in
-            self.spec
-                .documents(self.rows, chunk_len as u64, self.options.zarr_format)
+        let (shape, chunk_shape) = match &self.grid {
+            Some((shape, chunk_shape)) => (shape.clone(), chunk_shape.clone()),
+            None => (vec![self.rows], vec![chunk_len as u64]),
+        };
+        for (name, doc) in self
+            .spec
+            .documents(&shape, &chunk_shape, self.options.zarr_format)
         {
             let bytes = serde_json::to_vec_pretty(&doc)
                 .map_err(|e| Error::InvalidArgument(e.to_string()))?;
@@ -215,6 +230,46 @@ impl ArrayWriter {
         }
         self.finish_metadata()
     }
+}
+
+/// Write an N-d array of `shape` at node `path` from its values in C order.
+///
+/// Chunks span every dimension but the first (`[rows, shape[1], ...]`, `rows` from
+/// the chunk length option, or about [`DEFAULT_CHUNK_BYTES`](super::DEFAULT_CHUNK_BYTES)
+/// of values); a 0-d array (`shape` empty) is one chunk of one element.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] when `values` does not hold `shape`'s element count.
+pub fn write_nd_array(
+    store: Arc<dyn Store>,
+    path: &str,
+    values: &ArrayRef,
+    shape: &[u64],
+    options: WriteOptions,
+) -> Result<u64> {
+    let elements = shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d));
+    if elements != Some(values.len() as u64) {
+        return Err(Error::InvalidArgument(format!(
+            "{} values do not fill shape {shape:?}",
+            values.len()
+        )));
+    }
+    let mut writer = ArrayWriter::try_new(store, path, values.data_type(), options)?;
+    let rest: Vec<u64> = shape.iter().skip(1).map(|&d| d.max(1)).collect();
+    let row_len: u64 = rest.iter().product();
+    let chunk_shape: Vec<u64> = if shape.is_empty() {
+        vec![]
+    } else {
+        let target = writer
+            .chunk_len
+            .unwrap_or_else(|| default_chunk_len(&writer.spec, values)) as u64;
+        let rows = (target / row_len).clamp(1, shape[0].max(1));
+        std::iter::once(rows).chain(rest).collect()
+    };
+    writer.chunk_len = Some(chunk_shape.iter().product::<u64>() as usize);
+    writer.grid = Some((shape.to_vec(), chunk_shape));
+    writer.write(values)?;
+    writer.finish()
 }
 
 /// Write one array at node `path` in one call.

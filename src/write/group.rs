@@ -118,13 +118,31 @@ impl GroupWriter {
         for writer in &self.columns {
             rows = writer.finish_metadata()?;
         }
-        for (name, doc) in group_documents(self.options.zarr_format, &self.names) {
-            let bytes = serde_json::to_vec_pretty(&doc)
-                .map_err(|e| Error::InvalidArgument(e.to_string()))?;
-            self.store.set(&join_key(&self.path, name), &bytes)?;
-        }
+        write_group_metadata(
+            self.store.as_ref(),
+            &self.path,
+            &self.names,
+            self.options.zarr_format,
+        )?;
         Ok(rows)
     }
+}
+
+/// Write the metadata of the group at `path`, whose child arrays `columns` (in this
+/// order, which zarrow's reader restores) are already written: the last step, so a
+/// reader never sees a group with arrays still missing.
+pub fn write_group_metadata(
+    store: &dyn Store,
+    path: &str,
+    columns: &[String],
+    zarr_format: u8,
+) -> Result<()> {
+    for (name, doc) in group_documents(zarr_format, columns) {
+        let bytes =
+            serde_json::to_vec_pretty(&doc).map_err(|e| Error::InvalidArgument(e.to_string()))?;
+        store.set(&join_key(path, name), &bytes)?;
+    }
+    Ok(())
 }
 
 /// Write every batch of `reader` into a group at `path`. Returns the rows written.

@@ -73,12 +73,12 @@ impl ArraySpec {
         })
     }
 
-    /// The key/value documents of the array's metadata, for `len` elements in
-    /// chunks of `chunk_len`.
+    /// The key/value documents of the array's metadata for an array of `shape` in
+    /// chunks of `chunk_shape`.
     pub(crate) fn documents(
         &self,
-        len: u64,
-        chunk_len: u64,
+        shape: &[u64],
+        chunk_shape: &[u64],
         zarr_format: u8,
     ) -> Vec<(&'static str, Value)> {
         let attributes =
@@ -87,7 +87,7 @@ impl ArraySpec {
             // Attributes first: the node appears (`.zarray`) complete.
             return vec![
                 (".zattrs", attributes),
-                (".zarray", self.v2(len, chunk_len)),
+                (".zarray", self.v2(shape, chunk_shape)),
             ];
         }
         let mut codecs = Vec::new();
@@ -132,9 +132,9 @@ impl ArraySpec {
         vec![(
             "zarr.json",
             json!({
-                "shape": [len],
+                "shape": shape,
                 "data_type": data_type,
-                "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [chunk_len]}},
+                "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": chunk_shape}},
                 "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
                 "fill_value": fill,
                 "codecs": codecs,
@@ -155,7 +155,7 @@ impl ArraySpec {
         }
     }
 
-    fn v2(&self, len: u64, chunk_len: u64) -> Value {
+    fn v2(&self, shape: &[u64], chunk_shape: &[u64]) -> Value {
         let (dtype, filters) = match self.data_type {
             DataType::String => ("|O".to_string(), json!([{"id": "vlen-utf8"}])),
             DataType::Bytes => ("|O".to_string(), json!([{"id": "vlen-bytes"}])),
@@ -175,8 +175,8 @@ impl ArraySpec {
         };
         json!({
             "zarr_format": 2,
-            "shape": [len],
-            "chunks": [chunk_len],
+            "shape": shape,
+            "chunks": chunk_shape,
             "dtype": dtype,
             "compressor": self.codec.as_ref().map(codec_v2),
             "fill_value": self.fill_json(),

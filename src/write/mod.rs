@@ -16,8 +16,9 @@ mod encode;
 mod group;
 mod metadata;
 
-pub use array::{ArrayWriter, write_array};
-pub use group::{GroupWriter, write_batches};
+pub use array::{ArrayWriter, write_array, write_nd_array};
+pub(crate) use encode::for_each_value;
+pub use group::{GroupWriter, write_batches, write_group_metadata};
 
 use crate::codec::{BloscConfig, BloscShuffle, BytesToBytes};
 use crate::error::{Error, Result};

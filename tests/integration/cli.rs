@@ -171,7 +171,7 @@ fn errors_are_one_line_and_nonzero() {
                     .join("stores/v3_string.zarr")
                     .display()
                     .to_string(),
-                tmp.path().join("x.csv").display().to_string(),
+                tmp.path().join("x.xlsx").display().to_string(),
             ],
             "output format",
         ),
@@ -429,4 +429,93 @@ fn table_to_zarr_overwrite_rules() {
         "zep0007",
     ]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("needs Zarr v3"));
+}
+
+#[test]
+fn linear_json_and_csv_round_trip_through_the_cli() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = |name: &str| tmp.path().join(name).to_str().unwrap().to_string();
+    // Zarr -> CSV -> Zarr -> CSV reproduces the CSV byte for byte.
+    let obs = testdata().join("stores/obs.zarr");
+    assert!(
+        zarrow(&["convert", obs.to_str().unwrap(), &p("obs.csv")])
+            .status
+            .success()
+    );
+    let out = zarrow(&["convert", &p("obs.csv"), &p("obs.zarr")]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        zarrow(&["convert", &p("obs.zarr"), &p("again.csv")])
+            .status
+            .success()
+    );
+    assert_eq!(
+        std::fs::read(p("obs.csv")).unwrap(),
+        std::fs::read(p("again.csv")).unwrap()
+    );
+
+    // A 2-d string array -> JSON -> Zarr keeps its shape and values; JSON -> Parquet
+    // gives the flattened column.
+    let src = testdata().join("stores/v3_string_2d.zarr");
+    assert!(
+        zarrow(&["convert", src.to_str().unwrap(), &p("s.json")])
+            .status
+            .success()
+    );
+    assert!(
+        zarrow(&["convert", &p("s.json"), &p("s.zarr"), "--zarr-format", "2"])
+            .status
+            .success()
+    );
+    let back = zarrow::ZarrArray::open(
+        std::sync::Arc::new(zarrow::LocalStore::new(p("s.zarr"))),
+        "",
+    )
+    .unwrap();
+    assert_eq!(back.metadata().shape, vec![5, 3]);
+    assert_eq!(back.metadata().zarr_format, 2);
+    let original =
+        zarrow::ZarrArray::open(std::sync::Arc::new(zarrow::LocalStore::new(&src)), "").unwrap();
+    assert_eq!(
+        values(back.read_all().unwrap().as_ref()),
+        values(original.read_all().unwrap().as_ref())
+    );
+    assert!(
+        zarrow(&["convert", &p("s.json"), &p("s.parquet")])
+            .status
+            .success()
+    );
+    assert_eq!(read_output(Path::new(&p("s.parquet")))[0].num_rows(), 15);
+
+    // A group does not fit one JSON array.
+    let out = zarrow(&["convert", obs.to_str().unwrap(), &p("obs.json")]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains(".csv"));
+}
+
+#[test]
+fn invalid_linear_input_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bad = tmp.path().join("bad.json");
+    std::fs::write(
+        &bad,
+        r#"["version","1.0.0","ndarray","shape",2,"strides",1,"offset",0,"order","row-major","dtype","int8","length",2,"capacity",2,"data",1,300]"#,
+    )
+    .unwrap();
+    let dst = tmp.path().join("bad.zarr");
+    let out = zarrow(&["convert", bad.to_str().unwrap(), dst.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("linear format: data: element 1 (300) does not fit dtype int8"),
+        "{stderr}"
+    );
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, vec![std::ffi::OsString::from("bad.json")]);
 }

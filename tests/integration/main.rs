@@ -4,6 +4,7 @@ mod bad_data;
 mod cli;
 mod common;
 mod golden;
+mod linear;
 mod robustness;
 mod roundtrip;
 mod store;

@@ -3,6 +3,7 @@
 
 mod from_zarr;
 mod info;
+mod linear;
 mod progress;
 mod to_zarr;
 
@@ -44,6 +45,10 @@ enum Command {
     /// A table to Zarr: SRC is a .parquet, .arrow/.ipc/.feather or .arrows file; DST
     /// is a directory (conventionally NAME.zarr) that becomes a group with one 1-D
     /// array per column.
+    ///
+    /// The stdlib linear exchange format: a Zarr array to OUT.json, a group (or an
+    /// array) to OUT.csv with one column per array; IN.json to a Zarr array (N-d) or
+    /// a table file, IN.csv to a Zarr group.
     Convert(ConvertArgs),
 }
 
@@ -130,12 +135,17 @@ fn convert(args: &ConvertArgs) -> Result<()> {
         )));
     }
     if args.src.is_dir() {
-        from_zarr::convert(args)
+        match linear::kind(&args.dst) {
+            Some(kind) => linear::export(args, kind),
+            None => from_zarr::convert(args),
+        }
+    } else if let Some(kind) = linear::kind(&args.src) {
+        linear::import(args, kind)
     } else if to_zarr::is_table_file(&args.src) {
         to_zarr::convert(args)
     } else {
         Err(Error::InvalidArgument(format!(
-            "{} is neither a Zarr directory nor a .parquet / .arrow / .ipc / .feather / .arrows file",
+            "{} is neither a Zarr directory nor a .parquet / .arrow / .ipc / .feather / .arrows / .json / .csv file",
             args.src.display()
         )))
     }

@@ -13,7 +13,7 @@ use arrow_array::RecordBatchReader;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use zarrow::export::ExportFormat;
 use zarrow::write::{Compressor, Encoding, NullPolicy, WriteOptions, write_batches};
-use zarrow::{Error, LocalStore, Result};
+use zarrow::{Error, LocalStore, Result, Store};
 
 use crate::ConvertArgs;
 use crate::progress::Progress;
@@ -52,7 +52,7 @@ fn open_table(path: &Path) -> Result<(Reader, Option<u64>)> {
     })
 }
 
-fn options(args: &ConvertArgs) -> Result<WriteOptions> {
+pub(crate) fn options(args: &ConvertArgs) -> Result<WriteOptions> {
     let bad = |what: &str, value: &str, allowed: &str| {
         Error::InvalidArgument(format!("unknown {what} {value:?} ({allowed})"))
     };
@@ -100,8 +100,22 @@ pub(crate) fn convert(args: &ConvertArgs) -> Result<()> {
         )));
     }
     let options = options(args)?;
+    let (reader, total) = open_table(&args.src)?;
+    write_store(dst, args.overwrite, |store| {
+        write_batches(Progress::new(reader, total), store, "", options)
+    })
+}
+
+/// Write a Zarr store at `dst` through `write`, atomically: into a temporary
+/// directory beside `dst`, renamed into place when `write` succeeds and removed when
+/// it fails. An existing `dst` needs `overwrite` and must be a Zarr store.
+pub(crate) fn write_store(
+    dst: &Path,
+    overwrite: bool,
+    write: impl FnOnce(Arc<dyn Store>) -> Result<u64>,
+) -> Result<()> {
     if dst.exists() {
-        if !args.overwrite {
+        if !overwrite {
             return Err(Error::InvalidArgument(format!(
                 "{} exists (pass --overwrite to replace it)",
                 dst.display()
@@ -114,15 +128,8 @@ pub(crate) fn convert(args: &ConvertArgs) -> Result<()> {
             )));
         }
     }
-    let (reader, total) = open_table(&args.src)?;
     let temp = temp_dir(dst)?;
-    let result = write_batches(
-        Progress::new(reader, total),
-        Arc::new(LocalStore::new(&temp)),
-        "",
-        options,
-    )
-    .and_then(|rows| {
+    let result = write(Arc::new(LocalStore::new(&temp))).and_then(|rows| {
         if dst.exists() {
             std::fs::remove_dir_all(dst)
                 .map_err(|e| Error::InvalidArgument(format!("removing {}: {e}", dst.display())))?;

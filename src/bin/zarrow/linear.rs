@@ -1,0 +1,180 @@
+//! `zarrow convert` to and from the stdlib linear exchange format: a Zarr array to
+//! `.json`, a group (or an array) to `.csv` (one column per array), and back.
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Write as _};
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, RecordBatch, RecordBatchIterator};
+use arrow_schema::{Field, Schema};
+use zarrow::export::{ExportFormat, export_to_path, parse_parquet_compression};
+use zarrow::linear::{parse_json, read_csv, write_csv, write_json};
+use zarrow::metadata::recorded_columns;
+use zarrow::write::{write_group_metadata, write_nd_array};
+use zarrow::{Error, NodeMetadata, Result, ZarrArray, ZarrGroup, read_node};
+
+use crate::to_zarr::{options, write_store};
+use crate::{ConvertArgs, open_store};
+
+/// The linear-format file kinds, by extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Json,
+    Csv,
+}
+
+pub(crate) fn kind(path: &Path) -> Option<Kind> {
+    match path.extension()?.to_str()?.to_ascii_lowercase().as_str() {
+        "json" => Some(Kind::Json),
+        "csv" => Some(Kind::Csv),
+        _ => None,
+    }
+}
+
+/// Write a file atomically: a temporary file beside it, renamed when complete.
+fn write_file(
+    dst: &Path,
+    overwrite: bool,
+    write: impl FnOnce(&mut BufWriter<File>) -> Result<()>,
+) -> Result<()> {
+    if dst.exists() && !overwrite {
+        return Err(Error::InvalidArgument(format!(
+            "{} exists (pass --overwrite to replace it)",
+            dst.display()
+        )));
+    }
+    let name = dst
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let temp = dst.with_file_name(format!(".{name}.{}.partial", std::process::id()));
+    let io = |e: std::io::Error| Error::InvalidArgument(format!("{}: {e}", dst.display()));
+    let result = (|| {
+        let mut out = BufWriter::new(File::create(&temp).map_err(io)?);
+        write(&mut out)?;
+        out.into_inner()
+            .map_err(|e| io(e.into_error()))?
+            .sync_all()
+            .map_err(io)?;
+        std::fs::rename(&temp, dst).map_err(io)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    result
+}
+
+/// The arrays of a group in the order zarrow recorded, else by name; or the array.
+fn arrays(src: &Path) -> Result<Vec<(String, ZarrArray)>> {
+    let store = open_store(src)?;
+    match read_node(store.as_ref(), "")? {
+        NodeMetadata::Array(_) => {
+            let name = crate::store_name(src);
+            Ok(vec![(name, ZarrArray::open(store, "")?)])
+        }
+        NodeMetadata::Group(meta) => {
+            let group = ZarrGroup::open(store.clone(), "")?;
+            let mut names: Vec<String> = group
+                .children()?
+                .into_iter()
+                .filter(|(_, node)| matches!(node, NodeMetadata::Array(_)))
+                .map(|(name, _)| name)
+                .collect();
+            if let Some(order) = recorded_columns(&meta.attributes) {
+                names.sort_by_key(|n| order.iter().position(|o| o == n).unwrap_or(usize::MAX));
+            }
+            names
+                .into_iter()
+                .map(|n| Ok((n.clone(), ZarrArray::open(store.clone(), &n)?)))
+                .collect()
+        }
+    }
+}
+
+/// Zarr (array or group) to `.json` (one array) or `.csv`.
+pub(crate) fn export(args: &ConvertArgs, kind: Kind) -> Result<()> {
+    let arrays = arrays(&args.src)?;
+    let read: Vec<(String, ArrayRef, Vec<u64>)> = arrays
+        .iter()
+        .map(|(name, a)| Ok((name.clone(), a.read_all()?, a.metadata().shape.clone())))
+        .collect::<Result<_>>()?;
+    match kind {
+        Kind::Json => {
+            let [(_, values, shape)] = read.as_slice() else {
+                return Err(Error::InvalidArgument(format!(
+                    "{} is a group of {} arrays: a JSON file holds one array (convert to .csv, or convert one array)",
+                    args.src.display(),
+                    read.len()
+                )));
+            };
+            write_file(&args.dst, args.overwrite, |w| {
+                write_json(w, values.as_ref(), shape)
+            })?;
+        }
+        Kind::Csv => {
+            let columns: Vec<(String, &dyn Array, Vec<u64>)> = read
+                .iter()
+                .map(|(n, a, s)| (n.clone(), a.as_ref(), s.clone()))
+                .collect();
+            write_file(&args.dst, args.overwrite, |w| write_csv(w, &columns))?;
+        }
+    }
+    let _ = writeln!(
+        std::io::stderr(),
+        "zarrow: wrote {} array(s) to {}",
+        read.len(),
+        args.dst.display()
+    );
+    Ok(())
+}
+
+/// `.json` to Zarr (an N-d array) or a table file (one flattened column); `.csv` to
+/// a Zarr group (one array per column).
+pub(crate) fn import(args: &ConvertArgs, kind: Kind) -> Result<()> {
+    let open = || {
+        File::open(&args.src)
+            .map(BufReader::new)
+            .map_err(|e| Error::InvalidArgument(format!("{}: {e}", args.src.display())))
+    };
+    let write_options = options(args)?;
+    let table = ExportFormat::from_path(&args.dst);
+    match (kind, table) {
+        (Kind::Json, None) => {
+            // Everything is parsed and checked before anything is written.
+            let linear = parse_json(open()?)?;
+            let values = linear.to_arrow()?;
+            write_store(&args.dst, args.overwrite, |store| write_nd_array(store, "", &values, &linear.shape, write_options))
+        }
+        (Kind::Json, Some(format)) => {
+            let linear = parse_json(open()?)?;
+            let values = linear.to_arrow()?;
+            if args.dst.exists() && !args.overwrite {
+                return Err(Error::InvalidArgument(format!("{} exists (pass --overwrite to replace it)", args.dst.display())));
+            }
+            let name = args.src.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "values".into());
+            let schema = Arc::new(Schema::new(vec![Field::new(name, values.data_type().clone(), false)]));
+            let batch = RecordBatch::try_new(schema.clone(), vec![values])?;
+            let reader = RecordBatchIterator::new(vec![Ok(batch)], schema);
+            export_to_path(reader, &args.dst, format, parse_parquet_compression(&args.compression)?)?;
+            Ok(())
+        }
+        (Kind::Csv, None) => {
+            let columns = read_csv(open()?)?;
+            let arrays = columns.iter().map(|(n, l)| Ok((n.clone(), l.to_arrow()?, l.shape.clone()))).collect::<Result<Vec<_>>>()?;
+            let format = write_options.zarr_format;
+            write_store(&args.dst, args.overwrite, |store| {
+                let mut rows = 0;
+                for (name, values, shape) in &arrays {
+                    rows = rows.max(write_nd_array(store.clone(), name, values, shape, write_options.clone())?);
+                }
+                let names: Vec<String> = arrays.iter().map(|(n, _, _)| n.clone()).collect();
+                write_group_metadata(store.as_ref(), "", &names, format)?;
+                Ok(rows)
+            })
+        }
+        (Kind::Csv, Some(_)) => Err(Error::InvalidArgument(
+            "a CSV of linear-format columns converts to a Zarr group (OUT.zarr): its arrays may differ in shape".into(),
+        )),
+    }
+}

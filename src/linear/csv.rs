@@ -1,0 +1,136 @@
+//! The linear format in CSV: one column per array (the first row holds the array
+//! names), each column one array's tokens from `"version"` to its last data element;
+//! shorter columns end with empty cells.
+//!
+//! A cell is read as JSON when it parses as JSON and as a plain string otherwise, so
+//! a spreadsheet shows `version`, `row-major`, `2`, `true` as they are. A string
+//! value that would read as something else (`""`, `"12"`, `"true"`, `"[1]"`) is
+//! written JSON-quoted, which keeps every value exact. An empty cell ends its column.
+
+use std::io::{Read, Write};
+
+use arrow_array::Array;
+use serde_json::Value;
+
+use super::Linear;
+use super::export::{Token, for_each_token, non_finite};
+use super::parse::Parser;
+use crate::error::{Error, Result};
+
+/// The cells of one column, packed into one buffer (a few bytes over the text).
+struct Cells {
+    text: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl Cells {
+    fn get(&self, i: usize) -> Option<&[u8]> {
+        let end = *self.ends.get(i)?;
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        Some(&self.text[start..end])
+    }
+}
+
+fn cell(token: Token, out: &mut Vec<u8>) {
+    match token {
+        Token::Str(s) if !s.is_empty() && serde_json::from_str::<Value>(s).is_err() => {
+            out.extend_from_slice(s.as_bytes())
+        }
+        // NaN and the infinities as bare words: not JSON, so they read back as the
+        // strings float columns accept.
+        Token::F32(v) if !v.is_finite() => out.extend_from_slice(non_finite(v.into()).as_bytes()),
+        Token::F64(v) if !v.is_finite() => out.extend_from_slice(non_finite(v).as_bytes()),
+        _ => token.json(out),
+    }
+}
+
+/// Write `(name, C-order values, shape)` arrays as CSV columns.
+///
+/// # Errors
+/// An array type the linear format cannot hold; I/O errors.
+pub fn write_csv(w: impl Write, columns: &[(String, &dyn Array, Vec<u64>)]) -> Result<()> {
+    let mut all = Vec::with_capacity(columns.len());
+    for (_, array, shape) in columns {
+        let mut cells = Cells {
+            text: Vec::new(),
+            ends: Vec::new(),
+        };
+        for_each_token(*array, shape, |token| {
+            cell(token, &mut cells.text);
+            cells.ends.push(cells.text.len());
+        })?;
+        all.push(cells);
+    }
+    let io = |e: csv::Error| Error::InvalidArgument(format!("writing CSV: {e}"));
+    let mut out = csv::WriterBuilder::new().flexible(false).from_writer(w);
+    out.write_record(columns.iter().map(|(name, _, _)| name.as_bytes()))
+        .map_err(io)?;
+    let rows = all.iter().map(|c| c.ends.len()).max().unwrap_or(0);
+    for row in 0..rows {
+        out.write_record(all.iter().map(|c| c.get(row).unwrap_or(b"")))
+            .map_err(io)?;
+    }
+    out.flush()
+        .map_err(|e| Error::InvalidArgument(format!("writing CSV: {e}")))
+}
+
+/// Read CSV columns, each an array in the linear format, streaming.
+///
+/// # Errors
+/// [`Error::Linear`] naming the column and field; CSV errors.
+pub fn read_csv(r: impl Read) -> Result<Vec<(String, Linear)>> {
+    let io = |e: csv::Error| Error::Linear {
+        field: "csv".into(),
+        message: e.to_string(),
+    };
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .flexible(false)
+        .from_reader(r);
+    let names: Vec<String> = reader
+        .headers()
+        .map_err(io)?
+        .iter()
+        .map(str::to_string)
+        .collect();
+    let mut parsers: Vec<(Parser, bool)> = names.iter().map(|_| (Parser::new(), false)).collect();
+    for record in reader.records() {
+        let record = record.map_err(io)?;
+        for (c, text) in record.iter().enumerate() {
+            let (parser, ended) = &mut parsers[c];
+            if text.is_empty() {
+                *ended = true;
+                continue;
+            }
+            if *ended {
+                return Err(Error::Linear {
+                    field: names[c].clone(),
+                    message: "a value after an empty cell (an empty cell ends a column)".into(),
+                });
+            }
+            let token =
+                serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()));
+            parser.push(token).map_err(|e| in_column(&names[c], e))?;
+        }
+    }
+    names
+        .into_iter()
+        .zip(parsers)
+        .map(|(name, (parser, _))| {
+            parser
+                .finish()
+                .map_err(|e| in_column(&name, e))
+                .map(|l| (name, l))
+        })
+        .collect()
+}
+
+fn in_column(name: &str, e: Error) -> Error {
+    match e {
+        Error::Linear { field, message } => Error::Linear {
+            field: format!("column {name:?}: {field}"),
+            message,
+        },
+        other => other,
+    }
+}
