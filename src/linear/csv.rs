@@ -13,23 +13,9 @@ use arrow_array::Array;
 use serde_json::Value;
 
 use super::Linear;
-use super::export::{Token, for_each_token, non_finite};
+use super::export::{Token, Tokens, non_finite};
 use super::parse::Parser;
 use crate::error::{Error, Result};
-
-/// The cells of one column, packed into one buffer (a few bytes over the text).
-struct Cells {
-    text: Vec<u8>,
-    ends: Vec<usize>,
-}
-
-impl Cells {
-    fn get(&self, i: usize) -> Option<&[u8]> {
-        let end = *self.ends.get(i)?;
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        Some(&self.text[start..end])
-    }
-}
 
 fn cell(token: Token, out: &mut Vec<u8>) {
     match token {
@@ -49,26 +35,24 @@ fn cell(token: Token, out: &mut Vec<u8>) {
 /// # Errors
 /// An array type the linear format cannot hold; I/O errors.
 pub fn write_csv(w: impl Write, columns: &[(String, &dyn Array, Vec<u64>)]) -> Result<()> {
-    let mut all = Vec::with_capacity(columns.len());
-    for (_, array, shape) in columns {
-        let mut cells = Cells {
-            text: Vec::new(),
-            ends: Vec::new(),
-        };
-        for_each_token(*array, shape, |token| {
-            cell(token, &mut cells.text);
-            cells.ends.push(cells.text.len());
-        })?;
-        all.push(cells);
-    }
+    let tokens = columns
+        .iter()
+        .map(|(_, array, shape)| Tokens::new(*array, shape))
+        .collect::<Result<Vec<_>>>()?;
     let io = |e: csv::Error| Error::InvalidArgument(format!("writing CSV: {e}"));
     let mut out = csv::WriterBuilder::new().flexible(false).from_writer(w);
     out.write_record(columns.iter().map(|(name, _, _)| name.as_bytes()))
         .map_err(io)?;
-    let rows = all.iter().map(|c| c.ends.len()).max().unwrap_or(0);
+    let rows = tokens.iter().map(Tokens::len).max().unwrap_or(0);
+    let mut cells: Vec<Vec<u8>> = vec![Vec::new(); tokens.len()];
     for row in 0..rows {
-        out.write_record(all.iter().map(|c| c.get(row).unwrap_or(b"")))
-            .map_err(io)?;
+        for (text, column) in cells.iter_mut().zip(&tokens) {
+            text.clear();
+            if row < column.len() {
+                cell(column.get(row), text);
+            }
+        }
+        out.write_record(&cells).map_err(io)?;
     }
     out.flush()
         .map_err(|e| Error::InvalidArgument(format!("writing CSV: {e}")))

@@ -91,124 +91,136 @@ fn dtype_for(t: &ArrowType) -> Result<LinearType> {
     })
 }
 
-/// Call `f` with every token of the array: version, header, then the values.
-pub(crate) fn for_each_token(
-    array: &dyn Array,
-    shape: &[u64],
-    mut f: impl FnMut(Token),
-) -> Result<()> {
-    let len: u64 = shape.iter().product();
-    if len != array.len() as u64 {
-        return Err(Error::InvalidArgument(format!(
-            "{} values for shape {shape:?}",
-            array.len()
-        )));
-    }
-    let dtype = dtype_for(array.data_type())?;
-    for t in ["version", "1.0.0", "ndarray", "shape"] {
-        f(Token::Str(t));
-    }
-    shape.iter().for_each(|&d| f(Token::UInt(d)));
-    f(Token::Str("strides"));
-    if shape.is_empty() {
-        f(Token::Int(0));
-    }
-    for d in 0..shape.len() {
-        f(Token::UInt(shape[d + 1..].iter().product()));
-    }
-    f(Token::Str("offset"));
-    f(Token::Int(0));
-    for t in ["order", "row-major", "dtype", dtype.name(), "length"] {
-        f(Token::Str(t));
-    }
-    f(Token::UInt(len));
-    f(Token::Str("capacity"));
-    f(Token::UInt(len));
-    f(Token::Str("data"));
-    match array.data_type() {
-        ArrowType::Float64 => array
-            .as_primitive::<Float64Type>()
-            .values()
-            .iter()
-            .for_each(|&v| f(Token::F64(v))),
-        ArrowType::Float32 => array
-            .as_primitive::<Float32Type>()
-            .values()
-            .iter()
-            .for_each(|&v| f(Token::F32(v))),
-        ArrowType::Int8 => array
-            .as_primitive::<Int8Type>()
-            .values()
-            .iter()
-            .for_each(|&v| f(Token::Int(v.into()))),
-        ArrowType::Int16 => array
-            .as_primitive::<Int16Type>()
-            .values()
-            .iter()
-            .for_each(|&v| f(Token::Int(v.into()))),
-        ArrowType::Int32 => array
-            .as_primitive::<Int32Type>()
-            .values()
-            .iter()
-            .for_each(|&v| f(Token::Int(v.into()))),
-        ArrowType::Int64 => array
-            .as_primitive::<Int64Type>()
-            .values()
-            .iter()
-            .for_each(|&v| f(Token::Int(v))),
-        ArrowType::UInt8 => array
-            .as_primitive::<UInt8Type>()
-            .values()
-            .iter()
-            .for_each(|&v| f(Token::UInt(v.into()))),
-        ArrowType::UInt16 => array
-            .as_primitive::<UInt16Type>()
-            .values()
-            .iter()
-            .for_each(|&v| f(Token::UInt(v.into()))),
-        ArrowType::UInt32 => array
-            .as_primitive::<UInt32Type>()
-            .values()
-            .iter()
-            .for_each(|&v| f(Token::UInt(v.into()))),
-        ArrowType::UInt64 => array
-            .as_primitive::<UInt64Type>()
-            .values()
-            .iter()
-            .for_each(|&v| f(Token::UInt(v))),
-        ArrowType::Boolean => array
-            .as_boolean()
-            .values()
-            .iter()
-            .for_each(|v| f(Token::Bool(v))),
-        ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View => {
-            crate::write::for_each_value(array, |v| {
-                f(Token::Str(std::str::from_utf8(v).unwrap_or_default()))
-            })
-            .map_err(Error::InvalidArgument)?
+/// The values of an array, typed once for random access.
+enum Data<'a> {
+    F64(&'a [f64]),
+    F32(&'a [f32]),
+    I8(&'a [i8]),
+    I16(&'a [i16]),
+    I32(&'a [i32]),
+    I64(&'a [i64]),
+    U8(&'a [u8]),
+    U16(&'a [u16]),
+    U32(&'a [u32]),
+    U64(&'a [u64]),
+    Bool(&'a arrow_array::BooleanArray),
+    Utf8(&'a arrow_array::StringArray),
+    LargeUtf8(&'a arrow_array::LargeStringArray),
+    Utf8View(&'a arrow_array::StringViewArray),
+    Binary(&'a arrow_array::BinaryArray),
+    LargeBinary(&'a arrow_array::LargeBinaryArray),
+    BinaryView(&'a arrow_array::BinaryViewArray),
+}
+
+/// Every token of one array (version, header, values), by index: nothing is
+/// buffered, so CSV rows and JSON stream straight from the Arrow array.
+pub(crate) struct Tokens<'a> {
+    header: Vec<Token<'static>>,
+    data: Data<'a>,
+    len: usize,
+}
+
+impl<'a> Tokens<'a> {
+    /// The tokens of `array` holding the C-order values of an array of `shape`.
+    pub(crate) fn new(array: &'a dyn Array, shape: &[u64]) -> Result<Self> {
+        let len: u64 = shape.iter().product();
+        if len != array.len() as u64 {
+            return Err(Error::InvalidArgument(format!(
+                "{} values for shape {shape:?}",
+                array.len()
+            )));
         }
-        _ => crate::write::for_each_value(array, |v| f(Token::Bytes(v)))
-            .map_err(Error::InvalidArgument)?,
+        let dtype = dtype_for(array.data_type())?;
+        let mut header: Vec<Token<'static>> = ["version", "1.0.0", "ndarray", "shape"]
+            .map(Token::Str)
+            .to_vec();
+        header.extend(shape.iter().map(|&d| Token::UInt(d)));
+        header.push(Token::Str("strides"));
+        if shape.is_empty() {
+            header.push(Token::Int(0));
+        }
+        header.extend((0..shape.len()).map(|d| Token::UInt(shape[d + 1..].iter().product())));
+        header.extend([Token::Str("offset"), Token::Int(0)]);
+        header.extend(["order", "row-major", "dtype", dtype.name(), "length"].map(Token::Str));
+        header.extend([
+            Token::UInt(len),
+            Token::Str("capacity"),
+            Token::UInt(len),
+            Token::Str("data"),
+        ]);
+        let data = match array.data_type() {
+            ArrowType::Float64 => Data::F64(array.as_primitive::<Float64Type>().values()),
+            ArrowType::Float32 => Data::F32(array.as_primitive::<Float32Type>().values()),
+            ArrowType::Int8 => Data::I8(array.as_primitive::<Int8Type>().values()),
+            ArrowType::Int16 => Data::I16(array.as_primitive::<Int16Type>().values()),
+            ArrowType::Int32 => Data::I32(array.as_primitive::<Int32Type>().values()),
+            ArrowType::Int64 => Data::I64(array.as_primitive::<Int64Type>().values()),
+            ArrowType::UInt8 => Data::U8(array.as_primitive::<UInt8Type>().values()),
+            ArrowType::UInt16 => Data::U16(array.as_primitive::<UInt16Type>().values()),
+            ArrowType::UInt32 => Data::U32(array.as_primitive::<UInt32Type>().values()),
+            ArrowType::UInt64 => Data::U64(array.as_primitive::<UInt64Type>().values()),
+            ArrowType::Boolean => Data::Bool(array.as_boolean()),
+            ArrowType::Utf8 => Data::Utf8(array.as_string::<i32>()),
+            ArrowType::LargeUtf8 => Data::LargeUtf8(array.as_string::<i64>()),
+            ArrowType::Utf8View => Data::Utf8View(array.as_string_view()),
+            ArrowType::Binary => Data::Binary(array.as_binary::<i32>()),
+            ArrowType::LargeBinary => Data::LargeBinary(array.as_binary::<i64>()),
+            _ => Data::BinaryView(array.as_binary_view()),
+        };
+        Ok(Self {
+            header,
+            data,
+            len: array.len(),
+        })
     }
-    Ok(())
+
+    /// How many tokens.
+    pub(crate) fn len(&self) -> usize {
+        self.header.len() + self.len
+    }
+
+    /// Token `i`.
+    pub(crate) fn get(&self, i: usize) -> Token<'a> {
+        if let Some(&t) = self.header.get(i) {
+            return t;
+        }
+        let i = i - self.header.len();
+        match &self.data {
+            Data::F64(v) => Token::F64(v[i]),
+            Data::F32(v) => Token::F32(v[i]),
+            Data::I8(v) => Token::Int(v[i].into()),
+            Data::I16(v) => Token::Int(v[i].into()),
+            Data::I32(v) => Token::Int(v[i].into()),
+            Data::I64(v) => Token::Int(v[i]),
+            Data::U8(v) => Token::UInt(v[i].into()),
+            Data::U16(v) => Token::UInt(v[i].into()),
+            Data::U32(v) => Token::UInt(v[i].into()),
+            Data::U64(v) => Token::UInt(v[i]),
+            Data::Bool(a) => Token::Bool(a.value(i)),
+            Data::Utf8(a) => Token::Str(a.value(i)),
+            Data::LargeUtf8(a) => Token::Str(a.value(i)),
+            Data::Utf8View(a) => Token::Str(a.value(i)),
+            Data::Binary(a) => Token::Bytes(a.value(i)),
+            Data::LargeBinary(a) => Token::Bytes(a.value(i)),
+            Data::BinaryView(a) => Token::Bytes(a.value(i)),
+        }
+    }
 }
 
 /// Write the array as one linear-format JSON document, one token per line.
 pub fn write_json(mut w: impl Write, array: &dyn Array, shape: &[u64]) -> Result<()> {
+    let tokens = Tokens::new(array, shape)?;
+    let io = |e: std::io::Error| Error::InvalidArgument(format!("writing JSON: {e}"));
     let mut buf = Vec::with_capacity(1 << 16);
     buf.push(b'[');
-    let mut first = true;
-    let mut io = Ok(());
-    for_each_token(array, shape, |token| {
-        buf.extend_from_slice(if first { b"\n  " } else { b",\n  " });
-        first = false;
-        token.json(&mut buf);
-        if buf.len() > 1 << 16 && io.is_ok() {
-            io = w.write_all(&buf);
+    for i in 0..tokens.len() {
+        buf.extend_from_slice(if i == 0 { b"\n  " } else { b",\n  " });
+        tokens.get(i).json(&mut buf);
+        if buf.len() > 1 << 16 {
+            w.write_all(&buf).map_err(io)?;
             buf.clear();
         }
-    })?;
+    }
     buf.extend_from_slice(b"\n]\n");
-    io.and_then(|()| w.write_all(&buf))
-        .map_err(|e| Error::InvalidArgument(format!("writing JSON: {e}")))
+    w.write_all(&buf).map_err(io)
 }

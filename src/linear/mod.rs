@@ -18,8 +18,17 @@
 //!
 //! Data types: the stdlib names where stdlib has one (`float64`, `float32`,
 //! `int8`/`int16`/`int32`, `uint8`/`uint16`/`uint32`, `bool`; `uint8c` is read as
-//! `uint8`), and `generic` otherwise (see [`export`] for how each Zarr type is
-//! written and [`Linear::to_arrow`] for how `generic` data is typed on import).
+//! `uint8`), and `generic` otherwise. How each Zarr type is written:
+//!
+//! | Zarr data type | `dtype` | each element |
+//! |---|---|---|
+//! | `float64`, `float32` | `float64`, `float32` | a JSON number; NaN and infinities (which JSON cannot spell) as `"NaN"`, `"Infinity"`, `"-Infinity"` |
+//! | `int8`..`int32`, `uint8`..`uint32`, `bool` | the same name | a JSON number / boolean |
+//! | `int64`, `uint64` | `generic` | an exact JSON integer (JavaScript rounds beyond 2^53; zarrow does not) |
+//! | `string`, `fixed_length_utf32` | `generic` | a JSON string |
+//! | bytes types | `generic` | a JSON list of the byte values |
+//!
+//! [`Linear::to_arrow`] says how `generic` data is typed on import.
 
 mod csv;
 mod export;
@@ -31,6 +40,7 @@ use arrow_array::{
     ArrayRef, BinaryArray, BooleanArray, Float32Array, Float64Array, Int8Array, Int16Array,
     Int32Array, Int64Array, StringArray, UInt8Array, UInt16Array, UInt32Array, UInt64Array,
 };
+use arrow_buffer::{Buffer, OffsetBuffer};
 
 pub use self::csv::{read_csv, write_csv};
 pub use export::write_json;
@@ -107,21 +117,46 @@ pub enum Order {
     ColumnMajor,
 }
 
-/// One `generic` element.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Generic {
-    /// A JSON integer that fits i64.
-    Int(i64),
-    /// A JSON integer above i64::MAX.
-    UInt(u64),
-    /// Any other JSON number.
-    Float(f64),
+/// `generic` data, stored by kind (the kind of the first element; every element
+/// must share it). Strings and bytes are packed into one buffer.
+#[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
+pub enum GenericValues {
+    /// No elements yet.
+    #[default]
+    Empty,
+    /// JSON strings: UTF-8 values and the end of each.
+    Text {
+        /// The values, concatenated.
+        data: Vec<u8>,
+        /// Where each value ends in `data`.
+        ends: Vec<usize>,
+    },
+    /// JSON lists of byte values (zarrow's form for byte strings).
+    Bytes {
+        /// The values, concatenated.
+        data: Vec<u8>,
+        /// Where each value ends in `data`.
+        ends: Vec<usize>,
+    },
+    /// JSON integers (any that fit i64 or u64).
+    Int(Vec<i128>),
+    /// JSON numbers, at least one not an integer.
+    Float(Vec<f64>),
     /// `true` / `false`.
-    Bool(bool),
-    /// A JSON string.
-    Str(String),
-    /// A JSON list of integers 0..=255 (zarrow's form for byte strings).
-    Bytes(Vec<u8>),
+    Bool(Vec<bool>),
+}
+
+impl GenericValues {
+    fn len(&self) -> usize {
+        match self {
+            Self::Empty => 0,
+            Self::Text { ends, .. } | Self::Bytes { ends, .. } => ends.len(),
+            Self::Int(v) => v.len(),
+            Self::Float(v) => v.len(),
+            Self::Bool(v) => v.len(),
+        }
+    }
 }
 
 /// The data buffer, typed by the header's `dtype`.
@@ -147,7 +182,7 @@ pub enum Values {
     /// `bool`.
     Bool(Vec<bool>),
     /// `generic`.
-    Generic(Vec<Generic>),
+    Generic(GenericValues),
 }
 
 impl Values {
@@ -162,7 +197,7 @@ impl Values {
             Self::UInt16(v) => v.len(),
             Self::UInt32(v) => v.len(),
             Self::Bool(v) => v.len(),
-            Self::Generic(v) => v.len(),
+            Self::Generic(g) => g.len(),
         }
     }
 }
@@ -218,6 +253,56 @@ impl Linear {
         out
     }
 
+    /// Whether the view is the whole buffer in order (offset 0, row-major contiguous
+    /// strides, capacity = length): then the buffer is the array.
+    fn is_identity(&self) -> bool {
+        let mut expected = 1i64;
+        for (&n, &s) in self.shape.iter().zip(&self.strides).rev() {
+            if n > 1 && s != expected {
+                return false;
+            }
+            expected = expected.saturating_mul(n as i64);
+        }
+        self.offset == 0 && self.data.len() as u64 == self.len()
+    }
+
+    /// Like [`Linear::to_arrow`], moving the buffer into the array (no copy) when the
+    /// view is the whole buffer in order, as zarrow writes it.
+    ///
+    /// # Errors
+    /// As [`Linear::to_arrow`].
+    pub fn into_arrow(self) -> Result<ArrayRef> {
+        if !self.is_identity() {
+            return self.to_arrow();
+        }
+        let text_or_bytes =
+            |data: Vec<u8>, ends: Vec<usize>| -> Result<(OffsetBuffer<i32>, Buffer)> {
+                let offsets = std::iter::once(0)
+                    .chain(ends)
+                    .map(i32::try_from)
+                    .collect::<std::result::Result<Vec<i32>, _>>()
+                    .map_err(|_| Error::Linear {
+                        field: "data".into(),
+                        message: "more than 2 GiB of generic values in one array".into(),
+                    })?;
+                Ok((OffsetBuffer::new(offsets.into()), Buffer::from_vec(data)))
+            };
+        Ok(match self.data {
+            Values::Float64(v) => Arc::new(Float64Array::from(v)),
+            Values::Float32(v) => Arc::new(Float32Array::from(v)),
+            Values::Int32(v) => Arc::new(Int32Array::from(v)),
+            Values::Generic(GenericValues::Text { data, ends }) => {
+                let (offsets, values) = text_or_bytes(data, ends)?;
+                Arc::new(StringArray::try_new(offsets, values, None)?)
+            }
+            Values::Generic(GenericValues::Bytes { data, ends }) => {
+                let (offsets, values) = text_or_bytes(data, ends)?;
+                Arc::new(BinaryArray::try_new(offsets, values, None)?)
+            }
+            _ => self.to_arrow()?,
+        })
+    }
+
     /// The viewed elements in row-major order as an Arrow array.
     ///
     /// `generic` data is typed by its values: all strings -> `Utf8`; all byte lists
@@ -244,83 +329,47 @@ impl Linear {
             Values::UInt16(v) => gather!(v, UInt16Array),
             Values::UInt32(v) => gather!(v, UInt32Array),
             Values::Bool(v) => Arc::new(idx.iter().map(|&i| Some(v[i])).collect::<BooleanArray>()),
-            Values::Generic(v) => generic_array(&idx.iter().map(|&i| &v[i]).collect::<Vec<_>>())?,
+            Values::Generic(g) => generic_array(g, &idx)?,
         })
     }
 }
 
-fn generic_array(values: &[&Generic]) -> Result<ArrayRef> {
-    let mixed = |i: usize| Error::Linear {
-        field: "data".into(),
-        message: format!(
-            "generic element {i} is of another kind than element 0 ({:?})",
-            values.first()
-        ),
-    };
-    let Some(first) = values.first() else {
-        return Ok(Arc::new(StringArray::from(Vec::<&str>::new())));
-    };
-    let kind = |g: &Generic| match g {
-        Generic::Int(_) | Generic::UInt(_) | Generic::Float(_) => 0,
-        Generic::Bool(_) => 1,
-        Generic::Str(_) => 2,
-        Generic::Bytes(_) => 3,
-    };
-    if let Some(i) = values.iter().position(|g| kind(g) != kind(first)) {
-        return Err(mixed(i));
-    }
-    Ok(match first {
-        Generic::Str(_) => Arc::new(StringArray::from_iter_values(values.iter().map(
-            |g| match g {
-                Generic::Str(s) => s.as_str(),
-                _ => "",
-            },
-        ))),
-        Generic::Bytes(_) => Arc::new(BinaryArray::from_iter_values(values.iter().map(
-            |g| match g {
-                Generic::Bytes(b) => b.as_slice(),
-                _ => &[],
-            },
-        ))),
-        Generic::Bool(_) => Arc::new(
-            values
-                .iter()
-                .map(|g| Some(matches!(g, Generic::Bool(true))))
-                .collect::<BooleanArray>(),
-        ),
-        _ if values.iter().any(|g| matches!(g, Generic::Float(_))) => Arc::new(
-            Float64Array::from_iter_values(values.iter().map(|g| match **g {
-                Generic::Int(v) => v as f64,
-                Generic::UInt(v) => v as f64,
-                Generic::Float(v) => v,
-                _ => 0.0,
-            })),
-        ),
-        _ if values.iter().any(|g| matches!(g, Generic::UInt(_))) => {
-            let negative = values
-                .iter()
-                .position(|g| matches!(g, Generic::Int(v) if *v < 0));
-            if let Some(i) = negative {
+fn generic_array(values: &GenericValues, idx: &[usize]) -> Result<ArrayRef> {
+    let range = |ends: &[usize], i: usize| (if i == 0 { 0 } else { ends[i - 1] })..ends[i];
+    Ok(match values {
+        GenericValues::Empty => Arc::new(StringArray::from(Vec::<&str>::new())),
+        GenericValues::Text { data, ends } => {
+            // Each value was a JSON string, so each range is valid UTF-8.
+            let text = std::str::from_utf8(data).map_err(|e| Error::Linear {
+                field: "data".into(),
+                message: e.to_string(),
+            })?;
+            Arc::new(StringArray::from_iter_values(
+                idx.iter().map(|&i| &text[range(ends, i)]),
+            ))
+        }
+        GenericValues::Bytes { data, ends } => Arc::new(BinaryArray::from_iter_values(
+            idx.iter().map(|&i| &data[range(ends, i)]),
+        )),
+        GenericValues::Bool(v) => {
+            Arc::new(idx.iter().map(|&i| Some(v[i])).collect::<BooleanArray>())
+        }
+        GenericValues::Float(v) => {
+            Arc::new(Float64Array::from_iter_values(idx.iter().map(|&i| v[i])))
+        }
+        GenericValues::Int(v) => {
+            let viewed = || idx.iter().map(|&i| v[i]);
+            if viewed().all(|x| i64::try_from(x).is_ok()) {
+                Arc::new(Int64Array::from_iter_values(viewed().map(|x| x as i64)))
+            } else if viewed().all(|x| u64::try_from(x).is_ok()) {
+                Arc::new(UInt64Array::from_iter_values(viewed().map(|x| x as u64)))
+            } else {
                 return Err(Error::Linear {
                     field: "data".into(),
-                    message: format!(
-                        "generic element {i} is negative while others exceed i64::MAX"
-                    ),
+                    message: "generic integers mix negative values with values above i64::MAX"
+                        .into(),
                 });
             }
-            Arc::new(UInt64Array::from_iter_values(values.iter().map(
-                |g| match **g {
-                    Generic::Int(v) => v as u64,
-                    Generic::UInt(v) => v,
-                    _ => 0,
-                },
-            )))
         }
-        _ => Arc::new(Int64Array::from_iter_values(values.iter().map(
-            |g| match **g {
-                Generic::Int(v) => v,
-                _ => 0,
-            },
-        ))),
     })
 }

@@ -10,7 +10,7 @@ use std::io::Read;
 use serde::de::{DeserializeSeed, Deserializer, SeqAccess, Visitor};
 use serde_json::Value;
 
-use super::{Generic, Linear, LinearType, Order, Values};
+use super::{GenericValues, Linear, LinearType, Order, Values};
 use crate::error::{Error, Result};
 
 fn err(field: &str, message: impl Into<String>) -> Error {
@@ -202,7 +202,7 @@ impl Parser {
             Some(LinearType::UInt16) => Values::UInt16(Vec::with_capacity(hint)),
             Some(LinearType::UInt32) => Values::UInt32(Vec::with_capacity(hint)),
             Some(LinearType::Bool) => Values::Bool(Vec::with_capacity(hint)),
-            _ => Values::Generic(Vec::with_capacity(hint)),
+            _ => Values::Generic(GenericValues::Empty),
         });
         Ok(())
     }
@@ -239,14 +239,9 @@ impl Parser {
             Values::UInt16(v) => v.push(u16::try_from(uint()?).map_err(|_| bad())?),
             Values::UInt32(v) => v.push(u32::try_from(uint()?).map_err(|_| bad())?),
             Values::Bool(v) => v.push(token.as_bool().ok_or_else(bad)?),
-            Values::Generic(v) => v.push(generic(&token).ok_or_else(|| {
-                err(
-                    "data",
-                    format!(
-                        "element {i} ({token}) is not a string, number, boolean or list of bytes"
-                    ),
-                )
-            })?),
+            Values::Generic(g) => push_generic(g, &token).map_err(|problem| {
+                err("data", format!("generic element {i} ({token}) {problem}"))
+            })?,
         }
         Ok(())
     }
@@ -335,23 +330,67 @@ fn float(token: &Value) -> Option<f64> {
     }
 }
 
-fn generic(token: &Value) -> Option<Generic> {
-    Some(match token {
-        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
-            (Some(i), _) => Generic::Int(i),
-            (None, Some(u)) => Generic::UInt(u),
-            _ => Generic::Float(n.as_f64()?),
+/// Append one `generic` element; every element must be of the first one's kind.
+fn push_generic(
+    values: &mut GenericValues,
+    token: &Value,
+) -> std::result::Result<(), &'static str> {
+    if *values == GenericValues::Empty {
+        *values = match token {
+            Value::String(_) => GenericValues::Text {
+                data: Vec::new(),
+                ends: Vec::new(),
+            },
+            Value::Array(_) => GenericValues::Bytes {
+                data: Vec::new(),
+                ends: Vec::new(),
+            },
+            Value::Bool(_) => GenericValues::Bool(Vec::new()),
+            Value::Number(n) if n.is_f64() => GenericValues::Float(Vec::new()),
+            Value::Number(_) => GenericValues::Int(Vec::new()),
+            _ => return Err("is not a string, number, boolean or list of bytes"),
+        };
+    }
+    let other_kind = "is of another kind than the generic elements before it";
+    match (values, token) {
+        (GenericValues::Text { data, ends }, Value::String(s)) => {
+            data.extend_from_slice(s.as_bytes());
+            ends.push(data.len());
+        }
+        (GenericValues::Bytes { data, ends }, Value::Array(items)) => {
+            for item in items {
+                data.push(
+                    item.as_u64()
+                        .and_then(|b| u8::try_from(b).ok())
+                        .ok_or("is not a list of byte values 0..=255")?,
+                );
+            }
+            ends.push(data.len());
+        }
+        (GenericValues::Bool(v), Value::Bool(b)) => v.push(*b),
+        (GenericValues::Float(v), Value::Number(n)) => v.push(n.as_f64().ok_or(other_kind)?),
+        (g @ GenericValues::Int(_), Value::Number(n)) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => push_int(g, i.into()),
+            (None, Some(u)) => push_int(g, u.into()),
+            _ => {
+                // The first non-integer makes every number a float.
+                let GenericValues::Int(ints) = g else {
+                    return Err(other_kind);
+                };
+                let mut floats: Vec<f64> = ints.iter().map(|&x| x as f64).collect();
+                floats.push(n.as_f64().ok_or(other_kind)?);
+                *g = GenericValues::Float(floats);
+            }
         },
-        Value::Bool(b) => Generic::Bool(*b),
-        Value::String(s) => Generic::Str(s.clone()),
-        Value::Array(items) => Generic::Bytes(
-            items
-                .iter()
-                .map(|b| b.as_u64().and_then(|b| u8::try_from(b).ok()))
-                .collect::<Option<Vec<u8>>>()?,
-        ),
-        _ => return None,
-    })
+        _ => return Err(other_kind),
+    }
+    Ok(())
+}
+
+fn push_int(values: &mut GenericValues, v: i128) {
+    if let GenericValues::Int(ints) = values {
+        ints.push(v);
+    }
 }
 
 /// Parse a sequence of tokens (CSV cells already turned into JSON values).

@@ -17,7 +17,6 @@ mod group;
 mod metadata;
 
 pub use array::{ArrayWriter, write_array, write_nd_array};
-pub(crate) use encode::for_each_value;
 pub use group::{GroupWriter, write_batches, write_group_metadata};
 
 use crate::codec::{BloscConfig, BloscShuffle, BytesToBytes};

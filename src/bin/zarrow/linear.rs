@@ -143,12 +143,12 @@ pub(crate) fn import(args: &ConvertArgs, kind: Kind) -> Result<()> {
         (Kind::Json, None) => {
             // Everything is parsed and checked before anything is written.
             let linear = parse_json(open()?)?;
-            let values = linear.to_arrow()?;
-            write_store(&args.dst, args.overwrite, |store| write_nd_array(store, "", &values, &linear.shape, write_options))
+            let shape = linear.shape.clone();
+            let values = linear.into_arrow()?;
+            write_store(&args.dst, args.overwrite, |store| write_nd_array(store, "", &values, &shape, write_options))
         }
         (Kind::Json, Some(format)) => {
-            let linear = parse_json(open()?)?;
-            let values = linear.to_arrow()?;
+            let values = parse_json(open()?)?.into_arrow()?;
             if args.dst.exists() && !args.overwrite {
                 return Err(Error::InvalidArgument(format!("{} exists (pass --overwrite to replace it)", args.dst.display())));
             }
@@ -161,7 +161,13 @@ pub(crate) fn import(args: &ConvertArgs, kind: Kind) -> Result<()> {
         }
         (Kind::Csv, None) => {
             let columns = read_csv(open()?)?;
-            let arrays = columns.iter().map(|(n, l)| Ok((n.clone(), l.to_arrow()?, l.shape.clone()))).collect::<Result<Vec<_>>>()?;
+            let arrays = columns
+                .into_iter()
+                .map(|(name, linear)| {
+                    let shape = linear.shape.clone();
+                    Ok((name, linear.into_arrow()?, shape))
+                })
+                .collect::<Result<Vec<_>>>()?;
             let format = write_options.zarr_format;
             write_store(&args.dst, args.overwrite, |store| {
                 let mut rows = 0;
