@@ -65,7 +65,6 @@ pub mod write;
 pub use error::{ChunkError, Error, Result};
 pub use metadata::{
     ArrayMetadata, DataType, FillValue, GroupMetadata, NodeMetadata, StringType, read_node,
-    recorded_columns,
 };
 pub use read::{ArrayBatchReader, GroupBatchReader, ReadOptions, ZarrArray, ZarrGroup};
 pub use store::{LocalStore, MemoryStore, Store, StoreExt};
