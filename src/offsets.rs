@@ -83,43 +83,44 @@ impl RawOffsets {
     fn len(&self) -> usize {
         self.buffer.len() / self.width.size()
     }
+}
 
-    /// Offsets as u64, for the checks and for views. Signed offsets that are
-    /// negative come out as huge values and so fail the bounds check.
-    fn iter_u64(&self) -> Box<dyn Iterator<Item = u64> + '_> {
-        let b = self.buffer.as_slice();
-        match self.width {
-            OffsetKind::I32 | OffsetKind::U32 => Box::new(
-                b.chunks_exact(4)
-                    .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as u64)
-                    .map(move |v| {
-                        if self.width == OffsetKind::I32 && v > i32::MAX as u64 {
-                            u64::MAX
-                        } else {
-                            v
-                        }
-                    }),
-            ),
-            OffsetKind::I64 | OffsetKind::U64 => Box::new(
-                b.chunks_exact(8)
-                    .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0xff; 8])))
-                    .map(move |v| {
-                        if self.width == OffsetKind::I64 && v > i64::MAX as u64 {
-                            u64::MAX
-                        } else {
-                            v
-                        }
-                    }),
-            ),
-        }
+/// An offset integer as stored on disk.
+trait Offset: ArrowNativeType {
+    /// The offset as u64; a negative signed offset becomes u64::MAX, which every
+    /// bounds check rejects.
+    fn to_u64(self) -> u64;
+}
+
+impl Offset for i32 {
+    fn to_u64(self) -> u64 {
+        u64::try_from(self).unwrap_or(u64::MAX)
+    }
+}
+
+impl Offset for i64 {
+    fn to_u64(self) -> u64 {
+        u64::try_from(self).unwrap_or(u64::MAX)
+    }
+}
+
+impl Offset for u32 {
+    fn to_u64(self) -> u64 {
+        self.into()
+    }
+}
+
+impl Offset for u64 {
+    fn to_u64(self) -> u64 {
+        self
     }
 }
 
 /// Check that `offsets` do not decrease and stay within `data_len`. Returns the
 /// first and last offset.
-fn check_offsets(offsets: &RawOffsets, data_len: usize) -> Result<(u64, u64), ChunkError> {
+fn check_offsets<T: Offset>(offsets: &[T], data_len: usize) -> Result<(u64, u64), ChunkError> {
     let data_len = data_len as u64;
-    let mut iter = offsets.iter_u64().enumerate();
+    let mut iter = offsets.iter().map(|o| o.to_u64()).enumerate();
     let Some((_, first)) = iter.next() else {
         return Ok((0, 0));
     };
@@ -191,28 +192,24 @@ pub(crate) fn aligned_scalars<T: ArrowNativeType>(buffer: Buffer, len: usize) ->
     }
 }
 
-/// Offsets of one width converted to `O`, after [`check_offsets`].
-fn convert_offsets<O: OffsetSizeTrait>(
-    raw: &RawOffsets,
+/// Offsets of one width converted to `O`, after [`check_offsets`]: the same buffer
+/// when the widths match (every value is <= `last`, which fits `O`, so the bits of
+/// an unsigned offset equal those of the signed one), else a converted copy.
+fn convert_offsets<T: Offset, O: OffsetSizeTrait>(
+    offsets: &ScalarBuffer<T>,
     last: u64,
 ) -> Result<ScalarBuffer<O>, ChunkError> {
     if O::from_usize(last as usize).is_none() || last > i64::MAX as u64 {
         return Err(ChunkError::OffsetOverflow { bytes: last });
     }
-    let n = raw.len();
-    let same_bits = match raw.width {
-        // Values are checked to be <= O::MAX, so u32/u64 bits equal i32/i64 bits.
-        OffsetKind::I32 | OffsetKind::U32 => !O::IS_LARGE,
-        OffsetKind::I64 | OffsetKind::U64 => O::IS_LARGE,
-    };
-    if same_bits {
-        return Ok(aligned_scalars::<O>(raw.buffer.clone(), n));
+    if std::mem::size_of::<T>() == std::mem::size_of::<O>() {
+        return Ok(aligned_scalars::<O>(offsets.inner().clone(), offsets.len()));
     }
-    let converted: Vec<O> = raw
-        .iter_u64()
-        .map(|v| O::from_usize(v as usize).unwrap_or_default())
-        .collect();
-    Ok(ScalarBuffer::from(converted))
+    Ok(offsets
+        .iter()
+        .map(|o| O::usize_as(o.to_u64() as usize))
+        .collect::<Vec<O>>()
+        .into())
 }
 
 fn byte_array<T: ByteArrayType>(offsets: ScalarBuffer<T::Offset>, values: Buffer) -> ArrayRef {
@@ -233,31 +230,50 @@ pub(crate) fn from_offsets(
     utf8: bool,
     target: StringType,
 ) -> Result<ArrayRef, ChunkError> {
-    let (first, last) = check_offsets(&raw, values.len())?;
+    let n = raw.len();
+    match raw.width {
+        OffsetKind::I32 => typed(aligned_scalars::<i32>(raw.buffer, n), values, utf8, target),
+        OffsetKind::I64 => typed(aligned_scalars::<i64>(raw.buffer, n), values, utf8, target),
+        OffsetKind::U32 => typed(aligned_scalars::<u32>(raw.buffer, n), values, utf8, target),
+        OffsetKind::U64 => typed(aligned_scalars::<u64>(raw.buffer, n), values, utf8, target),
+    }
+}
+
+/// [`from_offsets`] for one stored offset type: every loop is monomorphized.
+fn typed<T: Offset>(
+    offsets: ScalarBuffer<T>,
+    values: Buffer,
+    utf8: bool,
+    target: StringType,
+) -> Result<ArrayRef, ChunkError> {
+    let (first, last) = check_offsets(&offsets, values.len())?;
     if utf8 {
-        check_utf8(raw.iter_u64(), values.as_slice(), first, last)?;
+        check_utf8(
+            offsets.iter().map(|o| o.to_u64()),
+            values.as_slice(),
+            first,
+            last,
+        )?;
     }
     Ok(match (target, utf8) {
         (StringType::Utf8, true) => {
-            byte_array::<GenericStringType<i32>>(convert_offsets(&raw, last)?, values)
+            byte_array::<GenericStringType<i32>>(convert_offsets(&offsets, last)?, values)
         }
         (StringType::Utf8, false) => {
-            byte_array::<GenericBinaryType<i32>>(convert_offsets(&raw, last)?, values)
+            byte_array::<GenericBinaryType<i32>>(convert_offsets(&offsets, last)?, values)
         }
         (StringType::LargeUtf8, true) => {
-            byte_array::<GenericStringType<i64>>(convert_offsets(&raw, last)?, values)
+            byte_array::<GenericStringType<i64>>(convert_offsets(&offsets, last)?, values)
         }
         (StringType::LargeUtf8, false) => {
-            byte_array::<GenericBinaryType<i64>>(convert_offsets(&raw, last)?, values)
+            byte_array::<GenericBinaryType<i64>>(convert_offsets(&offsets, last)?, values)
         }
         (StringType::Utf8View, _) => {
-            let mut views = ViewsBuilder::new(values.clone(), raw.len().saturating_sub(1))?;
-            let mut iter = raw.iter_u64();
-            let mut start = iter.next().unwrap_or(0);
-            for end in iter {
+            let mut views = ViewsBuilder::new(values, offsets.len().saturating_sub(1))?;
+            for pair in offsets.windows(2) {
+                let (start, end) = (pair[0].to_u64(), pair[1].to_u64());
                 // Bounds and UTF-8 were checked above for all elements at once.
                 views.push_checked(start as u32, (end - start) as u32);
-                start = end;
             }
             views.finish(utf8)
         }
@@ -296,8 +312,9 @@ impl ViewsBuilder {
         self.views.push(make_view(bytes, 0, start));
     }
 
-    /// Add element `data[start..start + len]`, checking bounds and (for strings)
-    /// UTF-8.
+    /// Add element `data[start..start + len]`, checking bounds and, when `utf8`,
+    /// that the element is UTF-8 (a caller that checked the whole buffer passes
+    /// `false`).
     #[inline]
     pub(crate) fn push(&mut self, start: usize, len: usize, utf8: bool) -> Result<(), ChunkError> {
         let element = self.views.len();
@@ -330,8 +347,9 @@ impl ViewsBuilder {
 
 fn view_array<T: ByteViewType + ?Sized>(views: ScalarBuffer<u128>, data: Buffer) -> ArrayRef {
     // SAFETY: `ViewsBuilder` made each view with `make_view` from a slice of `data`
-    // that was bounds-checked (and UTF-8 checked for string types) before it was
-    // pushed; every view names buffer 0 = `data`, at an offset below
+    // that was bounds-checked before it was pushed, and for string types either
+    // checked to be UTF-8 on its own or part of a buffer checked as a whole (all
+    // ASCII, or valid UTF-8 with every offset on a character boundary); every view names buffer 0 = `data`, at an offset below
     // `data.len()` <= i32::MAX. That is everything `try_new` validates.
     Arc::new(unsafe { GenericByteViewArray::<T>::new_unchecked(views, vec![data], None) })
 }
@@ -435,33 +453,26 @@ mod tests {
     fn values_past_i32_need_large_offsets() {
         // 3 GB of values cannot be addressed by Utf8's i32 offsets; the error says
         // which type to use. (Only the offsets exist here: the check needs no data.)
-        let offsets: Vec<u8> = [0u64, 3_000_000_000]
-            .iter()
-            .flat_map(|o| o.to_le_bytes())
-            .collect();
-        let raw = RawOffsets::new(Buffer::from(offsets), OffsetKind::U64, 1).unwrap();
-        let err = convert_offsets::<i32>(&raw, 3_000_000_000).unwrap_err();
+        let offsets = ScalarBuffer::<u64>::from(vec![0u64, 3_000_000_000]);
+        let err = convert_offsets::<u64, i32>(&offsets, 3_000_000_000).unwrap_err();
         assert!(matches!(err, ChunkError::OffsetOverflow { .. }));
         assert!(err.to_string().contains("large-utf8"));
-        assert!(convert_offsets::<i64>(&raw, 3_000_000_000).is_ok());
+        assert!(convert_offsets::<u64, i64>(&offsets, 3_000_000_000).is_ok());
     }
 
     #[test]
     fn offset_checks() {
-        let raw = |v: &[i32]| {
-            RawOffsets::new(Buffer::from_vec(v.to_vec()), OffsetKind::I32, v.len() - 1).unwrap()
-        };
-        assert_eq!(check_offsets(&raw(&[0, 2, 2, 5]), 5).unwrap(), (0, 5));
+        assert_eq!(check_offsets(&[0i32, 2, 2, 5], 5).unwrap(), (0, 5));
         assert!(matches!(
-            check_offsets(&raw(&[0, 3, 2]), 5),
+            check_offsets(&[0i32, 3, 2], 5),
             Err(ChunkError::OffsetsDecrease { element: 1, .. })
         ));
         assert!(matches!(
-            check_offsets(&raw(&[0, 6]), 5),
+            check_offsets(&[0u32, 6], 5),
             Err(ChunkError::OffsetOutOfBounds { index: 1, .. })
         ));
         assert!(matches!(
-            check_offsets(&raw(&[-1, 2]), 5),
+            check_offsets(&[-1i64, 2], 5),
             Err(ChunkError::OffsetOutOfBounds { index: 0, .. })
         ));
         assert!(RawOffsets::new(Buffer::from_vec(vec![0i32; 3]), OffsetKind::I32, 3).is_err());

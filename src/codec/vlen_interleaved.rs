@@ -73,9 +73,12 @@ pub fn decode(bytes: Buffer, ctx: &DecodeContext) -> Result<ArrayRef, ChunkError
     };
     let array = if ctx.string_type == StringType::Utf8View {
         let mut views = ViewsBuilder::new(bytes.clone(), n)?;
+        // One vectorised pass: a chunk that is all ASCII (lengths under 128 and
+        // ASCII values, the common case) needs no per-element UTF-8 check.
+        let check_each = utf8 && !data.is_ascii();
         for _ in 0..n {
             let (start, len) = next(&mut pos)?;
-            views.push(start, len, utf8)?;
+            views.push(start, len, check_each)?;
         }
         check_end(pos, data.len())?;
         views.finish(utf8)

@@ -1,0 +1,362 @@
+#!/usr/bin/env python3
+"""Side-by-side benchmark of Zarr string reading and writing (issue 5).
+
+Run through `bash benches/compare/run.sh [--quick]`, which builds the zarrow and zarrs
+programs first. Generates the workloads with the real writers (zarr-python for
+vlen-utf8, zarrs for zarrs.vlen, the ZEP0007 draft's procedure for ZEP0007, pyarrow for
+Parquet and IPC), times every peer on the same files in one run (median of RUNS,
+warm page cache for all), prints the table with ratios, and writes
+benches/RESULTS.md with the machine it ran on. A peer that fails a workload is shown
+as failing, not left out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import zarr
+
+REPO = Path(__file__).resolve().parents[2]
+DATA = REPO / "benches" / "compare" / "data"
+ZARROW = REPO / "target" / "release" / "examples" / "zarrow_compare"
+ZARRS = REPO / "target" / "gen-zarrs" / "release" / "zarrs-bench"
+
+
+# ---------------------------------------------------------------- workloads
+
+def short_strings(n: int, seed: int = 1) -> pa.Array:
+    """n ASCII strings of 0..32 bytes, built without Python objects."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(0, 33, n, dtype=np.int64)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    data = rng.integers(ord("a"), ord("z") + 1, int(offsets[-1]), dtype=np.uint8)
+    return pa.Array.from_buffers(pa.large_string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]).cast(pa.string())
+
+
+def long_strings(n: int, seed: int = 2) -> pa.Array:
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(1000, 10_001, n, dtype=np.int64)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    data = rng.integers(ord("a"), ord("z") + 1, int(offsets[-1]), dtype=np.uint8)
+    return pa.Array.from_buffers(pa.large_string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]).cast(pa.string())
+
+
+def write_zarr_python(path: Path, values: pa.Array, chunk: int, compressors) -> None:
+    arr = zarr.create_array(store=str(path), shape=(len(values),), chunks=(chunk,), dtype=str,
+                            compressors=compressors, overwrite=True)
+    step = chunk * 4
+    for start in range(0, len(values), step):
+        arr[start:start + step] = np.array(values.slice(start, step).to_pylist(), dtype=object)
+
+
+def write_zep0007(path: Path, values: pa.Array, chunk: int) -> None:
+    """The draft's own procedure: int32 offsets, zero padding to 64 bytes, data."""
+    if path.exists():
+        shutil.rmtree(path)
+    (path / "c").mkdir(parents=True)
+    n = len(values)
+    meta = {"zarr_format": 3, "node_type": "array", "shape": [n], "data_type": {"name": "string"},
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [chunk]}},
+            "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+            "fill_value": "", "codecs": [], "attributes": {}}
+    for i, start in enumerate(range(0, n, chunk)):
+        part = values.slice(start, chunk)
+        offsets = np.frombuffer(part.buffers()[1], dtype=np.int32)[part.offset:part.offset + len(part) + 1]
+        offsets = offsets - offsets[0]
+        if len(part) < chunk:  # edge chunk: pad with empty strings
+            offsets = np.concatenate([offsets, np.full(chunk - len(part), offsets[-1], dtype=np.int32)])
+        head = offsets.astype("<i4").tobytes()
+        head += b"\0" * (-len(head) % 64)
+        data = np.frombuffer(part.buffers()[2], dtype=np.uint8)
+        first = np.frombuffer(part.buffers()[1], dtype=np.int32)[part.offset]
+        body = data[first:first + offsets[-1]].tobytes()
+        (path / "c" / str(i)).write_bytes(head + body)
+    (path / "zarr.json").write_text(json.dumps(meta))
+
+
+def generate(n: int, long_n: int) -> dict:
+    DATA.mkdir(parents=True, exist_ok=True)
+    stamp = DATA / f"ready-{n}-{long_n}"
+    paths = {name: DATA / name for name in [
+        "w1.zarr", "w1_gzip.zarr", "w1_blosc.zarr", "w1.parquet", "w1.arrow", "w2_none.zarr", "w2_zstd.zarr",
+        "w3.zarr", "w4.zarr", "w4.parquet", "w5_small.zarr", "w5_large.zarr"]}
+    if stamp.exists():
+        return paths
+    for p in DATA.iterdir():
+        shutil.rmtree(p) if p.is_dir() else p.unlink()
+    from zarr.codecs import BloscCodec, GzipCodec, ZstdCodec
+    chunk = 1_000_000 if n >= 10_000_000 else n // 10
+    print(f"generating: {n:,} short strings, chunks of {chunk:,}", flush=True)
+    s = short_strings(n)
+    write_zarr_python(paths["w1.zarr"], s, chunk, [ZstdCodec(level=0)])
+    write_zarr_python(paths["w1_gzip.zarr"], s, chunk, [GzipCodec(level=5)])
+    write_zarr_python(paths["w1_blosc.zarr"], s, chunk, [BloscCodec(cname="lz4", clevel=5, shuffle="shuffle")])
+    table = pa.table({"s": s})
+    pq.write_table(table, paths["w1.parquet"], compression="zstd")
+    with pa.ipc.new_file(paths["w1.arrow"], table.schema) as w:  # uncompressed
+        w.write_table(table, max_chunksize=chunk)
+    for mode in ["none", "zstd"]:
+        run([str(ZARRS), "write-vlen", str(paths["w1.zarr"]), str(paths[f"w2_{mode}.zarr"]), mode])
+    write_zep0007(paths["w3.zarr"], s, chunk)
+    print(f"generating: {long_n:,} long strings", flush=True)
+    ls = long_strings(long_n)
+    write_zarr_python(paths["w4.zarr"], ls, max(long_n // 10, 1), [ZstdCodec(level=0)])
+    pq.write_table(pa.table({"s": ls}), paths["w4.parquet"], compression="zstd")
+    # W5 memory growth: the same chunk size (100k), arrays 10x apart.
+    small = min(n // 10, 1_000_000)
+    write_zarr_python(paths["w5_small.zarr"], s.slice(0, small), small // 10, [ZstdCodec(level=0)])
+    write_zarr_python(paths["w5_large.zarr"], short_strings(small * 10, seed=3), small // 10, [ZstdCodec(level=0)])
+    stamp.touch()
+    return paths
+
+
+# ---------------------------------------------------------------- peers
+
+def run(cmd: list[str], env: dict | None = None) -> str:
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})})
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr.strip()[-300:] or f"exit {proc.returncode}")
+    return proc.stdout
+
+
+def timed_program(cmd: list[str], env: dict | None = None) -> float:
+    """A Rust program that prints its own job's seconds first."""
+    return float(run(cmd, env).split()[0])
+
+
+def peak_rss_mib(cmd: list[str]) -> float:
+    wrapper = "import resource, subprocess, sys\np = subprocess.run(sys.argv[1:], capture_output=True)\n" \
+              "sys.exit(p.returncode) if p.returncode else print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+    return int(run([sys.executable, "-c", wrapper, *cmd])) / 1024
+
+
+def python_timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def zarr_python_read(path: Path):
+    return lambda: zarr.open_array(str(path), mode="r")[:]
+
+
+def pyarrow_parquet(path: Path):
+    return lambda: pq.read_table(path)
+
+
+def pyarrow_ipc(path: Path, mmap: bool = False):
+    def go():
+        source = pa.memory_map(str(path)) if mmap else pa.OSFile(str(path))
+        with pa.ipc.open_file(source) as f:
+            return f.read_all()
+    return go
+
+
+def python_zarr_to_parquet(src: Path, dst: Path):
+    def go():
+        values = zarr.open_array(str(src), mode="r")[:]
+        pq.write_table(pa.table({"s": pa.array(values, pa.string())}), dst, compression="zstd")
+    return go
+
+
+def python_parquet_to_zarr(src: Path, dst: Path, chunk: int):
+    def go():
+        column = pq.read_table(src).column("s").to_numpy()
+        arr = zarr.create_array(store=str(dst), shape=(len(column),), chunks=(chunk,), dtype=str, overwrite=True)
+        arr[:] = column
+    return go
+
+
+# ---------------------------------------------------------------- the run
+
+def measure(label: str, runs: int, fn) -> dict:
+    times, error = [], None
+    for _ in range(runs):
+        try:
+            times.append(fn())
+        except Exception as e:  # noqa: BLE001 - a failing peer is reported, not dropped
+            error = f"{type(e).__name__}: {str(e)[:200]}"
+            break
+    result = {"label": label, "median": statistics.median(times) if times and not error else None, "error": error}
+    shown = f"{result['median']:.3f} s" if result["median"] is not None else f"FAILED ({error})"
+    print(f"  {label:<58} {shown}", flush=True)
+    return result
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="1M strings, 3 runs")
+    ap.add_argument("--runs", type=int)
+    args = ap.parse_args()
+    n, long_n = (1_000_000, 10_000) if args.quick else (10_000_000, 100_000)
+    runs = args.runs or (3 if args.quick else 5)
+    paths = generate(n, long_n)
+    z = lambda *a: [str(ZARROW), *map(str, a)]  # noqa: E731
+    one = {"RAYON_NUM_THREADS": "1"}
+    results: dict[str, list[dict]] = {}
+
+    def section(name: str, items: list[tuple[str, object]]) -> None:
+        print(name, flush=True)
+        results[name] = [measure(label, runs, fn) for label, fn in items]
+
+    section(f"W1: {n:,} short strings, vlen-utf8 + zstd (zarr-python), read all", [
+        ("bound: read + zstd-decompress every chunk (all cores)", lambda: timed_program(z("bound", paths["w1.zarr"]))),
+        ("bound: same, one thread", lambda: timed_program(z("bound", paths["w1.zarr"]), one)),
+        ("zarrow -> Utf8View", lambda: timed_program(z("read", paths["w1.zarr"], "utf8-view"))),
+        ("zarrow -> Utf8", lambda: timed_program(z("read", paths["w1.zarr"], "utf8"))),
+        ("zarrow -> Utf8View, one thread", lambda: timed_program(z("read", paths["w1.zarr"], "utf8-view"), one)),
+        ("zarrow -> Utf8, one thread", lambda: timed_program(z("read", paths["w1.zarr"], "utf8"), one)),
+        ("zarr-python arr[:]", lambda: python_timed(zarr_python_read(paths["w1.zarr"]))),
+        ("zarrs -> ArrayBytes", lambda: timed_program([str(ZARRS), "read", str(paths["w1.zarr"]), "bytes"])),
+        ("zarrs -> Vec<String>", lambda: timed_program([str(ZARRS), "read", str(paths["w1.zarr"]), "strings"])),
+        ("pyarrow: the same strings from zstd Parquet", lambda: python_timed(pyarrow_parquet(paths["w1.parquet"]))),
+        ("pyarrow: the same strings from uncompressed IPC", lambda: python_timed(pyarrow_ipc(paths["w1.arrow"]))),
+    ])
+    section("W1 with other compressors", [
+        ("bound: gzip decompress only", lambda: timed_program(z("bound", paths["w1_gzip.zarr"]))),
+        ("zarrow gzip -> Utf8", lambda: timed_program(z("read", paths["w1_gzip.zarr"], "utf8"))),
+        ("bound: blosc decompress only", lambda: timed_program(z("bound", paths["w1_blosc.zarr"]))),
+        ("zarrow blosc -> Utf8", lambda: timed_program(z("read", paths["w1_blosc.zarr"], "utf8"))),
+    ])
+    section("W2: the same strings as zarrs.vlen (uint32 index at start, written by zarrs)", [
+        ("zarrow uncompressed -> Utf8", lambda: timed_program(z("read", paths["w2_none.zarr"], "utf8"))),
+        ("zarrs uncompressed -> ArrayBytes", lambda: timed_program([str(ZARRS), "read", str(paths["w2_none.zarr"]), "bytes"])),
+        ("bound: zstd data decompress only", lambda: timed_program(z("bound", paths["w2_zstd.zarr"]))),
+        ("zarrow zstd -> Utf8", lambda: timed_program(z("read", paths["w2_zstd.zarr"], "utf8"))),
+        ("zarrs zstd -> ArrayBytes", lambda: timed_program([str(ZARRS), "read", str(paths["w2_zstd.zarr"]), "bytes"])),
+        ("pyarrow: uncompressed IPC file", lambda: python_timed(pyarrow_ipc(paths["w1.arrow"]))),
+        ("pyarrow: uncompressed IPC file, memory_map", lambda: python_timed(pyarrow_ipc(paths["w1.arrow"], mmap=True))),
+    ])
+    section("W3: the same strings in the ZEP0007 layout, uncompressed", [
+        ("zarrow -> Utf8", lambda: timed_program(z("read", paths["w3.zarr"], "utf8"))),
+        ("pyarrow: uncompressed IPC file", lambda: python_timed(pyarrow_ipc(paths["w1.arrow"]))),
+    ])
+    section(f"W4: {long_n:,} long strings (1-10 KB), vlen-utf8 + zstd", [
+        ("bound: read + zstd-decompress every chunk", lambda: timed_program(z("bound", paths["w4.zarr"]))),
+        ("zarrow -> Utf8View", lambda: timed_program(z("read", paths["w4.zarr"], "utf8-view"))),
+        ("zarrow -> Utf8", lambda: timed_program(z("read", paths["w4.zarr"], "utf8"))),
+        ("zarr-python arr[:]", lambda: python_timed(zarr_python_read(paths["w4.zarr"]))),
+        ("zarrs -> ArrayBytes", lambda: timed_program([str(ZARRS), "read", str(paths["w4.zarr"]), "bytes"])),
+        ("pyarrow: the same strings from zstd Parquet", lambda: python_timed(pyarrow_parquet(paths["w4.parquet"]))),
+    ])
+    out = DATA / "out"
+    out.mkdir(exist_ok=True)
+    section("W5: Zarr (W1) -> Parquet, end to end", [
+        ("zarrow", lambda: timed_program(z("to-parquet", paths["w1.zarr"], out / "w5.parquet"))),
+        ("zarr-python arr[:] + pyarrow write", lambda: python_timed(python_zarr_to_parquet(paths["w1.zarr"], out / "w5_py.parquet"))),
+    ])
+    chunk = 1_000_000 if n >= 10_000_000 else n // 10
+    section("W6: Parquet -> Zarr, end to end", [
+        ("zarrow, default encoding (vlen-utf8 + zstd)", lambda: timed_program(z("from-parquet", paths["w1.parquet"], out / "w6.zarr", "default"))),
+        ("zarrow, zarrs-vlen encoding (+ zstd)", lambda: timed_program(z("from-parquet", paths["w1.parquet"], out / "w6v.zarr", "zarrs-vlen"))),
+        ("pyarrow read + zarr-python write", lambda: python_timed(python_parquet_to_zarr(paths["w1.parquet"], out / "w6_py.zarr", chunk))),
+    ])
+    print("W5 peak memory (zarrow to-parquet, chunks of equal size)", flush=True)
+    memory = {}
+    for name in ["w5_small.zarr", "w5_large.zarr"]:
+        elements = zarr.open_array(str(paths[name]), mode="r").shape[0]
+        chunk_bytes = max(f.stat().st_size for f in (paths[name] / "c").iterdir())
+        peak = peak_rss_mib(z("to-parquet", paths[name], out / f"{name}.parquet"))
+        memory[name] = {"elements": elements, "peak_mib": peak}
+        print(f"  {name}: {elements:,} elements, peak RSS {peak:.0f} MiB (largest encoded chunk {chunk_bytes / 2**20:.1f} MiB)")
+    write_results(results, memory, n, long_n, runs)
+    return 0
+
+
+def get(results: dict, section_prefix: str, label: str) -> float | None:
+    for name, rows in results.items():
+        if name.startswith(section_prefix):
+            for r in rows:
+                if r["label"] == label:
+                    return r["median"]
+    return None
+
+
+def ratio(a: float | None, b: float | None) -> str:
+    return f"{a / b:.2f}x" if a is not None and b else "n/a"
+
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    try:
+        cpu = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores ({cpu}), {mem:.0f} GiB RAM; Python {platform.python_version()}, zarr {zarr.__version__}, pyarrow {pa.__version__}, numpy {np.__version__}"
+
+
+def write_results(results: dict, memory: dict, n: int, long_n: int, runs: int) -> None:
+    g = lambda s, l: get(results, s, l)  # noqa: E731
+    bound = g("W1:", "bound: read + zstd-decompress every chunk (all cores)")
+    view, utf8 = g("W1:", "zarrow -> Utf8View"), g("W1:", "zarrow -> Utf8")
+    targets = [
+        ("W1 Utf8View <= 1.15x the bound", ratio(view, bound), view and bound and view / bound <= 1.15),
+        ("W1 Utf8 <= 1.3x the bound", ratio(utf8, bound), utf8 and bound and utf8 / bound <= 1.3),
+        ("W1 zarr-python / zarrow Utf8View (about 10x)", ratio(g("W1:", "zarr-python arr[:]"), view), None),
+        ("W1 zarrs ArrayBytes / zarrow Utf8View (about 3x)", ratio(g("W1:", "zarrs -> ArrayBytes"), view), None),
+        ("W1 zarrow Utf8View / pyarrow zstd Parquet (parity: <= 1.0x)", ratio(view, g("W1:", "pyarrow: the same strings from zstd Parquet")),
+         view and g("W1:", "pyarrow: the same strings from zstd Parquet") and view <= g("W1:", "pyarrow: the same strings from zstd Parquet")),
+        ("W1 parallel speedup, Utf8View, 1 -> all cores (>= 1.7x)", ratio(g("W1:", "zarrow -> Utf8View, one thread"), view),
+         view and g("W1:", "zarrow -> Utf8View, one thread") and g("W1:", "zarrow -> Utf8View, one thread") / view >= 1.7),
+        ("gzip: read / decompress alone (<= 1.25x)", ratio(g("W1 with", "zarrow gzip -> Utf8"), g("W1 with", "bound: gzip decompress only")),
+         (lambda a, b: a and b and a / b <= 1.25)(g("W1 with", "zarrow gzip -> Utf8"), g("W1 with", "bound: gzip decompress only"))),
+        ("blosc: read / decompress alone (<= 1.25x)", ratio(g("W1 with", "zarrow blosc -> Utf8"), g("W1 with", "bound: blosc decompress only")),
+         (lambda a, b: a and b and a / b <= 1.25)(g("W1 with", "zarrow blosc -> Utf8"), g("W1 with", "bound: blosc decompress only"))),
+        ("zarrs.vlen + zstd: read / decompress alone (<= 1.25x)", ratio(g("W2:", "zarrow zstd -> Utf8"), g("W2:", "bound: zstd data decompress only")),
+         (lambda a, b: a and b and a / b <= 1.25)(g("W2:", "zarrow zstd -> Utf8"), g("W2:", "bound: zstd data decompress only"))),
+        ("W2 uncompressed / pyarrow IPC (<= 1.5x)", ratio(g("W2:", "zarrow uncompressed -> Utf8"), g("W2:", "pyarrow: uncompressed IPC file")),
+         (lambda a, b: a and b and a / b <= 1.5)(g("W2:", "zarrow uncompressed -> Utf8"), g("W2:", "pyarrow: uncompressed IPC file"))),
+        ("W3 uncompressed / pyarrow IPC (<= 1.5x)", ratio(g("W3:", "zarrow -> Utf8"), g("W3:", "pyarrow: uncompressed IPC file")),
+         (lambda a, b: a and b and a / b <= 1.5)(g("W3:", "zarrow -> Utf8"), g("W3:", "pyarrow: uncompressed IPC file"))),
+        ("W6 python / zarrow default (>= 10x)", ratio(g("W6:", "pyarrow read + zarr-python write"), g("W6:", "zarrow, default encoding (vlen-utf8 + zstd)")),
+         (lambda a, b: a and b and a / b >= 10)(g("W6:", "pyarrow read + zarr-python write"), g("W6:", "zarrow, default encoding (vlen-utf8 + zstd)"))),
+        ("W6 zarrow default / zarrs-vlen (>= 3x)", ratio(g("W6:", "zarrow, default encoding (vlen-utf8 + zstd)"), g("W6:", "zarrow, zarrs-vlen encoding (+ zstd)")),
+         (lambda a, b: a and b and a / b >= 3)(g("W6:", "zarrow, default encoding (vlen-utf8 + zstd)"), g("W6:", "zarrow, zarrs-vlen encoding (+ zstd)"))),
+    ]
+    small, large = memory["w5_small.zarr"], memory["w5_large.zarr"]
+    growth = large["peak_mib"] / small["peak_mib"] - 1
+    targets.append((f"W5 peak memory growth, {small['elements']:,} -> {large['elements']:,} elements (< 10%)",
+                    f"{growth * 100:+.0f}% ({small['peak_mib']:.0f} -> {large['peak_mib']:.0f} MiB)", growth < 0.10))
+    lines = [
+        "# Side-by-side benchmark results",
+        "",
+        f"Produced by `bash benches/compare/run.sh{'' if n >= 10_000_000 else ' --quick'}` on {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.",
+        "",
+        f"Machine: {machine()}. Medians of {runs} runs, warm page cache, every peer on the same files in the same run.",
+        f"Workloads: {n:,} strings of 0-32 ASCII bytes in chunks of {1_000_000 if n >= 10_000_000 else n // 10:,} (W1-W3, W5, W6); {long_n:,} strings of 1-10 KB (W4).",
+        "",
+        "| workload | peer | median | vs. first row |",
+        "|---|---|---|---|",
+    ]
+    for name, rows in results.items():
+        base = rows[0]["median"]
+        for i, r in enumerate(rows):
+            shown = f"{r['median']:.3f} s" if r["median"] is not None else f"FAILED: {r['error']}"
+            lines.append(f"| {name if i == 0 else ''} | {r['label']} | {shown} | {ratio(r['median'], base) if i else ''} |")
+    lines += ["", "## Targets (issue 5)", "", "| target | measured | met |", "|---|---|---|"]
+    for label, value, ok in targets:
+        lines.append(f"| {label} | {value} | {'yes' if ok else ('-' if ok is None else 'no')} |")
+    text = "\n".join(lines) + "\n"
+    (REPO / "benches" / "RESULTS.md").write_text(text)
+    print("\n" + text)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

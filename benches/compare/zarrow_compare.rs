@@ -1,0 +1,113 @@
+//! The zarrow side of the `benches/compare` harness: one job through the library,
+//! timed inside the process (start-up and store opening excluded), printed as
+//! `SECONDS ROWS`.
+//!
+//! ```text
+//! zarrow_compare read STORE utf8|utf8-view|large-utf8   every batch of the array
+//! zarrow_compare bound STORE                             read + undo the bytes->bytes
+//!                                                        codecs of every chunk, nothing else
+//! zarrow_compare to-parquet STORE OUT.parquet            W5: Zarr -> Parquet (zstd)
+//! zarrow_compare from-parquet IN.parquet OUT.zarr default|zarrs-vlen
+//!                                                        W6: Parquet -> Zarr
+//! ```
+//!
+//! Threads: rayon's pool (set `RAYON_NUM_THREADS=1` for one core).
+
+use std::fs::File;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use rayon::prelude::*;
+use zarrow::export::{parse_parquet_compression, write_parquet};
+use zarrow::write::{Encoding, WriteOptions, write_batches};
+use zarrow::{LocalStore, ReadOptions, StringType, ZarrArray};
+
+type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+fn main() -> Res<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let arg = |i: usize| args.get(i).map(String::as_str).unwrap_or_default();
+    let start = Instant::now();
+    let rows = match arg(1) {
+        "read" => read(arg(2), arg(3))?,
+        "bound" => bound(arg(2))?,
+        "to-parquet" => to_parquet(arg(2), arg(3))?,
+        "from-parquet" => from_parquet(arg(2), arg(3), arg(4))?,
+        _ => {
+            eprintln!("usage: see the module documentation of benches/compare/zarrow_compare.rs");
+            std::process::exit(2);
+        }
+    };
+    println!("{} {rows}", start.elapsed().as_secs_f64());
+    Ok(())
+}
+
+fn open(path: &str, string_type: StringType) -> Res<ZarrArray> {
+    let options = ReadOptions::default().with_string_type(string_type);
+    Ok(ZarrArray::open_with(
+        Arc::new(LocalStore::new(path)),
+        "",
+        options,
+    )?)
+}
+
+fn read(path: &str, string_type: &str) -> Res<u64> {
+    let string_type =
+        StringType::parse(string_type).ok_or("string type: utf8, large-utf8, utf8-view")?;
+    let array = open(path, string_type)?;
+    let mut rows = 0;
+    for batch in array.batches() {
+        rows += batch?.num_rows() as u64;
+    }
+    Ok(rows)
+}
+
+/// What every Zarr reader must do: read each chunk file and undo its compression.
+fn bound(path: &str) -> Res<u64> {
+    let array = open(path, StringType::Utf8)?;
+    let codecs = &array.metadata().codecs.bytes_to_bytes;
+    let limit = usize::MAX;
+    let keys: Vec<String> = (0..array.grid().num_chunks())
+        .map(|i| array.chunk_key(&array.grid().unravel(i)))
+        .collect();
+    let bytes: usize = keys
+        .par_iter()
+        .map(|key| -> Res<usize> {
+            let mut buffer =
+                arrow_buffer::Buffer::from_vec(std::fs::read(Path::new(path).join(key))?);
+            for codec in codecs.iter().rev() {
+                buffer = codec.decode(buffer, limit)?;
+            }
+            Ok(buffer.len())
+        })
+        .sum::<Res<usize>>()?;
+    Ok(bytes as u64)
+}
+
+fn to_parquet(src: &str, dst: &str) -> Res<u64> {
+    let array = open(src, StringType::Utf8)?;
+    Ok(write_parquet(
+        array.batches(),
+        File::create(dst)?,
+        parse_parquet_compression("zstd")?,
+    )?)
+}
+
+fn from_parquet(src: &str, dst: &str, encoding: &str) -> Res<u64> {
+    let encoding = Encoding::parse(encoding).ok_or("encoding: default, zarrs-vlen")?;
+    let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(src)?)?
+        .with_batch_size(1 << 20)
+        .build()?;
+    let options = WriteOptions::default()
+        .with_encoding(encoding)
+        .with_chunk_len(1 << 20)
+        .with_overwrite(true);
+    Ok(write_batches(
+        reader,
+        Arc::new(LocalStore::new(dst)),
+        "",
+        options,
+    )?)
+}
