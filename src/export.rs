@@ -39,6 +39,10 @@ impl ExportFormat {
     }
 }
 
+/// The encoded size at which [`write_parquet`] closes a row group (16 MiB): it
+/// bounds the writer's memory whatever the input's length.
+pub const ROW_GROUP_BYTES: usize = 16 << 20;
+
 /// The default Parquet compression: zstd at level 3.
 pub const DEFAULT_PARQUET_COMPRESSION: &str = "zstd";
 
@@ -112,7 +116,15 @@ pub fn write_parquet<R: RecordBatchReader, W: Write + Send>(
         .set_compression(compression)
         .build();
     let mut w = ArrowWriter::try_new(writer, schema, Some(props))?;
-    let rows = each_batch(reader, |batch| Ok(w.write(batch)?))?;
+    // A row group is flushed once its encoded pages reach ROW_GROUP_BYTES, so the
+    // writer holds at most that much, however long the input.
+    let rows = each_batch(reader, |batch| {
+        w.write(batch)?;
+        if w.in_progress_size() >= ROW_GROUP_BYTES {
+            w.flush()?;
+        }
+        Ok(())
+    })?;
     w.close()?;
     Ok(rows)
 }

@@ -20,6 +20,7 @@ use std::time::Instant;
 
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use rayon::prelude::*;
+use zarrow::codec::{ArrayToBytes, BytesToBytes, IndexLocation};
 use zarrow::export::{parse_parquet_compression, write_parquet};
 use zarrow::write::{Encoding, WriteOptions, write_batches};
 use zarrow::{LocalStore, ReadOptions, StringType, ZarrArray};
@@ -64,23 +65,45 @@ fn read(path: &str, string_type: &str) -> Res<u64> {
     Ok(rows)
 }
 
-/// What every Zarr reader must do: read each chunk file and undo its compression.
+/// What every Zarr reader must do: read each chunk file and undo its compression
+/// (for `zarrs.vlen`, also the compression inside its index and data sections).
 fn bound(path: &str) -> Res<u64> {
     let array = open(path, StringType::Utf8)?;
-    let codecs = &array.metadata().codecs.bytes_to_bytes;
+    let chain = &array.metadata().codecs;
+    let codecs = &chain.bytes_to_bytes;
     let limit = usize::MAX;
+    let undo =
+        |mut buffer: arrow_buffer::Buffer, codecs: &[BytesToBytes]| -> Res<arrow_buffer::Buffer> {
+            for codec in codecs.iter().rev() {
+                buffer = codec.decode(buffer, limit)?;
+            }
+            Ok(buffer)
+        };
     let keys: Vec<String> = (0..array.grid().num_chunks())
         .map(|i| array.chunk_key(&array.grid().unravel(i)))
         .collect();
     let bytes: usize = keys
         .par_iter()
         .map(|key| -> Res<usize> {
-            let mut buffer =
-                arrow_buffer::Buffer::from_vec(std::fs::read(Path::new(path).join(key))?);
-            for codec in codecs.iter().rev() {
-                buffer = codec.decode(buffer, limit)?;
+            let buffer = undo(
+                arrow_buffer::Buffer::from_vec(std::fs::read(Path::new(path).join(key))?),
+                codecs,
+            )?;
+            match &chain.array_to_bytes {
+                ArrayToBytes::ZarrsVlen(vlen) if vlen.index_location == IndexLocation::Start => {
+                    let index_len = u64::from_le_bytes(buffer.as_slice()[..8].try_into()?) as usize;
+                    let index = undo(
+                        buffer.slice_with_length(8, index_len),
+                        &vlen.index_codecs.bytes_to_bytes,
+                    )?;
+                    let data = undo(
+                        buffer.slice(8 + index_len),
+                        &vlen.data_codecs.bytes_to_bytes,
+                    )?;
+                    Ok(index.len() + data.len())
+                }
+                _ => Ok(buffer.len()),
             }
-            Ok(buffer.len())
         })
         .sum::<Res<usize>>()?;
     Ok(bytes as u64)

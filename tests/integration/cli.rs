@@ -519,3 +519,41 @@ fn invalid_linear_input_writes_nothing() {
         .collect();
     assert_eq!(left, vec![std::ffi::OsString::from("bad.json")]);
 }
+
+#[test]
+fn parquet_row_groups_are_bounded_by_size() {
+    use std::sync::Arc;
+    // ~40 MB of strings in batches of ~4 MB: the writer must close row groups of
+    // about zarrow::export::ROW_GROUP_BYTES rather than buffer everything.
+    let schema = Arc::new(arrow_schema::Schema::new(vec![arrow_schema::Field::new(
+        "s",
+        arrow_schema::DataType::Utf8,
+        false,
+    )]));
+    let batches: Vec<RecordBatch> = (0..10)
+        .map(|b| {
+            let values: Vec<String> = (0..100_000)
+                .map(|i| format!("{b:02}-{i:08}-{:032}", i * 7919 % 1_000_003))
+                .collect();
+            RecordBatch::try_new(
+                schema.clone(),
+                vec![Arc::new(arrow_array::StringArray::from(values))],
+            )
+            .unwrap()
+        })
+        .collect();
+    let reader = arrow_array::RecordBatchIterator::new(batches.into_iter().map(Ok), schema);
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("big.parquet");
+    let rows = zarrow::export::write_parquet(
+        reader,
+        File::create(&path).unwrap(),
+        parquet::basic::Compression::UNCOMPRESSED,
+    )
+    .unwrap();
+    assert_eq!(rows, 1_000_000);
+    let meta =
+        parquet::file::reader::SerializedFileReader::new(File::open(&path).unwrap()).unwrap();
+    let groups = parquet::file::reader::FileReader::metadata(&meta).num_row_groups();
+    assert!(groups >= 2, "one row group held everything");
+}
