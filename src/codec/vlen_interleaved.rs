@@ -21,7 +21,9 @@ use arrow_buffer::Buffer;
 use super::DecodeContext;
 use crate::error::ChunkError;
 use crate::metadata::StringType;
-use crate::offsets::{ValuesBuilder, ViewsBuilder};
+use arrow_array::OffsetSizeTrait;
+
+use crate::offsets::{CopyBuilder, ViewsBuilder};
 
 fn read_u32(bytes: &[u8], pos: usize, what: &'static str) -> Result<u32, ChunkError> {
     bytes
@@ -83,15 +85,47 @@ pub fn decode(bytes: Buffer, ctx: &DecodeContext) -> Result<ArrayRef, ChunkError
         check_end(pos, data.len())?;
         views.finish(utf8)
     } else {
-        let mut out = ValuesBuilder::new(ctx.string_type, n, data.len() - min_len as usize);
-        for _ in 0..n {
-            let (start, len) = next(&mut pos)?;
-            out.push(&data[start..start + len])?;
-        }
+        // One monomorphized copy loop per offset width (the builder choice is made
+        // once per chunk, not per element).
+        let max_values = data.len() - min_len as usize;
+        let array = if ctx.string_type == StringType::LargeUtf8 {
+            copy_values(
+                CopyBuilder::<i64>::with_capacity(n, max_values),
+                data,
+                n,
+                &mut pos,
+                &next,
+            )?
+            .finish(utf8)?
+        } else {
+            copy_values(
+                CopyBuilder::<i32>::with_capacity(n, max_values),
+                data,
+                n,
+                &mut pos,
+                &next,
+            )?
+            .finish(utf8)?
+        };
         check_end(pos, data.len())?;
-        out.finish(utf8)?
+        array
     };
     Ok(array)
+}
+
+/// Copy `n` interleaved values into `out`, reading each with `next`.
+fn copy_values<O: OffsetSizeTrait>(
+    mut out: CopyBuilder<O>,
+    data: &[u8],
+    n: usize,
+    pos: &mut usize,
+    next: &impl Fn(&mut usize) -> Result<(usize, usize), ChunkError>,
+) -> Result<CopyBuilder<O>, ChunkError> {
+    for _ in 0..n {
+        let (start, len) = next(pos)?;
+        out.push(&data[start..start + len])?;
+    }
+    Ok(out)
 }
 
 fn check_end(pos: usize, len: usize) -> Result<(), ChunkError> {
