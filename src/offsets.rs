@@ -384,6 +384,34 @@ impl<O: OffsetSizeTrait> CopyBuilder<O> {
         Ok(())
     }
 
+    /// Append bytes to the element being built (it may arrive in pieces).
+    #[inline]
+    pub(crate) fn extend(&mut self, bytes: &[u8]) {
+        self.values.extend_from_slice(bytes);
+    }
+
+    /// Close the element being built.
+    #[inline]
+    pub(crate) fn end_element(&mut self) -> Result<(), ChunkError> {
+        let end = O::from_usize(self.values.len()).ok_or(ChunkError::OffsetOverflow {
+            bytes: self.values.len() as u64,
+        })?;
+        self.offsets.push(end);
+        Ok(())
+    }
+
+    /// The finished array as views over the copied values buffer.
+    pub(crate) fn finish_views(self, utf8: bool) -> Result<ArrayRef, ChunkError> {
+        let n = self.offsets.len() - 1;
+        let kind = if O::IS_LARGE {
+            OffsetKind::I64
+        } else {
+            OffsetKind::I32
+        };
+        let raw = RawOffsets::new(Buffer::from_vec(self.offsets), kind, n)?;
+        from_offsets(raw, self.values.into(), utf8, StringType::Utf8View)
+    }
+
     /// The finished array; strings are UTF-8 checked here, once for all values.
     pub(crate) fn finish(self, utf8: bool) -> Result<ArrayRef, ChunkError> {
         let values: Buffer = self.values.into();

@@ -260,6 +260,23 @@ impl CodecChain {
                 limit: ctx.max_bytes as u64,
             });
         }
+        // vlen + zstd alone, to offsets-based types: decompress and decode fused (see
+        // `decode_zstd`). Views keep the plain path, where they point into the
+        // decompressed chunk and copy nothing (measured faster: benches/decode.rs).
+        if ctx.string_type != StringType::Utf8View
+            && self.array_to_array.is_empty()
+            && self.array_to_bytes == ArrayToBytes::VlenInterleaved
+            && matches!(self.bytes_to_bytes.as_slice(), [BytesToBytes::Zstd { .. }])
+        {
+            let array = vlen_interleaved::decode_zstd(&encoded, ctx)?;
+            if array.len() != ctx.elements {
+                return Err(ChunkError::CountMismatch {
+                    expected: ctx.elements as u64,
+                    found: array.len() as u64,
+                });
+            }
+            return Ok(array);
+        }
         // Fixed-width chunks have an exact decoded size: use it as the bound.
         let limit = match ctx.data_type.fixed_size() {
             Some(size) => size.saturating_mul(ctx.elements).min(ctx.max_bytes),

@@ -137,6 +137,177 @@ fn check_end(pos: usize, len: usize) -> Result<(), ChunkError> {
     Ok(())
 }
 
+/// The fused path for `vlen-*` + `zstd`: decompress in cache-sized windows and
+/// copy each value straight into the output values buffer, so the decompressed
+/// chunk (lengths and values interleaved) is never written out and read back.
+/// One copy of the values. (zarrow uses it for `Utf8` / `LargeUtf8`; for views the
+/// plain path, which copies no values, is faster.)
+pub fn decode_zstd(encoded: &[u8], ctx: &DecodeContext) -> Result<ArrayRef, ChunkError> {
+    let n = ctx.elements;
+    let utf8 = ctx.data_type.is_text();
+    // The frame states its size: an upper bound for the values (never over the limit).
+    let content = zstd::zstd_safe::get_frame_content_size(encoded)
+        .ok()
+        .flatten()
+        .unwrap_or(0);
+    let max_values = (content.saturating_sub(4 + 4 * n as u64) as usize).min(ctx.max_bytes);
+    match ctx.string_type {
+        StringType::Utf8 => stream(
+            encoded,
+            n,
+            max_values,
+            ctx.max_bytes,
+            CopyBuilder::<i32>::with_capacity,
+        )?
+        .finish(utf8),
+        StringType::LargeUtf8 => stream(
+            encoded,
+            n,
+            max_values,
+            ctx.max_bytes,
+            CopyBuilder::<i64>::with_capacity,
+        )?
+        .finish(utf8),
+        _ => stream(
+            encoded,
+            n,
+            max_values,
+            ctx.max_bytes,
+            CopyBuilder::<i64>::with_capacity,
+        )?
+        .finish_views(utf8),
+    }
+}
+
+/// Window of decompressed bytes parsed at a time (fits in L2).
+const WINDOW: usize = 128 << 10;
+
+fn stream<O: OffsetSizeTrait>(
+    encoded: &[u8],
+    n: usize,
+    max_values: usize,
+    max_bytes: usize,
+    builder: fn(usize, usize) -> CopyBuilder<O>,
+) -> Result<CopyBuilder<O>, ChunkError> {
+    use std::io::Read;
+    const CODEC: &str = "zstd";
+    let mut decoder =
+        zstd::stream::read::Decoder::with_buffer(encoded).map_err(|e| ChunkError::Decompress {
+            codec: CODEC,
+            message: e.to_string(),
+        })?;
+    let mut out = builder(n, max_values);
+    let mut window = vec![0u8; WINDOW];
+    let mut int = [0u8; 4]; // a u32 (count or length) that may straddle windows
+    let mut have = 0usize;
+    let mut count_read = false;
+    let mut in_value: Option<usize> = None; // bytes of the current value still to come
+    let mut done = 0usize;
+    let mut total = 0usize;
+    loop {
+        let got = match decoder.read(&mut window) {
+            Ok(0) => break,
+            Ok(got) => got,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                return Err(ChunkError::Decompress {
+                    codec: CODEC,
+                    message: e.to_string(),
+                });
+            }
+        };
+        total += got;
+        if total > max_bytes {
+            return Err(ChunkError::TooLarge {
+                codec: CODEC,
+                limit: max_bytes as u64,
+            });
+        }
+        let mut buf = &window[..got];
+        while !buf.is_empty() {
+            if let Some(rest) = in_value {
+                let take = rest.min(buf.len());
+                out.extend(&buf[..take]);
+                buf = &buf[take..];
+                if take == rest {
+                    out.end_element()?;
+                    done += 1;
+                    in_value = None;
+                } else {
+                    in_value = Some(rest - take);
+                }
+                continue;
+            }
+            if count_read && done == n {
+                return Err(ChunkError::TrailingBytes {
+                    extra: buf.len() as u64,
+                });
+            }
+            // The hot path: whole length-prefixed values inside this window.
+            if count_read && have == 0 {
+                while buf.len() >= 4 && done < n {
+                    let len = u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
+                    if buf.len() - 4 < len {
+                        break;
+                    }
+                    out.extend(&buf[4..4 + len]);
+                    out.end_element()?;
+                    done += 1;
+                    buf = &buf[4 + len..];
+                }
+                if buf.is_empty() || done == n {
+                    continue;
+                }
+            }
+            // A u32 that may straddle windows.
+            let take = (4 - have).min(buf.len());
+            int[have..have + take].copy_from_slice(&buf[..take]);
+            have += take;
+            buf = &buf[take..];
+            if have < 4 {
+                continue;
+            }
+            have = 0;
+            let v = u32::from_le_bytes(int) as usize;
+            if !count_read {
+                if v != n {
+                    return Err(ChunkError::CountMismatch {
+                        expected: n as u64,
+                        found: v as u64,
+                    });
+                }
+                count_read = true;
+            } else if v == 0 {
+                out.end_element()?;
+                done += 1;
+            } else {
+                in_value = Some(v);
+            }
+        }
+    }
+    if !count_read {
+        return Err(ChunkError::Truncated {
+            what: "element count",
+            needed: 4,
+            available: total as u64,
+        });
+    }
+    if done < n {
+        let what = if in_value.is_some() {
+            "element value"
+        } else {
+            "element length"
+        };
+        let needed = in_value.unwrap_or(4 - have) as u64;
+        return Err(ChunkError::Truncated {
+            what,
+            needed,
+            available: 0,
+        });
+    }
+    Ok(out)
+}
+
 /// Encode values as `| u32 count | (u32 len, bytes)* |`.
 pub fn encode<'a>(values: impl ExactSizeIterator<Item = &'a [u8]>) -> Vec<u8> {
     let mut out = Vec::new();

@@ -166,3 +166,102 @@ proptest! {
         }
     }
 }
+
+/// Decode `chunk` compressed with zstd (the fused path) and uncompressed (the plain
+/// path): they must agree, on values and on success.
+fn fused_and_plain(
+    chunk: &[u8],
+    elements: usize,
+    string_type: StringType,
+) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
+    let shape = [elements as u64];
+    let fill = zarrow::FillValue::default_for(&DataType::String);
+    let ctx = DecodeContext::new(&shape, DataType::String, &fill, string_type, 1 << 24);
+    let run = |b2b: Vec<BytesToBytes>, bytes: Vec<u8>| {
+        let chain = CodecChain {
+            array_to_array: vec![],
+            array_to_bytes: ArrayToBytes::VlenInterleaved,
+            bytes_to_bytes: b2b,
+        };
+        chain.decode(Buffer::from(bytes), &ctx).ok().map(|a| {
+            a.to_data().validate_full().expect("valid Arrow data");
+            let mut flat = Vec::new();
+            for i in 0..a.len() {
+                let v = match string_type {
+                    StringType::Utf8View => arrow_array::cast::AsArray::as_string_view(&a)
+                        .value(i)
+                        .to_string(),
+                    StringType::LargeUtf8 => arrow_array::cast::AsArray::as_string::<i64>(&a)
+                        .value(i)
+                        .to_string(),
+                    _ => arrow_array::cast::AsArray::as_string::<i32>(&a)
+                        .value(i)
+                        .to_string(),
+                };
+                flat.extend_from_slice(&(v.len() as u32).to_le_bytes());
+                flat.extend_from_slice(v.as_bytes());
+            }
+            flat
+        })
+    };
+    let compressed = zarrow::codec::compress::zstd_encode(chunk, 1, false).unwrap();
+    (
+        run(
+            vec![BytesToBytes::Zstd {
+                level: 0,
+                checksum: false,
+            }],
+            compressed,
+        ),
+        run(vec![], chunk.to_vec()),
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, .. ProptestConfig::default() })]
+
+    /// Values of up to ~600 bytes in chunks of up to ~600 KB cross the fused
+    /// decoder's 128 KiB windows at every point of the layout.
+    #[test]
+    fn fused_zstd_path_agrees_with_the_plain_path(
+        values in proptest::collection::vec(".{0,300}", 0..2000),
+        flips in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..3),
+        cut in proptest::option::of(any::<prop::sample::Index>()),
+    ) {
+        let mut chunk = vlen_chunk(&values);
+        for (at, byte) in &flips {
+            let i = at.index(chunk.len());
+            chunk[i] ^= byte;
+        }
+        if let Some(cut) = cut {
+            chunk.truncate(cut.index(chunk.len() + 1));
+        }
+        for string_type in [StringType::Utf8, StringType::LargeUtf8, StringType::Utf8View] {
+            let (fused, plain) = fused_and_plain(&chunk, values.len(), string_type);
+            prop_assert_eq!(&fused, &plain);
+            if flips.is_empty() && cut.is_none() {
+                prop_assert_eq!(fused, Some(chunk.clone()[4..].to_vec()));
+            }
+        }
+    }
+}
+
+#[test]
+fn fused_zstd_path_handles_values_larger_than_a_window() {
+    let values = vec![
+        "x".repeat(300_000),
+        String::new(),
+        "é".repeat(70_000),
+        "tail".into(),
+    ];
+    let chunk = vlen_chunk(&values);
+    for string_type in [
+        StringType::Utf8,
+        StringType::LargeUtf8,
+        StringType::Utf8View,
+    ] {
+        let (fused, plain) = fused_and_plain(&chunk, values.len(), string_type);
+        assert_eq!(fused.as_deref(), Some(&chunk[4..]));
+        assert_eq!(fused, plain);
+    }
+}
