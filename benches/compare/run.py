@@ -38,23 +38,22 @@ ZARRS = REPO / "target" / "gen-zarrs" / "release" / "zarrs-bench"
 
 # ---------------------------------------------------------------- workloads
 
-def short_strings(n: int, seed: int = 1) -> pa.Array:
-    """n ASCII strings of 0..32 bytes, built without Python objects."""
+def random_strings(n: int, lo: int, hi: int, seed: int) -> pa.Array:
+    """n ASCII strings of lo..=hi bytes, built without Python objects."""
     rng = np.random.default_rng(seed)
-    lengths = rng.integers(0, 33, n, dtype=np.int64)
+    lengths = rng.integers(lo, hi + 1, n, dtype=np.int64)
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     data = rng.integers(ord("a"), ord("z") + 1, int(offsets[-1]), dtype=np.uint8)
     return pa.Array.from_buffers(pa.large_string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]).cast(pa.string())
+
+
+def short_strings(n: int, seed: int = 1) -> pa.Array:
+    return random_strings(n, 0, 32, seed)
 
 
 def long_strings(n: int, seed: int = 2) -> pa.Array:
-    rng = np.random.default_rng(seed)
-    lengths = rng.integers(1000, 10_001, n, dtype=np.int64)
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    data = rng.integers(ord("a"), ord("z") + 1, int(offsets[-1]), dtype=np.uint8)
-    return pa.Array.from_buffers(pa.large_string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]).cast(pa.string())
+    return random_strings(n, 1000, 10_000, seed)
 
 
 def write_zarr_python(path: Path, values: pa.Array, chunk: int, compressors) -> None:
