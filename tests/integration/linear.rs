@@ -267,15 +267,20 @@ fn every_store_round_trips_through_json() {
         let mut json = Vec::new();
         write_json(&mut json, array.as_ref(), &shape).unwrap();
         let back = parse_json(json.as_slice()).unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert_eq!(back.shape, shape, "{name}");
-        let got = back.to_arrow().unwrap();
-        assert_eq!(
-            got.data_type(),
-            &linear_type(array.data_type(), array.as_ref()),
-            "{name}"
-        );
-        assert_eq!(values(got.as_ref()), values(array.as_ref()), "{name}");
+        assert_came_back(&name, array.as_ref(), &shape, &back);
     }
+}
+
+/// `back` holds `array` (of `shape`) with the documented type mapping.
+fn assert_came_back(name: &str, array: &dyn Array, shape: &[u64], back: &Linear) {
+    assert_eq!(back.shape, shape, "{name}");
+    let got = back.to_arrow().unwrap();
+    assert_eq!(
+        got.data_type(),
+        &linear_type(array.data_type(), array),
+        "{name}"
+    );
+    assert_eq!(values(got.as_ref()), values(array), "{name}");
 }
 
 #[test]
@@ -291,14 +296,7 @@ fn every_store_round_trips_through_csv() {
     assert_eq!(back.len(), arrays.len());
     for ((name, array, shape), (back_name, linear)) in arrays.iter().zip(&back) {
         assert_eq!(name, back_name);
-        assert_eq!(&linear.shape, shape, "{name}");
-        let got = linear.to_arrow().unwrap();
-        assert_eq!(
-            got.data_type(),
-            &linear_type(array.data_type(), array.as_ref()),
-            "{name}"
-        );
-        assert_eq!(values(got.as_ref()), values(array.as_ref()), "{name}");
+        assert_came_back(name, array.as_ref(), shape, linear);
     }
 }
 

@@ -103,37 +103,34 @@ fn zep0007_to_utf8_is_two_slices() {
 
 #[test]
 fn zarrs_vlen_u64_to_large_utf8_and_u32_to_utf8_are_slices() {
-    let (layout, chunk, data_start) = zarrs_vlen(OffsetWidth::U64);
-    let array = decode(layout, DataType::String, &chunk, StringType::LargeUtf8);
-    let strings = array.as_string::<i64>();
-    assert_eq!(
-        strings.iter().map(Option::unwrap).collect::<Vec<_>>(),
-        VALUES
-    );
-    assert_eq!(
-        strings.offsets().inner().inner().as_ptr(),
-        chunk.as_ptr().wrapping_add(8)
-    );
-    assert_eq!(
-        strings.values().as_ptr(),
-        chunk.as_ptr().wrapping_add(data_start)
-    );
-
-    let (layout, chunk, data_start) = zarrs_vlen(OffsetWidth::U32);
-    let array = decode(layout, DataType::String, &chunk, StringType::Utf8);
-    let strings = array.as_string::<i32>();
-    assert_eq!(
-        strings.iter().map(Option::unwrap).collect::<Vec<_>>(),
-        VALUES
-    );
-    assert_eq!(
-        strings.offsets().inner().inner().as_ptr(),
-        chunk.as_ptr().wrapping_add(8)
-    );
-    assert_eq!(
-        strings.values().as_ptr(),
-        chunk.as_ptr().wrapping_add(data_start)
-    );
+    for (width, target) in [
+        (OffsetWidth::U64, StringType::LargeUtf8),
+        (OffsetWidth::U32, StringType::Utf8),
+    ] {
+        let (layout, chunk, data_start) = zarrs_vlen(width);
+        let array = decode(layout, DataType::String, &chunk, target);
+        let (offsets, values, got) = match target {
+            StringType::LargeUtf8 => {
+                let s = array.as_string::<i64>();
+                (
+                    s.offsets().inner().inner().as_ptr(),
+                    s.values().as_ptr(),
+                    s.iter().map(Option::unwrap).collect::<Vec<_>>(),
+                )
+            }
+            _ => {
+                let s = array.as_string::<i32>();
+                (
+                    s.offsets().inner().inner().as_ptr(),
+                    s.values().as_ptr(),
+                    s.iter().map(Option::unwrap).collect::<Vec<_>>(),
+                )
+            }
+        };
+        assert_eq!(got, VALUES, "{width:?}");
+        assert_eq!(offsets, chunk.as_ptr().wrapping_add(8), "{width:?}");
+        assert_eq!(values, chunk.as_ptr().wrapping_add(data_start), "{width:?}");
+    }
 }
 
 #[test]
