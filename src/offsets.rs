@@ -463,12 +463,7 @@ impl ValuesBuilder {
         match self {
             Self::Small(b) => b.finish(utf8),
             Self::Large(b) => b.finish(utf8),
-            Self::View(b) => {
-                let n = b.offsets.len() - 1;
-                let offsets = Buffer::from_vec(b.offsets);
-                let raw = RawOffsets::new(offsets, OffsetKind::I64, n)?;
-                from_offsets(raw, b.values.into(), utf8, StringType::Utf8View)
-            }
+            Self::View(b) => b.finish_views(utf8),
         }
     }
 }

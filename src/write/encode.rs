@@ -187,7 +187,7 @@ fn fixed(array: &dyn Array, size: usize, pad: usize) -> Result<Vec<u8>, String> 
 }
 
 /// Call `f` with each element's bytes (strings as UTF-8), in order.
-pub(crate) fn for_each_value(array: &dyn Array, mut f: impl FnMut(&[u8])) -> Result<(), String> {
+fn for_each_value(array: &dyn Array, mut f: impl FnMut(&[u8])) -> Result<(), String> {
     match array.data_type() {
         ArrowType::Utf8 => array
             .as_string::<i32>()
