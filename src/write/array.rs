@@ -5,10 +5,10 @@ use std::sync::Arc;
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, BooleanArray, Scalar, UInt64Array, new_empty_array};
 use arrow_schema::DataType as ArrowType;
-use rayon::prelude::*;
 
 use super::encode::{self, Layout};
 use super::metadata::ArraySpec;
+use super::pipeline::Pipeline;
 use super::{DEFAULT_CHUNK_BYTES, NullPolicy, WriteOptions};
 use crate::codec::encode_bytes;
 use crate::error::{Error, Result};
@@ -17,15 +17,17 @@ use crate::rows::RowQueue;
 use crate::store::{Store, join_key};
 
 /// Writes one 1-D Zarr array from Arrow arrays of one type, streaming: rows are
-/// buffered until a chunk is full, then encoded and stored; [`ArrayWriter::finish`]
-/// stores the last (padded) chunk and then the metadata.
+/// buffered until a chunk is full, then encoded and stored on rayon's pool while
+/// the next rows arrive (a few chunks in flight at most); [`ArrayWriter::finish`]
+/// stores the last (padded) chunk, waits for every chunk, then writes the metadata.
 #[derive(Debug)]
 pub struct ArrayWriter {
     store: Arc<dyn Store>,
     path: String,
     name: String,
     options: WriteOptions,
-    spec: ArraySpec,
+    spec: Arc<ArraySpec>,
+    pipeline: Pipeline,
     chunk_len: Option<usize>,
     queued: RowQueue,
     next_chunk: u64,
@@ -38,7 +40,9 @@ pub struct ArrayWriter {
 /// A chunk ready to be encoded and stored.
 #[derive(Debug)]
 pub(crate) struct ReadyChunk {
-    index: u64,
+    key: String,
+    /// The chunk's length in the grid (the last chunk's values may be fewer).
+    chunk_len: usize,
     values: ArrayRef,
 }
 
@@ -73,7 +77,7 @@ impl ArrayWriter {
             ArrowType::Dictionary(_, values) => values.as_ref(),
             other => other,
         };
-        let spec = ArraySpec::new(&name, value_type, &options)?;
+        let spec = Arc::new(ArraySpec::new(&name, value_type, &options)?);
         Ok(Self {
             store,
             path,
@@ -81,6 +85,7 @@ impl ArrayWriter {
             chunk_len: options.chunk_len,
             options,
             spec,
+            pipeline: Pipeline::default(),
             queued: RowQueue::default(),
             next_chunk: 0,
             rows: 0,
@@ -97,12 +102,13 @@ impl ArrayWriter {
     ///
     /// # Errors
     /// [`Error::Nulls`] for a null under [`NullPolicy::Error`]; a type mismatch;
-    /// store and codec errors.
+    /// store and codec errors (of this call's chunks or of earlier ones).
     pub fn write(&mut self, array: &ArrayRef) -> Result<()> {
-        let ready = self.push(array)?;
-        ready
-            .par_iter()
-            .try_for_each(|chunk| self.store_chunk(chunk))
+        for chunk in self.push(array)? {
+            let task = self.task(chunk);
+            self.pipeline.submit(task)?;
+        }
+        Ok(())
     }
 
     /// Queue `array`'s values and return the chunks that are now full.
@@ -116,14 +122,28 @@ impl ArrayWriter {
         let mut ready = Vec::new();
         while self.queued.len() >= chunk_len {
             if let Some(values) = self.queued.take(chunk_len)? {
-                ready.push(ReadyChunk {
-                    index: self.next_chunk,
-                    values,
-                });
-                self.next_chunk += 1;
+                ready.push(self.ready_chunk(values, chunk_len));
             }
         }
         Ok(ready)
+    }
+
+    /// The next chunk of the grid, holding `values`.
+    fn ready_chunk(&mut self, values: ArrayRef, chunk_len: usize) -> ReadyChunk {
+        let index = self.next_chunk;
+        self.next_chunk += 1;
+        let indices = match &self.grid {
+            Some((shape, _)) if shape.is_empty() => vec![],
+            Some((shape, _)) => std::iter::once(index)
+                .chain(std::iter::repeat_n(0, shape.len() - 1))
+                .collect(),
+            None => vec![index],
+        };
+        ReadyChunk {
+            key: join_key(&self.path, &self.key_encoding().key(&indices)),
+            chunk_len,
+            values,
+        }
     }
 
     /// Check nulls and types; resolve dictionaries to their values.
@@ -159,25 +179,19 @@ impl ArrayWriter {
         Ok(array)
     }
 
-    /// Encode and store one chunk (safe to call from several threads).
-    pub(crate) fn store_chunk(&self, chunk: &ReadyChunk) -> Result<()> {
-        let chunk_len = self.chunk_len.unwrap_or(chunk.values.len());
-        let indices = match &self.grid {
-            Some((shape, _)) if shape.is_empty() => vec![],
-            Some((shape, _)) => std::iter::once(chunk.index)
-                .chain(std::iter::repeat_n(0, shape.len() - 1))
-                .collect(),
-            None => vec![chunk.index],
-        };
-        let key = join_key(&self.path, &self.key_encoding().key(&indices));
-        let codec_error = |message: String| Error::Encode {
-            key: key.clone(),
-            message,
-        };
-        let raw = encode::encode(chunk.values.as_ref(), chunk_len, self.spec.layout)
-            .map_err(codec_error)?;
-        let bytes = encode_bytes(self.spec.codec.as_slice(), raw).map_err(codec_error)?;
-        self.store.set(&key, &bytes)
+    /// The task that encodes and stores `chunk`, to run on any thread.
+    pub(crate) fn task(&self, chunk: ReadyChunk) -> impl FnOnce() -> Result<()> + Send + 'static {
+        let (store, spec) = (self.store.clone(), self.spec.clone());
+        move || {
+            let codec_error = |message: String| Error::Encode {
+                key: chunk.key.clone(),
+                message,
+            };
+            let raw = encode::encode(chunk.values.as_ref(), chunk.chunk_len, spec.layout)
+                .map_err(codec_error)?;
+            let bytes = encode_bytes(spec.codec.as_slice(), raw).map_err(codec_error)?;
+            store.set(&chunk.key, &bytes)
+        }
     }
 
     fn key_encoding(&self) -> ChunkKeyEncoding {
@@ -196,11 +210,11 @@ impl ArrayWriter {
     /// The last chunk, if rows are queued, to be stored before [`Self::finish_metadata`].
     pub(crate) fn take_last(&mut self) -> Result<Option<ReadyChunk>> {
         let n = self.queued.len();
-        Ok(self.queued.take(n)?.map(|values| {
-            let index = self.next_chunk;
-            self.next_chunk += 1;
-            ReadyChunk { index, values }
-        }))
+        let chunk_len = self.chunk_len.unwrap_or(n);
+        Ok(self
+            .queued
+            .take(n)?
+            .map(|values| self.ready_chunk(values, chunk_len)))
     }
 
     /// Write the metadata documents (after every chunk is stored).
@@ -223,11 +237,14 @@ impl ArrayWriter {
         Ok(self.rows)
     }
 
-    /// Store the last chunk, then the metadata. Returns the rows written.
+    /// Store the last chunk, wait for every chunk, then write the metadata. Returns
+    /// the rows written.
     pub fn finish(mut self) -> Result<u64> {
         if let Some(last) = self.take_last()? {
-            self.store_chunk(&last)?;
+            let task = self.task(last);
+            self.pipeline.submit(task)?;
         }
+        self.pipeline.finish()?;
         self.finish_metadata()
     }
 }

@@ -4,15 +4,14 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use arrow_array::{RecordBatch, RecordBatchReader};
-use arrow_schema::Schema;
-use rayon::prelude::*;
-
 use super::WriteOptions;
 use super::array::{ArrayWriter, prepare_node};
 use super::metadata::group_documents;
+use super::pipeline::Pipeline;
 use crate::error::{Error, Result};
 use crate::store::{Store, join_key};
+use arrow_array::{RecordBatch, RecordBatchReader};
+use arrow_schema::Schema;
 
 /// Writes record batches into a group at a node path: column `x` becomes the array
 /// `path/x`. The group's metadata (with the column order, which zarrow's reader
@@ -24,6 +23,8 @@ pub struct GroupWriter {
     options: WriteOptions,
     names: Vec<String>,
     columns: Vec<ArrayWriter>,
+    /// Chunks of every column are encoded and stored here.
+    pipeline: Pipeline,
 }
 
 impl GroupWriter {
@@ -80,10 +81,15 @@ impl GroupWriter {
             options,
             names,
             columns,
+            pipeline: Pipeline::default(),
         })
     }
 
-    /// Append one batch. Chunks that fill up are encoded in parallel across columns.
+    /// Append one batch. Chunks that fill up are encoded and stored on rayon's pool
+    /// (across columns and chunks) while the caller reads its next batch.
+    ///
+    /// # Errors
+    /// As [`ArrayWriter::write`], for this batch's chunks or earlier ones.
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         if batch.num_columns() != self.columns.len() {
             return Err(Error::InvalidArgument(format!(
@@ -92,28 +98,23 @@ impl GroupWriter {
                 self.columns.len()
             )));
         }
-        let mut ready = Vec::new();
-        for (c, (writer, column)) in self.columns.iter_mut().zip(batch.columns()).enumerate() {
-            ready.extend(writer.push(column)?.into_iter().map(|chunk| (c, chunk)));
-        }
-        let columns = &self.columns;
-        ready
-            .par_iter()
-            .try_for_each(|(c, chunk)| columns[*c].store_chunk(chunk))
-    }
-
-    /// Store every column's last chunk and metadata, then the group's. Returns the
-    /// rows written.
-    pub fn finish(mut self) -> Result<u64> {
-        let mut last = Vec::new();
-        for (c, writer) in self.columns.iter_mut().enumerate() {
-            if let Some(chunk) = writer.take_last()? {
-                last.push((c, chunk));
+        for (writer, column) in self.columns.iter_mut().zip(batch.columns()) {
+            for chunk in writer.push(column)? {
+                self.pipeline.submit(writer.task(chunk))?;
             }
         }
-        let columns = &self.columns;
-        last.par_iter()
-            .try_for_each(|(c, chunk)| columns[*c].store_chunk(chunk))?;
+        Ok(())
+    }
+
+    /// Store every column's last chunk, wait for every chunk, then write each
+    /// column's metadata and the group's. Returns the rows written.
+    pub fn finish(mut self) -> Result<u64> {
+        for writer in &mut self.columns {
+            if let Some(chunk) = writer.take_last()? {
+                self.pipeline.submit(writer.task(chunk))?;
+            }
+        }
+        self.pipeline.finish()?;
         let mut rows = 0;
         for writer in &self.columns {
             rows = writer.finish_metadata()?;

@@ -2,11 +2,13 @@
 //!
 //! ```text
 //! RecordBatch ─▶ per column: nulls checked, dictionaries materialised
-//!   ─▶ rows buffered until a chunk is full ─▶ chunk layout encode ─▶ bytes->bytes
-//!   codecs ─▶ atomic put of c/<i>  …  then, last, the array metadata
+//!   ─▶ rows buffered until a chunk is full ─▶ (on the pool) chunk layout encode
+//!   ─▶ bytes->bytes codecs ─▶ atomic put of c/<i>  …  then, last, the array metadata
 //! ```
 //!
-//! Memory is bounded by the columns times the chunk size, not by the input's
+//! Full chunks are encoded and stored on rayon's pool while the caller reads on
+//! (at most one chunk per core, plus one, in flight). Memory is bounded by the
+//! columns times the chunk size plus those in-flight chunks, not by the input's
 //! length. Metadata is written after every chunk of its array (and a group's after
 //! its arrays), so a reader never sees a complete-looking node with chunks still
 //! missing.
@@ -15,6 +17,7 @@ mod array;
 mod encode;
 mod group;
 mod metadata;
+mod pipeline;
 
 pub use array::{ArrayWriter, write_array, write_nd_array};
 pub use group::{GroupWriter, write_batches, write_group_metadata};
