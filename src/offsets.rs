@@ -161,6 +161,10 @@ fn check_utf8(
     last: u64,
 ) -> Result<(), ChunkError> {
     let range = &values[first as usize..last as usize];
+    // All ASCII (one vectorised pass): valid, and every byte is a boundary.
+    if range.is_ascii() {
+        return Ok(());
+    }
     if let Err(e) = std::str::from_utf8(range) {
         // Find the element that holds the bad byte.
         let bad = first + e.valid_up_to() as u64;

@@ -3,7 +3,9 @@
 //! `SECONDS ROWS`.
 //!
 //! ```text
-//! zarrow_compare read STORE utf8|utf8-view|large-utf8   every batch of the array
+//! zarrow_compare read STORE utf8|utf8-view|large-utf8 [mmap]
+//!                                                        every batch of the array
+//!                                                        (`mmap`: memory-mapped store)
 //! zarrow_compare bound STORE                             read + undo the bytes->bytes
 //!                                                        codecs of every chunk, nothing else
 //! zarrow_compare to-parquet STORE OUT.parquet            W5: Zarr -> Parquet (zstd)
@@ -32,7 +34,7 @@ fn main() -> Res<()> {
     let arg = |i: usize| args.get(i).map(String::as_str).unwrap_or_default();
     let start = Instant::now();
     let rows = match arg(1) {
-        "read" => read(arg(2), arg(3))?,
+        "read" => read(arg(2), arg(3), arg(4))?,
         "bound" => bound(arg(2))?,
         "to-parquet" => to_parquet(arg(2), arg(3))?,
         "from-parquet" => from_parquet(arg(2), arg(3), arg(4))?,
@@ -45,19 +47,19 @@ fn main() -> Res<()> {
     Ok(())
 }
 
-fn open(path: &str, string_type: StringType) -> Res<ZarrArray> {
+fn open(path: &str, string_type: StringType, memory_map: bool) -> Res<ZarrArray> {
     let options = ReadOptions::default().with_string_type(string_type);
     Ok(ZarrArray::open_with(
-        Arc::new(LocalStore::new(path)),
+        Arc::new(LocalStore::new(path).with_memory_map(memory_map)),
         "",
         options,
     )?)
 }
 
-fn read(path: &str, string_type: &str) -> Res<u64> {
+fn read(path: &str, string_type: &str, mode: &str) -> Res<u64> {
     let string_type =
         StringType::parse(string_type).ok_or("string type: utf8, large-utf8, utf8-view")?;
-    let array = open(path, string_type)?;
+    let array = open(path, string_type, mode == "mmap")?;
     let mut rows = 0;
     for batch in array.batches() {
         rows += batch?.num_rows() as u64;
@@ -68,7 +70,7 @@ fn read(path: &str, string_type: &str) -> Res<u64> {
 /// What every Zarr reader must do: read each chunk file and undo its compression
 /// (for `zarrs.vlen`, also the compression inside its index and data sections).
 fn bound(path: &str) -> Res<u64> {
-    let array = open(path, StringType::Utf8)?;
+    let array = open(path, StringType::Utf8, false)?;
     let chain = &array.metadata().codecs;
     let codecs = &chain.bytes_to_bytes;
     let limit = usize::MAX;
@@ -110,7 +112,7 @@ fn bound(path: &str) -> Res<u64> {
 }
 
 fn to_parquet(src: &str, dst: &str) -> Res<u64> {
-    let array = open(src, StringType::Utf8)?;
+    let array = open(src, StringType::Utf8, false)?;
     Ok(write_parquet(
         array.batches(),
         File::create(dst)?,

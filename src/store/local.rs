@@ -4,6 +4,8 @@ use std::fs::File;
 use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::ptr::NonNull;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use arrow_buffer::{Buffer, MutableBuffer};
@@ -13,12 +15,14 @@ use crate::error::{Error, Result};
 
 /// A [`Store`] over a directory of the local filesystem.
 ///
-/// Reads allocate Arrow-aligned (64-byte) buffers. Writes go to a temporary file in
+/// Reads allocate Arrow-aligned (64-byte) buffers, or, with
+/// [`LocalStore::with_memory_map`], map the file. Writes go to a temporary file in
 /// the target directory that is then renamed over the key, so a crash never leaves
 /// a torn value behind.
 #[derive(Debug, Clone)]
 pub struct LocalStore {
     root: PathBuf,
+    memory_map: bool,
 }
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -27,7 +31,30 @@ impl LocalStore {
     /// A store rooted at `root`. The directory need not exist yet (it is created
     /// by the first write).
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into() }
+        Self {
+            root: root.into(),
+            memory_map: false,
+        }
+    }
+
+    /// Map files into memory instead of reading them (off by default).
+    ///
+    /// A value is then a view of the operating system's page cache: nothing is
+    /// copied or zeroed, and for uncompressed `zarrs.vlen` and ZEP0007 chunks the
+    /// Arrow arrays read from the store point straight into the mapped files (as
+    /// pyarrow's `memory_map` does for IPC files). A mapping lives as long as any
+    /// buffer or array made from it.
+    ///
+    /// The contract is the same as pyarrow's and every memory-mapped reader's:
+    /// **no one may truncate or rewrite a chunk file while arrays read from it are
+    /// alive.** The operating system signals (`SIGBUS`) an access to a page that a
+    /// truncation removed, which ends the process; a rewrite in place changes the
+    /// values under arrays already validated. zarrow's own writers replace files by
+    /// rename, which leaves existing mappings intact, but other writers may not.
+    /// Leave this off for stores that other processes are writing to.
+    pub fn with_memory_map(mut self, on: bool) -> Self {
+        self.memory_map = on;
+        self
     }
 
     /// The root directory.
@@ -105,30 +132,67 @@ impl LocalStore {
     }
 }
 
+fn too_large(path: &Path) -> Error {
+    Error::InvalidArgument(format!("{} is too large", path.display()))
+}
+
 /// Read exactly `len` bytes into a fresh Arrow-aligned buffer.
 fn read_aligned(file: &mut File, path: &Path, len: u64) -> Result<Buffer> {
-    let len = usize::try_from(len)
-        .map_err(|_| Error::InvalidArgument(format!("{} is too large", path.display())))?;
+    let len = usize::try_from(len).map_err(|_| too_large(path))?;
     let mut buf = MutableBuffer::from_len_zeroed(len);
     file.read_exact(buf.as_slice_mut())
         .map_err(|e| Error::io(path, e))?;
     Ok(buf.into())
 }
 
+/// Map the first `len` bytes of `file` (its length when opened) as a [`Buffer`]
+/// that keeps the mapping alive. Pages are read when first touched (asking the
+/// kernel to populate the mapping up front measured no faster).
+fn map_file(file: &File, path: &Path, len: u64) -> Result<Buffer> {
+    let len = usize::try_from(len).map_err(|_| too_large(path))?;
+    if len == 0 {
+        return Ok(Buffer::from_vec(Vec::<u8>::new()));
+    }
+    let mut options = memmap2::MmapOptions::new();
+    options.len(len);
+    // SAFETY: `Mmap::map` is unsafe because the mapping aliases a file that other
+    // processes could change. Keeping the file unchanged while it is mapped is
+    // the documented contract of `LocalStore::with_memory_map`, which the caller
+    // opted into; zarrow itself only ever replaces files by rename.
+    let map = unsafe { options.map(file) }.map_err(|e| Error::io(path, e))?;
+    let ptr = NonNull::new(map.as_ptr().cast_mut()).ok_or_else(|| too_large(path))?;
+    let owner: Arc<memmap2::Mmap> = Arc::new(map);
+    // SAFETY: `ptr` points at `len` readable bytes (the mapping's length) owned by
+    // `owner`, which the buffer keeps alive; the mapping is read-only and never
+    // moves, and nothing in this process writes through it.
+    Ok(unsafe { Buffer::from_custom_allocation(ptr, len, owner) })
+}
+
+impl LocalStore {
+    /// The whole of an opened file: mapped or read.
+    fn whole(&self, mut file: File, path: &Path, len: u64) -> Result<Buffer> {
+        if self.memory_map {
+            map_file(&file, path, len)
+        } else {
+            read_aligned(&mut file, path, len)
+        }
+    }
+}
+
 impl Store for LocalStore {
     fn get(&self, key: &str) -> Result<Option<Buffer>> {
-        let Some((mut file, path, len)) = self.open(key)? else {
+        let Some((file, path, len)) = self.open(key)? else {
             return Ok(None);
         };
-        read_aligned(&mut file, &path, len).map(Some)
+        self.whole(file, &path, len).map(Some)
     }
 
     fn get_bounded(&self, key: &str, max_len: u64) -> Result<Option<Buffer>> {
-        let Some((mut file, path, len)) = self.open(key)? else {
+        let Some((file, path, len)) = self.open(key)? else {
             return Ok(None);
         };
         check_size(key, len, max_len)?;
-        read_aligned(&mut file, &path, len).map(Some)
+        self.whole(file, &path, len).map(Some)
     }
 
     fn get_range(&self, key: &str, range: Range<u64>) -> Result<Option<Buffer>> {
@@ -136,9 +200,17 @@ impl Store for LocalStore {
             return Ok(None);
         };
         check_range(key, &range, len)?;
+        let start = usize::try_from(range.start).map_err(|_| too_large(&path))?;
+        let count = usize::try_from(range.end - range.start).map_err(|_| too_large(&path))?;
+        if self.memory_map {
+            // Map the file and slice it: only the pages the caller touches are read.
+            return Ok(Some(
+                map_file(&file, &path, len)?.slice_with_length(start, count),
+            ));
+        }
         file.seek(SeekFrom::Start(range.start))
             .map_err(|e| Error::io(&path, e))?;
-        read_aligned(&mut file, &path, range.end - range.start).map(Some)
+        read_aligned(&mut file, &path, count as u64).map(Some)
     }
 
     fn set(&self, key: &str, value: &[u8]) -> Result<()> {

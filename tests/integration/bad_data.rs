@@ -30,8 +30,12 @@ fn kind(e: &Error) -> String {
 }
 
 /// Read everything in the store the way `zarrow convert` does.
-fn read_everything(path: &std::path::Path, string_type: StringType) -> zarrow::Result<()> {
-    let store = Arc::new(LocalStore::new(path));
+fn read_everything(
+    path: &std::path::Path,
+    string_type: StringType,
+    memory_map: bool,
+) -> zarrow::Result<()> {
+    let store = Arc::new(LocalStore::new(path).with_memory_map(memory_map));
     let options = ReadOptions::default().with_string_type(string_type);
     match read_node(store.as_ref(), "")? {
         NodeMetadata::Array(_) => {
@@ -69,20 +73,26 @@ fn every_bad_store_gives_its_typed_error() {
 
     let mut failures = Vec::new();
     for (case, want) in &expected {
-        for string_type in [
+        let runs = [
             StringType::Utf8,
             StringType::LargeUtf8,
             StringType::Utf8View,
-        ] {
+        ]
+        .into_iter()
+        .flat_map(|t| [(t, false), (t, true)]);
+        for (string_type, mapped) in runs {
             let path = dir.join(format!("{case}.zarr"));
-            let outcome = catch_unwind(AssertUnwindSafe(|| read_everything(&path, string_type)));
+            let outcome = catch_unwind(AssertUnwindSafe(|| {
+                read_everything(&path, string_type, mapped)
+            }));
+            let how = format!("{string_type:?}{}", if mapped { ", mapped" } else { "" });
             match outcome {
-                Err(_) => failures.push(format!("{case} ({string_type:?}): PANICKED")),
+                Err(_) => failures.push(format!("{case} ({how}): PANICKED")),
                 Ok(Ok(())) => failures.push(format!(
-                    "{case} ({string_type:?}): read without error, expected {want}"
+                    "{case} ({how}): read without error, expected {want}"
                 )),
                 Ok(Err(e)) if &kind(&e) != want => failures.push(format!(
-                    "{case} ({string_type:?}): got {} ({e}), expected {want}",
+                    "{case} ({how}): got {} ({e}), expected {want}",
                     kind(&e)
                 )),
                 Ok(Err(e)) => {
@@ -105,7 +115,7 @@ fn every_bad_store_gives_its_typed_error() {
 #[test]
 fn chunk_errors_keep_their_source() {
     let path = testdata().join("bad").join("crc32c_mismatch.zarr");
-    let err = read_everything(&path, StringType::Utf8).unwrap_err();
+    let err = read_everything(&path, StringType::Utf8, false).unwrap_err();
     let source = std::error::Error::source(&err).expect("a source");
     assert!(source.downcast_ref::<ChunkError>().is_some());
     let arrow: arrow_schema::ArrowError = err.into();

@@ -31,7 +31,7 @@ fn with_layout(expected: &ArrowType, string_type: StringType) -> ArrowType {
     }
 }
 
-fn check_case(case: &str, string_type: StringType) -> Result<(), String> {
+fn check_case(case: &str, string_type: StringType, memory_map: bool) -> Result<(), String> {
     let expected_path = testdata().join("expected").join(format!("{case}.arrow"));
     if !expected_path.exists() {
         return Err(format!(
@@ -41,9 +41,10 @@ fn check_case(case: &str, string_type: StringType) -> Result<(), String> {
     }
     let expected = read_ipc(&expected_path);
     let schema = expected[0].schema();
-    let store = Arc::new(LocalStore::new(
-        testdata().join("stores").join(format!("{case}.zarr")),
-    ));
+    let store = Arc::new(
+        LocalStore::new(testdata().join("stores").join(format!("{case}.zarr")))
+            .with_memory_map(memory_map),
+    );
     let options = ReadOptions::default().with_string_type(string_type);
     let node = read_node(store.as_ref(), "").map_err(|e| format!("{case}: {e}"))?;
     let batches: Vec<_> = match node {
@@ -116,9 +117,13 @@ fn check_case(case: &str, string_type: StringType) -> Result<(), String> {
 }
 
 fn run_all(string_type: StringType) {
+    run_all_from(string_type, false);
+}
+
+fn run_all_from(string_type: StringType, memory_map: bool) {
     let failures: Vec<String> = cases()
         .iter()
-        .filter_map(|c| check_case(c, string_type).err())
+        .filter_map(|c| check_case(c, string_type, memory_map).err())
         .collect();
     assert!(
         failures.is_empty(),
@@ -131,6 +136,14 @@ fn run_all(string_type: StringType) {
 #[test]
 fn every_store_matches_its_writer_utf8() {
     run_all(StringType::Utf8);
+}
+
+/// The memory-mapped store gives the same values (its buffers are views of the
+/// files, page-aligned, and sliced for ranges).
+#[test]
+fn every_store_matches_its_writer_memory_mapped() {
+    run_all_from(StringType::Utf8, true);
+    run_all_from(StringType::Utf8View, true);
 }
 
 #[test]

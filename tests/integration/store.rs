@@ -86,6 +86,29 @@ fn local_store_conforms() {
 }
 
 #[test]
+fn memory_mapped_local_store_conforms() {
+    let dir = tempfile::tempdir().unwrap();
+    conformance(&LocalStore::new(dir.path()).with_memory_map(true));
+}
+
+/// A mapped value outlives a replacement of its file (zarrow writes by rename),
+/// and an empty file maps to an empty buffer.
+#[test]
+fn memory_mapped_values_survive_a_rewrite_by_rename() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = LocalStore::new(dir.path()).with_memory_map(true);
+    store.set("k", b"old value").unwrap();
+    store.set("empty", b"").unwrap();
+    let old = store.get("k").unwrap().unwrap();
+    let part = store.get_range("k", 4..9).unwrap().unwrap();
+    store.set("k", b"new").unwrap();
+    assert_eq!(old.as_slice(), b"old value");
+    assert_eq!(part.as_slice(), b"value");
+    assert_eq!(store.get("k").unwrap().unwrap().as_slice(), b"new");
+    assert!(store.get("empty").unwrap().unwrap().is_empty());
+}
+
+#[test]
 fn local_store_buffers_are_aligned() {
     let dir = tempfile::tempdir().unwrap();
     let store = LocalStore::new(dir.path());

@@ -185,3 +185,58 @@ fn little_endian_numbers_are_the_chunk() {
     );
     assert_eq!(array.len(), 4);
 }
+
+/// With a memory-mapped store, uncompressed Arrow-layout chunks decode to arrays
+/// whose offsets and values lie inside the kernel's mapping of the chunk file
+/// (checked against `/proc/self/maps`, not against zarrow's own bookkeeping).
+#[cfg(target_os = "linux")]
+#[test]
+fn memory_mapped_chunks_are_not_copied() {
+    use std::sync::Arc;
+    use zarrow::{LocalStore, ReadOptions, ZarrArray};
+
+    /// The file mapped at `address`, if any.
+    fn mapped_file(address: usize) -> Option<std::path::PathBuf> {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        maps.lines().find_map(|line| {
+            let mut fields = line.split_whitespace();
+            let (start, end) = fields.next()?.split_once('-')?;
+            let start = usize::from_str_radix(start, 16).ok()?;
+            let end = usize::from_str_radix(end, 16).ok()?;
+            let path = fields.nth(4)?;
+            (start <= address && address < end).then(|| path.into())
+        })
+    }
+
+    for (case, string_type) in [
+        ("zep0007_string", StringType::Utf8),
+        ("zep0007_large_binary", StringType::LargeUtf8),
+        ("zarrs_vlen_u32_start", StringType::Utf8),
+        ("zarrs_vlen_u64_start", StringType::LargeUtf8),
+    ] {
+        let root = crate::common::testdata()
+            .join("stores")
+            .join(format!("{case}.zarr"));
+        let store = Arc::new(LocalStore::new(&root).with_memory_map(true));
+        let options = ReadOptions::default().with_string_type(string_type);
+        let array = ZarrArray::open_with(store, "", options).unwrap();
+        let mut checked = 0;
+        for (i, batch) in array.batches().enumerate() {
+            let chunk = root.join("c").join(i.to_string()).canonicalize();
+            let Ok(chunk) = chunk else { continue }; // a missing chunk is fill
+            // Offsets and values: buffers 0 and 1 of every offset-based layout.
+            let data = batch.unwrap().column(0).to_data();
+            let offsets = data.buffers()[0].as_ptr() as usize;
+            let values = data.buffers()[1].as_ptr() as usize;
+            for (what, address) in [("offsets", offsets), ("values", values)] {
+                assert_eq!(
+                    mapped_file(address).as_deref(),
+                    Some(chunk.as_path()),
+                    "{case} chunk {i}: {what} are not in the chunk file's mapping"
+                );
+            }
+            checked += 1;
+        }
+        assert!(checked >= 2, "{case}: only {checked} chunks checked");
+    }
+}

@@ -24,7 +24,7 @@ pub(crate) fn convert(args: &ConvertArgs) -> Result<()> {
         )));
     }
     let compression = parse_parquet_compression(&args.compression)?;
-    let store = open_store(src)?;
+    let store = open_store(src, args.mmap)?;
     let options = match args.string_type {
         Some(t) => ReadOptions::default().with_string_type(t),
         None => ReadOptions::default(),

@@ -34,7 +34,7 @@ pub(crate) fn info(path: &Path, string_type: Option<StringType>) -> Result<()> {
 
 /// The `info` report for the node at `path`.
 fn describe(path: &Path, string_type: Option<StringType>) -> Result<String> {
-    let store = open_store(path)?;
+    let store = open_store(path, false)?;
     let options = options(string_type);
     let mut out = String::new();
     match read_node(store.as_ref(), "")? {

@@ -66,8 +66,8 @@ fn write_file(
 }
 
 /// The arrays of a group in the order zarrow recorded, else by name; or the array.
-fn arrays(src: &Path) -> Result<Vec<(String, ZarrArray)>> {
-    let store = open_store(src)?;
+fn arrays(src: &Path, mmap: bool) -> Result<Vec<(String, ZarrArray)>> {
+    let store = open_store(src, mmap)?;
     match read_node(store.as_ref(), "")? {
         NodeMetadata::Array(_) => {
             let name = crate::store_name(src);
@@ -94,7 +94,7 @@ fn arrays(src: &Path) -> Result<Vec<(String, ZarrArray)>> {
 
 /// Zarr (array or group) to `.json` (one array) or `.csv`.
 pub(crate) fn export(args: &ConvertArgs, kind: Kind) -> Result<()> {
-    let arrays = arrays(&args.src)?;
+    let arrays = arrays(&args.src, args.mmap)?;
     let read: Vec<(String, ArrayRef, Vec<u64>)> = arrays
         .iter()
         .map(|(name, a)| Ok((name.clone(), a.read_all()?, a.metadata().shape.clone())))

@@ -63,6 +63,12 @@ struct ConvertArgs {
     #[arg(long)]
     overwrite: bool,
 
+    /// [from Zarr] Memory-map the chunk files instead of reading them: uncompressed
+    /// zarrs.vlen and ZEP0007 chunks then become Arrow arrays with no copy. No
+    /// other process may truncate or rewrite the store's files during the run.
+    #[arg(long)]
+    mmap: bool,
+
     /// [to a table] Arrow layout of string and bytes columns: utf8, large-utf8 or
     /// utf8-view (default: as recorded by zarrow's writer, else utf8).
     #[arg(long, value_parser = parse_string_type)]
@@ -161,12 +167,13 @@ fn store_name(path: &Path) -> String {
     name.strip_suffix(".zarr").unwrap_or(&name).to_string()
 }
 
-fn open_store(path: &Path) -> Result<Arc<dyn Store>> {
+/// The Zarr directory at `path` as a store, memory-mapped if `mmap`.
+fn open_store(path: &Path, mmap: bool) -> Result<Arc<dyn Store>> {
     if !path.is_dir() {
         return Err(Error::InvalidArgument(format!(
             "{} is not a Zarr array or group directory",
             path.display()
         )));
     }
-    Ok(Arc::new(LocalStore::new(path)))
+    Ok(Arc::new(LocalStore::new(path).with_memory_map(mmap)))
 }
