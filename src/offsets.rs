@@ -358,11 +358,18 @@ fn view_array<T: ByteViewType + ?Sized>(views: ScalarBuffer<u128>, data: Buffer)
     Arc::new(unsafe { GenericByteViewArray::<T>::new_unchecked(views, vec![data], None) })
 }
 
+/// The size of the fixed block [`CopyBuilder::extend_short`] copies.
+pub(crate) const SHORT: usize = 32;
+
 /// Builds an offsets-and-values array by copying element values into one new
 /// values buffer (the interleaved vlen-utf8 path: one copy of the values).
 pub(crate) struct CopyBuilder<O: OffsetSizeTrait> {
     offsets: Vec<O>,
+    /// Zero-initialised storage of which the first `used` bytes hold values. The
+    /// rest (at least [`SHORT`] bytes once reserved) lets a short value be copied
+    /// as one fixed-size block instead of a variable-length `memcpy` call.
     values: MutableBuffer,
+    used: usize,
 }
 
 impl<O: OffsetSizeTrait> CopyBuilder<O> {
@@ -373,35 +380,60 @@ impl<O: OffsetSizeTrait> CopyBuilder<O> {
         offsets.push(O::usize_as(0));
         Self {
             offsets,
-            values: MutableBuffer::with_capacity(max_values),
+            values: MutableBuffer::from_len_zeroed(max_values.saturating_add(SHORT)),
+            used: 0,
+        }
+    }
+
+    /// Make room for `extra` more bytes after the values.
+    #[inline]
+    fn reserve(&mut self, extra: usize) {
+        let need = self.used + extra;
+        if need > self.values.len() {
+            self.values.resize(need.max(self.values.len() * 2), 0);
         }
     }
 
     /// Append one element's bytes.
     #[inline]
     pub(crate) fn push(&mut self, bytes: &[u8]) -> Result<(), ChunkError> {
-        self.values.extend_from_slice(bytes);
-        let end = O::from_usize(self.values.len()).ok_or(ChunkError::OffsetOverflow {
-            bytes: self.values.len() as u64,
-        })?;
-        self.offsets.push(end);
-        Ok(())
+        self.extend(bytes);
+        self.end_element()
     }
 
     /// Append bytes to the element being built (it may arrive in pieces).
     #[inline]
     pub(crate) fn extend(&mut self, bytes: &[u8]) {
-        self.values.extend_from_slice(bytes);
+        self.reserve(bytes.len());
+        self.values.as_slice_mut()[self.used..self.used + bytes.len()].copy_from_slice(bytes);
+        self.used += bytes.len();
+    }
+
+    /// Append the first `len` (at most [`SHORT`]) bytes of `block`. The whole block
+    /// is copied, which compiles to a few vector moves; the bytes past `len` are
+    /// overwritten by the next value or cut off by `finish`.
+    #[inline]
+    pub(crate) fn extend_short(&mut self, block: &[u8; SHORT], len: usize) {
+        debug_assert!(len <= SHORT);
+        self.reserve(SHORT);
+        self.values.as_slice_mut()[self.used..self.used + SHORT].copy_from_slice(block);
+        self.used += len.min(SHORT);
     }
 
     /// Close the element being built.
     #[inline]
     pub(crate) fn end_element(&mut self) -> Result<(), ChunkError> {
-        let end = O::from_usize(self.values.len()).ok_or(ChunkError::OffsetOverflow {
-            bytes: self.values.len() as u64,
+        let end = O::from_usize(self.used).ok_or(ChunkError::OffsetOverflow {
+            bytes: self.used as u64,
         })?;
         self.offsets.push(end);
         Ok(())
+    }
+
+    /// The values buffer, cut to the values.
+    fn take_values(mut self) -> (Vec<O>, Buffer) {
+        self.values.truncate(self.used);
+        (self.offsets, self.values.into())
     }
 
     /// The finished array as views over the copied values buffer.
@@ -412,14 +444,15 @@ impl<O: OffsetSizeTrait> CopyBuilder<O> {
         } else {
             OffsetKind::I32
         };
-        let raw = RawOffsets::new(Buffer::from_vec(self.offsets), kind, n)?;
-        from_offsets(raw, self.values.into(), utf8, StringType::Utf8View)
+        let (offsets, values) = self.take_values();
+        let raw = RawOffsets::new(Buffer::from_vec(offsets), kind, n)?;
+        from_offsets(raw, values, utf8, StringType::Utf8View)
     }
 
     /// The finished array; strings are UTF-8 checked here, once for all values.
     pub(crate) fn finish(self, utf8: bool) -> Result<ArrayRef, ChunkError> {
-        let values: Buffer = self.values.into();
-        let offsets = ScalarBuffer::from(self.offsets);
+        let (offsets, values) = self.take_values();
+        let offsets = ScalarBuffer::from(offsets);
         if utf8 {
             let last = values.len() as u64;
             check_utf8(

@@ -94,7 +94,7 @@ def generate(n: int, long_n: int) -> dict:
     stamp = DATA / f"ready-{n}-{long_n}"
     paths = {name: DATA / name for name in [
         "w1.zarr", "w1_gzip.zarr", "w1_blosc.zarr", "w1.parquet", "w1.arrow", "w2_none.zarr", "w2_zstd.zarr",
-        "w3.zarr", "w4.zarr", "w4.parquet", "w5_small.zarr", "w5_large.zarr"]}
+        "w3.zarr", "w4.zarr", "w4.parquet", "w5_small.zarr", "w5_large.zarr", "w5_huge.zarr"]}
     if stamp.exists():
         return paths
     for p in DATA.iterdir():
@@ -121,8 +121,22 @@ def generate(n: int, long_n: int) -> dict:
     small = min(n // 10, 1_000_000)
     write_zarr_python(paths["w5_small.zarr"], s.slice(0, small), small // 10, [ZstdCodec(level=0)])
     write_zarr_python(paths["w5_large.zarr"], short_strings(small * 10, seed=3), small // 10, [ZstdCodec(level=0)])
+    link_repeated(paths["w5_large.zarr"], paths["w5_huge.zarr"], 10)
     stamp.touch()
     return paths
+
+
+def link_repeated(src: Path, dst: Path, times: int) -> None:
+    """`src` repeated `times` over: the same metadata with the shape multiplied, and
+    chunk files hard-linked from zarr-python's (chunk `i` is `src`'s `i % n`). It
+    gives an array 10x longer at the same chunk size without writing it again."""
+    meta = json.loads((src / "zarr.json").read_text())
+    meta["shape"] = [meta["shape"][0] * times]
+    (dst / "c").mkdir(parents=True)
+    (dst / "zarr.json").write_text(json.dumps(meta))
+    chunks = sorted((src / "c").iterdir(), key=lambda p: int(p.name))
+    for i in range(len(chunks) * times):
+        os.link(chunks[i % len(chunks)], dst / "c" / str(i))
 
 
 # ---------------------------------------------------------------- peers
@@ -235,6 +249,7 @@ def main() -> int:
     ])
     section("W2: the same strings as zarrs.vlen (uint32 index at start, written by zarrs)", [
         ("zarrow uncompressed -> Utf8", lambda: timed_program(z("read", paths["w2_none.zarr"], "utf8"))),
+        ("zarrow uncompressed, memory-mapped store -> Utf8", lambda: timed_program(z("read", paths["w2_none.zarr"], "utf8", "mmap"))),
         ("zarrs uncompressed -> ArrayBytes", lambda: timed_program([str(ZARRS), "read", str(paths["w2_none.zarr"]), "bytes"])),
         ("bound: zstd data decompress only", lambda: timed_program(z("bound", paths["w2_zstd.zarr"]))),
         ("zarrow zstd -> Utf8", lambda: timed_program(z("read", paths["w2_zstd.zarr"], "utf8"))),
@@ -244,7 +259,9 @@ def main() -> int:
     ])
     section("W3: the same strings in the ZEP0007 layout, uncompressed", [
         ("zarrow -> Utf8", lambda: timed_program(z("read", paths["w3.zarr"], "utf8"))),
+        ("zarrow, memory-mapped store -> Utf8", lambda: timed_program(z("read", paths["w3.zarr"], "utf8", "mmap"))),
         ("pyarrow: uncompressed IPC file", lambda: python_timed(pyarrow_ipc(paths["w1.arrow"]))),
+        ("pyarrow: uncompressed IPC file, memory_map", lambda: python_timed(pyarrow_ipc(paths["w1.arrow"], mmap=True))),
     ])
     section(f"W4: {long_n:,} long strings (1-10 KB), vlen-utf8 + zstd", [
         ("bound: read + zstd-decompress every chunk", lambda: timed_program(z("bound", paths["w4.zarr"]))),
@@ -268,9 +285,10 @@ def main() -> int:
     ])
     print("W5 peak memory (zarrow to-parquet, chunks of equal size)", flush=True)
     memory = {}
-    for name in ["w5_small.zarr", "w5_large.zarr"]:
+    for name in ["w5_small.zarr", "w5_large.zarr", "w5_huge.zarr"]:
         elements = zarr.open_array(str(paths[name]), mode="r").shape[0]
         chunk_bytes = max(f.stat().st_size for f in (paths[name] / "c").iterdir())
+        (out / f"{name}.parquet").unlink(missing_ok=True)
         peak = peak_rss_mib(z("to-parquet", paths[name], out / f"{name}.parquet"))
         memory[name] = {"elements": elements, "peak_mib": peak}
         print(f"  {name}: {elements:,} elements, peak RSS {peak:.0f} MiB (largest encoded chunk {chunk_bytes / 2**20:.1f} MiB)")
@@ -324,15 +342,22 @@ def write_results(results: dict, memory: dict, n: int, long_n: int, runs: int) -
          (lambda a, b: a and b and a / b <= 1.5)(g("W2:", "zarrow uncompressed -> Utf8"), g("W2:", "pyarrow: uncompressed IPC file"))),
         ("W3 uncompressed / pyarrow IPC (<= 1.5x)", ratio(g("W3:", "zarrow -> Utf8"), g("W3:", "pyarrow: uncompressed IPC file")),
          (lambda a, b: a and b and a / b <= 1.5)(g("W3:", "zarrow -> Utf8"), g("W3:", "pyarrow: uncompressed IPC file"))),
+        ("W2 uncompressed, memory-mapped store / pyarrow IPC (<= 1.5x)",
+         ratio(g("W2:", "zarrow uncompressed, memory-mapped store -> Utf8"), g("W2:", "pyarrow: uncompressed IPC file")),
+         (lambda a, b: a and b and a / b <= 1.5)(g("W2:", "zarrow uncompressed, memory-mapped store -> Utf8"), g("W2:", "pyarrow: uncompressed IPC file"))),
+        ("W3 uncompressed, memory-mapped store / pyarrow IPC (<= 1.5x)",
+         ratio(g("W3:", "zarrow, memory-mapped store -> Utf8"), g("W3:", "pyarrow: uncompressed IPC file")),
+         (lambda a, b: a and b and a / b <= 1.5)(g("W3:", "zarrow, memory-mapped store -> Utf8"), g("W3:", "pyarrow: uncompressed IPC file"))),
         ("W6 python / zarrow default (>= 10x)", ratio(g("W6:", "pyarrow read + zarr-python write"), g("W6:", "zarrow, default encoding (vlen-utf8 + zstd)")),
          (lambda a, b: a and b and a / b >= 10)(g("W6:", "pyarrow read + zarr-python write"), g("W6:", "zarrow, default encoding (vlen-utf8 + zstd)"))),
         ("W6 zarrow default / zarrs-vlen (>= 3x)", ratio(g("W6:", "zarrow, default encoding (vlen-utf8 + zstd)"), g("W6:", "zarrow, zarrs-vlen encoding (+ zstd)")),
          (lambda a, b: a and b and a / b >= 3)(g("W6:", "zarrow, default encoding (vlen-utf8 + zstd)"), g("W6:", "zarrow, zarrs-vlen encoding (+ zstd)"))),
     ]
-    small, large = memory["w5_small.zarr"], memory["w5_large.zarr"]
-    growth = large["peak_mib"] / small["peak_mib"] - 1
-    targets.append((f"W5 peak memory growth, {small['elements']:,} -> {large['elements']:,} elements (< 10%)",
-                    f"{growth * 100:+.0f}% ({small['peak_mib']:.0f} -> {large['peak_mib']:.0f} MiB)", growth < 0.10))
+    sizes = [memory[name] for name in ["w5_small.zarr", "w5_large.zarr", "w5_huge.zarr"]]
+    for small, large in zip(sizes, sizes[1:]):
+        growth = large["peak_mib"] / small["peak_mib"] - 1
+        targets.append((f"W5 peak memory growth, {small['elements']:,} -> {large['elements']:,} elements (< 10%)",
+                        f"{growth * 100:+.0f}% ({small['peak_mib']:.0f} -> {large['peak_mib']:.0f} MiB)", growth < 0.10))
     lines = [
         "# Side-by-side benchmark results",
         "",

@@ -23,7 +23,7 @@ use crate::error::ChunkError;
 use crate::metadata::StringType;
 use arrow_array::OffsetSizeTrait;
 
-use crate::offsets::{CopyBuilder, ViewsBuilder};
+use crate::offsets::{CopyBuilder, SHORT, ViewsBuilder};
 
 fn read_u32(bytes: &[u8], pos: usize, what: &'static str) -> Result<u32, ChunkError> {
     bytes
@@ -250,7 +250,10 @@ fn stream<O: OffsetSizeTrait>(
                     if buf.len() - 4 < len {
                         break;
                     }
-                    out.extend(&buf[4..4 + len]);
+                    match buf[4..].first_chunk::<SHORT>() {
+                        Some(block) if len <= SHORT => out.extend_short(block, len),
+                        _ => out.extend(&buf[4..4 + len]),
+                    }
                     out.end_element()?;
                     done += 1;
                     buf = &buf[4 + len..];
