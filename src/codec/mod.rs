@@ -260,13 +260,11 @@ impl CodecChain {
                 limit: ctx.max_bytes as u64,
             });
         }
-        // vlen + zstd alone, to offsets-based types: decompress and decode fused (see
-        // `decode_zstd`). Views keep the plain path, where they point into the
-        // decompressed chunk and copy nothing (measured faster: benches/decode.rs).
-        if ctx.string_type != StringType::Utf8View
-            && self.array_to_array.is_empty()
+        // vlen + zstd alone: decompress and decode fused (see `decode_zstd`).
+        if self.array_to_array.is_empty()
             && self.array_to_bytes == ArrayToBytes::VlenInterleaved
             && matches!(self.bytes_to_bytes.as_slice(), [BytesToBytes::Zstd { .. }])
+            && vlen_interleaved::fuse_zstd(&encoded, ctx)
         {
             let array = vlen_interleaved::decode_zstd(&encoded, ctx)?;
             if array.len() != ctx.elements {

@@ -23,7 +23,7 @@ use crate::error::ChunkError;
 use crate::metadata::StringType;
 use arrow_array::OffsetSizeTrait;
 
-use crate::offsets::{CopyBuilder, SHORT, ViewsBuilder};
+use crate::offsets::{CopyBuilder, InlineViewsBuilder, ViewsBuilder};
 
 fn read_u32(bytes: &[u8], pos: usize, what: &'static str) -> Result<u32, ChunkError> {
     bytes
@@ -140,8 +140,8 @@ fn check_end(pos: usize, len: usize) -> Result<(), ChunkError> {
 /// The fused path for `vlen-*` + `zstd`: decompress in cache-sized windows and
 /// copy each value straight into the output values buffer, so the decompressed
 /// chunk (lengths and values interleaved) is never written out and read back.
-/// One copy of the values. (zarrow uses it for `Utf8` / `LargeUtf8`; for views the
-/// plain path, which copies no values, is faster.)
+/// One copy of the values; for views, of the values over 12 bytes only (shorter
+/// ones are inlined in their views). [`fuse_zstd`] says when zarrow uses it.
 pub fn decode_zstd(encoded: &[u8], ctx: &DecodeContext) -> Result<ArrayRef, ChunkError> {
     let n = ctx.elements;
     let utf8 = ctx.data_type.is_text();
@@ -151,44 +151,107 @@ pub fn decode_zstd(encoded: &[u8], ctx: &DecodeContext) -> Result<ArrayRef, Chun
         .flatten()
         .unwrap_or(0);
     let max_values = (content.saturating_sub(4 + 4 * n as u64) as usize).min(ctx.max_bytes);
+    let limit = ctx.max_bytes;
     match ctx.string_type {
         StringType::Utf8 => stream(
             encoded,
             n,
-            max_values,
-            ctx.max_bytes,
-            CopyBuilder::<i32>::with_capacity,
+            limit,
+            CopyBuilder::<i32>::with_capacity(n, max_values),
         )?
         .finish(utf8),
         StringType::LargeUtf8 => stream(
             encoded,
             n,
-            max_values,
-            ctx.max_bytes,
-            CopyBuilder::<i64>::with_capacity,
+            limit,
+            CopyBuilder::<i64>::with_capacity(n, max_values),
         )?
         .finish(utf8),
-        _ => stream(
-            encoded,
-            n,
-            max_values,
-            ctx.max_bytes,
-            CopyBuilder::<i64>::with_capacity,
-        )?
-        .finish_views(utf8),
+        StringType::Utf8View => {
+            let views = InlineViewsBuilder::with_capacity(n, max_values, utf8);
+            stream(encoded, n, limit, views)?.finish()
+        }
     }
 }
+
+/// Where [`stream`] puts the elements it parses.
+trait Elements {
+    /// Whether [`Elements::push_framed`] wants to know that a window is ASCII.
+    const WANTS_ASCII: bool;
+    /// Append the element `| u32 len | value |` at the start of `framed` (which
+    /// holds all of it); `ascii`: the window holding it is all ASCII.
+    fn push_framed(&mut self, framed: &[u8], len: usize, ascii: bool) -> Result<(), ChunkError>;
+    /// Append a piece of an element that straddles windows.
+    fn extend(&mut self, piece: &[u8]);
+    /// Close the element built from pieces.
+    fn end_element(&mut self) -> Result<(), ChunkError>;
+}
+
+impl<O: OffsetSizeTrait> Elements for CopyBuilder<O> {
+    // The values are UTF-8 checked all at once by `finish`.
+    const WANTS_ASCII: bool = false;
+
+    #[inline]
+    fn push_framed(&mut self, framed: &[u8], len: usize, _: bool) -> Result<(), ChunkError> {
+        self.push_prefix(&framed[4..], len)
+    }
+
+    #[inline]
+    fn extend(&mut self, piece: &[u8]) {
+        CopyBuilder::extend(self, piece)
+    }
+
+    fn end_element(&mut self) -> Result<(), ChunkError> {
+        CopyBuilder::end_element(self)
+    }
+}
+
+impl Elements for InlineViewsBuilder {
+    const WANTS_ASCII: bool = true;
+
+    #[inline]
+    fn push_framed(&mut self, framed: &[u8], len: usize, ascii: bool) -> Result<(), ChunkError> {
+        InlineViewsBuilder::push_framed(self, framed, len, ascii)
+    }
+
+    #[inline]
+    fn extend(&mut self, piece: &[u8]) {
+        InlineViewsBuilder::extend(self, piece)
+    }
+
+    fn end_element(&mut self) -> Result<(), ChunkError> {
+        InlineViewsBuilder::end_element(self)
+    }
+}
+
+/// Whether [`decode_zstd`] is the faster way to decode this chunk: always for
+/// offsets-based types; for views, unless the values are long. Long values (over
+/// 256 bytes per element on average, by the zstd frame's stated size) stay in the
+/// decompressed chunk for views to point into rather than copied: on W4 of
+/// `benches/compare` (1-10 KB strings) both paths measured about 1.2x the
+/// decompression bound, and this one holds no second copy of the values.
+pub fn fuse_zstd(encoded: &[u8], ctx: &DecodeContext) -> bool {
+    if ctx.string_type != StringType::Utf8View {
+        return true;
+    }
+    match zstd::zstd_safe::get_frame_content_size(encoded) {
+        Ok(Some(size)) => size / (ctx.elements.max(1) as u64) <= LONG_VALUE,
+        _ => true, // unknown size: the fused path also bounds memory best
+    }
+}
+
+/// See [`fuse_zstd`].
+const LONG_VALUE: u64 = 256;
 
 /// Window of decompressed bytes parsed at a time (fits in L2).
 const WINDOW: usize = 128 << 10;
 
-fn stream<O: OffsetSizeTrait>(
+fn stream<E: Elements>(
     encoded: &[u8],
     n: usize,
-    max_values: usize,
     max_bytes: usize,
-    builder: fn(usize, usize) -> CopyBuilder<O>,
-) -> Result<CopyBuilder<O>, ChunkError> {
+    mut out: E,
+) -> Result<E, ChunkError> {
     use std::io::Read;
     const CODEC: &str = "zstd";
     let mut decoder =
@@ -196,7 +259,6 @@ fn stream<O: OffsetSizeTrait>(
             codec: CODEC,
             message: e.to_string(),
         })?;
-    let mut out = builder(n, max_values);
     let mut window = vec![0u8; WINDOW];
     let mut int = [0u8; 4]; // a u32 (count or length) that may straddle windows
     let mut have = 0usize;
@@ -224,6 +286,7 @@ fn stream<O: OffsetSizeTrait>(
             });
         }
         let mut buf = &window[..got];
+        let ascii = E::WANTS_ASCII && buf.is_ascii();
         while !buf.is_empty() {
             if let Some(rest) = in_value {
                 let take = rest.min(buf.len());
@@ -250,11 +313,7 @@ fn stream<O: OffsetSizeTrait>(
                     if buf.len() - 4 < len {
                         break;
                     }
-                    match buf[4..].first_chunk::<SHORT>() {
-                        Some(block) if len <= SHORT => out.extend_short(block, len),
-                        _ => out.extend(&buf[4..4 + len]),
-                    }
-                    out.end_element()?;
+                    out.push_framed(buf, len, ascii)?;
                     done += 1;
                     buf = &buf[4 + len..];
                 }

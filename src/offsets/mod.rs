@@ -20,19 +20,24 @@
 //! are slices of the decoded chunk); other width: the offsets are converted (one
 //! copy of the offsets, none of the values); views: one 16-byte view per element,
 //! no copy of the values.
+//!
+//! The builders for layouts whose values must be copied (the interleaved `vlen-*`
+//! chunks) are in `copy.rs`; the view builders in `views.rs`.
 
 use std::sync::Arc;
 
-use arrow_array::builder::make_view;
-use arrow_array::types::{
-    BinaryViewType, ByteArrayType, ByteViewType, GenericBinaryType, GenericStringType,
-    StringViewType,
-};
-use arrow_array::{ArrayRef, GenericByteArray, GenericByteViewArray, OffsetSizeTrait};
+use arrow_array::types::{ByteArrayType, GenericBinaryType, GenericStringType};
+use arrow_array::{ArrayRef, GenericByteArray, OffsetSizeTrait};
 use arrow_buffer::{ArrowNativeType, Buffer, MutableBuffer, OffsetBuffer, ScalarBuffer};
 
 use crate::error::ChunkError;
 use crate::metadata::StringType;
+
+mod copy;
+mod views;
+
+pub(crate) use copy::{CopyBuilder, ValuesBuilder};
+pub(crate) use views::{InlineViewsBuilder, ViewsBuilder};
 
 /// `n + 1` little-endian offsets of one of the widths found on disk. The buffer
 /// holds exactly `(n + 1) * width` bytes (checked by [`RawOffsets::new`]).
@@ -282,227 +287,6 @@ fn typed<T: Offset>(
             views.finish(utf8)
         }
     })
-}
-
-/// Builds a view array over one data buffer (the decoded chunk), from element
-/// ranges that the caller reads from untrusted bytes.
-pub(crate) struct ViewsBuilder {
-    data: Buffer,
-    views: Vec<u128>,
-}
-
-impl ViewsBuilder {
-    /// A builder over `data` for about `n` elements.
-    ///
-    /// # Errors
-    /// [`ChunkError::OffsetOverflow`] when `data` is over `i32::MAX` bytes: the
-    /// Arrow format gives view offsets 32 bits (signed, for other implementations).
-    pub(crate) fn new(data: Buffer, n: usize) -> Result<Self, ChunkError> {
-        if data.len() > i32::MAX as usize {
-            return Err(ChunkError::OffsetOverflow {
-                bytes: data.len() as u64,
-            });
-        }
-        Ok(Self {
-            data,
-            views: Vec::with_capacity(n),
-        })
-    }
-
-    /// Add element `data[start..start + len]`, which the caller has bounds-checked.
-    #[inline]
-    pub(crate) fn push_checked(&mut self, start: u32, len: u32) {
-        let bytes = &self.data.as_slice()[start as usize..(start + len) as usize];
-        self.views.push(make_view(bytes, 0, start));
-    }
-
-    /// Add element `data[start..start + len]`, checking bounds and, when `utf8`,
-    /// that the element is UTF-8 (a caller that checked the whole buffer passes
-    /// `false`).
-    #[inline]
-    pub(crate) fn push(&mut self, start: usize, len: usize, utf8: bool) -> Result<(), ChunkError> {
-        let element = self.views.len();
-        let end = start
-            .checked_add(len)
-            .filter(|&e| e <= self.data.len())
-            .ok_or(ChunkError::Truncated {
-                what: "element value",
-                needed: (start as u64).saturating_add(len as u64),
-                available: self.data.len() as u64,
-            })?;
-        let bytes = &self.data.as_slice()[start..end];
-        if utf8 && std::str::from_utf8(bytes).is_err() {
-            return Err(ChunkError::InvalidUtf8 { element });
-        }
-        self.views.push(make_view(bytes, 0, start as u32));
-        Ok(())
-    }
-
-    /// The finished array; its one data buffer is the chunk buffer it points into.
-    pub(crate) fn finish(self, utf8: bool) -> ArrayRef {
-        let views = ScalarBuffer::from(self.views);
-        if utf8 {
-            view_array::<StringViewType>(views, self.data)
-        } else {
-            view_array::<BinaryViewType>(views, self.data)
-        }
-    }
-}
-
-fn view_array<T: ByteViewType + ?Sized>(views: ScalarBuffer<u128>, data: Buffer) -> ArrayRef {
-    // SAFETY: `ViewsBuilder` made each view with `make_view` from a slice of `data`
-    // that was bounds-checked before it was pushed, and for string types either
-    // checked to be UTF-8 on its own or part of a buffer checked as a whole (all
-    // ASCII, or valid UTF-8 with every offset on a character boundary); every view names buffer 0 = `data`, at an offset below
-    // `data.len()` <= i32::MAX. That is everything `try_new` validates.
-    Arc::new(unsafe { GenericByteViewArray::<T>::new_unchecked(views, vec![data], None) })
-}
-
-/// The size of the fixed block [`CopyBuilder::extend_short`] copies.
-pub(crate) const SHORT: usize = 32;
-
-/// Builds an offsets-and-values array by copying element values into one new
-/// values buffer (the interleaved vlen-utf8 path: one copy of the values).
-pub(crate) struct CopyBuilder<O: OffsetSizeTrait> {
-    offsets: Vec<O>,
-    /// Zero-initialised storage of which the first `used` bytes hold values. The
-    /// rest (at least [`SHORT`] bytes once reserved) lets a short value be copied
-    /// as one fixed-size block instead of a variable-length `memcpy` call.
-    values: MutableBuffer,
-    used: usize,
-}
-
-impl<O: OffsetSizeTrait> CopyBuilder<O> {
-    /// A builder for `n` elements with at most `max_values` bytes of values (the
-    /// caller's bound from the chunk size, so this never over-allocates).
-    pub(crate) fn with_capacity(n: usize, max_values: usize) -> Self {
-        let mut offsets = Vec::with_capacity(n + 1);
-        offsets.push(O::usize_as(0));
-        Self {
-            offsets,
-            values: MutableBuffer::from_len_zeroed(max_values.saturating_add(SHORT)),
-            used: 0,
-        }
-    }
-
-    /// Make room for `extra` more bytes after the values.
-    #[inline]
-    fn reserve(&mut self, extra: usize) {
-        let need = self.used + extra;
-        if need > self.values.len() {
-            self.values.resize(need.max(self.values.len() * 2), 0);
-        }
-    }
-
-    /// Append one element's bytes.
-    #[inline]
-    pub(crate) fn push(&mut self, bytes: &[u8]) -> Result<(), ChunkError> {
-        self.extend(bytes);
-        self.end_element()
-    }
-
-    /// Append bytes to the element being built (it may arrive in pieces).
-    #[inline]
-    pub(crate) fn extend(&mut self, bytes: &[u8]) {
-        self.reserve(bytes.len());
-        self.values.as_slice_mut()[self.used..self.used + bytes.len()].copy_from_slice(bytes);
-        self.used += bytes.len();
-    }
-
-    /// Append the first `len` (at most [`SHORT`]) bytes of `block`. The whole block
-    /// is copied, which compiles to a few vector moves; the bytes past `len` are
-    /// overwritten by the next value or cut off by `finish`.
-    #[inline]
-    pub(crate) fn extend_short(&mut self, block: &[u8; SHORT], len: usize) {
-        debug_assert!(len <= SHORT);
-        self.reserve(SHORT);
-        self.values.as_slice_mut()[self.used..self.used + SHORT].copy_from_slice(block);
-        self.used += len.min(SHORT);
-    }
-
-    /// Close the element being built.
-    #[inline]
-    pub(crate) fn end_element(&mut self) -> Result<(), ChunkError> {
-        let end = O::from_usize(self.used).ok_or(ChunkError::OffsetOverflow {
-            bytes: self.used as u64,
-        })?;
-        self.offsets.push(end);
-        Ok(())
-    }
-
-    /// The values buffer, cut to the values.
-    fn take_values(mut self) -> (Vec<O>, Buffer) {
-        self.values.truncate(self.used);
-        (self.offsets, self.values.into())
-    }
-
-    /// The finished array as views over the copied values buffer.
-    pub(crate) fn finish_views(self, utf8: bool) -> Result<ArrayRef, ChunkError> {
-        let n = self.offsets.len() - 1;
-        let kind = if O::IS_LARGE {
-            OffsetKind::I64
-        } else {
-            OffsetKind::I32
-        };
-        let (offsets, values) = self.take_values();
-        let raw = RawOffsets::new(Buffer::from_vec(offsets), kind, n)?;
-        from_offsets(raw, values, utf8, StringType::Utf8View)
-    }
-
-    /// The finished array; strings are UTF-8 checked here, once for all values.
-    pub(crate) fn finish(self, utf8: bool) -> Result<ArrayRef, ChunkError> {
-        let (offsets, values) = self.take_values();
-        let offsets = ScalarBuffer::from(offsets);
-        if utf8 {
-            let last = values.len() as u64;
-            check_utf8(
-                offsets.iter().map(|o| o.as_usize() as u64),
-                values.as_slice(),
-                0,
-                last,
-            )?;
-            Ok(byte_array::<GenericStringType<O>>(offsets, values))
-        } else {
-            Ok(byte_array::<GenericBinaryType<O>>(offsets, values))
-        }
-    }
-}
-
-/// A [`CopyBuilder`] for whichever Arrow layout the caller asked for. Views are
-/// built over the newly copied values buffer.
-pub(crate) enum ValuesBuilder {
-    Small(CopyBuilder<i32>),
-    Large(CopyBuilder<i64>),
-    View(CopyBuilder<i64>),
-}
-
-impl ValuesBuilder {
-    /// A builder for `n` elements and at most `max_values` bytes of values.
-    pub(crate) fn new(target: StringType, n: usize, max_values: usize) -> Self {
-        match target {
-            StringType::Utf8 => Self::Small(CopyBuilder::with_capacity(n, max_values)),
-            StringType::LargeUtf8 => Self::Large(CopyBuilder::with_capacity(n, max_values)),
-            StringType::Utf8View => Self::View(CopyBuilder::with_capacity(n, max_values)),
-        }
-    }
-
-    /// Append one element.
-    #[inline]
-    pub(crate) fn push(&mut self, bytes: &[u8]) -> Result<(), ChunkError> {
-        match self {
-            Self::Small(b) => b.push(bytes),
-            Self::Large(b) | Self::View(b) => b.push(bytes),
-        }
-    }
-
-    /// The finished array (strings UTF-8 checked).
-    pub(crate) fn finish(self, utf8: bool) -> Result<ArrayRef, ChunkError> {
-        match self {
-            Self::Small(b) => b.finish(utf8),
-            Self::Large(b) => b.finish(utf8),
-            Self::View(b) => b.finish_views(utf8),
-        }
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,212 @@
+//! Arrays built by copying element values into a new buffer: [`CopyBuilder`] (the
+//! interleaved `vlen-*` layouts) and [`ValuesBuilder`] (its choice by Arrow type).
+
+use arrow_array::types::{GenericBinaryType, GenericStringType};
+use arrow_array::{ArrayRef, OffsetSizeTrait};
+use arrow_buffer::{Buffer, MutableBuffer, ScalarBuffer};
+
+use super::{OffsetKind, RawOffsets, byte_array, check_utf8, from_offsets};
+use crate::error::ChunkError;
+use crate::metadata::StringType;
+
+/// The size of the fixed block [`CopyBuffer::extend_prefix`] copies.
+pub(crate) const SHORT: usize = 32;
+
+/// A growing buffer of copied values. Its storage is zero-initialised, and the
+/// first `used` bytes hold values; the rest (at least [`SHORT`] bytes once
+/// reserved) lets a short value be copied as one fixed-size block, a few vector
+/// moves, instead of a variable-length `memcpy` call.
+pub(crate) struct CopyBuffer {
+    bytes: MutableBuffer,
+    used: usize,
+}
+
+impl CopyBuffer {
+    /// A buffer sized for `max_values` bytes (the caller's bound from the chunk
+    /// size, so this never over-allocates); it grows if more arrive.
+    pub(crate) fn with_capacity(max_values: usize) -> Self {
+        Self {
+            bytes: MutableBuffer::from_len_zeroed(max_values.saturating_add(SHORT)),
+            used: 0,
+        }
+    }
+
+    /// Bytes of values so far.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.used
+    }
+
+    /// The values so far.
+    #[inline]
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        &self.bytes.as_slice()[..self.used]
+    }
+
+    /// Make room for `extra` more bytes after the values.
+    #[inline]
+    fn reserve(&mut self, extra: usize) {
+        let need = self.used + extra;
+        if need > self.bytes.len() {
+            self.bytes.resize(need.max(self.bytes.len() * 2), 0);
+        }
+    }
+
+    /// Append `bytes`.
+    #[inline]
+    pub(crate) fn extend(&mut self, bytes: &[u8]) {
+        self.reserve(bytes.len());
+        self.bytes.as_slice_mut()[self.used..self.used + bytes.len()].copy_from_slice(bytes);
+        self.used += bytes.len();
+    }
+
+    /// Append `source[..len]` (`source` holds at least `len` bytes). When the value
+    /// is at most [`SHORT`] bytes and `source` has [`SHORT`] bytes, the whole block
+    /// is copied; the bytes past `len` are overwritten by the next value or cut off
+    /// by [`Self::into_buffer`].
+    #[inline]
+    pub(crate) fn extend_prefix(&mut self, source: &[u8], len: usize) {
+        match source.first_chunk::<SHORT>() {
+            Some(block) if len <= SHORT => {
+                self.reserve(SHORT);
+                self.bytes.as_slice_mut()[self.used..self.used + SHORT].copy_from_slice(block);
+                self.used += len;
+            }
+            _ => self.extend(&source[..len]),
+        }
+    }
+
+    /// Drop the values from byte `len` on.
+    #[inline]
+    pub(crate) fn truncate(&mut self, len: usize) {
+        self.used = self.used.min(len);
+    }
+
+    /// The values as one buffer.
+    pub(crate) fn into_buffer(mut self) -> Buffer {
+        self.bytes.truncate(self.used);
+        self.bytes.into()
+    }
+}
+
+/// Builds an offsets-and-values array by copying element values into one new
+/// values buffer (the interleaved vlen-utf8 path: one copy of the values).
+pub(crate) struct CopyBuilder<O: OffsetSizeTrait> {
+    offsets: Vec<O>,
+    values: CopyBuffer,
+}
+
+impl<O: OffsetSizeTrait> CopyBuilder<O> {
+    /// A builder for `n` elements with at most `max_values` bytes of values (the
+    /// caller's bound from the chunk size, so this never over-allocates).
+    pub(crate) fn with_capacity(n: usize, max_values: usize) -> Self {
+        let mut offsets = Vec::with_capacity(n + 1);
+        offsets.push(O::usize_as(0));
+        Self {
+            offsets,
+            values: CopyBuffer::with_capacity(max_values),
+        }
+    }
+
+    /// Append one element's bytes.
+    #[inline]
+    pub(crate) fn push(&mut self, bytes: &[u8]) -> Result<(), ChunkError> {
+        self.values.extend(bytes);
+        self.end_element()
+    }
+
+    /// Append one element: `source[..len]` (see [`CopyBuffer::extend_prefix`]).
+    #[inline]
+    pub(crate) fn push_prefix(&mut self, source: &[u8], len: usize) -> Result<(), ChunkError> {
+        self.values.extend_prefix(source, len);
+        self.end_element()
+    }
+
+    /// Append bytes to the element being built (it may arrive in pieces).
+    #[inline]
+    pub(crate) fn extend(&mut self, bytes: &[u8]) {
+        self.values.extend(bytes);
+    }
+
+    /// Close the element being built.
+    #[inline]
+    pub(crate) fn end_element(&mut self) -> Result<(), ChunkError> {
+        let used = self.values.len();
+        let end = O::from_usize(used).ok_or(ChunkError::OffsetOverflow { bytes: used as u64 })?;
+        self.offsets.push(end);
+        Ok(())
+    }
+
+    /// The offsets and the values buffer.
+    fn take_values(self) -> (Vec<O>, Buffer) {
+        (self.offsets, self.values.into_buffer())
+    }
+
+    /// The finished array as views over the copied values buffer.
+    pub(crate) fn finish_views(self, utf8: bool) -> Result<ArrayRef, ChunkError> {
+        let n = self.offsets.len() - 1;
+        let kind = if O::IS_LARGE {
+            OffsetKind::I64
+        } else {
+            OffsetKind::I32
+        };
+        let (offsets, values) = self.take_values();
+        let raw = RawOffsets::new(Buffer::from_vec(offsets), kind, n)?;
+        from_offsets(raw, values, utf8, StringType::Utf8View)
+    }
+
+    /// The finished array; strings are UTF-8 checked here, once for all values.
+    pub(crate) fn finish(self, utf8: bool) -> Result<ArrayRef, ChunkError> {
+        let (offsets, values) = self.take_values();
+        let offsets = ScalarBuffer::from(offsets);
+        if utf8 {
+            let last = values.len() as u64;
+            check_utf8(
+                offsets.iter().map(|o| o.as_usize() as u64),
+                values.as_slice(),
+                0,
+                last,
+            )?;
+            Ok(byte_array::<GenericStringType<O>>(offsets, values))
+        } else {
+            Ok(byte_array::<GenericBinaryType<O>>(offsets, values))
+        }
+    }
+}
+
+/// A [`CopyBuilder`] for whichever Arrow layout the caller asked for. Views are
+/// built over the newly copied values buffer.
+pub(crate) enum ValuesBuilder {
+    Small(CopyBuilder<i32>),
+    Large(CopyBuilder<i64>),
+    View(CopyBuilder<i64>),
+}
+
+impl ValuesBuilder {
+    /// A builder for `n` elements and at most `max_values` bytes of values.
+    pub(crate) fn new(target: StringType, n: usize, max_values: usize) -> Self {
+        match target {
+            StringType::Utf8 => Self::Small(CopyBuilder::with_capacity(n, max_values)),
+            StringType::LargeUtf8 => Self::Large(CopyBuilder::with_capacity(n, max_values)),
+            StringType::Utf8View => Self::View(CopyBuilder::with_capacity(n, max_values)),
+        }
+    }
+
+    /// Append one element.
+    #[inline]
+    pub(crate) fn push(&mut self, bytes: &[u8]) -> Result<(), ChunkError> {
+        match self {
+            Self::Small(b) => b.push(bytes),
+            Self::Large(b) | Self::View(b) => b.push(bytes),
+        }
+    }
+
+    /// The finished array (strings UTF-8 checked).
+    pub(crate) fn finish(self, utf8: bool) -> Result<ArrayRef, ChunkError> {
+        match self {
+            Self::Small(b) => b.finish(utf8),
+            Self::Large(b) => b.finish(utf8),
+            Self::View(b) => b.finish_views(utf8),
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! View arrays over untrusted element ranges: [`ViewsBuilder`] points views into
+//! one existing buffer (the decoded chunk); [`InlineViewsBuilder`] inlines short
+//! values and copies only the longer ones.
+
+use arrow_array::ArrayRef;
+use arrow_array::GenericByteViewArray;
+use arrow_array::builder::make_view;
+use arrow_array::types::{BinaryViewType, ByteViewType, StringViewType};
+use arrow_buffer::{Buffer, ScalarBuffer};
+use std::sync::Arc;
+
+use super::copy::CopyBuffer;
+use crate::error::ChunkError;
+
+/// Builds a view array over one data buffer (the decoded chunk), from element
+/// ranges that the caller reads from untrusted bytes.
+pub(crate) struct ViewsBuilder {
+    data: Buffer,
+    views: Vec<u128>,
+}
+
+impl ViewsBuilder {
+    /// A builder over `data` for about `n` elements.
+    ///
+    /// # Errors
+    /// [`ChunkError::OffsetOverflow`] when `data` is over `i32::MAX` bytes: the
+    /// Arrow format gives view offsets 32 bits (signed, for other implementations).
+    pub(crate) fn new(data: Buffer, n: usize) -> Result<Self, ChunkError> {
+        if data.len() > i32::MAX as usize {
+            return Err(ChunkError::OffsetOverflow {
+                bytes: data.len() as u64,
+            });
+        }
+        Ok(Self {
+            data,
+            views: Vec::with_capacity(n),
+        })
+    }
+
+    /// Add element `data[start..start + len]`, which the caller has bounds-checked.
+    #[inline]
+    pub(crate) fn push_checked(&mut self, start: u32, len: u32) {
+        let bytes = &self.data.as_slice()[start as usize..(start + len) as usize];
+        self.views.push(make_view(bytes, 0, start));
+    }
+
+    /// Add element `data[start..start + len]`, checking bounds and, when `utf8`,
+    /// that the element is UTF-8 (a caller that checked the whole buffer passes
+    /// `false`).
+    #[inline]
+    pub(crate) fn push(&mut self, start: usize, len: usize, utf8: bool) -> Result<(), ChunkError> {
+        let element = self.views.len();
+        let end = start
+            .checked_add(len)
+            .filter(|&e| e <= self.data.len())
+            .ok_or(ChunkError::Truncated {
+                what: "element value",
+                needed: (start as u64).saturating_add(len as u64),
+                available: self.data.len() as u64,
+            })?;
+        let bytes = &self.data.as_slice()[start..end];
+        if utf8 && std::str::from_utf8(bytes).is_err() {
+            return Err(ChunkError::InvalidUtf8 { element });
+        }
+        self.views.push(make_view(bytes, 0, start as u32));
+        Ok(())
+    }
+
+    /// The finished array; its one data buffer is the chunk buffer it points into.
+    pub(crate) fn finish(self, utf8: bool) -> ArrayRef {
+        let views = ScalarBuffer::from(self.views);
+        if utf8 {
+            view_array::<StringViewType>(views, self.data)
+        } else {
+            view_array::<BinaryViewType>(views, self.data)
+        }
+    }
+}
+
+fn view_array<T: ByteViewType + ?Sized>(views: ScalarBuffer<u128>, data: Buffer) -> ArrayRef {
+    // SAFETY: `ViewsBuilder` made each view with `make_view` from a slice of `data`
+    // that was bounds-checked before it was pushed, and for string types either
+    // checked to be UTF-8 on its own or part of a buffer checked as a whole (all
+    // ASCII, or valid UTF-8 with every offset on a character boundary); every view names buffer 0 = `data`, at an offset below
+    // `data.len()` <= i32::MAX. That is everything `try_new` validates.
+    Arc::new(unsafe { GenericByteViewArray::<T>::new_unchecked(views, vec![data], None) })
+}
+
+/// Builds a view array while values stream past (the fused `vlen-*` + zstd path):
+/// a value of at most 12 bytes is inlined in its view, a longer one is copied into
+/// one new data buffer that its view points into.
+pub(crate) struct InlineViewsBuilder {
+    views: Vec<u128>,
+    data: CopyBuffer,
+    /// Where the value being assembled from pieces starts in `data`.
+    element_start: usize,
+    utf8: bool,
+}
+
+/// The longest value a view holds inline.
+const INLINE: usize = 12;
+
+impl InlineViewsBuilder {
+    /// A builder for `n` elements with at most `max_values` bytes of values;
+    /// `utf8` selects strings (each value is checked unless its caller vouches for
+    /// it) or binary.
+    pub(crate) fn with_capacity(n: usize, max_values: usize, utf8: bool) -> Self {
+        Self {
+            views: Vec::with_capacity(n),
+            data: CopyBuffer::with_capacity(max_values),
+            element_start: 0,
+            utf8,
+        }
+    }
+
+    /// Append the element framed as `| u32 len (LE) | value |` at the start of
+    /// `framed`, which holds at least `4 + len` bytes. `ascii` says the caller
+    /// found every byte of `framed` to be ASCII, so the value needs no UTF-8 check.
+    #[inline]
+    pub(crate) fn push_framed(
+        &mut self,
+        framed: &[u8],
+        len: usize,
+        ascii: bool,
+    ) -> Result<(), ChunkError> {
+        let value = &framed[4..4 + len];
+        if self.utf8 && !ascii && std::str::from_utf8(value).is_err() {
+            return Err(ChunkError::InvalidUtf8 {
+                element: self.views.len(),
+            });
+        }
+        let view = match framed.first_chunk::<16>() {
+            // The frame's length prefix is the view's length field, the next 12
+            // bytes its inline data: keep the `len` bytes of the value, zero the rest.
+            Some(block) if len <= INLINE => {
+                u128::from_le_bytes(*block) & (u128::MAX >> (8 * (INLINE - len)))
+            }
+            _ if len <= INLINE => make_view(value, 0, 0),
+            _ => {
+                let start = self.data.len();
+                self.data.extend_prefix(&framed[4..], len);
+                make_view(value, 0, start as u32)
+            }
+        };
+        self.views.push(view);
+        self.element_start = self.data.len();
+        Ok(())
+    }
+
+    /// Append a piece of the element being assembled (it may arrive in pieces).
+    #[inline]
+    pub(crate) fn extend(&mut self, piece: &[u8]) {
+        self.data.extend(piece);
+    }
+
+    /// Close the element assembled by [`Self::extend`].
+    pub(crate) fn end_element(&mut self) -> Result<(), ChunkError> {
+        let start = self.element_start;
+        let value = &self.data.as_slice()[start..];
+        if self.utf8 && std::str::from_utf8(value).is_err() {
+            return Err(ChunkError::InvalidUtf8 {
+                element: self.views.len(),
+            });
+        }
+        let view = make_view(value, 0, start as u32);
+        if value.len() <= INLINE {
+            self.data.truncate(start); // inlined: the copy is not needed
+        }
+        self.views.push(view);
+        self.element_start = self.data.len();
+        Ok(())
+    }
+
+    /// The finished array.
+    ///
+    /// # Errors
+    /// [`ChunkError::OffsetOverflow`] when the copied values reach past `i32::MAX`
+    /// bytes (view offsets are 32 bits; their views were made with truncated
+    /// offsets and are dropped here).
+    pub(crate) fn finish(self) -> Result<ArrayRef, ChunkError> {
+        let data = self.data.into_buffer();
+        if data.len() > i32::MAX as usize {
+            return Err(ChunkError::OffsetOverflow {
+                bytes: data.len() as u64,
+            });
+        }
+        let views = ScalarBuffer::from(self.views);
+        // Every view came from `make_view` over a value (or the same bytes masked
+        // to its length) that was then copied to `data` at the view's offset when
+        // longer than 12 bytes, and UTF-8 checked unless the caller saw it all
+        // ASCII: what `view_array` requires.
+        Ok(if self.utf8 {
+            view_array::<StringViewType>(views, data)
+        } else {
+            view_array::<BinaryViewType>(views, data)
+        })
+    }
+}
