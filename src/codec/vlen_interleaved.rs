@@ -123,7 +123,7 @@ fn copy_values<O: OffsetSizeTrait>(
 ) -> Result<CopyBuilder<O>, ChunkError> {
     for _ in 0..n {
         let (start, len) = next(pos)?;
-        out.push(&data[start..start + len])?;
+        out.push_prefix(&data[start..], len)?;
     }
     Ok(out)
 }
