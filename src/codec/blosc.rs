@@ -67,10 +67,11 @@ pub fn decode(input: &[u8], limit: usize) -> Result<Buffer, ChunkError> {
     if nbytes == 0 {
         return Ok(Buffer::from(MutableBuffer::new(0)));
     }
-    let mut out = MutableBuffer::from_len_zeroed(nbytes);
+    // Not zero-filled: c-blosc writes every byte it reports.
+    let mut out = MutableBuffer::with_capacity(nbytes);
     // SAFETY: the header was validated against `input.len()` above (which is what
     // c-blosc requires before decompressing); `out` is a writable allocation of
-    // `nbytes` bytes, passed as `destsize`, and c-blosc writes no more than that.
+    // at least `nbytes` bytes, passed as `destsize`, and c-blosc writes no more.
     let written =
         unsafe { blosc_decompress_ctx(input.as_ptr().cast(), out.as_mut_ptr().cast(), nbytes, 1) };
     if written < 0 || written as usize != nbytes {
@@ -79,6 +80,9 @@ pub fn decode(input: &[u8], limit: usize) -> Result<Buffer, ChunkError> {
             message: format!("corrupt blosc frame (decompressor returned {written})"),
         });
     }
+    // SAFETY: c-blosc returned `nbytes`: it wrote bytes 0..nbytes of `out`, within
+    // its capacity, so they are initialised.
+    unsafe { out.set_len(nbytes) };
     Ok(out.into())
 }
 
