@@ -11,6 +11,11 @@
 //! zarrow_compare to-parquet STORE OUT.parquet            W5: Zarr -> Parquet (zstd)
 //! zarrow_compare from-parquet IN.parquet OUT.zarr default|zarrs-vlen
 //!                                                        W6: Parquet -> Zarr
+//! zarrow_compare compress-bound IN.parquet default|zarrs-vlen
+//!                                                        W6's bound: zstd-compress the
+//!                                                        chunks (laid out beforehand,
+//!                                                        untimed), nothing else
+//! zarrow_compare parquet-read IN.parquet                 read the Parquet file only
 //! ```
 //!
 //! Threads: rayon's pool (set `RAYON_NUM_THREADS=1` for one core).
@@ -38,6 +43,8 @@ fn main() -> Res<()> {
         "bound" => bound(arg(2))?,
         "to-parquet" => to_parquet(arg(2), arg(3))?,
         "from-parquet" => from_parquet(arg(2), arg(3), arg(4))?,
+        "compress-bound" => return compress_bound(arg(2), arg(3)),
+        "parquet-read" => parquet_read(arg(2))?,
         _ => {
             eprintln!("usage: see the module documentation of benches/compare/zarrow_compare.rs");
             std::process::exit(2);
@@ -135,4 +142,65 @@ fn from_parquet(src: &str, dst: &str, encoding: &str) -> Res<u64> {
         "",
         options,
     )?)
+}
+
+/// The strings of a one-column Parquet file, in chunks of `CHUNK` (W6's chunks).
+fn parquet_chunks(path: &str) -> Res<Vec<arrow_array::ArrayRef>> {
+    let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(path)?)?
+        .with_batch_size(CHUNK)
+        .build()?;
+    let mut chunks = Vec::new();
+    for batch in reader {
+        chunks.push(batch?.column(0).clone());
+    }
+    Ok(chunks)
+}
+
+/// W6's chunk length (as `from_parquet` writes).
+const CHUNK: usize = 1 << 20;
+
+fn parquet_read(path: &str) -> Res<u64> {
+    Ok(parquet_chunks(path)?.iter().map(|c| c.len() as u64).sum())
+}
+
+/// What every writer of W6's output must do: zstd-compress each chunk (level 0, as
+/// zarr-python writes), on all cores. The chunk bytes are laid out by hand from the
+/// format descriptions before the clock starts: `vlen-utf8` is `u32 count, (u32 len,
+/// bytes)*`; `zarrs.vlen` is `u64 index size, u32 offsets, bytes`.
+fn compress_bound(path: &str, encoding: &str) -> Res<()> {
+    use arrow_array::Array;
+    use arrow_array::cast::AsArray;
+    let chunks: Vec<Vec<u8>> = parquet_chunks(path)?
+        .iter()
+        .map(|column| {
+            let strings = column.as_string::<i32>();
+            let mut out = Vec::new();
+            if encoding == "zarrs-vlen" {
+                let index: Vec<u8> = strings
+                    .offsets()
+                    .iter()
+                    .flat_map(|&o| ((o - strings.offsets()[0]) as u32).to_le_bytes())
+                    .collect();
+                out.extend_from_slice(&(index.len() as u64).to_le_bytes());
+                out.extend_from_slice(&index);
+                for s in strings.iter().flatten() {
+                    out.extend_from_slice(s.as_bytes());
+                }
+            } else {
+                out.extend_from_slice(&(strings.len() as u32).to_le_bytes());
+                for s in strings.iter().flatten() {
+                    out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+                    out.extend_from_slice(s.as_bytes());
+                }
+            }
+            out
+        })
+        .collect();
+    let start = Instant::now();
+    let bytes: usize = chunks
+        .par_iter()
+        .map(|chunk| zstd::bulk::compress(chunk, 0).map(|c| c.len()))
+        .sum::<std::io::Result<usize>>()?;
+    println!("{} {bytes}", start.elapsed().as_secs_f64());
+    Ok(())
 }

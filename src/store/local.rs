@@ -144,7 +144,9 @@ fn too_large(path: &Path) -> Error {
 fn read_whole(file: &mut File, path: &Path, len: u64) -> Result<Buffer> {
     let size = usize::try_from(len).map_err(|_| too_large(path))?;
     let mut buf = Vec::with_capacity(size);
-    file.take(len).read_to_end(&mut buf).map_err(|e| Error::io(path, e))?;
+    file.take(len)
+        .read_to_end(&mut buf)
+        .map_err(|e| Error::io(path, e))?;
     if buf.len() != size {
         return Err(Error::io(path, std::io::ErrorKind::UnexpectedEof.into()));
     }
