@@ -3,9 +3,11 @@
 //! `SECONDS ROWS`.
 //!
 //! ```text
-//! zarrow_compare read STORE utf8|utf8-view|large-utf8 [mmap]
+//! zarrow_compare read STORE utf8|utf8-view|large-utf8 [mmap|warm]
 //!                                                        every batch of the array
-//!                                                        (`mmap`: memory-mapped store)
+//!                                                        (`mmap`: memory-mapped store;
+//!                                                        `warm`: timed on the second of
+//!                                                        two runs in one process)
 //! zarrow_compare bound STORE                             read + undo the bytes->bytes
 //!                                                        codecs of every chunk, nothing else
 //! zarrow_compare to-parquet STORE OUT.parquet            W5: Zarr -> Parquet (zstd)
@@ -39,6 +41,12 @@ fn main() -> Res<()> {
     let arg = |i: usize| args.get(i).map(String::as_str).unwrap_or_default();
     let start = Instant::now();
     let rows = match arg(1) {
+        "read" if arg(4) == "warm" => {
+            // As the Python peers are timed: the allocator has served this job
+            // once already in this process (untimed), then the job is timed.
+            read(arg(2), arg(3), "")?;
+            return timed(|| read(arg(2), arg(3), ""));
+        }
         "read" => read(arg(2), arg(3), arg(4))?,
         "bound" => bound(arg(2))?,
         "to-parquet" => to_parquet(arg(2), arg(3))?,
@@ -50,6 +58,14 @@ fn main() -> Res<()> {
             std::process::exit(2);
         }
     };
+    println!("{} {rows}", start.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// Run `job` and print its seconds and rows.
+fn timed(job: impl FnOnce() -> Res<u64>) -> Res<()> {
+    let start = Instant::now();
+    let rows = job()?;
     println!("{} {rows}", start.elapsed().as_secs_f64());
     Ok(())
 }
