@@ -15,12 +15,11 @@ use crate::error::{Error, Result};
 
 /// A [`Store`] over a directory of the local filesystem.
 ///
-/// Reads fill fresh buffers (the allocator's alignment, at least 8 bytes on the
-/// platforms zarrow supports, enough for offsets to be used in place) without
-/// zero-filling them first, or, with
-/// [`LocalStore::with_memory_map`], map the file. Writes go to a temporary file in
-/// the target directory that is then renamed over the key, so a crash never leaves
-/// a torn value behind.
+/// Reads fill fresh buffers without zero-filling them first (the allocator's
+/// alignment, at least 8 bytes on the platforms zarrow supports, is enough for
+/// offsets to be used in place), or, with [`LocalStore::with_memory_map`], map the
+/// file. Writes go to a temporary file in the target directory that is then renamed
+/// over the key, so a crash never leaves a torn value behind.
 #[derive(Debug, Clone)]
 pub struct LocalStore {
     root: PathBuf,
@@ -139,8 +138,8 @@ fn too_large(path: &Path) -> Error {
 }
 
 /// Read exactly `len` bytes into a fresh buffer. `read_to_end` reads into the
-/// vector's spare capacity, so the memory is not zero-filled first (which cost
-/// about a tenth of an uncompressed read: `benches/compare`, W2 and W3).
+/// vector's spare capacity, so the memory is not zero-filled first (the zero-fill
+/// cost 10-25% of an uncompressed read: `benches/compare`, W2 and W3).
 fn read_whole(file: &mut File, path: &Path, len: u64) -> Result<Buffer> {
     let size = usize::try_from(len).map_err(|_| too_large(path))?;
     let mut buf = Vec::with_capacity(size);
