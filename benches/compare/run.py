@@ -328,42 +328,39 @@ def write_results(results: dict, memory: dict, n: int, long_n: int, runs: int) -
     g = lambda s, l: get(results, s, l)  # noqa: E731
     bound = g("W1:", "bound: read + zstd-decompress every chunk (all cores)")
     view, utf8 = g("W1:", "zarrow -> Utf8View"), g("W1:", "zarrow -> Utf8")
+    at_most = lambda limit: lambda r: r <= limit  # noqa: E731
+    at_least = lambda limit: lambda r: r >= limit  # noqa: E731
+
+    def target(label: str, num, den, ok=None) -> tuple:
+        """A target row: num / den, and whether `ok` holds for it (None: informational)."""
+        return (label, ratio(num, den), ok and num and den and ok(num / den))
+
+    pq_zstd = g("W1:", "pyarrow: the same strings from zstd Parquet")
+    ipc = {w: g(f"{w}:", "pyarrow: uncompressed IPC file") for w in ["W2", "W3"]}
+    w6_default, w6_vlen = g("W6:", "zarrow, default encoding (vlen-utf8 + zstd)"), g("W6:", "zarrow, zarrs-vlen encoding (+ zstd)")
+    w6_python = g("W6:", "pyarrow read + zarr-python write")
+    w6_bound = g("W6:", "bound: zstd-compress the vlen-utf8 chunks only (all cores)")
     targets = [
-        ("W1 Utf8View <= 1.15x the bound", ratio(view, bound), view and bound and view / bound <= 1.15),
-        ("W1 Utf8 <= 1.3x the bound", ratio(utf8, bound), utf8 and bound and utf8 / bound <= 1.3),
-        ("W1 zarr-python / zarrow Utf8View (about 10x)", ratio(g("W1:", "zarr-python arr[:]"), view), None),
-        ("W1 zarrs ArrayBytes / zarrow Utf8View (about 3x)", ratio(g("W1:", "zarrs -> ArrayBytes"), view), None),
-        ("W1 zarrow Utf8View / pyarrow zstd Parquet (parity: <= 1.0x)", ratio(view, g("W1:", "pyarrow: the same strings from zstd Parquet")),
-         view and g("W1:", "pyarrow: the same strings from zstd Parquet") and view <= g("W1:", "pyarrow: the same strings from zstd Parquet")),
-        ("W1 parallel speedup, Utf8View, 1 -> all cores (>= 1.7x)", ratio(g("W1:", "zarrow -> Utf8View, one thread"), view),
-         view and g("W1:", "zarrow -> Utf8View, one thread") and g("W1:", "zarrow -> Utf8View, one thread") / view >= 1.7),
-        ("gzip: read / decompress alone (<= 1.25x)", ratio(g("W1 with", "zarrow gzip -> Utf8"), g("W1 with", "bound: gzip decompress only")),
-         (lambda a, b: a and b and a / b <= 1.25)(g("W1 with", "zarrow gzip -> Utf8"), g("W1 with", "bound: gzip decompress only"))),
-        ("blosc: read / decompress alone (<= 1.25x)", ratio(g("W1 with", "zarrow blosc -> Utf8"), g("W1 with", "bound: blosc decompress only")),
-         (lambda a, b: a and b and a / b <= 1.25)(g("W1 with", "zarrow blosc -> Utf8"), g("W1 with", "bound: blosc decompress only"))),
-        ("zarrs.vlen + zstd: read / decompress alone (<= 1.25x)", ratio(g("W2:", "zarrow zstd -> Utf8"), g("W2:", "bound: zstd data decompress only")),
-         (lambda a, b: a and b and a / b <= 1.25)(g("W2:", "zarrow zstd -> Utf8"), g("W2:", "bound: zstd data decompress only"))),
-        ("W2 uncompressed / pyarrow IPC, both warm (<= 1.5x)",
-         ratio(g("W2:", "zarrow uncompressed -> Utf8, warm (as pyarrow is timed)"), g("W2:", "pyarrow: uncompressed IPC file")),
-         (lambda a, b: a and b and a / b <= 1.5)(g("W2:", "zarrow uncompressed -> Utf8, warm (as pyarrow is timed)"), g("W2:", "pyarrow: uncompressed IPC file"))),
-        ("W3 uncompressed / pyarrow IPC, both warm (<= 1.5x)",
-         ratio(g("W3:", "zarrow -> Utf8, warm (as pyarrow is timed)"), g("W3:", "pyarrow: uncompressed IPC file")),
-         (lambda a, b: a and b and a / b <= 1.5)(g("W3:", "zarrow -> Utf8, warm (as pyarrow is timed)"), g("W3:", "pyarrow: uncompressed IPC file"))),
-        ("W2 uncompressed, zarrow in a fresh process / pyarrow IPC (warm)", ratio(g("W2:", "zarrow uncompressed -> Utf8"), g("W2:", "pyarrow: uncompressed IPC file")), None),
-        ("W3 uncompressed, zarrow in a fresh process / pyarrow IPC (warm)", ratio(g("W3:", "zarrow -> Utf8"), g("W3:", "pyarrow: uncompressed IPC file")), None),
-        ("W2 uncompressed, memory-mapped store / pyarrow IPC (<= 1.5x)",
-         ratio(g("W2:", "zarrow uncompressed, memory-mapped store -> Utf8"), g("W2:", "pyarrow: uncompressed IPC file")),
-         (lambda a, b: a and b and a / b <= 1.5)(g("W2:", "zarrow uncompressed, memory-mapped store -> Utf8"), g("W2:", "pyarrow: uncompressed IPC file"))),
-        ("W3 uncompressed, memory-mapped store / pyarrow IPC (<= 1.5x)",
-         ratio(g("W3:", "zarrow, memory-mapped store -> Utf8"), g("W3:", "pyarrow: uncompressed IPC file")),
-         (lambda a, b: a and b and a / b <= 1.5)(g("W3:", "zarrow, memory-mapped store -> Utf8"), g("W3:", "pyarrow: uncompressed IPC file"))),
-        ("W6 python / zarrow default (>= 10x)", ratio(g("W6:", "pyarrow read + zarr-python write"), g("W6:", "zarrow, default encoding (vlen-utf8 + zstd)")),
-         (lambda a, b: a and b and a / b >= 10)(g("W6:", "pyarrow read + zarr-python write"), g("W6:", "zarrow, default encoding (vlen-utf8 + zstd)"))),
-        ("W6 zarrow default / zarrs-vlen (>= 3x)", ratio(g("W6:", "zarrow, default encoding (vlen-utf8 + zstd)"), g("W6:", "zarrow, zarrs-vlen encoding (+ zstd)")),
-         (lambda a, b: a and b and a / b >= 3)(g("W6:", "zarrow, default encoding (vlen-utf8 + zstd)"), g("W6:", "zarrow, zarrs-vlen encoding (+ zstd)"))),
-        ("W6 ceiling: python / compress-only bound, vlen-utf8", ratio(g("W6:", "pyarrow read + zarr-python write"), g("W6:", "bound: zstd-compress the vlen-utf8 chunks only (all cores)")), None),
-        ("W6 ceiling: vlen-utf8 bound / zarrs.vlen bound", ratio(g("W6:", "bound: zstd-compress the vlen-utf8 chunks only (all cores)"), g("W6:", "bound: zstd-compress the zarrs.vlen chunks only (all cores)")), None),
-        ("W6 zarrow default / its compress-only bound", ratio(g("W6:", "zarrow, default encoding (vlen-utf8 + zstd)"), g("W6:", "bound: zstd-compress the vlen-utf8 chunks only (all cores)")), None),
+        target("W1 Utf8View <= 1.15x the bound", view, bound, at_most(1.15)),
+        target("W1 Utf8 <= 1.3x the bound", utf8, bound, at_most(1.3)),
+        target("W1 zarr-python / zarrow Utf8View (about 10x)", g("W1:", "zarr-python arr[:]"), view),
+        target("W1 zarrs ArrayBytes / zarrow Utf8View (about 3x)", g("W1:", "zarrs -> ArrayBytes"), view),
+        target("W1 zarrow Utf8View / pyarrow zstd Parquet (parity: <= 1.0x)", view, pq_zstd, at_most(1.0)),
+        target("W1 parallel speedup, Utf8View, 1 -> all cores (>= 1.7x)", g("W1:", "zarrow -> Utf8View, one thread"), view, at_least(1.7)),
+        target("gzip: read / decompress alone (<= 1.25x)", g("W1 with", "zarrow gzip -> Utf8"), g("W1 with", "bound: gzip decompress only"), at_most(1.25)),
+        target("blosc: read / decompress alone (<= 1.25x)", g("W1 with", "zarrow blosc -> Utf8"), g("W1 with", "bound: blosc decompress only"), at_most(1.25)),
+        target("zarrs.vlen + zstd: read / decompress alone (<= 1.25x)", g("W2:", "zarrow zstd -> Utf8"), g("W2:", "bound: zstd data decompress only"), at_most(1.25)),
+        target("W2 uncompressed / pyarrow IPC, both warm (<= 1.5x)", g("W2:", "zarrow uncompressed -> Utf8, warm (as pyarrow is timed)"), ipc["W2"], at_most(1.5)),
+        target("W3 uncompressed / pyarrow IPC, both warm (<= 1.5x)", g("W3:", "zarrow -> Utf8, warm (as pyarrow is timed)"), ipc["W3"], at_most(1.5)),
+        target("W2 uncompressed, zarrow in a fresh process / pyarrow IPC (warm)", g("W2:", "zarrow uncompressed -> Utf8"), ipc["W2"]),
+        target("W3 uncompressed, zarrow in a fresh process / pyarrow IPC (warm)", g("W3:", "zarrow -> Utf8"), ipc["W3"]),
+        target("W2 uncompressed, memory-mapped store / pyarrow IPC (<= 1.5x)", g("W2:", "zarrow uncompressed, memory-mapped store -> Utf8"), ipc["W2"], at_most(1.5)),
+        target("W3 uncompressed, memory-mapped store / pyarrow IPC (<= 1.5x)", g("W3:", "zarrow, memory-mapped store -> Utf8"), ipc["W3"], at_most(1.5)),
+        target("W6 python / zarrow default (>= 10x)", w6_python, w6_default, at_least(10)),
+        target("W6 zarrow default / zarrs-vlen (>= 3x)", w6_default, w6_vlen, at_least(3)),
+        target("W6 ceiling: python / compress-only bound, vlen-utf8", w6_python, w6_bound),
+        target("W6 ceiling: vlen-utf8 bound / zarrs.vlen bound", w6_bound, g("W6:", "bound: zstd-compress the zarrs.vlen chunks only (all cores)")),
+        target("W6 zarrow default / its compress-only bound", w6_default, w6_bound),
     ]
     sizes = [memory[name] for name in ["w5_small.zarr", "w5_large.zarr", "w5_huge.zarr"]]
     for small, large in zip(sizes, sizes[1:]):
