@@ -68,21 +68,33 @@ impl ViewsBuilder {
 
     /// The finished array; its one data buffer is the chunk buffer it points into.
     pub(crate) fn finish(self, utf8: bool) -> ArrayRef {
-        let views = ScalarBuffer::from(self.views);
-        if utf8 {
-            view_array::<StringViewType>(views, self.data)
-        } else {
-            view_array::<BinaryViewType>(views, self.data)
-        }
+        view_array(ScalarBuffer::from(self.views), self.data, utf8)
     }
 }
 
-fn view_array<T: ByteViewType + ?Sized>(views: ScalarBuffer<u128>, data: Buffer) -> ArrayRef {
-    // SAFETY: `ViewsBuilder` made each view with `make_view` from a slice of `data`
-    // that was bounds-checked before it was pushed, and for string types either
-    // checked to be UTF-8 on its own or part of a buffer checked as a whole (all
-    // ASCII, or valid UTF-8 with every offset on a character boundary); every view names buffer 0 = `data`, at an offset below
-    // `data.len()` <= i32::MAX. That is everything `try_new` validates.
+/// A string (`utf8`) or binary view array over one data buffer, from views its
+/// builder checked (see the SAFETY comment).
+fn view_array(views: ScalarBuffer<u128>, data: Buffer, utf8: bool) -> ArrayRef {
+    if utf8 {
+        unchecked_view_array::<StringViewType>(views, data)
+    } else {
+        unchecked_view_array::<BinaryViewType>(views, data)
+    }
+}
+
+fn unchecked_view_array<T: ByteViewType + ?Sized>(
+    views: ScalarBuffer<u128>,
+    data: Buffer,
+) -> ArrayRef {
+    // SAFETY: both builders make each view with `make_view` (or, for an inline
+    // value, the same bytes masked to its length) from bytes that were
+    // bounds-checked: `ViewsBuilder` from a slice of `data`; `InlineViewsBuilder`
+    // from a value it then copied into `data` at the view's offset when longer
+    // than 12 bytes. For string types each value was checked to be UTF-8 on its
+    // own or is part of bytes checked as a whole (all ASCII, or valid UTF-8 with
+    // every offset on a character boundary). Every view names buffer 0 = `data`,
+    // at an offset below `data.len()` <= i32::MAX. That is everything `try_new`
+    // validates.
     Arc::new(unsafe { GenericByteViewArray::<T>::new_unchecked(views, vec![data], None) })
 }
 
@@ -184,15 +196,6 @@ impl InlineViewsBuilder {
                 bytes: data.len() as u64,
             });
         }
-        let views = ScalarBuffer::from(self.views);
-        // Every view came from `make_view` over a value (or the same bytes masked
-        // to its length) that was then copied to `data` at the view's offset when
-        // longer than 12 bytes, and UTF-8 checked unless the caller saw it all
-        // ASCII: what `view_array` requires.
-        Ok(if self.utf8 {
-            view_array::<StringViewType>(views, data)
-        } else {
-            view_array::<BinaryViewType>(views, data)
-        })
+        Ok(view_array(ScalarBuffer::from(self.views), data, self.utf8))
     }
 }
