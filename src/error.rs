@@ -58,7 +58,7 @@ pub enum Error {
         source: serde_json::Error,
     },
     /// A metadata document is valid JSON but not valid Zarr metadata.
-    #[error("invalid metadata in {key}: {message}")]
+    #[error("invalid metadata in {key}: {}", Cut(message))]
     Metadata {
         /// The metadata key.
         key: String,
@@ -66,7 +66,7 @@ pub enum Error {
         message: String,
     },
     /// A codec that zarrow does not implement.
-    #[error("unsupported codec {name:?} in {key}")]
+    #[error("unsupported codec {:?} in {key}", Cut(name))]
     UnsupportedCodec {
         /// The codec's name or id as written in the metadata.
         name: String,
@@ -74,7 +74,7 @@ pub enum Error {
         key: String,
     },
     /// A data type that zarrow does not implement.
-    #[error("unsupported data type {name} in {key}")]
+    #[error("unsupported data type {} in {key}", Cut(name))]
     UnsupportedDataType {
         /// The data type as written in the metadata.
         name: String,
@@ -109,7 +109,7 @@ pub enum Error {
         path: String,
     },
     /// A chunk could not be encoded.
-    #[error("encoding chunk {key}: {message}")]
+    #[error("encoding chunk {key}: {}", Cut(message))]
     Encode {
         /// The chunk's store key.
         key: String,
@@ -117,7 +117,7 @@ pub enum Error {
         message: String,
     },
     /// A linear-exchange-format document breaks the RFC.
-    #[error("linear format: {field}: {message}")]
+    #[error("linear format: {}: {}", Cut(field), Cut(message))]
     Linear {
         /// The header field (or `data`, `json`) at fault.
         field: String,
@@ -125,10 +125,10 @@ pub enum Error {
         message: String,
     },
     /// A caller-supplied argument is out of range or inconsistent.
-    #[error("invalid argument: {0}")]
+    #[error("invalid argument: {}", Cut(.0))]
     InvalidArgument(String),
     /// The arrays of a group cannot form one table.
-    #[error("group {path:?} cannot be read as a table: {message}")]
+    #[error("group {path:?} cannot be read as a table: {}", Cut(message))]
     Table {
         /// The group's node path.
         path: String,
@@ -141,6 +141,43 @@ pub enum Error {
     /// An error from the parquet crate.
     #[error(transparent)]
     Parquet(#[from] parquet::errors::ParquetError),
+}
+
+/// The most characters of an input-derived string (a data type or codec name, a
+/// message quoting metadata) that an error message shows.
+const MAX_ECHO_CHARS: usize = 200;
+
+/// Displays a string cut to [`MAX_ECHO_CHARS`] characters, saying how much was left
+/// out: a hostile document's million-character name must not flood a terminal. The
+/// error keeps the whole string for programs that want it.
+struct Cut<'a>(&'a str);
+
+impl std::fmt::Display for Cut<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0.char_indices().nth(MAX_ECHO_CHARS) {
+            None => f.write_str(self.0),
+            Some((end, _)) => write!(
+                f,
+                "{}... ({} more bytes)",
+                &self.0[..end],
+                self.0.len() - end
+            ),
+        }
+    }
+}
+
+impl std::fmt::Debug for Cut<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0.char_indices().nth(MAX_ECHO_CHARS) {
+            None => write!(f, "{:?}", self.0),
+            Some((end, _)) => write!(
+                f,
+                "{:?}... ({} more bytes)",
+                &self.0[..end],
+                self.0.len() - end
+            ),
+        }
+    }
 }
 
 impl Error {
@@ -294,5 +331,33 @@ pub enum ChunkError {
 impl From<ArrowError> for ChunkError {
     fn from(e: ArrowError) -> Self {
         ChunkError::Arrow(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn echoed_input_is_cut() {
+        let name = "x".repeat(1_000_000);
+        let e = Error::UnsupportedDataType {
+            name: name.clone(),
+            key: "zarr.json".into(),
+        };
+        let text = e.to_string();
+        assert!(text.len() < 300, "{} characters", text.len());
+        assert!(text.contains("999800 more bytes"), "{text}");
+        // The error itself keeps the whole name.
+        assert!(matches!(e, Error::UnsupportedDataType { name: n, .. } if n == name));
+        // Cut on a character boundary, never inside a multi-byte character.
+        let wide = Error::metadata("k", "é".repeat(300));
+        assert!(wide.to_string().ends_with("(200 more bytes)"));
+        // Short input is shown whole.
+        let short = Error::UnsupportedCodec {
+            name: "lz5".into(),
+            key: "k".into(),
+        };
+        assert_eq!(short.to_string(), "unsupported codec \"lz5\" in k");
     }
 }

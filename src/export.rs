@@ -141,16 +141,7 @@ pub fn export_to_path<R: RecordBatchReader>(
     let temp = temp_path(path);
     let result = (|| {
         let file = File::create(&temp).map_err(|e| Error::io(&temp, e))?;
-        let mut out = BufWriter::with_capacity(1 << 20, file);
-        let rows = match format {
-            ExportFormat::Parquet => write_parquet(reader, &mut out, parquet_compression)?,
-            ExportFormat::IpcFile => write_ipc_file(reader, &mut out)?,
-            ExportFormat::IpcStream => write_ipc_stream(reader, &mut out)?,
-        };
-        let file = out
-            .into_inner()
-            .map_err(|e| Error::io(&temp, e.into_error()))?;
-        file.sync_all().map_err(|e| Error::io(&temp, e))?;
+        let rows = write_file(reader, file, &temp, format, parquet_compression)?;
         std::fs::rename(&temp, path).map_err(|e| Error::io(path, e))?;
         Ok(rows)
     })();
@@ -158,6 +149,28 @@ pub fn export_to_path<R: RecordBatchReader>(
         let _ = std::fs::remove_file(&temp);
     }
     result
+}
+
+/// Write `reader` in `format` to `file` (at `path`, for error messages), buffered,
+/// and flush it to disk: the rows written.
+pub fn write_file<R: RecordBatchReader>(
+    reader: R,
+    file: File,
+    path: &Path,
+    format: ExportFormat,
+    parquet_compression: Compression,
+) -> Result<u64> {
+    let mut out = BufWriter::with_capacity(1 << 20, file);
+    let rows = match format {
+        ExportFormat::Parquet => write_parquet(reader, &mut out, parquet_compression)?,
+        ExportFormat::IpcFile => write_ipc_file(reader, &mut out)?,
+        ExportFormat::IpcStream => write_ipc_stream(reader, &mut out)?,
+    };
+    let file = out
+        .into_inner()
+        .map_err(|e| Error::io(path, e.into_error()))?;
+    file.sync_all().map_err(|e| Error::io(path, e))?;
+    Ok(rows)
 }
 
 fn temp_path(path: &Path) -> PathBuf {

@@ -11,6 +11,7 @@ use arrow_array::{ArrayRef, ArrowPrimitiveType, BooleanArray, PrimitiveArray};
 use arrow_buffer::BooleanBuffer;
 use num_like::FromFill;
 
+use crate::codec::arrow_bytes_per_element;
 use crate::error::ChunkError;
 use crate::metadata::{DataType, FillValue, StringType};
 use crate::offsets::ValuesBuilder;
@@ -26,11 +27,12 @@ pub(crate) fn fill_array(
     string_type: StringType,
     max_bytes: usize,
 ) -> Result<ArrayRef, ChunkError> {
-    // Value bytes plus the worst-case per-element Arrow structure (a view).
-    let per_element = match fill {
-        FillValue::Bytes(b) => b.len() + 16,
-        _ => 16,
-    };
+    // Value bytes plus the per-element Arrow structure (exact for fixed widths).
+    let per_element = arrow_bytes_per_element(data_type, false)
+        + match fill {
+            FillValue::Bytes(b) => b.len(),
+            _ => 0,
+        };
     if n.saturating_mul(per_element) > max_bytes {
         return Err(ChunkError::TooLarge {
             codec: "fill value",

@@ -209,6 +209,22 @@ pub struct DecodeContext<'a> {
     pub max_bytes: usize,
 }
 
+/// The most Arrow memory one element of `data_type` needs while its chunk is
+/// decoded, besides variable-length value bytes (bounded by the decompressors):
+/// numbers and bools take exactly their width (a transposed chunk also an 8-byte
+/// gather index); strings and bytes up to [`ARROW_BYTES_PER_ELEMENT`].
+pub(crate) fn arrow_bytes_per_element(data_type: &DataType, transposed: bool) -> usize {
+    match data_type {
+        DataType::FixedUtf32 { .. }
+        | DataType::NullTerminatedBytes { .. }
+        | DataType::String
+        | DataType::Bytes => ARROW_BYTES_PER_ELEMENT,
+        fixed => {
+            fixed.fixed_size().unwrap_or(ARROW_BYTES_PER_ELEMENT) + 8 * usize::from(transposed)
+        }
+    }
+}
+
 impl<'a> DecodeContext<'a> {
     /// A context for a chunk of `shape`.
     pub fn new(
@@ -253,8 +269,10 @@ impl CodecChain {
     /// A [`ChunkError`] for any corrupt, truncated or oversized input.
     pub fn decode(&self, encoded: Buffer, ctx: &DecodeContext) -> Result<ArrayRef, ChunkError> {
         // Arrow structures cost up to ARROW_BYTES_PER_ELEMENT per element (views,
-        // gather and transpose indices), whatever the data: bound them up front.
-        if ctx.elements.saturating_mul(ARROW_BYTES_PER_ELEMENT) > ctx.max_bytes {
+        // gather and transpose indices), whatever the data; fixed-width elements
+        // exactly their width: bound them up front.
+        let per_element = arrow_bytes_per_element(&ctx.data_type, !self.array_to_array.is_empty());
+        if ctx.elements.saturating_mul(per_element) > ctx.max_bytes {
             return Err(ChunkError::TooLarge {
                 codec: "chunk shape",
                 limit: ctx.max_bytes as u64,

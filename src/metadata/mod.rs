@@ -115,15 +115,22 @@ impl ArrayMetadata {
                 format!("a chunk may hold at most {MAX_CHUNK_ELEMENTS} elements"),
             ));
         }
-        if self
-            .shape
-            .iter()
-            .try_fold(1u64, |acc, &s| acc.checked_mul(s))
-            .is_none()
+        // numpy, zarr-python and Arrow index with i64: no extent or element count
+        // beyond that can be read by anyone.
+        let max = i64::MAX as u64;
+        if self.shape.iter().any(|&s| s > max)
+            || self
+                .shape
+                .iter()
+                .try_fold(1u64, |acc, &s| acc.checked_mul(s))
+                .is_none_or(|e| e > max)
         {
             return Err(Error::metadata(
                 key,
-                "the shape's element count overflows 64 bits",
+                format!(
+                    "shape {:?} exceeds 2^63 - 1 elements, the most numpy, zarr-python and Arrow can index",
+                    self.shape
+                ),
             ));
         }
         if self.codecs.array_to_bytes.is_variable_length() != self.is_variable_length() {

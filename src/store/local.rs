@@ -89,11 +89,24 @@ impl LocalStore {
     fn open(&self, key: &str) -> Result<Option<(File, PathBuf, u64)>> {
         let path = self.path(key)?;
         self.check_inside(key, &path)?;
-        match File::open(&path) {
+        let mut options = File::options();
+        options.read(true);
+        // Opening a FIFO for reading waits for a writer: never wait. (A regular
+        // file ignores the flag.)
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+        match options.open(&path) {
             Ok(file) => {
                 let meta = file.metadata().map_err(|e| Error::io(&path, e))?;
                 if meta.is_dir() {
                     return Ok(None);
+                }
+                // Checked on the open file, so nothing can swap it in between.
+                if !meta.is_file() {
+                    return Err(Error::InvalidKey {
+                        key: key.to_string(),
+                        reason: "is not a regular file (a FIFO, socket or device is never read)",
+                    });
                 }
                 Ok(Some((file, path, meta.len())))
             }

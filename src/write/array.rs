@@ -316,9 +316,20 @@ pub(crate) fn prepare_node(store: &dyn Store, path: &str, overwrite: bool) -> Re
     existing.iter().try_for_each(|key| store.delete(key))
 }
 
-/// Zarr node names: non-empty, no `/`, not `.`/`..`, not starting with `__`.
+/// The metadata documents of both Zarr formats (and consolidated metadata): a node
+/// with one of these names would be taken for its parent's metadata, and readers
+/// drop it from the group.
+const RESERVED_NAMES: [&str; 5] = ["zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata"];
+
+/// Zarr node names: non-empty, no `/`, not `.`/`..`, not starting with `__`, and
+/// not a metadata document's name (in either format).
 fn check_node_name(path: &str) -> Result<()> {
     for name in path.split('/').filter(|_| !path.is_empty()) {
+        if RESERVED_NAMES.contains(&name) {
+            return Err(Error::InvalidArgument(format!(
+                "{name:?} cannot be a Zarr node name: it is the name of a Zarr metadata document"
+            )));
+        }
         if name.is_empty()
             || name == "."
             || name == ".."

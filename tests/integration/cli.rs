@@ -3,36 +3,10 @@
 
 use std::fs::File;
 use std::path::Path;
-use std::process::{Command, Output};
 
 use arrow_array::RecordBatch;
 
-use crate::common::{column, read_ipc, testdata, values};
-
-fn zarrow(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_zarrow"))
-        .args(args)
-        .output()
-        .expect("run zarrow")
-}
-
-fn read_output(path: &Path) -> Vec<RecordBatch> {
-    match path.extension().and_then(|e| e.to_str()) {
-        Some("parquet") => parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
-            File::open(path).unwrap(),
-        )
-        .unwrap()
-        .build()
-        .unwrap()
-        .map(|b| b.unwrap())
-        .collect(),
-        Some("arrows") => arrow_ipc::reader::StreamReader::try_new(File::open(path).unwrap(), None)
-            .unwrap()
-            .map(|b| b.unwrap())
-            .collect(),
-        _ => read_ipc(path),
-    }
-}
+use crate::common::{column, read_ipc, read_output, testdata, values, zarrow};
 
 #[test]
 fn every_store_converts_with_its_writers_values() {

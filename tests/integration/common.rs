@@ -2,6 +2,7 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::*;
@@ -20,6 +21,33 @@ pub fn read_ipc(path: &Path) -> Vec<RecordBatch> {
         .unwrap()
         .map(|b| b.unwrap())
         .collect()
+}
+
+/// Run the `zarrow` binary to completion.
+pub fn zarrow(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_zarrow"))
+        .args(args)
+        .output()
+        .expect("run zarrow")
+}
+
+/// Every batch of a Parquet, IPC stream (`.arrows`) or IPC file written by zarrow.
+pub fn read_output(path: &Path) -> Vec<RecordBatch> {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("parquet") => parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+            File::open(path).unwrap(),
+        )
+        .unwrap()
+        .build()
+        .unwrap()
+        .map(|b| b.unwrap())
+        .collect(),
+        Some("arrows") => arrow_ipc::reader::StreamReader::try_new(File::open(path).unwrap(), None)
+            .unwrap()
+            .map(|b| b.unwrap())
+            .collect(),
+        _ => read_ipc(path),
+    }
 }
 
 /// One element, in a form that compares equal across Arrow layouts

@@ -5,6 +5,7 @@ mod cli;
 mod common;
 mod golden;
 mod linear;
+mod outputs;
 mod robustness;
 mod roundtrip;
 mod store;

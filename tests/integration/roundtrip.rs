@@ -378,3 +378,35 @@ fn metadata_is_written_after_the_chunks() {
         );
     }
 }
+
+#[test]
+fn fixed_width_chunks_are_budgeted_by_their_exact_size() {
+    // A chunk of 1,000 uint8 takes 1,000 bytes: a limit of 1,000 bytes reads it (a
+    // per-element estimate of views would refuse it), 999 does not. Its fill value
+    // (a missing chunk) is budgeted the same way.
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let values: ArrayRef = Arc::new(UInt8Array::from_iter_values((0..2000).map(|i| i as u8)));
+    let options = WriteOptions::default()
+        .with_chunk_len(1000)
+        .with_compressor(Compressor::None);
+    write_array(store.clone(), "u8", &values, options).unwrap();
+    let read = |limit: usize| {
+        let options = zarrow::ReadOptions::default().with_max_chunk_bytes(limit);
+        ZarrArray::open_with(store.clone(), "u8", options)?.read_all()
+    };
+    assert_eq!(read(1000).unwrap().as_ref(), values.as_ref());
+    assert!(matches!(read(999), Err(Error::Chunk { .. })));
+    store.delete("u8/c/1").unwrap();
+    let with_fill = read(1000).unwrap();
+    assert_eq!(with_fill.len(), 2000);
+    // Strings keep the per-element bound of a view (16 bytes).
+    let names: ArrayRef = Arc::new(StringArray::from_iter_values((0..1000).map(|_| "a")));
+    let options = WriteOptions::default().with_chunk_len(1000);
+    write_array(store.clone(), "s", &names, options).unwrap();
+    let open = |limit: usize| {
+        let options = zarrow::ReadOptions::default().with_max_chunk_bytes(limit);
+        ZarrArray::open_with(store.clone(), "s", options)?.read_all()
+    };
+    assert!(open(16_000).is_ok());
+    assert!(open(15_999).is_err());
+}

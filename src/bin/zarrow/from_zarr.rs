@@ -3,9 +3,11 @@
 use std::io::Write as _;
 
 use arrow_array::RecordBatchReader;
-use zarrow::export::{ExportFormat, export_to_path, parse_parquet_compression};
+use zarrow::export::{ExportFormat, parse_parquet_compression, write_file};
 use zarrow::{Error, NodeMetadata, ReadOptions, Result, ZarrArray, ZarrGroup, read_node};
 
+use crate::limits;
+use crate::output::Partial;
 use crate::progress::Progress;
 use crate::{ConvertArgs, open_store, store_name};
 
@@ -17,40 +19,45 @@ pub(crate) fn convert(args: &ConvertArgs) -> Result<()> {
             dst.display()
         ))
     })?;
-    if dst.exists() && !args.overwrite {
-        return Err(Error::InvalidArgument(format!(
-            "{} exists (pass --overwrite to replace it)",
-            dst.display()
-        )));
-    }
     let compression = parse_parquet_compression(&args.compression)?;
     let store = open_store(src, args.mmap)?;
     let options = match args.string_type {
         Some(t) => ReadOptions::default().with_string_type(t),
         None => ReadOptions::default(),
     };
-    let reader: Box<dyn RecordBatchReader + Send> = match read_node(store.as_ref(), "")? {
-        NodeMetadata::Array(_) => {
-            if args.columns.is_some() {
-                return Err(Error::InvalidArgument(
-                    "--columns applies to groups only".into(),
-                ));
+    let (reader, total): (Box<dyn RecordBatchReader + Send>, u64) =
+        match read_node(store.as_ref(), "")? {
+            NodeMetadata::Array(_) => {
+                if args.columns.is_some() {
+                    return Err(Error::InvalidArgument(
+                        "--columns applies to groups only".into(),
+                    ));
+                }
+                let array =
+                    ZarrArray::open_with(store, "", options)?.with_column_name(store_name(src));
+                let total = array.len();
+                (Box::new(Progress::new(array.batches(), Some(total))), total)
             }
-            let array = ZarrArray::open_with(store, "", options)?.with_column_name(store_name(src));
-            let total = array.len();
-            Box::new(Progress::new(array.batches(), Some(total)))
-        }
-        NodeMetadata::Group(_) => {
-            let mut builder = ZarrGroup::open_with(store, "", options)?.reader();
-            if let Some(columns) = &args.columns {
-                builder = builder.with_projection(columns.clone());
+            NodeMetadata::Group(_) => {
+                let mut builder = ZarrGroup::open_with(store, "", options)?.reader();
+                if let Some(columns) = &args.columns {
+                    builder = builder.with_projection(columns.clone());
+                }
+                let reader = builder.build()?;
+                let total = reader.total_rows();
+                (Box::new(Progress::new(reader, Some(total))), total)
             }
-            let reader = builder.build()?;
-            let total = reader.total_rows();
-            Box::new(Progress::new(reader, Some(total)))
-        }
-    };
-    let rows = export_to_path(reader, dst, format, compression)?;
+        };
+    let columns = reader.schema();
+    limits::check(
+        &src.display().to_string(),
+        columns.fields().iter().map(|f| (total, f.data_type())),
+        args.max_rows,
+        args.max_bytes,
+    )?;
+    let (partial, file) = Partial::file(dst, args.overwrite)?;
+    let rows = write_file(reader, file, partial.path(), format, compression)?;
+    partial.commit()?;
     let _ = writeln!(
         std::io::stderr(),
         "zarrow: wrote {rows} rows to {}",

@@ -8,12 +8,14 @@ use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, RecordBatch, RecordBatchIterator};
 use arrow_schema::{Field, Schema};
-use zarrow::export::{ExportFormat, export_to_path, parse_parquet_compression};
+use zarrow::export::{self, ExportFormat, parse_parquet_compression};
 use zarrow::linear::{parse_json, read_csv, write_csv, write_json};
 use zarrow::metadata::recorded_columns;
 use zarrow::write::{write_group_metadata, write_nd_array};
 use zarrow::{Error, NodeMetadata, Result, ZarrArray, ZarrGroup, read_node};
 
+use crate::limits;
+use crate::output::Partial;
 use crate::to_zarr::{options, write_store};
 use crate::{ConvertArgs, open_store};
 
@@ -32,37 +34,21 @@ pub(crate) fn kind(path: &Path) -> Option<Kind> {
     }
 }
 
-/// Write a file atomically: a temporary file beside it, renamed when complete.
+/// Write a file atomically (see [`Partial`]): a temporary file beside it, renamed
+/// when complete.
 fn write_file(
     dst: &Path,
     overwrite: bool,
     write: impl FnOnce(&mut BufWriter<File>) -> Result<()>,
 ) -> Result<()> {
-    if dst.exists() && !overwrite {
-        return Err(Error::InvalidArgument(format!(
-            "{} exists (pass --overwrite to replace it)",
-            dst.display()
-        )));
-    }
-    let name = dst
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temp = dst.with_file_name(format!(".{name}.{}.partial", std::process::id()));
-    let io = |e: std::io::Error| Error::InvalidArgument(format!("{}: {e}", dst.display()));
-    let result = (|| {
-        let mut out = BufWriter::new(File::create(&temp).map_err(io)?);
-        write(&mut out)?;
-        out.into_inner()
-            .map_err(|e| io(e.into_error()))?
-            .sync_all()
-            .map_err(io)?;
-        std::fs::rename(&temp, dst).map_err(io)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    result
+    let (partial, file) = Partial::file(dst, overwrite)?;
+    let mut out = BufWriter::new(file);
+    write(&mut out)?;
+    out.into_inner()
+        .map_err(|e| e.into_error())
+        .and_then(|f| f.sync_all())
+        .map_err(|e| Error::InvalidArgument(format!("{}: {e}", dst.display())))?;
+    partial.commit()
 }
 
 /// The arrays of a group in the order zarrow recorded, else by name; or the array.
@@ -95,6 +81,13 @@ fn arrays(src: &Path, mmap: bool) -> Result<Vec<(String, ZarrArray)>> {
 /// Zarr (array or group) to `.json` (one array) or `.csv`.
 pub(crate) fn export(args: &ConvertArgs, kind: Kind) -> Result<()> {
     let arrays = arrays(&args.src, args.mmap)?;
+    let types: Vec<_> = arrays.iter().map(|(_, a)| a.arrow_type()).collect();
+    limits::check(
+        &args.src.display().to_string(),
+        arrays.iter().zip(&types).map(|((_, a), t)| (a.len(), t)),
+        args.max_rows,
+        args.max_bytes,
+    )?;
     let read: Vec<(String, ArrayRef, Vec<u64>)> = arrays
         .iter()
         .map(|(name, a)| Ok((name.clone(), a.read_all()?, a.metadata().shape.clone())))
@@ -149,15 +142,14 @@ pub(crate) fn import(args: &ConvertArgs, kind: Kind) -> Result<()> {
         }
         (Kind::Json, Some(format)) => {
             let values = parse_json(open()?)?.into_arrow()?;
-            if args.dst.exists() && !args.overwrite {
-                return Err(Error::InvalidArgument(format!("{} exists (pass --overwrite to replace it)", args.dst.display())));
-            }
             let name = args.src.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "values".into());
             let schema = Arc::new(Schema::new(vec![Field::new(name, values.data_type().clone(), false)]));
             let batch = RecordBatch::try_new(schema.clone(), vec![values])?;
             let reader = RecordBatchIterator::new(vec![Ok(batch)], schema);
-            export_to_path(reader, &args.dst, format, parse_parquet_compression(&args.compression)?)?;
-            Ok(())
+            let compression = parse_parquet_compression(&args.compression)?;
+            let (partial, file) = Partial::file(&args.dst, args.overwrite)?;
+            export::write_file(reader, file, partial.path(), format, compression)?;
+            partial.commit()
         }
         (Kind::Csv, None) => {
             let columns = read_csv(open()?)?;

@@ -3,7 +3,9 @@
 
 mod from_zarr;
 mod info;
+mod limits;
 mod linear;
+mod output;
 mod progress;
 mod to_zarr;
 
@@ -73,6 +75,14 @@ struct ConvertArgs {
     /// utf8-view (default: as recorded by zarrow's writer, else utf8).
     #[arg(long, value_parser = parse_string_type)]
     string_type: Option<StringType>,
+    /// [from Zarr] Refuse an input of more rows than this (a store's shape may
+    /// promise far more than it stores: missing chunks read as the fill value).
+    #[arg(long, default_value_t = limits::DEFAULT_MAX_ROWS)]
+    max_rows: u64,
+    /// [from Zarr] Refuse an input whose Arrow data would exceed this many bytes
+    /// (estimated from the shape and types; suffixes K, M, G, T; default 64 GiB).
+    #[arg(long, value_parser = limits::parse_size, default_value_t = limits::DEFAULT_MAX_BYTES)]
+    max_bytes: u64,
     /// [to a table] Parquet compression: zstd[:LEVEL], snappy, gzip, lz4 or none.
     #[arg(long, default_value = DEFAULT_PARQUET_COMPRESSION)]
     compression: String,
@@ -110,6 +120,7 @@ fn parse_string_type(s: &str) -> std::result::Result<StringType, String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    output::remove_partials_on_signals();
     let result = match cli.command {
         Command::Info { path, string_type } => info::info(&path, string_type),
         Command::Convert(args) => convert(&args),

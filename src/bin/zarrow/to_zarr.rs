@@ -1,12 +1,13 @@
 //! `zarrow convert IN.{parquet,arrow,arrows} OUT.zarr`.
 //!
-//! The store is written into a temporary directory beside DST and renamed into
-//! place when complete: a failed conversion leaves nothing, and an existing DST is
-//! replaced (with `--overwrite`, and only if it is a Zarr store) in one step.
+//! The store is written into a temporary directory beside DST and moved into place
+//! when complete (see `output.rs`): a failed conversion leaves nothing, and an
+//! existing DST is replaced (with `--overwrite`, and only if it is a Zarr store) in
+//! one step.
 
 use std::fs::File;
 use std::io::{BufReader, Write as _};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::RecordBatchReader;
@@ -16,6 +17,7 @@ use zarrow::write::{Compressor, Encoding, NullPolicy, WriteOptions, write_batche
 use zarrow::{Error, LocalStore, Result, Store};
 
 use crate::ConvertArgs;
+use crate::output::Partial;
 use crate::progress::Progress;
 
 /// Whether `path` is a file in a table format zarrow reads.
@@ -79,13 +81,6 @@ pub(crate) fn options(args: &ConvertArgs) -> Result<WriteOptions> {
     Ok(options)
 }
 
-/// Whether `dir` holds Zarr metadata at its root (so it may be replaced).
-fn is_zarr_store(dir: &Path) -> bool {
-    ["zarr.json", ".zgroup", ".zarray"]
-        .iter()
-        .any(|m| dir.join(m).is_file())
-}
-
 pub(crate) fn convert(args: &ConvertArgs) -> Result<()> {
     if args.columns.is_some() || args.string_type.is_some() {
         return Err(Error::InvalidArgument(
@@ -106,70 +101,21 @@ pub(crate) fn convert(args: &ConvertArgs) -> Result<()> {
     })
 }
 
-/// Write a Zarr store at `dst` through `write`, atomically: into a temporary
-/// directory beside `dst`, renamed into place when `write` succeeds and removed when
-/// it fails. An existing `dst` needs `overwrite` and must be a Zarr store.
+/// Write a Zarr store at `dst` through `write`, atomically (see [`Partial`]): a
+/// failed `write` leaves nothing. An existing `dst` needs `overwrite` and must be a
+/// Zarr store.
 pub(crate) fn write_store(
     dst: &Path,
     overwrite: bool,
     write: impl FnOnce(Arc<dyn Store>) -> Result<u64>,
 ) -> Result<()> {
-    if dst.exists() {
-        if !overwrite {
-            return Err(Error::InvalidArgument(format!(
-                "{} exists (pass --overwrite to replace it)",
-                dst.display()
-            )));
-        }
-        if !dst.is_dir() || !is_zarr_store(dst) {
-            return Err(Error::InvalidArgument(format!(
-                "{} exists and is not a Zarr store: refusing to replace it even with --overwrite",
-                dst.display()
-            )));
-        }
-    }
-    let temp = temp_dir(dst)?;
-    let result = write(Arc::new(LocalStore::new(&temp))).and_then(|rows| {
-        if dst.exists() {
-            std::fs::remove_dir_all(dst)
-                .map_err(|e| Error::InvalidArgument(format!("removing {}: {e}", dst.display())))?;
-        }
-        std::fs::rename(&temp, dst)
-            .map_err(|e| Error::InvalidArgument(format!("renaming into {}: {e}", dst.display())))?;
-        Ok(rows)
-    });
-    match result {
-        Ok(rows) => {
-            let _ = writeln!(
-                std::io::stderr(),
-                "zarrow: wrote {rows} rows to {}",
-                dst.display()
-            );
-            Ok(())
-        }
-        Err(e) => {
-            let _ = std::fs::remove_dir_all(&temp);
-            Err(e)
-        }
-    }
-}
-
-/// A fresh temporary directory beside `dst`.
-fn temp_dir(dst: &Path) -> Result<PathBuf> {
-    let parent = match dst.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    std::fs::create_dir_all(&parent)
-        .map_err(|e| Error::InvalidArgument(format!("{}: {e}", parent.display())))?;
-    let name = dst
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "out.zarr".into());
-    let temp = parent.join(format!(".{name}.{}.partial", std::process::id()));
-    if temp.exists() {
-        std::fs::remove_dir_all(&temp)
-            .map_err(|e| Error::InvalidArgument(format!("{}: {e}", temp.display())))?;
-    }
-    Ok(temp)
+    let partial = Partial::dir(dst, overwrite)?;
+    let rows = write(Arc::new(LocalStore::new(partial.path())))?;
+    partial.commit()?;
+    let _ = writeln!(
+        std::io::stderr(),
+        "zarrow: wrote {rows} rows to {}",
+        dst.display()
+    );
+    Ok(())
 }
