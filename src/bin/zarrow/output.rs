@@ -196,14 +196,10 @@ impl Partial {
     pub(crate) fn commit(mut self) -> Result<()> {
         let old = {
             // Not while a signal handler removes partial outputs (it never returns).
-            let _guard = partials();
+            let mut held = partials();
             let old = match self.kind {
-                Kind::File => {
-                    std::fs::rename(&self.temp, &self.dst).map_err(|e| io_error(&self.dst, e))?;
-                    None
-                }
-                Kind::Dir if self.dst.exists() => Some(self.replace_dir()?),
-                Kind::Dir => {
+                Kind::Dir if self.dst.exists() => Some(self.replace_dir(&mut held)?),
+                Kind::File | Kind::Dir => {
                     std::fs::rename(&self.temp, &self.dst).map_err(|e| io_error(&self.dst, e))?;
                     None
                 }
@@ -214,6 +210,7 @@ impl Partial {
         if let Some(old) = old {
             // The old store: still registered, so a signal now removes it too.
             remove_all(&old);
+            unregister(&old);
             if old.exists() {
                 let _ = writeln!(
                     std::io::stderr(),
@@ -231,20 +228,28 @@ impl Partial {
     }
 
     /// Swap the new store at `temp` with the old one at `dst`; returns where the old
-    /// one now is.
-    fn replace_dir(&self) -> Result<PathBuf> {
+    /// one now is (registered in `held` for removal).
+    fn replace_dir(&self, held: &mut Vec<PathBuf>) -> Result<PathBuf> {
         match exchange(&self.temp, &self.dst) {
             Ok(()) => Ok(self.temp.clone()),
-            Err(e) if e.kind() == std::io::ErrorKind::Unsupported => {
-                let (parent, name) = split(&self.dst)?;
-                let aside = parent.join(format!(".{name}.{}.old", std::process::id()));
-                std::fs::rename(&self.dst, &aside).map_err(|e| io_error(&self.dst, e))?;
-                std::fs::rename(&self.temp, &self.dst).map_err(|e| io_error(&self.dst, e))?;
-                partials().push(aside.clone());
-                Ok(aside)
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::Unsupported => self.replace_by_renames(held),
             Err(e) => Err(io_error(&self.dst, e)),
         }
+    }
+
+    /// Where the filesystem cannot exchange: the old store renamed aside, the new
+    /// one renamed into place.
+    fn replace_by_renames(&self, held: &mut Vec<PathBuf>) -> Result<PathBuf> {
+        let (parent, name) = split(&self.dst)?;
+        let aside = parent.join(format!(".{name}.{}.old", std::process::id()));
+        std::fs::rename(&self.dst, &aside).map_err(|e| io_error(&self.dst, e))?;
+        if let Err(e) = std::fs::rename(&self.temp, &self.dst) {
+            // Put the old store back rather than leave no store at all.
+            let _ = std::fs::rename(&aside, &self.dst);
+            return Err(io_error(&self.dst, e));
+        }
+        held.push(aside.clone());
+        Ok(aside)
     }
 }
 
@@ -320,5 +325,51 @@ fn remove_stale(parent: &Path, name: &str) {
                 path.display()
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replacing_by_renames_keeps_one_whole_store() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dst = tmp.path().join("a.zarr");
+        std::fs::create_dir(&dst).unwrap();
+        std::fs::write(dst.join("zarr.json"), b"old").unwrap();
+        let partial = Partial::dir(&dst, true).unwrap();
+        std::fs::write(partial.path().join("zarr.json"), b"new").unwrap();
+        let mut held = Vec::new();
+        let old = partial.replace_by_renames(&mut held).unwrap();
+        assert_eq!(std::fs::read(dst.join("zarr.json")).unwrap(), b"new");
+        assert_eq!(std::fs::read(old.join("zarr.json")).unwrap(), b"old");
+        assert_eq!(held, vec![old]);
+    }
+
+    #[test]
+    fn a_failed_second_rename_puts_the_old_store_back() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dst = tmp.path().join("a.zarr");
+        std::fs::create_dir(&dst).unwrap();
+        std::fs::write(dst.join("zarr.json"), b"old").unwrap();
+        let partial = Partial::dir(&dst, true).unwrap();
+        // The new store vanished: the rename into place fails.
+        std::fs::remove_dir(partial.path()).unwrap();
+        assert!(partial.replace_by_renames(&mut Vec::new()).is_err());
+        assert_eq!(std::fs::read(dst.join("zarr.json")).unwrap(), b"old");
+    }
+
+    #[test]
+    fn a_partial_is_removed_when_dropped_uncommitted() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dst = tmp.path().join("out.parquet");
+        let (partial, _file) = Partial::file(&dst, false).unwrap();
+        let temp = partial.path().to_path_buf();
+        assert!(temp.exists());
+        assert!(partials().contains(&temp));
+        drop(partial);
+        assert!(!temp.exists() && !dst.exists());
+        assert!(!partials().contains(&temp));
     }
 }
