@@ -223,8 +223,10 @@ fn convert_offsets<T: Offset, O: OffsetSizeTrait>(
 
 fn byte_array<T: ByteArrayType>(offsets: ScalarBuffer<T::Offset>, values: Buffer) -> ArrayRef {
     // SAFETY: every caller has run `check_offsets` (non-decreasing, within
-    // `values`) and, for string types, `check_utf8` on these exact offsets and
-    // values, which is what `GenericByteArray::try_new` would verify.
+    // `values`) and, for string types, `check_utf8` on these exact offsets over
+    // the whole of `values` (the first offset is 0 and the last is `values.len()`:
+    // see `string_array` and `CopyBuilder::finish`), which is what
+    // `GenericByteArray::try_new` verifies.
     Arc::new(unsafe {
         GenericByteArray::<T>::new_unchecked(OffsetBuffer::new_unchecked(offsets), values, None)
     })
@@ -264,20 +266,17 @@ fn typed<T: Offset>(
             last,
         )?;
     }
-    Ok(match (target, utf8) {
-        (StringType::Utf8, true) => {
-            byte_array::<GenericStringType<i32>>(convert_offsets(&offsets, last)?, values)
+    Ok(match target {
+        StringType::Utf8 | StringType::LargeUtf8 if utf8 => {
+            return string_array(&offsets, values, first, last, target);
         }
-        (StringType::Utf8, false) => {
+        StringType::Utf8 => {
             byte_array::<GenericBinaryType<i32>>(convert_offsets(&offsets, last)?, values)
         }
-        (StringType::LargeUtf8, true) => {
-            byte_array::<GenericStringType<i64>>(convert_offsets(&offsets, last)?, values)
-        }
-        (StringType::LargeUtf8, false) => {
+        StringType::LargeUtf8 => {
             byte_array::<GenericBinaryType<i64>>(convert_offsets(&offsets, last)?, values)
         }
-        (StringType::Utf8View, _) => {
+        StringType::Utf8View => {
             let mut views = ViewsBuilder::new(values, offsets.len().saturating_sub(1))?;
             for pair in offsets.windows(2) {
                 let (start, end) = (pair[0].to_u64(), pair[1].to_u64());
@@ -289,9 +288,44 @@ fn typed<T: Offset>(
     })
 }
 
+/// A `Utf8` / `LargeUtf8` array over exactly the values its offsets span.
+///
+/// [`check_utf8`] checked `values[first..last]` and every offset's boundary in
+/// it; arrow-rs asks more of a string array: its *whole* values buffer must be
+/// UTF-8 and every offset a boundary of it (`GenericByteArray::try_new`), so an
+/// empty element at an offset inside a character of bytes no element uses
+/// breaks it. Handing over `values[first..last]` (a zero-copy slice; offsets
+/// rebased by one copy when `first > 0`, which no writer produces) makes the
+/// two checks the same.
+fn string_array<T: Offset>(
+    offsets: &ScalarBuffer<T>,
+    values: Buffer,
+    first: u64,
+    last: u64,
+    target: StringType,
+) -> Result<ArrayRef, ChunkError> {
+    let values = values.slice_with_length(first as usize, (last - first) as usize);
+    if first == 0 {
+        return Ok(match target {
+            StringType::LargeUtf8 => {
+                byte_array::<GenericStringType<i64>>(convert_offsets(offsets, last)?, values)
+            }
+            _ => byte_array::<GenericStringType<i32>>(convert_offsets(offsets, last)?, values),
+        });
+    }
+    let rebased: ScalarBuffer<u64> = offsets.iter().map(|o| o.to_u64() - first).collect();
+    Ok(match target {
+        StringType::LargeUtf8 => {
+            byte_array::<GenericStringType<i64>>(convert_offsets(&rebased, last - first)?, values)
+        }
+        _ => byte_array::<GenericStringType<i32>>(convert_offsets(&rebased, last - first)?, values),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use arrow_array::cast::AsArray;
 
     #[test]
     fn values_past_i32_need_large_offsets() {
@@ -320,6 +354,59 @@ mod tests {
             Err(ChunkError::OffsetOutOfBounds { index: 0, .. })
         ));
         assert!(RawOffsets::new(Buffer::from_vec(vec![0i32; 3]), OffsetKind::I32, 3).is_err());
+    }
+
+    /// What arrow-rs itself accepts as a string array: the independent check.
+    fn arrow_accepts(array: &ArrayRef) {
+        array.to_data().validate_full().expect("validate_full");
+        let data = array.to_data();
+        let rebuilt = match array.data_type() {
+            arrow_schema::DataType::Utf8 => arrow_array::StringArray::try_new(
+                OffsetBuffer::new(data.buffers()[0].clone().into()),
+                data.buffers()[1].clone(),
+                None,
+            )
+            .map(|_| ()),
+            _ => arrow_array::LargeStringArray::try_new(
+                OffsetBuffer::new(data.buffers()[0].clone().into()),
+                data.buffers()[1].clone(),
+                None,
+            )
+            .map(|_| ()),
+        };
+        rebuilt.expect("GenericByteArray::try_new");
+    }
+
+    #[test]
+    fn strings_hand_arrow_only_the_bytes_their_offsets_span() {
+        // Two empty elements at offset 1, inside 'é' ([0xc3, 0xa9]): each element
+        // is valid, but arrow-rs wants every offset on a character boundary of the
+        // whole values buffer (found by cargo fuzz through the ZEP0007 decoder).
+        let values = Buffer::from("é".as_bytes());
+        for (offsets, expect) in [
+            (vec![1i32, 1, 1], vec!["", ""]),
+            (vec![2i32, 2], vec![""]),
+            (vec![0i32, 2, 2], vec!["é", ""]),
+        ] {
+            for target in [StringType::Utf8, StringType::LargeUtf8] {
+                let n = offsets.len() - 1;
+                let raw =
+                    RawOffsets::new(Buffer::from_vec(offsets.clone()), OffsetKind::I32, n).unwrap();
+                let array = from_offsets(raw, values.clone(), true, target).unwrap();
+                arrow_accepts(&array);
+                let got: Vec<&str> = match target {
+                    StringType::Utf8 => array.as_string::<i32>().iter().flatten().collect(),
+                    _ => array.as_string::<i64>().iter().flatten().collect(),
+                };
+                assert_eq!(got, expect, "{offsets:?}");
+            }
+        }
+        // Bytes outside every element that are not UTF-8 are not handed over.
+        let values = Buffer::from(&b"\xffab\xfe"[..]);
+        let raw = RawOffsets::new(Buffer::from_vec(vec![1i32, 2, 3]), OffsetKind::I32, 2).unwrap();
+        let array = from_offsets(raw, values, true, StringType::Utf8).unwrap();
+        arrow_accepts(&array);
+        assert_eq!(array.as_string::<i32>().value(1), "b");
     }
 
     #[test]
