@@ -35,6 +35,12 @@ fn cell(token: Token, out: &mut Vec<u8>) {
 /// # Errors
 /// An array type the linear format cannot hold; I/O errors.
 pub fn write_csv(w: impl Write, columns: &[(String, &dyn Array, Vec<u64>)]) -> Result<()> {
+    if columns.is_empty() {
+        return Err(Error::Linear {
+            field: "csv".into(),
+            message: "no arrays to write: a linear-format CSV has one column per array".into(),
+        });
+    }
     let tokens = columns
         .iter()
         .map(|(_, array, shape)| Tokens::new(*array, shape))
@@ -77,6 +83,12 @@ pub fn read_csv(r: impl Read) -> Result<Vec<(String, Linear)>> {
         .iter()
         .map(str::to_string)
         .collect();
+    if names.is_empty() {
+        return Err(Error::Linear {
+            field: "csv".into(),
+            message: "no header row: a linear-format CSV names one array per column".into(),
+        });
+    }
     let mut parsers: Vec<(Parser, bool)> = names.iter().map(|_| (Parser::new(), false)).collect();
     for record in reader.records() {
         let record = record.map_err(io)?;

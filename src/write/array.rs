@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
-use arrow_array::{Array, ArrayRef, BooleanArray, Scalar, UInt64Array, new_empty_array};
+use arrow_array::{Array, ArrayRef, BooleanArray, Scalar, new_empty_array};
 use arrow_schema::DataType as ArrowType;
 
 use super::encode::{self, Layout};
@@ -159,9 +159,9 @@ impl ArrayWriter {
             });
         }
         if let Some(dict) = array.as_any_dictionary_opt() {
-            let keys =
-                UInt64Array::from_iter_values(dict.normalized_keys().into_iter().map(|k| k as u64));
-            array = arrow_select::take::take(dict.values().as_ref(), &keys, None)?;
+            // Null keys take null values (filled below); a dictionary with no values
+            // has only null keys.
+            array = arrow_select::take::take(dict.values().as_ref(), dict.keys(), None)?;
         }
         if let Some(nulls) = nulls {
             let fill = Scalar::new(fill_value(array.data_type())?);

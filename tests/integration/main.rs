@@ -3,6 +3,7 @@
 mod bad_data;
 mod cli;
 mod common;
+mod fuzz_replay;
 mod golden;
 mod linear;
 mod outputs;
