@@ -1,13 +1,11 @@
 //! `zarrow convert STORE.zarr OUT.{parquet,arrow,arrows}`.
 
-use std::io::Write as _;
-
 use arrow_array::RecordBatchReader;
 use zarrow::export::{ExportFormat, parse_parquet_compression, write_file};
 use zarrow::{Error, NodeMetadata, ReadOptions, Result, ZarrArray, ZarrGroup, read_node};
 
 use crate::limits;
-use crate::output::Partial;
+use crate::output::{self, Partial};
 use crate::progress::Progress;
 use crate::{ConvertArgs, open_store, store_name};
 
@@ -58,10 +56,6 @@ pub(crate) fn convert(args: &ConvertArgs) -> Result<()> {
     let (partial, file) = Partial::file(dst, args.overwrite)?;
     let rows = write_file(reader, file, partial.path(), format, compression)?;
     partial.commit()?;
-    let _ = writeln!(
-        std::io::stderr(),
-        "zarrow: wrote {rows} rows to {}",
-        dst.display()
-    );
+    output::report_rows(rows, dst);
     Ok(())
 }

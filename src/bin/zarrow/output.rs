@@ -76,6 +76,15 @@ fn remove_all(path: &Path) {
     }
 }
 
+/// The line that ends a successful conversion.
+pub(crate) fn report_rows(rows: u64, dst: &Path) {
+    let _ = writeln!(
+        std::io::stderr(),
+        "zarrow: wrote {rows} rows to {}",
+        dst.display()
+    );
+}
+
 /// What an output is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {

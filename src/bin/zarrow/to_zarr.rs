@@ -6,7 +6,7 @@
 //! one step.
 
 use std::fs::File;
-use std::io::{BufReader, Write as _};
+use std::io::BufReader;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -17,7 +17,7 @@ use zarrow::write::{Compressor, Encoding, NullPolicy, WriteOptions, write_batche
 use zarrow::{Error, LocalStore, Result, Store};
 
 use crate::ConvertArgs;
-use crate::output::Partial;
+use crate::output::{self, Partial};
 use crate::progress::Progress;
 
 /// Whether `path` is a file in a table format zarrow reads.
@@ -112,10 +112,6 @@ pub(crate) fn write_store(
     let partial = Partial::dir(dst, overwrite)?;
     let rows = write(Arc::new(LocalStore::new(partial.path())))?;
     partial.commit()?;
-    let _ = writeln!(
-        std::io::stderr(),
-        "zarrow: wrote {rows} rows to {}",
-        dst.display()
-    );
+    output::report_rows(rows, dst);
     Ok(())
 }
