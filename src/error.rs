@@ -48,6 +48,21 @@ pub enum Error {
         /// The limit in force.
         limit: u64,
     },
+    /// Reading a whole array (or a range of it) into memory would exceed the bound
+    /// in force.
+    #[error(
+        "reading {elements} elements of {path:?} would take at least {bytes} bytes, over the limit of {limit} (ReadOptions::max_read_bytes); stream it in batches instead"
+    )]
+    ReadTooLarge {
+        /// The array's node path.
+        path: String,
+        /// Elements asked for.
+        elements: u64,
+        /// The least Arrow memory they take.
+        bytes: u64,
+        /// The limit in force.
+        limit: u64,
+    },
     /// A metadata document is not valid JSON.
     #[error("{key} is not valid JSON: {source}")]
     Json {

@@ -9,7 +9,7 @@ use rayon::prelude::*;
 
 use super::ReadOptions;
 use crate::assemble::{Part, gather};
-use crate::codec::{ARROW_BYTES_PER_ELEMENT, DecodeContext};
+use crate::codec::{ARROW_BYTES_PER_ELEMENT, DecodeContext, arrow_bytes_per_element};
 use crate::error::{ChunkError, Error, Result};
 use crate::fill::fill_array;
 use crate::grid::{Grid, unravel};
@@ -315,6 +315,7 @@ impl ZarrArray {
                 self.len()
             )));
         }
+        self.check_read_size(self.len())?;
         let parts = self.read_slabs(0..self.num_slabs())?;
         self.concat(parts)
     }
@@ -340,10 +341,26 @@ impl ZarrArray {
         if range.is_empty() {
             return self.fill(0);
         }
+        self.check_read_size(range.end - range.start)?;
         let c = self.meta.chunk_shape[0];
         let chunks = range.start / c..(range.end - 1) / c + 1;
         let parts = self.map_maybe_parallel(chunks, |i| self.chunk_1d(i, range.clone()))?;
         self.concat(parts)
+    }
+
+    /// Refuse to materialise `elements` elements past [`ReadOptions::max_read_bytes`].
+    fn check_read_size(&self, elements: u64) -> Result<()> {
+        let per_element = arrow_bytes_per_element(&self.meta.data_type, false) as u64;
+        let bytes = elements.saturating_mul(per_element);
+        if bytes > self.options.max_read_bytes {
+            return Err(Error::ReadTooLarge {
+                path: self.path.clone(),
+                elements,
+                bytes,
+                limit: self.options.max_read_bytes,
+            });
+        }
+        Ok(())
     }
 
     fn concat(&self, mut parts: Vec<ArrayRef>) -> Result<ArrayRef> {

@@ -28,6 +28,10 @@ use crate::metadata::StringType;
 /// The default bound on one chunk's decoded size: 2 GiB.
 pub const DEFAULT_MAX_CHUNK_BYTES: usize = 2 << 30;
 
+/// The default bound on what one `read_all` / `read_range` call may materialise:
+/// 64 GiB of Arrow data.
+pub const DEFAULT_MAX_READ_BYTES: u64 = 64 << 30;
+
 /// How arrays are read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -38,6 +42,12 @@ pub struct ReadOptions {
     /// The most bytes one chunk may decode (or decompress) to; larger chunks are
     /// an error rather than an allocation.
     pub max_chunk_bytes: usize,
+    /// The most Arrow data one [`ZarrArray::read_all`] / [`ZarrArray::read_range`]
+    /// may materialise, estimated from the element count (exact for fixed widths,
+    /// 16 bytes an element for strings and bytes, besides their values): a shape
+    /// can promise far more elements than the store holds (missing chunks read as
+    /// the fill value). Streaming readers are bounded by their read-ahead instead.
+    pub max_read_bytes: u64,
     /// Decode independent chunks on rayon's thread pool.
     pub parallel: bool,
 }
@@ -47,6 +57,7 @@ impl Default for ReadOptions {
         Self {
             string_type: None,
             max_chunk_bytes: DEFAULT_MAX_CHUNK_BYTES,
+            max_read_bytes: DEFAULT_MAX_READ_BYTES,
             parallel: true,
         }
     }
@@ -62,6 +73,12 @@ impl ReadOptions {
     /// Set the decoded-chunk bound.
     pub fn with_max_chunk_bytes(mut self, bytes: usize) -> Self {
         self.max_chunk_bytes = bytes;
+        self
+    }
+
+    /// Set the bound on what one `read_all` / `read_range` may materialise.
+    pub fn with_max_read_bytes(mut self, bytes: u64) -> Self {
+        self.max_read_bytes = bytes;
         self
     }
 

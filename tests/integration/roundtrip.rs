@@ -410,3 +410,43 @@ fn fixed_width_chunks_are_budgeted_by_their_exact_size() {
     assert!(open(16_000).is_ok());
     assert!(open(15_999).is_err());
 }
+
+#[test]
+fn reading_a_shape_that_promises_too_much_is_refused_not_allocated() {
+    // 2^40 int8 elements, no chunk stored: read_all would be 1 TiB of fill values.
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let meta = serde_json::json!({
+        "zarr_format": 3, "node_type": "array", "shape": [1u64 << 40], "data_type": "int8",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [1]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 7,
+        "codecs": [{"name": "bytes"}]
+    });
+    store
+        .set("huge/zarr.json", meta.to_string().as_bytes())
+        .unwrap();
+    let array = ZarrArray::open(store.clone(), "huge").unwrap();
+    let err = array.read_all().unwrap_err();
+    assert!(
+        matches!(err, Error::ReadTooLarge { elements, .. } if elements == 1 << 40),
+        "{err}"
+    );
+    assert!(err.to_string().contains("max_read_bytes"));
+    assert!(matches!(
+        array.read_range(0..(1 << 37)),
+        Err(Error::ReadTooLarge { .. })
+    ));
+    // A range within the bound reads (as fill values); a raised bound lets more through.
+    let some = array.read_range(5..1005).unwrap();
+    assert_eq!(some.len(), 1000);
+    assert_eq!(
+        some.as_any().downcast_ref::<Int8Array>().unwrap().value(0),
+        7
+    );
+    let options = zarrow::ReadOptions::default().with_max_read_bytes(999);
+    let bounded = ZarrArray::open_with(store, "huge", options).unwrap();
+    assert!(bounded.read_range(0..999).is_ok());
+    assert!(matches!(
+        bounded.read_range(0..1000),
+        Err(Error::ReadTooLarge { bytes: 1000, .. })
+    ));
+}
