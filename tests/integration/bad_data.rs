@@ -39,11 +39,13 @@ fn read_everything(
     let options = ReadOptions::default().with_string_type(string_type);
     match read_node(store.as_ref(), "")? {
         NodeMetadata::Array(_) => {
+            // Streamed first, as `zarrow convert` reads; then whole (which refuses
+            // to materialise past `max_read_bytes` before it reads a chunk).
             let array = ZarrArray::open_with(store, "", options)?;
-            array.read_all()?;
             for batch in array.batches() {
                 batch?;
             }
+            array.read_all()?;
         }
         NodeMetadata::Group(_) => {
             for batch in ZarrGroup::open_with(store, "", options)?.reader().build()? {
