@@ -306,19 +306,24 @@ fn string_array<T: Offset>(
 ) -> Result<ArrayRef, ChunkError> {
     let values = values.slice_with_length(first as usize, (last - first) as usize);
     if first == 0 {
-        return Ok(match target {
-            StringType::LargeUtf8 => {
-                byte_array::<GenericStringType<i64>>(convert_offsets(offsets, last)?, values)
-            }
-            _ => byte_array::<GenericStringType<i32>>(convert_offsets(offsets, last)?, values),
-        });
+        return string_array_from_zero(offsets, values, last, target);
     }
     let rebased: ScalarBuffer<u64> = offsets.iter().map(|o| o.to_u64() - first).collect();
+    string_array_from_zero(&rebased, values, last - first, target)
+}
+
+/// [`string_array`] once the first offset is 0 and `last == values.len()`.
+fn string_array_from_zero<T: Offset>(
+    offsets: &ScalarBuffer<T>,
+    values: Buffer,
+    last: u64,
+    target: StringType,
+) -> Result<ArrayRef, ChunkError> {
     Ok(match target {
         StringType::LargeUtf8 => {
-            byte_array::<GenericStringType<i64>>(convert_offsets(&rebased, last - first)?, values)
+            byte_array::<GenericStringType<i64>>(convert_offsets(offsets, last)?, values)
         }
-        _ => byte_array::<GenericStringType<i32>>(convert_offsets(&rebased, last - first)?, values),
+        _ => byte_array::<GenericStringType<i32>>(convert_offsets(offsets, last)?, values),
     })
 }
 
