@@ -95,3 +95,31 @@ pub(crate) fn gather(
     let arrays: Vec<&dyn Array> = parts.iter().map(Part::array).collect();
     arrow_select::interleave::interleave(&arrays, &picks)
 }
+
+/// The elements of the box `region` at `origin` of a whole array of `shape`
+/// (`array` in C order), in C order: the inverse of [`gather`], cutting a chunk (or
+/// an inner chunk) out of an N-d array. Positions past the array's edge repeat its
+/// first element: they pad an edge chunk and are never read back.
+pub(crate) fn cut(
+    array: &ArrayRef,
+    shape: &[u64],
+    origin: &[u64],
+    region: &[u64],
+) -> Result<ArrayRef, ArrowError> {
+    let total: u64 = region.iter().product();
+    let inside = |x: &[u64]| x.iter().zip(shape).all(|(x, s)| x < s);
+    // One dimension, or a region that is one contiguous run: a slice.
+    if region.len() == 1 && origin[0] + region[0] <= shape[0] {
+        return Ok(array.slice(origin[0] as usize, region[0] as usize));
+    }
+    let mut picks = Vec::with_capacity(total as usize);
+    for linear in 0..total {
+        let x: Vec<u64> = unravel(linear, region)
+            .iter()
+            .zip(origin)
+            .map(|(w, o)| w + o)
+            .collect();
+        picks.push(if inside(&x) { ravel(&x, shape) } else { 0 });
+    }
+    arrow_select::take::take(array.as_ref(), &arrow_array::UInt64Array::from(picks), None)
+}

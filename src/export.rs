@@ -2,6 +2,7 @@
 //! streaming: one batch in memory at a time (plus the Parquet row group being
 //! built).
 
+use std::borrow::Cow;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -9,7 +10,8 @@ use std::path::{Path, PathBuf};
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_ipc::writer::{FileWriter, IpcWriteOptions, StreamWriter};
 use parquet::arrow::ArrowWriter;
-use parquet::basic::{Compression, ZstdLevel};
+use parquet::basic::{Compression, GzipLevel, ZstdLevel};
+use parquet::errors::ParquetError;
 use parquet::file::properties::WriterProperties;
 
 use crate::error::{Error, Result};
@@ -43,33 +45,68 @@ impl ExportFormat {
 /// bounds the writer's memory whatever the input's length.
 pub const ROW_GROUP_BYTES: usize = 16 << 20;
 
-/// The default Parquet compression: zstd at level 3.
+/// The default Parquet compression, as [`parse_parquet_compression`] spells it:
+/// zstd at parquet's default level ([`ZstdLevel::default`], 1, as pyarrow's).
 pub const DEFAULT_PARQUET_COMPRESSION: &str = "zstd";
 
-/// Parse a Parquet compression name: `zstd`, `zstd:LEVEL`, `snappy`, `gzip`, `lz4`,
-/// `none`.
+/// The compression names [`parse_parquet_compression`] accepts, for messages
+/// (`N`: a level, 1-22 for zstd, 0-9 for gzip).
+pub const PARQUET_COMPRESSIONS: &str =
+    "zstd[:N], zstd(N), gzip[(N)], snappy, lz4, lz4_raw, none, uncompressed";
+
+/// Parse a Parquet compression name with parquet's own [`Compression`]
+/// `FromStr` (`zstd(3)`, `gzip(6)`, `snappy`, `lz4_raw`, `uncompressed`, each also
+/// in upper case), after rewriting the shorthands `zarrow convert --compression`
+/// documents into parquet's spelling:
+///
+/// | shorthand | parquet's spelling | |
+/// |---|---|---|
+/// | `zstd`, `gzip` | `zstd(1)`, `gzip(6)` | parquet's default levels |
+/// | `zstd:N` | `zstd(N)` | |
+/// | `none` | `uncompressed` | |
+/// | `lz4`, `LZ4` | `lz4_raw` | parquet reads `lz4` as the Hadoop-framed `LZ4`, which the Parquet format deprecates |
+///
+/// # Errors
+///
+/// [`Error::InvalidArgument`] naming the accepted forms ([`PARQUET_COMPRESSIONS`])
+/// for an unknown name, a level out of range, and for `brotli` and `lzo`, which
+/// parquet can parse but this build cannot write.
 pub fn parse_parquet_compression(name: &str) -> Result<Compression> {
-    let (codec, level) = match name.split_once(':') {
-        Some((c, l)) => (c, Some(l)),
-        None => (name, None),
-    };
-    let bad = || {
+    let bad = |why: &str| {
+        // The accepted forms come before the reason, which may echo the input, so
+        // that the error's cut of long input (at 200 characters) spares them.
+        let mut shown = format!("{:?}", name.chars().take(24).collect::<String>());
+        if name.chars().nth(24).is_some() {
+            shown.push_str("...");
+        }
         Error::InvalidArgument(format!(
-            "unknown Parquet compression {name:?} (zstd[:LEVEL], snappy, gzip, lz4, none)"
+            "Parquet compression {shown} (accepted: {PARQUET_COMPRESSIONS}): {why}"
         ))
     };
-    Ok(match (codec, level) {
-        ("zstd", None) => Compression::ZSTD(ZstdLevel::default()),
-        ("zstd", Some(l)) => {
-            let level = l.parse().map_err(|_| bad())?;
-            Compression::ZSTD(ZstdLevel::try_new(level).map_err(|_| bad())?)
+    // parquet 59 cuts the last byte off the text after `(` without checking that
+    // it is `)`, and panics on an empty or multi-byte remainder: pass it only text
+    // whose level part ends in `)`.
+    if name.contains('(') && !name.ends_with(')') {
+        return Err(bad("a level is written NAME(N)"));
+    }
+    let spelled: Cow<'_, str> = match name {
+        "zstd" => format!("zstd({})", ZstdLevel::default().compression_level()).into(),
+        "gzip" => format!("gzip({})", GzipLevel::default().compression_level()).into(),
+        "lz4" | "LZ4" => "lz4_raw".into(),
+        "none" => "uncompressed".into(),
+        _ => match name.strip_prefix("zstd:") {
+            Some(level) => format!("zstd({level})").into(),
+            None => name.into(),
+        },
+    };
+    match spelled.parse::<Compression>() {
+        Ok(Compression::BROTLI(_) | Compression::LZO) => {
+            Err(bad("not built into zarrow's Parquet writer"))
         }
-        ("snappy", None) => Compression::SNAPPY,
-        ("gzip", None) => Compression::GZIP(Default::default()),
-        ("lz4", None) => Compression::LZ4_RAW,
-        ("none" | "uncompressed", None) => Compression::UNCOMPRESSED,
-        _ => return Err(bad()),
-    })
+        Ok(compression) => Ok(compression),
+        Err(ParquetError::General(why)) => Err(bad(&why)),
+        Err(e) => Err(bad(&e.to_string())),
+    }
 }
 
 /// Hand every batch of `reader` to `write`; the rows written.
@@ -179,4 +216,93 @@ fn temp_path(path: &Path) -> PathBuf {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     path.with_file_name(format!(".{name}.{}.partial", std::process::id()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn zstd(level: i32) -> Compression {
+        Compression::ZSTD(ZstdLevel::try_new(level).unwrap())
+    }
+
+    fn gzip(level: u32) -> Compression {
+        Compression::GZIP(GzipLevel::try_new(level).unwrap())
+    }
+
+    /// The spellings the README and `zarrow convert --help` document, and
+    /// parquet's own.
+    #[test]
+    fn documented_and_parquet_spellings() {
+        for (name, expected) in [
+            // README: zstd|zstd:N|snappy|gzip|lz4|none
+            (DEFAULT_PARQUET_COMPRESSION, zstd(1)),
+            ("zstd", zstd(1)),
+            ("zstd:7", zstd(7)),
+            ("zstd:22", zstd(22)),
+            ("snappy", Compression::SNAPPY),
+            ("gzip", gzip(6)),
+            ("lz4", Compression::LZ4_RAW),
+            ("LZ4", Compression::LZ4_RAW),
+            ("none", Compression::UNCOMPRESSED),
+            // parquet's FromStr
+            ("zstd(3)", zstd(3)),
+            ("ZSTD(9)", zstd(9)),
+            ("gzip(9)", gzip(9)),
+            ("gzip(0)", gzip(0)),
+            ("SNAPPY", Compression::SNAPPY),
+            ("lz4_raw", Compression::LZ4_RAW),
+            ("uncompressed", Compression::UNCOMPRESSED),
+        ] {
+            assert_eq!(parse_parquet_compression(name).unwrap(), expected, "{name}");
+        }
+    }
+
+    /// Bad names and levels are errors naming the accepted forms, never a panic
+    /// (parquet's own parser panics on `zstd(` and on a multi-byte level).
+    #[test]
+    fn bad_names_are_errors() {
+        for name in [
+            "",
+            "zst",
+            "zstd:",
+            "zstd:0",
+            "zstd:23",
+            "zstd:-1",
+            "zstd:x",
+            "zstd:3)",
+            "zstd(",
+            "zstd(3",
+            "zstd(é",
+            "zstd(é)",
+            "zstd()",
+            "zstd(23)",
+            "zstd(4294967295)",
+            "gzip(10)",
+            "snappy(1)",
+            "none(1)",
+            "brotli(5)",
+            "lzo",
+            "Zstd",
+            "(",
+        ] {
+            let message = match parse_parquet_compression(name) {
+                Ok(c) => panic!("{name:?} parsed as {c:?}"),
+                Err(e) => e.to_string(),
+            };
+            assert!(
+                message.contains(&format!("{name:?}")) && message.contains(PARQUET_COMPRESSIONS),
+                "{message}"
+            );
+            assert!(!message.contains("more bytes"), "cut: {message}");
+        }
+        // A long name is shown cut, and the accepted forms whole.
+        let long = format!("zstd({})", "9".repeat(300));
+        let message = parse_parquet_compression(&long).unwrap_err().to_string();
+        assert!(message.contains(PARQUET_COMPRESSIONS), "{message}");
+        assert!(
+            message.contains(r#""zstd(9999999999999999999"..."#),
+            "{message}"
+        );
+    }
 }

@@ -28,9 +28,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::basic::{Compression, ZstdLevel};
 use rayon::prelude::*;
-use zarrow::codec::{ArrayToBytes, BytesToBytes, IndexLocation};
-use zarrow::export::{parse_parquet_compression, write_parquet};
+use zarrow::CodecChain;
+use zarrow::export::write_parquet;
+use zarrow::metadata::CodecMetadata;
 use zarrow::write::{Encoding, WriteOptions, write_batches};
 use zarrow::{LocalStore, ReadOptions, StringType, ZarrArray};
 
@@ -72,11 +74,15 @@ fn timed(job: impl FnOnce() -> Res<u64>) -> Res<()> {
 
 fn open(path: &str, string_type: StringType, memory_map: bool) -> Res<ZarrArray> {
     let options = ReadOptions::default().with_string_type(string_type);
-    Ok(ZarrArray::open_with(
-        Arc::new(LocalStore::new(path).with_memory_map(memory_map)),
-        "",
-        options,
-    )?)
+    let store = if memory_map {
+        // SAFETY: `new_memory_mapped` requires that no file under `path` be
+        // truncated or modified while a buffer from it is alive. The harness
+        // (run.py) writes each store before timing it and never during a job.
+        unsafe { LocalStore::new_memory_mapped(path) }
+    } else {
+        LocalStore::new(path)
+    };
+    Ok(ZarrArray::open_with(Arc::new(store), "", options)?)
 }
 
 fn read(path: &str, string_type: &str, mode: &str) -> Res<u64> {
@@ -94,37 +100,47 @@ fn read(path: &str, string_type: &str, mode: &str) -> Res<u64> {
 /// (for `zarrs.vlen`, also the compression inside its index and data sections).
 fn bound(path: &str) -> Res<u64> {
     let array = open(path, StringType::Utf8, false)?;
-    let chain = &array.metadata().codecs;
-    let codecs = &chain.bytes_to_bytes;
+    let chain = array.codecs();
     let limit = usize::MAX;
-    let undo =
-        |mut buffer: arrow_buffer::Buffer, codecs: &[BytesToBytes]| -> Res<arrow_buffer::Buffer> {
-            for codec in codecs.iter().rev() {
-                buffer = codec.decode(buffer, limit)?;
-            }
-            Ok(buffer)
+    // `zarrs.vlen` (index at the start): its index and data sections' own codecs.
+    let sections = |field: &str| -> Res<Option<CodecChain>> {
+        let Some(codec) = array
+            .metadata()
+            .codecs
+            .iter()
+            .find(|c| c.name == "zarrs.vlen")
+        else {
+            return Ok(None);
         };
+        if codec
+            .configuration
+            .get("index_location")
+            .and_then(|l| l.as_str())
+            == Some("end")
+        {
+            return Ok(None);
+        }
+        let list: Vec<CodecMetadata> = match codec.configuration.get(field) {
+            Some(v) => serde_json::from_value(v.clone())?,
+            None => vec![CodecMetadata::named("bytes")],
+        };
+        Ok(Some(CodecChain::from_codecs(&list)?))
+    };
+    let (index_codecs, data_codecs) = (sections("index_codecs")?, sections("data_codecs")?);
     let keys: Vec<String> = (0..array.grid().num_chunks())
         .map(|i| array.chunk_key(&array.grid().unravel(i)))
         .collect();
     let bytes: usize = keys
         .par_iter()
         .map(|key| -> Res<usize> {
-            let buffer = undo(
-                arrow_buffer::Buffer::from_vec(std::fs::read(Path::new(path).join(key))?),
-                codecs,
-            )?;
-            match &chain.array_to_bytes {
-                ArrayToBytes::ZarrsVlen(vlen) if vlen.index_location == IndexLocation::Start => {
+            let file = arrow_buffer::Buffer::from_vec(std::fs::read(Path::new(path).join(key))?);
+            let buffer = chain.decode_bytes(file, limit)?;
+            match (&index_codecs, &data_codecs) {
+                (Some(index_codecs), Some(data_codecs)) => {
                     let index_len = u64::from_le_bytes(buffer.as_slice()[..8].try_into()?) as usize;
-                    let index = undo(
-                        buffer.slice_with_length(8, index_len),
-                        &vlen.index_codecs.bytes_to_bytes,
-                    )?;
-                    let data = undo(
-                        buffer.slice(8 + index_len),
-                        &vlen.data_codecs.bytes_to_bytes,
-                    )?;
+                    let index =
+                        index_codecs.decode_bytes(buffer.slice_with_length(8, index_len), limit)?;
+                    let data = data_codecs.decode_bytes(buffer.slice(8 + index_len), limit)?;
                     Ok(index.len() + data.len())
                 }
                 _ => Ok(buffer.len()),
@@ -139,7 +155,7 @@ fn to_parquet(src: &str, dst: &str) -> Res<u64> {
     Ok(write_parquet(
         array.batches(),
         File::create(dst)?,
-        parse_parquet_compression("zstd")?,
+        Compression::ZSTD(ZstdLevel::default()),
     )?)
 }
 

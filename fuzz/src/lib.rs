@@ -37,7 +37,7 @@ use arrow_array::{
 use arrow_buffer::Buffer;
 use arrow_schema::DataType as ArrowType;
 use serde_json::{Value, json};
-use zarrow::codec::BytesToBytes;
+use zarrow::CodecChain as BytesToBytes;
 use zarrow::write::{Compressor, Encoding, NullPolicy, WriteOptions};
 use zarrow::{MemoryStore, NodeMetadata, ReadOptions, Store, StringType, ZarrArray, ZarrGroup};
 
@@ -390,12 +390,11 @@ impl Wrap {
     fn codec(self) -> Option<BytesToBytes> {
         match self {
             Self::None => None,
-            Self::Zstd => Some(BytesToBytes::Zstd {
-                level: 1,
-                checksum: false,
-            }),
-            Self::Gzip => Some(BytesToBytes::Gzip { level: 1 }),
-            Self::Crc32c => Some(BytesToBytes::Crc32c),
+            Self::Zstd => Some(b2b(
+                json!({"name": "zstd", "configuration": {"level": 1, "checksum": false}}),
+            )),
+            Self::Gzip => Some(b2b(json!({"name": "gzip", "configuration": {"level": 1}}))),
+            Self::Crc32c => Some(b2b(json!({"name": "crc32c"}))),
         }
     }
 
@@ -422,9 +421,16 @@ impl Wrap {
     fn apply(self, bytes: &[u8]) -> Option<Vec<u8>> {
         match self.codec() {
             None => Some(bytes.to_vec()),
-            Some(codec) => codec.encode(bytes).ok(),
+            Some(codec) => codec.encode_bytes(bytes.to_vec()).ok(),
         }
     }
+}
+
+/// A chain of `bytes` then `codec`, to apply `codec` to the harness's data.
+fn b2b(codec: Value) -> BytesToBytes {
+    let list: Vec<zarrow::metadata::CodecMetadata> =
+        serde_json::from_value(json!([{"name": "bytes"}, codec])).expect("codec list");
+    BytesToBytes::from_codecs(&list).expect("a known codec")
 }
 
 fn codecs(mut list: Vec<Value>, wrap: Wrap) -> Value {
@@ -527,7 +533,7 @@ fn zarrs_index_chain(sel: u8) -> (Vec<Value>, Option<BytesToBytes>) {
         0 => (vec![bytes], None),
         1 => (
             vec![bytes, json!({"name": "crc32c"})],
-            Some(BytesToBytes::Crc32c),
+            Some(b2b(json!({"name": "crc32c"}))),
         ),
         2 => (
             vec![
@@ -557,14 +563,13 @@ fn zarrs_data_chain(sel: u8) -> (Vec<Value>, Option<BytesToBytes>) {
                 bytes,
                 json!({"name": "zstd", "configuration": {"level": 1, "checksum": true}}),
             ],
-            Some(BytesToBytes::Zstd {
-                level: 1,
-                checksum: true,
-            }),
+            Some(b2b(
+                json!({"name": "zstd", "configuration": {"level": 1, "checksum": true}}),
+            )),
         ),
         2 => (
             vec![bytes, json!({"name": "crc32c"})],
-            Some(BytesToBytes::Crc32c),
+            Some(b2b(json!({"name": "crc32c"}))),
         ),
         _ => (
             vec![
@@ -644,7 +649,7 @@ pub fn zarrs_vlen(data: &[u8]) {
         (None, None, _) | (_, _, None) => chunk.to_vec(),
         (index_codec, data_codec, Some((index, values))) => {
             let encode = |codec: &Option<BytesToBytes>, b: &[u8]| match codec {
-                Some(c) => c.encode(b).ok(),
+                Some(c) => c.encode_bytes(b.to_vec()).ok(),
                 None => Some(b.to_vec()),
             };
             let Some(index) = encode(&index_codec, index) else {
@@ -1155,12 +1160,12 @@ fn exercise_root(store: &Arc<dyn Store>, chunk: Option<&[u8]>) {
         NodeMetadata::Array(meta) => {
             // The accessors `zarrow info` prints.
             let _ = meta.fill_value.describe(&meta.data_type);
-            let _ = meta.codecs.to_string();
             let _ = meta.data_type.zarr_name();
             let Ok(array) = ZarrArray::open_with(store.clone(), "", read_options(StringType::Utf8))
             else {
                 return;
             };
+            let _ = array.codecs().to_string();
             let first = vec![0; meta.shape.len()];
             if let Some(chunk) = chunk {
                 let _ = store.set(&array.chunk_key(&first), chunk);
@@ -1313,7 +1318,9 @@ pub fn fill_value(data: &[u8]) {
             }});
             let doc = v3_doc(&shape, &[4], data_type, fill, json!([sharding]));
             // A shard of two absent inner chunks: the index alone.
-            let index = BytesToBytes::Crc32c.encode(&[0xFF; 32]).unwrap_or_default();
+            let index = b2b(json!({"name": "crc32c"}))
+                .encode_bytes(vec![0xFF; 32])
+                .unwrap_or_default();
             (v3_docs(doc), vec![(vec![0], index)])
         }
         _ => (
@@ -1714,13 +1721,12 @@ pub fn write_roundtrip(data: &[u8]) {
     }
 }
 
-/// Decode `encoded` through `codecs` (bytes->bytes, in encoding order) backwards: the
-/// seed builder's way from a stored chunk to the layout bytes.
-pub fn undo_bytes_codecs(codecs: &[BytesToBytes], encoded: &[u8]) -> Option<Vec<u8>> {
-    let mut buffer = Buffer::from_slice_ref(encoded);
-    for codec in codecs.iter().rev() {
-        buffer = codec.decode(buffer, MAX_CHUNK_BYTES).ok()?;
-    }
+/// Undo the bytes->bytes codecs of `chain` on `encoded`: the seed builder's way
+/// from a stored chunk to the layout bytes.
+pub fn undo_bytes_codecs(chain: &BytesToBytes, encoded: &[u8]) -> Option<Vec<u8>> {
+    let buffer = chain
+        .decode_bytes(Buffer::from_slice_ref(encoded), MAX_CHUNK_BYTES)
+        .ok()?;
     Some(buffer.to_vec())
 }
 

@@ -17,8 +17,133 @@ use arrow_buffer::{Buffer, MutableBuffer};
 // Links the c-blosc library that blosc-src builds.
 use blosc_src as _;
 
-use super::{BloscConfig, BloscShuffle};
+use std::any::Any;
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::{BytesToBytesCodec, ConfigError, settings};
 use crate::error::ChunkError;
+
+/// The names of `blosc`.
+pub(crate) const NAMES: &[&str] = &["blosc", "numcodecs.blosc"];
+
+/// `blosc` settings (needed to encode; decoding reads the frame header).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Blosc {
+    /// Inner compressor: `lz4`, `lz4hc`, `blosclz`, `zstd`, `zlib`, `snappy`.
+    pub(crate) cname: String,
+    /// Level 0..=9.
+    pub(crate) clevel: u8,
+    /// Shuffle filter.
+    pub(crate) shuffle: BloscShuffle,
+    /// Element size for shuffling.
+    pub(crate) typesize: usize,
+    /// Block size, 0 for automatic.
+    pub(crate) blocksize: usize,
+}
+
+/// The blosc shuffle filter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BloscShuffle {
+    /// No shuffle.
+    NoShuffle,
+    /// Byte shuffle.
+    Shuffle,
+    /// Bit shuffle.
+    BitShuffle,
+}
+
+/// The configuration as written: v3 names the shuffle, v2 (numcodecs) numbers it.
+#[derive(Deserialize)]
+struct Settings {
+    cname: Option<String>,
+    clevel: Option<u64>,
+    shuffle: Option<ShuffleSetting>,
+    typesize: Option<u64>,
+    blocksize: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum ShuffleSetting {
+    Name(String),
+    Number(i64),
+}
+
+pub(super) fn build(
+    name: &str,
+    config: &Map<String, Value>,
+) -> Result<Arc<dyn BytesToBytesCodec>, ConfigError> {
+    let s = settings::<Settings>(name, config)?;
+    let shuffle = match s.shuffle {
+        None => BloscShuffle::Shuffle,
+        Some(ShuffleSetting::Name(n)) => match n.as_str() {
+            "noshuffle" => BloscShuffle::NoShuffle,
+            "shuffle" => BloscShuffle::Shuffle,
+            "bitshuffle" => BloscShuffle::BitShuffle,
+            other => return Err(format!("blosc: unknown shuffle {other:?}").into()),
+        },
+        // v2 (numcodecs) integers: 0 none, 1 byte, 2 bit, -1 automatic (read as byte
+        // shuffle here; decoding takes the real filter from the frame header).
+        Some(ShuffleSetting::Number(n)) => match n {
+            0 => BloscShuffle::NoShuffle,
+            1 | -1 => BloscShuffle::Shuffle,
+            2 => BloscShuffle::BitShuffle,
+            _ => return Err(format!("blosc: unknown shuffle {n}").into()),
+        },
+    };
+    Ok(Arc::new(Blosc {
+        cname: s.cname.unwrap_or_else(|| "lz4".to_string()),
+        clevel: s.clevel.unwrap_or(5).min(9) as u8,
+        shuffle,
+        typesize: s.typesize.unwrap_or(1) as usize,
+        blocksize: s.blocksize.unwrap_or(0) as usize,
+    }))
+}
+
+impl BloscShuffle {
+    fn name(self) -> &'static str {
+        match self {
+            Self::NoShuffle => "noshuffle",
+            Self::Shuffle => "shuffle",
+            Self::BitShuffle => "bitshuffle",
+        }
+    }
+
+    fn number(self) -> i32 {
+        match self {
+            Self::NoShuffle => 0,
+            Self::Shuffle => 1,
+            Self::BitShuffle => 2,
+        }
+    }
+}
+
+impl BytesToBytesCodec for Blosc {
+    fn decode(&self, input: Buffer, limit: usize) -> Result<Buffer, ChunkError> {
+        decode(&input, limit)
+    }
+
+    fn encode(&self, input: Vec<u8>) -> Result<Vec<u8>, String> {
+        encode(&input, self)
+    }
+
+    fn metadata(&self, zarr_format: u8) -> Value {
+        match zarr_format {
+            2 => json!({"id": "blosc", "cname": self.cname, "clevel": self.clevel,
+                        "shuffle": self.shuffle.number(), "blocksize": self.blocksize}),
+            _ => json!({"name": "blosc", "configuration": {
+                "cname": self.cname, "clevel": self.clevel, "shuffle": self.shuffle.name(),
+                "typesize": self.typesize, "blocksize": self.blocksize}}),
+        }
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
 
 unsafe extern "C" {
     fn blosc_cbuffer_validate(cbuffer: *const c_void, cbytes: usize, nbytes: *mut usize) -> c_int;
@@ -46,7 +171,7 @@ unsafe extern "C" {
 const MAX_OVERHEAD: usize = 16;
 
 /// Decompress one blosc frame.
-pub fn decode(input: &[u8], limit: usize) -> Result<Buffer, ChunkError> {
+pub(crate) fn decode(input: &[u8], limit: usize) -> Result<Buffer, ChunkError> {
     const CODEC: &str = "blosc";
     let mut nbytes = 0usize;
     // SAFETY: `input` is a live slice of `input.len()` bytes and `nbytes` is a valid
@@ -90,14 +215,10 @@ pub fn decode(input: &[u8], limit: usize) -> Result<Buffer, ChunkError> {
 ///
 /// # Errors
 /// An unknown `cname`, or an input over c-blosc's 2 GiB frame limit.
-pub fn encode(input: &[u8], config: &BloscConfig) -> Result<Vec<u8>, String> {
+pub(crate) fn encode(input: &[u8], config: &Blosc) -> Result<Vec<u8>, String> {
     let cname =
         CString::new(config.cname.as_str()).map_err(|_| "blosc cname contains NUL".to_string())?;
-    let shuffle = match config.shuffle {
-        BloscShuffle::NoShuffle => 0,
-        BloscShuffle::Shuffle => 1,
-        BloscShuffle::BitShuffle => 2,
-    };
+    let shuffle = config.shuffle.number();
     let mut out = vec![0u8; input.len() + MAX_OVERHEAD];
     // SAFETY: `input` and `out` are live, non-overlapping slices whose lengths are
     // passed as `nbytes` and `destsize`; `cname` is a NUL-terminated string that
@@ -141,7 +262,7 @@ mod tests {
                 BloscShuffle::Shuffle,
                 BloscShuffle::BitShuffle,
             ] {
-                let config = BloscConfig {
+                let config = Blosc {
                     cname: cname.into(),
                     clevel: 5,
                     shuffle,
@@ -166,7 +287,7 @@ mod tests {
     fn corrupt_frames_error() {
         assert!(decode(b"", 100).is_err());
         assert!(decode(b"0123456789abcdefXYZ", 100).is_err());
-        let config = BloscConfig {
+        let config = Blosc {
             cname: "lz4".into(),
             clevel: 5,
             shuffle: BloscShuffle::Shuffle,

@@ -16,134 +16,366 @@
 //! ```
 //!
 //! An absent inner chunk has offset = nbytes = `u64::MAX` and reads as the fill
-//! value. Decoding reads the whole shard; every inner chunk is decoded with the inner
-//! codecs (any layout, including nested shards) and the inner chunks are gathered in
-//! C order (one copy). Reading single inner chunks with ranged gets is future work.
+//! value. Every inner chunk is decoded with the inner codecs (any layout, including
+//! nested shards) and the inner chunks are gathered in C order (one copy).
+//!
+//! Partial reads: a reader that wants some elements of a shard fetches the index
+//! alone ([`Sharding::index_range`], a suffix range when it sits at the end),
+//! decodes it ([`Sharding::decode_index`]), then fetches only the inner chunks it
+//! needs and decodes them ([`Sharding::decode_inner`]); the rest never leaves the
+//! store.
 
-use arrow_array::ArrayRef;
+use std::any::Any;
+use std::ops::Range;
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef};
 use arrow_buffer::Buffer;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
 
-use super::{ArrayToBytes, BytesToBytes, DecodeContext, IndexLocation, Sharding, decode_bytes};
-use crate::assemble::{Part, gather};
+use super::bytes::Bytes;
+use super::{ArrayToBytesCodec, CodecChain, ConfigError, DecodeContext, IndexLocation, settings};
+use crate::assemble::{Part, cut, gather};
 use crate::error::ChunkError;
 use crate::fill::fill_array;
-use crate::metadata::Endian;
+use crate::metadata::{CodecMetadata, Endian};
 
-/// The encoded size of an index of `n` entries through `index_codecs`, when fixed
-/// (`bytes` then any number of `crc32c`); `None` for codecs of variable size.
-pub fn index_size(config: &Sharding, n: u64) -> Option<u64> {
-    let mut size = n.checked_mul(16)?;
-    for codec in &config.index_codecs.bytes_to_bytes {
-        match codec {
-            BytesToBytes::Crc32c => size += 4,
-            _ => return None,
-        }
-    }
-    Some(size)
+/// The names of `sharding_indexed`.
+pub(crate) const NAMES: &[&str] = &["sharding_indexed"];
+
+/// The `sharding_indexed` codec.
+#[derive(Debug, Clone)]
+pub(crate) struct Sharding {
+    /// Shape of the inner chunks (divides the shard shape).
+    pub(crate) chunk_shape: Vec<u64>,
+    /// Codecs of each inner chunk.
+    pub(crate) codecs: CodecChain,
+    /// Codecs of the index: `bytes`, then optionally `crc32c`.
+    pub(crate) index_codecs: CodecChain,
+    /// Where the index sits in the shard.
+    pub(crate) index_location: IndexLocation,
 }
 
-/// Decode one shard of shape `ctx.shape`.
-pub fn decode(
-    config: &Sharding,
-    bytes: Buffer,
-    ctx: &DecodeContext,
-) -> Result<ArrayRef, ChunkError> {
-    let shard = ctx.shape;
-    let grid: Vec<u64> = shard
-        .iter()
-        .zip(&config.chunk_shape)
-        .map(|(s, c)| s.div_ceil((*c).max(1)))
-        .collect();
-    let n: u64 = grid.iter().product();
-    let Some(index_len) = index_size(config, n) else {
-        return Err(ChunkError::Decompress {
+#[derive(Deserialize)]
+struct Settings {
+    chunk_shape: Vec<u64>,
+    codecs: Vec<CodecMetadata>,
+    index_codecs: Option<Vec<CodecMetadata>>,
+    index_location: Option<String>,
+}
+
+pub(super) fn build(
+    name: &str,
+    config: &Map<String, Value>,
+) -> Result<Arc<dyn ArrayToBytesCodec>, ConfigError> {
+    let s = settings::<Settings>(name, config)?;
+    let index_codecs = s.index_codecs.unwrap_or_else(|| {
+        vec![
+            CodecMetadata::named("bytes").with("endian", json!("little")),
+            CodecMetadata::named("crc32c"),
+        ]
+    });
+    let index_location = match s.index_location.as_deref() {
+        None | Some("end") => IndexLocation::End,
+        Some("start") => IndexLocation::Start,
+        Some(other) => {
+            return Err(format!("sharding_indexed: unknown index_location {other:?}").into());
+        }
+    };
+    let sharding = Sharding {
+        chunk_shape: s.chunk_shape,
+        codecs: CodecChain::parse(&s.codecs, None)?,
+        index_codecs: CodecChain::parse(&index_codecs, None)?,
+        index_location,
+    };
+    if !sharding
+        .index_codecs
+        .array_to_bytes()
+        .as_any()
+        .is::<Bytes>()
+        || sharding.index_codecs.has_array_to_array()
+        || sharding.index_len(1).is_none()
+    {
+        return Err(
+            "sharding_indexed: index_codecs must be bytes, optionally followed by crc32c"
+                .to_string()
+                .into(),
+        );
+    }
+    Ok(Arc::new(sharding))
+}
+
+/// Where one inner chunk lies in its shard: `None` when absent (fill value).
+pub(crate) type InnerRange = Option<Range<u64>>;
+
+impl Sharding {
+    /// A shard of inner chunks of `chunk_shape` with `codecs`, the index at the end
+    /// with `crc32c`, as zarr-python writes by default.
+    pub(crate) fn new(chunk_shape: Vec<u64>, codecs: CodecChain) -> Self {
+        let index_codecs = CodecChain::new(
+            vec![],
+            Arc::new(Bytes {
+                endian: Some(Endian::Little),
+            }),
+            vec![Arc::new(super::crc32c::Crc32c)],
+        );
+        Self {
+            chunk_shape,
+            codecs,
+            index_codecs,
+            index_location: IndexLocation::End,
+        }
+    }
+
+    /// Inner chunks per dimension in a shard of `shard` shape.
+    pub(crate) fn grid(&self, shard: &[u64]) -> Vec<u64> {
+        shard
+            .iter()
+            .zip(&self.chunk_shape)
+            .map(|(s, c)| s.div_ceil((*c).max(1)))
+            .collect()
+    }
+
+    /// The encoded size of an index of `n` entries, when fixed (`bytes` then any
+    /// number of fixed-size codecs such as `crc32c`).
+    pub(crate) fn index_len(&self, n: u64) -> Option<u64> {
+        let mut size = n.checked_mul(16)?;
+        for codec in self.index_codecs.bytes_to_bytes() {
+            size = size.checked_add(codec.fixed_overhead()?)?;
+        }
+        Some(size)
+    }
+
+    /// Where the index of a shard of `n` inner chunks lies: `Ok(Err(len))` for the
+    /// last `len` bytes (a suffix range), `Ok(Ok(range))` for a range from the start.
+    pub(crate) fn index_range(&self, n: u64) -> Result<IndexPosition, ChunkError> {
+        let len = self.index_len(n).ok_or(ChunkError::Decompress {
             codec: "sharding_indexed",
             message: "index codecs of variable size".into(),
-        });
-    };
-    if config.chunk_shape.len() != shard.len() || config.chunk_shape.contains(&0) {
-        return Err(ChunkError::Decompress {
-            codec: "sharding_indexed",
-            message: format!(
-                "inner chunk shape {:?} does not fit shard shape {shard:?}",
-                config.chunk_shape
-            ),
-        });
+        })?;
+        Ok(match self.index_location {
+            IndexLocation::Start => IndexPosition::Prefix(len),
+            IndexLocation::End => IndexPosition::Suffix(len),
+        })
     }
-    let len = bytes.len() as u64;
-    if index_len > len {
-        return Err(ChunkError::Truncated {
-            what: "shard index",
-            needed: index_len,
-            available: len,
-        });
-    }
-    let index_start = match config.index_location {
-        IndexLocation::Start => 0,
-        IndexLocation::End => len - index_len,
-    };
-    let index_enc = bytes.slice_with_length(index_start as usize, index_len as usize);
-    let index = decode_bytes(
-        &config.index_codecs.bytes_to_bytes,
-        index_enc,
-        (n * 16) as usize,
-    )?;
-    let big = config.index_codecs.array_to_bytes
-        == (ArrayToBytes::Bytes {
-            endian: Endian::Big,
-        });
-    let read = |i: usize| -> u64 {
-        let b: [u8; 8] = index.as_slice()[i * 8..i * 8 + 8]
-            .try_into()
-            .unwrap_or([0xff; 8]);
-        if big {
-            u64::from_be_bytes(b)
-        } else {
-            u64::from_le_bytes(b)
+
+    /// Decode an index of `n` entries (`encoded` is exactly the index bytes) into
+    /// each inner chunk's byte range, checked against a shard of `shard_len` bytes.
+    pub(crate) fn decode_index(
+        &self,
+        encoded: Buffer,
+        n: u64,
+        shard_len: u64,
+    ) -> Result<Vec<InnerRange>, ChunkError> {
+        let index = self
+            .index_codecs
+            .decode_bytes(encoded, usize::try_from(n * 16).unwrap_or(usize::MAX))?;
+        if index.len() as u64 != n * 16 {
+            return Err(ChunkError::SizeMismatch {
+                expected: n * 16,
+                found: index.len() as u64,
+            });
         }
-    };
-    if index.len() as u64 != n * 16 {
-        return Err(ChunkError::SizeMismatch {
-            expected: n * 16,
-            found: index.len() as u64,
+        let big = self
+            .index_codecs
+            .array_to_bytes()
+            .as_any()
+            .downcast_ref::<Bytes>()
+            .is_some_and(|b| b.endian == Some(Endian::Big));
+        let words = index.as_slice().chunks_exact(8).map(|w| {
+            let w: [u8; 8] = w.try_into().unwrap_or([0xff; 8]);
+            if big {
+                u64::from_be_bytes(w)
+            } else {
+                u64::from_le_bytes(w)
+            }
         });
+        let words: Vec<u64> = words.collect();
+        words
+            .chunks_exact(2)
+            .enumerate()
+            .map(|(j, entry)| {
+                let (offset, nbytes) = (entry[0], entry[1]);
+                if offset == u64::MAX && nbytes == u64::MAX {
+                    return Ok(None);
+                }
+                match offset.checked_add(nbytes) {
+                    Some(end) if end <= shard_len => Ok(Some(offset..end)),
+                    _ => Err(ChunkError::OffsetOutOfBounds {
+                        index: j,
+                        offset: offset.saturating_add(nbytes),
+                        data_len: shard_len,
+                    }),
+                }
+            })
+            .collect()
     }
-    // All inner chunks together share the shard's byte budget: each may use what
-    // the ones before it left (inner ranges may even overlap, so sizes on disk
-    // bound nothing).
-    let mut budget = ctx.max_bytes;
-    let mut parts = Vec::with_capacity(n as usize);
-    for j in 0..n as usize {
-        let (offset, nbytes) = (read(2 * j), read(2 * j + 1));
-        if offset == u64::MAX && nbytes == u64::MAX {
-            let fill = fill_array(
-                &ctx.data_type,
-                ctx.fill_value,
-                1,
-                ctx.string_type,
-                ctx.max_bytes,
-            )?;
-            parts.push(Part::Missing(fill));
-            continue;
+
+    /// Decode the inner chunks `parts` (each one's encoded bytes, or `None` when
+    /// absent) lying on `grid` in C order, and gather the elements of `region`
+    /// (anchored at the first part) in C order. All inner chunks together share the
+    /// byte budget `ctx.max_bytes`: each may use what the ones before it left.
+    pub(crate) fn decode_inner(
+        &self,
+        parts: Vec<Option<Buffer>>,
+        grid: &[u64],
+        region: &[u64],
+        ctx: &DecodeContext,
+    ) -> Result<ArrayRef, ChunkError> {
+        let mut budget = ctx.max_bytes;
+        let mut decoded = Vec::with_capacity(parts.len());
+        for part in parts {
+            let Some(bytes) = part else {
+                let fill = fill_array(
+                    &ctx.data_type,
+                    ctx.fill_value,
+                    1,
+                    ctx.string_type,
+                    ctx.max_bytes,
+                )?;
+                decoded.push(Part::Missing(fill));
+                continue;
+            };
+            let mut inner_ctx = ctx.with_shape(&self.chunk_shape);
+            inner_ctx.max_bytes = budget;
+            let array = self.codecs.decode(bytes, &inner_ctx)?;
+            budget =
+                budget
+                    .checked_sub(array.get_array_memory_size())
+                    .ok_or(ChunkError::TooLarge {
+                        codec: "sharding_indexed",
+                        limit: ctx.max_bytes as u64,
+                    })?;
+            decoded.push(Part::Present(array));
         }
-        let end = offset.checked_add(nbytes).filter(|&e| e <= len).ok_or(
-            ChunkError::OffsetOutOfBounds {
-                index: j,
-                offset: offset.saturating_add(nbytes),
-                data_len: len,
-            },
-        )?;
-        let inner = bytes.slice_with_length(offset as usize, (end - offset) as usize);
-        let mut inner_ctx = ctx.with_shape(&config.chunk_shape);
-        inner_ctx.max_bytes = budget;
-        let array = config.codecs.decode(inner, &inner_ctx)?;
-        budget = budget
-            .checked_sub(array.get_array_memory_size())
-            .ok_or(ChunkError::TooLarge {
+        Ok(gather(&decoded, grid, &self.chunk_shape, region)?)
+    }
+
+    /// Encode a whole shard of `shape` from `array` (at most its element count, in
+    /// C order): inner chunks in C order, each through the inner codecs; inner
+    /// chunks wholly past `array`'s end are absent. The index follows, at the end.
+    fn encode_shard(&self, array: &ArrayRef, shape: &[u64]) -> Result<Vec<u8>, String> {
+        let grid = self.grid(shape);
+        let n: u64 = grid.iter().product();
+        let inner_len: u64 = self.chunk_shape.iter().product();
+        let one_d = shape.len() == 1;
+        if !one_d && array.len() as u64 != shape.iter().product::<u64>() {
+            return Err("an N-d shard must be written whole".to_string());
+        }
+        let mut out = Vec::new();
+        let mut index = Vec::with_capacity(n as usize * 16);
+        for j in 0..n {
+            let values = if one_d {
+                let start = (j * inner_len).min(array.len() as u64) as usize;
+                let end = ((j + 1) * inner_len).min(array.len() as u64) as usize;
+                array.slice(start, end - start)
+            } else {
+                let origin: Vec<u64> = crate::grid::unravel(j, &grid)
+                    .iter()
+                    .zip(&self.chunk_shape)
+                    .map(|(i, c)| i * c)
+                    .collect();
+                cut(array, shape, &origin, &self.chunk_shape).map_err(|e| e.to_string())?
+            };
+            if values.is_empty() {
+                index.extend_from_slice(&u64::MAX.to_le_bytes());
+                index.extend_from_slice(&u64::MAX.to_le_bytes());
+                continue;
+            }
+            let bytes = self.codecs.encode(&values, &self.chunk_shape)?;
+            index.extend_from_slice(&(out.len() as u64).to_le_bytes());
+            index.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+            out.extend_from_slice(&bytes);
+        }
+        let index = self.index_codecs.encode_bytes(index)?;
+        if self.index_location != IndexLocation::End {
+            return Err("zarrow writes the shard index at the end".to_string());
+        }
+        out.extend_from_slice(&index);
+        Ok(out)
+    }
+}
+
+/// Where a shard's index lies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum IndexPosition {
+    /// The first `len` bytes.
+    Prefix(u64),
+    /// The last `len` bytes.
+    Suffix(u64),
+}
+
+impl ArrayToBytesCodec for Sharding {
+    fn decode(&self, bytes: Buffer, ctx: &DecodeContext) -> Result<ArrayRef, ChunkError> {
+        let grid = self.grid(ctx.shape);
+        let n: u64 = grid.iter().product();
+        if self.chunk_shape.len() != ctx.shape.len() || self.chunk_shape.contains(&0) {
+            return Err(ChunkError::Decompress {
                 codec: "sharding_indexed",
-                limit: ctx.max_bytes as u64,
-            })?;
-        parts.push(Part::Present(array));
+                message: format!(
+                    "inner chunk shape {:?} does not fit shard shape {:?}",
+                    self.chunk_shape, ctx.shape
+                ),
+            });
+        }
+        let len = bytes.len() as u64;
+        let (start, index_len) = match self.index_range(n)? {
+            IndexPosition::Prefix(l) => (0, l),
+            IndexPosition::Suffix(l) => (len.saturating_sub(l), l),
+        };
+        if index_len > len {
+            return Err(ChunkError::Truncated {
+                what: "shard index",
+                needed: index_len,
+                available: len,
+            });
+        }
+        let index = bytes.slice_with_length(start as usize, index_len as usize);
+        let ranges = self.decode_index(index, n, len)?;
+        let parts = ranges
+            .into_iter()
+            .map(|r| {
+                r.map(|r| bytes.slice_with_length(r.start as usize, (r.end - r.start) as usize))
+            })
+            .collect();
+        self.decode_inner(parts, &grid, ctx.shape, ctx)
     }
-    Ok(gather(&parts, &grid, &config.chunk_shape, shard)?)
+
+    fn encode(&self, array: &dyn Array, shape: &[u64]) -> Result<Vec<u8>, String> {
+        self.encode_shard(&arrow_array::make_array(array.to_data()), shape)
+    }
+
+    fn metadata(&self) -> Option<Value> {
+        Some(json!({"name": "sharding_indexed", "configuration": {
+            "chunk_shape": self.chunk_shape,
+            "codecs": self.codecs.metadata(),
+            "index_codecs": self.index_codecs.metadata(),
+            "index_location": match self.index_location {
+                IndexLocation::Start => "start",
+                IndexLocation::End => "end",
+            },
+        }}))
+    }
+
+    fn is_variable_length(&self) -> bool {
+        self.codecs.array_to_bytes().is_variable_length()
+    }
+
+    fn check_shape(&self, shape: &[u64]) -> Result<(), String> {
+        let inner = &self.chunk_shape;
+        if inner.len() != shape.len()
+            || inner.contains(&0)
+            || shape.iter().zip(inner).any(|(s, c)| s % c != 0)
+        {
+            return Err(format!(
+                "sharding_indexed: inner chunk shape {inner:?} does not divide the shard shape {shape:?}"
+            ));
+        }
+        self.codecs.check_shape(inner)
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
 }

@@ -22,13 +22,179 @@
 //! are slices of the decoded chunk (aligned when the chunk buffer is, since the
 //! index starts at byte 8); compressed sections are decompressed once.
 
-use arrow_array::ArrayRef;
-use arrow_buffer::{Buffer, MutableBuffer};
+use std::any::Any;
+use std::sync::Arc;
 
-use super::{ArrayToBytes, DecodeContext, IndexLocation, OffsetWidth, ZarrsVlen, decode_bytes};
+use arrow_array::{Array, ArrayRef};
+use arrow_buffer::{Buffer, MutableBuffer};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::arrow_values::offsets_and_values;
+use super::bytes::{Bytes, swap_endian};
+use super::{ArrayToBytesCodec, CodecChain, ConfigError, DecodeContext, IndexLocation, settings};
 use crate::error::ChunkError;
-use crate::metadata::Endian;
+use crate::metadata::{CodecMetadata, Endian};
 use crate::offsets::{OffsetKind, RawOffsets, from_offsets};
+
+/// The names of `zarrs.vlen`.
+pub(crate) const NAMES: &[&str] = &[
+    "zarrs.vlen",
+    "https://codec.zarrs.dev/array_to_bytes/vlen",
+    "vlen",
+];
+
+/// The integer type of `zarrs.vlen` offsets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OffsetWidth {
+    /// `uint32`.
+    U32,
+    /// `uint64`.
+    U64,
+}
+
+/// The `zarrs.vlen` codec.
+#[derive(Debug, Clone)]
+pub(crate) struct ZarrsVlen {
+    /// Offset integer type.
+    pub(crate) index_data_type: OffsetWidth,
+    /// Index position.
+    pub(crate) index_location: IndexLocation,
+    /// Codecs of the index (a `bytes` codec, then bytes->bytes codecs).
+    pub(crate) index_codecs: CodecChain,
+    /// Codecs of the data (a `bytes` codec, then bytes->bytes codecs).
+    pub(crate) data_codecs: CodecChain,
+}
+
+impl ZarrsVlen {
+    /// The layout zarrow writes: the index at the start, plain `bytes` index and
+    /// data codecs, uint64 offsets when `large`, else uint32.
+    pub(crate) fn plain(large: bool) -> Self {
+        let bytes = |endian| CodecChain::new(vec![], Arc::new(Bytes { endian }), vec![]);
+        Self {
+            index_data_type: if large {
+                OffsetWidth::U64
+            } else {
+                OffsetWidth::U32
+            },
+            index_location: IndexLocation::Start,
+            index_codecs: bytes(Some(Endian::Little)),
+            data_codecs: bytes(None),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct Settings {
+    index_data_type: Option<String>,
+    index_location: Option<String>,
+    index_codecs: Option<Vec<CodecMetadata>>,
+    data_codecs: Option<Vec<CodecMetadata>>,
+}
+
+pub(super) fn build(
+    name: &str,
+    config: &Map<String, Value>,
+) -> Result<Arc<dyn ArrayToBytesCodec>, ConfigError> {
+    let s = settings::<Settings>(name, config)?;
+    let index_data_type = match s.index_data_type.as_deref() {
+        None | Some("uint64") => OffsetWidth::U64,
+        Some("uint32") => OffsetWidth::U32,
+        Some(other) => {
+            return Err(format!("zarrs.vlen: unsupported index_data_type {other:?}").into());
+        }
+    };
+    let index_location = match s.index_location.as_deref() {
+        None | Some("start") => IndexLocation::Start,
+        Some("end") => IndexLocation::End,
+        Some(other) => return Err(format!("zarrs.vlen: unknown index_location {other:?}").into()),
+    };
+    let chain =
+        |field: &str, list: Option<Vec<CodecMetadata>>| -> Result<CodecChain, ConfigError> {
+            let list = list.unwrap_or_else(|| vec![CodecMetadata::named("bytes")]);
+            let inner = CodecChain::parse(&list, None)?;
+            if !inner.array_to_bytes().as_any().is::<Bytes>() || inner.has_array_to_array() {
+                return Err(format!("zarrs.vlen: {field} must use the bytes codec").into());
+            }
+            Ok(inner)
+        };
+    Ok(Arc::new(ZarrsVlen {
+        index_data_type,
+        index_location,
+        index_codecs: chain("index_codecs", s.index_codecs)?,
+        data_codecs: chain("data_codecs", s.data_codecs)?,
+    }))
+}
+
+impl ArrayToBytesCodec for ZarrsVlen {
+    fn decode(&self, bytes: Buffer, ctx: &DecodeContext) -> Result<ArrayRef, ChunkError> {
+        decode(self, bytes, ctx)
+    }
+
+    fn encode(&self, array: &dyn Array, shape: &[u64]) -> Result<Vec<u8>, String> {
+        let elements = usize::try_from(shape.iter().product::<u64>()).map_err(|e| e.to_string())?;
+        let pad = elements.checked_sub(array.len()).ok_or("chunk overflow")?;
+        let width = match self.index_data_type {
+            OffsetWidth::U32 => 4,
+            OffsetWidth::U64 => 8,
+        };
+        let mut index = Vec::with_capacity((elements + 1) * width);
+        let mut data = Vec::new();
+        offsets_and_values(array, width, pad, &mut index, &mut data)?;
+        if index_is_big_endian(&self.index_codecs) {
+            index = swap_endian(&index, width).as_slice().to_vec();
+        }
+        let index = self.index_codecs.encode_bytes(index)?;
+        let data = self.data_codecs.encode_bytes(data)?;
+        let len = (index.len() as u64).to_le_bytes();
+        let mut out = Vec::with_capacity(8 + index.len() + data.len());
+        match self.index_location {
+            IndexLocation::Start => {
+                out.extend_from_slice(&len);
+                out.extend_from_slice(&index);
+                out.extend_from_slice(&data);
+            }
+            IndexLocation::End => {
+                out.extend_from_slice(&data);
+                out.extend_from_slice(&index);
+                out.extend_from_slice(&len);
+            }
+        }
+        Ok(out)
+    }
+
+    fn metadata(&self) -> Option<Value> {
+        Some(json!({"name": "zarrs.vlen", "configuration": {
+            "data_codecs": self.data_codecs.metadata(),
+            "index_codecs": self.index_codecs.metadata(),
+            "index_data_type": match self.index_data_type {
+                OffsetWidth::U32 => "uint32",
+                OffsetWidth::U64 => "uint64",
+            },
+            "index_location": match self.index_location {
+                IndexLocation::Start => "start",
+                IndexLocation::End => "end",
+            },
+        }}))
+    }
+
+    fn is_variable_length(&self) -> bool {
+        true
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// Whether the index's `bytes` codec is big-endian.
+fn index_is_big_endian(index_codecs: &CodecChain) -> bool {
+    index_codecs
+        .array_to_bytes()
+        .as_any()
+        .downcast_ref::<Bytes>()
+        .is_some_and(|b| b.endian == Some(Endian::Big))
+}
 
 fn read_u64(bytes: &[u8], pos: usize) -> Result<u64, ChunkError> {
     bytes
@@ -43,11 +209,7 @@ fn read_u64(bytes: &[u8], pos: usize) -> Result<u64, ChunkError> {
 }
 
 /// Decode one chunk.
-pub fn decode(
-    config: &ZarrsVlen,
-    bytes: Buffer,
-    ctx: &DecodeContext,
-) -> Result<ArrayRef, ChunkError> {
+fn decode(config: &ZarrsVlen, bytes: Buffer, ctx: &DecodeContext) -> Result<ArrayRef, ChunkError> {
     let n = ctx.elements;
     let len = bytes.len() as u64;
     let truncated = |needed| ChunkError::Truncated {
@@ -86,19 +248,15 @@ pub fn decode(
     let limit = usize::try_from(index_len)
         .unwrap_or(usize::MAX)
         .min(ctx.max_bytes);
-    let mut index = decode_bytes(&config.index_codecs.bytes_to_bytes, index_enc, limit)?;
-    if config.index_codecs.array_to_bytes
-        == (ArrayToBytes::Bytes {
-            endian: Endian::Big,
-        })
-    {
-        index = super::fixed::swap_endian(&index, width as usize);
+    let mut index = config.index_codecs.decode_bytes(index_enc, limit)?;
+    if index_is_big_endian(&config.index_codecs) {
+        index = swap_endian(&index, width as usize);
     }
     let offsets = RawOffsets::new(index, kind, n)?;
     let values = if data_enc.is_empty() {
         Buffer::from(MutableBuffer::new(0))
     } else {
-        decode_bytes(&config.data_codecs.bytes_to_bytes, data_enc, ctx.max_bytes)?
+        config.data_codecs.decode_bytes(data_enc, ctx.max_bytes)?
     };
     from_offsets(offsets, values, ctx.data_type.is_text(), ctx.string_type)
 }

@@ -13,21 +13,67 @@
 //! Copies: none when the Arrow offset width matches (offsets and values are slices
 //! of the decoded chunk); the offsets are converted otherwise; views copy nothing.
 
-use arrow_array::ArrayRef;
-use arrow_buffer::Buffer;
+use std::any::Any;
 
-use super::DecodeContext;
+use arrow_array::{Array, ArrayRef};
+use arrow_buffer::Buffer;
+use serde_json::Value;
+
+use super::arrow_values::offsets_and_values;
+use super::{ArrayToBytesCodec, DecodeContext};
 use crate::error::ChunkError;
 use crate::offsets::{OffsetKind, RawOffsets, from_offsets};
 
+/// The ZEP0007 layout, named by the data type (no codec entry).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Zep0007 {
+    /// int64 offsets (`large_string` / `large_binary`) rather than int32.
+    pub(crate) large: bool,
+}
+
+impl ArrayToBytesCodec for Zep0007 {
+    fn decode(&self, bytes: Buffer, ctx: &DecodeContext) -> Result<ArrayRef, ChunkError> {
+        decode(bytes, self.large, ctx)
+    }
+
+    fn encode(&self, array: &dyn Array, shape: &[u64]) -> Result<Vec<u8>, String> {
+        let elements = usize::try_from(shape.iter().product::<u64>()).map_err(|e| e.to_string())?;
+        let pad = elements.checked_sub(array.len()).ok_or("chunk overflow")?;
+        let width = if self.large { 8 } else { 4 };
+        let start = data_start(elements, self.large) as usize;
+        let mut out = Vec::with_capacity(start);
+        let mut data = Vec::new();
+        offsets_and_values(array, width, pad, &mut out, &mut data)?;
+        out.resize(start, 0);
+        out.extend_from_slice(&data);
+        Ok(out)
+    }
+
+    fn metadata(&self) -> Option<Value> {
+        None
+    }
+
+    fn is_variable_length(&self) -> bool {
+        true
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
 /// Where the data starts: the offsets' end rounded up to 64 bytes.
-pub fn data_start(elements: usize, large: bool) -> u64 {
+pub(crate) fn data_start(elements: usize, large: bool) -> u64 {
     let end = (elements as u64 + 1) * if large { 8 } else { 4 };
     end.div_ceil(64) * 64
 }
 
 /// Decode one chunk.
-pub fn decode(bytes: Buffer, large: bool, ctx: &DecodeContext) -> Result<ArrayRef, ChunkError> {
+pub(crate) fn decode(
+    bytes: Buffer,
+    large: bool,
+    ctx: &DecodeContext,
+) -> Result<ArrayRef, ChunkError> {
     let n = ctx.elements;
     let width = if large {
         OffsetKind::I64
@@ -46,21 +92,4 @@ pub fn decode(bytes: Buffer, large: bool, ctx: &DecodeContext) -> Result<ArrayRe
     let offsets = RawOffsets::new(bytes.slice_with_length(0, offsets_len as usize), width, n)?;
     let values = bytes.slice(start as usize);
     from_offsets(offsets, values, ctx.data_type.is_text(), ctx.string_type)
-}
-
-/// Encode `n` values given as Arrow offsets and data into one chunk.
-pub fn encode(offsets: &[i64], data: &[u8], large: bool) -> Vec<u8> {
-    let n = offsets.len().saturating_sub(1);
-    let start = data_start(n, large) as usize;
-    let mut out = Vec::with_capacity(start + data.len());
-    for &o in offsets {
-        if large {
-            out.extend_from_slice(&o.to_le_bytes());
-        } else {
-            out.extend_from_slice(&(o as i32).to_le_bytes());
-        }
-    }
-    out.resize(start, 0);
-    out.extend_from_slice(data);
-    out
 }

@@ -1,20 +1,24 @@
-//! Zarr metadata: v3 `zarr.json` and v2 `.zarray` / `.zgroup` / `.zattrs`, parsed
-//! into one [`ArrayMetadata`] or [`GroupMetadata`].
+//! Zarr metadata, pure parsing: v3 `zarr.json` and v2 `.zarray` / `.zgroup` /
+//! `.zattrs` documents (bytes in, plain data out) into one [`ArrayMetadata`] or
+//! [`GroupMetadata`]. No store and no codec here: the codecs stay as written
+//! ([`CodecMetadata`]) until `CodecChain::from_metadata` builds them, and reading
+//! the documents from a store is `read::read_node`'s job.
 
 mod data_type;
 mod fill_value;
 mod v2;
 mod v3;
 
+use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
 pub use data_type::{DataType, Endian, StringType};
 pub use fill_value::FillValue;
+pub use v2::{parse_zarray, parse_zattrs, parse_zgroup};
+pub use v3::parse_zarr_json;
 
-use crate::codec::{ArrayToArray, ArrayToBytes, CodecChain};
 use crate::error::{Error, Result};
 use crate::grid::ChunkKeyEncoding;
-use crate::store::{Store, join_key};
 
 /// The most elements one chunk may hold (vlen chunks store the count as u32).
 pub const MAX_CHUNK_ELEMENTS: u64 = u32::MAX as u64;
@@ -41,8 +45,13 @@ pub struct ArrayMetadata {
     pub fill_value: FillValue,
     /// How chunk indices become store keys.
     pub chunk_key_encoding: ChunkKeyEncoding,
-    /// The codecs.
-    pub codecs: CodecChain,
+    /// The codecs as written, in v3 form (a v2 array's `order`, dtype byte order,
+    /// `filters` and `compressor` become `transpose`, `bytes` / `vlen-*` and the
+    /// compressor's entry, named by its v2 id).
+    pub codecs: Vec<CodecMetadata>,
+    /// The ZEP0007 draft's object-form data types (`string`, `binary`,
+    /// `large_string`, `large_binary`) name the chunk layout too: its offset width.
+    pub zep0007: Option<Zep0007Offsets>,
     /// User attributes (`attributes`, or v2 `.zattrs`).
     pub attributes: Map<String, Value>,
     /// Optional dimension names (v3).
@@ -57,6 +66,72 @@ pub struct GroupMetadata {
     pub zarr_format: u8,
     /// User attributes.
     pub attributes: Map<String, Value>,
+}
+
+/// The offset width a ZEP0007 data type names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Zep0007Offsets {
+    /// `string`, `binary`: int32 offsets.
+    Int32,
+    /// `large_string`, `large_binary`: int64 offsets.
+    Int64,
+}
+
+/// One entry of a v3 `codecs` list: `{"name": ..., "configuration": {...}}` (or a
+/// bare name, which zarrs accepts).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CodecMetadata {
+    /// The codec's name (v3 name, alias, or a v2 id for a v2 array).
+    pub name: String,
+    /// Its configuration (empty when absent).
+    pub configuration: Map<String, Value>,
+}
+
+impl CodecMetadata {
+    /// An entry without configuration.
+    pub fn named(name: &str) -> Self {
+        Self {
+            name: name.to_string(),
+            configuration: Map::new(),
+        }
+    }
+
+    /// The entry with one more configuration field.
+    pub fn with(mut self, field: &str, value: Value) -> Self {
+        self.configuration.insert(field.to_string(), value);
+        self
+    }
+}
+
+impl<'de> Deserialize<'de> for CodecMetadata {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Entry {
+            // zarrs accepts bare names; zarr-python does not. Reading them is harmless.
+            Name(String),
+            Object {
+                name: String,
+                #[serde(default)]
+                configuration: Option<Map<String, Value>>,
+            },
+        }
+        let entry = Entry::deserialize(deserializer).map_err(|_| {
+            serde::de::Error::custom(
+                "a codec entry must be a name or an object with a \"name\" and an object \"configuration\"",
+            )
+        })?;
+        Ok(match entry {
+            Entry::Name(name) => Self::named(&name),
+            Entry::Object {
+                name,
+                configuration,
+            } => Self {
+                name,
+                configuration: configuration.unwrap_or_default(),
+            },
+        })
+    }
 }
 
 /// An array or a group.
@@ -89,7 +164,8 @@ impl ArrayMetadata {
         self.data_type.fixed_size().is_none()
     }
 
-    /// Check the parts against each other (shape vs. chunks, data type vs. codec).
+    /// Check the parts against each other (shape vs. chunks; the codecs are checked
+    /// when they are built).
     fn validate(&self, key: &str) -> Result<()> {
         if self.shape.len() != self.chunk_shape.len() {
             return Err(Error::metadata(
@@ -133,17 +209,6 @@ impl ArrayMetadata {
                 ),
             ));
         }
-        if self.codecs.array_to_bytes.is_variable_length() != self.is_variable_length() {
-            return Err(Error::metadata(
-                key,
-                format!(
-                    "data type {} cannot use the array->bytes codec {}",
-                    self.data_type.zarr_name(),
-                    self.codecs.array_to_bytes
-                ),
-            ));
-        }
-        check_chain(key, &self.codecs, &self.chunk_shape)?;
         if let Some(size) = self.data_type.fixed_size()
             && size == 0
         {
@@ -173,41 +238,6 @@ pub fn recorded_columns(attributes: &Map<String, Value>) -> Option<Vec<String>> 
         .collect()
 }
 
-/// Check a codec chain against the shape of the chunks it encodes: transpose
-/// orders match the rank; inner chunks divide their shard.
-fn check_chain(key: &str, chain: &CodecChain, shape: &[u64]) -> Result<()> {
-    let mut shape = shape.to_vec();
-    for codec in &chain.array_to_array {
-        let ArrayToArray::Transpose { order } = codec;
-        if order.len() != shape.len() {
-            return Err(Error::metadata(
-                key,
-                format!(
-                    "transpose order {order:?} does not match {} dimensions",
-                    shape.len()
-                ),
-            ));
-        }
-        shape = crate::codec::transpose::permute(&shape, order);
-    }
-    if let ArrayToBytes::Sharding(sharding) = &chain.array_to_bytes {
-        let inner = &sharding.chunk_shape;
-        if inner.len() != shape.len()
-            || inner.contains(&0)
-            || shape.iter().zip(inner).any(|(s, c)| s % c != 0)
-        {
-            return Err(Error::metadata(
-                key,
-                format!(
-                    "sharding_indexed: inner chunk shape {inner:?} does not divide the shard shape {shape:?}"
-                ),
-            ));
-        }
-        check_chain(key, &sharding.codecs, inner)?;
-    }
-    Ok(())
-}
-
 /// Parse JSON metadata, naming the key on failure.
 pub(crate) fn parse_json(key: &str, bytes: &[u8]) -> Result<Map<String, Value>> {
     let value: Value = serde_json::from_slice(bytes).map_err(|source| Error::Json {
@@ -223,77 +253,19 @@ pub(crate) fn parse_json(key: &str, bytes: &[u8]) -> Result<Map<String, Value>> 
     }
 }
 
-/// Read the metadata of the node at `path` (`""` for the root): `zarr.json` first,
-/// then v2 `.zarray`, then `.zgroup`.
-///
-/// # Errors
-/// [`Error::NodeNotFound`] when none exists; metadata errors naming the key.
-pub fn read_node(store: &dyn Store, path: &str) -> Result<NodeMetadata> {
-    let key = join_key(path, "zarr.json");
-    if let Some(bytes) = store.get_bounded(&key, MAX_METADATA_BYTES)? {
-        return v3::parse(&key, &parse_json(&key, &bytes)?);
-    }
-    let attributes = || -> Result<Map<String, Value>> {
-        let key = join_key(path, ".zattrs");
-        match store.get_bounded(&key, MAX_METADATA_BYTES)? {
-            Some(bytes) => parse_json(&key, &bytes),
-            None => Ok(Map::new()),
-        }
-    };
-    let key = join_key(path, ".zarray");
-    if let Some(bytes) = store.get_bounded(&key, MAX_METADATA_BYTES)? {
-        let meta = v2::parse_array(&key, &parse_json(&key, &bytes)?, attributes()?)?;
-        return Ok(NodeMetadata::Array(Box::new(meta)));
-    }
-    let key = join_key(path, ".zgroup");
-    if let Some(bytes) = store.get_bounded(&key, MAX_METADATA_BYTES)? {
-        let doc = parse_json(&key, &bytes)?;
-        v2::check_format(&key, &doc)?;
-        return Ok(NodeMetadata::Group(GroupMetadata {
-            zarr_format: 2,
-            attributes: attributes()?,
-        }));
-    }
-    Err(Error::NodeNotFound {
-        path: path.to_string(),
-    })
-}
-
-/// A `u64` list field (`shape`, `chunk_shape`, `chunks`).
-pub(crate) fn u64_list(key: &str, field: &str, value: Option<&Value>) -> Result<Vec<u64>> {
-    let items = value.and_then(Value::as_array).ok_or_else(|| {
-        Error::metadata(
-            key,
-            format!("\"{field}\" must be a list of non-negative integers"),
-        )
-    })?;
-    items
-        .iter()
-        .map(|v| {
-            v.as_u64().ok_or_else(|| {
-                Error::metadata(
-                    key,
-                    format!("\"{field}\" holds {v}, not a non-negative integer"),
-                )
-            })
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::store::MemoryStore;
+    use crate::codec::CodecChain;
 
     fn array(doc: serde_json::Value) -> Result<ArrayMetadata> {
-        let store = MemoryStore::new();
-        store
-            .set("zarr.json", &serde_json::to_vec(&doc).unwrap())
-            .unwrap();
-        match read_node(&store, "")? {
-            NodeMetadata::Array(meta) => Ok(*meta),
+        match parse_zarr_json("zarr.json", &serde_json::to_vec(&doc).unwrap())? {
+            NodeMetadata::Array(meta) => {
+                CodecChain::from_metadata(&meta, "zarr.json")?;
+                Ok(*meta)
+            }
             NodeMetadata::Group(_) => panic!("not an array"),
         }
     }
@@ -311,17 +283,20 @@ mod tests {
     #[test]
     fn object_form_string_is_zep0007_only_without_a_layout_codec() {
         let zep = array(base(json!({"name": "string"}), json!([]), json!(""))).unwrap();
-        assert_eq!(
-            zep.codecs.array_to_bytes,
-            ArrayToBytes::Zep0007 { large: false }
-        );
+        let chain = CodecChain::from_metadata(&zep, "zarr.json").unwrap();
+        assert_eq!(zep.zep0007, Some(Zep0007Offsets::Int32));
+        assert!(chain.to_string().contains("Zep0007"), "{chain}");
         let plain = array(base(
             json!({"name": "string"}),
             json!([{"name": "vlen-utf8"}]),
             json!(""),
         ))
         .unwrap();
-        assert_eq!(plain.codecs.array_to_bytes, ArrayToBytes::VlenInterleaved);
+        let chain = CodecChain::from_metadata(&plain, "zarr.json").unwrap();
+        assert_eq!(
+            chain.to_string(),
+            r#"{"name":"vlen-utf8","configuration":{}}"#
+        );
         assert_eq!(plain.data_type, DataType::String);
     }
 

@@ -2,20 +2,74 @@
 //!
 //! Spec: <https://zarr-specs.readthedocs.io/en/latest/v2/v2.0.html>.
 
-use serde_json::{Map, Value};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
 
-use super::{ArrayMetadata, DataType, Endian, FillValue, MAX_ELEMENT_BYTES, u64_list};
-use crate::codec::parse::{parse_v2_compressor, parse_v2_filters};
-use crate::codec::{ArrayToArray, ArrayToBytes, CodecChain};
+use super::{
+    ArrayMetadata, CodecMetadata, DataType, Endian, FillValue, GroupMetadata, MAX_ELEMENT_BYTES,
+    parse_json,
+};
 use crate::error::{Error, Result};
 use crate::grid::{ChunkKeyEncoding, KeyKind};
 
-pub(super) fn check_format(key: &str, doc: &Map<String, Value>) -> Result<()> {
-    match doc.get("zarr_format") {
+/// A `.zarray` document as written.
+#[derive(Deserialize)]
+struct Zarray {
+    shape: Vec<u64>,
+    chunks: Vec<u64>,
+    dtype: Option<Value>,
+    compressor: Option<Map<String, Value>>,
+    fill_value: Option<Value>,
+    order: Option<String>,
+    filters: Option<Vec<Map<String, Value>>>,
+    dimension_separator: Option<String>,
+}
+
+fn check_format(key: &str, zarr_format: Option<&Value>) -> Result<()> {
+    match zarr_format {
         Some(v) if v.as_u64() == Some(2) => Ok(()),
         other => Err(Error::metadata(
             key,
             format!("zarr_format must be 2, found {other:?}"),
+        )),
+    }
+}
+
+/// Parse a `.zattrs` document.
+///
+/// # Errors
+/// [`Error::Json`] or [`Error::Metadata`] when it is not a JSON object.
+pub fn parse_zattrs(key: &str, bytes: &[u8]) -> Result<Map<String, Value>> {
+    parse_json(key, bytes)
+}
+
+/// Parse a `.zgroup` document, with the group's `attributes` (from `.zattrs`).
+///
+/// # Errors
+/// [`Error::Json`] or [`Error::Metadata`].
+pub fn parse_zgroup(
+    key: &str,
+    bytes: &[u8],
+    attributes: Map<String, Value>,
+) -> Result<GroupMetadata> {
+    let doc = parse_json(key, bytes)?;
+    check_format(key, doc.get("zarr_format"))?;
+    Ok(GroupMetadata {
+        zarr_format: 2,
+        attributes,
+    })
+}
+
+/// A v2 `{"id": ..., ...}` object as a codec entry named by its id.
+fn codec_entry(key: &str, what: &str, mut object: Map<String, Value>) -> Result<CodecMetadata> {
+    match object.remove("id") {
+        Some(Value::String(id)) => Ok(CodecMetadata {
+            name: id,
+            configuration: object,
+        }),
+        _ => Err(Error::metadata(
+            key,
+            format!("{what} {} has no \"id\"", Value::Object(object)),
         )),
     }
 }
@@ -68,15 +122,20 @@ fn parse_dtype(key: &str, dtype: &str) -> Result<(Option<DataType>, Endian)> {
     Ok((Some(t), endian))
 }
 
-pub(super) fn parse_array(
+/// Parse a `.zarray` document, with the array's `attributes` (from `.zattrs`).
+///
+/// # Errors
+/// [`Error::Json`], [`Error::Metadata`] or [`Error::UnsupportedDataType`].
+pub fn parse_zarray(
     key: &str,
-    doc: &Map<String, Value>,
+    bytes: &[u8],
     attributes: Map<String, Value>,
 ) -> Result<ArrayMetadata> {
-    check_format(key, doc)?;
-    let shape = u64_list(key, "shape", doc.get("shape"))?;
-    let chunk_shape = u64_list(key, "chunks", doc.get("chunks"))?;
-    let dtype = match doc.get("dtype") {
+    let map = parse_json(key, bytes)?;
+    check_format(key, map.get("zarr_format"))?;
+    let doc: Zarray = serde_json::from_value(Value::Object(map))
+        .map_err(|e| Error::metadata(key, e.to_string()))?;
+    let dtype = match &doc.dtype {
         Some(Value::String(s)) => s.as_str(),
         Some(other) => {
             return Err(Error::UnsupportedDataType {
@@ -87,17 +146,36 @@ pub(super) fn parse_array(
         None => return Err(Error::metadata(key, "\"dtype\" is missing")),
     };
     let (fixed, endian) = parse_dtype(key, dtype)?;
-    let vlen = parse_v2_filters(doc.get("filters").unwrap_or(&Value::Null), key)?;
-    let (data_type, array_to_bytes) = match (fixed, vlen) {
-        (None, Some("vlen-utf8")) => (DataType::String, ArrayToBytes::VlenInterleaved),
-        (None, Some(_)) => (DataType::Bytes, ArrayToBytes::VlenInterleaved),
+    let filters = doc
+        .filters
+        .unwrap_or_default()
+        .into_iter()
+        .map(|f| codec_entry(key, "filter", f))
+        .collect::<Result<Vec<_>>>()?;
+    // The object dtype's filter names the data type; other filters stay codecs
+    // (which the codec chain refuses when it does not know them).
+    let vlen = filters
+        .iter()
+        .map(|f| f.name.as_str())
+        .find(|n| *n == "vlen-utf8" || *n == "vlen-bytes")
+        .map(str::to_string);
+    let data_type = match (fixed, vlen.as_deref()) {
+        (None, Some("vlen-utf8")) => DataType::String,
+        (None, Some(_)) => DataType::Bytes,
+        // Another object codec (`json2`, `msgpack2`, `pickle`...): not one zarrow reads.
+        (None, None) if !filters.is_empty() => {
+            return Err(Error::UnsupportedCodec {
+                name: filters[0].name.clone(),
+                key: key.to_string(),
+            });
+        }
         (None, None) => {
             return Err(Error::metadata(
                 key,
                 "dtype \"|O\" needs a vlen-utf8 or vlen-bytes filter",
             ));
         }
-        (Some(t), None) => (t, ArrayToBytes::Bytes { endian }),
+        (Some(t), None) => t,
         (Some(t), Some(f)) => {
             return Err(Error::metadata(
                 key,
@@ -105,24 +183,14 @@ pub(super) fn parse_array(
             ));
         }
     };
-    let compressor = parse_v2_compressor(doc.get("compressor").unwrap_or(&Value::Null), key)?;
     // Fortran order is a transpose with the dimensions reversed.
-    let order = match doc.get("order") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s.as_str()),
-        Some(other) => {
-            return Err(Error::metadata(
-                key,
-                format!("order must be \"C\" or \"F\", found {other}"),
-            ));
-        }
-    };
-    let array_to_array = match order {
+    let mut codecs = match doc.order.as_deref() {
         Some("C") | None => vec![],
-        Some("F") if shape.len() <= 1 => vec![],
-        Some("F") => vec![ArrayToArray::Transpose {
-            order: (0..shape.len()).rev().collect(),
-        }],
+        Some("F") if doc.shape.len() <= 1 => vec![],
+        Some("F") => vec![CodecMetadata::named("transpose").with(
+            "order",
+            json!((0..doc.shape.len()).rev().collect::<Vec<_>>()),
+        )],
         Some(other) => {
             return Err(Error::metadata(
                 key,
@@ -130,38 +198,52 @@ pub(super) fn parse_array(
             ));
         }
     };
-    let separator = match doc.get("dimension_separator") {
-        None | Some(Value::Null) => '.',
-        Some(Value::String(s)) if s == "." => '.',
-        Some(Value::String(s)) if s == "/" => '/',
+    // Filters apply before the layout; the vlen filter is the layout itself.
+    let (layout, others): (Vec<_>, Vec<_>) = filters
+        .into_iter()
+        .partition(|f| Some(&f.name) == vlen.as_ref());
+    codecs.extend(others);
+    match layout.into_iter().next() {
+        Some(vlen) => codecs.push(vlen),
+        None => codecs.push(CodecMetadata::named("bytes").with(
+            "endian",
+            json!(match endian {
+                Endian::Little => "little",
+                Endian::Big => "big",
+            }),
+        )),
+    }
+    if let Some(compressor) = doc.compressor {
+        codecs.push(codec_entry(key, "compressor", compressor)?);
+    }
+    let separator = match doc.dimension_separator.as_deref() {
+        None | Some(".") => '.',
+        Some("/") => '/',
         Some(other) => {
             return Err(Error::metadata(
                 key,
-                format!("dimension_separator must be \".\" or \"/\", found {other}"),
+                format!("dimension_separator must be \".\" or \"/\", found {other:?}"),
             ));
         }
     };
     let fill_value = FillValue::parse(
-        doc.get("fill_value").unwrap_or(&Value::Null),
+        doc.fill_value.as_ref().unwrap_or(&Value::Null),
         &data_type,
         true,
     )
     .map_err(|m| Error::metadata(key, m))?;
     let meta = ArrayMetadata {
         zarr_format: 2,
-        shape,
-        chunk_shape,
+        shape: doc.shape,
+        chunk_shape: doc.chunks,
         data_type,
         fill_value,
         chunk_key_encoding: ChunkKeyEncoding {
             kind: KeyKind::V2,
             separator,
         },
-        codecs: CodecChain {
-            array_to_array,
-            array_to_bytes,
-            bytes_to_bytes: compressor.into_iter().collect(),
-        },
+        codecs,
+        zep0007: None,
         attributes,
         dimension_names: None,
     };

@@ -2,42 +2,81 @@
 //!
 //! Spec: <https://zarr-specs.readthedocs.io/en/latest/v3/core/v3.0.html#array-metadata>.
 
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::{
-    ArrayMetadata, DataType, FillValue, GroupMetadata, MAX_ELEMENT_BYTES, NodeMetadata, u64_list,
+    ArrayMetadata, CodecMetadata, DataType, FillValue, GroupMetadata, MAX_ELEMENT_BYTES,
+    NodeMetadata, Zep0007Offsets, parse_json,
 };
-use crate::codec::{ArrayToBytes, parse::parse_v3};
 use crate::error::{Error, Result};
 use crate::grid::{ChunkKeyEncoding, KeyKind};
 
-pub(super) fn parse(key: &str, doc: &Map<String, Value>) -> Result<NodeMetadata> {
-    match doc.get("zarr_format") {
-        Some(v) if v.as_u64() == Some(3) => {}
-        other => {
-            return Err(Error::metadata(
-                key,
-                format!("zarr_format must be 3, found {other:?}"),
-            ));
-        }
+/// A v3 node document as written.
+#[derive(Deserialize)]
+struct Document {
+    zarr_format: Value,
+    node_type: Option<Value>,
+    #[serde(default)]
+    attributes: Option<Map<String, Value>>,
+    /// Every other field (the array's, and extensions).
+    #[serde(flatten)]
+    rest: Map<String, Value>,
+}
+
+/// The array fields of a v3 document.
+#[derive(Deserialize)]
+struct ArrayFields {
+    shape: Vec<u64>,
+    data_type: Option<Value>,
+    chunk_grid: Named,
+    chunk_key_encoding: Option<Named>,
+    fill_value: Option<Value>,
+    #[serde(default)]
+    codecs: Option<Vec<CodecMetadata>>,
+    storage_transformers: Option<Vec<Value>>,
+    dimension_names: Option<Vec<Option<String>>>,
+}
+
+/// `{"name": ..., "configuration": {...}}`.
+#[derive(Deserialize)]
+struct Named {
+    name: String,
+    #[serde(default)]
+    configuration: Option<Map<String, Value>>,
+}
+
+#[derive(Deserialize)]
+struct RegularGrid {
+    chunk_shape: Vec<u64>,
+}
+
+#[derive(Deserialize)]
+struct KeySettings {
+    separator: Option<String>,
+}
+
+/// Parse a `zarr.json` document (`key` names it in errors).
+///
+/// # Errors
+/// [`Error::Json`] when it is not JSON; [`Error::Metadata`],
+/// [`Error::UnsupportedDataType`] when it is not a valid v3 node.
+pub fn parse_zarr_json(key: &str, bytes: &[u8]) -> Result<NodeMetadata> {
+    let doc: Document = from_map(key, parse_json(key, bytes)?)?;
+    if doc.zarr_format.as_u64() != Some(3) {
+        return Err(Error::metadata(
+            key,
+            format!("zarr_format must be 3, found {}", doc.zarr_format),
+        ));
     }
-    let attributes = match doc.get("attributes") {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(a)) => a.clone(),
-        Some(other) => {
-            return Err(Error::metadata(
-                key,
-                format!("\"attributes\" is not an object: {other}"),
-            ));
-        }
-    };
-    match doc.get("node_type").and_then(Value::as_str) {
+    let attributes = doc.attributes.unwrap_or_default();
+    match doc.node_type.as_ref().and_then(Value::as_str) {
         Some("group") => Ok(NodeMetadata::Group(GroupMetadata {
             zarr_format: 3,
             attributes,
         })),
         Some("array") => Ok(NodeMetadata::Array(Box::new(parse_array(
-            key, doc, attributes,
+            key, doc.rest, attributes,
         )?))),
         other => Err(Error::metadata(
             key,
@@ -46,8 +85,13 @@ pub(super) fn parse(key: &str, doc: &Map<String, Value>) -> Result<NodeMetadata>
     }
 }
 
-/// The data type, and the chunk layout that ZEP0007's object form implies.
-fn data_type(key: &str, value: Option<&Value>) -> Result<(DataType, Option<ArrayToBytes>)> {
+/// A serde-derived view of `map`, its errors naming `key`.
+fn from_map<T: serde::de::DeserializeOwned>(key: &str, map: Map<String, Value>) -> Result<T> {
+    serde_json::from_value(Value::Object(map)).map_err(|e| Error::metadata(key, e.to_string()))
+}
+
+/// The data type, and the offset width that ZEP0007's object form names.
+fn data_type(key: &str, value: Option<&Value>) -> Result<(DataType, Option<Zep0007Offsets>)> {
     let unsupported = |name: String| Error::UnsupportedDataType {
         name,
         key: key.to_string(),
@@ -94,19 +138,10 @@ fn data_type(key: &str, value: Option<&Value>) -> Result<(DataType, Option<Array
                     None,
                 ),
                 // ZEP0007 (draft): the data type names the chunk layout.
-                "string" => (
-                    DataType::String,
-                    Some(ArrayToBytes::Zep0007 { large: false }),
-                ),
-                "binary" => (
-                    DataType::Bytes,
-                    Some(ArrayToBytes::Zep0007 { large: false }),
-                ),
-                "large_string" => (
-                    DataType::String,
-                    Some(ArrayToBytes::Zep0007 { large: true }),
-                ),
-                "large_binary" => (DataType::Bytes, Some(ArrayToBytes::Zep0007 { large: true })),
+                "string" => (DataType::String, Some(Zep0007Offsets::Int32)),
+                "binary" => (DataType::Bytes, Some(Zep0007Offsets::Int32)),
+                "large_string" => (DataType::String, Some(Zep0007Offsets::Int64)),
+                "large_binary" => (DataType::Bytes, Some(Zep0007Offsets::Int64)),
                 other => match DataType::from_v3_name(other) {
                     Some(t) => (t, None),
                     None => return Err(unsupported(format!("{other:?}"))),
@@ -120,26 +155,24 @@ fn data_type(key: &str, value: Option<&Value>) -> Result<(DataType, Option<Array
 
 /// The array fields of the v3 spec; any other field must be an object with
 /// `"must_understand": false` (spec: "Extension points").
-const ARRAY_FIELDS: [&str; 11] = [
-    "zarr_format",
-    "node_type",
+const ARRAY_FIELDS: [&str; 9] = [
     "shape",
     "data_type",
     "chunk_grid",
     "chunk_key_encoding",
     "fill_value",
     "codecs",
-    "attributes",
     "storage_transformers",
     "dimension_names",
+    "node_type",
 ];
 
 fn parse_array(
     key: &str,
-    doc: &Map<String, Value>,
+    fields: Map<String, Value>,
     attributes: Map<String, Value>,
 ) -> Result<ArrayMetadata> {
-    for (field, value) in doc {
+    for (field, value) in &fields {
         let optional = value.get("must_understand") == Some(&Value::Bool(false));
         if !ARRAY_FIELDS.contains(&field.as_str()) && !optional {
             return Err(Error::metadata(
@@ -148,36 +181,27 @@ fn parse_array(
             ));
         }
     }
-    let shape = u64_list(key, "shape", doc.get("shape"))?;
-    let (data_type, implicit) = data_type(key, doc.get("data_type"))?;
-
-    let grid = doc
-        .get("chunk_grid")
-        .ok_or_else(|| Error::metadata(key, "\"chunk_grid\" is missing"))?;
-    match grid.get("name").and_then(Value::as_str) {
-        Some("regular") => {}
-        other => {
-            return Err(Error::metadata(
-                key,
-                format!("only the regular chunk grid is supported, found {other:?}"),
-            ));
-        }
+    let doc: ArrayFields = from_map(key, fields)?;
+    let (data_type, zep0007) = data_type(key, doc.data_type.as_ref())?;
+    if doc.chunk_grid.name != "regular" {
+        return Err(Error::metadata(
+            key,
+            format!(
+                "only the regular chunk grid is supported, found {:?}",
+                doc.chunk_grid.name
+            ),
+        ));
     }
-    let chunk_shape = u64_list(
-        key,
-        "chunk_grid.configuration.chunk_shape",
-        grid.get("configuration").and_then(|c| c.get("chunk_shape")),
-    )?;
-
-    let chunk_key_encoding = match doc.get("chunk_key_encoding") {
+    let grid: RegularGrid = from_map(key, doc.chunk_grid.configuration.unwrap_or_default())?;
+    let chunk_key_encoding = match doc.chunk_key_encoding {
         None => ChunkKeyEncoding {
             kind: KeyKind::Default,
             separator: '/',
         },
         Some(enc) => {
-            let (kind, default_sep) = match enc.get("name").and_then(Value::as_str) {
-                Some("default") => (KeyKind::Default, '/'),
-                Some("v2") => (KeyKind::V2, '.'),
+            let (kind, default_sep) = match enc.name.as_str() {
+                "default" => (KeyKind::Default, '/'),
+                "v2" => (KeyKind::V2, '.'),
                 other => {
                     return Err(Error::metadata(
                         key,
@@ -185,74 +209,56 @@ fn parse_array(
                     ));
                 }
             };
-            let separator = match enc.get("configuration").and_then(|c| c.get("separator")) {
+            let settings: KeySettings = from_map(key, enc.configuration.unwrap_or_default())?;
+            let separator = match settings.separator.as_deref() {
                 None => default_sep,
-                Some(Value::String(s)) if s == "/" => '/',
-                Some(Value::String(s)) if s == "." => '.',
+                Some("/") => '/',
+                Some(".") => '.',
                 Some(other) => {
                     return Err(Error::metadata(
                         key,
-                        format!("chunk key separator must be \"/\" or \".\", found {other}"),
+                        format!("chunk key separator must be \"/\" or \".\", found {other:?}"),
                     ));
                 }
             };
             ChunkKeyEncoding { kind, separator }
         }
     };
-
     let fill_value = FillValue::parse(
-        doc.get("fill_value").unwrap_or(&Value::Null),
+        doc.fill_value.as_ref().unwrap_or(&Value::Null),
         &data_type,
         false,
     )
     .map_err(|m| Error::metadata(key, m))?;
-    let codecs = parse_v3(doc.get("codecs").unwrap_or(&Value::Null), key, implicit)?;
-
-    match doc.get("storage_transformers") {
-        None | Some(Value::Null) => {}
-        Some(Value::Array(t)) if t.is_empty() => {}
-        Some(other) => {
-            return Err(Error::metadata(
-                key,
-                format!("storage transformers are not supported: {other}"),
-            ));
-        }
+    if let Some(transformers) = doc.storage_transformers.filter(|t| !t.is_empty()) {
+        return Err(Error::metadata(
+            key,
+            format!("storage transformers are not supported: {transformers:?}"),
+        ));
     }
-    let dimension_names = match doc.get("dimension_names") {
-        None | Some(Value::Null) => None,
-        Some(Value::Array(names)) if names.len() == shape.len() => Some(
-            names
-                .iter()
-                .map(|n| n.as_str().map(str::to_string))
-                .collect(),
-        ),
-        Some(Value::Array(names)) => {
-            return Err(Error::metadata(
-                key,
-                format!(
-                    "{} dimension_names for {} dimensions",
-                    names.len(),
-                    shape.len()
-                ),
-            ));
-        }
-        Some(other) => {
-            return Err(Error::metadata(
-                key,
-                format!("\"dimension_names\" is not a list: {other}"),
-            ));
-        }
-    };
+    if let Some(names) = &doc.dimension_names
+        && names.len() != doc.shape.len()
+    {
+        return Err(Error::metadata(
+            key,
+            format!(
+                "{} dimension_names for {} dimensions",
+                names.len(),
+                doc.shape.len()
+            ),
+        ));
+    }
     let meta = ArrayMetadata {
         zarr_format: 3,
-        shape,
-        chunk_shape,
+        shape: doc.shape,
+        chunk_shape: grid.chunk_shape,
         data_type,
         fill_value,
         chunk_key_encoding,
-        codecs,
+        codecs: doc.codecs.unwrap_or_default(),
+        zep0007,
         attributes,
-        dimension_names,
+        dimension_names: doc.dimension_names,
     };
     meta.validate(key)?;
     Ok(meta)

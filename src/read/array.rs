@@ -8,12 +8,13 @@ use arrow_schema::{DataType as ArrowType, Field};
 use rayon::prelude::*;
 
 use super::ReadOptions;
+use super::read_node;
 use crate::assemble::{Part, gather};
-use crate::codec::{ARROW_BYTES_PER_ELEMENT, DecodeContext, arrow_bytes_per_element};
+use crate::codec::{ARROW_BYTES_PER_ELEMENT, CodecChain, DecodeContext, arrow_bytes_per_element};
 use crate::error::{ChunkError, Error, Result};
 use crate::fill::fill_array;
 use crate::grid::{Grid, unravel};
-use crate::metadata::{ArrayMetadata, NodeMetadata, StringType, read_node, recorded_string_type};
+use crate::metadata::{ArrayMetadata, NodeMetadata, StringType, recorded_string_type};
 use crate::store::{Store, join_key};
 
 /// A Zarr array opened for reading.
@@ -25,6 +26,7 @@ pub struct ZarrArray {
     path: String,
     name: String,
     meta: Arc<ArrayMetadata>,
+    codecs: CodecChain,
     grid: Grid,
     options: ReadOptions,
 }
@@ -44,7 +46,7 @@ impl ZarrArray {
     pub fn open_with(store: Arc<dyn Store>, path: &str, options: ReadOptions) -> Result<Self> {
         let path = path.trim_matches('/').to_string();
         match read_node(store.as_ref(), &path)? {
-            NodeMetadata::Array(meta) => Ok(Self::from_metadata(store, path, *meta, options)),
+            NodeMetadata::Array(meta) => Self::from_metadata(store, path, *meta, options),
             NodeMetadata::Group(_) => Err(Error::InvalidArgument(format!(
                 "{path:?} is a group, not an array"
             ))),
@@ -56,7 +58,13 @@ impl ZarrArray {
         path: String,
         meta: ArrayMetadata,
         options: ReadOptions,
-    ) -> Self {
+    ) -> Result<Self> {
+        let document = if meta.zarr_format == 2 {
+            ".zarray"
+        } else {
+            "zarr.json"
+        };
+        let codecs = CodecChain::from_metadata(&meta, &join_key(&path, document))?;
         let name = path.rsplit('/').next().unwrap_or("").to_string();
         let name = if name.is_empty() {
             "values".to_string()
@@ -64,14 +72,15 @@ impl ZarrArray {
             name
         };
         let grid = Grid::new(&meta.shape, &meta.chunk_shape);
-        Self {
+        Ok(Self {
             store,
             path,
             name,
             meta: Arc::new(meta),
+            codecs,
             grid,
             options,
-        }
+        })
     }
 
     /// Use `name` as the column name in record batches (default: the node name, or
@@ -99,6 +108,11 @@ impl ZarrArray {
     /// The read options in force.
     pub fn options(&self) -> &ReadOptions {
         &self.options
+    }
+
+    /// The codecs, built from the metadata.
+    pub fn codecs(&self) -> &CodecChain {
+        &self.codecs
     }
 
     /// The chunk grid.
@@ -178,8 +192,7 @@ impl ZarrArray {
             self.string_type(),
             self.options.max_chunk_bytes,
         );
-        self.meta
-            .codecs
+        self.codecs
             .decode(encoded, &ctx)
             .map(Some)
             .map_err(|source| Error::Chunk { key, source })

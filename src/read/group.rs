@@ -6,9 +6,10 @@ use arrow_array::{Array, ArrayRef, RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, Schema, SchemaRef};
 use rayon::prelude::*;
 
+use super::read_node;
 use super::{ReadOptions, ZarrArray};
 use crate::error::{Error, Result};
-use crate::metadata::{GroupMetadata, NodeMetadata, read_node, recorded_columns};
+use crate::metadata::{GroupMetadata, NodeMetadata, recorded_columns};
 use crate::rows::RowQueue;
 use crate::store::{Store, join_key};
 
@@ -71,8 +72,7 @@ impl ZarrGroup {
 
     /// The 1-D child arrays, sorted by name: the candidate table columns.
     pub fn columns(&self) -> Result<Vec<ZarrArray>> {
-        Ok(self
-            .children()?
+        self.children()?
             .into_iter()
             .filter_map(|(name, node)| match node {
                 NodeMetadata::Array(meta) if meta.shape.len() == 1 => {
@@ -85,7 +85,7 @@ impl ZarrGroup {
                 }
                 _ => None,
             })
-            .collect())
+            .collect()
     }
 
     /// A builder for a table reader over this group's 1-D arrays.

@@ -12,6 +12,7 @@
 
 mod array;
 mod group;
+mod node;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -21,6 +22,7 @@ use arrow_schema::{ArrowError, Schema, SchemaRef};
 
 pub use array::ZarrArray;
 pub use group::{DEFAULT_MAX_BATCH_ROWS, GroupBatchReader, GroupReaderBuilder, ZarrGroup};
+pub use node::read_node;
 
 use crate::error::Result;
 use crate::metadata::StringType;

@@ -17,9 +17,10 @@ use crate::error::{Error, Result};
 ///
 /// Reads fill fresh buffers without zero-filling them first (the allocator's
 /// alignment, at least 8 bytes on the platforms zarrow supports, is enough for
-/// offsets to be used in place), or, with [`LocalStore::with_memory_map`], map the
-/// file. Writes go to a temporary file in the target directory that is then renamed
-/// over the key, so a crash never leaves a torn value behind.
+/// offsets to be used in place), or, in a store made by the `unsafe`
+/// [`LocalStore::new_memory_mapped`], map the file. Writes go to a temporary file
+/// in the target directory that is then renamed over the key, so a crash never
+/// leaves a torn value behind.
 #[derive(Debug, Clone)]
 pub struct LocalStore {
     root: PathBuf,
@@ -38,24 +39,32 @@ impl LocalStore {
         }
     }
 
-    /// Map files into memory instead of reading them (off by default).
+    /// A store rooted at `root` that maps files into memory instead of reading them.
     ///
     /// A value is then a view of the operating system's page cache: nothing is
     /// copied or zeroed, and for uncompressed `zarrs.vlen` and ZEP0007 chunks the
     /// Arrow arrays read from the store point straight into the mapped files (as
     /// pyarrow's `memory_map` does for IPC files). A mapping lives as long as any
-    /// buffer or array made from it.
+    /// buffer or array made from it, which may be long after the store is dropped.
     ///
-    /// The contract is the same as pyarrow's and every memory-mapped reader's:
-    /// **no one may truncate or rewrite a chunk file while arrays read from it are
-    /// alive.** The operating system signals (`SIGBUS`) an access to a page that a
-    /// truncation removed, which ends the process; a rewrite in place changes the
-    /// values under arrays already validated. zarrow's own writers replace files by
-    /// rename, which leaves existing mappings intact, but other writers may not.
-    /// Leave this off for stores that other processes are writing to.
-    pub fn with_memory_map(mut self, on: bool) -> Self {
-        self.memory_map = on;
-        self
+    /// # Safety
+    ///
+    /// No file under `root` may be truncated or modified in place, by this process
+    /// or any other, while any [`Buffer`] returned by this store (or any Arrow
+    /// array, batch or slice made from one) is alive. Otherwise the behaviour is
+    /// undefined: touching a page that a truncation removed raises `SIGBUS`, which
+    /// ends the process, and a rewrite in place changes the bytes under arrays
+    /// whose offsets were already validated, so later reads can go out of bounds.
+    ///
+    /// Replacing a file by rename (as zarrow's own writers, including
+    /// [`Store::set`] on this store, do) and deleting a file keep existing
+    /// mappings intact and are allowed. Use [`LocalStore::new`] for a directory
+    /// that other writers may change.
+    pub unsafe fn new_memory_mapped(root: impl Into<PathBuf>) -> Self {
+        Self {
+            root: root.into(),
+            memory_map: true,
+        }
     }
 
     /// The root directory.
@@ -175,10 +184,12 @@ fn map_file(file: &File, path: &Path, len: u64) -> Result<Buffer> {
     }
     let mut options = memmap2::MmapOptions::new();
     options.len(len);
-    // SAFETY: `Mmap::map` is unsafe because the mapping aliases a file that other
-    // processes could change. Keeping the file unchanged while it is mapped is
-    // the documented contract of `LocalStore::with_memory_map`, which the caller
-    // opted into; zarrow itself only ever replaces files by rename.
+    // SAFETY: `Mmap::map` is unsafe because the mapping aliases a file that could
+    // be truncated or rewritten while the returned buffer lives. Only a store made
+    // by `LocalStore::new_memory_mapped` calls this, and the caller of that
+    // `unsafe` constructor promised (its `# Safety` section) that no file under
+    // the root is truncated or modified while a buffer from the store is alive;
+    // zarrow itself only ever replaces files by rename.
     let map = unsafe { options.map(file) }.map_err(|e| Error::io(path, e))?;
     let ptr = NonNull::new(map.as_ptr().cast_mut()).ok_or_else(|| too_large(path))?;
     let owner: Arc<memmap2::Mmap> = Arc::new(map);
@@ -307,5 +318,29 @@ impl Store for LocalStore {
         }
         out.sort();
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A memory-mapped store hands out views of the mapping (which starts on a page
+    /// boundary), not heap copies; a range is a slice of the same mapping.
+    #[cfg(unix)]
+    #[test]
+    fn memory_mapped_values_are_views_of_the_mapping() {
+        let dir = tempfile::tempdir().unwrap();
+        let value: Vec<u8> = (0..10_000u32).map(|i| i as u8).collect();
+        LocalStore::new(dir.path()).set("k", &value).unwrap();
+        // SAFETY: the temporary directory is private to this test, and nothing
+        // modifies or truncates its files while the buffers below are alive.
+        let store = unsafe { LocalStore::new_memory_mapped(dir.path()) };
+        let whole = store.get("k").unwrap().unwrap();
+        assert_eq!(whole.as_slice(), &value[..]);
+        assert_eq!(whole.as_ptr() as usize % 4096, 0, "not a fresh mapping");
+        let part = store.get_range("k", 4096..4100).unwrap().unwrap();
+        assert_eq!(part.as_slice(), &value[4096..4100]);
+        assert_eq!(part.as_ptr() as usize % 4096, 0, "not a slice of a mapping");
     }
 }

@@ -6,13 +6,13 @@ use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, BooleanArray, Scalar, new_empty_array};
 use arrow_schema::DataType as ArrowType;
 
-use super::encode::{self, Layout};
 use super::metadata::ArraySpec;
 use super::pipeline::Pipeline;
 use super::{DEFAULT_CHUNK_BYTES, NullPolicy, WriteOptions};
-use crate::codec::encode_bytes;
+use crate::assemble::cut;
+use crate::codec::{CodecChain, value_bytes};
 use crate::error::{Error, Result};
-use crate::grid::{ChunkKeyEncoding, KeyKind};
+use crate::grid::{ChunkKeyEncoding, Grid, KeyKind};
 use crate::rows::RowQueue;
 use crate::store::{Store, join_key};
 
@@ -28,22 +28,23 @@ pub struct ArrayWriter {
     options: WriteOptions,
     spec: Arc<ArraySpec>,
     pipeline: Pipeline,
+    /// Elements per chunk (per inner chunk when sharded), once known.
     chunk_len: Option<usize>,
+    /// The chunk grid's chunk (the shard when sharded) and its codecs, once known.
+    chunking: Option<(usize, Arc<CodecChain>)>,
     queued: RowQueue,
     next_chunk: u64,
     rows: u64,
-    /// For an N-d array: its shape and chunk shape. Chunks span every dimension
-    /// but the first, so each holds a contiguous run of the C-order values.
-    grid: Option<(Vec<u64>, Vec<u64>)>,
 }
 
 /// A chunk ready to be encoded and stored.
 #[derive(Debug)]
 pub(crate) struct ReadyChunk {
     key: String,
-    /// The chunk's length in the grid (the last chunk's values may be fewer).
-    chunk_len: usize,
+    /// The chunk's shape in the grid (the last chunk's values may be fewer).
+    shape: Vec<u64>,
     values: ArrayRef,
+    codecs: Arc<CodecChain>,
 }
 
 impl ArrayWriter {
@@ -83,13 +84,13 @@ impl ArrayWriter {
             path,
             name,
             chunk_len: options.chunk_len,
+            chunking: None,
             options,
             spec,
             pipeline: Pipeline::default(),
             queued: RowQueue::default(),
             next_chunk: 0,
             rows: 0,
-            grid: None,
         })
     }
 
@@ -114,35 +115,49 @@ impl ArrayWriter {
     /// Queue `array`'s values and return the chunks that are now full.
     pub(crate) fn push(&mut self, array: &ArrayRef) -> Result<Vec<ReadyChunk>> {
         let array = self.prepare(array)?;
-        let chunk_len = *self
-            .chunk_len
-            .get_or_insert_with(|| default_chunk_len(&self.spec, &array));
+        let (grid_len, _) = self.chunking(&array);
         self.rows += array.len() as u64;
         self.queued.push(array);
         let mut ready = Vec::new();
-        while self.queued.len() >= chunk_len {
-            if let Some(values) = self.queued.take(chunk_len)? {
-                ready.push(self.ready_chunk(values, chunk_len));
+        while self.queued.len() >= grid_len {
+            if let Some(values) = self.queued.take(grid_len)? {
+                ready.push(self.ready_chunk(values));
             }
         }
         Ok(ready)
     }
 
+    /// The grid's chunk length and codecs, fixed by the first values seen (which
+    /// size the default chunk length).
+    fn chunking(&mut self, sample: &ArrayRef) -> (usize, Arc<CodecChain>) {
+        if let Some((len, codecs)) = &self.chunking {
+            return (*len, codecs.clone());
+        }
+        let inner = *self
+            .chunk_len
+            .get_or_insert_with(|| default_chunk_len(&self.spec, sample));
+        let (len, codecs) = match self.options.shard_len {
+            Some(shard) => (
+                shard.div_ceil(inner).saturating_mul(inner),
+                self.spec.codecs(Some(vec![inner as u64])),
+            ),
+            None => (inner, self.spec.codecs(None)),
+        };
+        let codecs = Arc::new(codecs);
+        self.chunking = Some((len, codecs.clone()));
+        (len, codecs)
+    }
+
     /// The next chunk of the grid, holding `values`.
-    fn ready_chunk(&mut self, values: ArrayRef, chunk_len: usize) -> ReadyChunk {
+    fn ready_chunk(&mut self, values: ArrayRef) -> ReadyChunk {
+        let (len, codecs) = self.chunking(&values);
         let index = self.next_chunk;
         self.next_chunk += 1;
-        let indices = match &self.grid {
-            Some((shape, _)) if shape.is_empty() => vec![],
-            Some((shape, _)) => std::iter::once(index)
-                .chain(std::iter::repeat_n(0, shape.len() - 1))
-                .collect(),
-            None => vec![index],
-        };
         ReadyChunk {
-            key: join_key(&self.path, &self.key_encoding().key(&indices)),
-            chunk_len,
+            key: join_key(&self.path, &key_encoding(&self.options).key(&[index])),
+            shape: vec![len as u64],
             values,
+            codecs,
         }
     }
 
@@ -181,59 +196,31 @@ impl ArrayWriter {
 
     /// The task that encodes and stores `chunk`, to run on any thread.
     pub(crate) fn task(&self, chunk: ReadyChunk) -> impl FnOnce() -> Result<()> + Send + 'static {
-        let (store, spec) = (self.store.clone(), self.spec.clone());
-        move || {
-            let codec_error = |message: String| Error::Encode {
-                key: chunk.key.clone(),
-                message,
-            };
-            let raw = encode::encode(chunk.values.as_ref(), chunk.chunk_len, spec.layout)
-                .map_err(codec_error)?;
-            let bytes = encode_bytes(spec.codec.as_slice(), raw).map_err(codec_error)?;
-            store.set(&chunk.key, &bytes)
-        }
-    }
-
-    fn key_encoding(&self) -> ChunkKeyEncoding {
-        match self.options.zarr_format {
-            2 => ChunkKeyEncoding {
-                kind: KeyKind::V2,
-                separator: '.',
-            },
-            _ => ChunkKeyEncoding {
-                kind: KeyKind::Default,
-                separator: '/',
-            },
-        }
+        encode_task(self.store.clone(), chunk)
     }
 
     /// The last chunk, if rows are queued, to be stored before [`Self::finish_metadata`].
     pub(crate) fn take_last(&mut self) -> Result<Option<ReadyChunk>> {
         let n = self.queued.len();
-        let chunk_len = self.chunk_len.unwrap_or(n);
-        Ok(self
-            .queued
-            .take(n)?
-            .map(|values| self.ready_chunk(values, chunk_len)))
+        Ok(self.queued.take(n)?.map(|values| self.ready_chunk(values)))
     }
 
     /// Write the metadata documents (after every chunk is stored).
-    pub(crate) fn finish_metadata(&self) -> Result<u64> {
-        let chunk_len = self.chunk_len.unwrap_or_else(|| {
-            default_chunk_len(&self.spec, &new_empty_array(&self.spec.arrow_type))
-        });
-        let (shape, chunk_shape) = match &self.grid {
-            Some((shape, chunk_shape)) => (shape.clone(), chunk_shape.clone()),
-            None => (vec![self.rows], vec![chunk_len as u64]),
+    pub(crate) fn finish_metadata(&mut self) -> Result<u64> {
+        let empty = new_empty_array(&self.spec.arrow_type);
+        let (len, codecs) = match self.chunking.clone() {
+            Some(chunking) => chunking,
+            None => self.chunking(&empty),
         };
-        for (name, doc) in self
-            .spec
-            .documents(&shape, &chunk_shape, self.options.zarr_format)
-        {
-            let bytes = serde_json::to_vec_pretty(&doc)
-                .map_err(|e| Error::InvalidArgument(e.to_string()))?;
-            self.store.set(&join_key(&self.path, name), &bytes)?;
-        }
+        write_metadata(
+            self.store.as_ref(),
+            &self.path,
+            &self.spec,
+            &[self.rows],
+            &[len as u64],
+            &codecs,
+            self.options.zarr_format,
+        )?;
         Ok(self.rows)
     }
 
@@ -249,14 +236,66 @@ impl ArrayWriter {
     }
 }
 
+/// The task that encodes `chunk` with its codecs and stores it.
+fn encode_task(store: Arc<dyn Store>, chunk: ReadyChunk) -> impl FnOnce() -> Result<()> + Send {
+    move || {
+        let bytes = chunk
+            .codecs
+            .encode(&chunk.values, &chunk.shape)
+            .map_err(|message| Error::Encode {
+                key: chunk.key.clone(),
+                message,
+            })?;
+        store.set(&chunk.key, &bytes)
+    }
+}
+
+/// The chunk keys zarrow writes: v3 `c/0/1`, v2 `0.1`.
+fn key_encoding(options: &WriteOptions) -> ChunkKeyEncoding {
+    match options.zarr_format {
+        2 => ChunkKeyEncoding {
+            kind: KeyKind::V2,
+            separator: '.',
+        },
+        _ => ChunkKeyEncoding {
+            kind: KeyKind::Default,
+            separator: '/',
+        },
+    }
+}
+
+/// Store an array's metadata documents.
+fn write_metadata(
+    store: &dyn Store,
+    path: &str,
+    spec: &ArraySpec,
+    shape: &[u64],
+    chunk_shape: &[u64],
+    codecs: &CodecChain,
+    zarr_format: u8,
+) -> Result<()> {
+    for (name, doc) in spec.documents(shape, chunk_shape, codecs, zarr_format) {
+        let bytes =
+            serde_json::to_vec_pretty(&doc).map_err(|e| Error::InvalidArgument(e.to_string()))?;
+        store.set(&join_key(path, name), &bytes)?;
+    }
+    Ok(())
+}
+
 /// Write an N-d array of `shape` at node `path` from its values in C order.
 ///
-/// Chunks span every dimension but the first (`[rows, shape[1], ...]`, `rows` from
-/// the chunk length option, or about [`DEFAULT_CHUNK_BYTES`](super::DEFAULT_CHUNK_BYTES)
-/// of values); a 0-d array (`shape` empty) is one chunk of one element.
+/// Chunks have [`WriteOptions::chunk_shape`], by default `[rows, shape[1], ...]`
+/// (spanning every dimension but the first, `rows` from the chunk length option or
+/// about [`DEFAULT_CHUNK_BYTES`](super::DEFAULT_CHUNK_BYTES) of values); with
+/// [`WriteOptions::shard_shape`] they are the inner chunks of shards of that shape.
+/// A 0-d array (`shape` empty) is one chunk of one element.
+///
+/// Copies: each chunk (each shard) is gathered from `values` once, then encoded.
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] when `values` does not hold `shape`'s element count.
+/// [`Error::InvalidArgument`] when `values` does not hold `shape`'s element count,
+/// or a chunk or shard shape does not fit `shape`'s rank (or a shard is not a
+/// multiple of the chunk).
 pub fn write_nd_array(
     store: Arc<dyn Store>,
     path: &str,
@@ -272,21 +311,70 @@ pub fn write_nd_array(
         )));
     }
     let mut writer = ArrayWriter::try_new(store, path, values.data_type(), options)?;
-    let rest: Vec<u64> = shape.iter().skip(1).map(|&d| d.max(1)).collect();
-    let row_len: u64 = rest.iter().product();
-    let chunk_shape: Vec<u64> = if shape.is_empty() {
-        vec![]
-    } else {
-        let target = writer
-            .chunk_len
-            .unwrap_or_else(|| default_chunk_len(&writer.spec, values)) as u64;
-        let rows = (target / row_len).clamp(1, shape[0].max(1));
-        std::iter::once(rows).chain(rest).collect()
+    let values = writer.prepare(values)?;
+    let chunk_shape = match &writer.options.chunk_shape {
+        Some(c) if c.len() == shape.len() => c.clone(),
+        Some(c) => {
+            return Err(Error::InvalidArgument(format!(
+                "chunk shape {c:?} does not have the {} dimensions of shape {shape:?}",
+                shape.len()
+            )));
+        }
+        None if shape.is_empty() => vec![],
+        None => {
+            let rest: Vec<u64> = shape.iter().skip(1).map(|&d| d.max(1)).collect();
+            let row_len: u64 = rest.iter().product();
+            let target = writer
+                .chunk_len
+                .unwrap_or_else(|| default_chunk_len(&writer.spec, &values))
+                as u64;
+            let rows = (target / row_len).clamp(1, shape[0].max(1));
+            std::iter::once(rows).chain(rest).collect()
+        }
     };
-    writer.chunk_len = Some(chunk_shape.iter().product::<u64>() as usize);
-    writer.grid = Some((shape.to_vec(), chunk_shape));
-    writer.write(values)?;
-    writer.finish()
+    let (grid_shape, codecs) = match &writer.options.shard_shape {
+        None => (chunk_shape.clone(), writer.spec.codecs(None)),
+        Some(s)
+            if s.len() == shape.len() && s.iter().zip(&chunk_shape).all(|(s, c)| s % c == 0) =>
+        {
+            (s.clone(), writer.spec.codecs(Some(chunk_shape.clone())))
+        }
+        Some(s) => {
+            return Err(Error::InvalidArgument(format!(
+                "shard shape {s:?} is not a multiple of the chunk shape {chunk_shape:?} in every dimension"
+            )));
+        }
+    };
+    let codecs = Arc::new(codecs);
+    let grid = Grid::new(shape, &grid_shape);
+    let encoding = key_encoding(&writer.options);
+    for linear in 0..grid.num_chunks() {
+        let indices = grid.unravel(linear);
+        let origin: Vec<u64> = indices
+            .iter()
+            .zip(&grid_shape)
+            .map(|(i, c)| i * c)
+            .collect();
+        let chunk = ReadyChunk {
+            key: join_key(&writer.path, &encoding.key(&indices)),
+            shape: grid_shape.clone(),
+            values: cut(&values, shape, &origin, &grid_shape)?,
+            codecs: codecs.clone(),
+        };
+        let task = encode_task(writer.store.clone(), chunk);
+        writer.pipeline.submit(task)?;
+    }
+    writer.pipeline.finish()?;
+    write_metadata(
+        writer.store.as_ref(),
+        &writer.path,
+        &writer.spec,
+        shape,
+        &grid_shape,
+        &codecs,
+        writer.options.zarr_format,
+    )?;
+    Ok(values.len() as u64)
 }
 
 /// Write one array at node `path` in one call.
@@ -345,10 +433,10 @@ fn check_node_name(path: &str) -> Result<()> {
 }
 
 fn default_chunk_len(spec: &ArraySpec, sample: &ArrayRef) -> usize {
-    let per_element = match spec.layout {
-        Layout::Fixed { size } => size,
-        _ if sample.is_empty() => 64,
-        _ => encode::value_bytes(sample.as_ref()) / sample.len() + 4,
+    let per_element = match spec.data_type.fixed_size() {
+        Some(size) => size,
+        None if sample.is_empty() => 64,
+        None => value_bytes(sample.as_ref()) / sample.len() + 4,
     };
     (DEFAULT_CHUNK_BYTES / per_element.max(1)).clamp(1, 1 << 24)
 }

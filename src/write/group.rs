@@ -116,7 +116,7 @@ impl GroupWriter {
         }
         self.pipeline.finish()?;
         let mut rows = 0;
-        for writer in &self.columns {
+        for writer in &mut self.columns {
             rows = writer.finish_metadata()?;
         }
         write_group_metadata(

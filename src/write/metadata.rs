@@ -1,14 +1,17 @@
 //! The metadata documents the writer emits: v3 `zarr.json` in the form zarr-python
 //! 3.1 writes, or v2 `.zarray` + `.zattrs`; and the group documents.
 
+use std::sync::Arc;
+
 use arrow_schema::DataType as ArrowType;
 use serde_json::{Value, json};
 
-use super::encode::Layout;
 use super::{Encoding, WriteOptions};
-use crate::codec::{BloscShuffle, BytesToBytes};
+use crate::codec::{
+    ArrayToBytesCodec, Bytes, BytesToBytesCodec, CodecChain, Sharding, Vlen, ZarrsVlen, Zep0007,
+};
 use crate::error::{Error, Result};
-use crate::metadata::DataType;
+use crate::metadata::{DataType, Endian};
 
 /// The attribute under which zarrow records what a reader of its own needs.
 pub const ZARROW_ATTRIBUTE: &str = "zarrow";
@@ -20,10 +23,12 @@ pub(crate) struct ArraySpec {
     pub arrow_type: ArrowType,
     /// The Zarr data type.
     pub data_type: DataType,
+    /// The string layout asked for (the data type's JSON depends on it).
+    pub encoding: Encoding,
     /// The chunk layout.
-    pub layout: Layout,
+    layout: Arc<dyn ArrayToBytesCodec>,
     /// The compressor, if any.
-    pub codec: Option<BytesToBytes>,
+    compressor: Option<Arc<dyn BytesToBytesCodec>>,
 }
 
 impl ArraySpec {
@@ -56,29 +61,52 @@ impl ArraySpec {
                 | ArrowType::Utf8View
                 | ArrowType::BinaryView
         );
-        let layout = match (data_type.fixed_size(), options.encoding) {
-            (Some(size), _) => Layout::Fixed { size },
-            (None, Encoding::Default) => Layout::Vlen,
-            (None, Encoding::ZarrsVlen) => Layout::ZarrsVlen { large },
-            (None, Encoding::Zep0007) => Layout::Zep0007 { large },
+        let layout: Arc<dyn ArrayToBytesCodec> = match (data_type.fixed_size(), options.encoding) {
+            // zarr-python leaves the byte order out for one-byte types.
+            (Some(size), _) => Arc::new(Bytes {
+                endian: (size > 1).then_some(Endian::Little),
+            }),
+            (None, Encoding::Default) if data_type == DataType::String => {
+                Arc::new(Vlen { name: "vlen-utf8" })
+            }
+            (None, Encoding::Default) => Arc::new(Vlen { name: "vlen-bytes" }),
+            (None, Encoding::ZarrsVlen) => Arc::new(ZarrsVlen::plain(large)),
+            (None, Encoding::Zep0007) => Arc::new(Zep0007 { large }),
         };
-        let codec = options
+        let compressor = options
             .compressor
             .codec(options.level, data_type.fixed_size().unwrap_or(1));
         Ok(Self {
             arrow_type: arrow_type.clone(),
             data_type,
+            encoding: options.encoding,
             layout,
-            codec,
+            compressor,
         })
     }
 
+    /// The codecs of every chunk: the layout and compressor, inside a
+    /// `sharding_indexed` codec with inner chunks of `inner` when sharded (as
+    /// zarr-python 3.1 writes: the index at the end, with `crc32c`).
+    pub(crate) fn codecs(&self, inner: Option<Vec<u64>>) -> CodecChain {
+        let chain = CodecChain::new(
+            vec![],
+            self.layout.clone(),
+            self.compressor.iter().cloned().collect(),
+        );
+        match inner {
+            None => chain,
+            Some(inner) => CodecChain::new(vec![], Arc::new(Sharding::new(inner, chain)), vec![]),
+        }
+    }
+
     /// The key/value documents of the array's metadata for an array of `shape` in
-    /// chunks of `chunk_shape`.
+    /// chunks of `chunk_shape`, encoded with `codecs`.
     pub(crate) fn documents(
         &self,
         shape: &[u64],
         chunk_shape: &[u64],
+        codecs: &CodecChain,
         zarr_format: u8,
     ) -> Vec<(&'static str, Value)> {
         let attributes =
@@ -87,12 +115,18 @@ impl ArraySpec {
             // Attributes first: the node appears (`.zarray`) complete.
             return vec![
                 (".zattrs", attributes),
-                (".zarray", self.v2(shape, chunk_shape)),
+                (".zarray", self.v2(shape, chunk_shape, codecs)),
             ];
         }
-        let mut codecs = Vec::new();
-        let data_type = match (self.layout, self.data_type) {
-            (Layout::Zep0007 { large }, t) => {
+        let data_type = match (self.encoding, self.data_type) {
+            (Encoding::Zep0007, t) if t.fixed_size().is_none() => {
+                let large = matches!(
+                    self.arrow_type,
+                    ArrowType::LargeUtf8
+                        | ArrowType::LargeBinary
+                        | ArrowType::Utf8View
+                        | ArrowType::BinaryView
+                );
                 json!({"name": match (t, large) {
                     (DataType::String, false) => "string",
                     (DataType::String, true) => "large_string",
@@ -100,33 +134,14 @@ impl ArraySpec {
                     (_, true) => "large_binary",
                 }})
             }
-            (Layout::ZarrsVlen { .. }, DataType::Bytes) => json!("bytes"),
+            (Encoding::ZarrsVlen, DataType::Bytes) => json!("bytes"),
             (_, DataType::Bytes) => json!("variable_length_bytes"),
             (_, t) => json!(t.zarr_name()),
         };
-        match self.layout {
-            Layout::Vlen if self.data_type == DataType::String => {
-                codecs.push(json!({"name": "vlen-utf8", "configuration": {}}))
-            }
-            Layout::Vlen => codecs.push(json!({"name": "vlen-bytes", "configuration": {}})),
-            Layout::ZarrsVlen { large } => {
-                codecs.push(json!({"name": "zarrs.vlen", "configuration": {
-                    "data_codecs": [{"name": "bytes"}],
-                    "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
-                    "index_data_type": if large { "uint64" } else { "uint32" },
-                    "index_location": "start"
-                }}))
-            }
-            Layout::Zep0007 { .. } => {}
-            Layout::Fixed { size: 1 } => codecs.push(json!({"name": "bytes"})),
-            Layout::Fixed { .. } => {
-                codecs.push(json!({"name": "bytes", "configuration": {"endian": "little"}}))
-            }
-        }
-        codecs.extend(self.codec.as_ref().map(codec_v3));
-        let fill = match (self.layout, self.data_type) {
+        let codecs = codecs.metadata();
+        let fill = match (self.encoding, self.data_type) {
             // zarrs writes (and expects) the `bytes` type's fill as a byte list.
-            (Layout::ZarrsVlen { .. }, DataType::Bytes) => json!([]),
+            (Encoding::ZarrsVlen, DataType::Bytes) => json!([]),
             _ => self.fill_json(),
         };
         vec![(
@@ -155,7 +170,7 @@ impl ArraySpec {
         }
     }
 
-    fn v2(&self, shape: &[u64], chunk_shape: &[u64]) -> Value {
+    fn v2(&self, shape: &[u64], chunk_shape: &[u64], codecs: &CodecChain) -> Value {
         let (dtype, filters) = match self.data_type {
             DataType::String => ("|O".to_string(), json!([{"id": "vlen-utf8"}])),
             DataType::Bytes => ("|O".to_string(), json!([{"id": "vlen-bytes"}])),
@@ -178,7 +193,7 @@ impl ArraySpec {
             "shape": shape,
             "chunks": chunk_shape,
             "dtype": dtype,
-            "compressor": self.codec.as_ref().map(codec_v2),
+            "compressor": codecs.bytes_to_bytes().first().map(|c| c.metadata(2)),
             "fill_value": self.fill_json(),
             "order": "C",
             "filters": filters,
@@ -208,41 +223,4 @@ pub(crate) fn group_documents(zarr_format: u8, columns: &[String]) -> Vec<(&'sta
 /// [`recorded_string_type`]: crate::metadata::recorded_string_type
 pub(crate) fn arrow_type_name(t: &ArrowType) -> String {
     t.to_string()
-}
-
-fn shuffle_name(s: BloscShuffle) -> &'static str {
-    match s {
-        BloscShuffle::NoShuffle => "noshuffle",
-        BloscShuffle::Shuffle => "shuffle",
-        BloscShuffle::BitShuffle => "bitshuffle",
-    }
-}
-
-fn codec_v3(codec: &BytesToBytes) -> Value {
-    match codec {
-        BytesToBytes::Zstd { level, checksum } => {
-            json!({"name": "zstd", "configuration": {"level": level, "checksum": checksum}})
-        }
-        BytesToBytes::Gzip { level } => json!({"name": "gzip", "configuration": {"level": level}}),
-        BytesToBytes::Zlib { level } => {
-            json!({"name": "numcodecs.zlib", "configuration": {"level": level}})
-        }
-        BytesToBytes::Blosc(c) => json!({"name": "blosc", "configuration": {
-            "cname": c.cname, "clevel": c.clevel, "shuffle": shuffle_name(c.shuffle), "typesize": c.typesize, "blocksize": c.blocksize
-        }}),
-        BytesToBytes::Crc32c => json!({"name": "crc32c"}),
-    }
-}
-
-fn codec_v2(codec: &BytesToBytes) -> Value {
-    match codec {
-        BytesToBytes::Zstd { level, .. } => json!({"id": "zstd", "level": level}),
-        BytesToBytes::Gzip { level } => json!({"id": "gzip", "level": level}),
-        BytesToBytes::Zlib { level } => json!({"id": "zlib", "level": level}),
-        BytesToBytes::Blosc(c) => {
-            json!({"id": "blosc", "cname": c.cname, "clevel": c.clevel, "shuffle": match c.shuffle {
-            BloscShuffle::NoShuffle => 0, BloscShuffle::Shuffle => 1, BloscShuffle::BitShuffle => 2 }, "blocksize": c.blocksize})
-        }
-        BytesToBytes::Crc32c => json!({"id": "crc32c"}),
-    }
 }

@@ -14,7 +14,6 @@
 //! missing.
 
 mod array;
-mod encode;
 mod group;
 mod metadata;
 mod pipeline;
@@ -22,7 +21,9 @@ mod pipeline;
 pub use array::{ArrayWriter, write_array, write_nd_array};
 pub use group::{GroupWriter, write_batches, write_group_metadata};
 
-use crate::codec::{BloscConfig, BloscShuffle, BytesToBytes};
+use std::sync::Arc;
+
+use crate::codec::{Blosc, BloscShuffle, BytesToBytesCodec, Gzip, Zstd};
 use crate::error::{Error, Result};
 
 /// The default target size of one chunk's values: 4 MiB.
@@ -87,16 +88,21 @@ impl Compressor {
 
     /// The codec for elements of `typesize` bytes (blosc shuffles by it) at
     /// `level` (each compressor's default when `None`).
-    pub(crate) fn codec(self, level: Option<i32>, typesize: usize) -> Option<BytesToBytes> {
+    pub(crate) fn codec(
+        self,
+        level: Option<i32>,
+        typesize: usize,
+    ) -> Option<Arc<dyn BytesToBytesCodec>> {
         match self {
-            Self::Zstd => Some(BytesToBytes::Zstd {
+            Self::Zstd => Some(Arc::new(Zstd {
                 level: level.unwrap_or(0),
                 checksum: false,
-            }),
-            Self::Gzip => Some(BytesToBytes::Gzip {
+            })),
+            Self::Gzip => Some(Arc::new(Gzip {
                 level: level.unwrap_or(5).clamp(0, 9) as u32,
-            }),
-            Self::Blosc => Some(BytesToBytes::Blosc(BloscConfig {
+                zlib: false,
+            })),
+            Self::Blosc => Some(Arc::new(Blosc {
                 cname: "zstd".into(),
                 clevel: level.unwrap_or(5).clamp(0, 9) as u8,
                 shuffle: if typesize > 1 {
@@ -136,8 +142,19 @@ pub struct WriteOptions {
     pub compressor: Compressor,
     /// Compressor level (`None`: zstd 0, gzip 5, blosc 5).
     pub level: Option<i32>,
-    /// Elements per chunk (`None`: about [`DEFAULT_CHUNK_BYTES`] of values).
+    /// Elements per chunk of a 1-D array, or per inner chunk when sharded (`None`:
+    /// about [`DEFAULT_CHUNK_BYTES`] of values).
     pub chunk_len: Option<usize>,
+    /// Elements per shard of a 1-D array: chunks are stored as inner chunks of
+    /// `sharding_indexed` shards of this length (rounded up to a multiple of the
+    /// chunk length). `None`: unsharded.
+    pub shard_len: Option<usize>,
+    /// The chunk shape of an N-d array (`None`: chunks of about
+    /// [`DEFAULT_CHUNK_BYTES`] spanning every dimension but the first).
+    pub chunk_shape: Option<Vec<u64>>,
+    /// The shard shape of an N-d array, a multiple of the chunk shape in every
+    /// dimension (`None`: unsharded).
+    pub shard_shape: Option<Vec<u64>>,
     /// What to do with nulls.
     pub nulls: NullPolicy,
     /// Replace an existing node instead of refusing.
@@ -152,6 +169,9 @@ impl Default for WriteOptions {
             compressor: Compressor::Zstd,
             level: None,
             chunk_len: None,
+            shard_len: None,
+            chunk_shape: None,
+            shard_shape: None,
             nulls: NullPolicy::Error,
             overwrite: false,
         }
@@ -189,6 +209,29 @@ impl WriteOptions {
         self
     }
 
+    /// Store 1-D arrays in `sharding_indexed` shards of `len` elements.
+    pub fn with_shard_len(mut self, len: usize) -> Self {
+        self.shard_len = Some(len);
+        self
+    }
+
+    /// Set the chunk shape of N-d arrays.
+    pub fn with_chunk_shape(mut self, shape: Vec<u64>) -> Self {
+        self.chunk_shape = Some(shape);
+        self
+    }
+
+    /// Store N-d arrays in `sharding_indexed` shards of `shape`.
+    pub fn with_shard_shape(mut self, shape: Vec<u64>) -> Self {
+        self.shard_shape = Some(shape);
+        self
+    }
+
+    /// Whether chunks are stored in shards.
+    fn sharded(&self) -> bool {
+        self.shard_len.is_some() || self.shard_shape.is_some()
+    }
+
     /// Set the null policy.
     pub fn with_nulls(mut self, nulls: NullPolicy) -> Self {
         self.nulls = nulls;
@@ -214,10 +257,27 @@ impl WriteOptions {
                 self.encoding
             )));
         }
-        if self.chunk_len == Some(0) {
+        if self.chunk_len == Some(0) || self.shard_len == Some(0) {
             return Err(Error::InvalidArgument(
-                "chunk length must be at least 1".into(),
+                "chunk and shard lengths must be at least 1".into(),
             ));
+        }
+        if self.sharded() && self.zarr_format == 2 {
+            return Err(Error::InvalidArgument(
+                "sharding needs Zarr v3 (v2 has no sharding_indexed codec)".into(),
+            ));
+        }
+        if self.sharded() && self.encoding == Encoding::Zep0007 {
+            return Err(Error::InvalidArgument(
+                "the ZEP0007 layout is named by the data type and cannot sit inside a shard".into(),
+            ));
+        }
+        for shape in [&self.chunk_shape, &self.shard_shape].into_iter().flatten() {
+            if shape.contains(&0) {
+                return Err(Error::InvalidArgument(format!(
+                    "chunk and shard shapes need extents of at least 1, not {shape:?}"
+                )));
+            }
         }
         Ok(())
     }

@@ -2,6 +2,7 @@
 
 mod bad_data;
 mod cli;
+mod cli_options;
 mod common;
 mod fuzz_replay;
 mod golden;

@@ -88,7 +88,9 @@ fn local_store_conforms() {
 #[test]
 fn memory_mapped_local_store_conforms() {
     let dir = tempfile::tempdir().unwrap();
-    conformance(&LocalStore::new(dir.path()).with_memory_map(true));
+    // SAFETY: the temporary directory is private to this test; the conformance
+    // run changes its files only through the store, by rename.
+    conformance(&unsafe { LocalStore::new_memory_mapped(dir.path()) });
 }
 
 /// A mapped value outlives a replacement of its file (zarrow writes by rename),
@@ -96,7 +98,9 @@ fn memory_mapped_local_store_conforms() {
 #[test]
 fn memory_mapped_values_survive_a_rewrite_by_rename() {
     let dir = tempfile::tempdir().unwrap();
-    let store = LocalStore::new(dir.path()).with_memory_map(true);
+    // SAFETY: the temporary directory is private to this test, and its files are
+    // replaced only by the store's own rename (which the contract allows).
+    let store = unsafe { LocalStore::new_memory_mapped(dir.path()) };
     store.set("k", b"old value").unwrap();
     store.set("empty", b"").unwrap();
     let old = store.get("k").unwrap().unwrap();

@@ -5,11 +5,11 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
 use arrow_array::{Array, ArrayRef};
 use arrow_buffer::{Buffer, MutableBuffer};
-use zarrow::codec::{
-    ArrayToBytes, CodecChain, DecodeContext, IndexLocation, OffsetWidth, ZarrsVlen, zep0007,
-};
-use zarrow::metadata::Endian;
-use zarrow::{DataType, FillValue, StringType};
+use serde_json::{Value, json};
+use zarrow::codec::DecodeContext;
+use zarrow::{FillValue, StringType};
+
+use crate::robustness::{chain, vlen_chunk};
 
 const VALUES: [&str; 4] = ["the", "quick", "", "brown fox jumps"];
 
@@ -20,17 +20,9 @@ fn aligned(bytes: &[u8]) -> Buffer {
     b.into()
 }
 
-fn decode(
-    layout: ArrayToBytes,
-    data_type: DataType,
-    chunk: &Buffer,
-    string_type: StringType,
-) -> ArrayRef {
-    let chain = CodecChain {
-        array_to_array: vec![],
-        array_to_bytes: layout,
-        bytes_to_bytes: vec![],
-    };
+/// Decode `chunk` as an array of `data_type` with the layout `codecs`.
+fn decode(data_type: Value, codecs: Value, chunk: &Buffer, string_type: StringType) -> ArrayRef {
+    let (chain, data_type) = chain(data_type, codecs);
     let shape = [VALUES.len() as u64];
     let fill = FillValue::default_for(&data_type);
     chain
@@ -51,14 +43,16 @@ fn offsets_and_data() -> (Vec<i64>, Vec<u8>) {
     (offsets, data)
 }
 
-fn zarrs_vlen(width: OffsetWidth) -> (ArrayToBytes, Buffer, usize) {
+/// A `zarrs.vlen` chunk of `VALUES` with `width` offsets ("uint32" / "uint64"): its
+/// codecs, the chunk, and where its data starts.
+fn zarrs_vlen(width: &str) -> (Value, Buffer, usize) {
     let (offsets, data) = offsets_and_data();
     let index: Vec<u8> = match width {
-        OffsetWidth::U32 => offsets
+        "uint32" => offsets
             .iter()
             .flat_map(|&o| (o as u32).to_le_bytes())
             .collect(),
-        OffsetWidth::U64 => offsets
+        _ => offsets
             .iter()
             .flat_map(|&o| (o as u64).to_le_bytes())
             .collect(),
@@ -66,29 +60,31 @@ fn zarrs_vlen(width: OffsetWidth) -> (ArrayToBytes, Buffer, usize) {
     let mut chunk = (index.len() as u64).to_le_bytes().to_vec();
     chunk.extend_from_slice(&index);
     chunk.extend_from_slice(&data);
-    let plain = CodecChain {
-        array_to_array: vec![],
-        array_to_bytes: ArrayToBytes::Bytes {
-            endian: Endian::Little,
-        },
-        bytes_to_bytes: vec![],
-    };
-    let layout = ArrayToBytes::ZarrsVlen(Box::new(ZarrsVlen {
-        index_data_type: width,
-        index_location: IndexLocation::Start,
-        index_codecs: plain.clone(),
-        data_codecs: plain,
-    }));
-    (layout, aligned(&chunk), 8 + index.len())
+    let codecs = json!([{"name": "zarrs.vlen", "configuration": {
+        "index_data_type": width, "index_location": "start",
+        "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+        "data_codecs": [{"name": "bytes"}]}}]);
+    (codecs, aligned(&chunk), 8 + index.len())
+}
+
+/// A ZEP0007 int32 chunk: offsets, zero padding to 64 bytes, data.
+fn zep0007_chunk(offsets: &[i64], data: &[u8]) -> Vec<u8> {
+    let mut out: Vec<u8> = offsets
+        .iter()
+        .flat_map(|&o| (o as i32).to_le_bytes())
+        .collect();
+    out.resize(out.len().div_ceil(64) * 64, 0);
+    out.extend_from_slice(data);
+    out
 }
 
 #[test]
 fn zep0007_to_utf8_is_two_slices() {
     let (offsets, data) = offsets_and_data();
-    let chunk = aligned(&zep0007::encode(&offsets, &data, false));
+    let chunk = aligned(&zep0007_chunk(&offsets, &data));
     let array = decode(
-        ArrayToBytes::Zep0007 { large: false },
-        DataType::String,
+        json!({"name": "string"}),
+        json!([]),
         &chunk,
         StringType::Utf8,
     );
@@ -104,11 +100,11 @@ fn zep0007_to_utf8_is_two_slices() {
 #[test]
 fn zarrs_vlen_u64_to_large_utf8_and_u32_to_utf8_are_slices() {
     for (width, target) in [
-        (OffsetWidth::U64, StringType::LargeUtf8),
-        (OffsetWidth::U32, StringType::Utf8),
+        ("uint64", StringType::LargeUtf8),
+        ("uint32", StringType::Utf8),
     ] {
-        let (layout, chunk, data_start) = zarrs_vlen(width);
-        let array = decode(layout, DataType::String, &chunk, target);
+        let (codecs, chunk, data_start) = zarrs_vlen(width);
+        let array = decode(json!("string"), codecs, &chunk, target);
         let (offsets, values, got) = match target {
             StringType::LargeUtf8 => {
                 let s = array.as_string::<i64>();
@@ -135,12 +131,11 @@ fn zarrs_vlen_u64_to_large_utf8_and_u32_to_utf8_are_slices() {
 
 #[test]
 fn vlen_utf8_to_views_points_into_the_chunk() {
-    let chunk = aligned(&zarrow::codec::vlen_interleaved::encode(
-        VALUES.iter().map(|v| v.as_bytes()),
-    ));
+    let values: Vec<String> = VALUES.iter().map(|v| v.to_string()).collect();
+    let chunk = aligned(&vlen_chunk(&values));
     let array = decode(
-        ArrayToBytes::VlenInterleaved,
-        DataType::String,
+        json!("string"),
+        json!([{"name": "vlen-utf8"}]),
         &chunk,
         StringType::Utf8View,
     );
@@ -158,27 +153,14 @@ fn little_endian_numbers_are_the_chunk() {
             .flat_map(|v| v.to_le_bytes())
             .collect::<Vec<_>>(),
     );
-    let array = decode(
-        ArrayToBytes::Bytes {
-            endian: Endian::Little,
-        },
-        DataType::Int64,
-        &chunk,
-        StringType::Utf8,
-    );
+    let little = json!([{"name": "bytes", "configuration": {"endian": "little"}}]);
+    let array = decode(json!("int64"), little.clone(), &chunk, StringType::Utf8);
     let ints = array.as_primitive::<Int64Type>();
     assert_eq!(ints.values(), &[1, -2, 3, i64::MAX]);
     assert_eq!(ints.values().inner().as_ptr(), chunk.as_ptr());
     // A misaligned buffer is copied rather than mis-read.
     let misaligned = aligned(&[&[0u8][..], chunk.as_slice()].concat()).slice(1);
-    let array = decode(
-        ArrayToBytes::Bytes {
-            endian: Endian::Little,
-        },
-        DataType::Int64,
-        &misaligned,
-        StringType::Utf8,
-    );
+    let array = decode(json!("int64"), little, &misaligned, StringType::Utf8);
     assert_eq!(
         array.as_primitive::<Int64Type>().values(),
         &[1, -2, 3, i64::MAX]
@@ -217,7 +199,8 @@ fn memory_mapped_chunks_are_not_copied() {
         let root = crate::common::testdata()
             .join("stores")
             .join(format!("{case}.zarr"));
-        let store = Arc::new(LocalStore::new(&root).with_memory_map(true));
+        // SAFETY: the test data is not modified while the test runs.
+        let store = Arc::new(unsafe { LocalStore::new_memory_mapped(&root) });
         let options = ReadOptions::default().with_string_type(string_type);
         let array = ZarrArray::open_with(store, "", options).unwrap();
         let mut checked = 0;

@@ -1,8 +1,8 @@
 //! `zarrow convert STORE.zarr OUT.{parquet,arrow,arrows}`.
 
 use arrow_array::RecordBatchReader;
-use zarrow::export::{ExportFormat, parse_parquet_compression, write_file};
-use zarrow::{Error, NodeMetadata, ReadOptions, Result, ZarrArray, ZarrGroup, read_node};
+use zarrow::export::{ExportFormat, write_file};
+use zarrow::{Error, NodeMetadata, Result, ZarrArray, ZarrGroup, read_node};
 
 use crate::limits;
 use crate::output::{self, Partial};
@@ -17,11 +17,10 @@ pub(crate) fn convert(args: &ConvertArgs) -> Result<()> {
             dst.display()
         ))
     })?;
-    let compression = parse_parquet_compression(&args.compression)?;
     let store = open_store(src, args.mmap)?;
     let options = match args.string_type {
-        Some(t) => ReadOptions::default().with_string_type(t),
-        None => ReadOptions::default(),
+        Some(t) => args.read_options().with_string_type(t),
+        None => args.read_options(),
     };
     let (reader, total): (Box<dyn RecordBatchReader + Send>, u64) =
         match read_node(store.as_ref(), "")? {
@@ -54,7 +53,7 @@ pub(crate) fn convert(args: &ConvertArgs) -> Result<()> {
         args.max_bytes,
     )?;
     let (partial, file) = Partial::file(dst, args.overwrite)?;
-    let rows = write_file(reader, file, partial.path(), format, compression)?;
+    let rows = write_file(reader, file, partial.path(), format, args.compression)?;
     partial.commit()?;
     output::report_rows(rows, dst);
     Ok(())

@@ -92,7 +92,7 @@ fn describe_array(out: &mut String, array: &ZarrArray, indent: &str) -> Result<(
         m.fill_value.describe(&m.data_type)
     );
     let _ = writeln!(out, "{indent}chunk keys:    {}", m.chunk_key_encoding);
-    let _ = writeln!(out, "{indent}codecs:        {}", m.codecs);
+    let _ = writeln!(out, "{indent}codecs:        {}", array.codecs());
     let _ = writeln!(out, "{indent}arrow type:    {}", array.arrow_type());
     let _ = writeln!(
         out,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, RecordBatch, RecordBatchIterator};
 use arrow_schema::{Field, Schema};
-use zarrow::export::{self, ExportFormat, parse_parquet_compression};
+use zarrow::export::{self, ExportFormat};
 use zarrow::linear::{parse_json, read_csv, write_csv, write_json};
 use zarrow::metadata::recorded_columns;
 use zarrow::write::{write_group_metadata, write_nd_array};
@@ -52,15 +52,16 @@ fn write_file(
 }
 
 /// The arrays of a group in the order zarrow recorded, else by name; or the array.
-fn arrays(src: &Path, mmap: bool) -> Result<Vec<(String, ZarrArray)>> {
-    let store = open_store(src, mmap)?;
+fn arrays(args: &ConvertArgs) -> Result<Vec<(String, ZarrArray)>> {
+    let (src, options) = (&args.src, args.read_options());
+    let store = open_store(src, args.mmap)?;
     match read_node(store.as_ref(), "")? {
         NodeMetadata::Array(_) => {
             let name = crate::store_name(src);
-            Ok(vec![(name, ZarrArray::open(store, "")?)])
+            Ok(vec![(name, ZarrArray::open_with(store, "", options)?)])
         }
         NodeMetadata::Group(meta) => {
-            let group = ZarrGroup::open(store.clone(), "")?;
+            let group = ZarrGroup::open_with(store.clone(), "", options)?;
             let mut names: Vec<String> = group
                 .children()?
                 .into_iter()
@@ -72,7 +73,7 @@ fn arrays(src: &Path, mmap: bool) -> Result<Vec<(String, ZarrArray)>> {
             }
             names
                 .into_iter()
-                .map(|n| Ok((n.clone(), ZarrArray::open(store.clone(), &n)?)))
+                .map(|n| Ok((n.clone(), ZarrArray::open_with(store.clone(), &n, options)?)))
                 .collect()
         }
     }
@@ -80,7 +81,7 @@ fn arrays(src: &Path, mmap: bool) -> Result<Vec<(String, ZarrArray)>> {
 
 /// Zarr (array or group) to `.json` (one array) or `.csv`.
 pub(crate) fn export(args: &ConvertArgs, kind: Kind) -> Result<()> {
-    let arrays = arrays(&args.src, args.mmap)?;
+    let arrays = arrays(args)?;
     let types: Vec<_> = arrays.iter().map(|(_, a)| a.arrow_type()).collect();
     limits::check(
         &args.src.display().to_string(),
@@ -146,9 +147,8 @@ pub(crate) fn import(args: &ConvertArgs, kind: Kind) -> Result<()> {
             let schema = Arc::new(Schema::new(vec![Field::new(name, values.data_type().clone(), false)]));
             let batch = RecordBatch::try_new(schema.clone(), vec![values])?;
             let reader = RecordBatchIterator::new(vec![Ok(batch)], schema);
-            let compression = parse_parquet_compression(&args.compression)?;
             let (partial, file) = Partial::file(&args.dst, args.overwrite)?;
-            export::write_file(reader, file, partial.path(), format, compression)?;
+            export::write_file(reader, file, partial.path(), format, args.compression)?;
             partial.commit()
         }
         (Kind::Csv, None) => {

@@ -15,8 +15,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand};
-use zarrow::export::DEFAULT_PARQUET_COMPRESSION;
-use zarrow::{Error, LocalStore, Result, Store, StringType};
+use parquet::basic::Compression;
+use zarrow::export::{DEFAULT_PARQUET_COMPRESSION, parse_parquet_compression};
+use zarrow::read::DEFAULT_MAX_CHUNK_BYTES;
+use zarrow::{Error, LocalStore, ReadOptions, Result, Store, StringType};
 
 /// Move variable-length data between Zarr and Apache Arrow.
 #[derive(Parser, Debug)]
@@ -66,8 +68,10 @@ struct ConvertArgs {
     overwrite: bool,
 
     /// [from Zarr] Memory-map the chunk files instead of reading them: uncompressed
-    /// zarrs.vlen and ZEP0007 chunks then become Arrow arrays with no copy. No
-    /// other process may truncate or rewrite the store's files during the run.
+    /// zarrs.vlen and ZEP0007 chunks then become Arrow arrays with no copy. The
+    /// store's files must not change during the run: no other process may truncate
+    /// or rewrite them (a truncated file ends zarrow with SIGBUS; a rewritten one
+    /// changes values already checked). Leave it off for a store being written to.
     #[arg(long)]
     mmap: bool,
 
@@ -83,9 +87,15 @@ struct ConvertArgs {
     /// (estimated from the shape and types; suffixes K, M, G, T; default 64 GiB).
     #[arg(long, value_parser = limits::parse_size, default_value_t = limits::DEFAULT_MAX_BYTES)]
     max_bytes: u64,
-    /// [to a table] Parquet compression: zstd[:LEVEL], snappy, gzip, lz4 or none.
-    #[arg(long, default_value = DEFAULT_PARQUET_COMPRESSION)]
-    compression: String,
+    /// [from Zarr] Refuse a chunk that decodes (or decompresses) to more than this
+    /// many bytes, naming its key (suffixes K, M, G, T; default 2 GiB).
+    #[arg(long, value_parser = limits::parse_size, default_value_t = DEFAULT_MAX_CHUNK_BYTES as u64)]
+    max_chunk_bytes: u64,
+    /// [to a table] Parquet compression: zstd, zstd:LEVEL or zstd(LEVEL) (1-22),
+    /// gzip or gzip(LEVEL) (0-9), snappy, lz4 (LZ4_RAW) or none; parquet's own
+    /// names (lz4_raw, uncompressed, upper case) also work.
+    #[arg(long, default_value = DEFAULT_PARQUET_COMPRESSION, value_parser = parse_compression)]
+    compression: Compression,
     /// [to a table] For a group: the columns, comma-separated (default: every 1-D array).
     #[arg(long, value_delimiter = ',')]
     columns: Option<Vec<String>>,
@@ -111,6 +121,19 @@ struct ConvertArgs {
     /// bytes, 0 for numbers, false for bools), so the nulls are lost.
     #[arg(long, default_value = "error")]
     nulls: String,
+}
+
+impl ConvertArgs {
+    /// How Zarr input is read, before any `--string-type`: `--max-chunk-bytes`.
+    fn read_options(&self) -> ReadOptions {
+        // A bound past the address space is no bound (only on 32-bit targets).
+        let max_chunk_bytes = usize::try_from(self.max_chunk_bytes).unwrap_or(usize::MAX);
+        ReadOptions::default().with_max_chunk_bytes(max_chunk_bytes)
+    }
+}
+
+fn parse_compression(s: &str) -> std::result::Result<Compression, String> {
+    parse_parquet_compression(s).map_err(|e| e.to_string())
 }
 
 fn parse_string_type(s: &str) -> std::result::Result<StringType, String> {
@@ -186,5 +209,13 @@ fn open_store(path: &Path, mmap: bool) -> Result<Arc<dyn Store>> {
             path.display()
         )));
     }
-    Ok(Arc::new(LocalStore::new(path).with_memory_map(mmap)))
+    if !mmap {
+        return Ok(Arc::new(LocalStore::new(path)));
+    }
+    // SAFETY: `new_memory_mapped` requires that no file under `path` be truncated
+    // or modified in place while a buffer read from it is alive, here until the
+    // process exits. The user opted in with `--mmap`, whose help states exactly
+    // that condition; zarrow itself writes its output by rename, which leaves
+    // existing mappings intact, even were the output inside the store.
+    Ok(Arc::new(unsafe { LocalStore::new_memory_mapped(path) }))
 }

@@ -4,12 +4,56 @@
 //! v3 name `crc32c`; configuration: none (`{"name": "crc32c"}`). Decoding is a
 //! slice of the input: no copy.
 
-use arrow_buffer::Buffer;
+use std::any::Any;
+use std::sync::Arc;
 
+use arrow_buffer::Buffer;
+use serde_json::{Map, Value, json};
+
+use super::{BytesToBytesCodec, ConfigError};
 use crate::error::ChunkError;
 
+/// The names of `crc32c` (v3 and numcodecs).
+pub(crate) const NAMES: &[&str] = &["crc32c", "numcodecs.crc32c"];
+
+/// The `crc32c` codec (no configuration).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Crc32c;
+
+pub(super) fn build(
+    _name: &str,
+    _config: &Map<String, Value>,
+) -> Result<Arc<dyn BytesToBytesCodec>, ConfigError> {
+    Ok(Arc::new(Crc32c))
+}
+
+impl BytesToBytesCodec for Crc32c {
+    fn decode(&self, input: Buffer, _limit: usize) -> Result<Buffer, ChunkError> {
+        crc32c_decode(input)
+    }
+
+    fn encode(&self, input: Vec<u8>) -> Result<Vec<u8>, String> {
+        Ok(crc32c_encode(&input))
+    }
+
+    fn metadata(&self, zarr_format: u8) -> Value {
+        match zarr_format {
+            2 => json!({"id": "crc32c"}),
+            _ => json!({"name": "crc32c"}),
+        }
+    }
+
+    fn fixed_overhead(&self) -> Option<u64> {
+        Some(4)
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
 /// Check and strip the trailing checksum.
-pub fn crc32c_decode(input: Buffer) -> Result<Buffer, ChunkError> {
+pub(crate) fn crc32c_decode(input: Buffer) -> Result<Buffer, ChunkError> {
     let Some(data_len) = input.len().checked_sub(4) else {
         return Err(ChunkError::Truncated {
             what: "crc32c checksum",
@@ -32,7 +76,7 @@ pub fn crc32c_decode(input: Buffer) -> Result<Buffer, ChunkError> {
 }
 
 /// Append the checksum of `data`.
-pub fn crc32c_encode(data: &[u8]) -> Vec<u8> {
+pub(crate) fn crc32c_encode(data: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(data.len() + 4);
     out.extend_from_slice(data);
     out.extend_from_slice(&crc32c::crc32c(data).to_le_bytes());

@@ -15,15 +15,71 @@
 //! buffer; to `Utf8View` / `BinaryView` nothing is copied: each 16-byte view points
 //! into the decoded chunk.
 
-use arrow_array::ArrayRef;
-use arrow_buffer::Buffer;
+use std::any::Any;
+use std::sync::Arc;
 
-use super::DecodeContext;
+use arrow_array::{Array, ArrayRef, OffsetSizeTrait};
+use arrow_buffer::Buffer;
+use serde_json::{Map, Value, json};
+
+use super::arrow_values::{for_each_value, value_bytes};
+use super::{ArrayToBytesCodec, ConfigError, DecodeContext};
 use crate::error::ChunkError;
 use crate::metadata::StringType;
-use arrow_array::OffsetSizeTrait;
-
 use crate::offsets::{CopyBuilder, InlineViewsBuilder, ViewsBuilder};
+
+/// The names of the interleaved layout (v3 names, zarrs aliases; `vlen-utf8` and
+/// `vlen-bytes` are also the v2 filter ids).
+pub(crate) const NAMES: &[&str] = &[
+    "vlen-utf8",
+    "vlen-bytes",
+    "zarrs.vlen_v2",
+    "vlen_v2",
+    "https://codec.zarrs.dev/array_to_bytes/vlen_v2",
+];
+
+/// `vlen-utf8`, `vlen-bytes` or `zarrs.vlen_v2` (one layout, three names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Vlen {
+    /// The name written back: `vlen-utf8`, `vlen-bytes` or `zarrs.vlen_v2`.
+    pub(crate) name: &'static str,
+}
+
+pub(super) fn build(
+    name: &str,
+    _config: &Map<String, Value>,
+) -> Result<Arc<dyn ArrayToBytesCodec>, ConfigError> {
+    let name = match name {
+        "vlen-utf8" => "vlen-utf8",
+        "vlen-bytes" => "vlen-bytes",
+        _ => "zarrs.vlen_v2",
+    };
+    Ok(Arc::new(Vlen { name }))
+}
+
+impl ArrayToBytesCodec for Vlen {
+    fn decode(&self, bytes: Buffer, ctx: &DecodeContext) -> Result<ArrayRef, ChunkError> {
+        decode(bytes, ctx)
+    }
+
+    fn encode(&self, array: &dyn Array, shape: &[u64]) -> Result<Vec<u8>, String> {
+        let elements = usize::try_from(shape.iter().product::<u64>()).map_err(|e| e.to_string())?;
+        let pad = elements.checked_sub(array.len()).ok_or("chunk overflow")?;
+        encode(array, pad)
+    }
+
+    fn metadata(&self) -> Option<Value> {
+        Some(json!({"name": self.name, "configuration": {}}))
+    }
+
+    fn is_variable_length(&self) -> bool {
+        true
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
 
 fn read_u32(bytes: &[u8], pos: usize, what: &'static str) -> Result<u32, ChunkError> {
     bytes
@@ -37,7 +93,7 @@ fn read_u32(bytes: &[u8], pos: usize, what: &'static str) -> Result<u32, ChunkEr
 }
 
 /// Decode one chunk of interleaved values.
-pub fn decode(bytes: Buffer, ctx: &DecodeContext) -> Result<ArrayRef, ChunkError> {
+pub(crate) fn decode(bytes: Buffer, ctx: &DecodeContext) -> Result<ArrayRef, ChunkError> {
     let n = ctx.elements;
     let utf8 = ctx.data_type.is_text();
     let data = bytes.as_slice();
@@ -142,7 +198,7 @@ fn check_end(pos: usize, len: usize) -> Result<(), ChunkError> {
 /// chunk (lengths and values interleaved) is never written out and read back.
 /// One copy of the values; for views, of the values over 12 bytes only (shorter
 /// ones are inlined in their views). [`fuse_zstd`] says when zarrow uses it.
-pub fn decode_zstd(encoded: &[u8], ctx: &DecodeContext) -> Result<ArrayRef, ChunkError> {
+pub(crate) fn decode_zstd(encoded: &[u8], ctx: &DecodeContext) -> Result<ArrayRef, ChunkError> {
     let n = ctx.elements;
     let utf8 = ctx.data_type.is_text();
     // The frame states its size: an upper bound for the values (never over the limit).
@@ -230,7 +286,7 @@ impl Elements for InlineViewsBuilder {
 /// decompressed chunk for views to point into rather than copied: on W4 of
 /// `benches/compare` (1-10 KB strings) both paths measured about 1.2x the
 /// decompression bound, and this one holds no second copy of the values.
-pub fn fuse_zstd(encoded: &[u8], ctx: &DecodeContext) -> bool {
+pub(crate) fn fuse_zstd(encoded: &[u8], ctx: &DecodeContext) -> bool {
     if ctx.string_type != StringType::Utf8View {
         return true;
     }
@@ -370,13 +426,27 @@ fn stream<E: Elements>(
     Ok(out)
 }
 
-/// Encode values as `| u32 count | (u32 len, bytes)* |`.
-pub fn encode<'a>(values: impl ExactSizeIterator<Item = &'a [u8]>) -> Vec<u8> {
-    let mut out = Vec::new();
-    out.extend_from_slice(&(values.len() as u32).to_le_bytes());
-    for v in values {
-        out.extend_from_slice(&(v.len() as u32).to_le_bytes());
-        out.extend_from_slice(v);
+/// Encode `array`'s values and `pad` empty values as `| u32 count | (u32 len, bytes)* |`.
+pub(crate) fn encode(array: &dyn Array, pad: usize) -> Result<Vec<u8>, String> {
+    let n = array.len() + pad;
+    let count = u32::try_from(n).map_err(|_| "more than u32::MAX elements in a chunk")?;
+    let mut out = Vec::with_capacity(4 + 4 * n + value_bytes(array));
+    out.extend_from_slice(&count.to_le_bytes());
+    let mut result = Ok(());
+    for_each_value(array, |v| match u32::try_from(v.len()) {
+        Ok(len) => {
+            out.extend_from_slice(&len.to_le_bytes());
+            out.extend_from_slice(v);
+        }
+        Err(_) => result = Err("a value longer than u32::MAX bytes".to_string()),
+    })?;
+    result?;
+    for _ in 0..pad {
+        out.extend_from_slice(&0u32.to_le_bytes());
     }
-    out
+    Ok(out)
 }
+
+#[cfg(test)]
+#[path = "vlen_fused_tests.rs"]
+mod fused_tests;

@@ -1,13 +1,8 @@
-//! Chunk layouts, encode side: one chunk's Arrow slice into the bytes of its layout.
+//! Encode side: an Arrow array's values as the bytes a chunk layout stores.
 //!
-//! Every encoder pads the chunk to its full length with the fill value (empty
-//! values, zeros), as Zarr stores edge chunks at the full chunk shape.
-//!
-//! Copies: `zarrs.vlen` and ZEP0007 take the Arrow offsets and values buffers as
-//! they are (one memcpy each into the chunk; offsets are rebased only when the
-//! slice does not start at offset 0); views are walked element by element.
-//! `vlen-utf8` / `vlen-bytes` interleave lengths and values (one pass). Numbers are
-//! one memcpy of the values buffer; bools are widened to one byte each.
+//! Copies: `Utf8` / `Binary` (and large) offsets and values are taken as they are
+//! (one memcpy each into the chunk; offsets are rebased only when the slice does
+//! not start at offset 0); views are walked element by element.
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::ByteArrayType;
@@ -15,79 +10,9 @@ use arrow_array::{Array, GenericByteArray, OffsetSizeTrait};
 use arrow_buffer::ArrowNativeType;
 use arrow_schema::DataType as ArrowType;
 
-use crate::codec::zep0007;
-
-/// The layout a chunk is encoded into.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Layout {
-    /// `vlen-utf8` / `vlen-bytes`.
-    Vlen,
-    /// `zarrs.vlen`, index at the start, u64 (`large`) or u32 offsets.
-    ZarrsVlen { large: bool },
-    /// The ZEP0007 draft layout, int64 (`large`) or int32 offsets.
-    Zep0007 { large: bool },
-    /// Fixed-width elements of `size` bytes (the `bytes` codec, little-endian).
-    Fixed { size: usize },
-}
-
-/// Encode `array` (at most `chunk_len` elements, no nulls) as one chunk of
-/// `chunk_len` elements.
-pub(crate) fn encode(
-    array: &dyn Array,
-    chunk_len: usize,
-    layout: Layout,
-) -> Result<Vec<u8>, String> {
-    let pad = chunk_len.checked_sub(array.len()).ok_or("chunk overflow")?;
-    match layout {
-        Layout::Vlen => vlen(array, pad),
-        Layout::ZarrsVlen { large } => {
-            let width = if large { 8 } else { 4 };
-            let mut index = Vec::with_capacity((chunk_len + 1) * width);
-            let mut data = Vec::new();
-            offsets_and_values(array, width, pad, &mut index, &mut data)?;
-            let mut out = Vec::with_capacity(8 + index.len() + data.len());
-            out.extend_from_slice(&(index.len() as u64).to_le_bytes());
-            out.extend_from_slice(&index);
-            out.extend_from_slice(&data);
-            Ok(out)
-        }
-        Layout::Zep0007 { large } => {
-            let width = if large { 8 } else { 4 };
-            let start = zep0007::data_start(chunk_len, large) as usize;
-            let mut out = Vec::with_capacity(start);
-            let mut data = Vec::new();
-            offsets_and_values(array, width, pad, &mut out, &mut data)?;
-            out.resize(start, 0);
-            out.extend_from_slice(&data);
-            Ok(out)
-        }
-        Layout::Fixed { size } => fixed(array, size, pad),
-    }
-}
-
-fn vlen(array: &dyn Array, pad: usize) -> Result<Vec<u8>, String> {
-    let n = array.len() + pad;
-    let count = u32::try_from(n).map_err(|_| "more than u32::MAX elements in a chunk")?;
-    let mut out = Vec::with_capacity(4 + 4 * n + value_bytes(array));
-    out.extend_from_slice(&count.to_le_bytes());
-    let mut result = Ok(());
-    for_each_value(array, |v| match u32::try_from(v.len()) {
-        Ok(len) => {
-            out.extend_from_slice(&len.to_le_bytes());
-            out.extend_from_slice(v);
-        }
-        Err(_) => result = Err("a value longer than u32::MAX bytes".to_string()),
-    })?;
-    result?;
-    for _ in 0..pad {
-        out.extend_from_slice(&0u32.to_le_bytes());
-    }
-    Ok(out)
-}
-
 /// Append `len + pad + 1` offsets of `width` bytes (rebased to 0) to `index` and the
 /// values they index to `data`.
-fn offsets_and_values(
+pub(super) fn offsets_and_values(
     array: &dyn Array,
     width: usize,
     pad: usize,
@@ -147,7 +72,7 @@ where
     )
 }
 
-fn push_offsets(
+pub(super) fn push_offsets(
     index: &mut Vec<u8>,
     offsets: impl Iterator<Item = u64>,
     width: usize,
@@ -165,29 +90,8 @@ fn push_offsets(
     Ok(())
 }
 
-fn fixed(array: &dyn Array, size: usize, pad: usize) -> Result<Vec<u8>, String> {
-    let mut out = Vec::with_capacity((array.len() + pad) * size);
-    if let Some(bools) = array.as_boolean_opt() {
-        out.extend(bools.values().iter().map(u8::from));
-    } else {
-        let data = array.to_data();
-        let buffer = data
-            .buffers()
-            .first()
-            .ok_or("a fixed-width array without a values buffer")?;
-        let start = data.offset() * size;
-        let bytes = buffer
-            .as_slice()
-            .get(start..start + data.len() * size)
-            .ok_or("values buffer too short")?;
-        out.extend_from_slice(bytes);
-    }
-    out.resize((array.len() + pad) * size, 0);
-    Ok(out)
-}
-
 /// Call `f` with each element's bytes (strings as UTF-8), in order.
-fn for_each_value(array: &dyn Array, mut f: impl FnMut(&[u8])) -> Result<(), String> {
+pub(super) fn for_each_value(array: &dyn Array, mut f: impl FnMut(&[u8])) -> Result<(), String> {
     match array.data_type() {
         ArrowType::Utf8 => array
             .as_string::<i32>()

@@ -18,13 +18,86 @@ use arrow_array::types::{
 use arrow_array::{ArrayRef, ArrowPrimitiveType, BooleanArray, PrimitiveArray};
 use arrow_buffer::{BooleanBuffer, Buffer, MutableBuffer, ScalarBuffer};
 
-use super::DecodeContext;
+use std::any::Any;
+
+use arrow_array::Array;
+use arrow_array::cast::AsArray;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::{ArrayToBytesCodec, ConfigError, DecodeContext, settings};
 use crate::error::ChunkError;
 use crate::metadata::{DataType, Endian};
+
+/// The names of `bytes` (`endian` is its pre-release name).
+pub(crate) const NAMES: &[&str] = &["bytes", "endian"];
+
+/// The `bytes` codec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Bytes {
+    /// Byte order of multi-byte elements; `None` when the metadata leaves it out
+    /// (little, and what zarr-python writes for one-byte types).
+    pub(crate) endian: Option<Endian>,
+}
+
+#[derive(Deserialize)]
+struct Settings {
+    endian: Option<String>,
+}
+
+pub(super) fn build(
+    name: &str,
+    config: &Map<String, Value>,
+) -> Result<Arc<dyn ArrayToBytesCodec>, ConfigError> {
+    let endian = match settings::<Settings>(name, config)?.endian.as_deref() {
+        None => None,
+        Some("little") => Some(Endian::Little),
+        Some("big") => Some(Endian::Big),
+        Some(other) => return Err(format!("bytes: unknown endian {other:?}").into()),
+    };
+    Ok(Arc::new(Bytes { endian }))
+}
+
+impl ArrayToBytesCodec for Bytes {
+    fn decode(&self, bytes: Buffer, ctx: &DecodeContext) -> Result<ArrayRef, ChunkError> {
+        decode(bytes, self.endian.unwrap_or_default(), ctx)
+    }
+
+    fn encode(&self, array: &dyn Array, shape: &[u64]) -> Result<Vec<u8>, String> {
+        let elements = usize::try_from(shape.iter().product::<u64>()).map_err(|e| e.to_string())?;
+        let pad = elements.checked_sub(array.len()).ok_or("chunk overflow")?;
+        let out = encode(array, pad)?;
+        let width = array.data_type().primitive_width().unwrap_or(1);
+        Ok(match self.endian {
+            Some(Endian::Big) if width > 1 => swap_endian(&out, width).as_slice().to_vec(),
+            _ => out,
+        })
+    }
+
+    fn metadata(&self) -> Option<Value> {
+        Some(match self.endian {
+            None => json!({"name": "bytes"}),
+            Some(Endian::Little) => json!({"name": "bytes", "configuration": {"endian": "little"}}),
+            Some(Endian::Big) => json!({"name": "bytes", "configuration": {"endian": "big"}}),
+        })
+    }
+
+    fn is_variable_length(&self) -> bool {
+        false
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
 use crate::offsets::{ValuesBuilder, aligned_scalars};
 
 /// Decode a chunk of fixed-width elements.
-pub fn decode(bytes: Buffer, endian: Endian, ctx: &DecodeContext) -> Result<ArrayRef, ChunkError> {
+pub(crate) fn decode(
+    bytes: Buffer,
+    endian: Endian,
+    ctx: &DecodeContext,
+) -> Result<ArrayRef, ChunkError> {
     let n = ctx.elements;
     let size = ctx.data_type.fixed_size().unwrap_or(0);
     let expected = (size as u64).saturating_mul(n as u64);
@@ -114,4 +187,32 @@ fn utf32(
         out.push(text.as_bytes())?;
     }
     out.finish(true)
+}
+/// Encode numbers (their values buffer, little-endian) or bools (one byte each),
+/// padded with `pad` zero elements.
+fn encode(array: &dyn Array, pad: usize) -> Result<Vec<u8>, String> {
+    let size = match array.data_type() {
+        arrow_schema::DataType::Boolean => 1,
+        t => t
+            .primitive_width()
+            .ok_or_else(|| format!("the bytes codec does not encode {t}"))?,
+    };
+    let mut out = Vec::with_capacity((array.len() + pad) * size);
+    if let Some(bools) = array.as_boolean_opt() {
+        out.extend(bools.values().iter().map(u8::from));
+    } else {
+        let data = array.to_data();
+        let buffer = data
+            .buffers()
+            .first()
+            .ok_or("a fixed-width array without a values buffer")?;
+        let start = data.offset() * size;
+        let bytes = buffer
+            .as_slice()
+            .get(start..start + data.len() * size)
+            .ok_or("values buffer too short")?;
+        out.extend_from_slice(bytes);
+    }
+    out.resize((array.len() + pad) * size, 0);
+    Ok(out)
 }

@@ -1,0 +1,351 @@
+//! [`CodecChain`]: an array's codecs, built from its metadata in one place.
+
+use std::fmt;
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef};
+use arrow_buffer::Buffer;
+use serde_json::Value;
+
+use super::{
+    ARROW_BYTES_PER_ELEMENT, ArrayToArrayCodec, ArrayToBytesCodec, Builder, BytesToBytesCodec,
+    CODECS, ConfigError, DecodeContext, vlen, zep0007, zstd,
+};
+use crate::error::{ChunkError, Error, Result};
+use crate::metadata::{ArrayMetadata, CodecMetadata, DataType, Zep0007Offsets};
+
+/// The codecs of an array in encoding order: array->array codecs, one array->bytes
+/// layout, then bytes->bytes codecs.
+///
+/// Built from metadata by [`CodecChain::from_metadata`]; decodes a chunk's bytes
+/// with no store involved ([`CodecChain::decode`]). Cheap to clone (the codecs are
+/// shared).
+#[derive(Debug, Clone)]
+pub struct CodecChain {
+    array_to_array: Vec<Arc<dyn ArrayToArrayCodec>>,
+    array_to_bytes: Arc<dyn ArrayToBytesCodec>,
+    bytes_to_bytes: Vec<Arc<dyn BytesToBytesCodec>>,
+}
+
+impl CodecChain {
+    /// A chain from its parts (the writer's).
+    pub(crate) fn new(
+        array_to_array: Vec<Arc<dyn ArrayToArrayCodec>>,
+        array_to_bytes: Arc<dyn ArrayToBytesCodec>,
+        bytes_to_bytes: Vec<Arc<dyn BytesToBytesCodec>>,
+    ) -> Self {
+        Self {
+            array_to_array,
+            array_to_bytes,
+            bytes_to_bytes,
+        }
+    }
+
+    /// The chain of the array described by `meta` (whose document is at `key`,
+    /// named in errors), checked against its data type and chunk shape.
+    ///
+    /// # Errors
+    /// [`Error::UnsupportedCodec`] for a codec zarrow does not implement;
+    /// [`Error::Metadata`] for a misplaced codec, a bad configuration, or a chain
+    /// that does not fit the data type or chunk shape.
+    pub fn from_metadata(meta: &ArrayMetadata, key: &str) -> Result<Self> {
+        let implied = meta.zep0007.map(|offsets| {
+            Arc::new(zep0007::Zep0007 {
+                large: offsets == Zep0007Offsets::Int64,
+            }) as Arc<dyn ArrayToBytesCodec>
+        });
+        let chain = Self::parse(&meta.codecs, implied).map_err(|e| match e {
+            ConfigError::Unsupported(name) => Error::UnsupportedCodec {
+                name,
+                key: key.to_string(),
+            },
+            ConfigError::Invalid(message) => Error::metadata(key, message),
+        })?;
+        if chain.array_to_bytes.is_variable_length() != meta.is_variable_length() {
+            return Err(Error::metadata(
+                key,
+                format!(
+                    "data type {} cannot use the array->bytes codec {}",
+                    meta.data_type.zarr_name(),
+                    describe(chain.array_to_bytes.as_ref())
+                ),
+            ));
+        }
+        chain
+            .check_shape(&meta.chunk_shape)
+            .map_err(|m| Error::metadata(key, m))?;
+        Ok(chain)
+    }
+
+    /// A chain from a v3 `codecs` list alone (no data type or shape to check it
+    /// against): for the sections of a layout codec (`zarrs.vlen`'s index and data
+    /// codecs), or to undo an array's compression by hand with
+    /// [`CodecChain::decode_bytes`].
+    ///
+    /// # Errors
+    /// As [`CodecChain::from_metadata`], naming the key `"codecs"`.
+    pub fn from_codecs(codecs: &[CodecMetadata]) -> Result<Self> {
+        Self::parse(codecs, None).map_err(|e| match e {
+            ConfigError::Unsupported(name) => Error::UnsupportedCodec {
+                name,
+                key: "codecs".to_string(),
+            },
+            ConfigError::Invalid(message) => Error::metadata("codecs", message),
+        })
+    }
+
+    /// Build a chain from a `codecs` list. `implied` is the array->bytes layout a
+    /// ZEP0007 data type names; with it the list holds bytes->bytes codecs only
+    /// (or, for the int32 types, an explicit layout that replaces it).
+    pub(crate) fn parse(
+        codecs: &[CodecMetadata],
+        implied: Option<Arc<dyn ArrayToBytesCodec>>,
+    ) -> Result<Self, ConfigError> {
+        let implicit = implied.is_some();
+        let mut array_to_bytes = implied;
+        let mut a2a = Vec::new();
+        let mut b2b = Vec::new();
+        for item in codecs {
+            let name = item.name.as_str();
+            let builder = CODECS
+                .iter()
+                .find(|(names, _)| names.contains(&name))
+                .map(|(_, b)| b)
+                .ok_or_else(|| ConfigError::Unsupported(name.to_string()))?;
+            let config = &item.configuration;
+            match builder {
+                Builder::ArrayToArray(build) => {
+                    if array_to_bytes.is_some() && !implicit {
+                        return Err(ConfigError::Invalid(format!(
+                            "{name} must come before the array->bytes codec"
+                        )));
+                    }
+                    a2a.push(build(name, config)?);
+                }
+                Builder::BytesToBytes(build) => {
+                    if array_to_bytes.is_none() {
+                        return Err(ConfigError::Invalid(format!(
+                            "bytes->bytes codec {name:?} comes before the array->bytes codec"
+                        )));
+                    }
+                    b2b.push(build(name, config)?);
+                }
+                Builder::ArrayToBytes(build) => {
+                    let codec = build(name, config)?;
+                    // `{"name": "string"}` / `{"name": "binary"}` are also the plain
+                    // types in object form: with an explicit array->bytes codec, that
+                    // codec lays the chunk out. The `large_*` names exist only in
+                    // ZEP0007.
+                    if implicit {
+                        let int32 = array_to_bytes
+                            .as_ref()
+                            .and_then(|c| c.as_any().downcast_ref::<zep0007::Zep0007>())
+                            .is_some_and(|z| !z.large);
+                        if !(int32 && b2b.is_empty()) {
+                            return Err(ConfigError::Invalid(format!(
+                                "the ZEP0007 data type fixes the chunk layout, but codec {name:?} sets another"
+                            )));
+                        }
+                        array_to_bytes = None;
+                    }
+                    if !b2b.is_empty() || array_to_bytes.is_some() {
+                        return Err(ConfigError::Invalid(format!(
+                            "array->bytes codec {name:?} must be the only one and come before bytes->bytes codecs"
+                        )));
+                    }
+                    array_to_bytes = Some(codec);
+                }
+            }
+        }
+        let array_to_bytes = array_to_bytes.ok_or_else(|| {
+            ConfigError::Invalid("\"codecs\" has no array->bytes codec".to_string())
+        })?;
+        Ok(Self::new(a2a, array_to_bytes, b2b))
+    }
+
+    /// Check the chain against the shape of the chunks it encodes: array->array
+    /// codecs fit the rank, inner chunks divide their shard.
+    pub(crate) fn check_shape(&self, shape: &[u64]) -> Result<(), String> {
+        let mut shape = shape.to_vec();
+        for codec in &self.array_to_array {
+            shape = codec.encoded_shape(&shape)?;
+        }
+        self.array_to_bytes.check_shape(&shape)
+    }
+
+    /// The array->bytes layout.
+    pub(crate) fn array_to_bytes(&self) -> &dyn ArrayToBytesCodec {
+        self.array_to_bytes.as_ref()
+    }
+
+    /// The bytes->bytes codecs, in encoding order.
+    pub(crate) fn bytes_to_bytes(&self) -> &[Arc<dyn BytesToBytesCodec>] {
+        &self.bytes_to_bytes
+    }
+
+    /// Whether the chain reorders elements before laying them out.
+    pub(crate) fn has_array_to_array(&self) -> bool {
+        !self.array_to_array.is_empty()
+    }
+
+    /// Decode one encoded chunk into an Arrow array of `ctx.elements` elements.
+    ///
+    /// # Errors
+    /// A [`ChunkError`] for any corrupt, truncated or oversized input.
+    pub fn decode(&self, encoded: Buffer, ctx: &DecodeContext) -> Result<ArrayRef, ChunkError> {
+        // Arrow structures cost up to ARROW_BYTES_PER_ELEMENT per element (views,
+        // gather and transpose indices), whatever the data; fixed-width elements
+        // exactly their width: bound them up front.
+        let per_element = arrow_bytes_per_element(&ctx.data_type, self.has_array_to_array());
+        if ctx.elements.saturating_mul(per_element) > ctx.max_bytes {
+            return Err(ChunkError::TooLarge {
+                codec: "chunk shape",
+                limit: ctx.max_bytes as u64,
+            });
+        }
+        let array = match self.fused_vlen_zstd(&encoded, ctx) {
+            Some(array) => array?,
+            None => self.decode_unfused(encoded, ctx)?,
+        };
+        // Whatever a layout decoder did, a chunk has exactly its shape's elements.
+        if array.len() != ctx.elements {
+            return Err(ChunkError::CountMismatch {
+                expected: ctx.elements as u64,
+                found: array.len() as u64,
+            });
+        }
+        Ok(array)
+    }
+
+    /// vlen + zstd alone: decompress and decode fused (see `vlen::decode_zstd`).
+    fn fused_vlen_zstd(
+        &self,
+        encoded: &Buffer,
+        ctx: &DecodeContext,
+    ) -> Option<Result<ArrayRef, ChunkError>> {
+        let [only] = self.bytes_to_bytes.as_slice() else {
+            return None;
+        };
+        let fusable = self.array_to_array.is_empty()
+            && self.array_to_bytes.as_any().is::<vlen::Vlen>()
+            && only.as_any().is::<zstd::Zstd>()
+            && vlen::fuse_zstd(encoded, ctx);
+        fusable.then(|| vlen::decode_zstd(encoded, ctx))
+    }
+
+    fn decode_unfused(&self, encoded: Buffer, ctx: &DecodeContext) -> Result<ArrayRef, ChunkError> {
+        // Fixed-width chunks have an exact decoded size: use it as the bound.
+        let limit = match ctx.data_type.fixed_size() {
+            Some(size) => size.saturating_mul(ctx.elements).min(ctx.max_bytes),
+            None => ctx.max_bytes,
+        };
+        let bytes = self.decode_bytes(encoded, limit)?;
+        // The shape each array->array codec hands on, from the chunk's own shape.
+        let mut shapes = vec![ctx.shape.to_vec()];
+        for codec in &self.array_to_array {
+            let last = shapes.last().map(Vec::as_slice).unwrap_or_default();
+            let next = codec
+                .encoded_shape(last)
+                .map_err(|message| ChunkError::Decompress {
+                    codec: "array->array",
+                    message,
+                })?;
+            shapes.push(next);
+        }
+        let encoded_shape = shapes.last().map(Vec::as_slice).unwrap_or_default();
+        let mut array = self
+            .array_to_bytes
+            .decode(bytes, &ctx.with_shape(encoded_shape))?;
+        for (codec, shape) in self.array_to_array.iter().zip(&shapes).rev() {
+            array = codec.decode(&array, shape)?;
+        }
+        Ok(array)
+    }
+
+    /// Undo the bytes->bytes codecs (decompress, check checksums), producing at
+    /// most `limit` bytes at each step: the chunk's bytes in its array->bytes
+    /// layout.
+    ///
+    /// # Errors
+    /// A [`ChunkError`] for corrupt or oversized input.
+    pub fn decode_bytes(&self, buffer: Buffer, limit: usize) -> Result<Buffer, ChunkError> {
+        self.bytes_to_bytes
+            .iter()
+            .rev()
+            .try_fold(buffer, |buf, codec| codec.decode(buf, limit))
+    }
+
+    /// Encode `array` (at most `shape`'s element count) as one chunk of `shape`.
+    pub(crate) fn encode(&self, array: &ArrayRef, shape: &[u64]) -> Result<Vec<u8>, String> {
+        let mut array = array.clone();
+        let mut shape = shape.to_vec();
+        for codec in &self.array_to_array {
+            array = codec.encode(&array, &shape)?;
+            shape = codec.encoded_shape(&shape)?;
+        }
+        let bytes = self.array_to_bytes.encode(array.as_ref(), &shape)?;
+        self.encode_bytes(bytes)
+    }
+
+    /// Apply the bytes->bytes codecs (compress, append checksums) to a chunk's
+    /// bytes in its array->bytes layout: the inverse of
+    /// [`CodecChain::decode_bytes`].
+    ///
+    /// # Errors
+    /// A message from a compressor (an unknown blosc `cname`, an input too large).
+    pub fn encode_bytes(&self, bytes: Vec<u8>) -> Result<Vec<u8>, String> {
+        self.bytes_to_bytes
+            .iter()
+            .try_fold(bytes, |buf, codec| codec.encode(buf))
+    }
+
+    /// The v3 `codecs` list of this chain (without a layout the data type implies).
+    pub(crate) fn metadata(&self) -> Vec<Value> {
+        let a2a = self.array_to_array.iter().map(|c| c.metadata());
+        let a2b = self.array_to_bytes.metadata();
+        let b2b = self.bytes_to_bytes.iter().map(|c| c.metadata(3));
+        a2a.chain(a2b).chain(b2b).collect()
+    }
+}
+
+/// How an array->bytes codec is named in messages: its v3 entry, or (ZEP0007) the
+/// data type that implies it.
+fn describe(codec: &dyn ArrayToBytesCodec) -> String {
+    match codec.metadata() {
+        Some(entry) => entry.to_string(),
+        None => format!("{codec:?}"),
+    }
+}
+
+impl fmt::Display for CodecChain {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts: Vec<String> = self
+            .array_to_array
+            .iter()
+            .map(|c| c.metadata().to_string())
+            .collect();
+        parts.push(describe(self.array_to_bytes.as_ref()));
+        parts.extend(
+            self.bytes_to_bytes
+                .iter()
+                .map(|c| c.metadata(3).to_string()),
+        );
+        f.write_str(&parts.join(" -> "))
+    }
+}
+
+/// The most Arrow memory one element of `data_type` needs while its chunk is
+/// decoded, besides variable-length value bytes (bounded by the decompressors):
+/// numbers and bools take exactly their width (a transposed chunk also an 8-byte
+/// gather index); strings and bytes up to [`ARROW_BYTES_PER_ELEMENT`].
+pub(crate) fn arrow_bytes_per_element(data_type: &DataType, transposed: bool) -> usize {
+    match data_type {
+        DataType::FixedUtf32 { .. }
+        | DataType::NullTerminatedBytes { .. }
+        | DataType::String
+        | DataType::Bytes => ARROW_BYTES_PER_ELEMENT,
+        fixed => {
+            fixed.fixed_size().unwrap_or(ARROW_BYTES_PER_ELEMENT) + 8 * usize::from(transposed)
+        }
+    }
+}

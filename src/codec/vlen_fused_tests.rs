@@ -1,0 +1,117 @@
+//! The fused vlen + zstd decoder against the plain one: called directly, so that
+//! views take the fused path whatever the value lengths. They must agree, on values
+//! and on success.
+
+use arrow_array::Array;
+use arrow_buffer::Buffer;
+use proptest::prelude::*;
+
+use super::{decode, decode_zstd};
+use crate::codec::DecodeContext;
+use crate::metadata::{DataType, StringType};
+
+/// A valid vlen-utf8 chunk for `values`.
+fn vlen_chunk(values: &[String]) -> Vec<u8> {
+    let mut out = (values.len() as u32).to_le_bytes().to_vec();
+    for v in values {
+        out.extend_from_slice(&(v.len() as u32).to_le_bytes());
+        out.extend_from_slice(v.as_bytes());
+    }
+    out
+}
+
+/// Decode `chunk` compressed with zstd through the fused path (called directly, so
+/// that views take it whatever the value lengths) and uncompressed through the
+/// plain path: they must agree, on values and on success.
+fn fused_and_plain(
+    chunk: &[u8],
+    elements: usize,
+    string_type: StringType,
+) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
+    let shape = [elements as u64];
+    let fill = crate::metadata::FillValue::default_for(&DataType::String);
+    let ctx = DecodeContext::new(&shape, DataType::String, &fill, string_type, 1 << 24);
+    let run = |fused: bool, bytes: Vec<u8>| {
+        let decoded = if fused {
+            decode_zstd(&bytes, &ctx)
+        } else {
+            decode(Buffer::from(bytes), &ctx)
+        };
+        decoded.ok().map(|a| {
+            a.to_data().validate_full().expect("valid Arrow data");
+            let mut flat = Vec::new();
+            for i in 0..a.len() {
+                let v = match string_type {
+                    StringType::Utf8View => arrow_array::cast::AsArray::as_string_view(&a)
+                        .value(i)
+                        .to_string(),
+                    StringType::LargeUtf8 => arrow_array::cast::AsArray::as_string::<i64>(&a)
+                        .value(i)
+                        .to_string(),
+                    _ => arrow_array::cast::AsArray::as_string::<i32>(&a)
+                        .value(i)
+                        .to_string(),
+                };
+                flat.extend_from_slice(&(v.len() as u32).to_le_bytes());
+                flat.extend_from_slice(v.as_bytes());
+            }
+            flat
+        })
+    };
+    let compressed = zstd::bulk::compress(chunk, 1).unwrap();
+    (run(true, compressed), run(false, chunk.to_vec()))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, .. ProptestConfig::default() })]
+
+    /// Values of up to ~600 bytes in chunks of up to ~600 KB cross the fused
+    /// decoder's 128 KiB windows at every point of the layout.
+    #[test]
+    fn fused_zstd_path_agrees_with_the_plain_path(
+        // Printable ASCII (whole windows ASCII: views skip the UTF-8 checks, most
+        // values inline) or any text (multi-byte, values up to ~1 KB).
+        values in prop_oneof![
+            proptest::collection::vec("[ -~]{0,40}", 0..6000),
+            proptest::collection::vec(".{0,300}", 0..2000),
+        ],
+        flips in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..3),
+        cut in proptest::option::of(any::<prop::sample::Index>()),
+    ) {
+        let mut chunk = vlen_chunk(&values);
+        for (at, byte) in &flips {
+            let i = at.index(chunk.len());
+            chunk[i] ^= byte;
+        }
+        if let Some(cut) = cut {
+            chunk.truncate(cut.index(chunk.len() + 1));
+        }
+        for string_type in [StringType::Utf8, StringType::LargeUtf8, StringType::Utf8View] {
+            let (fused, plain) = fused_and_plain(&chunk, values.len(), string_type);
+            prop_assert_eq!(&fused, &plain);
+            if flips.is_empty() && cut.is_none() {
+                prop_assert_eq!(fused, Some(chunk.clone()[4..].to_vec()));
+            }
+        }
+    }
+}
+
+#[test]
+fn fused_zstd_path_handles_values_larger_than_a_window() {
+    let values = vec![
+        "x".repeat(300_000),
+        String::new(),
+        "é".repeat(70_000),
+        "tail".into(),
+    ];
+    let chunk = vlen_chunk(&values);
+    for string_type in [
+        StringType::Utf8,
+        StringType::LargeUtf8,
+        StringType::Utf8View,
+    ] {
+        let (fused, plain) = fused_and_plain(&chunk, values.len(), string_type);
+        assert_eq!(fused.as_deref(), Some(&chunk[4..]));
+        assert_eq!(fused, plain);
+    }
+}

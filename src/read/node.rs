@@ -1,0 +1,45 @@
+//! [`read_node`]: a node's metadata documents fetched from a store and parsed.
+
+use crate::error::{Error, Result};
+use crate::metadata::{
+    MAX_METADATA_BYTES, NodeMetadata, parse_zarr_json, parse_zarray, parse_zattrs, parse_zgroup,
+};
+use crate::store::{Store, join_key};
+
+/// Read the metadata of the node at `path` (`""` for the root): `zarr.json` first,
+/// then v2 `.zarray`, then `.zgroup` (each with `.zattrs`).
+///
+/// The codecs are parsed as written; building them (`CodecChain::from_metadata`,
+/// which opening an array does) checks them.
+///
+/// # Errors
+/// [`Error::NodeNotFound`] when none exists; metadata errors naming the key.
+pub fn read_node(store: &dyn Store, path: &str) -> Result<NodeMetadata> {
+    let key = join_key(path, "zarr.json");
+    if let Some(bytes) = store.get_bounded(&key, MAX_METADATA_BYTES)? {
+        return parse_zarr_json(&key, &bytes);
+    }
+    let attributes = || -> Result<_> {
+        let key = join_key(path, ".zattrs");
+        match store.get_bounded(&key, MAX_METADATA_BYTES)? {
+            Some(bytes) => parse_zattrs(&key, &bytes),
+            None => Ok(Default::default()),
+        }
+    };
+    let key = join_key(path, ".zarray");
+    if let Some(bytes) = store.get_bounded(&key, MAX_METADATA_BYTES)? {
+        let meta = parse_zarray(&key, &bytes, attributes()?)?;
+        return Ok(NodeMetadata::Array(Box::new(meta)));
+    }
+    let key = join_key(path, ".zgroup");
+    if let Some(bytes) = store.get_bounded(&key, MAX_METADATA_BYTES)? {
+        return Ok(NodeMetadata::Group(parse_zgroup(
+            &key,
+            &bytes,
+            attributes()?,
+        )?));
+    }
+    Err(Error::NodeNotFound {
+        path: path.to_string(),
+    })
+}

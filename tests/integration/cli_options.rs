@@ -1,0 +1,167 @@
+//! Options of `zarrow convert` that reach the library: `--max-chunk-bytes`
+//! (`ReadOptions::max_chunk_bytes`) and `--compression` (parquet's `Compression`).
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::{RecordBatch, StringArray};
+use arrow_schema::{DataType, Field, Schema};
+use parquet::basic::Compression;
+
+use crate::common::{column, read_output, testdata, values, zarrow};
+
+/// The strings of [`long_strings_store`]: 8 of 1000 bytes each.
+fn long_strings() -> Vec<String> {
+    (0..8u8)
+        .map(|i| char::from(b'a' + i).to_string().repeat(1000))
+        .collect()
+}
+
+/// A Zarr group (written by the CLI: vlen-utf8 + zstd) with one array `s` whose
+/// one chunk `s/c/0` holds [`long_strings`]: about 8 KB decoded, a few dozen bytes
+/// on disk, and only 8 elements (so a per-element bound cannot be what refuses it).
+fn long_strings_store(dir: &Path) -> PathBuf {
+    let schema = Arc::new(Schema::new(vec![Field::new("s", DataType::Utf8, false)]));
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![Arc::new(StringArray::from(long_strings()))],
+    )
+    .unwrap();
+    let table = dir.join("long.parquet");
+    let mut w =
+        parquet::arrow::ArrowWriter::try_new(File::create(&table).unwrap(), schema, None).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    let store = dir.join("long.zarr");
+    let out = zarrow(&[
+        "convert",
+        table.to_str().unwrap(),
+        store.to_str().unwrap(),
+        "--chunk-len",
+        "8",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let chunk = std::fs::metadata(store.join("s/c/0")).unwrap().len();
+    assert!(chunk < 1024, "the chunk is {chunk} bytes on disk");
+    store
+}
+
+/// A chunk that decompresses past `--max-chunk-bytes` is a one-line error naming
+/// the chunk and the limit, for a table and for the linear format, and nothing is
+/// written; the default limit (and one above the chunk's size) converts it.
+#[test]
+fn max_chunk_bytes_reaches_the_reader() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = long_strings_store(tmp.path());
+    let store = store.to_str().unwrap();
+    for ext in ["parquet", "arrows", "csv"] {
+        let dst = tmp.path().join(format!("small.{ext}"));
+        let out = zarrow(&[
+            "convert",
+            store,
+            dst.to_str().unwrap(),
+            "--max-chunk-bytes",
+            "1K",
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{ext}: converted past the limit");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{ext}: {stderr}");
+        assert!(
+            stderr.starts_with("zarrow: error: chunk s/c/0: ") && stderr.contains("1024 bytes"),
+            "{ext}: {stderr}"
+        );
+        assert!(!dst.exists(), "{ext}: output left behind");
+    }
+    for (name, flags) in [("default", &[][..]), ("8k", &["--max-chunk-bytes", "8K"])] {
+        let dst = tmp.path().join(format!("{name}.parquet"));
+        let mut args = vec!["convert", store, dst.to_str().unwrap()];
+        args.extend(flags);
+        let out = zarrow(&args);
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            values(column(&read_output(&dst), "s").as_ref()),
+            values(&StringArray::from(long_strings())),
+            "{name}"
+        );
+    }
+    // A bad size is refused before anything is read.
+    let out = zarrow(&[
+        "convert",
+        store,
+        tmp.path().join("x.parquet").to_str().unwrap(),
+        "--max-chunk-bytes",
+        "12X",
+    ]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown unit"));
+}
+
+/// The Parquet compression of column 0 of the file at `path`.
+fn parquet_compression(path: &Path) -> Compression {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let reader = SerializedFileReader::new(File::open(path).unwrap()).unwrap();
+    reader.metadata().row_group(0).column(0).compression()
+}
+
+/// Every `--compression` spelling the README and `--help` document (and parquet's
+/// own) writes that codec; a bad one is refused, naming the accepted forms, and
+/// nothing is written.
+#[test]
+fn compression_spellings() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = testdata().join("stores/obs.zarr/n_genes");
+    let src = src.to_str().unwrap();
+    let zstd = Compression::ZSTD(Default::default());
+    let gzip = Compression::GZIP(Default::default());
+    for (i, (name, expected)) in [
+        ("zstd", zstd),
+        ("zstd:5", zstd),
+        ("zstd(5)", zstd),
+        ("gzip", gzip),
+        ("gzip(9)", gzip),
+        ("snappy", Compression::SNAPPY),
+        ("lz4", Compression::LZ4_RAW),
+        ("lz4_raw", Compression::LZ4_RAW),
+        ("none", Compression::UNCOMPRESSED),
+        ("uncompressed", Compression::UNCOMPRESSED),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let dst = tmp.path().join(format!("{i}.parquet"));
+        let out = zarrow(&["convert", src, dst.to_str().unwrap(), "--compression", name]);
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // The file records the codec, not its level.
+        assert_eq!(
+            std::mem::discriminant(&parquet_compression(&dst)),
+            std::mem::discriminant(&expected),
+            "{name}"
+        );
+        assert_eq!(read_output(&dst)[0].num_rows(), 1000, "{name}");
+    }
+    let dst = tmp.path().join("bad.parquet");
+    for name in ["bogus", "zstd:99", "zstd(", "zstd(é", "brotli(3)", "lzo"] {
+        let out = zarrow(&["convert", src, dst.to_str().unwrap(), "--compression", name]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{name} accepted");
+        assert!(
+            stderr.contains(zarrow::export::PARQUET_COMPRESSIONS),
+            "{name}: {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{name}: {stderr}");
+        assert!(!dst.exists(), "{name}: output written");
+    }
+}
