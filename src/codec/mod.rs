@@ -23,9 +23,9 @@
 //!
 //! ## Adding a codec
 //!
-//! Write one module with a type implementing [`ArrayToArrayCodec`],
-//! [`ArrayToBytesCodec`] or [`BytesToBytesCodec`] and a `build` function from its
-//! configuration, then add one line to [`CODECS`].
+//! Write one module with a type implementing `ArrayToArrayCodec`,
+//! `ArrayToBytesCodec` or `BytesToBytesCodec` and a `build` function from its
+//! configuration, then add one line to `CODECS` (below).
 
 mod arrow_values;
 mod blosc;
