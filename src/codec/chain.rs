@@ -188,6 +188,12 @@ impl CodecChain {
         !self.array_to_array.is_empty()
     }
 
+    /// Whether the chain is its layout codec alone (no reordering, no compression
+    /// around it): a shard's inner chunks can then be fetched on their own.
+    pub(crate) fn is_layout_only(&self) -> bool {
+        self.array_to_array.is_empty() && self.bytes_to_bytes.is_empty()
+    }
+
     /// Decode one encoded chunk into an Arrow array of `ctx.elements` elements.
     ///
     /// # Errors

@@ -8,6 +8,7 @@ use arrow_schema::{DataType as ArrowType, Field};
 use rayon::prelude::*;
 
 use super::ReadOptions;
+use super::plan::{self, ChunkRead, Decoded};
 use super::read_node;
 use crate::assemble::{Part, gather};
 use crate::codec::{ARROW_BYTES_PER_ELEMENT, CodecChain, DecodeContext, arrow_bytes_per_element};
@@ -179,12 +180,13 @@ impl ZarrArray {
     /// # Errors
     /// [`Error::Chunk`] naming the key when the chunk is corrupt.
     pub fn decode_chunk(&self, indices: &[u64]) -> Result<Option<ArrayRef>> {
-        let key = self.chunk_key(indices);
-        // An encoded chunk is at most its decoded size plus codec overhead.
-        let max_encoded = (self.options.max_chunk_bytes as u64).saturating_add(1 << 20);
-        let Some(encoded) = self.store.get_bounded(&key, max_encoded)? else {
-            return Ok(None);
-        };
+        Ok(self.read_chunk(indices, None)?.map(|d| d.array))
+    }
+
+    /// Elements `want` of the chunk at `indices` (all when `None`): the plan's
+    /// steps run against the store. The result may hold more than `want` (from
+    /// its `offset`): a whole chunk, or whole inner chunks of a shard.
+    fn read_chunk(&self, indices: &[u64], want: Option<Range<u64>>) -> Result<Option<Decoded>> {
         let ctx = DecodeContext::new(
             &self.meta.chunk_shape,
             self.meta.data_type,
@@ -192,10 +194,8 @@ impl ZarrArray {
             self.string_type(),
             self.options.max_chunk_bytes,
         );
-        self.codecs
-            .decode(encoded, &ctx)
-            .map(Some)
-            .map_err(|source| Error::Chunk { key, source })
+        let read = ChunkRead::new(self.chunk_key(indices), &self.codecs, ctx, want);
+        plan::run(self.store.as_ref(), read)
     }
 
     fn fill(&self, n: usize) -> Result<ArrayRef> {
@@ -226,8 +226,12 @@ impl ZarrArray {
         let valid = self.grid.valid_extent(&[i])[0];
         let lo = within.start.saturating_sub(i * c).min(valid);
         let hi = within.end.saturating_sub(i * c).min(valid);
-        match self.decode_chunk(&[i])? {
-            Some(array) => Ok(array.slice(lo as usize, (hi - lo) as usize)),
+        // All of the chunk that lies inside the array: read it whole (one request).
+        let want = (lo > 0 || hi < valid).then_some(lo..hi);
+        match self.read_chunk(&[i], want)? {
+            Some(Decoded { offset, array }) => {
+                Ok(array.slice((lo - offset) as usize, (hi - lo) as usize))
+            }
             None => self.fill((hi - lo) as usize),
         }
     }

@@ -13,6 +13,7 @@
 mod array;
 mod group;
 mod node;
+mod plan;
 
 use std::collections::VecDeque;
 use std::sync::Arc;

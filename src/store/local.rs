@@ -10,7 +10,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use arrow_buffer::Buffer;
 
-use super::{Store, check_range, check_size, validate_key};
+use super::{
+    ByteRange, COALESCE_GAP, RangeRead, Store, check_range, check_size, coalesce, resolve, split,
+    validate_key,
+};
 use crate::error::{Error, Result};
 
 /// A [`Store`] over a directory of the local filesystem.
@@ -224,6 +227,35 @@ impl Store for LocalStore {
         };
         check_size(key, len, max_len)?;
         self.whole(file, &path, len).map(Some)
+    }
+
+    fn value_len(&self, key: &str) -> Result<Option<u64>> {
+        Ok(self.open(key)?.map(|(_, _, len)| len))
+    }
+
+    /// One open of the file for all ranges; nearby ranges read together (mapped
+    /// files: slices of one mapping).
+    fn get_ranges(&self, key: &str, ranges: &[ByteRange]) -> Result<Option<RangeRead>> {
+        let Some((mut file, path, len)) = self.open(key)? else {
+            return Ok(None);
+        };
+        let wanted = resolve(key, ranges, len)?;
+        if self.memory_map {
+            let map = map_file(&file, &path, len)?;
+            let buffers = wanted
+                .iter()
+                .map(|r| map.slice_with_length(r.start as usize, (r.end - r.start) as usize))
+                .collect();
+            return Ok(Some(RangeRead::new(buffers, len)));
+        }
+        let merged = coalesce(&wanted, COALESCE_GAP);
+        let mut fetched = Vec::with_capacity(merged.len());
+        for range in &merged {
+            file.seek(SeekFrom::Start(range.start))
+                .map_err(|e| Error::io(&path, e))?;
+            fetched.push(read_whole(&mut file, &path, range.end - range.start)?);
+        }
+        Ok(Some(RangeRead::new(split(&wanted, &merged, &fetched), len)))
     }
 
     fn get_range(&self, key: &str, range: Range<u64>) -> Result<Option<Buffer>> {

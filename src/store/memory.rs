@@ -6,7 +6,7 @@ use std::sync::RwLock;
 
 use arrow_buffer::Buffer;
 
-use super::{Store, check_range, validate_key};
+use super::{ByteRange, RangeRead, Store, check_range, resolve, validate_key};
 use crate::error::Result;
 
 /// A [`Store`] that keeps every value in memory, in a sorted map.
@@ -36,6 +36,25 @@ impl Store for MemoryStore {
     fn get(&self, key: &str) -> Result<Option<Buffer>> {
         validate_key(key)?;
         Ok(self.read().get(key).cloned())
+    }
+
+    fn value_len(&self, key: &str) -> Result<Option<u64>> {
+        validate_key(key)?;
+        Ok(self.read().get(key).map(|v| v.len() as u64))
+    }
+
+    /// Slices of the stored value: no copy.
+    fn get_ranges(&self, key: &str, ranges: &[ByteRange]) -> Result<Option<RangeRead>> {
+        validate_key(key)?;
+        let Some(value) = self.read().get(key).cloned() else {
+            return Ok(None);
+        };
+        let len = value.len() as u64;
+        let buffers = resolve(key, ranges, len)?
+            .iter()
+            .map(|r| value.slice_with_length(r.start as usize, (r.end - r.start) as usize))
+            .collect();
+        Ok(Some(RangeRead::new(buffers, len)))
     }
 
     fn get_range(&self, key: &str, range: Range<u64>) -> Result<Option<Buffer>> {

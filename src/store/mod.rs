@@ -11,6 +11,7 @@
 
 mod local;
 mod memory;
+mod ranges;
 
 use std::fmt::Debug;
 use std::ops::Range;
@@ -19,6 +20,8 @@ use arrow_buffer::Buffer;
 
 pub use local::LocalStore;
 pub use memory::MemoryStore;
+pub use ranges::{ByteRange, COALESCE_GAP, RangeRead};
+pub(crate) use ranges::{coalesce, resolve, split};
 
 use crate::error::{Error, Result};
 
@@ -49,6 +52,39 @@ pub trait Store: Debug + Send + Sync {
     /// # Errors
     /// [`Error::InvalidArgument`] when the range ends past the value.
     fn get_range(&self, key: &str, range: Range<u64>) -> Result<Option<Buffer>>;
+
+    /// The length of the value at `key`, or `None` when the key is absent. The
+    /// default reads the value; backends that know it (a file's size) override.
+    fn value_len(&self, key: &str) -> Result<Option<u64>> {
+        Ok(self.get(key)?.map(|v| v.len() as u64))
+    }
+
+    /// Several byte ranges of the value at `key` (one buffer each, in the order
+    /// asked), or `None` when the key is absent. A [`ByteRange::Suffix`] reads the
+    /// end of a value whose length the caller does not know (a shard index).
+    ///
+    /// The default asks [`Store::value_len`] once, then fetches ranges nearer
+    /// than [`COALESCE_GAP`] to each other with one [`Store::get_range`] each, as
+    /// object_store's `get_ranges` does.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when a range ends past the value.
+    fn get_ranges(&self, key: &str, ranges: &[ByteRange]) -> Result<Option<RangeRead>> {
+        let Some(len) = self.value_len(key)? else {
+            return Ok(None);
+        };
+        let wanted = resolve(key, ranges, len)?;
+        let merged = coalesce(&wanted, COALESCE_GAP);
+        let mut fetched = Vec::with_capacity(merged.len());
+        for range in &merged {
+            match self.get_range(key, range.clone())? {
+                Some(buffer) => fetched.push(buffer),
+                // Removed between the two calls: absent now.
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(RangeRead::new(split(&wanted, &merged, &fetched), len)))
+    }
 
     /// Store `value` at `key`, replacing any previous value atomically: a reader
     /// sees the old value or the new one, never a part.

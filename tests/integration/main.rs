@@ -10,5 +10,6 @@ mod linear;
 mod outputs;
 mod robustness;
 mod roundtrip;
+mod shard_reads;
 mod store;
 mod zero_copy;

@@ -2,6 +2,8 @@
 
 use zarrow::{Error, LocalStore, MemoryStore, Store, StoreExt};
 
+use zarrow::store::ByteRange;
+
 fn conformance(store: &dyn Store) {
     assert!(store.get("a/zarr.json").unwrap().is_none());
     store.set("a/zarr.json", b"{}").unwrap();
@@ -27,6 +29,36 @@ fn conformance(store: &dyn Store) {
     );
     assert!(store.get_range("a/c/0", 5..11).is_err());
     assert!(store.get_range("missing", 0..1).unwrap().is_none());
+    // Several ranges of one value, in the order asked; a suffix; the value's length.
+    let read = store
+        .get_ranges(
+            "a/c/0",
+            &[
+                ByteRange::Bounded(7..9),
+                ByteRange::Suffix(3),
+                ByteRange::Bounded(0..2),
+                ByteRange::Suffix(99),
+                ByteRange::Bounded(4..4),
+            ],
+        )
+        .unwrap()
+        .unwrap();
+    let parts: Vec<&[u8]> = read.buffers.iter().map(|b| b.as_slice()).collect();
+    assert_eq!(parts, [&b"78"[..], b"789", b"01", b"0123456789", b""]);
+    assert_eq!(read.value_len, 10);
+    assert_eq!(store.value_len("a/c/1").unwrap(), Some(3));
+    assert_eq!(store.value_len("missing").unwrap(), None);
+    assert!(
+        store
+            .get_ranges("missing", &[ByteRange::Suffix(1)])
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        store
+            .get_ranges("a/c/0", &[ByteRange::Bounded(9..11)])
+            .is_err()
+    );
     assert_eq!(store.get_bounded("a/c/0", 10).unwrap().unwrap().len(), 10);
     assert!(matches!(
         store.get_bounded("a/c/0", 9),
@@ -74,6 +106,41 @@ fn conformance(store: &dyn Store) {
 #[test]
 fn memory_store_conforms() {
     conformance(&MemoryStore::new());
+}
+
+/// A store with only the required methods: the trait's defaults (`value_len`,
+/// coalesced `get_ranges`) must conform too.
+#[derive(Debug, Default)]
+struct RequiredOnly(MemoryStore);
+
+impl Store for RequiredOnly {
+    fn get(&self, key: &str) -> zarrow::Result<Option<arrow_buffer::Buffer>> {
+        self.0.get(key)
+    }
+    fn get_range(
+        &self,
+        key: &str,
+        range: std::ops::Range<u64>,
+    ) -> zarrow::Result<Option<arrow_buffer::Buffer>> {
+        self.0.get_range(key, range)
+    }
+    fn set(&self, key: &str, value: &[u8]) -> zarrow::Result<()> {
+        self.0.set(key, value)
+    }
+    fn delete(&self, key: &str) -> zarrow::Result<()> {
+        self.0.delete(key)
+    }
+    fn list_prefix(&self, prefix: &str) -> zarrow::Result<Vec<String>> {
+        self.0.list_prefix(prefix)
+    }
+    fn list_children(&self, prefix: &str) -> zarrow::Result<Vec<String>> {
+        self.0.list_children(prefix)
+    }
+}
+
+#[test]
+fn the_default_methods_conform() {
+    conformance(&RequiredOnly::default());
 }
 
 #[test]

@@ -1,0 +1,242 @@
+//! Partial shard reads, counted: a store wrapper records every request and every
+//! byte the reader fetches. Expected byte counts come from the shard index as the
+//! sharding spec lays it out (parsed here by hand), expected values from the input
+//! or from what zarr-python wrote.
+
+use std::ops::Range;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, ArrayRef, StringArray};
+use arrow_buffer::Buffer;
+use zarrow::store::{ByteRange, RangeRead};
+use zarrow::write::{WriteOptions, write_array};
+use zarrow::{ChunkError, Error, LocalStore, MemoryStore, Store, ZarrArray};
+
+use crate::common::{column, read_ipc, testdata};
+
+/// A store that counts the requests and bytes that reach `inner`.
+#[derive(Debug)]
+struct Counting {
+    inner: Arc<dyn Store>,
+    requests: AtomicU64,
+    bytes: AtomicU64,
+}
+
+impl Counting {
+    fn new(inner: Arc<dyn Store>) -> Arc<Self> {
+        Arc::new(Self {
+            inner,
+            requests: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+        })
+    }
+
+    fn count(&self, buffers: &[&Buffer]) {
+        self.requests.fetch_add(1, Ordering::SeqCst);
+        let n: usize = buffers.iter().map(|b| b.len()).sum();
+        self.bytes.fetch_add(n as u64, Ordering::SeqCst);
+    }
+
+    /// (requests, bytes) since the last call.
+    fn take(&self) -> (u64, u64) {
+        (
+            self.requests.swap(0, Ordering::SeqCst),
+            self.bytes.swap(0, Ordering::SeqCst),
+        )
+    }
+}
+
+impl Store for Counting {
+    fn get(&self, key: &str) -> zarrow::Result<Option<Buffer>> {
+        let got = self.inner.get(key)?;
+        self.count(&got.iter().collect::<Vec<_>>());
+        Ok(got)
+    }
+
+    fn get_bounded(&self, key: &str, max_len: u64) -> zarrow::Result<Option<Buffer>> {
+        let got = self.inner.get_bounded(key, max_len)?;
+        self.count(&got.iter().collect::<Vec<_>>());
+        Ok(got)
+    }
+
+    fn get_range(&self, key: &str, range: Range<u64>) -> zarrow::Result<Option<Buffer>> {
+        let got = self.inner.get_range(key, range)?;
+        self.count(&got.iter().collect::<Vec<_>>());
+        Ok(got)
+    }
+
+    fn get_ranges(&self, key: &str, ranges: &[ByteRange]) -> zarrow::Result<Option<RangeRead>> {
+        let got = self.inner.get_ranges(key, ranges)?;
+        let buffers: Vec<&Buffer> = got.iter().flat_map(|r| r.buffers.iter()).collect();
+        self.count(&buffers);
+        Ok(got)
+    }
+
+    fn value_len(&self, key: &str) -> zarrow::Result<Option<u64>> {
+        self.inner.value_len(key)
+    }
+
+    fn set(&self, key: &str, value: &[u8]) -> zarrow::Result<()> {
+        self.inner.set(key, value)
+    }
+
+    fn delete(&self, key: &str) -> zarrow::Result<()> {
+        self.inner.delete(key)
+    }
+
+    fn list_prefix(&self, prefix: &str) -> zarrow::Result<Vec<String>> {
+        self.inner.list_prefix(prefix)
+    }
+
+    fn list_children(&self, prefix: &str) -> zarrow::Result<Vec<String>> {
+        self.inner.list_children(prefix)
+    }
+}
+
+/// The (offset, nbytes) entries of a shard whose index (`n` entries, little-endian,
+/// then a crc32c) sits at its end, as the sharding spec lays it out.
+fn shard_index(shard: &[u8], n: usize) -> Vec<(u64, u64)> {
+    let index = &shard[shard.len() - (16 * n + 4)..shard.len() - 4];
+    index
+        .chunks_exact(16)
+        .map(|e| {
+            let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap());
+            (word(&e[..8]), word(&e[8..]))
+        })
+        .collect()
+}
+
+fn strings(array: &ArrayRef) -> Vec<String> {
+    array
+        .as_string::<i32>()
+        .iter()
+        .map(|v| v.unwrap().to_string())
+        .collect()
+}
+
+const INNER: usize = 100;
+const SHARD: usize = 100 * INNER;
+const ROWS: usize = 25_000;
+
+/// A 1-D string array in shards of 100 inner chunks, written by zarrow.
+fn sharded() -> (Arc<MemoryStore>, Vec<String>) {
+    let values: Vec<String> = (0..ROWS)
+        .map(|i| format!("value {i} {}", "x".repeat(i % 7)))
+        .collect();
+    let store = Arc::new(MemoryStore::new());
+    let array: ArrayRef = Arc::new(StringArray::from(values.clone()));
+    let options = WriteOptions::default()
+        .with_chunk_len(INNER)
+        .with_shard_len(SHARD);
+    write_array(store.clone(), "s", &array, options).unwrap();
+    (store, values)
+}
+
+#[test]
+fn ten_rows_of_a_shard_fetch_its_index_and_one_inner_chunk() {
+    let (store, values) = sharded();
+    let shard = store.get("s/c/0").unwrap().unwrap();
+    let index = shard_index(shard.as_slice(), SHARD / INNER);
+    let counting = Counting::new(store.clone());
+    let array = ZarrArray::open(counting.clone(), "s").unwrap();
+    counting.take();
+
+    let got = array.read_range(0..10).unwrap();
+    assert_eq!(strings(&got), values[..10]);
+    let (requests, bytes) = counting.take();
+    assert_eq!(requests, 2, "the index, then one inner chunk");
+    assert_eq!(bytes, (16 * 100 + 4) + index[0].1);
+    assert!(
+        bytes * 10 < shard.len() as u64,
+        "{bytes} of a {}-byte shard",
+        shard.len()
+    );
+
+    // Rows in inner chunk 50 of the second shard.
+    let got = array.read_range(15_020..15_030).unwrap();
+    assert_eq!(strings(&got), values[15_020..15_030]);
+    let second = shard_index(store.get("s/c/1").unwrap().unwrap().as_slice(), 100);
+    assert_eq!(counting.take(), (2, (16 * 100 + 4) + second[50].1));
+
+    // Rows across two neighbouring inner chunks: fetched together, in one request.
+    let got = array.read_range(95..105).unwrap();
+    assert_eq!(strings(&got), values[95..105]);
+    assert_eq!(
+        counting.take(),
+        (2, (16 * 100 + 4) + index[0].1 + index[1].1)
+    );
+
+    // Rows across two shards: two partial reads.
+    let got = array.read_range(9_990..10_010).unwrap();
+    assert_eq!(strings(&got), values[9_990..10_010]);
+    assert_eq!(counting.take().0, 4);
+
+    // Reading everything still reads each shard whole, once.
+    let all = array.read_all().unwrap();
+    assert_eq!(strings(&all), values);
+    assert_eq!(counting.take().0, 3);
+}
+
+/// zarr-python's sharded store: inner chunk 1 of shard 0 is absent (all fill).
+#[test]
+fn zarr_python_shards_read_in_part() {
+    let root = testdata().join("stores/v3_string_sharded.zarr");
+    let expected = column(
+        &read_ipc(&testdata().join("expected/v3_string_sharded.arrow")),
+        "v3_string_sharded",
+    );
+    let expected = strings(&expected);
+    let shard = std::fs::read(root.join("c/0")).unwrap();
+    let index = shard_index(&shard, 2);
+    assert_eq!(
+        index[1],
+        (u64::MAX, u64::MAX),
+        "the fixture's absent inner chunk"
+    );
+
+    let counting = Counting::new(Arc::new(LocalStore::new(&root)));
+    let array = ZarrArray::open(counting.clone(), "").unwrap();
+    counting.take();
+    // The absent inner chunk: the index alone, then the fill value.
+    let got = array.read_range(3..6).unwrap();
+    assert_eq!(strings(&got), expected[3..6]);
+    assert_eq!(counting.take(), (1, 2 * 16 + 4));
+    let got = array.read_range(1..3).unwrap();
+    assert_eq!(strings(&got), expected[1..3]);
+    assert_eq!(counting.take(), (2, 2 * 16 + 4 + index[0].1));
+    // The edge shard (elements 12..14).
+    let got = array.read_range(12..14).unwrap();
+    assert_eq!(strings(&got), expected[12..14]);
+}
+
+#[test]
+fn an_index_entry_outside_the_shard_is_a_typed_error() {
+    let (store, _) = sharded();
+    let mut shard = store.get("s/c/0").unwrap().unwrap().to_vec();
+    let len = shard.len();
+    let start = len - (16 * 100 + 4);
+    // Inner chunk 3 claims 10 bytes past the shard's end; the crc32c is recomputed
+    // so that the index itself is valid.
+    shard[start + 3 * 16..start + 3 * 16 + 8].copy_from_slice(&(len as u64).to_le_bytes());
+    shard[start + 3 * 16 + 8..start + 4 * 16].copy_from_slice(&10u64.to_le_bytes());
+    let crc = crc32c::crc32c(&shard[start..len - 4]);
+    shard[len - 4..].copy_from_slice(&crc.to_le_bytes());
+    store.set("s/c/0", &shard).unwrap();
+
+    let array = ZarrArray::open(store.clone(), "s").unwrap();
+    for result in [array.read_range(300..310), array.read_all()] {
+        match result {
+            Err(Error::Chunk {
+                key,
+                source: ChunkError::OffsetOutOfBounds { .. },
+            }) => assert_eq!(key, "s/c/0"),
+            other => panic!("expected an out-of-bounds inner chunk, got {other:?}"),
+        }
+    }
+    // The whole index is checked before any inner chunk is used.
+    assert!(array.read_range(0..10).is_err());
+    // Other shards are intact.
+    assert_eq!(array.read_range(10_000..10_010).unwrap().len(), 10);
+}
