@@ -107,7 +107,7 @@ pub enum Error {
     },
     /// An Arrow column holds a null, which Zarr cannot store.
     #[error(
-        "column {column:?} has a null at row {row}: Zarr has no nulls (pass --nulls fill / NullPolicy::Fill to write nulls as the fill value)"
+        "column {column:?} has a null at row {row}: Zarr has no nulls (NullPolicy::Fill writes nulls as the fill value)"
     )]
     Nulls {
         /// The column.
@@ -116,9 +116,7 @@ pub enum Error {
         row: u64,
     },
     /// The node to write exists already.
-    #[error(
-        "{path:?} exists already (pass --overwrite / WriteOptions::with_overwrite to replace it)"
-    )]
+    #[error("{path:?} exists already (WriteOptions::with_overwrite replaces it)")]
     AlreadyExists {
         /// The node path ("" is the store root).
         path: String,
@@ -138,6 +136,31 @@ pub enum Error {
         field: String,
         /// What is wrong.
         message: String,
+    },
+    /// A byte range asked of a store value lies outside it.
+    #[error("byte range {}..{} is outside {key} ({len} bytes)", range.start, range.end)]
+    RangeOutOfBounds {
+        /// The value's key.
+        key: String,
+        /// The range asked for.
+        range: std::ops::Range<u64>,
+        /// The value's length.
+        len: u64,
+    },
+    /// Writing an output (a metadata document, CSV, the linear format) failed.
+    #[error("writing {what}: {source}")]
+    Output {
+        /// What was being written.
+        what: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A task on the thread pool panicked: a zarrow bug.
+    #[error("a {task} panicked (a zarrow bug: please report it)")]
+    Panicked {
+        /// What the task was doing.
+        task: &'static str,
     },
     /// A caller-supplied argument is out of range or inconsistent.
     #[error("invalid argument: {}", Cut(.0))]
@@ -285,7 +308,7 @@ pub enum ChunkError {
     },
     /// The chunk's values do not fit 32-bit Arrow offsets.
     #[error(
-        "{bytes} bytes of values do not fit 32-bit Arrow offsets; read with the large type (--string-type large-utf8)"
+        "{bytes} bytes of values do not fit 32-bit Arrow offsets; read with the large type (StringType::LargeUtf8)"
     )]
     OffsetOverflow {
         /// Total value bytes.

@@ -65,7 +65,9 @@ pub mod write;
 pub use codec::CodecChain;
 pub use error::{ChunkError, Error, Result};
 pub use metadata::{ArrayMetadata, DataType, FillValue, GroupMetadata, NodeMetadata, StringType};
-pub use read::{ArrayBatchReader, GroupBatchReader, ReadOptions, ZarrArray, ZarrGroup, read_node};
+pub use read::{
+    ArrayBatchReader, BatchReader, ReadOptions, ReaderBuilder, ZarrArray, ZarrGroup, read_node,
+};
 pub use store::{LocalStore, MemoryStore, Store, StoreExt};
 
 /// The README's examples, compiled and run as doctests.

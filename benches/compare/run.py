@@ -8,6 +8,12 @@ Parquet and IPC), times every peer on the same files in one run (median of RUNS,
 warm page cache for all), prints the table with ratios, and writes
 benches/RESULTS.md with the machine it ran on. A peer that fails a workload is shown
 as failing, not left out.
+
+W7 (issue 11) reads the first 10 rows of a sharded copy of W1 and also counts the
+bytes and requests each reader fetches. `--only W7` runs that section alone (it needs
+neither the zarrs program nor the other workloads) and writes its results to
+benches/compare/data/RESULTS-only.md, never over benches/RESULTS.md. ZARROW_COMPARE
+and ZARRS_BENCH name other builds of the two programs.
 """
 
 from __future__ import annotations
@@ -32,8 +38,10 @@ import zarr
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "benches" / "compare" / "data"
-ZARROW = REPO / "target" / "release" / "examples" / "zarrow_compare"
-ZARRS = REPO / "target" / "gen-zarrs" / "release" / "zarrs-bench"
+ZARROW = Path(os.environ.get("ZARROW_COMPARE", REPO / "target" / "release" / "examples" / "zarrow_compare"))
+ZARRS = Path(os.environ.get("ZARRS_BENCH", REPO / "target" / "gen-zarrs" / "release" / "zarrs-bench"))
+# W7: rows read from the head of the sharded store.
+HEAD_ROWS = 10
 
 
 # ---------------------------------------------------------------- workloads
@@ -56,10 +64,11 @@ def long_strings(n: int, seed: int = 2) -> pa.Array:
     return random_strings(n, 1000, 10_000, seed)
 
 
-def write_zarr_python(path: Path, values: pa.Array, chunk: int, compressors) -> None:
-    arr = zarr.create_array(store=str(path), shape=(len(values),), chunks=(chunk,), dtype=str,
-                            compressors=compressors, overwrite=True)
-    step = chunk * 4
+def write_zarr_python(path: Path, values: pa.Array, chunk: int, compressors, shard: int | None = None) -> None:
+    """`shard`: shards of that many elements, each of inner chunks of `chunk`."""
+    arr = zarr.create_array(store=str(path), shape=(len(values),), chunks=(chunk,), shards=(shard,) if shard else None,
+                            dtype=str, compressors=compressors, overwrite=True)
+    step = shard or chunk * 4  # whole shards: no read-modify-write of a partial one
     for start in range(0, len(values), step):
         arr[start:start + step] = np.array(values.slice(start, step).to_pylist(), dtype=object)
 
@@ -98,9 +107,10 @@ def generate(n: int, long_n: int) -> dict:
     if stamp.exists():
         return paths
     for p in DATA.iterdir():
-        shutil.rmtree(p) if p.is_dir() else p.unlink()
+        if not (p.name.startswith("ready-w7-") or p.name == "w7_sharded.zarr"):  # generate_w7's own
+            shutil.rmtree(p) if p.is_dir() else p.unlink()
     from zarr.codecs import BloscCodec, GzipCodec, ZstdCodec
-    chunk = 1_000_000 if n >= 10_000_000 else n // 10
+    chunk = w1_chunk(n)
     print(f"generating: {n:,} short strings, chunks of {chunk:,}", flush=True)
     s = short_strings(n)
     write_zarr_python(paths["w1.zarr"], s, chunk, [ZstdCodec(level=0)])
@@ -124,6 +134,34 @@ def generate(n: int, long_n: int) -> dict:
     link_repeated(paths["w5_large.zarr"], paths["w5_huge.zarr"], 10)
     stamp.touch()
     return paths
+
+
+def w1_chunk(n: int) -> int:
+    return 1_000_000 if n >= 10_000_000 else n // 10
+
+
+def w7_layout(n: int) -> tuple[int, int]:
+    """(shard, inner chunk) of W7's store: shards as long as W1's chunks, each of 100
+    inner chunks (so 10 rows need 1/100 of a shard)."""
+    shard = w1_chunk(n)
+    return shard, shard // 100
+
+
+def generate_w7(n: int) -> Path:
+    """W1's strings, sharded by zarr-python (vlen-utf8 + zstd inside each shard, as
+    W1). Kept apart from `generate`'s stamp: it is made whenever it is missing."""
+    DATA.mkdir(parents=True, exist_ok=True)
+    shard, inner = w7_layout(n)
+    path = DATA / "w7_sharded.zarr"
+    stamp = DATA / f"ready-w7-{n}-{shard}-{inner}"
+    if not stamp.exists():
+        from zarr.codecs import ZstdCodec
+        for old in DATA.glob("ready-w7-*"):
+            old.unlink()
+        print(f"generating: {n:,} short strings, sharded: shards of {shard:,} = 100 inner chunks of {inner:,}", flush=True)
+        write_zarr_python(path, short_strings(n), inner, [ZstdCodec(level=0)], shard=shard)
+        stamp.touch()
+    return path
 
 
 def link_repeated(src: Path, dst: Path, times: int) -> None:
@@ -153,6 +191,15 @@ def timed_program(cmd: list[str], env: dict | None = None) -> float:
     return float(run(cmd, env).split()[0])
 
 
+def counted_program(cmd: list[str], counts: dict, label: str) -> float:
+    """A zarrow `head` job: prints `SECONDS ROWS BYTES REQUESTS`; keeps the counts."""
+    seconds, rows, fetched, requests = run(cmd).split()[:4]
+    if int(rows) != HEAD_ROWS:
+        raise RuntimeError(f"read {rows} rows, not {HEAD_ROWS}")
+    counts[label] = {"bytes": int(fetched), "requests": int(requests), "misses": None}
+    return float(seconds)
+
+
 def peak_rss_mib(cmd: list[str]) -> float:
     wrapper = "import resource, subprocess, sys\np = subprocess.run(sys.argv[1:], capture_output=True)\n" \
               "sys.exit(p.returncode) if p.returncode else print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
@@ -167,6 +214,35 @@ def python_timed(fn) -> float:
 
 def zarr_python_read(path: Path):
     return lambda: zarr.open_array(str(path), mode="r")[:]
+
+
+def zarr_python_head(path: Path, rows: int):
+    return lambda: zarr.open_array(str(path), mode="r")[:rows]
+
+
+def zarr_python_head_counted(path: Path, rows: int, expected: list[str]) -> dict:
+    """zarr-python's `[:rows]` through a store wrapper that counts what it reads
+    (untimed: the timed run opens the path itself). Checks the values too."""
+    from zarr.storage import LocalStore, WrapperStore
+
+    log: list[int | None] = []
+
+    class Counting(WrapperStore):
+        async def get(self, key, prototype, byte_range=None):
+            got = await self._store.get(key, prototype, byte_range)
+            log.append(None if got is None else len(got))
+            return got
+
+        async def get_partial_values(self, prototype, key_ranges):
+            key_ranges = list(key_ranges)
+            got = await self._store.get_partial_values(prototype, key_ranges)
+            log.extend(None if b is None else len(b) for b in got)
+            return got
+
+    values = zarr.open_array(Counting(LocalStore(str(path), read_only=True)), mode="r")[:rows]
+    if list(values) != expected:
+        raise RuntimeError(f"zarr-python read other values: {list(values)[:3]}...")
+    return {"bytes": sum(b or 0 for b in log), "requests": len(log), "misses": sum(b is None for b in log)}
 
 
 def pyarrow_parquet(path: Path):
@@ -216,17 +292,50 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="1M strings, 3 runs")
     ap.add_argument("--runs", type=int)
+    ap.add_argument("--only", choices=["W7"], help="run this section alone (results to benches/compare/data/RESULTS-only.md)")
+    ap.add_argument("--out", type=Path, help="where to write the results (default benches/RESULTS.md)")
     args = ap.parse_args()
     n, long_n = (1_000_000, 10_000) if args.quick else (10_000_000, 100_000)
     runs = args.runs or (3 if args.quick else 5)
-    paths = generate(n, long_n)
+    out_md = args.out or (DATA / "RESULTS-only.md" if args.only else REPO / "benches" / "RESULTS.md")
     z = lambda *a: [str(ZARROW), *map(str, a)]  # noqa: E731
     one = {"RAYON_NUM_THREADS": "1"}
     results: dict[str, list[dict]] = {}
+    counts: dict[str, dict] = {}  # W7: bytes and requests per label
 
     def section(name: str, items: list[tuple[str, object]]) -> None:
         print(name, flush=True)
         results[name] = [measure(label, runs, fn) for label, fn in items]
+
+    def w7(w1: Path | None) -> None:
+        sharded = generate_w7(n)
+        shard, inner = w7_layout(n)
+        expected = short_strings(n).slice(0, HEAD_ROWS).to_pylist()
+        head = lambda path, label: (label, lambda: counted_program(z("head", path, HEAD_ROWS), counts, label))  # noqa: E731
+        items = [
+            head(sharded, "zarrow read_range(0..10)"),
+            ("zarr-python arr[:10]", lambda: python_timed(zarr_python_head(sharded, HEAD_ROWS))),
+        ]
+        if w1 is not None:  # context: the same rows from W1 itself, which holds them in one big chunk
+            items += [head(w1, "zarrow read_range(0..10), unsharded W1"),
+                      ("zarr-python arr[:10], unsharded W1", lambda: python_timed(zarr_python_head(w1, HEAD_ROWS)))]
+        section(f"W7: first {HEAD_ROWS} rows of W1 sharded by zarr-python (shards of {shard:,} = 100 inner chunks of {inner:,}; vlen-utf8 + zstd)", items)
+        for label, path in [("zarr-python arr[:10]", sharded), ("zarr-python arr[:10], unsharded W1", w1)]:
+            if path is not None:
+                try:
+                    counts[label] = zarr_python_head_counted(path, HEAD_ROWS, expected)
+                except Exception as e:  # noqa: BLE001 - reported as n/a
+                    print(f"  {label}: counting failed: {type(e).__name__}: {e}", flush=True)
+        for label, c in counts.items():
+            misses = f" ({c['misses']} of them for absent keys)" if c["misses"] else ""
+            print(f"  {label:<58} {c['bytes']:,} bytes in {c['requests']} requests{misses}", flush=True)
+        counts["_store"] = {"shard_bytes": max(f.stat().st_size for f in (sharded / "c").iterdir()), "shard": shard, "inner": inner}
+
+    if args.only == "W7":
+        w7(None)
+        write_results(results, {}, n, long_n, runs, counts, out_md, partial=True)
+        return 0
+    paths = generate(n, long_n)
 
     section(f"W1: {n:,} short strings, vlen-utf8 + zstd (zarr-python), read all", [
         ("bound: read + zstd-decompress every chunk (all cores)", lambda: timed_program(z("bound", paths["w1.zarr"]))),
@@ -297,7 +406,8 @@ def main() -> int:
         peak = peak_rss_mib(z("to-parquet", paths[name], out / f"{name}.parquet"))
         memory[name] = {"elements": elements, "peak_mib": peak}
         print(f"  {name}: {elements:,} elements, peak RSS {peak:.0f} MiB (largest encoded chunk {chunk_bytes / 2**20:.1f} MiB)")
-    write_results(results, memory, n, long_n, runs)
+    w7(paths["w1.zarr"])
+    write_results(results, memory, n, long_n, runs, counts, out_md)
     return 0
 
 

@@ -18,15 +18,22 @@
 //!                                                        chunks (laid out beforehand,
 //!                                                        untimed), nothing else
 //! zarrow_compare parquet-read IN.parquet                 read the Parquet file only
+//! zarrow_compare head STORE N                            W7: rows 0..N with `read_range`
+//!                                                        through a store that counts
+//!                                                        what it fetches; prints
+//!                                                        `SECONDS ROWS BYTES REQUESTS`
 //! ```
 //!
 //! Threads: rayon's pool (set `RAYON_NUM_THREADS=1` for one core).
 
 use std::fs::File;
+use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
+use arrow_buffer::Buffer;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::basic::{Compression, ZstdLevel};
 use rayon::prelude::*;
@@ -34,7 +41,7 @@ use zarrow::CodecChain;
 use zarrow::export::write_parquet;
 use zarrow::metadata::CodecMetadata;
 use zarrow::write::{Encoding, WriteOptions, write_batches};
-use zarrow::{LocalStore, ReadOptions, StringType, ZarrArray};
+use zarrow::{LocalStore, ReadOptions, Store, StringType, ZarrArray};
 
 type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
@@ -55,6 +62,7 @@ fn main() -> Res<()> {
         "from-parquet" => from_parquet(arg(2), arg(3), arg(4))?,
         "compress-bound" => return compress_bound(arg(2), arg(3)),
         "parquet-read" => parquet_read(arg(2))?,
+        "head" => return head(arg(2), arg(3)),
         _ => {
             eprintln!("usage: see the module documentation of benches/compare/zarrow_compare.rs");
             std::process::exit(2);
@@ -235,4 +243,90 @@ fn compress_bound(path: &str, encoding: &str) -> Res<()> {
         .sum::<std::io::Result<usize>>()?;
     println!("{} {bytes}", start.elapsed().as_secs_f64());
     Ok(())
+}
+
+/// W7: the first `n` rows of `path` (a sharded store: the shard index and the inner
+/// chunks those rows lie in), opened and read through [`Counting`]. Times the open
+/// and the read, as the Python peer's `zarr.open_array(path)[:n]` is timed.
+fn head(path: &str, n: &str) -> Res<()> {
+    let n: u64 = n.parse().map_err(|_| "head STORE N: N is a row count")?;
+    let store = Counting::new(LocalStore::new(path));
+    let start = Instant::now();
+    let array = ZarrArray::open(store.clone(), "")?;
+    let got = array.read_range(0..n)?;
+    let seconds = start.elapsed().as_secs_f64();
+    if got.len() as u64 != n {
+        return Err(format!("read_range(0..{n}) gave {} rows", got.len()).into());
+    }
+    let (bytes, requests) = (
+        store.bytes.load(Ordering::SeqCst),
+        store.requests.load(Ordering::SeqCst),
+    );
+    println!("{seconds} {n} {bytes} {requests}");
+    Ok(())
+}
+
+/// A store that counts the read requests and the bytes that reach `inner`
+/// (metadata included). It keeps the [`Store::get_ranges`] default, which fetches
+/// ranges nearer than `COALESCE_GAP` with one [`Store::get_range`] each, so the
+/// bytes are what was read, gaps included, and each `get_range` is one request
+/// (one HTTP GET for a remote store). Length queries ([`Store::value_len`], a
+/// stat or a HEAD) are not counted as requests.
+#[derive(Debug)]
+struct Counting<S> {
+    inner: S,
+    requests: AtomicU64,
+    bytes: AtomicU64,
+}
+
+impl<S: Store> Counting<S> {
+    fn new(inner: S) -> Arc<Self> {
+        Arc::new(Self {
+            inner,
+            requests: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+        })
+    }
+
+    fn count(&self, got: zarrow::Result<Option<Buffer>>) -> zarrow::Result<Option<Buffer>> {
+        self.requests.fetch_add(1, Ordering::SeqCst);
+        if let Ok(Some(buffer)) = &got {
+            self.bytes.fetch_add(buffer.len() as u64, Ordering::SeqCst);
+        }
+        got
+    }
+}
+
+impl<S: Store> Store for Counting<S> {
+    fn get(&self, key: &str) -> zarrow::Result<Option<Buffer>> {
+        self.count(self.inner.get(key))
+    }
+
+    fn get_bounded(&self, key: &str, max_len: u64) -> zarrow::Result<Option<Buffer>> {
+        self.count(self.inner.get_bounded(key, max_len))
+    }
+
+    fn get_range(&self, key: &str, range: Range<u64>) -> zarrow::Result<Option<Buffer>> {
+        self.count(self.inner.get_range(key, range))
+    }
+
+    fn value_len(&self, key: &str) -> zarrow::Result<Option<u64>> {
+        self.inner.value_len(key)
+    }
+
+    fn set(&self, key: &str, value: &[u8]) -> zarrow::Result<()> {
+        self.inner.set(key, value)
+    }
+
+    fn delete(&self, key: &str) -> zarrow::Result<()> {
+        self.inner.delete(key)
+    }
+
+    fn list_prefix(&self, prefix: &str) -> zarrow::Result<Vec<String>> {
+        self.inner.list_prefix(prefix)
+    }
+
+    fn list_children(&self, prefix: &str) -> zarrow::Result<Vec<String>> {
+        self.inner.list_children(prefix)
+    }
 }

@@ -45,7 +45,10 @@ pub fn write_csv(w: impl Write, columns: &[(String, &dyn Array, Vec<u64>)]) -> R
         .iter()
         .map(|(_, array, shape)| Tokens::new(*array, shape))
         .collect::<Result<Vec<_>>>()?;
-    let io = |e: csv::Error| Error::InvalidArgument(format!("writing CSV: {e}"));
+    let io = |e: csv::Error| Error::Output {
+        what: "CSV".into(),
+        source: e.into(),
+    };
     let mut out = csv::WriterBuilder::new().flexible(false).from_writer(w);
     out.write_record(columns.iter().map(|(name, _, _)| name.as_bytes()))
         .map_err(io)?;
@@ -60,8 +63,10 @@ pub fn write_csv(w: impl Write, columns: &[(String, &dyn Array, Vec<u64>)]) -> R
         }
         out.write_record(&cells).map_err(io)?;
     }
-    out.flush()
-        .map_err(|e| Error::InvalidArgument(format!("writing CSV: {e}")))
+    out.flush().map_err(|e| Error::Output {
+        what: "CSV".into(),
+        source: e.into(),
+    })
 }
 
 /// Read CSV columns, each an array in the linear format, streaming.

@@ -210,7 +210,10 @@ impl<'a> Tokens<'a> {
 /// Write the array as one linear-format JSON document, one token per line.
 pub fn write_json(mut w: impl Write, array: &dyn Array, shape: &[u64]) -> Result<()> {
     let tokens = Tokens::new(array, shape)?;
-    let io = |e: std::io::Error| Error::InvalidArgument(format!("writing JSON: {e}"));
+    let io = |source: std::io::Error| Error::Output {
+        what: "the linear format (JSON)".into(),
+        source,
+    };
     let mut buf = Vec::with_capacity(1 << 16);
     buf.push(b'[');
     for i in 0..tokens.len() {

@@ -339,7 +339,7 @@ mod tests {
         let offsets = ScalarBuffer::<u64>::from(vec![0u64, 3_000_000_000]);
         let err = convert_offsets::<u64, i32>(&offsets, 3_000_000_000).unwrap_err();
         assert!(matches!(err, ChunkError::OffsetOverflow { .. }));
-        assert!(err.to_string().contains("large-utf8"));
+        assert!(err.to_string().contains("StringType::LargeUtf8"));
         assert!(convert_offsets::<u64, i64>(&offsets, 3_000_000_000).is_ok());
     }
 

@@ -220,8 +220,9 @@ impl ZarrArray {
         })
     }
 
-    /// The 1-D chunk `i`, trimmed to the array's extent.
-    fn chunk_1d(&self, i: u64, within: Range<u64>) -> Result<ArrayRef> {
+    /// The rows of 1-D chunk `i` that lie in `within` (and in the array): only what
+    /// they need is fetched (a shard's index and inner chunks, when sharded).
+    pub(crate) fn chunk_rows(&self, i: u64, within: Range<u64>) -> Result<ArrayRef> {
         let c = self.meta.chunk_shape[0];
         let valid = self.grid.valid_extent(&[i])[0];
         let lo = within.start.saturating_sub(i * c).min(valid);
@@ -253,7 +254,7 @@ impl ZarrArray {
                 Part::Present(a) => Ok(a.slice(0, 1)),
                 Part::Missing(a) => Ok(a),
             },
-            1 => self.chunk_1d(s, 0..self.len()),
+            1 => self.chunk_rows(s, 0..self.len()),
             _ => self.read_slab_nd(s),
         }
     }
@@ -361,7 +362,7 @@ impl ZarrArray {
         self.check_read_size(range.end - range.start)?;
         let c = self.meta.chunk_shape[0];
         let chunks = range.start / c..(range.end - 1) / c + 1;
-        let parts = self.map_maybe_parallel(chunks, |i| self.chunk_1d(i, range.clone()))?;
+        let parts = self.map_maybe_parallel(chunks, |i| self.chunk_rows(i, range.clone()))?;
         self.concat(parts)
     }
 
@@ -389,6 +390,11 @@ impl ZarrArray {
                 Ok(arrow_select::concat::concat(&refs)?)
             }
         }
+    }
+
+    /// A builder for a table reader over this (1-D) array: one column, any rows.
+    pub fn reader(&self) -> super::ReaderBuilder {
+        super::ReaderBuilder::for_array(self.clone())
     }
 
     /// A streaming reader: one record batch per slab (per chunk for 1-D arrays),

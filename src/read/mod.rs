@@ -11,6 +11,7 @@
 //! together), each refused when over [`ReadOptions::max_chunk_bytes`].
 
 mod array;
+mod builder;
 mod group;
 mod node;
 mod plan;
@@ -22,7 +23,8 @@ use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, Schema, SchemaRef};
 
 pub use array::ZarrArray;
-pub use group::{DEFAULT_MAX_BATCH_ROWS, GroupBatchReader, GroupReaderBuilder, ZarrGroup};
+pub use builder::{BatchReader, DEFAULT_MAX_BATCH_ROWS, ReaderBuilder};
+pub use group::ZarrGroup;
 pub use node::read_node;
 
 use crate::error::Result;

@@ -159,7 +159,13 @@ impl LocalStore {
 }
 
 fn too_large(path: &Path) -> Error {
-    Error::InvalidArgument(format!("{} is too large", path.display()))
+    Error::io(
+        path,
+        std::io::Error::new(
+            ErrorKind::FileTooLarge,
+            "larger than this machine's address space",
+        ),
+    )
 }
 
 /// Read exactly `len` bytes into a fresh buffer. `read_to_end` reads into the

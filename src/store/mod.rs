@@ -50,7 +50,7 @@ pub trait Store: Debug + Send + Sync {
     /// Bytes `range` of the value at `key`; `None` when the key is absent.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when the range ends past the value.
+    /// [`Error::RangeOutOfBounds`] when the range ends past the value.
     fn get_range(&self, key: &str, range: Range<u64>) -> Result<Option<Buffer>>;
 
     /// The length of the value at `key`, or `None` when the key is absent. The
@@ -68,7 +68,7 @@ pub trait Store: Debug + Send + Sync {
     /// object_store's `get_ranges` does.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when a range ends past the value.
+    /// [`Error::RangeOutOfBounds`] when a range ends past the value.
     fn get_ranges(&self, key: &str, ranges: &[ByteRange]) -> Result<Option<RangeRead>> {
         let Some(len) = self.value_len(key)? else {
             return Ok(None);
@@ -174,10 +174,11 @@ pub(crate) fn check_size(key: &str, size: u64, max_len: u64) -> Result<()> {
 /// Check a byte range against a value length.
 pub(crate) fn check_range(key: &str, range: &Range<u64>, len: u64) -> Result<()> {
     if range.start > range.end || range.end > len {
-        return Err(Error::InvalidArgument(format!(
-            "byte range {}..{} is outside {key} ({len} bytes)",
-            range.start, range.end
-        )));
+        return Err(Error::RangeOutOfBounds {
+            key: key.to_string(),
+            range: range.clone(),
+            len,
+        });
     }
     Ok(())
 }

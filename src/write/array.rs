@@ -275,9 +275,12 @@ fn write_metadata(
     zarr_format: u8,
 ) -> Result<()> {
     for (name, doc) in spec.documents(shape, chunk_shape, codecs, zarr_format) {
-        let bytes =
-            serde_json::to_vec_pretty(&doc).map_err(|e| Error::InvalidArgument(e.to_string()))?;
-        store.set(&join_key(path, name), &bytes)?;
+        let key = join_key(path, name);
+        let bytes = serde_json::to_vec_pretty(&doc).map_err(|source| Error::Json {
+            key: key.clone(),
+            source,
+        })?;
+        store.set(&key, &bytes)?;
     }
     Ok(())
 }

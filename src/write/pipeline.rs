@@ -72,9 +72,9 @@ impl Pipeline {
         self.in_flight += 1;
         rayon::spawn(move || {
             let result = catch_unwind(AssertUnwindSafe(task)).unwrap_or_else(|_| {
-                Err(Error::InvalidArgument(
-                    "a chunk encoder panicked (a zarrow bug: please report it)".into(),
-                ))
+                Err(Error::Panicked {
+                    task: "chunk encoder",
+                })
             });
             // The receiver lives as long as the pipeline, which waits for us.
             let _ = sender.send(result);

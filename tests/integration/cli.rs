@@ -300,6 +300,7 @@ fn table_to_zarr_refuses_nulls_and_leaves_nothing() {
         stderr.contains("column \"b\" has a null at row 2"),
         "{stderr}"
     );
+    assert!(stderr.contains("pass --nulls fill"), "{stderr}");
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
     // No output, and no temporary directory left behind.
     let left: Vec<_> = std::fs::read_dir(tmp.path())

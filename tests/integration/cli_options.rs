@@ -165,3 +165,76 @@ fn compression_spellings() {
         assert!(!dst.exists(), "{name}: output written");
     }
 }
+
+/// `--rows` and `--limit` against zarr-python's own reading of obs.zarr (the
+/// expected IPC file written by the fixture generator), sliced.
+#[test]
+fn rows_and_limit_select_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = testdata().join("stores/obs.zarr");
+    let expected = crate::common::read_ipc(&testdata().join("expected/obs.arrow"));
+    for (args, range) in [
+        (vec!["--rows", "3..9"], 3..9),
+        (vec!["--limit", "4"], 0..4),
+        (vec!["--rows", "2..10", "--limit", "3"], 2..5),
+        (vec!["--rows", "5..5"], 5..5),
+    ] {
+        let out = dir.path().join("out.arrows");
+        let mut command = vec![
+            "convert",
+            src.to_str().unwrap(),
+            out.to_str().unwrap(),
+            "--overwrite",
+        ];
+        command.extend(&args);
+        let run = zarrow(&command);
+        assert!(
+            run.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let got = read_output(&out);
+        let rows: usize = got.iter().map(RecordBatch::num_rows).sum();
+        assert_eq!(rows, range.len(), "{args:?}");
+        for field in expected[0].schema().fields() {
+            let want = column(&expected, field.name());
+            let want = want.slice(range.start, range.len());
+            if rows > 0 {
+                assert_eq!(
+                    values(column(&got, field.name()).as_ref()),
+                    values(want.as_ref()),
+                    "{args:?} {}",
+                    field.name()
+                );
+            }
+        }
+    }
+    for bad in [
+        ["--rows", "9..3"],
+        ["--rows", "x..3"],
+        ["--rows", "0..99999"],
+    ] {
+        let out = dir.path().join("bad.arrows");
+        let run = zarrow(&[
+            "convert",
+            src.to_str().unwrap(),
+            out.to_str().unwrap(),
+            bad[0],
+            bad[1],
+        ]);
+        assert!(!run.status.success(), "{bad:?} was accepted");
+        assert!(!out.exists());
+    }
+    // An N-d array has no rows to select.
+    let nd = testdata().join("stores/v3_string_2d.zarr");
+    let out = dir.path().join("nd.arrows");
+    let run = zarrow(&[
+        "convert",
+        nd.to_str().unwrap(),
+        out.to_str().unwrap(),
+        "--limit",
+        "2",
+    ]);
+    assert!(!run.status.success());
+    assert!(String::from_utf8_lossy(&run.stderr).contains("1-D"));
+}

@@ -242,10 +242,9 @@ fn all_arrays() -> Vec<(String, ArrayRef, Vec<u64>)> {
             NodeMetadata::Group(_) => ZarrGroup::open(store.clone(), "")
                 .unwrap()
                 .children()
-                .unwrap()
-                .into_iter()
+                .iter()
                 .filter(|(_, n)| matches!(n, NodeMetadata::Array(_)))
-                .map(|(n, _)| n)
+                .map(|(n, _)| n.clone())
                 .collect(),
         };
         for p in paths {

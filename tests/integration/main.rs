@@ -8,6 +8,7 @@ mod fuzz_replay;
 mod golden;
 mod linear;
 mod outputs;
+mod reader;
 mod robustness;
 mod roundtrip;
 mod shard_reads;

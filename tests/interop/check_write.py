@@ -16,6 +16,11 @@ configuration runs `ZARROW_BIN convert SRC OUT.zarr ...`. Then:
 * zarrow reads every output back to Arrow IPC: the table equals the original,
   types included (zarrow records the Arrow type and the column order).
 
+Sharded outputs (`--shard-len`) are among the configurations. N-d outputs: linear-
+format documents (2-D and 3-D; numbers and strings) converted with `--chunk-shape`
+and `--shard-shape` (edge chunks and shards included), read by zarr-python and zarrs
+with the same shape and values (C order).
+
 Prints a line per check and ends with "N passed, M failed"; exits 1 on failure.
 """
 
@@ -53,6 +58,18 @@ CONFIGS = [
     ("v3-zarrs-vlen-none-chunk250", ["--encoding", "zarrs-vlen", "--compressor", "none", "--chunk-len", "250"], False, True),
     ("v3-zep0007-none", ["--encoding", "zep0007", "--compressor", "none"], False, False),
     ("v3-zep0007-zstd-chunk400", ["--encoding", "zep0007", "--chunk-len", "400"], False, False),
+    ("v3-default-zstd-sharded", ["--chunk-len", "100", "--shard-len", "1000"], True, True),
+    ("v3-default-none-sharded-odd", ["--compressor", "none", "--chunk-len", "37", "--shard-len", "300"], True, True),
+    ("v3-zarrs-vlen-gzip-sharded", ["--encoding", "zarrs-vlen", "--compressor", "gzip", "--chunk-len", "64", "--shard-len", "640"], False, True),
+]
+
+# N-d outputs: (name, shape, dtype, zarrow convert flags).
+ND_CASES = [
+    ("nd-int32-chunks", (7, 10), "int32", ["--chunk-shape", "3,4"]),
+    ("nd-float64-sharded", (9, 11), "float64", ["--chunk-shape", "2,3", "--shard-shape", "4,6"]),
+    ("nd-string-3d-sharded", (5, 4, 3), "generic", ["--chunk-shape", "2,2,2", "--shard-shape", "4,2,2"]),
+    ("nd-string-3d-chunks-v2", (5, 4, 3), "generic", ["--chunk-shape", "2,3,2", "--zarr-format", "2"]),
+    ("nd-int32-default", (6, 5), "int32", []),
 ]
 
 
@@ -158,6 +175,43 @@ def zarrow_back_check(zarrow: str, store: Path, tmp: Path, t: pa.Table) -> str |
     return None
 
 
+def nd_values(shape: tuple, dtype: str) -> list:
+    n = int(np.prod(shape))
+    if dtype == "int32":
+        return [int(i * 7 - 100) for i in range(n)]
+    if dtype == "float64":
+        return [float(i) / 8 - 3 for i in range(n)]
+    return [f"e{i}-{'ü' * (i % 3)}" for i in range(n)]
+
+
+def linear_document(shape: tuple, dtype: str, values: list) -> str:
+    strides = [int(np.prod(shape[k + 1:])) for k in range(len(shape))]
+    header = ["version", "1.0.0", "ndarray", "shape", *shape, "strides", *strides, "offset", 0,
+              "order", "row-major", "dtype", dtype, "length", len(values), "capacity", len(values), "data"]
+    return json.dumps(header + values)
+
+
+def nd_zarr_python_check(store: Path, shape: tuple, values: list) -> str | None:
+    a = zarr.open_array(str(store), mode="r")
+    if tuple(a.shape) != shape:
+        return f"zarr-python sees shape {a.shape}, not {shape}"
+    got = [x.item() if isinstance(x, np.generic) else x for x in a[...].reshape(-1).tolist()]
+    return compare_values("zarr-python", got, values)
+
+
+def nd_zarrs_check(zarrs: str, store: Path, dtype: str, values: list) -> str | None:
+    proc = subprocess.run([zarrs, "read", str(store)], capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0:
+        return f"zarrs failed: {proc.stderr.strip()[-500:]}"
+    arrays = json.loads(proc.stdout)
+    if len(arrays) != 1:
+        return f"zarrs sees arrays {sorted(arrays)}"
+    got = [base64.b64decode(v) for v in next(iter(arrays.values()))["values_b64"]]
+    pack = {"int32": "<i", "float64": "<d"}.get(dtype)
+    want = [struct.pack(pack, v) if pack else v.encode() for v in values]
+    return compare_values("zarrs", got, want)
+
+
 def run(zarrow: str, args: list[str]) -> None:
     proc = subprocess.run([zarrow, *args], capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
@@ -196,6 +250,27 @@ def main() -> int:
                 checks.append(("convert", f"{type(e).__name__}: {e}"))
             for reader, problem in checks:
                 label = f"{name} ({source.suffix}) read by {reader}"
+                if problem is None:
+                    passed += 1
+                    print(f"ok   {label}")
+                else:
+                    failed += 1
+                    print(f"FAIL {label}: {problem}")
+        for name, shape, dtype, flags in ND_CASES:
+            values = nd_values(shape, dtype)
+            source = tmp / f"{name}.json"
+            source.write_text(linear_document(shape, dtype, values))
+            store = tmp / f"{name}.zarr"
+            checks = []
+            try:
+                run(args.zarrow, ["convert", str(source), str(store), *flags])
+                checks.append(("zarr-python", nd_zarr_python_check(store, shape, values)))
+                if args.zarrs and "--zarr-format" not in flags:
+                    checks.append(("zarrs", nd_zarrs_check(args.zarrs, store, dtype, values)))
+            except Exception as e:  # noqa: BLE001 - report and go on
+                checks.append(("convert", f"{type(e).__name__}: {e}"))
+            for reader, problem in checks:
+                label = f"{name} {shape} read by {reader}"
                 if problem is None:
                     passed += 1
                     print(f"ok   {label}")

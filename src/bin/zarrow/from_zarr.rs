@@ -22,29 +22,60 @@ pub(crate) fn convert(args: &ConvertArgs) -> Result<()> {
         Some(t) => args.read_options().with_string_type(t),
         None => args.read_options(),
     };
-    let (reader, total): (Box<dyn RecordBatchReader + Send>, u64) =
-        match read_node(store.as_ref(), "")? {
-            NodeMetadata::Array(_) => {
-                if args.columns.is_some() {
-                    return Err(Error::InvalidArgument(
-                        "--columns applies to groups only".into(),
-                    ));
-                }
-                let array =
-                    ZarrArray::open_with(store, "", options)?.with_column_name(store_name(src));
+    let some_rows = args.rows.is_some() || args.limit.is_some();
+    let mut builder = match read_node(store.as_ref(), "")? {
+        NodeMetadata::Array(_) => {
+            if args.columns.is_some() {
+                return Err(Error::InvalidArgument(
+                    "--columns applies to groups only".into(),
+                ));
+            }
+            let array = ZarrArray::open_with(store, "", options)?.with_column_name(store_name(src));
+            if !some_rows {
+                // The whole array, N-d ones flattened: one batch per chunk row.
                 let total = array.len();
-                (Box::new(Progress::new(array.batches(), Some(total))), total)
+                return export(
+                    args,
+                    format,
+                    Progress::new(array.batches(), Some(total)),
+                    total,
+                );
             }
-            NodeMetadata::Group(_) => {
-                let mut builder = ZarrGroup::open_with(store, "", options)?.reader();
-                if let Some(columns) = &args.columns {
-                    builder = builder.with_projection(columns.clone());
-                }
-                let reader = builder.build()?;
-                let total = reader.total_rows();
-                (Box::new(Progress::new(reader, Some(total))), total)
+            if array.metadata().shape.len() != 1 {
+                return Err(Error::InvalidArgument(format!(
+                    "--rows and --limit need a 1-D array; this one has shape {:?}",
+                    array.metadata().shape
+                )));
             }
-        };
+            array.reader()
+        }
+        NodeMetadata::Group(_) => {
+            let builder = ZarrGroup::open_with(store, "", options)?.reader();
+            match &args.columns {
+                Some(columns) => builder.with_projection(columns.clone()),
+                None => builder,
+            }
+        }
+    };
+    if let Some(rows) = &args.rows {
+        builder = builder.with_row_range(rows.clone());
+    }
+    if let Some(limit) = args.limit {
+        builder = builder.with_limit(limit);
+    }
+    let reader = builder.build()?;
+    let total = reader.total_rows();
+    export(args, format, Progress::new(reader, Some(total)), total)
+}
+
+/// Check the limits, then write `reader`'s `total` rows to the output atomically.
+fn export(
+    args: &ConvertArgs,
+    format: ExportFormat,
+    reader: impl RecordBatchReader + Send + 'static,
+    total: u64,
+) -> Result<()> {
+    let (src, dst) = (&args.src, &args.dst);
     let columns = reader.schema();
     limits::check(
         &src.display().to_string(),

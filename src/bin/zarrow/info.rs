@@ -45,7 +45,7 @@ fn describe(path: &Path, string_type: Option<StringType>) -> Result<String> {
         }
         NodeMetadata::Group(meta) => {
             let group = ZarrGroup::open_with(store.clone(), "", options)?;
-            let children = group.children()?;
+            let children = group.children();
             let _ = writeln!(out, "node:          group (Zarr v{})", meta.zarr_format);
             let _ = writeln!(out, "attributes:    {}", meta.attributes.len());
             let _ = writeln!(out, "children:      {}", children.len());
@@ -53,7 +53,7 @@ fn describe(path: &Path, string_type: Option<StringType>) -> Result<String> {
                 let _ = writeln!(out, "\n{name}/");
                 match node {
                     NodeMetadata::Array(_) => {
-                        let array = ZarrArray::open_with(store.clone(), &name, options)?;
+                        let array = ZarrArray::open_with(store.clone(), name, options)?;
                         describe_array(&mut out, &array, "  ")?;
                     }
                     NodeMetadata::Group(g) => {

@@ -63,10 +63,10 @@ fn arrays(args: &ConvertArgs) -> Result<Vec<(String, ZarrArray)>> {
         NodeMetadata::Group(meta) => {
             let group = ZarrGroup::open_with(store.clone(), "", options)?;
             let mut names: Vec<String> = group
-                .children()?
-                .into_iter()
+                .children()
+                .iter()
                 .filter(|(_, node)| matches!(node, NodeMetadata::Array(_)))
-                .map(|(name, _)| name)
+                .map(|(name, _)| name.clone())
                 .collect();
             if let Some(order) = recorded_columns(&meta.attributes) {
                 names.sort_by_key(|n| order.iter().position(|o| o == n).unwrap_or(usize::MAX));

@@ -10,6 +10,7 @@ mod progress;
 mod to_zarr;
 
 use std::io::Write as _;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -18,7 +19,7 @@ use clap::{Args, Parser, Subcommand};
 use parquet::basic::Compression;
 use zarrow::export::{DEFAULT_PARQUET_COMPRESSION, parse_parquet_compression};
 use zarrow::read::DEFAULT_MAX_CHUNK_BYTES;
-use zarrow::{Error, LocalStore, ReadOptions, Result, Store, StringType};
+use zarrow::{ChunkError, Error, LocalStore, ReadOptions, Result, Store, StringType};
 
 /// Move variable-length data between Zarr and Apache Arrow.
 #[derive(Parser, Debug)]
@@ -99,6 +100,13 @@ struct ConvertArgs {
     /// [to a table] For a group: the columns, comma-separated (default: every 1-D array).
     #[arg(long, value_delimiter = ',')]
     columns: Option<Vec<String>>,
+    /// [to a table] Only rows START..END (of 1-D arrays): only the chunks (and of a
+    /// sharded array, the inner chunks) those rows lie in are read.
+    #[arg(long, value_parser = parse_rows)]
+    rows: Option<Range<u64>>,
+    /// [to a table] At most N rows (after --rows).
+    #[arg(long)]
+    limit: Option<u64>,
 
     /// [to Zarr] Zarr format: 3 or 2.
     #[arg(long, default_value_t = 3)]
@@ -113,9 +121,23 @@ struct ConvertArgs {
     /// [to Zarr] Compressor level (default: zstd 0, gzip 5, blosc 5).
     #[arg(long)]
     level: Option<i32>,
-    /// [to Zarr] Elements per chunk (default: about 4 MiB of values per chunk).
+    /// [to Zarr] Elements per chunk (default: about 4 MiB of values per chunk); with
+    /// --shard-len, per inner chunk.
     #[arg(long)]
     chunk_len: Option<usize>,
+    /// [to Zarr] Store 1-D arrays in sharding_indexed shards of N elements (rounded
+    /// up to a multiple of the chunk length), the index at the end with crc32c, as
+    /// zarr-python writes. Zarr v3 only.
+    #[arg(long)]
+    shard_len: Option<usize>,
+    /// [to Zarr] Chunk shape of N-d arrays (linear-format input), comma-separated,
+    /// e.g. 100,100 (default: chunks spanning all but the first dimension).
+    #[arg(long, value_delimiter = ',')]
+    chunk_shape: Option<Vec<u64>>,
+    /// [to Zarr] Shard shape of N-d arrays, a multiple of the chunk shape in every
+    /// dimension, e.g. 1000,1000. Zarr v3 only.
+    #[arg(long, value_delimiter = ',')]
+    shard_shape: Option<Vec<u64>>,
     /// [to Zarr] Nulls: `error` refuses a column with nulls (naming it and the first
     /// null row); `fill` writes each null as the fill value ("" for strings, empty
     /// bytes, 0 for numbers, false for bools), so the nulls are lost.
@@ -134,6 +156,18 @@ impl ConvertArgs {
 
 fn parse_compression(s: &str) -> std::result::Result<Compression, String> {
     parse_parquet_compression(s).map_err(|e| e.to_string())
+}
+
+/// `START..END`.
+fn parse_rows(s: &str) -> std::result::Result<Range<u64>, String> {
+    let bad = || format!("{s:?} is not START..END (for example 1000..2000)");
+    let (start, end) = s.split_once("..").ok_or_else(bad)?;
+    let start: u64 = start.trim().parse().map_err(|_| bad())?;
+    let end: u64 = end.trim().parse().map_err(|_| bad())?;
+    if start > end {
+        return Err(format!("{s:?}: START is after END"));
+    }
+    Ok(start..end)
 }
 
 fn parse_string_type(s: &str) -> std::result::Result<StringType, String> {
@@ -161,9 +195,28 @@ fn main() -> ExitCode {
                 }
                 source = s.source();
             }
+            if let Some(hint) = hint(&e) {
+                message.push_str(&format!(" ({hint})"));
+            }
             let _ = writeln!(std::io::stderr(), "zarrow: error: {message}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// The flag that gets past an error, for the errors that have one (the library's
+/// messages name its own API, not the CLI's flags).
+fn hint(e: &Error) -> Option<&'static str> {
+    match e {
+        Error::Nulls { .. } => Some("pass --nulls fill to write nulls as the fill value"),
+        Error::AlreadyExists { .. } => Some("pass --overwrite to replace it"),
+        Error::ReadTooLarge { .. } => Some("or select fewer rows with --rows / --limit"),
+        Error::Chunk { source, .. } => match source {
+            ChunkError::OffsetOverflow { .. } => Some("read with --string-type large-utf8"),
+            ChunkError::TooLarge { .. } => Some("raise --max-chunk-bytes if the chunk is sound"),
+            _ => None,
+        },
+        _ => None,
     }
 }
 

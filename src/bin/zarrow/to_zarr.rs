@@ -78,13 +78,26 @@ pub(crate) fn options(args: &ConvertArgs) -> Result<WriteOptions> {
     if let Some(len) = args.chunk_len {
         options = options.with_chunk_len(len);
     }
+    if let Some(len) = args.shard_len {
+        options = options.with_shard_len(len);
+    }
+    if let Some(shape) = &args.chunk_shape {
+        options = options.with_chunk_shape(shape.clone());
+    }
+    if let Some(shape) = &args.shard_shape {
+        options = options.with_shard_shape(shape.clone());
+    }
     Ok(options)
 }
 
 pub(crate) fn convert(args: &ConvertArgs) -> Result<()> {
-    if args.columns.is_some() || args.string_type.is_some() {
+    if args.columns.is_some()
+        || args.string_type.is_some()
+        || args.rows.is_some()
+        || args.limit.is_some()
+    {
         return Err(Error::InvalidArgument(
-            "--columns and --string-type apply when SRC is a Zarr store".into(),
+            "--columns, --string-type, --rows and --limit apply when SRC is a Zarr store".into(),
         ));
     }
     let dst = &args.dst;

@@ -1,0 +1,458 @@
+//! [`ReaderBuilder`]: which columns and rows to read, in which batches; and
+//! [`BatchReader`], the `RecordBatchReader` it builds.
+//!
+//! ```text
+//! ZarrGroup / ZarrArray (metadata loaded once, shared)
+//!   └─▶ ReaderBuilder: with_projection, with_row_range / with_offset / with_limit,
+//!        with_batch_size; splits(n): chunk-aligned row ranges, one reader each
+//!         └─▶ BatchReader: per batch, the chunks each column needs (only the rows
+//!             asked for: a shard's index and inner chunks, not the whole shard);
+//!             the next batch's chunks decode on rayon's pool while the caller
+//!             works on this one
+//! ```
+
+use std::ops::Range;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, channel};
+
+use arrow_array::{ArrayRef, RecordBatch, RecordBatchReader};
+use arrow_schema::{ArrowError, Schema, SchemaRef};
+use rayon::prelude::*;
+
+use super::{ReadOptions, ZarrArray, ZarrGroup};
+use crate::error::{Error, Result};
+use crate::rows::RowQueue;
+
+/// The largest default batch: the largest chunk length among the columns, capped
+/// here so that a column with tiny chunks does not mean millions of decode jobs
+/// for one batch.
+pub const DEFAULT_MAX_BATCH_ROWS: usize = 1 << 16;
+
+/// What a reader reads from.
+#[derive(Debug, Clone)]
+enum Source {
+    Group(ZarrGroup),
+    Array(ZarrArray),
+}
+
+/// Configures a [`BatchReader`] over a group's 1-D arrays (or one 1-D array).
+///
+/// Cheap to clone: the metadata is shared, so a caller can make one builder per
+/// [split](ReaderBuilder::splits) and read them on different threads.
+#[derive(Debug, Clone)]
+pub struct ReaderBuilder {
+    source: Source,
+    options: ReadOptions,
+    projection: Option<Vec<String>>,
+    rows: Option<Range<u64>>,
+    offset: u64,
+    limit: Option<u64>,
+    batch_size: Option<usize>,
+}
+
+impl ReaderBuilder {
+    pub(crate) fn for_group(group: ZarrGroup) -> Self {
+        let options = *group.options();
+        Self::new(Source::Group(group), options)
+    }
+
+    pub(crate) fn for_array(array: ZarrArray) -> Self {
+        let options = *array.options();
+        Self::new(Source::Array(array), options)
+    }
+
+    fn new(source: Source, options: ReadOptions) -> Self {
+        Self {
+            source,
+            options,
+            projection: None,
+            rows: None,
+            offset: 0,
+            limit: None,
+            batch_size: None,
+        }
+    }
+
+    /// Read only these columns, in this order.
+    pub fn with_projection<I, S>(mut self, columns: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.projection = Some(columns.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Read rows `range` only (then [`with_offset`](Self::with_offset) and
+    /// [`with_limit`](Self::with_limit) apply within it).
+    pub fn with_row_range(mut self, range: Range<u64>) -> Self {
+        self.rows = Some(range);
+        self
+    }
+
+    /// Skip the first `rows` rows (of the row range, when one is set).
+    pub fn with_offset(mut self, rows: u64) -> Self {
+        self.offset = rows;
+        self
+    }
+
+    /// Read at most `rows` rows.
+    pub fn with_limit(mut self, rows: u64) -> Self {
+        self.limit = Some(rows);
+        self
+    }
+
+    /// Rows per batch (default: the largest chunk length among the columns, at most
+    /// [`DEFAULT_MAX_BATCH_ROWS`]).
+    pub fn with_batch_size(mut self, rows: usize) -> Self {
+        self.batch_size = Some(rows.max(1));
+        self
+    }
+
+    /// The node path read (for messages).
+    fn path(&self) -> &str {
+        match &self.source {
+            Source::Group(g) => g.path(),
+            Source::Array(a) => a.path(),
+        }
+    }
+
+    fn table_err(&self, message: String) -> Error {
+        Error::Table {
+            path: self.path().to_string(),
+            message,
+        }
+    }
+
+    /// The columns read, in order, all of one length.
+    ///
+    /// # Errors
+    /// [`Error::Table`] when there is no 1-D array, a projected name is not one, or
+    /// the columns differ in length.
+    pub fn columns(&self) -> Result<Vec<ZarrArray>> {
+        let mut available = match &self.source {
+            Source::Group(group) => group.columns()?,
+            Source::Array(array) if array.metadata().shape.len() == 1 => vec![array.clone()],
+            Source::Array(array) => {
+                return Err(self.table_err(format!(
+                    "a reader needs 1-D arrays; this one has shape {:?} (read it with ZarrArray::batches)",
+                    array.metadata().shape
+                )));
+            }
+        };
+        let columns = match &self.projection {
+            None => available,
+            Some(names) => names
+                .iter()
+                .map(|name| {
+                    let pos = available
+                        .iter()
+                        .position(|a| a.column_name() == name)
+                        .ok_or_else(|| {
+                            self.table_err(format!(
+                                "no 1-D array named {name:?} (have: {})",
+                                available
+                                    .iter()
+                                    .map(|a| a.column_name())
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            ))
+                        })?;
+                    Ok(available.remove(pos))
+                })
+                .collect::<Result<Vec<_>>>()?,
+        };
+        let Some(first) = columns.first() else {
+            return Err(self.table_err("it has no 1-D arrays".into()));
+        };
+        if let Some(other) = columns.iter().find(|a| a.len() != first.len()) {
+            return Err(self.table_err(format!(
+                "columns differ in length: {} has {} rows, {} has {} (select equal-length columns)",
+                first.column_name(),
+                first.len(),
+                other.column_name(),
+                other.len()
+            )));
+        }
+        Ok(columns)
+    }
+
+    /// The rows this builder reads, given the table's `len`.
+    fn row_range(&self, len: u64) -> Result<Range<u64>> {
+        let range = self.rows.clone().unwrap_or(0..len);
+        if range.start > range.end || range.end > len {
+            return Err(Error::InvalidArgument(format!(
+                "rows {}..{} are outside {:?} ({len} rows)",
+                range.start,
+                range.end,
+                self.path()
+            )));
+        }
+        let start = range.start.saturating_add(self.offset).min(range.end);
+        let end = match self.limit {
+            Some(limit) => start.saturating_add(limit).min(range.end),
+            None => range.end,
+        };
+        Ok(start..end)
+    }
+
+    /// The rows this builder reads.
+    ///
+    /// # Errors
+    /// As [`ReaderBuilder::columns`]; a row range past the end.
+    pub fn rows(&self) -> Result<Range<u64>> {
+        let columns = self.columns()?;
+        self.row_range(columns[0].len())
+    }
+
+    /// The rows split into at most `n` ranges (fewer when there are fewer
+    /// chunks), each starting and ending on a chunk boundary of every column whose
+    /// chunks (shards) are the longest, except at the ends of the rows read. Each
+    /// range reads independently: `builder.clone().with_row_range(range)`.
+    ///
+    /// # Errors
+    /// As [`ReaderBuilder::rows`].
+    pub fn splits(&self, n: usize) -> Result<Vec<Range<u64>>> {
+        let columns = self.columns()?;
+        let rows = self.row_range(columns[0].len())?;
+        let align = columns
+            .iter()
+            .map(|a| a.metadata().chunk_shape[0])
+            .max()
+            .unwrap_or(1)
+            .max(1);
+        let first = rows.start / align;
+        let blocks = rows.end.div_ceil(align).saturating_sub(first);
+        if rows.is_empty() || blocks == 0 {
+            return Ok(vec![rows]);
+        }
+        let per = blocks.div_ceil(n.max(1) as u64);
+        let mut out = Vec::new();
+        let mut start = rows.start;
+        while start < rows.end {
+            let block = start / align;
+            let end = ((block + per) * align).min(rows.end);
+            out.push(start..end);
+            start = end;
+        }
+        Ok(out)
+    }
+
+    /// Build the reader.
+    ///
+    /// # Errors
+    /// As [`ReaderBuilder::rows`].
+    pub fn build(self) -> Result<BatchReader> {
+        let columns = self.columns()?;
+        let rows = self.row_range(columns[0].len())?;
+        let batch_size = self.batch_size.unwrap_or_else(|| {
+            columns
+                .iter()
+                .map(|a| a.metadata().chunk_shape[0] as usize)
+                .max()
+                .unwrap_or(1)
+                .min(DEFAULT_MAX_BATCH_ROWS)
+        });
+        let schema = Arc::new(Schema::new(
+            columns.iter().map(ZarrArray::field).collect::<Vec<_>>(),
+        ));
+        Ok(BatchReader {
+            schema,
+            columns: columns
+                .into_iter()
+                .map(|array| Column::new(array, rows.start))
+                .collect(),
+            path: self.path().to_string(),
+            rows: rows.clone(),
+            done: rows.start,
+            batch_size,
+            parallel: self.options.parallel,
+            pending: None,
+            failed: false,
+        })
+    }
+}
+
+/// One column's cursor: the chunks asked for, and decoded rows not yet handed out.
+#[derive(Debug)]
+struct Column {
+    array: ZarrArray,
+    chunk_len: u64,
+    /// The first chunk not yet asked for.
+    next_chunk: u64,
+    /// Rows up to here are decoded or being decoded.
+    covered: u64,
+    queued: RowQueue,
+}
+
+impl Column {
+    fn new(array: ZarrArray, start: u64) -> Self {
+        let chunk_len = array.metadata().chunk_shape[0].max(1);
+        Self {
+            array,
+            chunk_len,
+            next_chunk: start / chunk_len,
+            covered: start,
+            queued: RowQueue::default(),
+        }
+    }
+}
+
+/// One chunk to decode: rows `rows` of chunk `chunk` of column `column`.
+struct Job {
+    column: usize,
+    array: ZarrArray,
+    chunk: u64,
+    rows: Range<u64>,
+}
+
+impl Job {
+    fn run(&self) -> Result<(usize, ArrayRef)> {
+        Ok((
+            self.column,
+            self.array.chunk_rows(self.chunk, self.rows.clone())?,
+        ))
+    }
+}
+
+/// Decode `jobs`, in parallel when asked; results in job order.
+fn run_jobs(jobs: &[Job], parallel: bool) -> Result<Vec<(usize, ArrayRef)>> {
+    if parallel && jobs.len() > 1 {
+        jobs.par_iter().map(Job::run).collect()
+    } else {
+        jobs.iter().map(Job::run).collect()
+    }
+}
+
+/// A [`RecordBatchReader`] over a group's 1-D arrays (or one 1-D array), for a range
+/// of rows. Columns with different chunk lengths still line up row for row: each
+/// batch takes the same rows from every column, slicing (and, across chunk
+/// boundaries, concatenating) as needed.
+#[derive(Debug)]
+pub struct BatchReader {
+    schema: SchemaRef,
+    columns: Vec<Column>,
+    path: String,
+    rows: Range<u64>,
+    done: u64,
+    batch_size: usize,
+    parallel: bool,
+    /// The next batch's chunks, decoding on the pool.
+    pending: Option<Receiver<Result<Vec<(usize, ArrayRef)>>>>,
+    failed: bool,
+}
+
+impl BatchReader {
+    /// Total rows this reader yields.
+    pub fn total_rows(&self) -> u64 {
+        self.rows.end - self.rows.start
+    }
+
+    /// The rows this reader yields.
+    pub fn row_range(&self) -> Range<u64> {
+        self.rows.clone()
+    }
+
+    /// The chunks every column still needs for rows up to `upto`, marked asked for.
+    fn plan(&mut self, upto: u64) -> Vec<Job> {
+        let end = self.rows.end;
+        let mut jobs = Vec::new();
+        for (c, col) in self.columns.iter_mut().enumerate() {
+            while col.covered < upto.min(end) {
+                let chunk = col.next_chunk;
+                let chunk_end = ((chunk + 1) * col.chunk_len).min(end);
+                jobs.push(Job {
+                    column: c,
+                    array: col.array.clone(),
+                    chunk,
+                    rows: col.covered..chunk_end,
+                });
+                col.covered = chunk_end;
+                col.next_chunk += 1;
+            }
+        }
+        jobs
+    }
+
+    fn queue(&mut self, decoded: Vec<(usize, ArrayRef)>) {
+        for (c, array) in decoded {
+            self.columns[c].queued.push(array);
+        }
+    }
+
+    fn next_inner(&mut self) -> Result<Option<RecordBatch>> {
+        let n = (self.rows.end - self.done).min(self.batch_size as u64);
+        if n == 0 {
+            return Ok(None);
+        }
+        // The chunks decoded ahead (earlier chunks than any asked for below).
+        if let Some(pending) = self.pending.take() {
+            let decoded = pending.recv().unwrap_or_else(|_| {
+                Err(Error::Panicked {
+                    task: "chunk decoder",
+                })
+            })?;
+            self.queue(decoded);
+        }
+        let jobs = self.plan(self.done + n);
+        let decoded = run_jobs(&jobs, self.parallel)?;
+        self.queue(decoded);
+        let mut arrays = Vec::with_capacity(self.columns.len());
+        for col in &mut self.columns {
+            match col.queued.take(n as usize)? {
+                Some(array) if array.len() as u64 == n => arrays.push(array),
+                _ => {
+                    return Err(Error::Table {
+                        path: self.path.clone(),
+                        message: format!(
+                            "column {} ended before row {}",
+                            col.array.column_name(),
+                            self.done + n
+                        ),
+                    });
+                }
+            }
+        }
+        self.done += n;
+        // Decode the next batch's chunks while the caller works on this one.
+        if self.parallel {
+            let next = (self.rows.end - self.done).min(self.batch_size as u64);
+            let jobs = self.plan(self.done + next);
+            if !jobs.is_empty() {
+                let (sender, receiver) = channel();
+                rayon::spawn(move || {
+                    let result = catch_unwind(AssertUnwindSafe(|| run_jobs(&jobs, true)))
+                        .unwrap_or_else(|_| {
+                            Err(Error::Panicked {
+                                task: "chunk decoder",
+                            })
+                        });
+                    // The reader may be gone (dropped early): nobody to tell.
+                    let _ = sender.send(result);
+                });
+                self.pending = Some(receiver);
+            }
+        }
+        Ok(Some(RecordBatch::try_new(self.schema.clone(), arrays)?))
+    }
+}
+
+impl Iterator for BatchReader {
+    type Item = Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        let result = self.next_inner();
+        self.failed = result.is_err();
+        result.map_err(ArrowError::from).transpose()
+    }
+}
+
+impl RecordBatchReader for BatchReader {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+}

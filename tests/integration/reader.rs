@@ -1,0 +1,168 @@
+//! The reader builder: row ranges, offset and limit, batch sizes and chunk-aligned
+//! splits, over columns with different chunk lengths (one of them sharded).
+//! Expected values are the input's rows.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int64Type;
+use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+use zarrow::write::{WriteOptions, write_array, write_group_metadata};
+use zarrow::{Error, MemoryStore, ReaderBuilder, ZarrArray, ZarrGroup};
+
+const ROWS: u64 = 10_007;
+
+/// A group with three columns: `id` (chunks of 1000), `name` (chunks of 300),
+/// `tag` (shards of 2000 in inner chunks of 250).
+fn table() -> (ZarrGroup, Vec<i64>, Vec<String>) {
+    let ids: Vec<i64> = (0..ROWS as i64).map(|i| i * 3 - 7).collect();
+    let names: Vec<String> = (0..ROWS).map(|i| format!("n{i}")).collect();
+    let store = Arc::new(MemoryStore::new());
+    let id: ArrayRef = Arc::new(Int64Array::from(ids.clone()));
+    let name: ArrayRef = Arc::new(StringArray::from(names.clone()));
+    let tag: ArrayRef = Arc::new(StringArray::from(
+        names.iter().map(|n| format!("tag-{n}")).collect::<Vec<_>>(),
+    ));
+    let options = WriteOptions::default();
+    write_array(
+        store.clone(),
+        "t/id",
+        &id,
+        options.clone().with_chunk_len(1000),
+    )
+    .unwrap();
+    write_array(
+        store.clone(),
+        "t/name",
+        &name,
+        options.clone().with_chunk_len(300),
+    )
+    .unwrap();
+    let sharded = options.with_chunk_len(250).with_shard_len(2000);
+    write_array(store.clone(), "t/tag", &tag, sharded).unwrap();
+    let columns = ["id", "name", "tag"].map(String::from);
+    write_group_metadata(store.as_ref(), "t", &columns, 3).unwrap();
+    (ZarrGroup::open(store, "t").unwrap(), ids, names)
+}
+
+/// Every batch of `builder`'s reader, checked against the input rows `rows`.
+fn check(builder: ReaderBuilder, rows: Range<u64>, ids: &[i64], names: &[String]) -> Vec<usize> {
+    let batches: Vec<RecordBatch> = builder.build().unwrap().map(Result::unwrap).collect();
+    let mut sizes = Vec::new();
+    let mut at = rows.start as usize;
+    for batch in &batches {
+        let n = batch.num_rows();
+        let id = batch.column(0).as_primitive::<Int64Type>();
+        assert_eq!(id.values(), &ids[at..at + n]);
+        let name = batch.column(1).as_string::<i32>();
+        let tag = batch.column(2).as_string::<i32>();
+        for i in 0..n {
+            assert_eq!(name.value(i), names[at + i]);
+            assert_eq!(tag.value(i), format!("tag-{}", names[at + i]));
+        }
+        at += n;
+        sizes.push(n);
+    }
+    assert_eq!(at as u64, rows.end, "rows {rows:?}");
+    sizes
+}
+
+#[test]
+fn row_ranges_offsets_and_limits() {
+    let (group, ids, names) = table();
+    check(group.reader(), 0..ROWS, &ids, &names);
+    let sizes = check(
+        group
+            .reader()
+            .with_row_range(1234..5678)
+            .with_batch_size(500),
+        1234..5678,
+        &ids,
+        &names,
+    );
+    assert!(sizes.iter().all(|&n| n <= 500));
+    assert_eq!(sizes.len(), (5678 - 1234usize).div_ceil(500));
+    check(group.reader().with_offset(9_990), 9_990..ROWS, &ids, &names);
+    check(group.reader().with_limit(7), 0..7, &ids, &names);
+    check(
+        group
+            .reader()
+            .with_row_range(100..9000)
+            .with_offset(50)
+            .with_limit(1001),
+        150..1151,
+        &ids,
+        &names,
+    );
+    check(
+        group.reader().with_row_range(500..500),
+        500..500,
+        &ids,
+        &names,
+    );
+    assert_eq!(group.reader().with_limit(3).rows().unwrap(), 0..3);
+    assert!(matches!(
+        group.reader().with_row_range(0..ROWS + 1).build(),
+        Err(Error::InvalidArgument(_))
+    ));
+}
+
+#[test]
+fn splits_are_chunk_aligned_and_read_independently() {
+    let (group, ids, names) = table();
+    for (rows, n) in [(0..ROWS, 4), (1234..5678, 3), (0..ROWS, 100), (10..20, 2)] {
+        let builder = group.reader().with_row_range(rows.clone());
+        let splits = builder.splits(n).unwrap();
+        assert!(splits.len() <= n, "{splits:?}");
+        assert_eq!(splits.first().unwrap().start, rows.start);
+        assert_eq!(splits.last().unwrap().end, rows.end);
+        for pair in splits.windows(2) {
+            assert_eq!(pair[0].end, pair[1].start);
+            // The longest chunks are `tag`'s shards of 2000.
+            assert_eq!(pair[0].end % 2000, 0, "{splits:?}");
+        }
+        for split in splits {
+            check(
+                group.reader().with_row_range(split.clone()),
+                split,
+                &ids,
+                &names,
+            );
+        }
+    }
+}
+
+#[test]
+fn one_array_reads_through_the_same_builder() {
+    let (group, ids, _) = table();
+    let store = Arc::new(MemoryStore::new());
+    let id: ArrayRef = Arc::new(Int64Array::from(ids.clone()));
+    write_array(
+        store.clone(),
+        "id",
+        &id,
+        WriteOptions::default().with_chunk_len(1000),
+    )
+    .unwrap();
+    let array = ZarrArray::open(store, "id").unwrap();
+    let batches: Vec<RecordBatch> = array
+        .reader()
+        .with_row_range(999..2001)
+        .build()
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let got: Vec<i64> = batches
+        .iter()
+        .flat_map(|b| b.column(0).as_primitive::<Int64Type>().values().to_vec())
+        .collect();
+    assert_eq!(got, ids[999..2001]);
+    // A projection that names no column is an error naming the columns there are.
+    match group.reader().with_projection(["nope"]).build() {
+        Err(Error::Table { message, .. }) => {
+            assert!(message.contains("id, name, tag"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
