@@ -15,6 +15,7 @@ use std::fmt;
 
 /// How chunk indices map to store keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ChunkKeyEncoding {
     /// `default` (`c/1/2`) or `v2` (`1.2`).
     pub kind: KeyKind,
@@ -24,6 +25,7 @@ pub struct ChunkKeyEncoding {
 
 /// The chunk key encoding's name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum KeyKind {
     /// v3 `default`: `c` then the indices, all joined by the separator.
     Default,
@@ -124,7 +126,7 @@ impl Grid {
 }
 
 /// C-order multi-index of `linear` within `shape`.
-pub fn unravel(mut linear: u64, shape: &[u64]) -> Vec<u64> {
+pub(crate) fn unravel(mut linear: u64, shape: &[u64]) -> Vec<u64> {
     let mut out = vec![0; shape.len()];
     for d in (0..shape.len()).rev() {
         let extent = shape[d].max(1);
@@ -135,7 +137,7 @@ pub fn unravel(mut linear: u64, shape: &[u64]) -> Vec<u64> {
 }
 
 /// C-order linear index of `indices` within `shape`.
-pub fn ravel(indices: &[u64], shape: &[u64]) -> u64 {
+pub(crate) fn ravel(indices: &[u64], shape: &[u64]) -> u64 {
     indices
         .iter()
         .zip(shape)

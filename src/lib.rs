@@ -4,20 +4,22 @@
 //! export to Arrow IPC and Parquet.
 //!
 //! ```text
-//!  store key ──get──▶ Buffer (encoded chunk)
-//!                       │ bytes->bytes codecs, undone in reverse (zstd, gzip, blosc, crc32c)
-//!                       ▼
-//!                     Buffer (decoded chunk; Arrow-aligned)
-//!                       │ array->bytes layout (vlen-utf8, zarrs.vlen, ZEP0007, bytes)
-//!                       ▼
-//!                     ArrayRef per chunk (offsets + values are slices where possible)
-//!                       │ trim edge chunks, fill missing chunks, flatten N-d in C order
-//!                       ▼
-//!                     RecordBatch stream ──▶ IPC / Parquet / DataFusion / pyarrow
+//!  metadata ──▶ CodecChain::from_metadata          (metadata/, codec/chain.rs)
+//!      │
+//!  plan: what the rows need ──▶ [(key, whole value or byte ranges)]
+//!      │   (read/plan.rs, sans IO: a shard's index, then its inner chunks)
+//!  fetch ──▶ Buffers                              (store/: get, get_ranges)
+//!      │
+//!  decode: bytes->bytes codecs undone, then the layout ──▶ ArrayRef per chunk
+//!      │   (codec/, one module per codec; offsets/ checks every untrusted offset)
+//!  assemble: trim edges, fill missing chunks, gather N-d ──▶ RecordBatch stream
+//!      │   (read/, assemble.rs)
+//!      ▼
+//!  IPC / Parquet (export) / DataFusion / pyarrow;  write/: the same path backwards
 //! ```
 //!
-//! Modules follow that flow: [`store`] → [`metadata`] → [`codec`] (with the
-//! offsets checks in one private module) → [`read`] → [`export`].
+//! Modules follow that flow: [`metadata`] → [`codec`] → `read::plan` → [`store`] →
+//! [`read`] → [`export`]; [`write`] runs it backwards.
 //!
 //! ```
 //! use std::sync::Arc;

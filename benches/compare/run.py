@@ -40,8 +40,9 @@ REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "benches" / "compare" / "data"
 ZARROW = Path(os.environ.get("ZARROW_COMPARE", REPO / "target" / "release" / "examples" / "zarrow_compare"))
 ZARRS = Path(os.environ.get("ZARRS_BENCH", REPO / "target" / "gen-zarrs" / "release" / "zarrs-bench"))
-# W7: rows read from the head of the sharded store.
+# W7: rows read from the head of the sharded store; runs (each takes milliseconds).
 HEAD_ROWS = 10
+W7_RUNS = 21
 
 
 # ---------------------------------------------------------------- workloads
@@ -274,7 +275,15 @@ def python_parquet_to_zarr(src: Path, dst: Path, chunk: int):
 
 # ---------------------------------------------------------------- the run
 
-def measure(label: str, runs: int, fn) -> dict:
+def seconds(t: float) -> str:
+    return f"{t:.3f} s"
+
+
+def millis(t: float) -> str:
+    return f"{t * 1000:.2f} ms"
+
+
+def measure(label: str, runs: int, fn, show=seconds) -> dict:
     times, error = [], None
     for _ in range(runs):
         try:
@@ -283,7 +292,7 @@ def measure(label: str, runs: int, fn) -> dict:
             error = f"{type(e).__name__}: {str(e)[:200]}"
             break
     result = {"label": label, "median": statistics.median(times) if times and not error else None, "error": error}
-    shown = f"{result['median']:.3f} s" if result["median"] is not None else f"FAILED ({error})"
+    shown = show(result["median"]) if result["median"] is not None else f"FAILED ({error})"
     print(f"  {label:<58} {shown}", flush=True)
     return result
 
@@ -302,10 +311,13 @@ def main() -> int:
     one = {"RAYON_NUM_THREADS": "1"}
     results: dict[str, list[dict]] = {}
     counts: dict[str, dict] = {}  # W7: bytes and requests per label
+    w7_store: dict = {}  # W7: the store's layout and the runs
 
-    def section(name: str, items: list[tuple[str, object]]) -> None:
+    def section(name: str, items: list[tuple[str, object]], runs: int = runs, show=seconds) -> None:
         print(name, flush=True)
-        results[name] = [measure(label, runs, fn) for label, fn in items]
+        results[name] = [measure(label, runs, fn, show) for label, fn in items]
+
+    w7_runs = args.runs or W7_RUNS
 
     def w7(w1: Path | None) -> None:
         sharded = generate_w7(n)
@@ -319,7 +331,8 @@ def main() -> int:
         if w1 is not None:  # context: the same rows from W1 itself, which holds them in one big chunk
             items += [head(w1, "zarrow read_range(0..10), unsharded W1"),
                       ("zarr-python arr[:10], unsharded W1", lambda: python_timed(zarr_python_head(w1, HEAD_ROWS)))]
-        section(f"W7: first {HEAD_ROWS} rows of W1 sharded by zarr-python (shards of {shard:,} = 100 inner chunks of {inner:,}; vlen-utf8 + zstd)", items)
+        section(f"W7: first {HEAD_ROWS} rows of W1 sharded by zarr-python (shards of {shard:,} = 100 inner chunks of {inner:,}; vlen-utf8 + zstd)",
+                items, w7_runs, millis)
         for label, path in [("zarr-python arr[:10]", sharded), ("zarr-python arr[:10], unsharded W1", w1)]:
             if path is not None:
                 try:
@@ -329,11 +342,12 @@ def main() -> int:
         for label, c in counts.items():
             misses = f" ({c['misses']} of them for absent keys)" if c["misses"] else ""
             print(f"  {label:<58} {c['bytes']:,} bytes in {c['requests']} requests{misses}", flush=True)
-        counts["_store"] = {"shard_bytes": max(f.stat().st_size for f in (sharded / "c").iterdir()), "shard": shard, "inner": inner}
+        w7_store.update(shard_bytes=max(f.stat().st_size for f in (sharded / "c").iterdir()), shard=shard, inner=inner,
+                        runs=w7_runs)
 
     if args.only == "W7":
         w7(None)
-        write_results(results, {}, n, long_n, runs, counts, out_md, partial=True)
+        write_results(results, {}, n, long_n, runs, (w7_store, counts), out_md, partial=args.only)
         return 0
     paths = generate(n, long_n)
 
@@ -407,7 +421,7 @@ def main() -> int:
         memory[name] = {"elements": elements, "peak_mib": peak}
         print(f"  {name}: {elements:,} elements, peak RSS {peak:.0f} MiB (largest encoded chunk {chunk_bytes / 2**20:.1f} MiB)")
     w7(paths["w1.zarr"])
-    write_results(results, memory, n, long_n, runs, counts, out_md)
+    write_results(results, memory, n, long_n, runs, (w7_store, counts), out_md)
     return 0
 
 
@@ -434,7 +448,41 @@ def machine() -> str:
     return f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores ({cpu}), {mem:.0f} GiB RAM; Python {platform.python_version()}, zarr {zarr.__version__}, pyarrow {pa.__version__}, numpy {np.__version__}"
 
 
-def write_results(results: dict, memory: dict, n: int, long_n: int, runs: int) -> None:
+def w7_lines(results: dict, store: dict, counts: dict) -> list[str]:
+    """W7's own section: time and bytes fetched, zarrow against zarr-python."""
+    rows = next((rows for name, rows in results.items() if name.startswith("W7:")), None)
+    if not store or rows is None:
+        return []
+    zarrow_time = get(results, "W7:", "zarrow read_range(0..10)")
+
+    def fetched(label: str) -> tuple[str, str]:
+        c = counts.get(label)
+        if c is None:
+            return "n/a", "n/a"
+        misses = f" ({c['misses']} for absent keys)" if c["misses"] else ""
+        return f"{c['bytes']:,}", f"{c['requests']}{misses}"
+
+    lines = ["", f"## W7: first {HEAD_ROWS} rows of a sharded W1 store (issue 11)", "",
+             f"W1's strings written by zarr-python in shards of {store['shard']:,} rows (W1's chunk length),"
+             f" each of 100 inner chunks of {store['inner']:,} rows (vlen-utf8 + zstd inside; largest shard"
+             f" {store['shard_bytes'] / 2**20:.2f} MiB). Each reader opens the array and reads rows 0..{HEAD_ROWS};"
+             f" medians of {store['runs']} runs."
+             " Bytes and requests are counted by a store wrapper on each side (zarrow: a `Store` wrapper in"
+             " zarrow_compare.rs, requests as one per `get`/`get_range`, length queries not counted; zarr-python:"
+             " a `WrapperStore` counting what `get`/`get_partial_values` return, in a separate untimed run),"
+             " metadata included. zarrow is timed in a fresh process, zarr-python in the harness's process.",
+             "", "| peer | median | bytes fetched | requests | time vs. zarrow |", "|---|---|---|---|---|"]
+    for r in rows:
+        shown = f"{r['median'] * 1000:.2f} ms" if r["median"] is not None else f"FAILED: {r['error']}"
+        b, q = fetched(r["label"])
+        lines.append(f"| {r['label']} | {shown} | {b} | {q} | {ratio(r['median'], zarrow_time)} |")
+    return lines
+
+
+def write_results(results: dict, memory: dict, n: int, long_n: int, runs: int, w7: tuple[dict, dict], out: Path,
+                  partial: str | None = None) -> None:
+    """`w7`: W7's store layout and its bytes fetched per label. `partial`: the
+    section `--only` ran (no targets, no memory rows)."""
     g = lambda s, l: get(results, s, l)  # noqa: E731
     bound = g("W1:", "bound: read + zstd-decompress every chunk (all cores)")
     view, utf8 = g("W1:", "zarrow -> Utf8View"), g("W1:", "zarrow -> Utf8")
@@ -472,7 +520,7 @@ def write_results(results: dict, memory: dict, n: int, long_n: int, runs: int) -
         target("W6 ceiling: vlen-utf8 bound / zarrs.vlen bound", w6_bound, g("W6:", "bound: zstd-compress the zarrs.vlen chunks only (all cores)")),
         target("W6 zarrow default / its compress-only bound", w6_default, w6_bound),
     ]
-    sizes = [memory[name] for name in ["w5_small.zarr", "w5_large.zarr", "w5_huge.zarr"]]
+    sizes = [memory[name] for name in ["w5_small.zarr", "w5_large.zarr", "w5_huge.zarr"] if name in memory]
     for small, large in zip(sizes, sizes[1:]):
         growth = large["peak_mib"] / small["peak_mib"] - 1
         targets.append((f"W5 peak memory growth, {small['elements']:,} -> {large['elements']:,} elements (< 10%)",
@@ -480,7 +528,7 @@ def write_results(results: dict, memory: dict, n: int, long_n: int, runs: int) -
     lines = [
         "# Side-by-side benchmark results",
         "",
-        f"Produced by `bash benches/compare/run.sh{'' if n >= 10_000_000 else ' --quick'}` on {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.",
+        f"Produced by `bash benches/compare/run.sh{'' if n >= 10_000_000 else ' --quick'}{' --only ' + partial if partial else ''}` on {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.",
         "",
         f"Machine: {machine()}. Medians of {runs} runs, warm page cache, every peer on the same files in the same run.",
         "The Python peers run inside the harness's process, so from their second run on their allocator hands back memory it already holds;"
@@ -491,17 +539,25 @@ def write_results(results: dict, memory: dict, n: int, long_n: int, runs: int) -
         "| workload | peer | median | vs. first row |",
         "|---|---|---|---|",
     ]
+    if partial:  # the one section's own table below
+        lines = lines[:-4]
     for name, rows in results.items():
+        if name.startswith("W7:"):  # its own section below (milliseconds, bytes fetched)
+            continue
         base = rows[0]["median"]
         for i, r in enumerate(rows):
             shown = f"{r['median']:.3f} s" if r["median"] is not None else f"FAILED: {r['error']}"
             lines.append(f"| {name if i == 0 else ''} | {r['label']} | {shown} | {ratio(r['median'], base) if i else ''} |")
-    lines += ["", "## Targets (issue 5)", "", "| target | measured | met |", "|---|---|---|"]
-    for label, value, ok in targets:
-        lines.append(f"| {label} | {value} | {'yes' if ok else ('-' if ok is None else 'no')} |")
+    if not partial:
+        lines += ["", "## Targets (issue 5)", "", "| target | measured | met |", "|---|---|---|"]
+        for label, value, ok in targets:
+            lines.append(f"| {label} | {value} | {'yes' if ok else ('-' if ok is None else 'no')} |")
+    lines += w7_lines(results, *w7)
     text = "\n".join(lines) + "\n"
-    (REPO / "benches" / "RESULTS.md").write_text(text)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
     print("\n" + text)
+    print(f"written to {out}")
 
 
 if __name__ == "__main__":

@@ -21,6 +21,14 @@
 //! Decoders take bytes and an element count and never see a store, so sync, async
 //! and parallel callers share them.
 //!
+//! ## What is public, and why
+//!
+//! Only [`CodecChain`] and [`DecodeContext`]: a caller that fetches chunk bytes its
+//! own way (an async store, a cache, a test) builds the chain from the metadata and
+//! decodes with no store involved, or undoes only the compression
+//! ([`CodecChain::decode_bytes`]). The codec types, their configurations and the
+//! table stay inside the crate, so that codecs can change without breaking users.
+//!
 //! ## Adding a codec
 //!
 //! Write one module with a type implementing `ArrayToArrayCodec`,
@@ -68,10 +76,11 @@ use crate::metadata::{DataType, FillValue, StringType};
 /// The most Arrow memory an element may need besides its value bytes: a 16-byte
 /// view, or a 16-byte (array, index) pick when chunks are gathered. A chunk shape
 /// is refused when `elements * ARROW_BYTES_PER_ELEMENT` exceeds the byte limit.
-pub const ARROW_BYTES_PER_ELEMENT: usize = 16;
+pub(crate) const ARROW_BYTES_PER_ELEMENT: usize = 16;
 
 /// What a layout decoder needs to know about the chunk it decodes.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct DecodeContext<'a> {
     /// The chunk's shape (as encoded by the codec at hand).
     pub shape: &'a [u64],

@@ -63,9 +63,9 @@ pub fn write_csv(w: impl Write, columns: &[(String, &dyn Array, Vec<u64>)]) -> R
         }
         out.write_record(&cells).map_err(io)?;
     }
-    out.flush().map_err(|e| Error::Output {
+    out.flush().map_err(|source| Error::Output {
         what: "CSV".into(),
-        source: e.into(),
+        source,
     })
 }
 

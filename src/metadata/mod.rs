@@ -70,6 +70,7 @@ pub struct GroupMetadata {
 
 /// The offset width a ZEP0007 data type names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Zep0007Offsets {
     /// `string`, `binary`: int32 offsets.
     Int32,
@@ -80,6 +81,7 @@ pub enum Zep0007Offsets {
 /// One entry of a v3 `codecs` list: `{"name": ..., "configuration": {...}}` (or a
 /// bare name, which zarrs accepts).
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct CodecMetadata {
     /// The codec's name (v3 name, alias, or a v2 id for a v2 array).
     pub name: String,

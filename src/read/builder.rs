@@ -316,8 +316,11 @@ impl Job {
     }
 }
 
+/// Decoded chunks: each with the index of its column.
+type Decoded = Vec<(usize, ArrayRef)>;
+
 /// Decode `jobs`, in parallel when asked; results in job order.
-fn run_jobs(jobs: &[Job], parallel: bool) -> Result<Vec<(usize, ArrayRef)>> {
+fn run_jobs(jobs: &[Job], parallel: bool) -> Result<Decoded> {
     if parallel && jobs.len() > 1 {
         jobs.par_iter().map(Job::run).collect()
     } else {
@@ -339,7 +342,7 @@ pub struct BatchReader {
     batch_size: usize,
     parallel: bool,
     /// The next batch's chunks, decoding on the pool.
-    pending: Option<Receiver<Result<Vec<(usize, ArrayRef)>>>>,
+    pending: Option<Receiver<Result<Decoded>>>,
     failed: bool,
 }
 
@@ -375,7 +378,7 @@ impl BatchReader {
         jobs
     }
 
-    fn queue(&mut self, decoded: Vec<(usize, ArrayRef)>) {
+    fn queue(&mut self, decoded: Decoded) {
         for (c, array) in decoded {
             self.columns[c].queued.push(array);
         }
