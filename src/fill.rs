@@ -11,7 +11,6 @@ use arrow_array::{ArrayRef, ArrowPrimitiveType, BooleanArray, PrimitiveArray};
 use arrow_buffer::BooleanBuffer;
 use num_like::FromFill;
 
-use crate::codec::arrow_bytes_per_element;
 use crate::error::ChunkError;
 use crate::metadata::{DataType, FillValue, StringType};
 use crate::offsets::ValuesBuilder;
@@ -28,7 +27,7 @@ pub(crate) fn fill_array(
     max_bytes: usize,
 ) -> Result<ArrayRef, ChunkError> {
     // Value bytes plus the per-element Arrow structure (exact for fixed widths).
-    let per_element = arrow_bytes_per_element(data_type, false)
+    let per_element = data_type.arrow_bytes_per_element()
         + match fill {
             FillValue::Bytes(b) => b.len(),
             _ => 0,

@@ -8,11 +8,11 @@ use arrow_buffer::Buffer;
 use serde_json::Value;
 
 use super::{
-    ARROW_BYTES_PER_ELEMENT, ArrayToArrayCodec, ArrayToBytesCodec, Builder, BytesToBytesCodec,
-    CODECS, ConfigError, DecodeContext, vlen, zep0007, zstd,
+    ArrayToArrayCodec, ArrayToBytesCodec, Builder, BytesToBytesCodec, CODECS, ConfigError,
+    DecodeContext, vlen, zep0007, zstd,
 };
 use crate::error::{ChunkError, Error, Result};
-use crate::metadata::{ArrayMetadata, CodecMetadata, DataType, Zep0007Offsets};
+use crate::metadata::{ArrayMetadata, CodecMetadata, Zep0007Offsets};
 
 /// The codecs of an array in encoding order: array->array codecs, one array->bytes
 /// layout, then bytes->bytes codecs.
@@ -202,7 +202,9 @@ impl CodecChain {
         // Arrow structures cost up to ARROW_BYTES_PER_ELEMENT per element (views,
         // gather and transpose indices), whatever the data; fixed-width elements
         // exactly their width: bound them up front.
-        let per_element = arrow_bytes_per_element(&ctx.data_type, self.has_array_to_array());
+        // (A transposed chunk also needs an 8-byte gather index per element.)
+        let per_element = ctx.data_type.arrow_bytes_per_element()
+            + 8 * usize::from(self.has_array_to_array() && ctx.data_type.fixed_size().is_some());
         if ctx.elements.saturating_mul(per_element) > ctx.max_bytes {
             return Err(ChunkError::TooLarge {
                 codec: "chunk shape",
@@ -340,18 +342,69 @@ impl fmt::Display for CodecChain {
     }
 }
 
-/// The most Arrow memory one element of `data_type` needs while its chunk is
-/// decoded, besides variable-length value bytes (bounded by the decompressors):
-/// numbers and bools take exactly their width (a transposed chunk also an 8-byte
-/// gather index); strings and bytes up to [`ARROW_BYTES_PER_ELEMENT`].
-pub(crate) fn arrow_bytes_per_element(data_type: &DataType, transposed: bool) -> usize {
-    match data_type {
-        DataType::FixedUtf32 { .. }
-        | DataType::NullTerminatedBytes { .. }
-        | DataType::String
-        | DataType::Bytes => ARROW_BYTES_PER_ELEMENT,
-        fixed => {
-            fixed.fixed_size().unwrap_or(ARROW_BYTES_PER_ELEMENT) + 8 * usize::from(transposed)
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::metadata::{DataType, FillValue, NodeMetadata, parse_zarr_json};
+
+    /// Metadata parsed from `doc`, with its chain built (and checked).
+    fn array(doc: serde_json::Value) -> Result<ArrayMetadata> {
+        match parse_zarr_json("zarr.json", &serde_json::to_vec(&doc).unwrap())? {
+            NodeMetadata::Array(meta) => {
+                CodecChain::from_metadata(&meta, "zarr.json")?;
+                Ok(*meta)
+            }
+            NodeMetadata::Group(_) => panic!("not an array"),
         }
+    }
+
+    fn base(
+        data_type: serde_json::Value,
+        codecs: serde_json::Value,
+        fill: serde_json::Value,
+    ) -> serde_json::Value {
+        json!({"zarr_format": 3, "node_type": "array", "shape": [4], "data_type": data_type,
+               "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2]}},
+               "chunk_key_encoding": {"name": "default"}, "fill_value": fill, "codecs": codecs})
+    }
+
+    #[test]
+    fn object_form_string_is_zep0007_only_without_a_layout_codec() {
+        let zep = array(base(json!({"name": "string"}), json!([]), json!(""))).unwrap();
+        let chain = CodecChain::from_metadata(&zep, "zarr.json").unwrap();
+        assert_eq!(zep.zep0007, Some(Zep0007Offsets::Int32));
+        assert!(chain.to_string().contains("Zep0007"), "{chain}");
+        let plain = array(base(
+            json!({"name": "string"}),
+            json!([{"name": "vlen-utf8"}]),
+            json!(""),
+        ))
+        .unwrap();
+        let chain = CodecChain::from_metadata(&plain, "zarr.json").unwrap();
+        assert_eq!(
+            chain.to_string(),
+            r#"{"name":"vlen-utf8","configuration":{}}"#
+        );
+        assert_eq!(plain.data_type, DataType::String);
+    }
+
+    #[test]
+    fn extension_fields_follow_must_understand() {
+        let mut doc = base(json!("int32"), json!([{"name": "bytes"}]), json!(0));
+        doc["x_extension"] = json!({"must_understand": false, "anything": 1});
+        assert!(array(doc.clone()).is_ok());
+        doc["x_extension"] = json!({"anything": 1});
+        assert!(matches!(array(doc), Err(Error::Metadata { .. })));
+    }
+
+    #[test]
+    fn fixed_width_fill_values_read_like_elements() {
+        let t = json!({"name": "null_terminated_bytes", "configuration": {"length_bytes": 3}});
+        let meta = array(base(t, json!([{"name": "bytes"}]), json!("YQAA"))).unwrap(); // b"a\0\0"
+        assert_eq!(meta.fill_value, FillValue::Bytes(b"a".to_vec()));
+        let t = json!({"name": "fixed_length_utf32", "configuration": {"length_bytes": 8}});
+        assert!(array(base(t, json!([{"name": "bytes"}]), json!("abc"))).is_err());
     }
 }

@@ -62,7 +62,6 @@ pub(crate) use arrow_values::value_bytes;
 pub(crate) use blosc::{Blosc, BloscShuffle};
 pub(crate) use bytes::Bytes;
 pub use chain::CodecChain;
-pub(crate) use chain::arrow_bytes_per_element;
 pub(crate) use gzip::Gzip;
 pub(crate) use sharding::Sharding;
 pub(crate) use vlen::Vlen;
@@ -72,11 +71,6 @@ pub(crate) use zstd::Zstd;
 
 use crate::error::ChunkError;
 use crate::metadata::{DataType, FillValue, StringType};
-
-/// The most Arrow memory an element may need besides its value bytes: a 16-byte
-/// view, or a 16-byte (array, index) pick when chunks are gathered. A chunk shape
-/// is refused when `elements * ARROW_BYTES_PER_ELEMENT` exceeds the byte limit.
-pub(crate) const ARROW_BYTES_PER_ELEMENT: usize = 16;
 
 /// What a layout decoder needs to know about the chunk it decodes.
 #[derive(Debug, Clone, Copy)]

@@ -186,6 +186,27 @@ impl DataType {
     }
 }
 
+/// The most Arrow memory an element may need besides its value bytes: a 16-byte
+/// view, or a 16-byte (array, index) pick when chunks are gathered. A chunk shape
+/// is refused when `elements * ARROW_BYTES_PER_ELEMENT` exceeds the byte limit.
+pub(crate) const ARROW_BYTES_PER_ELEMENT: usize = 16;
+
+impl DataType {
+    /// The most Arrow memory one element needs while its chunk is decoded, besides
+    /// variable-length value bytes (bounded by the decompressors): numbers and
+    /// bools take exactly their width; strings and bytes up to
+    /// [`ARROW_BYTES_PER_ELEMENT`].
+    pub(crate) fn arrow_bytes_per_element(&self) -> usize {
+        match self {
+            DataType::FixedUtf32 { .. }
+            | DataType::NullTerminatedBytes { .. }
+            | DataType::String
+            | DataType::Bytes => ARROW_BYTES_PER_ELEMENT,
+            fixed => fixed.fixed_size().unwrap_or(ARROW_BYTES_PER_ELEMENT),
+        }
+    }
+}
+
 /// Byte order of fixed-width values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Endian {

@@ -12,6 +12,7 @@ mod v3;
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
+pub(crate) use data_type::ARROW_BYTES_PER_ELEMENT;
 pub use data_type::{DataType, Endian, StringType};
 pub use fill_value::FillValue;
 pub use v2::{parse_zarray, parse_zattrs, parse_zgroup};
@@ -252,71 +253,5 @@ pub(crate) fn parse_json(key: &str, bytes: &[u8]) -> Result<Map<String, Value>> 
             key,
             format!("expected a JSON object, found {other}"),
         )),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-    use crate::codec::CodecChain;
-
-    fn array(doc: serde_json::Value) -> Result<ArrayMetadata> {
-        match parse_zarr_json("zarr.json", &serde_json::to_vec(&doc).unwrap())? {
-            NodeMetadata::Array(meta) => {
-                CodecChain::from_metadata(&meta, "zarr.json")?;
-                Ok(*meta)
-            }
-            NodeMetadata::Group(_) => panic!("not an array"),
-        }
-    }
-
-    fn base(
-        data_type: serde_json::Value,
-        codecs: serde_json::Value,
-        fill: serde_json::Value,
-    ) -> serde_json::Value {
-        json!({"zarr_format": 3, "node_type": "array", "shape": [4], "data_type": data_type,
-               "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2]}},
-               "chunk_key_encoding": {"name": "default"}, "fill_value": fill, "codecs": codecs})
-    }
-
-    #[test]
-    fn object_form_string_is_zep0007_only_without_a_layout_codec() {
-        let zep = array(base(json!({"name": "string"}), json!([]), json!(""))).unwrap();
-        let chain = CodecChain::from_metadata(&zep, "zarr.json").unwrap();
-        assert_eq!(zep.zep0007, Some(Zep0007Offsets::Int32));
-        assert!(chain.to_string().contains("Zep0007"), "{chain}");
-        let plain = array(base(
-            json!({"name": "string"}),
-            json!([{"name": "vlen-utf8"}]),
-            json!(""),
-        ))
-        .unwrap();
-        let chain = CodecChain::from_metadata(&plain, "zarr.json").unwrap();
-        assert_eq!(
-            chain.to_string(),
-            r#"{"name":"vlen-utf8","configuration":{}}"#
-        );
-        assert_eq!(plain.data_type, DataType::String);
-    }
-
-    #[test]
-    fn extension_fields_follow_must_understand() {
-        let mut doc = base(json!("int32"), json!([{"name": "bytes"}]), json!(0));
-        doc["x_extension"] = json!({"must_understand": false, "anything": 1});
-        assert!(array(doc.clone()).is_ok());
-        doc["x_extension"] = json!({"anything": 1});
-        assert!(matches!(array(doc), Err(Error::Metadata { .. })));
-    }
-
-    #[test]
-    fn fixed_width_fill_values_read_like_elements() {
-        let t = json!({"name": "null_terminated_bytes", "configuration": {"length_bytes": 3}});
-        let meta = array(base(t, json!([{"name": "bytes"}]), json!("YQAA"))).unwrap(); // b"a\0\0"
-        assert_eq!(meta.fill_value, FillValue::Bytes(b"a".to_vec()));
-        let t = json!({"name": "fixed_length_utf32", "configuration": {"length_bytes": 8}});
-        assert!(array(base(t, json!([{"name": "bytes"}]), json!("abc"))).is_err());
     }
 }

@@ -11,11 +11,13 @@ use super::ReadOptions;
 use super::plan::{self, ChunkRead, Decoded};
 use super::read_node;
 use crate::assemble::{Part, gather};
-use crate::codec::{ARROW_BYTES_PER_ELEMENT, CodecChain, DecodeContext, arrow_bytes_per_element};
+use crate::codec::{CodecChain, DecodeContext};
 use crate::error::{ChunkError, Error, Result};
 use crate::fill::fill_array;
 use crate::grid::{Grid, unravel};
-use crate::metadata::{ArrayMetadata, NodeMetadata, StringType, recorded_string_type};
+use crate::metadata::{
+    ARROW_BYTES_PER_ELEMENT, ArrayMetadata, NodeMetadata, StringType, recorded_string_type,
+};
 use crate::store::{Store, join_key};
 
 /// A Zarr array opened for reading.
@@ -368,7 +370,7 @@ impl ZarrArray {
 
     /// Refuse to materialise `elements` elements past [`ReadOptions::max_read_bytes`].
     fn check_read_size(&self, elements: u64) -> Result<()> {
-        let per_element = arrow_bytes_per_element(&self.meta.data_type, false) as u64;
+        let per_element = self.meta.data_type.arrow_bytes_per_element() as u64;
         let bytes = elements.saturating_mul(per_element);
         if bytes > self.options.max_read_bytes {
             return Err(Error::ReadTooLarge {

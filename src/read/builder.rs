@@ -11,6 +11,7 @@
 //!             works on this one
 //! ```
 
+use std::collections::VecDeque;
 use std::ops::Range;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -257,6 +258,15 @@ impl ReaderBuilder {
         let schema = Arc::new(Schema::new(
             columns.iter().map(ZarrArray::field).collect::<Vec<_>>(),
         ));
+        // Read ahead at least one batch, and at least one of the longest chunks per
+        // thread: decoding then overlaps with the caller's work on earlier batches.
+        let longest = columns
+            .iter()
+            .map(|a| a.metadata().chunk_shape[0])
+            .max()
+            .unwrap_or(1);
+        let lookahead =
+            (batch_size as u64).max(longest.saturating_mul(self.options.read_ahead() as u64));
         Ok(BatchReader {
             schema,
             columns: columns
@@ -267,8 +277,9 @@ impl ReaderBuilder {
             rows: rows.clone(),
             done: rows.start,
             batch_size,
+            lookahead,
             parallel: self.options.parallel,
-            pending: None,
+            pending: VecDeque::new(),
             failed: false,
         })
     }
@@ -340,9 +351,11 @@ pub struct BatchReader {
     rows: Range<u64>,
     done: u64,
     batch_size: usize,
+    /// Rows past the current batch whose chunks decode while the caller works.
+    lookahead: u64,
     parallel: bool,
-    /// The next batch's chunks, decoding on the pool.
-    pending: Option<Receiver<Result<Decoded>>>,
+    /// Chunks decoding on the pool, in the order they were asked for.
+    pending: VecDeque<Receiver<Result<Decoded>>>,
     failed: bool,
 }
 
@@ -389,8 +402,12 @@ impl BatchReader {
         if n == 0 {
             return Ok(None);
         }
-        // The chunks decoded ahead (earlier chunks than any asked for below).
-        if let Some(pending) = self.pending.take() {
+        // The chunks decoded ahead, as far as this batch needs them (they come
+        // before any chunk asked for below).
+        while self.columns.iter().any(|c| (c.queued.len() as u64) < n) {
+            let Some(pending) = self.pending.pop_front() else {
+                break;
+            };
             let decoded = pending.recv().unwrap_or_else(|_| {
                 Err(Error::Panicked {
                     task: "chunk decoder",
@@ -418,10 +435,9 @@ impl BatchReader {
             }
         }
         self.done += n;
-        // Decode the next batch's chunks while the caller works on this one.
+        // Decode the next chunks while the caller works on this batch.
         if self.parallel {
-            let next = (self.rows.end - self.done).min(self.batch_size as u64);
-            let jobs = self.plan(self.done + next);
+            let jobs = self.plan(self.done.saturating_add(self.lookahead));
             if !jobs.is_empty() {
                 let (sender, receiver) = channel();
                 rayon::spawn(move || {
@@ -434,7 +450,7 @@ impl BatchReader {
                     // The reader may be gone (dropped early): nobody to tell.
                     let _ = sender.send(result);
                 });
-                self.pending = Some(receiver);
+                self.pending.push_back(receiver);
             }
         }
         Ok(Some(RecordBatch::try_new(self.schema.clone(), arrays)?))

@@ -54,7 +54,7 @@ enum Command {
     /// The stdlib linear exchange format: a Zarr array to OUT.json, a group (or an
     /// array) to OUT.csv with one column per array; IN.json to a Zarr array (N-d) or
     /// a table file, IN.csv to a Zarr group.
-    Convert(ConvertArgs),
+    Convert(Box<ConvertArgs>),
 }
 
 /// Options of `convert`.
