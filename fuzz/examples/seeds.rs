@@ -17,9 +17,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::Array;
-use zarrow::codec::{ArrayToBytes, BytesToBytes, CodecChain, IndexLocation, OffsetWidth};
-use zarrow::metadata::Endian;
-use zarrow::{DataType, LocalStore, NodeMetadata, Store, ZarrArray};
+use serde_json::{Value, json};
+use zarrow::metadata::{CodecMetadata, Zep0007Offsets};
+use zarrow::{CodecChain, DataType, LocalStore, NodeMetadata, Store, ZarrArray};
 use zarrow_fuzz::{SEPARATOR, elements_bytes, split_index_start, undo_bytes_codecs};
 
 /// The largest seed written (bigger ones are skipped).
@@ -86,15 +86,181 @@ fn fixed_sel(t: DataType) -> Option<(u8, u8)> {
     })
 }
 
+/// A bytes->bytes codec, told apart by its name (v3 name, alias or v2 id) as
+/// zarrow's codec table does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BytesToBytes {
+    Zstd,
+    Gzip,
+    Zlib,
+    Blosc,
+    Crc32c,
+}
+
+impl BytesToBytes {
+    fn named(name: &str) -> Option<Self> {
+        Some(match name {
+            "zstd" | "numcodecs.zstd" => Self::Zstd,
+            "gzip" | "numcodecs.gzip" => Self::Gzip,
+            "zlib" | "numcodecs.zlib" => Self::Zlib,
+            "blosc" | "numcodecs.blosc" => Self::Blosc,
+            "crc32c" | "numcodecs.crc32c" => Self::Crc32c,
+            _ => return None,
+        })
+    }
+}
+
+/// The array->bytes layout of a codec list (the ZEP0007 one has no entry: the
+/// data type names it).
+enum ArrayToBytes {
+    /// `bytes` (`endian` is its pre-release name).
+    Bytes { big_endian: bool },
+    /// `vlen-utf8`, `vlen-bytes`, `zarrs.vlen_v2` and its old names.
+    VlenInterleaved,
+    /// `zarrs.vlen` and its old names.
+    ZarrsVlen(Box<ZarrsVlen>),
+    /// A ZEP0007 data type without an explicit layout codec.
+    Zep0007 { large: bool },
+    /// `sharding_indexed`.
+    Sharding(Box<Sharding>),
+}
+
+/// The parts of a `zarrs.vlen` configuration the seeds look at.
+struct ZarrsVlen {
+    /// `index_data_type` is `uint32` (else `uint64`, the default).
+    index_u32: bool,
+    /// `index_location` is `end` (else `start`, the default).
+    index_at_end: bool,
+    index_codecs: Chain,
+    data_codecs: Chain,
+}
+
+/// The parts of a `sharding_indexed` configuration the seeds look at.
+struct Sharding {
+    chunk_shape: Vec<u64>,
+    codecs: Chain,
+    index_codecs: Chain,
+    /// `index_location` is `start` (else `end`, the default).
+    index_at_start: bool,
+}
+
+/// A codec list as written (`ArrayMetadata::codecs`, or a list nested in a layout
+/// codec's configuration), sorted into what the seeds look at.
+struct Chain {
+    /// Whether an array->array codec (`transpose`) comes first.
+    transposed: bool,
+    array_to_bytes: ArrayToBytes,
+    /// The bytes->bytes codecs, in encoding order.
+    bytes_to_bytes: Vec<BytesToBytes>,
+    /// `bytes` then the list's bytes->bytes entries: undoes the compression.
+    undo: Option<CodecChain>,
+}
+
+impl Chain {
+    /// Sort `list`; `zep0007` is the layout the array's data type names, if any (an
+    /// explicit array->bytes codec replaces it). `None` for a name zarrow does not
+    /// know or a list without a layout (an array that opened has neither).
+    fn parse(list: &[CodecMetadata], zep0007: Option<Zep0007Offsets>) -> Option<Self> {
+        let mut transposed = false;
+        let mut layout = None;
+        let mut bytes_to_bytes = Vec::new();
+        let mut undo = vec![CodecMetadata::named("bytes")];
+        for entry in list {
+            let name = entry.name.as_str();
+            let config = &entry.configuration;
+            let text = |field: &str| config.get(field).and_then(Value::as_str);
+            if name == "transpose" {
+                transposed = true;
+                continue;
+            }
+            if let Some(codec) = BytesToBytes::named(name) {
+                bytes_to_bytes.push(codec);
+                undo.push(entry.clone());
+                continue;
+            }
+            layout = Some(match name {
+                "bytes" | "endian" => ArrayToBytes::Bytes {
+                    big_endian: text("endian") == Some("big"),
+                },
+                "vlen-utf8"
+                | "vlen-bytes"
+                | "zarrs.vlen_v2"
+                | "vlen_v2"
+                | "https://codec.zarrs.dev/array_to_bytes/vlen_v2" => ArrayToBytes::VlenInterleaved,
+                "zarrs.vlen" | "vlen" | "https://codec.zarrs.dev/array_to_bytes/vlen" => {
+                    ArrayToBytes::ZarrsVlen(Box::new(ZarrsVlen {
+                        index_u32: text("index_data_type") == Some("uint32"),
+                        index_at_end: text("index_location") == Some("end"),
+                        index_codecs: nested(
+                            config.get("index_codecs"),
+                            json!([{"name": "bytes"}]),
+                        )?,
+                        data_codecs: nested(config.get("data_codecs"), json!([{"name": "bytes"}]))?,
+                    }))
+                }
+                "sharding_indexed" => ArrayToBytes::Sharding(Box::new(Sharding {
+                    chunk_shape: serde_json::from_value(config.get("chunk_shape")?.clone()).ok()?,
+                    codecs: nested(config.get("codecs"), Value::Null)?,
+                    index_codecs: nested(
+                        config.get("index_codecs"),
+                        json!([{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]),
+                    )?,
+                    index_at_start: text("index_location") == Some("start"),
+                })),
+                _ => return None,
+            });
+        }
+        let array_to_bytes = layout.or_else(|| {
+            zep0007.map(|offsets| ArrayToBytes::Zep0007 {
+                large: offsets == Zep0007Offsets::Int64,
+            })
+        })?;
+        Some(Self {
+            transposed,
+            array_to_bytes,
+            bytes_to_bytes,
+            undo: CodecChain::from_codecs(&undo).ok(),
+        })
+    }
+
+    /// `encoded` with the bytes->bytes codecs undone.
+    fn undo(&self, encoded: &[u8]) -> Option<Vec<u8>> {
+        undo_bytes_codecs(self.undo.as_ref()?, encoded)
+    }
+}
+
+/// A codec list nested in a configuration (`default` when the field is absent).
+fn nested(list: Option<&Value>, default: Value) -> Option<Chain> {
+    let list: Vec<CodecMetadata> = serde_json::from_value(list.cloned().unwrap_or(default)).ok()?;
+    Chain::parse(&list, None)
+}
+
+/// A chain of `bytes` then `codec`, to apply `codec` alone.
+fn encoder(codec: Value) -> CodecChain {
+    let list: Vec<CodecMetadata> =
+        serde_json::from_value(json!([{"name": "bytes"}, codec])).expect("codec list");
+    CodecChain::from_codecs(&list).expect("a known codec")
+}
+
+/// The `vlen-utf8` / `vlen-bytes` layout: a u32 count, then each value behind its
+/// u32 length.
+fn vlen_interleaved(values: &[&[u8]]) -> Vec<u8> {
+    let mut out = (values.len() as u32).to_le_bytes().to_vec();
+    for v in values {
+        out.extend_from_slice(&(v.len() as u32).to_le_bytes());
+        out.extend_from_slice(v);
+    }
+    out
+}
+
 /// A bytes->bytes codec's selector in the `compressors` target.
 fn compressor_sel(codec: &BytesToBytes) -> Option<u8> {
     Some(match codec {
-        BytesToBytes::Zstd { .. } => 1,
-        BytesToBytes::Gzip { .. } => 2,
-        BytesToBytes::Zlib { .. } => 3,
-        BytesToBytes::Blosc(_) => 4,
+        BytesToBytes::Zstd => 1,
+        BytesToBytes::Gzip => 2,
+        BytesToBytes::Zlib => 3,
+        BytesToBytes::Blosc => 4,
         BytesToBytes::Crc32c => 5,
-        _ => return None,
     })
 }
 
@@ -111,7 +277,11 @@ fn array_seeds(seeds: &mut Seeds, name: &str, store: &Arc<dyn Store>, path: &str
         return;
     };
     let meta = array.metadata().clone();
-    let chain: &CodecChain = &meta.codecs;
+    let Some(chain) = Chain::parse(&meta.codecs, meta.zep0007) else {
+        eprintln!("skipped {name}: codecs not known");
+        return;
+    };
+    let chain = &chain;
     let n: u64 = meta.chunk_shape.iter().product();
     let v2 = meta.zarr_format == 2;
     let grid = array.grid().clone();
@@ -123,7 +293,7 @@ fn array_seeds(seeds: &mut Seeds, name: &str, store: &Arc<dyn Store>, path: &str
             continue;
         };
         let stored = stored.to_vec();
-        let layout = undo_bytes_codecs(&chain.bytes_to_bytes, &stored);
+        let layout = chain.undo(&stored);
         chunks.push(Chunk {
             label: format!("{name}-{}", key.replace('/', "_")),
             stored,
@@ -138,7 +308,7 @@ fn array_seeds(seeds: &mut Seeds, name: &str, store: &Arc<dyn Store>, path: &str
     let is_bytes = meta.data_type == DataType::Bytes;
 
     // Transposed arrays (v3 transpose, v2 order F) and plain 2-D arrays: `transpose`.
-    let transposed = !chain.array_to_array.is_empty();
+    let transposed = chain.transposed;
     if meta.shape.len() >= 2
         && meta.chunk_shape.len() <= 3
         && meta.chunk_shape.iter().all(|&c| c <= 6)
@@ -147,11 +317,7 @@ fn array_seeds(seeds: &mut Seeds, name: &str, store: &Arc<dyn Store>, path: &str
             (ArrayToBytes::Bytes { .. }, DataType::Int32) => Some(0),
             (ArrayToBytes::VlenInterleaved, DataType::String) => Some(3),
             (ArrayToBytes::VlenInterleaved, DataType::Bytes) => Some(4),
-            (ArrayToBytes::ZarrsVlen(c), DataType::String)
-                if c.index_data_type == OffsetWidth::U32 =>
-            {
-                Some(5)
-            }
+            (ArrayToBytes::ZarrsVlen(c), DataType::String) if c.index_u32 => Some(5),
             (ArrayToBytes::Zep0007 { large: false }, DataType::String) => Some(7),
             _ => None,
         };
@@ -210,10 +376,10 @@ fn array_seeds(seeds: &mut Seeds, name: &str, store: &Arc<dyn Store>, path: &str
         }
         ArrayToBytes::ZarrsVlen(config) => {
             let mut cfg = 0u8;
-            if config.index_data_type == OffsetWidth::U32 {
+            if config.index_u32 {
                 cfg |= 1;
             }
-            let at_end = config.index_location == IndexLocation::End;
+            let at_end = config.index_at_end;
             if at_end {
                 cfg |= 2;
             }
@@ -223,15 +389,15 @@ fn array_seeds(seeds: &mut Seeds, name: &str, store: &Arc<dyn Store>, path: &str
             let index_sel = match config.index_codecs.bytes_to_bytes.as_slice() {
                 [] => Some(0u8),
                 [BytesToBytes::Crc32c] => Some(1),
-                [BytesToBytes::Zstd { .. }] => Some(2),
-                [BytesToBytes::Gzip { .. }] => Some(3),
+                [BytesToBytes::Zstd] => Some(2),
+                [BytesToBytes::Gzip] => Some(3),
                 _ => None,
             };
             let data_sel = match config.data_codecs.bytes_to_bytes.as_slice() {
                 [] => Some(0u8),
-                [BytesToBytes::Zstd { .. }] => Some(1),
+                [BytesToBytes::Zstd] => Some(1),
                 [BytesToBytes::Crc32c] => Some(2),
-                [BytesToBytes::Gzip { .. }] => Some(3),
+                [BytesToBytes::Gzip] => Some(3),
                 _ => None,
             };
             let outer = if chain.bytes_to_bytes.is_empty() {
@@ -254,11 +420,11 @@ fn array_seeds(seeds: &mut Seeds, name: &str, store: &Arc<dyn Store>, path: &str
                 let Some((index, values)) = split else {
                     continue;
                 };
-                let index = undo_bytes_codecs(&config.index_codecs.bytes_to_bytes, index);
+                let index = config.index_codecs.undo(index);
                 let values = if values.is_empty() {
                     Some(vec![])
                 } else {
-                    undo_bytes_codecs(&config.data_codecs.bytes_to_bytes, values)
+                    config.data_codecs.undo(values)
                 };
                 let (Some(index), Some(values)) = (index, values) else {
                     continue;
@@ -325,9 +491,9 @@ fn array_seeds(seeds: &mut Seeds, name: &str, store: &Arc<dyn Store>, path: &str
                 }
             }
         }
-        ArrayToBytes::Bytes { endian } => {
+        ArrayToBytes::Bytes { big_endian } => {
             if let Some((sel, width)) = fixed_sel(meta.data_type) {
-                let cfg = u8::from(*endian == Endian::Big) | (u8::from(v2) << 1);
+                let cfg = u8::from(*big_endian) | (u8::from(v2) << 1);
                 for c in &chunks {
                     if let Some(layout) = &c.layout {
                         // A transposed chunk's bytes are still n elements of the type.
@@ -350,7 +516,7 @@ fn array_seeds(seeds: &mut Seeds, name: &str, store: &Arc<dyn Store>, path: &str
             };
             let inner_zstd = match s.codecs.bytes_to_bytes.as_slice() {
                 [] => Some(0u8),
-                [BytesToBytes::Zstd { .. }] => Some(16),
+                [BytesToBytes::Zstd] => Some(16),
                 _ => None,
             };
             let crc = match s.index_codecs.bytes_to_bytes.as_slice() {
@@ -362,11 +528,7 @@ fn array_seeds(seeds: &mut Seeds, name: &str, store: &Arc<dyn Store>, path: &str
                 && meta.chunk_shape.len() <= 2
                 && meta.chunk_shape.iter().all(|&c| c <= 8)
             {
-                let start = if s.index_location == IndexLocation::Start {
-                    4
-                } else {
-                    0
-                };
+                let start = if s.index_at_start { 4 } else { 0 };
                 let cfg =
                     inner | start | crc | zstd | if meta.chunk_shape.len() == 2 { 32 } else { 0 };
                 let mut head = [cfg, 0, 0, 0, 0];
@@ -381,26 +543,20 @@ fn array_seeds(seeds: &mut Seeds, name: &str, store: &Arc<dyn Store>, path: &str
                 }
             }
         }
-        _ => {}
     }
 
     // Stored chunks as they are, behind their compressors: `compressors`.
     let layout_sel = match (&chain.array_to_bytes, meta.data_type) {
         (ArrayToBytes::VlenInterleaved, DataType::String) => Some(0u8),
         (ArrayToBytes::VlenInterleaved, DataType::Bytes) => Some(1),
-        (
-            ArrayToBytes::Bytes {
-                endian: Endian::Little,
-            },
-            DataType::Int32,
-        ) => Some(2),
+        (ArrayToBytes::Bytes { big_endian: false }, DataType::Int32) => Some(2),
         (ArrayToBytes::Bytes { .. }, DataType::UInt8) => Some(3),
         _ => None,
     };
     let sels: Option<Vec<u8>> = chain.bytes_to_bytes.iter().map(compressor_sel).collect();
     if let (Some(layout), Some(mut sels)) = (layout_sel, sels)
         && one_d
-        && chain.array_to_array.is_empty()
+        && !chain.transposed
         && sels.len() <= 3
         && !sels.is_empty()
         && (!v2 || sels.len() == 1)
@@ -427,7 +583,8 @@ fn fill_sel(meta: &zarrow::ArrayMetadata) -> Option<u8> {
     {
         return Some(sel);
     }
-    Some(match (&meta.codecs.array_to_bytes, meta.data_type) {
+    let chain = Chain::parse(&meta.codecs, meta.zep0007)?;
+    Some(match (&chain.array_to_bytes, meta.data_type) {
         (ArrayToBytes::Zep0007 { large }, t) => {
             16 + u8::from(*large) + 2 * u8::from(t == DataType::Bytes)
         }
@@ -603,7 +760,7 @@ fn shard_seeds(seeds: &mut Seeds) {
         let inner: Vec<Vec<u8>> = values
             .chunks(2)
             .map(|pair| match layout {
-                0 | 3 => zarrow::codec::vlen_interleaved::encode(pair.iter().copied()),
+                0 | 3 => vlen_interleaved(pair),
                 1 => {
                     let mut offsets = vec![0u32];
                     for v in pair {
@@ -623,17 +780,14 @@ fn shard_seeds(seeds: &mut Seeds) {
                     .collect(),
             })
             .collect();
+        let zstd_codec =
+            encoder(json!({"name": "zstd", "configuration": {"level": 1, "checksum": false}}));
         for zstd in [false, true] {
             let inner: Vec<Vec<u8>> = inner
                 .iter()
                 .map(|c| {
                     if zstd {
-                        BytesToBytes::Zstd {
-                            level: 1,
-                            checksum: false,
-                        }
-                        .encode(c)
-                        .unwrap_or_default()
+                        zstd_codec.encode_bytes(c.clone()).unwrap_or_default()
                     } else {
                         c.clone()
                     }
@@ -657,7 +811,9 @@ fn shard_seeds(seeds: &mut Seeds) {
                             offset += c.len() as u64;
                         }
                         if crc {
-                            index = BytesToBytes::Crc32c.encode(&index).unwrap_or_default();
+                            index = encoder(json!({"name": "crc32c"}))
+                                .encode_bytes(index)
+                                .unwrap_or_default();
                         }
                         let shard = if start {
                             [index, data].concat()
