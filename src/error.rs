@@ -122,10 +122,12 @@ pub enum Error {
         path: String,
     },
     /// A chunk could not be encoded.
-    #[error("encoding chunk {key}: {}", Cut(message))]
+    #[error("encoding chunk {key} with {}: {}", Cut(codec), Cut(message))]
     Encode {
         /// The chunk's store key.
         key: String,
+        /// The codec that failed (its v3 name, or its whole entry for a layout).
+        codec: String,
         /// What went wrong.
         message: String,
     },

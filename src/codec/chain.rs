@@ -284,15 +284,29 @@ impl CodecChain {
     }
 
     /// Encode `array` (at most `shape`'s element count) as one chunk of `shape`.
-    pub(crate) fn encode(&self, array: &ArrayRef, shape: &[u64]) -> Result<Vec<u8>, String> {
+    /// An error names the codec that failed (its v3 name) and why.
+    pub(crate) fn encode(
+        &self,
+        array: &ArrayRef,
+        shape: &[u64],
+    ) -> Result<Vec<u8>, (String, String)> {
         let mut array = array.clone();
         let mut shape = shape.to_vec();
         for codec in &self.array_to_array {
-            array = codec.encode(&array, &shape)?;
-            shape = codec.encoded_shape(&shape)?;
+            let failed = |message| (name_of(&codec.metadata()), message);
+            array = codec.encode(&array, &shape).map_err(failed)?;
+            shape = codec.encoded_shape(&shape).map_err(failed)?;
         }
-        let bytes = self.array_to_bytes.encode(array.as_ref(), &shape)?;
-        self.encode_bytes(bytes)
+        let mut bytes = self
+            .array_to_bytes
+            .encode(array.as_ref(), &shape)
+            .map_err(|message| (describe(self.array_to_bytes.as_ref()), message))?;
+        for codec in &self.bytes_to_bytes {
+            bytes = codec
+                .encode(bytes)
+                .map_err(|message| (name_of(&codec.metadata(3)), message))?;
+        }
+        Ok(bytes)
     }
 
     /// Apply the bytes->bytes codecs (compress, append checksums) to a chunk's
@@ -314,6 +328,15 @@ impl CodecChain {
         let b2b = self.bytes_to_bytes.iter().map(|c| c.metadata(3));
         a2a.chain(a2b).chain(b2b).collect()
     }
+}
+
+/// A codec's name from its v3 entry.
+fn name_of(entry: &Value) -> String {
+    entry
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("codec")
+        .to_string()
 }
 
 /// How an array->bytes codec is named in messages: its v3 entry, or (ZEP0007) the
@@ -406,5 +429,27 @@ mod tests {
         assert_eq!(meta.fill_value, FillValue::Bytes(b"a".to_vec()));
         let t = json!({"name": "fixed_length_utf32", "configuration": {"length_bytes": 8}});
         assert!(array(base(t, json!([{"name": "bytes"}]), json!("abc"))).is_err());
+    }
+
+    #[test]
+    fn an_encoding_error_names_its_codec() {
+        use std::sync::Arc;
+
+        use arrow_array::Int32Array;
+
+        let codecs: Vec<CodecMetadata> = serde_json::from_value(json!([
+            {"name": "transpose", "configuration": {"order": [1, 0]}},
+            {"name": "bytes", "configuration": {"endian": "little"}},
+            {"name": "zstd", "configuration": {"level": 0, "checksum": false}}
+        ]))
+        .unwrap();
+        let chain = CodecChain::from_codecs(&codecs).unwrap();
+        let whole: ArrayRef = Arc::new(Int32Array::from(vec![1, 2, 3, 4]));
+        let encoded = chain.encode(&whole, &[2, 2]).unwrap();
+        assert!(!encoded.is_empty());
+        let part: ArrayRef = Arc::new(Int32Array::from(vec![1, 2, 3]));
+        let (codec, message) = chain.encode(&part, &[2, 2]).unwrap_err();
+        assert_eq!(codec, "transpose");
+        assert!(message.contains("3 of 4"), "{message}");
     }
 }

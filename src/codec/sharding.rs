@@ -283,7 +283,10 @@ impl Sharding {
                 index.extend_from_slice(&u64::MAX.to_le_bytes());
                 continue;
             }
-            let bytes = self.codecs.encode(&values, &self.chunk_shape)?;
+            let bytes = self
+                .codecs
+                .encode(&values, &self.chunk_shape)
+                .map_err(|(codec, message)| format!("inner chunk {j}: {codec}: {message}"))?;
             index.extend_from_slice(&(out.len() as u64).to_le_bytes());
             index.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
             out.extend_from_slice(&bytes);

@@ -239,13 +239,15 @@ impl ArrayWriter {
 /// The task that encodes `chunk` with its codecs and stores it.
 fn encode_task(store: Arc<dyn Store>, chunk: ReadyChunk) -> impl FnOnce() -> Result<()> + Send {
     move || {
-        let bytes = chunk
-            .codecs
-            .encode(&chunk.values, &chunk.shape)
-            .map_err(|message| Error::Encode {
-                key: chunk.key.clone(),
-                message,
-            })?;
+        let bytes =
+            chunk
+                .codecs
+                .encode(&chunk.values, &chunk.shape)
+                .map_err(|(codec, message)| Error::Encode {
+                    key: chunk.key.clone(),
+                    codec,
+                    message,
+                })?;
         store.set(&chunk.key, &bytes)
     }
 }
