@@ -25,7 +25,7 @@ use arrow_array::cast::AsArray;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::{ArrayToBytesCodec, ConfigError, DecodeContext, settings};
+use super::{ArrayToBytesCodec, ConfigError, DecodeContext, padding, settings};
 use crate::error::ChunkError;
 use crate::metadata::{DataType, Endian};
 
@@ -64,8 +64,7 @@ impl ArrayToBytesCodec for Bytes {
     }
 
     fn encode(&self, array: &dyn Array, shape: &[u64]) -> Result<Vec<u8>, String> {
-        let elements = usize::try_from(shape.iter().product::<u64>()).map_err(|e| e.to_string())?;
-        let pad = elements.checked_sub(array.len()).ok_or("chunk overflow")?;
+        let (_, pad) = padding(array, shape)?;
         let out = encode(array, pad)?;
         let width = array.data_type().primitive_width().unwrap_or(1);
         Ok(match self.endian {

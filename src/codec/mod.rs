@@ -214,6 +214,23 @@ pub(crate) const CODECS: &[(&[&str], Builder)] = &[
     (crc32c::NAMES, Builder::BytesToBytes(crc32c::build)),
 ];
 
+/// For an array->bytes encoder: the elements of a chunk of `shape`, and how many
+/// fill elements pad `array` to them.
+fn padding(array: &dyn Array, shape: &[u64]) -> Result<(usize, usize), String> {
+    let elements = shape
+        .iter()
+        .try_fold(1u64, |acc, &d| acc.checked_mul(d))
+        .and_then(|e| usize::try_from(e).ok())
+        .ok_or_else(|| format!("chunk shape {shape:?} has too many elements"))?;
+    let pad = elements.checked_sub(array.len()).ok_or_else(|| {
+        format!(
+            "{} values do not fit a chunk of {elements} elements",
+            array.len()
+        )
+    })?;
+    Ok((elements, pad))
+}
+
 /// A codec's configuration object as its serde-derived settings type.
 fn settings<T: DeserializeOwned>(codec: &str, config: &Map<String, Value>) -> Result<T, String> {
     serde_json::from_value(Value::Object(config.clone()))

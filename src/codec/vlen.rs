@@ -23,7 +23,7 @@ use arrow_buffer::Buffer;
 use serde_json::{Map, Value, json};
 
 use super::arrow_values::{for_each_value, value_bytes};
-use super::{ArrayToBytesCodec, ConfigError, DecodeContext};
+use super::{ArrayToBytesCodec, ConfigError, DecodeContext, padding};
 use crate::error::ChunkError;
 use crate::metadata::StringType;
 use crate::offsets::{CopyBuilder, InlineViewsBuilder, ViewsBuilder};
@@ -63,8 +63,7 @@ impl ArrayToBytesCodec for Vlen {
     }
 
     fn encode(&self, array: &dyn Array, shape: &[u64]) -> Result<Vec<u8>, String> {
-        let elements = usize::try_from(shape.iter().product::<u64>()).map_err(|e| e.to_string())?;
-        let pad = elements.checked_sub(array.len()).ok_or("chunk overflow")?;
+        let (_, pad) = padding(array, shape)?;
         encode(array, pad)
     }
 

@@ -32,7 +32,9 @@ use serde_json::{Map, Value, json};
 
 use super::arrow_values::offsets_and_values;
 use super::bytes::{Bytes, swap_endian};
-use super::{ArrayToBytesCodec, CodecChain, ConfigError, DecodeContext, IndexLocation, settings};
+use super::{
+    ArrayToBytesCodec, CodecChain, ConfigError, DecodeContext, IndexLocation, padding, settings,
+};
 use crate::error::ChunkError;
 use crate::metadata::{CodecMetadata, Endian};
 use crate::offsets::{OffsetKind, RawOffsets, from_offsets};
@@ -132,8 +134,7 @@ impl ArrayToBytesCodec for ZarrsVlen {
     }
 
     fn encode(&self, array: &dyn Array, shape: &[u64]) -> Result<Vec<u8>, String> {
-        let elements = usize::try_from(shape.iter().product::<u64>()).map_err(|e| e.to_string())?;
-        let pad = elements.checked_sub(array.len()).ok_or("chunk overflow")?;
+        let (elements, pad) = padding(array, shape)?;
         let width = match self.index_data_type {
             OffsetWidth::U32 => 4,
             OffsetWidth::U64 => 8,

@@ -20,7 +20,7 @@ use arrow_buffer::Buffer;
 use serde_json::Value;
 
 use super::arrow_values::offsets_and_values;
-use super::{ArrayToBytesCodec, DecodeContext};
+use super::{ArrayToBytesCodec, DecodeContext, padding};
 use crate::error::ChunkError;
 use crate::offsets::{OffsetKind, RawOffsets, from_offsets};
 
@@ -37,8 +37,7 @@ impl ArrayToBytesCodec for Zep0007 {
     }
 
     fn encode(&self, array: &dyn Array, shape: &[u64]) -> Result<Vec<u8>, String> {
-        let elements = usize::try_from(shape.iter().product::<u64>()).map_err(|e| e.to_string())?;
-        let pad = elements.checked_sub(array.len()).ok_or("chunk overflow")?;
+        let (elements, pad) = padding(array, shape)?;
         let width = if self.large { 8 } else { 4 };
         let start = data_start(elements, self.large) as usize;
         let mut out = Vec::with_capacity(start);

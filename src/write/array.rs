@@ -6,7 +6,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, BooleanArray, Scalar, new_empty_array};
 use arrow_schema::DataType as ArrowType;
 
-use super::metadata::ArraySpec;
+use super::metadata::{ArraySpec, write_documents};
 use super::pipeline::Pipeline;
 use super::{DEFAULT_CHUNK_BYTES, NullPolicy, WriteOptions};
 use crate::assemble::cut;
@@ -212,15 +212,13 @@ impl ArrayWriter {
             Some(chunking) => chunking,
             None => self.chunking(&empty),
         };
-        write_metadata(
-            self.store.as_ref(),
-            &self.path,
-            &self.spec,
+        let documents = self.spec.documents(
             &[self.rows],
             &[len as u64],
             &codecs,
             self.options.zarr_format,
-        )?;
+        );
+        write_documents(self.store.as_ref(), &self.path, documents)?;
         Ok(self.rows)
     }
 
@@ -264,27 +262,6 @@ fn key_encoding(options: &WriteOptions) -> ChunkKeyEncoding {
             separator: '/',
         },
     }
-}
-
-/// Store an array's metadata documents.
-fn write_metadata(
-    store: &dyn Store,
-    path: &str,
-    spec: &ArraySpec,
-    shape: &[u64],
-    chunk_shape: &[u64],
-    codecs: &CodecChain,
-    zarr_format: u8,
-) -> Result<()> {
-    for (name, doc) in spec.documents(shape, chunk_shape, codecs, zarr_format) {
-        let key = join_key(path, name);
-        let bytes = serde_json::to_vec_pretty(&doc).map_err(|source| Error::Json {
-            key: key.clone(),
-            source,
-        })?;
-        store.set(&key, &bytes)?;
-    }
-    Ok(())
 }
 
 /// Write an N-d array of `shape` at node `path` from its values in C order.
@@ -370,15 +347,10 @@ pub fn write_nd_array(
         writer.pipeline.submit(task)?;
     }
     writer.pipeline.finish()?;
-    write_metadata(
-        writer.store.as_ref(),
-        &writer.path,
-        &writer.spec,
-        shape,
-        &grid_shape,
-        &codecs,
-        writer.options.zarr_format,
-    )?;
+    let documents = writer
+        .spec
+        .documents(shape, &grid_shape, &codecs, writer.options.zarr_format);
+    write_documents(writer.store.as_ref(), &writer.path, documents)?;
     Ok(values.len() as u64)
 }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::WriteOptions;
 use super::array::{ArrayWriter, prepare_node};
-use super::metadata::group_documents;
+use super::metadata::{group_documents, write_documents};
 use super::pipeline::Pipeline;
 use crate::error::{Error, Result};
 use crate::store::{Store, join_key};
@@ -138,15 +138,7 @@ pub fn write_group_metadata(
     columns: &[String],
     zarr_format: u8,
 ) -> Result<()> {
-    for (name, doc) in group_documents(zarr_format, columns) {
-        let key = join_key(path, name);
-        let bytes = serde_json::to_vec_pretty(&doc).map_err(|source| Error::Json {
-            key: key.clone(),
-            source,
-        })?;
-        store.set(&key, &bytes)?;
-    }
-    Ok(())
+    write_documents(store, path, group_documents(zarr_format, columns))
 }
 
 /// Write every batch of `reader` into a group at `path`. Returns the rows written.

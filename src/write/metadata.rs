@@ -12,6 +12,7 @@ use crate::codec::{
 };
 use crate::error::{Error, Result};
 use crate::metadata::{DataType, Endian};
+use crate::store::{Store, join_key};
 
 /// The attribute under which zarrow records what a reader of its own needs.
 pub const ZARROW_ATTRIBUTE: &str = "zarrow";
@@ -223,4 +224,21 @@ pub(crate) fn group_documents(zarr_format: u8, columns: &[String]) -> Vec<(&'sta
 /// [`recorded_string_type`]: crate::metadata::recorded_string_type
 pub(crate) fn arrow_type_name(t: &ArrowType) -> String {
     t.to_string()
+}
+
+/// Store metadata documents (`name`, JSON) of the node at `path`, in order.
+pub(crate) fn write_documents(
+    store: &dyn Store,
+    path: &str,
+    documents: Vec<(&'static str, Value)>,
+) -> Result<()> {
+    for (name, doc) in documents {
+        let key = join_key(path, name);
+        let bytes = serde_json::to_vec_pretty(&doc).map_err(|source| Error::Json {
+            key: key.clone(),
+            source,
+        })?;
+        store.set(&key, &bytes)?;
+    }
+    Ok(())
 }

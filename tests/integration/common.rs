@@ -1,13 +1,18 @@
 //! Helpers shared by the integration tests.
 
 use std::fs::File;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::{Arc, Mutex};
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::*;
 use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_buffer::Buffer;
 use arrow_schema::DataType;
+use zarrow::Store;
+use zarrow::store::{ByteRange, RangeRead};
 
 /// The repository's testdata directory.
 pub fn testdata() -> PathBuf {
@@ -182,4 +187,88 @@ pub fn column(batches: &[RecordBatch], name: &str) -> ArrayRef {
         .collect();
     let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
     arrow_select::concat::concat(&refs).unwrap()
+}
+
+/// A store that forwards to `inner` and records each read request (`get`,
+/// `get_bounded`, `get_range`, `get_ranges`): its key and the bytes it returned.
+#[derive(Debug)]
+pub struct Observed {
+    inner: Arc<dyn Store>,
+    reads: Mutex<Vec<(String, u64)>>,
+}
+
+impl Observed {
+    pub fn new(inner: Arc<dyn Store>) -> Arc<Self> {
+        Arc::new(Self {
+            inner,
+            reads: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn record(&self, key: &str, buffers: &[&Buffer]) {
+        let bytes = buffers.iter().map(|b| b.len() as u64).sum();
+        self.reads.lock().unwrap().push((key.to_string(), bytes));
+    }
+
+    /// The reads since the last call.
+    pub fn take(&self) -> Vec<(String, u64)> {
+        std::mem::take(&mut *self.reads.lock().unwrap())
+    }
+
+    /// (requests, bytes) since the last call.
+    pub fn take_counts(&self) -> (u64, u64) {
+        let reads = self.take();
+        (reads.len() as u64, reads.iter().map(|(_, b)| b).sum())
+    }
+}
+
+impl Store for Observed {
+    fn get(&self, key: &str) -> zarrow::Result<Option<Buffer>> {
+        let got = self.inner.get(key)?;
+        self.record(key, &got.iter().collect::<Vec<_>>());
+        Ok(got)
+    }
+
+    fn get_bounded(&self, key: &str, max_len: u64) -> zarrow::Result<Option<Buffer>> {
+        let got = self.inner.get_bounded(key, max_len)?;
+        self.record(key, &got.iter().collect::<Vec<_>>());
+        Ok(got)
+    }
+
+    fn get_range(&self, key: &str, range: Range<u64>) -> zarrow::Result<Option<Buffer>> {
+        let got = self.inner.get_range(key, range)?;
+        self.record(key, &got.iter().collect::<Vec<_>>());
+        Ok(got)
+    }
+
+    fn get_ranges(&self, key: &str, ranges: &[ByteRange]) -> zarrow::Result<Option<RangeRead>> {
+        let got = self.inner.get_ranges(key, ranges)?;
+        self.record(
+            key,
+            &got.iter()
+                .flat_map(|r| r.buffers.iter())
+                .collect::<Vec<_>>(),
+        );
+        Ok(got)
+    }
+
+    fn value_len(&self, key: &str) -> zarrow::Result<Option<u64>> {
+        self.inner.value_len(key)
+    }
+
+    fn set(&self, key: &str, value: &[u8]) -> zarrow::Result<()> {
+        self.inner.set(key, value)
+    }
+
+    fn delete(&self, key: &str) -> zarrow::Result<()> {
+        self.inner.delete(key)
+    }
+
+    fn list_prefix(&self, prefix: &str) -> zarrow::Result<Vec<String>> {
+        self.inner.list_prefix(prefix)
+    }
+
+    fn list_children(&self, prefix: &str) -> zarrow::Result<Vec<String>> {
+        self.inner.list_children(prefix)
+    }
 }

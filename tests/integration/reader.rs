@@ -11,6 +11,8 @@ use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
 use zarrow::write::{WriteOptions, write_array, write_group_metadata};
 use zarrow::{Error, MemoryStore, ReaderBuilder, ZarrArray, ZarrGroup};
 
+use crate::common::Observed;
+
 const ROWS: u64 = 10_007;
 
 /// A group with three columns: `id` (chunks of 1000), `name` (chunks of 300),
@@ -167,48 +169,11 @@ fn one_array_reads_through_the_same_builder() {
     }
 }
 
-/// A store that records the keys read, to see when a reader fetches what.
-#[derive(Debug)]
-struct Recording {
-    inner: MemoryStore,
-    keys: std::sync::Mutex<Vec<String>>,
-}
-
-impl zarrow::Store for Recording {
-    fn get(&self, key: &str) -> zarrow::Result<Option<arrow_buffer::Buffer>> {
-        self.keys.lock().unwrap().push(key.to_string());
-        self.inner.get(key)
-    }
-    fn get_range(
-        &self,
-        key: &str,
-        range: Range<u64>,
-    ) -> zarrow::Result<Option<arrow_buffer::Buffer>> {
-        self.keys.lock().unwrap().push(key.to_string());
-        self.inner.get_range(key, range)
-    }
-    fn set(&self, key: &str, value: &[u8]) -> zarrow::Result<()> {
-        self.inner.set(key, value)
-    }
-    fn delete(&self, key: &str) -> zarrow::Result<()> {
-        self.inner.delete(key)
-    }
-    fn list_prefix(&self, prefix: &str) -> zarrow::Result<Vec<String>> {
-        self.inner.list_prefix(prefix)
-    }
-    fn list_children(&self, prefix: &str) -> zarrow::Result<Vec<String>> {
-        self.inner.list_children(prefix)
-    }
-}
-
 /// While the caller holds a batch, the next chunks are already being fetched and
 /// decoded (the reader does not wait to be asked).
 #[test]
 fn the_next_chunks_decode_while_the_caller_works() {
-    let store = Arc::new(Recording {
-        inner: MemoryStore::new(),
-        keys: Default::default(),
-    });
+    let store = Observed::new(Arc::new(MemoryStore::new()));
     let id: ArrayRef = Arc::new(Int64Array::from((0..10_000i64).collect::<Vec<_>>()));
     write_array(
         store.clone(),
@@ -219,12 +184,14 @@ fn the_next_chunks_decode_while_the_caller_works() {
     .unwrap();
     let array = ZarrArray::open(store.clone(), "id").unwrap();
     let mut reader = array.reader().with_batch_size(1000).build().unwrap();
-    store.keys.lock().unwrap().clear();
+    store.take();
+    let mut keys = Vec::new();
     let first = reader.next().unwrap().unwrap();
     assert_eq!(first.num_rows(), 1000);
     // Without asking for another batch, chunk 1 gets read (wait up to 10 s).
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !store.keys.lock().unwrap().iter().any(|k| k == "id/c/1") {
+    while !keys.iter().any(|(k, _)| k == "id/c/1") {
+        keys.extend(store.take());
         assert!(
             std::time::Instant::now() < deadline,
             "chunk 1 was never read ahead"
@@ -234,7 +201,8 @@ fn the_next_chunks_decode_while_the_caller_works() {
     let rest: usize = reader.map(|b| b.unwrap().num_rows()).sum();
     assert_eq!(rest, 9000);
     // Each chunk was read once.
-    let mut keys = store.keys.lock().unwrap().clone();
+    keys.extend(store.take());
+    let mut keys: Vec<String> = keys.into_iter().map(|(k, _)| k).collect();
     keys.sort();
     let read = keys.len();
     keys.dedup();

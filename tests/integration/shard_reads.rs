@@ -3,97 +3,14 @@
 //! sharding spec lays it out (parsed here by hand), expected values from the input
 //! or from what zarr-python wrote.
 
-use std::ops::Range;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, StringArray};
-use arrow_buffer::Buffer;
-use zarrow::store::{ByteRange, RangeRead};
 use zarrow::write::{WriteOptions, write_array};
 use zarrow::{ChunkError, Error, LocalStore, MemoryStore, Store, ZarrArray};
 
-use crate::common::{column, read_ipc, testdata};
-
-/// A store that counts the requests and bytes that reach `inner`.
-#[derive(Debug)]
-struct Counting {
-    inner: Arc<dyn Store>,
-    requests: AtomicU64,
-    bytes: AtomicU64,
-}
-
-impl Counting {
-    fn new(inner: Arc<dyn Store>) -> Arc<Self> {
-        Arc::new(Self {
-            inner,
-            requests: AtomicU64::new(0),
-            bytes: AtomicU64::new(0),
-        })
-    }
-
-    fn count(&self, buffers: &[&Buffer]) {
-        self.requests.fetch_add(1, Ordering::SeqCst);
-        let n: usize = buffers.iter().map(|b| b.len()).sum();
-        self.bytes.fetch_add(n as u64, Ordering::SeqCst);
-    }
-
-    /// (requests, bytes) since the last call.
-    fn take(&self) -> (u64, u64) {
-        (
-            self.requests.swap(0, Ordering::SeqCst),
-            self.bytes.swap(0, Ordering::SeqCst),
-        )
-    }
-}
-
-impl Store for Counting {
-    fn get(&self, key: &str) -> zarrow::Result<Option<Buffer>> {
-        let got = self.inner.get(key)?;
-        self.count(&got.iter().collect::<Vec<_>>());
-        Ok(got)
-    }
-
-    fn get_bounded(&self, key: &str, max_len: u64) -> zarrow::Result<Option<Buffer>> {
-        let got = self.inner.get_bounded(key, max_len)?;
-        self.count(&got.iter().collect::<Vec<_>>());
-        Ok(got)
-    }
-
-    fn get_range(&self, key: &str, range: Range<u64>) -> zarrow::Result<Option<Buffer>> {
-        let got = self.inner.get_range(key, range)?;
-        self.count(&got.iter().collect::<Vec<_>>());
-        Ok(got)
-    }
-
-    fn get_ranges(&self, key: &str, ranges: &[ByteRange]) -> zarrow::Result<Option<RangeRead>> {
-        let got = self.inner.get_ranges(key, ranges)?;
-        let buffers: Vec<&Buffer> = got.iter().flat_map(|r| r.buffers.iter()).collect();
-        self.count(&buffers);
-        Ok(got)
-    }
-
-    fn value_len(&self, key: &str) -> zarrow::Result<Option<u64>> {
-        self.inner.value_len(key)
-    }
-
-    fn set(&self, key: &str, value: &[u8]) -> zarrow::Result<()> {
-        self.inner.set(key, value)
-    }
-
-    fn delete(&self, key: &str) -> zarrow::Result<()> {
-        self.inner.delete(key)
-    }
-
-    fn list_prefix(&self, prefix: &str) -> zarrow::Result<Vec<String>> {
-        self.inner.list_prefix(prefix)
-    }
-
-    fn list_children(&self, prefix: &str) -> zarrow::Result<Vec<String>> {
-        self.inner.list_children(prefix)
-    }
-}
+use crate::common::{Observed, column, read_ipc, testdata};
 
 /// The (offset, nbytes) entries of a shard whose index (`n` entries, little-endian,
 /// then a crc32c) sits at its end, as the sharding spec lays it out.
@@ -139,13 +56,13 @@ fn ten_rows_of_a_shard_fetch_its_index_and_one_inner_chunk() {
     let (store, values) = sharded();
     let shard = store.get("s/c/0").unwrap().unwrap();
     let index = shard_index(shard.as_slice(), SHARD / INNER);
-    let counting = Counting::new(store.clone());
+    let counting = Observed::new(store.clone());
     let array = ZarrArray::open(counting.clone(), "s").unwrap();
-    counting.take();
+    counting.take_counts();
 
     let got = array.read_range(0..10).unwrap();
     assert_eq!(strings(&got), values[..10]);
-    let (requests, bytes) = counting.take();
+    let (requests, bytes) = counting.take_counts();
     assert_eq!(requests, 2, "the index, then one inner chunk");
     assert_eq!(bytes, (16 * 100 + 4) + index[0].1);
     assert!(
@@ -158,25 +75,25 @@ fn ten_rows_of_a_shard_fetch_its_index_and_one_inner_chunk() {
     let got = array.read_range(15_020..15_030).unwrap();
     assert_eq!(strings(&got), values[15_020..15_030]);
     let second = shard_index(store.get("s/c/1").unwrap().unwrap().as_slice(), 100);
-    assert_eq!(counting.take(), (2, (16 * 100 + 4) + second[50].1));
+    assert_eq!(counting.take_counts(), (2, (16 * 100 + 4) + second[50].1));
 
     // Rows across two neighbouring inner chunks: fetched together, in one request.
     let got = array.read_range(95..105).unwrap();
     assert_eq!(strings(&got), values[95..105]);
     assert_eq!(
-        counting.take(),
+        counting.take_counts(),
         (2, (16 * 100 + 4) + index[0].1 + index[1].1)
     );
 
     // Rows across two shards: two partial reads.
     let got = array.read_range(9_990..10_010).unwrap();
     assert_eq!(strings(&got), values[9_990..10_010]);
-    assert_eq!(counting.take().0, 4);
+    assert_eq!(counting.take_counts().0, 4);
 
     // Reading everything still reads each shard whole, once.
     let all = array.read_all().unwrap();
     assert_eq!(strings(&all), values);
-    assert_eq!(counting.take().0, 3);
+    assert_eq!(counting.take_counts().0, 3);
 }
 
 /// zarr-python's sharded store: inner chunk 1 of shard 0 is absent (all fill).
@@ -196,16 +113,16 @@ fn zarr_python_shards_read_in_part() {
         "the fixture's absent inner chunk"
     );
 
-    let counting = Counting::new(Arc::new(LocalStore::new(&root)));
+    let counting = Observed::new(Arc::new(LocalStore::new(&root)));
     let array = ZarrArray::open(counting.clone(), "").unwrap();
-    counting.take();
+    counting.take_counts();
     // The absent inner chunk: the index alone, then the fill value.
     let got = array.read_range(3..6).unwrap();
     assert_eq!(strings(&got), expected[3..6]);
-    assert_eq!(counting.take(), (1, 2 * 16 + 4));
+    assert_eq!(counting.take_counts(), (1, 2 * 16 + 4));
     let got = array.read_range(1..3).unwrap();
     assert_eq!(strings(&got), expected[1..3]);
-    assert_eq!(counting.take(), (2, 2 * 16 + 4 + index[0].1));
+    assert_eq!(counting.take_counts(), (2, 2 * 16 + 4 + index[0].1));
     // The edge shard (elements 12..14).
     let got = array.read_range(12..14).unwrap();
     assert_eq!(strings(&got), expected[12..14]);

@@ -212,6 +212,19 @@ def nd_zarrs_check(zarrs: str, store: Path, dtype: str, values: list) -> str | N
     return compare_values("zarrs", got, want)
 
 
+def report(what: str, checks: list, passed: int, failed: int) -> tuple[int, int]:
+    """Print a line per (reader, problem) check; the updated pass and fail counts."""
+    for reader, problem in checks:
+        label = f"{what} read by {reader}"
+        if problem is None:
+            passed += 1
+            print(f"ok   {label}")
+        else:
+            failed += 1
+            print(f"FAIL {label}: {problem}")
+    return passed, failed
+
+
 def run(zarrow: str, args: list[str]) -> None:
     proc = subprocess.run([zarrow, *args], capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
@@ -248,14 +261,7 @@ def main() -> int:
                     checks.append(("zarrs", zarrs_check(args.zarrs, store, t)))
             except Exception as e:  # noqa: BLE001 - report and go on
                 checks.append(("convert", f"{type(e).__name__}: {e}"))
-            for reader, problem in checks:
-                label = f"{name} ({source.suffix}) read by {reader}"
-                if problem is None:
-                    passed += 1
-                    print(f"ok   {label}")
-                else:
-                    failed += 1
-                    print(f"FAIL {label}: {problem}")
+            passed, failed = report(f"{name} ({source.suffix})", checks, passed, failed)
         for name, shape, dtype, flags in ND_CASES:
             values = nd_values(shape, dtype)
             source = tmp / f"{name}.json"
@@ -269,14 +275,7 @@ def main() -> int:
                     checks.append(("zarrs", nd_zarrs_check(args.zarrs, store, dtype, values)))
             except Exception as e:  # noqa: BLE001 - report and go on
                 checks.append(("convert", f"{type(e).__name__}: {e}"))
-            for reader, problem in checks:
-                label = f"{name} {shape} read by {reader}"
-                if problem is None:
-                    passed += 1
-                    print(f"ok   {label}")
-                else:
-                    failed += 1
-                    print(f"FAIL {label}: {problem}")
+            passed, failed = report(f"{name} {shape}", checks, passed, failed)
     if not args.zarrs:
         print("note: --zarrs not given, zarrs checks skipped")
     print(f"{passed} passed, {failed} failed")
