@@ -1,6 +1,9 @@
 //! Export any [`RecordBatchReader`] to Arrow IPC (file or stream) or Parquet,
-//! streaming: one batch in memory at a time (plus the Parquet row group being
-//! built).
+//! streaming: one batch in memory at a time for IPC; for Parquet, the row group
+//! being built, the batch being encoded (its columns in parallel on rayon's pool)
+//! and the next batch, read meanwhile.
+
+mod parallel_parquet;
 
 use std::borrow::Cow;
 use std::fs::File;
@@ -9,12 +12,12 @@ use std::path::{Path, PathBuf};
 
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_ipc::writer::{FileWriter, IpcWriteOptions, StreamWriter};
-use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, GzipLevel, ZstdLevel};
 use parquet::errors::ParquetError;
 use parquet::file::properties::WriterProperties;
 
 use crate::error::{Error, Result};
+use parallel_parquet::ParallelParquetWriter;
 
 /// An output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,6 +146,13 @@ pub fn write_ipc_stream<R: RecordBatchReader, W: Write>(reader: R, writer: W) ->
 
 /// Write every batch of `reader` as Parquet with `compression`. The Arrow schema is
 /// stored in the file, so view and large types come back as they were.
+///
+/// A row group holds at most parquet's default of 1,048,576 rows
+/// (`max_row_group_row_count`; a batch is cut there) and is closed after the batch
+/// that takes its estimated encoded size to [`ROW_GROUP_BYTES`]. Each row group's
+/// leaf columns are encoded in parallel on rayon's pool, while this thread reads the
+/// next batch; the file is byte for byte the one parquet's `ArrowWriter` writes with
+/// the same row groups.
 pub fn write_parquet<R: RecordBatchReader, W: Write + Send>(
     reader: R,
     writer: W,
@@ -152,16 +162,10 @@ pub fn write_parquet<R: RecordBatchReader, W: Write + Send>(
     let props = WriterProperties::builder()
         .set_compression(compression)
         .build();
-    let mut w = ArrowWriter::try_new(writer, schema, Some(props))?;
-    // A row group is flushed once its encoded pages reach ROW_GROUP_BYTES, so the
+    // A row group is closed once its encoded pages reach ROW_GROUP_BYTES, so the
     // writer holds at most that much, however long the input.
-    let rows = each_batch(reader, |batch| {
-        w.write(batch)?;
-        if w.in_progress_size() >= ROW_GROUP_BYTES {
-            w.flush()?;
-        }
-        Ok(())
-    })?;
+    let mut w = ParallelParquetWriter::try_new(writer, schema, props, ROW_GROUP_BYTES)?;
+    let rows = w.write_all(reader)?;
     w.close()?;
     Ok(rows)
 }

@@ -19,7 +19,7 @@
 //! ```
 //!
 //! Modules follow that flow: [`metadata`] → [`codec`] → `read::plan` → [`store`] →
-//! [`read`] → [`export`]; [`write`] runs it backwards.
+//! [`read`] → [`export`]; [`write`](mod@write) runs it backwards.
 //!
 //! ```
 //! use std::sync::Arc;

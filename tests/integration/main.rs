@@ -4,6 +4,7 @@ mod bad_data;
 mod cli;
 mod cli_options;
 mod common;
+mod export_parquet;
 mod fuzz_replay;
 mod golden;
 mod linear;
