@@ -180,7 +180,8 @@ fn utf32(
         });
         let len = units.clone().rposition(|u| u != 0).map_or(0, |p| p + 1);
         for code in units.take(len) {
-            let c = char::from_u32(code).ok_or(ChunkError::InvalidCodePoint { element, code })?;
+            let c = char::from_u32(code)
+                .ok_or_else(|| ChunkError::InvalidCodePoint { element, code })?;
             text.push(c);
         }
         out.push(text.as_bytes())?;

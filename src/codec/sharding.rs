@@ -150,7 +150,7 @@ impl Sharding {
     /// Where the index of a shard of `n` inner chunks lies: `Ok(Err(len))` for the
     /// last `len` bytes (a suffix range), `Ok(Ok(range))` for a range from the start.
     pub(crate) fn index_range(&self, n: u64) -> Result<IndexPosition, ChunkError> {
-        let len = self.index_len(n).ok_or(ChunkError::Decompress {
+        let len = self.index_len(n).ok_or_else(|| ChunkError::Decompress {
             codec: "sharding_indexed",
             message: "index codecs of variable size".into(),
         })?;
@@ -240,13 +240,12 @@ impl Sharding {
             let mut inner_ctx = ctx.with_shape(&self.chunk_shape);
             inner_ctx.max_bytes = budget;
             let array = self.codecs.decode(bytes, &inner_ctx)?;
-            budget =
-                budget
-                    .checked_sub(array.get_array_memory_size())
-                    .ok_or(ChunkError::TooLarge {
-                        codec: "sharding_indexed",
-                        limit: ctx.max_bytes as u64,
-                    })?;
+            budget = budget
+                .checked_sub(array.get_array_memory_size())
+                .ok_or_else(|| ChunkError::TooLarge {
+                    codec: "sharding_indexed",
+                    limit: ctx.max_bytes as u64,
+                })?;
             decoded.push(Part::Present(array));
         }
         Ok(gather(&decoded, grid, &self.chunk_shape, region)?)

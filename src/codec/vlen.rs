@@ -84,7 +84,7 @@ fn read_u32(bytes: &[u8], pos: usize, what: &'static str) -> Result<u32, ChunkEr
     bytes
         .get(pos..pos + 4)
         .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .ok_or(ChunkError::Truncated {
+        .ok_or_else(|| ChunkError::Truncated {
             what,
             needed: 4,
             available: bytes.len().saturating_sub(pos) as u64,

@@ -202,7 +202,7 @@ fn read_u64(bytes: &[u8], pos: usize) -> Result<u64, ChunkError> {
         .get(pos..pos + 8)
         .and_then(|b| b.try_into().ok())
         .map(u64::from_le_bytes)
-        .ok_or(ChunkError::Truncated {
+        .ok_or_else(|| ChunkError::Truncated {
             what: "zarrs.vlen index length",
             needed: 8,
             available: bytes.len() as u64,

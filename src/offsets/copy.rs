@@ -132,7 +132,8 @@ impl<O: OffsetSizeTrait> CopyBuilder<O> {
     #[inline]
     pub(crate) fn end_element(&mut self) -> Result<(), ChunkError> {
         let used = self.values.len();
-        let end = O::from_usize(used).ok_or(ChunkError::OffsetOverflow { bytes: used as u64 })?;
+        let end =
+            O::from_usize(used).ok_or_else(|| ChunkError::OffsetOverflow { bytes: used as u64 })?;
         self.offsets.push(end);
         Ok(())
     }

@@ -53,7 +53,7 @@ impl ViewsBuilder {
         let end = start
             .checked_add(len)
             .filter(|&e| e <= self.data.len())
-            .ok_or(ChunkError::Truncated {
+            .ok_or_else(|| ChunkError::Truncated {
                 what: "element value",
                 needed: (start as u64).saturating_add(len as u64),
                 available: self.data.len() as u64,

@@ -199,7 +199,7 @@ impl<'a> ChunkRead<'a> {
         }
         let all = sharding.decode_index(index, n, read.value_len)?;
         let inner = sharding.chunk_shape[0].max(1);
-        let first = want.start / inner;
+        let first = (want.start / inner).min(n);
         let last = want.end.div_ceil(inner).min(n).max(first);
         let ranges: Vec<InnerRange> = all[first as usize..last as usize].to_vec();
         let mut asked = Vec::new();
@@ -236,6 +236,16 @@ impl<'a> ChunkRead<'a> {
                 message: "inner chunks without a partial read".into(),
             });
         };
+        let present = ranges.iter().flatten().count();
+        if buffers.len() != present {
+            return Err(ChunkError::Decompress {
+                codec: "read plan",
+                message: format!(
+                    "the store returned {} ranges for {present} inner chunks",
+                    buffers.len()
+                ),
+            });
+        }
         let mut buffers = buffers.into_iter();
         let parts: Vec<Option<Buffer>> = ranges
             .iter()
