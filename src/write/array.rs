@@ -60,6 +60,17 @@ impl ArrayWriter {
         arrow_type: &ArrowType,
         options: WriteOptions,
     ) -> Result<Self> {
+        options.refuse_nd_shapes()?;
+        Self::prepared(store, path, arrow_type, options)
+    }
+
+    /// A writer at `path`, its options checked and its node prepared.
+    fn prepared(
+        store: Arc<dyn Store>,
+        path: &str,
+        arrow_type: &ArrowType,
+        options: WriteOptions,
+    ) -> Result<Self> {
         options.validate()?;
         let path = path.trim_matches('/').to_string();
         prepare_node(store.as_ref(), &path, options.overwrite)?;
@@ -292,7 +303,7 @@ pub fn write_nd_array(
             values.len()
         )));
     }
-    let mut writer = ArrayWriter::try_new(store, path, values.data_type(), options)?;
+    let mut writer = ArrayWriter::prepared(store, path, values.data_type(), options)?;
     let values = writer.prepare(values)?;
     let chunk_shape = match &writer.options.chunk_shape {
         Some(c) if c.len() == shape.len() => c.clone(),
@@ -314,7 +325,20 @@ pub fn write_nd_array(
             std::iter::once(rows).chain(rest).collect()
         }
     };
-    let (grid_shape, codecs) = match &writer.options.shard_shape {
+    // A 1-D array may be sharded by length as a table's columns are.
+    let shard_shape = match (&writer.options.shard_shape, writer.options.shard_len) {
+        (Some(s), _) => Some(s.clone()),
+        (None, Some(len)) if shape.len() == 1 => {
+            Some(vec![(len as u64).div_ceil(chunk_shape[0]) * chunk_shape[0]])
+        }
+        (None, Some(_)) => {
+            return Err(Error::InvalidArgument(format!(
+                "shard_len shards 1-D arrays; give an array of shape {shape:?} a shard_shape"
+            )));
+        }
+        (None, None) => None,
+    };
+    let (grid_shape, codecs) = match &shard_shape {
         None => (chunk_shape.clone(), writer.spec.codecs(None)),
         Some(s)
             if s.len() == shape.len() && s.iter().zip(&chunk_shape).all(|(s, c)| s % c == 0) =>

@@ -40,6 +40,7 @@ impl GroupWriter {
         options: WriteOptions,
     ) -> Result<Self> {
         options.validate()?;
+        options.refuse_nd_shapes()?;
         let path = path.trim_matches('/').to_string();
         let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
         let mut seen = HashSet::new();

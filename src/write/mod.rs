@@ -227,6 +227,18 @@ impl WriteOptions {
         self
     }
 
+    /// Refuse `chunk_shape` and `shard_shape` where a table's 1-D columns are
+    /// written: they shape N-d arrays (`write_nd_array`), and nothing is ignored
+    /// in silence.
+    pub(crate) fn refuse_nd_shapes(&self) -> Result<()> {
+        if self.chunk_shape.is_some() || self.shard_shape.is_some() {
+            return Err(Error::InvalidArgument(
+                "chunk_shape and shard_shape shape N-d arrays (write_nd_array); 1-D arrays take chunk_len and shard_len".into(),
+            ));
+        }
+        Ok(())
+    }
+
     /// Whether chunks are stored in shards.
     fn sharded(&self) -> bool {
         self.shard_len.is_some() || self.shard_shape.is_some()

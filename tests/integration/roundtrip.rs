@@ -451,3 +451,30 @@ fn reading_a_shape_that_promises_too_much_is_refused_not_allocated() {
         Err(Error::ReadTooLarge { bytes: 1000, .. })
     ));
 }
+
+/// Chunk and shard options of the other kind of array are refused, not ignored;
+/// a 1-D array written as an N-d one may be sharded by length.
+#[test]
+fn shapes_of_the_other_kind_of_array_are_refused() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let three: ArrayRef = Arc::new(Int32Array::from(vec![1, 2, 3]));
+    for options in [
+        WriteOptions::default().with_chunk_shape(vec![2]),
+        WriteOptions::default().with_shard_shape(vec![2]),
+    ] {
+        assert!(matches!(
+            write_array(store.clone(), "a", &three, options),
+            Err(Error::InvalidArgument(_))
+        ));
+    }
+    let sharded = WriteOptions::default().with_chunk_len(1).with_shard_len(2);
+    zarrow::write::write_nd_array(store.clone(), "b", &three, &[3], sharded.clone()).unwrap();
+    let b = ZarrArray::open(store.clone(), "b").unwrap();
+    assert_eq!(b.metadata().chunk_shape, vec![2]);
+    assert_eq!(b.read_all().unwrap().as_ref(), three.as_ref());
+    let six: ArrayRef = Arc::new(Int32Array::from((0..6).collect::<Vec<_>>()));
+    assert!(matches!(
+        zarrow::write::write_nd_array(store, "c", &six, &[2, 3], sharded),
+        Err(Error::InvalidArgument(_))
+    ));
+}
