@@ -190,11 +190,13 @@ pub fn column(batches: &[RecordBatch], name: &str) -> ArrayRef {
 }
 
 /// A store that forwards to `inner` and records each read request (`get`,
-/// `get_bounded`, `get_range`, `get_ranges`): its key and the bytes it returned.
+/// `get_bounded`, `get_range`, `get_ranges`: its key and the bytes it returned)
+/// and the key of each write, in order.
 #[derive(Debug)]
 pub struct Observed {
     inner: Arc<dyn Store>,
     reads: Mutex<Vec<(String, u64)>>,
+    writes: Mutex<Vec<String>>,
 }
 
 impl Observed {
@@ -202,6 +204,7 @@ impl Observed {
         Arc::new(Self {
             inner,
             reads: Mutex::new(Vec::new()),
+            writes: Mutex::new(Vec::new()),
         })
     }
 
@@ -213,6 +216,11 @@ impl Observed {
     /// The reads since the last call.
     pub fn take(&self) -> Vec<(String, u64)> {
         std::mem::take(&mut *self.reads.lock().unwrap())
+    }
+
+    /// The keys written since the last call, in order.
+    pub fn take_writes(&self) -> Vec<String> {
+        std::mem::take(&mut *self.writes.lock().unwrap())
     }
 
     /// (requests, bytes) since the last call.
@@ -257,6 +265,7 @@ impl Store for Observed {
     }
 
     fn set(&self, key: &str, value: &[u8]) -> zarrow::Result<()> {
+        self.writes.lock().unwrap().push(key.to_string());
         self.inner.set(key, value)
     }
 

@@ -135,19 +135,18 @@ fn splits_are_chunk_aligned_and_read_independently() {
     }
 }
 
+/// `ids` written as the array `id` in chunks of 1000, opened.
+fn ids_array(store: Arc<dyn zarrow::Store>, ids: &[i64]) -> ZarrArray {
+    let id: ArrayRef = Arc::new(Int64Array::from(ids.to_vec()));
+    let options = WriteOptions::default().with_chunk_len(1000);
+    write_array(store.clone(), "id", &id, options).unwrap();
+    ZarrArray::open(store, "id").unwrap()
+}
+
 #[test]
 fn one_array_reads_through_the_same_builder() {
     let (group, ids, _) = table();
-    let store = Arc::new(MemoryStore::new());
-    let id: ArrayRef = Arc::new(Int64Array::from(ids.clone()));
-    write_array(
-        store.clone(),
-        "id",
-        &id,
-        WriteOptions::default().with_chunk_len(1000),
-    )
-    .unwrap();
-    let array = ZarrArray::open(store, "id").unwrap();
+    let array = ids_array(Arc::new(MemoryStore::new()), &ids);
     let batches: Vec<RecordBatch> = array
         .reader()
         .with_row_range(999..2001)
@@ -174,15 +173,7 @@ fn one_array_reads_through_the_same_builder() {
 #[test]
 fn the_next_chunks_decode_while_the_caller_works() {
     let store = Observed::new(Arc::new(MemoryStore::new()));
-    let id: ArrayRef = Arc::new(Int64Array::from((0..10_000i64).collect::<Vec<_>>()));
-    write_array(
-        store.clone(),
-        "id",
-        &id,
-        WriteOptions::default().with_chunk_len(1000),
-    )
-    .unwrap();
-    let array = ZarrArray::open(store.clone(), "id").unwrap();
+    let array = ids_array(store.clone(), &(0..10_000i64).collect::<Vec<_>>());
     let mut reader = array.reader().with_batch_size(1000).build().unwrap();
     store.take();
     let mut keys = Vec::new();

@@ -290,43 +290,10 @@ fn unsupported_arrow_types_are_named() {
     assert!(err.to_string().contains("Date32"), "{err}");
 }
 
-/// A store that records the order of writes.
-#[derive(Debug, Default)]
-struct Recording {
-    inner: MemoryStore,
-    sets: std::sync::Mutex<Vec<String>>,
-}
-
-impl Store for Recording {
-    fn get(&self, key: &str) -> zarrow::Result<Option<arrow_buffer::Buffer>> {
-        self.inner.get(key)
-    }
-    fn get_range(
-        &self,
-        key: &str,
-        range: std::ops::Range<u64>,
-    ) -> zarrow::Result<Option<arrow_buffer::Buffer>> {
-        self.inner.get_range(key, range)
-    }
-    fn set(&self, key: &str, value: &[u8]) -> zarrow::Result<()> {
-        self.sets.lock().unwrap().push(key.to_string());
-        self.inner.set(key, value)
-    }
-    fn delete(&self, key: &str) -> zarrow::Result<()> {
-        self.inner.delete(key)
-    }
-    fn list_prefix(&self, prefix: &str) -> zarrow::Result<Vec<String>> {
-        self.inner.list_prefix(prefix)
-    }
-    fn list_children(&self, prefix: &str) -> zarrow::Result<Vec<String>> {
-        self.inner.list_children(prefix)
-    }
-}
-
 #[test]
 fn metadata_is_written_after_the_chunks() {
     for format in [2u8, 3] {
-        let store = Arc::new(Recording::default());
+        let store = crate::common::Observed::new(Arc::new(MemoryStore::new()));
         let schema = Arc::new(Schema::new(vec![
             Field::new("a", ArrowType::Int32, false),
             Field::new("b", ArrowType::Utf8, false),
@@ -348,7 +315,7 @@ fn metadata_is_written_after_the_chunks() {
             .with_zarr_format(format)
             .with_chunk_len(10);
         write_batches(reader, store.clone(), "g", options).unwrap();
-        let sets = store.sets.lock().unwrap().clone();
+        let sets = store.take_writes();
         let is_meta =
             |k: &str| k.ends_with("zarr.json") || k.ends_with(".zarray") || k.ends_with(".zgroup");
         for column in ["g/a/", "g/b/"] {
