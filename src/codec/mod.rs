@@ -16,6 +16,7 @@
 //! | `sharding_indexed` | `sharding` | the inner chunks' own, then one gather |
 //! | `transpose` | `transpose` | one gather |
 //! | `zstd`, `gzip` / `zlib`, `blosc` | `zstd`, `gzip`, `blosc` | one (decompressed into an aligned buffer) |
+//! | numcodecs `lz4`, `bz2`, `lzma` (v3 `numcodecs.*`) | `lz4`, `bz2`, `lzma` | one |
 //! | `crc32c` | `crc32c` | none (a slice) |
 //!
 //! Decoders take bytes and an element count and never see a store, so sync, async
@@ -39,9 +40,12 @@ mod arrow_values;
 mod blosc;
 mod bounded;
 mod bytes;
+mod bz2;
 mod chain;
 mod crc32c;
 mod gzip;
+mod lz4;
+mod lzma;
 pub(crate) mod sharding;
 mod transpose;
 mod vlen;
@@ -212,6 +216,9 @@ pub(crate) const CODECS: &[(&[&str], Builder)] = &[
     (gzip::NAMES, Builder::BytesToBytes(gzip::build)),
     (blosc::NAMES, Builder::BytesToBytes(blosc::build)),
     (crc32c::NAMES, Builder::BytesToBytes(crc32c::build)),
+    (lz4::NAMES, Builder::BytesToBytes(lz4::build)),
+    (bz2::NAMES, Builder::BytesToBytes(bz2::build)),
+    (lzma::NAMES, Builder::BytesToBytes(lzma::build)),
 ];
 
 /// For an array->bytes encoder: the elements of a chunk of `shape`, and how many

@@ -508,6 +508,35 @@ def obs_group():
                    "(variable_length_bytes, chunk 50); ignored: X_umap (2-D float32) and uns/ (subgroup).")
 
 
+def numcodecs_compressor_cases():
+    """numcodecs' LZ4, BZ2 and LZMA, as v2 compressors and as zarr-python 3's
+    `numcodecs.*` v3 codecs (issue 12)."""
+    print("numcodecs compressors")
+    from zarr.codecs.numcodecs import BZ2, LZ4, LZMA
+
+    v2 = {
+        "v2_string_lz4": (numcodecs.LZ4(), "numcodecs LZ4 (acceleration 1)"),
+        "v2_string_bz2": (numcodecs.BZ2(level=9), "numcodecs BZ2 level 9"),
+        "v2_string_lzma": (numcodecs.LZMA(), "numcodecs LZMA (xz, preset 6)"),
+        "v2_string_lzma_alone": (numcodecs.LZMA(format=2, preset=1), "numcodecs LZMA format 2 (.lzma), preset 1"),
+    }
+    for case, (comp, what) in v2.items():
+        array_case(case, obj(STR12), "", chunks=(5,), dtype=str, zarr_format=2, compressors=comp)
+        write_expected(case, f"v2 |O vlen-utf8, compressor {what}; length 12, chunk 5.")
+    v3 = {
+        "v3_string_numcodecs_lz4": (LZ4(), "numcodecs.lz4"),
+        "v3_string_numcodecs_bz2": (BZ2(level=3), "numcodecs.bz2 level 3"),
+        "v3_string_numcodecs_lzma": (LZMA(), "numcodecs.lzma (xz)"),
+    }
+    for case, (comp, what) in v3.items():
+        array_case(case, obj(STR12), "", chunks=(5,), dtype=str, compressors=[comp])
+        write_expected(case, f"v3 string, vlen-utf8 + {what}; length 12, chunk 5 (edge chunk of 2).")
+    case = "v3_int32_numcodecs_lz4"
+    data = np.arange(-500, 500, 7, dtype="<i4")
+    array_case(case, data, "", chunks=(40,), compressors=[LZ4()])
+    write_expected(case, "v3 int32, bytes + numcodecs.lz4; length 143, chunk 40.")
+
+
 def main() -> int:
     STORES.mkdir(parents=True, exist_ok=True)
     EXPECTED.mkdir(parents=True, exist_ok=True)
@@ -516,6 +545,7 @@ def main() -> int:
     v3_numeric_cases()
     v3_key_encoding_cases()
     v2_cases()
+    numcodecs_compressor_cases()
     obs_group()
     return 0
 

@@ -172,7 +172,7 @@ fn errors_are_one_line_and_nonzero() {
                     .display()
                     .to_string(),
             ],
-            "lzma",
+            "numcodecs.zfpy",
         ),
         (
             vec![

@@ -1,0 +1,150 @@
+//! numcodecs' `LZMA`: an xz (or legacy `.lzma`) stream.
+//!
+//! numcodecs `LZMA` (v2 id `lzma`; v3 name `numcodecs.lzma`), with Python's `lzma`
+//! module defaults (format 1 = xz, check -1 = the format's default, preset 6):
+//!
+//! ```json
+//! {"name": "numcodecs.lzma", "configuration": {"format": 1, "check": -1, "preset": null, "filters": null}}
+//! ```
+//!
+//! Read: xz and `.lzma` streams (formats 1 and 2), with any preset and check;
+//! custom filter chains and raw streams (format 3), which carry no header to read
+//! them by, are refused when the metadata is read. Decoding is bounded by the
+//! caller's limit. One copy into the aligned output.
+
+use std::any::Any;
+use std::io::Write;
+use std::sync::Arc;
+
+use arrow_buffer::Buffer;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::bounded::read_limited;
+use super::{BytesToBytesCodec, ConfigError, settings};
+use crate::error::ChunkError;
+
+/// The names of numcodecs' `LZMA`.
+pub(crate) const NAMES: &[&str] = &["numcodecs.lzma", "lzma"];
+
+/// numcodecs' `LZMA` codec (xz or `.lzma` container).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Lzma {
+    /// 1: xz, 2: `.lzma` (alone).
+    format: u32,
+    /// The compression preset, 0..=9 (Python's default: 6).
+    preset: u32,
+}
+
+#[derive(Deserialize)]
+struct Settings {
+    format: Option<i64>,
+    preset: Option<u32>,
+    filters: Option<Value>,
+}
+
+pub(super) fn build(
+    name: &str,
+    config: &Map<String, Value>,
+) -> Result<Arc<dyn BytesToBytesCodec>, ConfigError> {
+    let s = settings::<Settings>(name, config)?;
+    let format = match s.format.unwrap_or(1) {
+        1 => 1,
+        2 => 2,
+        other => {
+            return Err(format!(
+                "lzma: format {other} is not read (xz = 1 and .lzma = 2 are; a raw stream has no header to read it by)"
+            )
+            .into());
+        }
+    };
+    if s.filters.as_ref().is_some_and(|f| !f.is_null()) {
+        return Err("lzma: custom filter chains are not read".to_string().into());
+    }
+    let preset = s.preset.unwrap_or(6);
+    if preset > 9 {
+        return Err(format!("lzma: preset {preset} is not 0..=9").into());
+    }
+    Ok(Arc::new(Lzma { format, preset }))
+}
+
+impl BytesToBytesCodec for Lzma {
+    fn decode(&self, input: Buffer, limit: usize) -> Result<Buffer, ChunkError> {
+        // Either container, whatever this codec says: the stream names its own.
+        let stream = liblzma::stream::Stream::new_auto_decoder(u64::MAX, 0).map_err(|e| {
+            ChunkError::Decompress {
+                codec: "lzma",
+                message: e.to_string(),
+            }
+        })?;
+        let decoder = liblzma::read::XzDecoder::new_stream(input.as_slice(), stream);
+        read_limited(decoder, "lzma", limit, input.len().saturating_mul(4))
+    }
+
+    fn encode(&self, input: Vec<u8>) -> Result<Vec<u8>, String> {
+        let stream = match self.format {
+            2 => liblzma::stream::LzmaOptions::new_preset(self.preset)
+                .and_then(|o| liblzma::stream::Stream::new_lzma_encoder(&o)),
+            _ => liblzma::stream::Stream::new_easy_encoder(
+                self.preset,
+                liblzma::stream::Check::Crc64,
+            ),
+        }
+        .map_err(|e| e.to_string())?;
+        let mut enc = liblzma::write::XzEncoder::new_stream(Vec::new(), stream);
+        enc.write_all(&input).map_err(|e| e.to_string())?;
+        enc.finish().map_err(|e| e.to_string())
+    }
+
+    fn metadata(&self, zarr_format: u8) -> Value {
+        let config =
+            json!({"format": self.format, "check": -1, "preset": self.preset, "filters": null});
+        match zarr_format {
+            2 => {
+                let mut v2 = config;
+                v2["id"] = json!("lzma");
+                v2
+            }
+            _ => json!({"name": "numcodecs.lzma", "configuration": config}),
+        }
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_both_containers_limit_and_corruption() {
+        let data: Vec<u8> = (0..100_000u32).map(|i| (i % 13) as u8).collect();
+        for format in [1, 2] {
+            let codec = Lzma { format, preset: 1 };
+            let enc = codec.encode(data.clone()).unwrap();
+            let buf = Buffer::from(enc.clone());
+            assert_eq!(
+                codec.decode(buf.clone(), data.len()).unwrap().as_slice(),
+                &data[..]
+            );
+            assert!(matches!(
+                codec.decode(buf, 100),
+                Err(ChunkError::TooLarge { .. })
+            ));
+            assert!(
+                codec
+                    .decode(Buffer::from(enc[..enc.len() / 2].to_vec()), 1 << 20)
+                    .is_err()
+            );
+        }
+        let xz = Lzma {
+            format: 1,
+            preset: 6,
+        }
+        .encode(vec![1, 2, 3])
+        .unwrap();
+        assert_eq!(&xz[..6], b"\xfd7zXZ\x00", "an xz stream");
+    }
+}
