@@ -24,6 +24,11 @@ use super::bounded::read_limited;
 use super::{BytesToBytesCodec, ConfigError, settings};
 use crate::error::ChunkError;
 
+/// The most memory liblzma may use to decode one stream (its `memlimit`): four
+/// times what xz's largest preset (9, 64 MiB dictionary) needs. A stream whose
+/// header names a larger dictionary fails with liblzma's memory-limit error.
+const MAX_DECODER_MEMORY: u64 = 256 << 20;
+
 /// The names of numcodecs' `LZMA`.
 pub(crate) const NAMES: &[&str] = &["numcodecs.lzma", "lzma"];
 
@@ -71,12 +76,13 @@ pub(super) fn build(
 impl BytesToBytesCodec for Lzma {
     fn decode(&self, input: Buffer, limit: usize) -> Result<Buffer, ChunkError> {
         // Either container, whatever this codec says: the stream names its own.
-        let stream = liblzma::stream::Stream::new_auto_decoder(u64::MAX, 0).map_err(|e| {
-            ChunkError::Decompress {
-                codec: "lzma",
-                message: e.to_string(),
-            }
-        })?;
+        let stream =
+            liblzma::stream::Stream::new_auto_decoder(MAX_DECODER_MEMORY, 0).map_err(|e| {
+                ChunkError::Decompress {
+                    codec: "lzma",
+                    message: e.to_string(),
+                }
+            })?;
         let decoder = liblzma::read::XzDecoder::new_stream(input.as_slice(), stream);
         read_limited(decoder, "lzma", limit, input.len().saturating_mul(4))
     }
@@ -146,5 +152,23 @@ mod tests {
         .encode(vec![1, 2, 3])
         .unwrap();
         assert_eq!(&xz[..6], b"\xfd7zXZ\x00", "an xz stream");
+    }
+
+    #[test]
+    fn a_header_asking_for_a_huge_dictionary_is_refused() {
+        // A `.lzma` header: properties 0x5D, a 1 GiB dictionary, unknown size.
+        let mut hostile = vec![0x5D, 0x00, 0x00, 0x00, 0x40];
+        hostile.extend_from_slice(&[0xFF; 8]);
+        hostile.extend_from_slice(&[0; 64]);
+        let codec = Lzma {
+            format: 2,
+            preset: 6,
+        };
+        // liblzma refuses it (its memory limit, or the data after the header): a
+        // typed error, never an allocation of the dictionary.
+        match codec.decode(Buffer::from(hostile), 1 << 20) {
+            Err(ChunkError::Decompress { codec, .. }) => assert_eq!(codec, "lzma"),
+            other => panic!("expected a refusal, got {other:?}"),
+        }
     }
 }
