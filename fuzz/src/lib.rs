@@ -1576,8 +1576,9 @@ fn fill_scalar(t: &ArrowType) -> Scalar {
         | ArrowType::Dictionary(..) => Scalar::Text(vec![]),
         ArrowType::Binary | ArrowType::LargeBinary | ArrowType::BinaryView => Scalar::Bytes(vec![]),
         ArrowType::Boolean => Scalar::Bool(false),
-        ArrowType::Float32 => Scalar::F32(0f32.to_bits()),
-        ArrowType::Float64 => Scalar::F64(0f64.to_bits()),
+        // A null float is written as NaN, as pandas marks a missing float.
+        ArrowType::Float32 => Scalar::F32(f32::NAN.to_bits()),
+        ArrowType::Float64 => Scalar::F64(f64::NAN.to_bits()),
         _ => Scalar::Int(0),
     }
 }

@@ -455,8 +455,9 @@ fn fill_value(data_type: &ArrowType) -> Result<ArrayRef> {
         ArrowType::UInt16 => Arc::new(UInt16Array::from(vec![0])),
         ArrowType::UInt32 => Arc::new(UInt32Array::from(vec![0])),
         ArrowType::UInt64 => Arc::new(UInt64Array::from(vec![0])),
-        ArrowType::Float32 => Arc::new(Float32Array::from(vec![0.0])),
-        ArrowType::Float64 => Arc::new(Float64Array::from(vec![0.0])),
+        // A missing float is NaN, as pandas, numpy and anndata write it.
+        ArrowType::Float32 => Arc::new(Float32Array::from(vec![f32::NAN])),
+        ArrowType::Float64 => Arc::new(Float64Array::from(vec![f64::NAN])),
         ArrowType::Utf8 => Arc::new(StringArray::from(vec![""])),
         ArrowType::LargeUtf8 => Arc::new(LargeStringArray::from(vec![""])),
         ArrowType::Utf8View => Arc::new(StringViewArray::from(vec![""])),

@@ -125,8 +125,8 @@ pub enum NullPolicy {
     /// Refuse a column with nulls, naming it and the first null row (the default).
     #[default]
     Error,
-    /// Write nulls as the fill value (`""`, empty bytes, 0, `false`): the nulls are
-    /// lost, on purpose.
+    /// Write nulls as `""`, empty bytes, 0, `false`, and NaN for floats (as pandas
+    /// and numpy mark a missing float): the nulls are lost, on purpose.
     Fill,
 }
 

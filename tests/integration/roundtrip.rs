@@ -212,6 +212,36 @@ fn nulls_are_refused_with_column_and_row() {
     );
 }
 
+/// Under `NullPolicy::Fill` a null float becomes NaN (pandas' missing float), not
+/// 0.0; other values are kept bit for bit.
+#[test]
+fn null_floats_fill_as_nan() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let fill = WriteOptions::default().with_nulls(NullPolicy::Fill);
+    let f64s: ArrayRef = Arc::new(Float64Array::from(vec![
+        Some(1.5),
+        None,
+        Some(0.0),
+        Some(-0.0),
+    ]));
+    write_array(store.clone(), "d", &f64s, fill.clone()).unwrap();
+    let back = ZarrArray::open(store.clone(), "d")
+        .unwrap()
+        .read_all()
+        .unwrap();
+    let back = back.as_any().downcast_ref::<Float64Array>().unwrap();
+    assert_eq!(back.value(0), 1.5);
+    assert!(back.value(1).is_nan());
+    assert_eq!(back.value(2).to_bits(), 0f64.to_bits());
+    assert_eq!(back.value(3).to_bits(), (-0f64).to_bits());
+    let f32s: ArrayRef = Arc::new(Float32Array::from(vec![None, Some(2.0)]));
+    write_array(store.clone(), "f", &f32s, fill).unwrap();
+    let back = ZarrArray::open(store, "f").unwrap().read_all().unwrap();
+    let back = back.as_any().downcast_ref::<Float32Array>().unwrap();
+    assert!(back.value(0).is_nan());
+    assert_eq!(back.value(1), 2.0);
+}
+
 #[test]
 fn null_rows_count_across_batches() {
     let schema = Arc::new(Schema::new(vec![Field::new("x", ArrowType::Int32, true)]));

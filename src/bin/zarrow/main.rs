@@ -139,8 +139,8 @@ struct ConvertArgs {
     #[arg(long, value_delimiter = ',')]
     shard_shape: Option<Vec<u64>>,
     /// [to Zarr] Nulls: `error` refuses a column with nulls (naming it and the first
-    /// null row); `fill` writes each null as the fill value ("" for strings, empty
-    /// bytes, 0 for numbers, false for bools), so the nulls are lost.
+    /// null row); `fill` writes each null as "" for strings, empty bytes, 0 for
+    /// integers, NaN for floats, false for bools, so the nulls are lost.
     #[arg(long, default_value = "error")]
     nulls: String,
 }
