@@ -123,27 +123,13 @@ impl BytesToBytesCodec for Lzma {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::codec::check_compressor;
 
     #[test]
     fn round_trip_both_containers_limit_and_corruption() {
         let data: Vec<u8> = (0..100_000u32).map(|i| (i % 13) as u8).collect();
         for format in [1, 2] {
-            let codec = Lzma { format, preset: 1 };
-            let enc = codec.encode(data.clone()).unwrap();
-            let buf = Buffer::from(enc.clone());
-            assert_eq!(
-                codec.decode(buf.clone(), data.len()).unwrap().as_slice(),
-                &data[..]
-            );
-            assert!(matches!(
-                codec.decode(buf, 100),
-                Err(ChunkError::TooLarge { .. })
-            ));
-            assert!(
-                codec
-                    .decode(Buffer::from(enc[..enc.len() / 2].to_vec()), 1 << 20)
-                    .is_err()
-            );
+            check_compressor(&Lzma { format, preset: 1 }, &data);
         }
         let xz = Lzma {
             format: 1,

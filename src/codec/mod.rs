@@ -252,3 +252,22 @@ pub(crate) enum IndexLocation {
     /// At the end (`zarrs.vlen`: before `u64 L`).
     End,
 }
+
+/// For compressors' unit tests: `data` survives `codec`'s round trip, a limit one
+/// byte short of it is [`ChunkError::TooLarge`], and a cut stream is an error.
+#[cfg(test)]
+pub(crate) fn check_compressor(codec: &dyn BytesToBytesCodec, data: &[u8]) -> Vec<u8> {
+    let enc = codec.encode(data.to_vec()).unwrap();
+    let buf = Buffer::from(enc.clone());
+    assert_eq!(
+        codec.decode(buf.clone(), data.len()).unwrap().as_slice(),
+        data
+    );
+    assert!(matches!(
+        codec.decode(buf, data.len() - 1),
+        Err(ChunkError::TooLarge { .. })
+    ));
+    let cut = Buffer::from(enc[..enc.len() / 2].to_vec());
+    assert!(codec.decode(cut, data.len()).is_err());
+    enc
+}
