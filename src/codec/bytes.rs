@@ -25,7 +25,7 @@ use arrow_array::cast::AsArray;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::{ArrayToBytesCodec, ConfigError, DecodeContext, padding, settings};
+use super::{ArrayToBytesCodec, CodecChain, ConfigError, DecodeContext, padding, settings};
 use crate::error::ChunkError;
 use crate::metadata::{DataType, Endian};
 
@@ -68,7 +68,7 @@ impl ArrayToBytesCodec for Bytes {
         let out = encode(array, pad)?;
         let width = array.data_type().primitive_width().unwrap_or(1);
         Ok(match self.endian {
-            Some(Endian::Big) if width > 1 => swap_endian(&out, width).as_slice().to_vec(),
+            Some(Endian::Big) if width > 1 => swap_endian_in_place(out, width),
             _ => out,
         })
     }
@@ -151,6 +151,23 @@ fn primitive<T: ArrowPrimitiveType>(bytes: Buffer, n: usize, endian: Endian) -> 
 }
 
 /// Reverse the bytes of every `width`-byte element (big-endian to native).
+/// Whether `chain`'s layout is a big-endian `bytes` codec (an index's codecs).
+pub(crate) fn is_big_endian(chain: &CodecChain) -> bool {
+    chain
+        .array_to_bytes()
+        .as_any()
+        .downcast_ref::<Bytes>()
+        .is_some_and(|b| b.endian == Some(Endian::Big))
+}
+
+/// Reverse the bytes of each `width`-byte element of `bytes`, in place (encoders).
+pub(crate) fn swap_endian_in_place(mut bytes: Vec<u8>, width: usize) -> Vec<u8> {
+    bytes
+        .chunks_exact_mut(width.max(1))
+        .for_each(<[u8]>::reverse);
+    bytes
+}
+
 pub(crate) fn swap_endian(bytes: &[u8], width: usize) -> Buffer {
     let mut out = MutableBuffer::with_capacity(bytes.len());
     for element in bytes.chunks(width.max(1)) {

@@ -34,7 +34,7 @@ use arrow_buffer::Buffer;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::bytes::Bytes;
+use super::bytes::{Bytes, is_big_endian};
 use super::{ArrayToBytesCodec, CodecChain, ConfigError, DecodeContext, IndexLocation, settings};
 use crate::assemble::{Part, cut, gather};
 use crate::error::ChunkError;
@@ -147,8 +147,7 @@ impl Sharding {
         Some(size)
     }
 
-    /// Where the index of a shard of `n` inner chunks lies: `Ok(Err(len))` for the
-    /// last `len` bytes (a suffix range), `Ok(Ok(range))` for a range from the start.
+    /// Where the index of a shard of `n` inner chunks lies: its first or last bytes.
     pub(crate) fn index_range(&self, n: u64) -> Result<IndexPosition, ChunkError> {
         let len = self.index_len(n).ok_or_else(|| ChunkError::Decompress {
             codec: "sharding_indexed",
@@ -177,12 +176,7 @@ impl Sharding {
                 found: index.len() as u64,
             });
         }
-        let big = self
-            .index_codecs
-            .array_to_bytes()
-            .as_any()
-            .downcast_ref::<Bytes>()
-            .is_some_and(|b| b.endian == Some(Endian::Big));
+        let big = is_big_endian(&self.index_codecs);
         let words = index.as_slice().chunks_exact(8).map(|w| {
             let w: [u8; 8] = w.try_into().unwrap_or([0xff; 8]);
             if big {
@@ -262,6 +256,9 @@ impl Sharding {
         if !one_d && array.len() as u64 != shape.iter().product::<u64>() {
             return Err("an N-d shard must be written whole".to_string());
         }
+        if self.index_location != IndexLocation::End {
+            return Err("zarrow writes the shard index at the end".to_string());
+        }
         let mut out = Vec::new();
         let mut index = Vec::with_capacity(n as usize * 16);
         for j in 0..n {
@@ -291,9 +288,6 @@ impl Sharding {
             out.extend_from_slice(&bytes);
         }
         let index = self.index_codecs.encode_bytes(index)?;
-        if self.index_location != IndexLocation::End {
-            return Err("zarrow writes the shard index at the end".to_string());
-        }
         out.extend_from_slice(&index);
         Ok(out)
     }

@@ -31,7 +31,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::arrow_values::offsets_and_values;
-use super::bytes::{Bytes, swap_endian};
+use super::bytes::{Bytes, is_big_endian, swap_endian, swap_endian_in_place};
 use super::{
     ArrayToBytesCodec, CodecChain, ConfigError, DecodeContext, IndexLocation, padding, settings,
 };
@@ -142,8 +142,8 @@ impl ArrayToBytesCodec for ZarrsVlen {
         let mut index = Vec::with_capacity((elements + 1) * width);
         let mut data = Vec::new();
         offsets_and_values(array, width, pad, &mut index, &mut data)?;
-        if index_is_big_endian(&self.index_codecs) {
-            index = swap_endian(&index, width).as_slice().to_vec();
+        if is_big_endian(&self.index_codecs) {
+            index = swap_endian_in_place(index, width);
         }
         let index = self.index_codecs.encode_bytes(index)?;
         let data = self.data_codecs.encode_bytes(data)?;
@@ -186,15 +186,6 @@ impl ArrayToBytesCodec for ZarrsVlen {
     fn as_any(&self) -> &dyn Any {
         self
     }
-}
-
-/// Whether the index's `bytes` codec is big-endian.
-fn index_is_big_endian(index_codecs: &CodecChain) -> bool {
-    index_codecs
-        .array_to_bytes()
-        .as_any()
-        .downcast_ref::<Bytes>()
-        .is_some_and(|b| b.endian == Some(Endian::Big))
 }
 
 fn read_u64(bytes: &[u8], pos: usize) -> Result<u64, ChunkError> {
@@ -250,7 +241,7 @@ fn decode(config: &ZarrsVlen, bytes: Buffer, ctx: &DecodeContext) -> Result<Arra
         .unwrap_or(usize::MAX)
         .min(ctx.max_bytes);
     let mut index = config.index_codecs.decode_bytes(index_enc, limit)?;
-    if index_is_big_endian(&config.index_codecs) {
+    if is_big_endian(&config.index_codecs) {
         index = swap_endian(&index, width as usize);
     }
     let offsets = RawOffsets::new(index, kind, n)?;

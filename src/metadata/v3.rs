@@ -36,6 +36,10 @@ struct ArrayFields {
     codecs: Option<Vec<CodecMetadata>>,
     storage_transformers: Option<Vec<Value>>,
     dimension_names: Option<Vec<Option<String>>>,
+    /// Fields the spec does not name: extensions, each of which must be an object
+    /// with `"must_understand": false` (spec: "Extension points").
+    #[serde(flatten)]
+    extensions: Map<String, Value>,
 }
 
 /// `{"name": ..., "configuration": {...}}`.
@@ -153,35 +157,20 @@ fn data_type(key: &str, value: Option<&Value>) -> Result<(DataType, Option<Zep00
     }
 }
 
-/// The array fields of the v3 spec; any other field must be an object with
-/// `"must_understand": false` (spec: "Extension points").
-const ARRAY_FIELDS: [&str; 9] = [
-    "shape",
-    "data_type",
-    "chunk_grid",
-    "chunk_key_encoding",
-    "fill_value",
-    "codecs",
-    "storage_transformers",
-    "dimension_names",
-    "node_type",
-];
-
 fn parse_array(
     key: &str,
     fields: Map<String, Value>,
     attributes: Map<String, Value>,
 ) -> Result<ArrayMetadata> {
-    for (field, value) in &fields {
-        let optional = value.get("must_understand") == Some(&Value::Bool(false));
-        if !ARRAY_FIELDS.contains(&field.as_str()) && !optional {
+    let doc: ArrayFields = from_map(key, fields)?;
+    for (field, value) in &doc.extensions {
+        if value.get("must_understand") != Some(&Value::Bool(false)) {
             return Err(Error::metadata(
                 key,
                 format!("unknown field {field:?} that must be understood"),
             ));
         }
     }
-    let doc: ArrayFields = from_map(key, fields)?;
     let (data_type, zep0007) = data_type(key, doc.data_type.as_ref())?;
     if doc.chunk_grid.name != "regular" {
         return Err(Error::metadata(

@@ -217,12 +217,7 @@ impl ReaderBuilder {
     pub fn splits(&self, n: usize) -> Result<Vec<Range<u64>>> {
         let columns = self.columns()?;
         let rows = self.row_range(columns[0].len())?;
-        let align = columns
-            .iter()
-            .map(|a| a.metadata().chunk_shape[0])
-            .max()
-            .unwrap_or(1)
-            .max(1);
+        let align = longest_chunk(&columns);
         let first = rows.start / align;
         let blocks = rows.end.div_ceil(align).saturating_sub(first);
         if rows.is_empty() || blocks == 0 {
@@ -247,12 +242,10 @@ impl ReaderBuilder {
     pub fn build(self) -> Result<BatchReader> {
         let columns = self.columns()?;
         let rows = self.row_range(columns[0].len())?;
+        let longest = longest_chunk(&columns);
         let batch_size = self.batch_size.unwrap_or_else(|| {
-            columns
-                .iter()
-                .map(|a| a.metadata().chunk_shape[0] as usize)
-                .max()
-                .unwrap_or(1)
+            usize::try_from(longest)
+                .unwrap_or(usize::MAX)
                 .min(DEFAULT_MAX_BATCH_ROWS)
         });
         let schema = Arc::new(Schema::new(
@@ -260,11 +253,6 @@ impl ReaderBuilder {
         ));
         // Read ahead at least one batch, and at least one of the longest chunks per
         // thread: decoding then overlaps with the caller's work on earlier batches.
-        let longest = columns
-            .iter()
-            .map(|a| a.metadata().chunk_shape[0])
-            .max()
-            .unwrap_or(1);
         let lookahead =
             (batch_size as u64).max(longest.saturating_mul(self.options.read_ahead() as u64));
         Ok(BatchReader {
@@ -283,6 +271,16 @@ impl ReaderBuilder {
             failed: false,
         })
     }
+}
+
+/// The longest chunk (shard) length among `columns`, at least 1.
+fn longest_chunk(columns: &[ZarrArray]) -> u64 {
+    columns
+        .iter()
+        .map(|a| a.metadata().chunk_shape[0])
+        .max()
+        .unwrap_or(1)
+        .max(1)
 }
 
 /// One column's cursor: the chunks asked for, and decoded rows not yet handed out.

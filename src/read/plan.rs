@@ -80,7 +80,10 @@ pub(crate) struct ChunkRead<'a> {
 enum Stage {
     Start,
     Whole,
-    Index,
+    /// The index of a shard of `n` inner chunks.
+    Index {
+        n: u64,
+    },
     Inner {
         /// Inner chunks `first..first + ranges.len()` and where each lies.
         first: u64,
@@ -141,7 +144,7 @@ impl<'a> ChunkRead<'a> {
                 let array = self.codecs.decode(bytes, &self.ctx)?;
                 Ok(Step::Done(Some(Decoded { offset: 0, array })))
             }
-            (Stage::Index, Fetched::Ranges(read)) => self.after_index(read),
+            (Stage::Index { n }, Fetched::Ranges(read)) => self.after_index(n, read),
             (Stage::Inner { first, ranges }, Fetched::Ranges(read)) => {
                 self.decode_inner(first, &ranges, read.buffers)
             }
@@ -171,7 +174,7 @@ impl<'a> ChunkRead<'a> {
                 return self.first_request();
             }
         };
-        self.stage = Stage::Index;
+        self.stage = Stage::Index { n };
         Step::Fetch(Request {
             key: self.key.clone(),
             ranges: Some(vec![range]),
@@ -180,14 +183,13 @@ impl<'a> ChunkRead<'a> {
     }
 
     /// The index is in: ask for the inner chunks the wanted elements lie in.
-    fn after_index(&mut self, read: RangeRead) -> Result<Step, ChunkError> {
+    fn after_index(&mut self, n: u64, read: RangeRead) -> Result<Step, ChunkError> {
         let Some((sharding, want)) = self.partial.clone() else {
             return Err(ChunkError::Decompress {
                 codec: "read plan",
                 message: "an index read without a partial read".into(),
             });
         };
-        let n: u64 = sharding.grid(self.ctx.shape).iter().product();
         let expected = sharding.index_len(n).unwrap_or(u64::MAX);
         let index = read.buffers.into_iter().next().unwrap_or_default();
         if index.len() as u64 != expected {

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use arrow_buffer::Buffer;
 
 use super::{
-    ByteRange, COALESCE_GAP, RangeRead, Store, check_range, check_size, coalesce, resolve, split,
+    ByteRange, RangeRead, Store, check_range, check_size, read_coalesced, slice_ranges,
     validate_key,
 };
 use crate::error::{Error, Result};
@@ -245,23 +245,14 @@ impl Store for LocalStore {
         let Some((mut file, path, len)) = self.open(key)? else {
             return Ok(None);
         };
-        let wanted = resolve(key, ranges, len)?;
         if self.memory_map {
-            let map = map_file(&file, &path, len)?;
-            let buffers = wanted
-                .iter()
-                .map(|r| map.slice_with_length(r.start as usize, (r.end - r.start) as usize))
-                .collect();
-            return Ok(Some(RangeRead::new(buffers, len)));
+            return slice_ranges(key, ranges, &map_file(&file, &path, len)?).map(Some);
         }
-        let merged = coalesce(&wanted, COALESCE_GAP);
-        let mut fetched = Vec::with_capacity(merged.len());
-        for range in &merged {
+        read_coalesced(key, ranges, len, |range| {
             file.seek(SeekFrom::Start(range.start))
                 .map_err(|e| Error::io(&path, e))?;
-            fetched.push(read_whole(&mut file, &path, range.end - range.start)?);
-        }
-        Ok(Some(RangeRead::new(split(&wanted, &merged, &fetched), len)))
+            read_whole(&mut file, &path, range.end - range.start).map(Some)
+        })
     }
 
     fn get_range(&self, key: &str, range: Range<u64>) -> Result<Option<Buffer>> {

@@ -6,7 +6,7 @@ use std::sync::RwLock;
 
 use arrow_buffer::Buffer;
 
-use super::{ByteRange, RangeRead, Store, check_range, resolve, validate_key};
+use super::{ByteRange, RangeRead, Store, check_range, slice_ranges, validate_key};
 use crate::error::Result;
 
 /// A [`Store`] that keeps every value in memory, in a sorted map.
@@ -49,12 +49,7 @@ impl Store for MemoryStore {
         let Some(value) = self.read().get(key).cloned() else {
             return Ok(None);
         };
-        let len = value.len() as u64;
-        let buffers = resolve(key, ranges, len)?
-            .iter()
-            .map(|r| value.slice_with_length(r.start as usize, (r.end - r.start) as usize))
-            .collect();
-        Ok(Some(RangeRead::new(buffers, len)))
+        slice_ranges(key, ranges, &value).map(Some)
     }
 
     fn get_range(&self, key: &str, range: Range<u64>) -> Result<Option<Buffer>> {

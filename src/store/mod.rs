@@ -21,7 +21,7 @@ use arrow_buffer::Buffer;
 pub use local::LocalStore;
 pub use memory::MemoryStore;
 pub use ranges::{ByteRange, COALESCE_GAP, RangeRead};
-pub(crate) use ranges::{coalesce, resolve, split};
+pub(crate) use ranges::{read_coalesced, slice_ranges};
 
 use crate::error::{Error, Result};
 
@@ -73,17 +73,8 @@ pub trait Store: Debug + Send + Sync {
         let Some(len) = self.value_len(key)? else {
             return Ok(None);
         };
-        let wanted = resolve(key, ranges, len)?;
-        let merged = coalesce(&wanted, COALESCE_GAP);
-        let mut fetched = Vec::with_capacity(merged.len());
-        for range in &merged {
-            match self.get_range(key, range.clone())? {
-                Some(buffer) => fetched.push(buffer),
-                // Removed between the two calls: absent now.
-                None => return Ok(None),
-            }
-        }
-        Ok(Some(RangeRead::new(split(&wanted, &merged, &fetched), len)))
+        // A value removed between the two calls is absent now.
+        read_coalesced(key, ranges, len, |range| self.get_range(key, range))
     }
 
     /// Store `value` at `key`, replacing any previous value atomically: a reader

@@ -75,6 +75,37 @@ pub(crate) fn coalesce(ranges: &[Range<u64>], gap: u64) -> Vec<Range<u64>> {
     merged
 }
 
+/// `ranges` of `value` (all of it in memory, or mapped) at `key`: slices, no copy.
+pub(crate) fn slice_ranges(key: &str, ranges: &[ByteRange], value: &Buffer) -> Result<RangeRead> {
+    let len = value.len() as u64;
+    let buffers = resolve(key, ranges, len)?
+        .iter()
+        .map(|r| value.slice_with_length(r.start as usize, (r.end - r.start) as usize))
+        .collect();
+    Ok(RangeRead::new(buffers, len))
+}
+
+/// `ranges` of a value of `len` bytes at `key`: resolved, nearby ones merged and
+/// each merged range fetched once with `fetch`, then split back in the order
+/// asked. `None` when `fetch` finds the value gone.
+pub(crate) fn read_coalesced(
+    key: &str,
+    ranges: &[ByteRange],
+    len: u64,
+    mut fetch: impl FnMut(Range<u64>) -> Result<Option<Buffer>>,
+) -> Result<Option<RangeRead>> {
+    let wanted = resolve(key, ranges, len)?;
+    let merged = coalesce(&wanted, COALESCE_GAP);
+    let mut fetched = Vec::with_capacity(merged.len());
+    for range in &merged {
+        match fetch(range.clone())? {
+            Some(buffer) => fetched.push(buffer),
+            None => return Ok(None),
+        }
+    }
+    Ok(Some(RangeRead::new(split(&wanted, &merged, &fetched), len)))
+}
+
 /// Each of `ranges` as a slice of the fetched `merged` ranges (`buffers`), which
 /// cover them all (empty ranges are empty buffers).
 pub(crate) fn split(

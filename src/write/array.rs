@@ -149,7 +149,7 @@ impl ArrayWriter {
             .get_or_insert_with(|| default_chunk_len(&self.spec, sample));
         let (len, codecs) = match self.options.shard_len {
             Some(shard) => (
-                shard.div_ceil(inner).saturating_mul(inner),
+                shard_len(shard, inner),
                 self.spec.codecs(Some(vec![inner as u64])),
             ),
             None => (inner, self.spec.codecs(None)),
@@ -218,11 +218,8 @@ impl ArrayWriter {
 
     /// Write the metadata documents (after every chunk is stored).
     pub(crate) fn finish_metadata(&mut self) -> Result<u64> {
-        let empty = new_empty_array(&self.spec.arrow_type);
-        let (len, codecs) = match self.chunking.clone() {
-            Some(chunking) => chunking,
-            None => self.chunking(&empty),
-        };
+        // With no rows written, the default chunk length comes from an empty sample.
+        let (len, codecs) = self.chunking(&new_empty_array(&self.spec.arrow_type));
         let documents = self.spec.documents(
             &[self.rows],
             &[len as u64],
@@ -329,7 +326,8 @@ pub fn write_nd_array(
     let shard_shape = match (&writer.options.shard_shape, writer.options.shard_len) {
         (Some(s), _) => Some(s.clone()),
         (None, Some(len)) if shape.len() == 1 => {
-            Some(vec![(len as u64).div_ceil(chunk_shape[0]) * chunk_shape[0]])
+            let chunk = usize::try_from(chunk_shape[0]).unwrap_or(usize::MAX);
+            Some(vec![shard_len(len, chunk) as u64])
         }
         (None, Some(_)) => {
             return Err(Error::InvalidArgument(format!(
@@ -431,6 +429,12 @@ fn check_node_name(path: &str) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The elements of a 1-D shard asked to hold `len`: rounded up to whole chunks of
+/// `chunk` elements.
+fn shard_len(len: usize, chunk: usize) -> usize {
+    len.div_ceil(chunk).saturating_mul(chunk)
 }
 
 fn default_chunk_len(spec: &ArraySpec, sample: &ArrayRef) -> usize {

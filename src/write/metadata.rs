@@ -55,13 +55,7 @@ impl ArraySpec {
                 )));
             }
         };
-        let large = matches!(
-            arrow_type,
-            ArrowType::LargeUtf8
-                | ArrowType::LargeBinary
-                | ArrowType::Utf8View
-                | ArrowType::BinaryView
-        );
+        let large = large_offsets(arrow_type);
         let layout: Arc<dyn ArrayToBytesCodec> = match (data_type.fixed_size(), options.encoding) {
             // zarr-python leaves the byte order out for one-byte types.
             (Some(size), _) => Arc::new(Bytes {
@@ -121,14 +115,7 @@ impl ArraySpec {
         }
         let data_type = match (self.encoding, self.data_type) {
             (Encoding::Zep0007, t) if t.fixed_size().is_none() => {
-                let large = matches!(
-                    self.arrow_type,
-                    ArrowType::LargeUtf8
-                        | ArrowType::LargeBinary
-                        | ArrowType::Utf8View
-                        | ArrowType::BinaryView
-                );
-                json!({"name": match (t, large) {
+                json!({"name": match (t, large_offsets(&self.arrow_type)) {
                     (DataType::String, false) => "string",
                     (DataType::String, true) => "large_string",
                     (_, false) => "binary",
@@ -217,6 +204,15 @@ pub(crate) fn group_documents(zarr_format: u8, columns: &[String]) -> Vec<(&'sta
             json!({"zarr_format": 3, "node_type": "group", "attributes": attributes}),
         )]
     }
+}
+
+/// Whether values of `arrow_type` get 64-bit offsets on disk (`zarrs.vlen` uint64,
+/// ZEP0007 `large_*`): the large types, and views (whose chunks may pass 2 GiB).
+fn large_offsets(arrow_type: &ArrowType) -> bool {
+    matches!(
+        arrow_type,
+        ArrowType::LargeUtf8 | ArrowType::LargeBinary | ArrowType::Utf8View | ArrowType::BinaryView
+    )
 }
 
 /// The name zarrow records for an Arrow type (read back by [`recorded_string_type`]).
