@@ -168,11 +168,21 @@ pub enum Error {
     #[error("invalid argument: {}", Cut(.0))]
     InvalidArgument(String),
     /// The arrays of a group cannot form one table.
-    #[error("group {path:?} cannot be read as a table: {}", Cut(message))]
+    #[error("{path:?} cannot be read as a table: {}", Cut(message))]
     Table {
-        /// The group's node path.
+        /// The group (or array): the store's location and the node path.
         path: String,
         /// Why not.
+        message: String,
+    },
+    /// A node's anndata or CF attributes ask for something zarrow cannot do (a
+    /// calendar other than the Gregorian one, a categorical code past its
+    /// categories).
+    #[error("{path:?}: {}", Cut(message))]
+    Convention {
+        /// The array or group: the store's location and the node path.
+        path: String,
+        /// What and why.
         message: String,
     },
     /// An error from arrow-rs.

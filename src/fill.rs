@@ -4,15 +4,17 @@
 use std::sync::Arc;
 
 use arrow_array::types::{
-    Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type, UInt16Type,
-    UInt32Type, UInt64Type,
+    Date32Type, DurationMicrosecondType, DurationMillisecondType, DurationNanosecondType,
+    DurationSecondType, Float16Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type,
+    Int64Type, TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
+    TimestampSecondType, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
-use arrow_array::{ArrayRef, ArrowPrimitiveType, BooleanArray, PrimitiveArray};
+use arrow_array::{ArrayRef, ArrowPrimitiveType, BooleanArray, PrimitiveArray, new_null_array};
 use arrow_buffer::BooleanBuffer;
 use num_like::FromFill;
 
 use crate::error::ChunkError;
-use crate::metadata::{DataType, FillValue, StringType};
+use crate::metadata::{DataType, DateTimeUnit, FillValue, StringType};
 use crate::offsets::ValuesBuilder;
 
 /// `n` copies of `fill` as the Arrow type `data_type` reads into.
@@ -56,8 +58,36 @@ pub(crate) fn fill_array(
         DataType::UInt16 => repeat::<UInt16Type>(fill, n),
         DataType::UInt32 => repeat::<UInt32Type>(fill, n),
         DataType::UInt64 => repeat::<UInt64Type>(fill, n),
+        DataType::Float16 => repeat::<Float16Type>(fill, n),
         DataType::Float32 => repeat::<Float32Type>(fill, n),
         DataType::Float64 => repeat::<Float64Type>(fill, n),
+        // NaT is a null.
+        DataType::DateTime64(_) | DataType::TimeDelta64(_) if *fill == FillValue::Int(i64::MIN) => {
+            new_null_array(&data_type.arrow_type(string_type), n)
+        }
+        DataType::DateTime64(DateTimeUnit::Day) => {
+            let days = match *fill {
+                FillValue::Int(days) => days,
+                _ => 0,
+            };
+            let days = i32::try_from(days).map_err(|_| ChunkError::Decompress {
+                codec: "fill value",
+                message: format!("datetime64[D] fill value {days} is outside Arrow Date32's range"),
+            })?;
+            Arc::new(PrimitiveArray::<Date32Type>::from_value(days, n))
+        }
+        DataType::DateTime64(unit) => match unit {
+            DateTimeUnit::Second | DateTimeUnit::Day => repeat::<TimestampSecondType>(fill, n),
+            DateTimeUnit::Millisecond => repeat::<TimestampMillisecondType>(fill, n),
+            DateTimeUnit::Microsecond => repeat::<TimestampMicrosecondType>(fill, n),
+            DateTimeUnit::Nanosecond => repeat::<TimestampNanosecondType>(fill, n),
+        },
+        DataType::TimeDelta64(unit) => match unit {
+            DateTimeUnit::Second | DateTimeUnit::Day => repeat::<DurationSecondType>(fill, n),
+            DateTimeUnit::Millisecond => repeat::<DurationMillisecondType>(fill, n),
+            DateTimeUnit::Microsecond => repeat::<DurationMicrosecondType>(fill, n),
+            DateTimeUnit::Nanosecond => repeat::<DurationNanosecondType>(fill, n),
+        },
         DataType::String
         | DataType::Bytes
         | DataType::FixedUtf32 { .. }
@@ -109,4 +139,10 @@ mod num_like {
         )*};
     }
     from_fill!(i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
+
+    impl FromFill for half::f16 {
+        fn from_fill(fill: &FillValue) -> Self {
+            half::f16::from_f64(f64::from_fill(fill))
+        }
+    }
 }

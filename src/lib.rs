@@ -52,6 +52,7 @@ compile_error!(
 
 mod assemble;
 pub mod codec;
+pub mod conventions;
 mod error;
 pub mod export;
 mod fill;

@@ -25,8 +25,8 @@ use std::sync::Arc;
 use arbitrary::{Arbitrary, Unstructured};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
-    Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type, UInt16Type,
-    UInt32Type, UInt64Type,
+    Date32Type, Float16Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type,
+    UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
 use arrow_array::{
     Array, ArrayRef, BinaryArray, BinaryViewArray, BooleanArray, DictionaryArray, Float32Array,
@@ -193,9 +193,24 @@ pub fn scalars(array: &dyn Array) -> Option<Vec<Scalar>> {
         ArrowType::UInt64 => {
             collect!(array.as_primitive::<UInt64Type>().iter(), |v| int(v.into()))
         }
+        ArrowType::Float16 => collect!(array.as_primitive::<Float16Type>().iter(), |v| {
+            Scalar::F32(v.to_f32().to_bits())
+        }),
         ArrowType::Float32 => collect!(array.as_primitive::<Float32Type>().iter(), |v| {
             Scalar::F32(v.to_bits())
         }),
+        // numpy's times: their counts (the unit is in the type), NaT a null.
+        ArrowType::Date32 => collect!(array.as_primitive::<Date32Type>().iter(), |v| int(v.into())),
+        ArrowType::Timestamp(..) | ArrowType::Duration(_) => {
+            let data = array.to_data();
+            let counts = data.buffers().first()?.typed_data::<i64>();
+            (0..array.len())
+                .map(|i| match array.is_null(i) {
+                    true => Scalar::Null,
+                    false => int(counts[data.offset() + i].into()),
+                })
+                .collect()
+        }
         ArrowType::Float64 => collect!(array.as_primitive::<Float64Type>().iter(), |v| {
             Scalar::F64(v.to_bits())
         }),
@@ -278,11 +293,10 @@ fn exercise_group(store: &Arc<dyn Store>, path: &str) {
             return;
         };
         let _ = group.children();
-        if let Ok(columns) = group.columns() {
-            for column in &columns {
-                let _ = column.field();
-            }
+        for column in group.columns() {
+            let _ = column.field();
         }
+        let _ = group.skipped();
         let Ok(reader) = group.reader().with_batch_size(7).build() else {
             continue;
         };
@@ -785,12 +799,31 @@ const FIXED: [Fixed; 11] = [
     },
 ];
 
-/// The v3 data type, v2 dtype and fill value (v3, v2) of fixed-width type `sel % 13`
-/// (the 11 of [`FIXED`], then `fixed_length_utf32` of `width % 16 + 1` characters and
-/// `null_terminated_bytes` of `width % 32 + 1` bytes).
+/// numpy's time units, for `numpy.datetime64` (all five) and `numpy.timedelta64`
+/// (the first four).
+const TIME_UNITS: [&str; 5] = ["s", "ms", "us", "ns", "D"];
+
+/// The v3 data type, v2 dtype and fill value (v3, v2) of fixed-width type `sel % 16`
+/// (the 11 of [`FIXED`], then `fixed_length_utf32` of `width % 16 + 1` characters,
+/// `null_terminated_bytes` of `width % 32 + 1` bytes, `float16`, and
+/// `numpy.datetime64` / `numpy.timedelta64` in unit `width % 5` / `width % 4` of
+/// [`TIME_UNITS`], fill NaT).
 fn fixed_type(sel: u8, width: u8, big: bool) -> (Value, String, Value) {
     let order = if big { '>' } else { '<' };
-    match sel % 13 {
+    match sel % 16 {
+        13 => (json!("float16"), format!("{order}f2"), json!("NaN")),
+        14 | 15 => {
+            let (name, kind, unit) = if sel % 16 == 14 {
+                ("numpy.datetime64", 'M', TIME_UNITS[usize::from(width % 5)])
+            } else {
+                ("numpy.timedelta64", 'm', TIME_UNITS[usize::from(width % 4)])
+            };
+            (
+                json!({"name": name, "configuration": {"unit": unit, "scale_factor": 1}}),
+                format!("{order}{kind}8[{unit}]"),
+                json!(i64::MIN),
+            )
+        }
         11 => {
             let chars = usize::from(width % 16) + 1;
             (
@@ -822,9 +855,10 @@ fn fixed_type(sel: u8, width: u8, big: bool) -> (Value, String, Value) {
 
 /// The `bytes` codec with every fixed-width type and both byte orders.
 ///
-/// Input: `[type, cfg, width, n_lo, n_hi, chunk...]`. `type % 13`: bool, int8..int64,
+/// Input: `[type, cfg, width, n_lo, n_hi, chunk...]`. `type % 16`: bool, int8..int64,
 /// uint8..uint64, float32, float64, fixed_length_utf32, null_terminated_bytes
-/// (`width` sets the last two's size). `cfg` bit 0: big-endian; bit 1: v2 metadata;
+/// (`width` sets their size), float16, numpy.datetime64, numpy.timedelta64 (`width`
+/// sets their unit). `cfg` bit 0: big-endian; bit 1: v2 metadata;
 /// bits 2-3: a [`Wrap`] the harness applies; bits 4-5: extra (missing) elements.
 pub fn fixed(data: &[u8]) {
     let Some(([sel, cfg, width, lo, hi], chunk)) = header::<5>(data) else {
@@ -1052,10 +1086,22 @@ pub fn sharding(data: &[u8]) {
     run_array(&v3_docs(doc), &[(first.clone(), shard.to_vec())], &[first]);
 }
 
-/// A bytes->bytes codec of the `compressors` target (`sel % 6`; 0 is none) in v3 and
+/// A bytes->bytes codec of the `compressors` target (`sel % 9`; 0 is none) in v3 and
 /// v2 form.
 fn compressor(sel: u8, typesize: usize) -> Option<(Value, Value)> {
-    Some(match sel % 6 {
+    Some(match sel % 9 {
+        6 => (
+            json!({"name": "numcodecs.lz4", "configuration": {"acceleration": 1}}),
+            json!({"id": "lz4", "acceleration": 1}),
+        ),
+        7 => (
+            json!({"name": "numcodecs.bz2", "configuration": {"level": 1}}),
+            json!({"id": "bz2", "level": 1}),
+        ),
+        8 => (
+            json!({"name": "numcodecs.lzma", "configuration": {"format": 1, "check": -1, "preset": null, "filters": null}}),
+            json!({"id": "lzma", "format": 1, "check": -1, "preset": null, "filters": null}),
+        ),
         0 => return None,
         1 => (
             json!({"name": "zstd", "configuration": {"level": 0, "checksum": false}}),
@@ -1077,14 +1123,16 @@ fn compressor(sel: u8, typesize: usize) -> Option<(Value, Value)> {
     })
 }
 
-/// A chain of bytes->bytes codecs (zstd, gzip, zlib, blosc, crc32c) before a
-/// vlen-utf8, vlen-bytes or bytes layout; the input after the header is the encoded
-/// chunk as stored.
+/// A chain of bytes->bytes codecs (zstd, gzip, zlib, blosc, crc32c, numcodecs lz4,
+/// bz2, lzma) before a vlen-utf8, vlen-bytes or bytes layout, and for the numeric
+/// layouts optionally numcodecs' delta before it; the input after the header is the
+/// encoded chunk as stored.
 ///
 /// Input: `[cfg, c0, c1, c2, n_lo, n_hi, chunk...]`. `cfg` bit 0: v2 metadata (the
 /// first codec is the compressor); bits 1-2: the layout (string + vlen-utf8;
-/// variable_length_bytes + vlen-bytes; int32 + bytes; uint8 + bytes). `c0..c2 % 6`:
-/// none, zstd, gzip, zlib, blosc, crc32c, in encoding order.
+/// variable_length_bytes + vlen-bytes; int32 + bytes; uint8 + bytes); bit 3: a delta
+/// filter (numeric layouts). `c0..c2 % 9`: none, zstd, gzip, zlib, blosc, crc32c,
+/// lz4, bz2, lzma, in encoding order.
 pub fn compressors(data: &[u8]) {
     let Some(([cfg, c0, c1, c2, lo, hi], chunk)) = header::<6>(data) else {
         return;
@@ -1092,6 +1140,7 @@ pub fn compressors(data: &[u8]) {
     let n = elements(lo, hi);
     let shape = [n];
     let layout = (cfg >> 1) % 4;
+    let delta = cfg & 8 != 0;
     let typesize = [1, 1, 4, 1][usize::from(layout)];
     let chain: Vec<(Value, Value)> = [c0, c1, c2]
         .iter()
@@ -1103,6 +1152,10 @@ pub fn compressors(data: &[u8]) {
             1 => ("|O", json!([{"id": "vlen-bytes"}]), json!("")),
             2 => ("<i4", Value::Null, json!(0)),
             _ => ("|u1", Value::Null, json!(0)),
+        };
+        let filters = match (delta, layout) {
+            (true, 2 | 3) => json!([{"id": "delta", "dtype": dtype, "astype": dtype}]),
+            _ => filters,
         };
         let compressor = chain
             .first()
@@ -1134,7 +1187,16 @@ pub fn compressors(data: &[u8]) {
             ),
             _ => (json!("uint8"), json!(0), json!({"name": "bytes"})),
         };
-        let mut list = vec![codec];
+        let mut list = match (delta, layout) {
+            (true, 2) => {
+                vec![json!({"name": "numcodecs.delta", "configuration": {"dtype": "<i4"}})]
+            }
+            (true, 3) => {
+                vec![json!({"name": "numcodecs.delta", "configuration": {"dtype": "|u1"}})]
+            }
+            _ => vec![],
+        };
+        list.push(codec);
         list.extend(chain.into_iter().map(|(v3, _)| v3));
         v3_docs(v3_doc(&shape, &shape, data_type, fill, Value::Array(list)))
     };

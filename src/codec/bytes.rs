@@ -6,17 +6,22 @@
 //!
 //! Copies: little-endian numbers are the decoded buffer itself (none, or one when
 //! the buffer is misaligned); big-endian numbers are swapped into a new buffer
-//! (one); bools are bit-packed (one); `fixed_length_utf32` is transcoded to UTF-8
+//! (one); numpy `datetime64` / `timedelta64` are numbers too, NaT (`i64::MIN`)
+//! becoming a null in a validity bitmap built beside them (the values stay the
+//! buffer), except `datetime64[D]`, narrowed to `Date32` (one); bools are
+//! bit-packed (one); `fixed_length_utf32` is transcoded to UTF-8
 //! and `null_terminated_bytes` has trailing NULs stripped (one copy of the values).
 
 use std::sync::Arc;
 
 use arrow_array::types::{
-    Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type, UInt16Type,
-    UInt32Type, UInt64Type,
+    Date32Type, DurationMicrosecondType, DurationMillisecondType, DurationNanosecondType,
+    DurationSecondType, Float16Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type,
+    Int64Type, TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
+    TimestampSecondType, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
 use arrow_array::{ArrayRef, ArrowPrimitiveType, BooleanArray, PrimitiveArray};
-use arrow_buffer::{BooleanBuffer, Buffer, MutableBuffer, ScalarBuffer};
+use arrow_buffer::{BooleanBuffer, Buffer, MutableBuffer, NullBuffer, ScalarBuffer};
 
 use std::any::Any;
 
@@ -27,7 +32,11 @@ use serde_json::{Map, Value, json};
 
 use super::{ArrayToBytesCodec, CodecChain, ConfigError, DecodeContext, padding, settings};
 use crate::error::ChunkError;
-use crate::metadata::{DataType, Endian};
+use crate::metadata::{DataType, DateTimeUnit, Endian};
+
+/// numpy's NaT ("not a time"): the int64 count that marks a missing datetime64 or
+/// timedelta64. It reads as an Arrow null, and an Arrow null writes as it.
+pub(crate) const NAT: i64 = i64::MIN;
 
 /// The names of `bytes` (`endian` is its pre-release name).
 pub(crate) const NAMES: &[&str] = &["bytes", "endian"];
@@ -65,8 +74,7 @@ impl ArrayToBytesCodec for Bytes {
 
     fn encode(&self, array: &dyn Array, shape: &[u64]) -> Result<Vec<u8>, String> {
         let (_, pad) = padding(array, shape)?;
-        let out = encode(array, pad)?;
-        let width = array.data_type().primitive_width().unwrap_or(1);
+        let (out, width) = encode(array, pad)?;
         Ok(match self.endian {
             Some(Endian::Big) if width > 1 => swap_endian_in_place(out, width),
             _ => out,
@@ -121,8 +129,26 @@ pub(crate) fn decode(
         DataType::UInt16 => primitive::<UInt16Type>(bytes, n, endian),
         DataType::UInt32 => primitive::<UInt32Type>(bytes, n, endian),
         DataType::UInt64 => primitive::<UInt64Type>(bytes, n, endian),
+        DataType::Float16 => primitive::<Float16Type>(bytes, n, endian),
         DataType::Float32 => primitive::<Float32Type>(bytes, n, endian),
         DataType::Float64 => primitive::<Float64Type>(bytes, n, endian),
+        DataType::DateTime64(DateTimeUnit::Day) => days(&bytes, n, endian)?,
+        DataType::DateTime64(unit) => match unit {
+            DateTimeUnit::Second | DateTimeUnit::Day => {
+                time::<TimestampSecondType>(bytes, n, endian)
+            }
+            DateTimeUnit::Millisecond => time::<TimestampMillisecondType>(bytes, n, endian),
+            DateTimeUnit::Microsecond => time::<TimestampMicrosecondType>(bytes, n, endian),
+            DateTimeUnit::Nanosecond => time::<TimestampNanosecondType>(bytes, n, endian),
+        },
+        DataType::TimeDelta64(unit) => match unit {
+            DateTimeUnit::Second | DateTimeUnit::Day => {
+                time::<DurationSecondType>(bytes, n, endian)
+            }
+            DateTimeUnit::Millisecond => time::<DurationMillisecondType>(bytes, n, endian),
+            DateTimeUnit::Microsecond => time::<DurationMicrosecondType>(bytes, n, endian),
+            DateTimeUnit::Nanosecond => time::<DurationNanosecondType>(bytes, n, endian),
+        },
         DataType::FixedUtf32 { .. } => utf32(&bytes, size, n, endian, ctx)?,
         DataType::NullTerminatedBytes { .. } => {
             let mut out = ValuesBuilder::new(ctx.string_type, n, bytes.len());
@@ -150,7 +176,57 @@ fn primitive<T: ArrowPrimitiveType>(bytes: Buffer, n: usize, endian: Endian) -> 
     Arc::new(PrimitiveArray::<T>::new(values, None))
 }
 
-/// Reverse the bytes of every `width`-byte element (big-endian to native).
+/// int64 counts of a time unit, NaT as nulls: the values buffer is the chunk's
+/// (as for [`primitive`]), the validity bitmap is built only when a NaT occurs.
+fn time<T: ArrowPrimitiveType<Native = i64>>(bytes: Buffer, n: usize, endian: Endian) -> ArrayRef {
+    let values: ScalarBuffer<i64> = match endian {
+        Endian::Little => aligned_scalars(bytes, n),
+        Endian::Big => aligned_scalars(swap_endian(&bytes, 8), n),
+    };
+    Arc::new(PrimitiveArray::<T>::new(values.clone(), nat_nulls(&values)))
+}
+
+/// The validity of int64 time counts: `None` when no element is NaT.
+pub(crate) fn nat_nulls(values: &[i64]) -> Option<NullBuffer> {
+    values.contains(&NAT).then(|| {
+        NullBuffer::new(BooleanBuffer::collect_bool(values.len(), |i| {
+            values[i] != NAT
+        }))
+    })
+}
+
+/// `datetime64[D]`: int64 day counts narrowed to Arrow `Date32` (one copy); NaT is
+/// a null, a count outside i32 an error naming the element.
+fn days(bytes: &Buffer, n: usize, endian: Endian) -> Result<ArrayRef, ChunkError> {
+    let counts = bytes.as_slice().chunks_exact(8).take(n).map(|raw| {
+        let raw: [u8; 8] = raw.try_into().unwrap_or_default();
+        match endian {
+            Endian::Little => i64::from_le_bytes(raw),
+            Endian::Big => i64::from_be_bytes(raw),
+        }
+    });
+    let mut out = Vec::with_capacity(n);
+    let mut valid = Vec::with_capacity(n);
+    for (element, count) in counts.enumerate() {
+        valid.push(count != NAT);
+        out.push(match count {
+            NAT => 0,
+            days => i32::try_from(days).map_err(|_| ChunkError::Decompress {
+                codec: "bytes",
+                message: format!(
+                    "element {element}: datetime64[D] {days} is outside Arrow Date32's range"
+                ),
+            })?,
+        });
+    }
+    let nulls = NullBuffer::from(valid);
+    let nulls = (nulls.null_count() > 0).then_some(nulls);
+    Ok(Arc::new(PrimitiveArray::<Date32Type>::new(
+        out.into(),
+        nulls,
+    )))
+}
+
 /// Whether `chain`'s layout is a big-endian `bytes` codec (an index's codecs).
 pub(crate) fn is_big_endian(chain: &CodecChain) -> bool {
     chain
@@ -206,8 +282,34 @@ fn utf32(
     out.finish(true)
 }
 /// Encode numbers (their values buffer, little-endian) or bools (one byte each),
-/// padded with `pad` zero elements.
-fn encode(array: &dyn Array, pad: usize) -> Result<Vec<u8>, String> {
+/// padded with `pad` zero elements; with the width of an encoded element.
+///
+/// Arrow's times (`Timestamp`, `Duration`, `Date64`) are int64 counts as numpy's
+/// datetime64 / timedelta64 are, their nulls written as NaT; `Date32` widens to
+/// datetime64[D]'s int64.
+fn encode(array: &dyn Array, pad: usize) -> Result<(Vec<u8>, usize), String> {
+    use arrow_schema::DataType as ArrowType;
+    let is_time = matches!(
+        array.data_type(),
+        ArrowType::Timestamp(..) | ArrowType::Duration(_) | ArrowType::Date64
+    );
+    if *array.data_type() == ArrowType::Date32 || (is_time && array.null_count() > 0) {
+        let counts: Vec<i64> = match array.as_primitive_opt::<Date32Type>() {
+            Some(days) => days.values().iter().map(|&d| i64::from(d)).collect(),
+            None => time_counts(array),
+        };
+        let nulls = array.logical_nulls();
+        let mut out = Vec::with_capacity((array.len() + pad) * 8);
+        for (i, count) in counts.into_iter().enumerate() {
+            let count = match &nulls {
+                Some(n) if n.is_null(i) => NAT,
+                _ => count,
+            };
+            out.extend_from_slice(&count.to_le_bytes());
+        }
+        out.resize((array.len() + pad) * 8, 0);
+        return Ok((out, 8));
+    }
     let size = match array.data_type() {
         arrow_schema::DataType::Boolean => 1,
         t => t
@@ -231,5 +333,15 @@ fn encode(array: &dyn Array, pad: usize) -> Result<Vec<u8>, String> {
         out.extend_from_slice(bytes);
     }
     out.resize((array.len() + pad) * size, 0);
-    Ok(out)
+    Ok((out, size))
+}
+
+/// The int64 counts of a `Timestamp`, `Duration` or `Date64` array (its values
+/// buffer, read through `ArrayData` since each unit is its own Arrow type).
+fn time_counts(array: &dyn Array) -> Vec<i64> {
+    let data = array.to_data();
+    let Some(buffer) = data.buffers().first() else {
+        return Vec::new();
+    };
+    buffer.typed_data::<i64>()[data.offset()..data.offset() + data.len()].to_vec()
 }

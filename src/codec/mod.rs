@@ -15,6 +15,7 @@
 //! | ZEP0007 data types (no codec name) | `zep0007` | none (offsets convert when the width differs) |
 //! | `sharding_indexed` | `sharding` | the inner chunks' own, then one gather |
 //! | `transpose` | `transpose` | one gather |
+//! | numcodecs `delta` (v3 `numcodecs.delta`) | `delta` | one (the running sum) |
 //! | `zstd`, `gzip` / `zlib`, `blosc` | `zstd`, `gzip`, `blosc` | one (decompressed into an aligned buffer) |
 //! | numcodecs `lz4`, `bz2`, `lzma` (v3 `numcodecs.*`) | `lz4`, `bz2`, `lzma` | one |
 //! | `crc32c` | `crc32c` | none (a slice) |
@@ -43,6 +44,7 @@ mod bytes;
 mod bz2;
 mod chain;
 mod crc32c;
+mod delta;
 mod gzip;
 mod lz4;
 mod lzma;
@@ -208,6 +210,7 @@ pub(crate) enum Builder {
 /// v2 ids), and how it is built. One line per codec.
 pub(crate) const CODECS: &[(&[&str], Builder)] = &[
     (transpose::NAMES, Builder::ArrayToArray(transpose::build)),
+    (delta::NAMES, Builder::ArrayToArray(delta::build)),
     (bytes::NAMES, Builder::ArrayToBytes(bytes::build)),
     (vlen::NAMES, Builder::ArrayToBytes(vlen::build)),
     (zarrs_vlen::NAMES, Builder::ArrayToBytes(zarrs_vlen::build)),

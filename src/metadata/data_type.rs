@@ -10,9 +10,16 @@
 //! | `null_terminated_bytes` | `\|S`n | as `bytes` |
 //! | `bool` | `\|b1` | `Boolean` |
 //! | `int8`..`int64`, `uint8`..`uint64` | `<i1`..`<u8` | `Int8`..`UInt64` |
-//! | `float32`, `float64` | `<f4`, `<f8` | `Float32`, `Float64` |
+//! | `float16`, `float32`, `float64` | `<f2`, `<f4`, `<f8` | `Float16`, `Float32`, `Float64` |
+//! | `{"name": "numpy.datetime64", "configuration": {"unit": "ns", "scale_factor": 1}}` | `<M8[ns]` | `Timestamp(ns)` (`s`, `ms`, `us` alike); unit `D`: `Date32` |
+//! | `{"name": "numpy.timedelta64", ...}` (units `s`, `ms`, `us`, `ns`) | `<m8[ns]` | `Duration(ns)` |
+//!
+//! numpy's datetime64 and timedelta64 are int64 counts of their unit; the count
+//! `i64::MIN` is NaT ("not a time"), which reads as an Arrow null (and an Arrow
+//! null writes as NaT). Other units (`h`, `m`, `W`, `Y`, ...) and a `scale_factor`
+//! other than 1 (`datetime64[10s]`) are refused, naming the unit.
 
-use arrow_schema::DataType as ArrowType;
+use arrow_schema::{DataType as ArrowType, TimeUnit};
 
 /// Which Arrow layout string (and, in step, binary) columns are read into.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -79,10 +86,18 @@ pub enum DataType {
     UInt32,
     /// `uint64`.
     UInt64,
+    /// `float16` (IEEE half precision).
+    Float16,
     /// `float32`.
     Float32,
     /// `float64`.
     Float64,
+    /// numpy `datetime64[unit]`: an int64 count of `unit` since the Unix epoch;
+    /// `i64::MIN` is NaT.
+    DateTime64(DateTimeUnit),
+    /// numpy `timedelta64[unit]` (never [`DateTimeUnit::Day`]): an int64 count of
+    /// `unit`; `i64::MIN` is NaT.
+    TimeDelta64(DateTimeUnit),
     /// Variable-length UTF-8 strings.
     String,
     /// Variable-length bytes.
@@ -104,9 +119,10 @@ impl DataType {
     pub fn fixed_size(&self) -> Option<usize> {
         Some(match self {
             Self::Bool | Self::Int8 | Self::UInt8 => 1,
-            Self::Int16 | Self::UInt16 => 2,
+            Self::Int16 | Self::UInt16 | Self::Float16 => 2,
             Self::Int32 | Self::UInt32 | Self::Float32 => 4,
             Self::Int64 | Self::UInt64 | Self::Float64 => 8,
+            Self::DateTime64(_) | Self::TimeDelta64(_) => 8,
             Self::FixedUtf32 { chars } => chars * 4,
             Self::NullTerminatedBytes { length } => *length,
             Self::String | Self::Bytes => return None,
@@ -123,6 +139,12 @@ impl DataType {
         matches!(self, Self::Bytes | Self::NullTerminatedBytes { .. })
     }
 
+    /// Whether the data type has NaT (`datetime64`, `timedelta64`): its elements
+    /// read as Arrow nulls, so its columns are nullable and nulls write as NaT.
+    pub fn has_nat(&self) -> bool {
+        matches!(self, Self::DateTime64(_) | Self::TimeDelta64(_))
+    }
+
     /// The Arrow type this data type is read into.
     pub fn arrow_type(&self, string_type: StringType) -> ArrowType {
         match self {
@@ -135,8 +157,12 @@ impl DataType {
             Self::UInt16 => ArrowType::UInt16,
             Self::UInt32 => ArrowType::UInt32,
             Self::UInt64 => ArrowType::UInt64,
+            Self::Float16 => ArrowType::Float16,
             Self::Float32 => ArrowType::Float32,
             Self::Float64 => ArrowType::Float64,
+            Self::DateTime64(DateTimeUnit::Day) => ArrowType::Date32,
+            Self::DateTime64(unit) => ArrowType::Timestamp(unit.time_unit(), None),
+            Self::TimeDelta64(unit) => ArrowType::Duration(unit.time_unit()),
             Self::String | Self::FixedUtf32 { .. } => string_type.string_type(),
             Self::Bytes | Self::NullTerminatedBytes { .. } => string_type.binary_type(),
         }
@@ -154,8 +180,11 @@ impl DataType {
             Self::UInt16 => "uint16".into(),
             Self::UInt32 => "uint32".into(),
             Self::UInt64 => "uint64".into(),
+            Self::Float16 => "float16".into(),
             Self::Float32 => "float32".into(),
             Self::Float64 => "float64".into(),
+            Self::DateTime64(unit) => format!("numpy.datetime64 ({})", unit.as_str()),
+            Self::TimeDelta64(unit) => format!("numpy.timedelta64 ({})", unit.as_str()),
             Self::String => "string".into(),
             Self::Bytes => "bytes".into(),
             Self::FixedUtf32 { chars } => format!("fixed_length_utf32 ({} bytes)", chars * 4),
@@ -177,6 +206,7 @@ impl DataType {
             "uint16" => Self::UInt16,
             "uint32" => Self::UInt32,
             "uint64" => Self::UInt64,
+            "float16" => Self::Float16,
             "float32" => Self::Float32,
             "float64" => Self::Float64,
             "string" => Self::String,
@@ -184,6 +214,80 @@ impl DataType {
             _ => return None,
         })
     }
+}
+
+/// The unit of a numpy `datetime64` / `timedelta64` that zarrow reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum DateTimeUnit {
+    /// `D`: days (`datetime64[D]` reads as Arrow `Date32`).
+    Day,
+    /// `s`.
+    Second,
+    /// `ms`.
+    Millisecond,
+    /// `us`.
+    Microsecond,
+    /// `ns`.
+    Nanosecond,
+}
+
+impl DateTimeUnit {
+    /// numpy's spelling: `D`, `s`, `ms`, `us`, `ns`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Day => "D",
+            Self::Second => "s",
+            Self::Millisecond => "ms",
+            Self::Microsecond => "us",
+            Self::Nanosecond => "ns",
+        }
+    }
+
+    /// Parse numpy's spelling (`D`, `s`, `ms`, `us`, `ns`); `None` for any other.
+    pub fn parse(unit: &str) -> Option<Self> {
+        Some(match unit {
+            "D" => Self::Day,
+            "s" => Self::Second,
+            "ms" => Self::Millisecond,
+            "us" => Self::Microsecond,
+            "ns" => Self::Nanosecond,
+            _ => return None,
+        })
+    }
+
+    /// The Arrow unit (days, which Arrow times lack, as seconds: callers map
+    /// `datetime64[D]` to `Date32` first).
+    pub fn time_unit(self) -> TimeUnit {
+        match self {
+            Self::Day | Self::Second => TimeUnit::Second,
+            Self::Millisecond => TimeUnit::Millisecond,
+            Self::Microsecond => TimeUnit::Microsecond,
+            Self::Nanosecond => TimeUnit::Nanosecond,
+        }
+    }
+
+    /// The unit of an Arrow time unit.
+    pub fn from_time_unit(unit: TimeUnit) -> Self {
+        match unit {
+            TimeUnit::Second => Self::Second,
+            TimeUnit::Millisecond => Self::Millisecond,
+            TimeUnit::Microsecond => Self::Microsecond,
+            TimeUnit::Nanosecond => Self::Nanosecond,
+        }
+    }
+}
+
+/// The message that refuses a numpy time unit zarrow does not read: `kind` is
+/// `numpy.datetime64` or `numpy.timedelta64`, `unit` as written (with its scale
+/// factor when not 1).
+pub(crate) fn unsupported_time_unit(kind: &str, unit: &str) -> String {
+    let units = if kind.ends_with("datetime64") {
+        "s, ms, us, ns and D"
+    } else {
+        "s, ms, us and ns"
+    };
+    format!("{kind} unit '{unit}' (zarrow reads {units}, with scale factor 1)")
 }
 
 /// The most Arrow memory an element may need besides its value bytes: a 16-byte

@@ -6,7 +6,8 @@
 //! |---|---|
 //! | `bool` | `true`, `false` (`null` in v2 = `false`) |
 //! | integers | a JSON integer in range (`null` in v2 = 0) |
-//! | floats | a number, `"NaN"`, `"Infinity"`, `"-Infinity"`, or `"0x…"` raw IEEE bits (`null` in v2 = 0.0) |
+//! | floats (`float16`, `float32`, `float64`) | a number, `"NaN"`, `"Infinity"`, `"-Infinity"`, or `"0x…"` raw IEEE bits (`null` in v2 = 0.0) |
+//! | `numpy.datetime64`, `numpy.timedelta64` | an int64 count of the unit, or `"NaT"` (= `i64::MIN`, what zarr-python writes by default; `null` in v2 = NaT) |
 //! | `string`, `fixed_length_utf32` | a JSON string; v2 also `null` (= `""`) and a number (its decimal text, as zarr-python reads it) |
 //! | bytes types | a base64 string, or an array of integers 0..=255; v2 also `null` (= empty) |
 
@@ -21,7 +22,8 @@ use super::DataType;
 pub enum FillValue {
     /// For `bool`.
     Bool(bool),
-    /// For signed integers.
+    /// For signed integers, and the int64 count of `datetime64` / `timedelta64`
+    /// (`i64::MIN` is NaT).
     Int(i64),
     /// For unsigned integers.
     UInt(u64),
@@ -40,7 +42,8 @@ impl FillValue {
             DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64 => {
                 Self::UInt(0)
             }
-            DataType::Float32 | DataType::Float64 => Self::Float(0.0),
+            DataType::Float16 | DataType::Float32 | DataType::Float64 => Self::Float(0.0),
+            DataType::DateTime64(_) | DataType::TimeDelta64(_) => Self::Int(i64::MIN),
             _ => Self::Bytes(Vec::new()),
         }
     }
@@ -49,6 +52,7 @@ impl FillValue {
     pub fn describe(&self, data_type: &DataType) -> String {
         match self {
             Self::Bool(b) => b.to_string(),
+            Self::Int(i64::MIN) if data_type.has_nat() => "NaT".to_string(),
             Self::Int(v) => v.to_string(),
             Self::UInt(v) => v.to_string(),
             Self::Float(v) => v.to_string(),
@@ -129,11 +133,17 @@ impl FillValue {
                 }
                 Ok(Self::UInt(v))
             }
-            DataType::Float32 | DataType::Float64 => {
-                parse_float(value, *data_type == DataType::Float32)
-                    .map(Self::Float)
-                    .ok_or_else(bad)
+            DataType::Float16 | DataType::Float32 | DataType::Float64 => {
+                let width = data_type.fixed_size().unwrap_or(8);
+                parse_float(value, width).map(Self::Float).ok_or_else(bad)
             }
+            DataType::DateTime64(_) | DataType::TimeDelta64(_) => match value {
+                Value::String(s) if s == "NaT" => Ok(Self::Int(i64::MIN)),
+                _ => integral(value)
+                    .and_then(|v| i64::try_from(v).ok())
+                    .map(Self::Int)
+                    .ok_or_else(bad),
+            },
             DataType::String | DataType::FixedUtf32 { .. } => match value {
                 Value::String(s) => Ok(Self::Bytes(s.as_bytes().to_vec())),
                 Value::Number(n) if v2 => Ok(Self::Bytes(n.to_string().into_bytes())),
@@ -188,7 +198,9 @@ fn uint_max(data_type: &DataType) -> u64 {
     }
 }
 
-fn parse_float(value: &Value, is_f32: bool) -> Option<f64> {
+/// A float fill value for a float of `width` bytes (2, 4 or 8); `"0x…"` must
+/// spell exactly that many bytes.
+fn parse_float(value: &Value, width: usize) -> Option<f64> {
     match value {
         Value::Number(n) => n.as_f64(),
         Value::String(s) => match s.as_str() {
@@ -197,14 +209,15 @@ fn parse_float(value: &Value, is_f32: bool) -> Option<f64> {
             "-Infinity" => Some(f64::NEG_INFINITY),
             hex if hex.starts_with("0x") => {
                 let digits = &hex[2..];
-                if is_f32 && digits.len() == 8 {
-                    u32::from_str_radix(digits, 16)
+                match (width, digits.len()) {
+                    (2, 4) => u16::from_str_radix(digits, 16)
                         .ok()
-                        .map(|b| f32::from_bits(b).into())
-                } else if !is_f32 && digits.len() == 16 {
-                    u64::from_str_radix(digits, 16).ok().map(f64::from_bits)
-                } else {
-                    None
+                        .map(|b| half::f16::from_bits(b).to_f64()),
+                    (4, 8) => u32::from_str_radix(digits, 16)
+                        .ok()
+                        .map(|b| f32::from_bits(b).into()),
+                    (8, 16) => u64::from_str_radix(digits, 16).ok().map(f64::from_bits),
+                    _ => None,
                 }
             }
             _ => None,
@@ -269,5 +282,43 @@ mod tests {
             FillValue::parse(&json!(true), &DataType::Bool, false),
             Ok(FillValue::Bool(true))
         );
+    }
+
+    #[test]
+    fn float16_and_numpy_time_forms() {
+        let f16t = DataType::Float16;
+        assert_eq!(
+            FillValue::parse(&json!("0x3c00"), &f16t, false),
+            Ok(FillValue::Float(1.0))
+        );
+        assert!(
+            matches!(FillValue::parse(&json!("NaN"), &f16t, false), Ok(FillValue::Float(f)) if f.is_nan())
+        );
+        assert_eq!(
+            FillValue::parse(&json!("Infinity"), &f16t, false),
+            Ok(FillValue::Float(f64::INFINITY))
+        );
+        // Four hex digits for float16, not eight.
+        assert!(FillValue::parse(&json!("0x3f800000"), &f16t, false).is_err());
+        // What zarr-python 3.1.6 writes for NaT, and the string spelling.
+        let ns = DataType::DateTime64(crate::metadata::DateTimeUnit::Nanosecond);
+        assert_eq!(
+            FillValue::parse(&json!(i64::MIN), &ns, false),
+            Ok(FillValue::Int(i64::MIN))
+        );
+        assert_eq!(
+            FillValue::parse(&json!("NaT"), &ns, false),
+            Ok(FillValue::Int(i64::MIN))
+        );
+        assert_eq!(FillValue::Int(i64::MIN).describe(&ns), "NaT");
+        assert_eq!(
+            FillValue::parse(&Value::Null, &ns, true),
+            Ok(FillValue::Int(i64::MIN))
+        );
+        assert_eq!(
+            FillValue::parse(&json!(86_400), &ns, false),
+            Ok(FillValue::Int(86_400))
+        );
+        assert!(FillValue::parse(&json!("2020-01-01"), &ns, false).is_err());
     }
 }

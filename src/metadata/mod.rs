@@ -12,9 +12,10 @@ mod v3;
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
-pub(crate) use data_type::ARROW_BYTES_PER_ELEMENT;
-pub use data_type::{DataType, Endian, StringType};
+pub(crate) use data_type::{ARROW_BYTES_PER_ELEMENT, unsupported_time_unit};
+pub use data_type::{DataType, DateTimeUnit, Endian, StringType};
 pub use fill_value::FillValue;
+pub(crate) use v2::parse_dtype;
 pub use v2::{parse_zarray, parse_zattrs, parse_zgroup};
 pub use v3::parse_zarr_json;
 
@@ -44,6 +45,9 @@ pub struct ArrayMetadata {
     pub data_type: DataType,
     /// What missing chunks hold.
     pub fill_value: FillValue,
+    /// A v2 `fill_value` of `null`: no fill value was given, and `fill_value`
+    /// is the type's default (xarray masks a given one, not this).
+    pub fill_value_unset: bool,
     /// How chunk indices become store keys.
     pub chunk_key_encoding: ChunkKeyEncoding,
     /// The codecs as written, in v3 form (a v2 array's `order`, dtype byte order,
@@ -230,6 +234,13 @@ pub fn recorded_string_type(attributes: &Map<String, Value>) -> Option<StringTyp
         "Utf8View" | "BinaryView" => Some(StringType::Utf8View),
         _ => None,
     }
+}
+
+/// The timezone zarrow's writer recorded for a `Timestamp` column in
+/// `attributes.zarrow.timezone` (numpy's datetime64 values are UTC and zoneless).
+pub fn recorded_timezone(attributes: &Map<String, Value>) -> Option<String> {
+    let tz = attributes.get("zarrow")?.get("timezone")?.as_str()?;
+    Some(tz.to_string())
 }
 
 /// The column order zarrow's writer recorded in a group's `attributes.zarrow.columns`.

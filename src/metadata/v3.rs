@@ -6,8 +6,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::{
-    ArrayMetadata, CodecMetadata, DataType, FillValue, GroupMetadata, MAX_ELEMENT_BYTES,
-    NodeMetadata, Zep0007Offsets, parse_json,
+    ArrayMetadata, CodecMetadata, DataType, DateTimeUnit, FillValue, GroupMetadata,
+    MAX_ELEMENT_BYTES, NodeMetadata, Zep0007Offsets, parse_json, unsupported_time_unit,
 };
 use crate::error::{Error, Result};
 use crate::grid::{ChunkKeyEncoding, KeyKind};
@@ -141,6 +141,7 @@ fn data_type(key: &str, value: Option<&Value>) -> Result<(DataType, Option<Zep00
                     },
                     None,
                 ),
+                "numpy.datetime64" | "numpy.timedelta64" => (numpy_time(key, name, obj)?, None),
                 // ZEP0007 (draft): the data type names the chunk layout.
                 "string" => (DataType::String, Some(Zep0007Offsets::Int32)),
                 "binary" => (DataType::Bytes, Some(Zep0007Offsets::Int32)),
@@ -154,6 +155,38 @@ fn data_type(key: &str, value: Option<&Value>) -> Result<(DataType, Option<Zep00
         }
         Some(other) => Err(unsupported(other.to_string())),
         None => Err(Error::metadata(key, "\"data_type\" is missing")),
+    }
+}
+
+/// zarr-python's `{"name": "numpy.datetime64", "configuration": {"unit": "ns",
+/// "scale_factor": 1}}` (and `numpy.timedelta64`).
+fn numpy_time(key: &str, name: &str, obj: &Map<String, Value>) -> Result<DataType> {
+    let config = obj.get("configuration");
+    let unit = config
+        .and_then(|c| c.get("unit"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| Error::metadata(key, format!("{name}: configuration.unit is missing")))?;
+    let scale = config
+        .and_then(|c| c.get("scale_factor"))
+        .map_or(Some(1), Value::as_u64);
+    let parsed = DateTimeUnit::parse(unit).filter(|_| scale == Some(1));
+    match (name, parsed) {
+        ("numpy.datetime64", Some(u)) => Ok(DataType::DateTime64(u)),
+        ("numpy.timedelta64", Some(u)) if u != DateTimeUnit::Day => Ok(DataType::TimeDelta64(u)),
+        _ => {
+            let written = match scale {
+                Some(1) => unit.to_string(),
+                Some(n) => format!("{n}{unit}"),
+                None => format!(
+                    "{unit}, scale_factor {}",
+                    config.map_or(Value::Null, |c| c["scale_factor"].clone())
+                ),
+            };
+            Err(Error::UnsupportedDataType {
+                name: unsupported_time_unit(name, &written),
+                key: key.to_string(),
+            })
+        }
     }
 }
 
@@ -237,14 +270,19 @@ fn parse_array(
             ),
         ));
     }
+    let codecs = doc.codecs.unwrap_or_default();
+    for codec in &codecs {
+        super::v2::check_delta(key, codec, &data_type, super::Endian::Little)?;
+    }
     let meta = ArrayMetadata {
         zarr_format: 3,
         shape: doc.shape,
         chunk_shape: grid.chunk_shape,
         data_type,
         fill_value,
+        fill_value_unset: false,
         chunk_key_encoding,
-        codecs: doc.codecs.unwrap_or_default(),
+        codecs,
         zep0007,
         attributes,
         dimension_names: doc.dimension_names,

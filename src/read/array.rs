@@ -17,6 +17,7 @@ use crate::fill::fill_array;
 use crate::grid::{Grid, unravel};
 use crate::metadata::{
     ARROW_BYTES_PER_ELEMENT, ArrayMetadata, NodeMetadata, StringType, recorded_string_type,
+    recorded_timezone,
 };
 use crate::store::{Store, join_key};
 
@@ -103,6 +104,11 @@ impl ZarrArray {
         &self.path
     }
 
+    /// The array as a user names it: the store's location and the node path.
+    pub fn label(&self) -> String {
+        crate::store::node_label(self.store.as_ref(), &self.path)
+    }
+
     /// The parsed metadata.
     pub fn metadata(&self) -> &ArrayMetadata {
         &self.meta
@@ -134,12 +140,31 @@ impl ZarrArray {
 
     /// The Arrow type values are read into.
     pub fn arrow_type(&self) -> ArrowType {
-        self.meta.data_type.arrow_type(self.string_type())
+        let t = self.meta.data_type.arrow_type(self.string_type());
+        // numpy's datetime64 is zoneless: the timezone zarrow's writer recorded.
+        match (t, recorded_timezone(&self.meta.attributes)) {
+            (ArrowType::Timestamp(unit, None), Some(tz)) => {
+                ArrowType::Timestamp(unit, Some(tz.into()))
+            }
+            (t, _) => t,
+        }
     }
 
-    /// The Arrow field for this array's column (never nullable: Zarr has no nulls).
+    /// `array` (as decoded) with the timezone of [`ZarrArray::arrow_type`], if
+    /// one was recorded: the same buffers, retyped.
+    fn with_timezone(&self, array: ArrayRef) -> Result<ArrayRef> {
+        let t = self.arrow_type();
+        if array.data_type() == &t {
+            return Ok(array);
+        }
+        let data = array.to_data().into_builder().data_type(t).build()?;
+        Ok(arrow_array::make_array(data))
+    }
+
+    /// The Arrow field for this array's column: nullable only for numpy's
+    /// datetime64 / timedelta64, whose NaT reads as a null (Zarr has no other nulls).
     pub fn field(&self) -> Field {
-        Field::new(&self.name, self.arrow_type(), false)
+        Field::new(&self.name, self.arrow_type(), self.meta.data_type.has_nat())
     }
 
     /// Total elements.
@@ -197,7 +222,13 @@ impl ZarrArray {
             self.options.max_chunk_bytes,
         );
         let read = ChunkRead::new(self.chunk_key(indices), &self.codecs, ctx, want);
-        plan::run(self.store.as_ref(), read)
+        match plan::run(self.store.as_ref(), read)? {
+            Some(Decoded { offset, array }) => Ok(Some(Decoded {
+                offset,
+                array: self.with_timezone(array)?,
+            })),
+            None => Ok(None),
+        }
     }
 
     fn fill(&self, n: usize) -> Result<ArrayRef> {
@@ -213,6 +244,7 @@ impl ZarrArray {
             key: join_key(&self.path, "<fill value>"),
             source,
         })
+        .and_then(|a| self.with_timezone(a))
     }
 
     fn chunk(&self, indices: &[u64]) -> Result<Part> {

@@ -21,7 +21,9 @@ use arrow_array::{ArrayRef, RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, Schema, SchemaRef};
 use rayon::prelude::*;
 
-use super::{ReadOptions, ZarrArray, ZarrGroup};
+use super::column::Conventions;
+use super::{Column, ReadOptions, Skipped, ZarrArray, ZarrGroup};
+use crate::conventions::anndata;
 use crate::error::{Error, Result};
 use crate::rows::RowQueue;
 
@@ -111,30 +113,45 @@ impl ReaderBuilder {
         self
     }
 
-    /// The node path read (for messages).
-    fn path(&self) -> &str {
+    /// The node read, as the user names it (for messages).
+    fn label(&self) -> String {
         match &self.source {
-            Source::Group(g) => g.path(),
-            Source::Array(a) => a.path(),
+            Source::Group(g) => g.label(),
+            Source::Array(a) => a.label(),
         }
     }
 
     fn table_err(&self, message: String) -> Error {
         Error::Table {
-            path: self.path().to_string(),
+            path: self.label(),
             message,
+        }
+    }
+
+    /// The children of the group that are not read as columns (an N-d array, a
+    /// sparse matrix, an array zarrow cannot read), each with the reason: of all
+    /// of them without a projection, else none (a projection names what it reads).
+    pub fn skipped(&self) -> Vec<Skipped> {
+        match (&self.source, &self.projection) {
+            (Source::Group(group), None) => group.skipped().to_vec(),
+            _ => Vec::new(),
         }
     }
 
     /// The columns read, in order, all of one length.
     ///
     /// # Errors
-    /// [`Error::Table`] when there is no 1-D array, a projected name is not one, or
-    /// the columns differ in length.
-    pub fn columns(&self) -> Result<Vec<ZarrArray>> {
-        let mut available = match &self.source {
-            Source::Group(group) => group.columns()?,
-            Source::Array(array) if array.metadata().shape.len() == 1 => vec![array.clone()],
+    /// [`Error::Table`] when there is no column, a projected name is not one (a
+    /// skipped child is named with the reason), or the columns differ in length.
+    pub fn columns(&self) -> Result<Vec<Column>> {
+        let conventions = Conventions {
+            decode_cf: self.options.decode_cf,
+        };
+        let (available, skipped): (Vec<Column>, &[Skipped]) = match &self.source {
+            Source::Group(group) => (group.columns().to_vec(), group.skipped()),
+            Source::Array(array) if array.metadata().shape.len() == 1 => {
+                (vec![Column::array(array.clone(), conventions)?], &[])
+            }
             Source::Array(array) => {
                 return Err(self.table_err(format!(
                     "a reader needs 1-D arrays; this one has shape {:?} (read it with ZarrArray::batches)",
@@ -143,36 +160,57 @@ impl ReaderBuilder {
             }
         };
         let columns = match &self.projection {
-            None => available,
+            None => {
+                // A column that reads only raw is refused, not left out.
+                if let Some(s) = skipped.iter().find(|s| s.convention) {
+                    return Err(Error::Convention {
+                        path: self.label(),
+                        message: format!("{s} (leave it out with a projection)"),
+                    });
+                }
+                available
+            }
             Some(names) => names
                 .iter()
                 .map(|name| {
-                    let pos = available
-                        .iter()
-                        .position(|a| a.column_name() == name)
-                        .ok_or_else(|| {
-                            self.table_err(format!(
-                                "no 1-D array named {name:?} (have: {})",
-                                available
-                                    .iter()
-                                    .map(|a| a.column_name())
-                                    .collect::<Vec<_>>()
-                                    .join(", ")
-                            ))
-                        })?;
-                    Ok(available.remove(pos))
+                    if let Some(c) = available.iter().find(|c| c.name() == name) {
+                        return Ok(c.clone());
+                    }
+                    if let Some(s) = skipped.iter().find(|s| &s.name == name) {
+                        return Err(self.table_err(format!("{name:?} is {}", s.reason)));
+                    }
+                    Err(self.table_err(format!(
+                        "no column named {name:?} (have: {})",
+                        available
+                            .iter()
+                            .map(Column::name)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )))
                 })
                 .collect::<Result<Vec<_>>>()?,
         };
         let Some(first) = columns.first() else {
-            return Err(self.table_err("it has no 1-D arrays".into()));
+            let mut message = "it has no 1-D arrays".to_string();
+            if !skipped.is_empty() {
+                message.push_str(" (skipped: ");
+                message.push_str(
+                    &skipped
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                );
+                message.push(')');
+            }
+            return Err(self.table_err(message));
         };
-        if let Some(other) = columns.iter().find(|a| a.len() != first.len()) {
+        if let Some(other) = columns.iter().find(|c| c.len() != first.len()) {
             return Err(self.table_err(format!(
                 "columns differ in length: {} has {} rows, {} has {} (select equal-length columns)",
-                first.column_name(),
+                first.name(),
                 first.len(),
-                other.column_name(),
+                other.name(),
                 other.len()
             )));
         }
@@ -187,7 +225,7 @@ impl ReaderBuilder {
                 "rows {}..{} are outside {:?} ({len} rows)",
                 range.start,
                 range.end,
-                self.path()
+                self.label()
             )));
         }
         let start = range.start.saturating_add(self.offset).min(range.end);
@@ -235,10 +273,11 @@ impl ReaderBuilder {
         Ok(out)
     }
 
-    /// Build the reader.
+    /// Build the reader: reads what columns read once (a categorical's
+    /// categories).
     ///
     /// # Errors
-    /// As [`ReaderBuilder::rows`].
+    /// As [`ReaderBuilder::rows`]; errors reading the categories.
     pub fn build(self) -> Result<BatchReader> {
         let columns = self.columns()?;
         let rows = self.row_range(columns[0].len())?;
@@ -248,20 +287,46 @@ impl ReaderBuilder {
                 .unwrap_or(usize::MAX)
                 .min(DEFAULT_MAX_BATCH_ROWS)
         });
-        let schema = Arc::new(Schema::new(
-            columns.iter().map(ZarrArray::field).collect::<Vec<_>>(),
-        ));
+        let mut schema = Schema::new(
+            columns
+                .iter()
+                .map(|c| c.field().clone())
+                .collect::<Vec<_>>(),
+        );
+        if let Source::Group(group) = &self.source
+            && group.is_dataframe()
+        {
+            let index = group
+                .dataframe_index()
+                .filter(|i| columns.iter().any(|c| c.name() == *i));
+            let pandas: Vec<_> = columns.iter().map(Column::pandas).collect();
+            schema = schema.with_metadata(
+                [(
+                    "pandas".to_string(),
+                    anndata::pandas_metadata(&Vec::from_iter(index), &pandas),
+                )]
+                .into(),
+            );
+        }
         // Read ahead at least one batch, and at least one of the longest chunks per
         // thread: decoding then overlaps with the caller's work on earlier batches.
         let lookahead =
             (batch_size as u64).max(longest.saturating_mul(self.options.read_ahead() as u64));
+        let prepared = columns
+            .iter()
+            .map(Column::prepare)
+            .collect::<Result<Vec<_>>>()?;
+        let leaves = columns
+            .iter()
+            .flat_map(|c| c.leaves().into_iter().cloned())
+            .map(|array| Cursor::new(array, rows.start))
+            .collect();
         Ok(BatchReader {
-            schema,
-            columns: columns
-                .into_iter()
-                .map(|array| Column::new(array, rows.start))
-                .collect(),
-            path: self.path().to_string(),
+            schema: Arc::new(schema),
+            columns,
+            prepared,
+            leaves,
+            label: self.label(),
             rows: rows.clone(),
             done: rows.start,
             batch_size,
@@ -274,18 +339,19 @@ impl ReaderBuilder {
 }
 
 /// The longest chunk (shard) length among `columns`, at least 1.
-fn longest_chunk(columns: &[ZarrArray]) -> u64 {
+fn longest_chunk(columns: &[Column]) -> u64 {
     columns
         .iter()
-        .map(|a| a.metadata().chunk_shape[0])
+        .map(Column::chunk_len)
         .max()
         .unwrap_or(1)
         .max(1)
 }
 
-/// One column's cursor: the chunks asked for, and decoded rows not yet handed out.
+/// One leaf array's cursor: the chunks asked for, and decoded rows not yet
+/// handed out.
 #[derive(Debug)]
-struct Column {
+struct Cursor {
     array: ZarrArray,
     chunk_len: u64,
     /// The first chunk not yet asked for.
@@ -295,7 +361,7 @@ struct Column {
     queued: RowQueue,
 }
 
-impl Column {
+impl Cursor {
     fn new(array: ZarrArray, start: u64) -> Self {
         let chunk_len = array.metadata().chunk_shape[0].max(1);
         Self {
@@ -308,9 +374,9 @@ impl Column {
     }
 }
 
-/// One chunk to decode: rows `rows` of chunk `chunk` of column `column`.
+/// One chunk to decode: rows `rows` of chunk `chunk` of leaf `leaf`.
 struct Job {
-    column: usize,
+    leaf: usize,
     array: ZarrArray,
     chunk: u64,
     rows: Range<u64>,
@@ -319,13 +385,13 @@ struct Job {
 impl Job {
     fn run(&self) -> Result<(usize, ArrayRef)> {
         Ok((
-            self.column,
+            self.leaf,
             self.array.chunk_rows(self.chunk, self.rows.clone())?,
         ))
     }
 }
 
-/// Decoded chunks: each with the index of its column.
+/// Decoded chunks: each with the index of its leaf.
 type Decoded = Vec<(usize, ArrayRef)>;
 
 /// Decode `jobs`, in parallel when asked; results in job order.
@@ -345,7 +411,11 @@ fn run_jobs(jobs: &[Job], parallel: bool) -> Result<Decoded> {
 pub struct BatchReader {
     schema: SchemaRef,
     columns: Vec<Column>,
-    path: String,
+    /// What each column read once (a categorical's categories).
+    prepared: Vec<Option<ArrayRef>>,
+    /// The arrays read row by row, the columns' leaves in column order.
+    leaves: Vec<Cursor>,
+    label: String,
     rows: Range<u64>,
     done: u64,
     batch_size: usize,
@@ -368,16 +438,16 @@ impl BatchReader {
         self.rows.clone()
     }
 
-    /// The chunks every column still needs for rows up to `upto`, marked asked for.
+    /// The chunks every leaf still needs for rows up to `upto`, marked asked for.
     fn plan(&mut self, upto: u64) -> Vec<Job> {
         let end = self.rows.end;
         let mut jobs = Vec::new();
-        for (c, col) in self.columns.iter_mut().enumerate() {
+        for (c, col) in self.leaves.iter_mut().enumerate() {
             while col.covered < upto.min(end) {
                 let chunk = col.next_chunk;
                 let chunk_end = ((chunk + 1) * col.chunk_len).min(end);
                 jobs.push(Job {
-                    column: c,
+                    leaf: c,
                     array: col.array.clone(),
                     chunk,
                     rows: col.covered..chunk_end,
@@ -391,7 +461,7 @@ impl BatchReader {
 
     fn queue(&mut self, decoded: Decoded) {
         for (c, array) in decoded {
-            self.columns[c].queued.push(array);
+            self.leaves[c].queued.push(array);
         }
     }
 
@@ -402,7 +472,7 @@ impl BatchReader {
         }
         // The chunks decoded ahead, as far as this batch needs them (they come
         // before any chunk asked for below).
-        while self.columns.iter().any(|c| (c.queued.len() as u64) < n) {
+        while self.leaves.iter().any(|c| (c.queued.len() as u64) < n) {
             let Some(pending) = self.pending.pop_front() else {
                 break;
             };
@@ -416,13 +486,13 @@ impl BatchReader {
         let jobs = self.plan(self.done + n);
         let decoded = run_jobs(&jobs, self.parallel)?;
         self.queue(decoded);
-        let mut arrays = Vec::with_capacity(self.columns.len());
-        for col in &mut self.columns {
+        let mut leaves = Vec::with_capacity(self.leaves.len());
+        for col in &mut self.leaves {
             match col.queued.take(n as usize)? {
-                Some(array) if array.len() as u64 == n => arrays.push(array),
+                Some(array) if array.len() as u64 == n => leaves.push(array),
                 _ => {
                     return Err(Error::Table {
-                        path: self.path.clone(),
+                        path: self.label.clone(),
                         message: format!(
                             "column {} ended before row {}",
                             col.array.column_name(),
@@ -431,6 +501,12 @@ impl BatchReader {
                     });
                 }
             }
+        }
+        let mut leaves = leaves.into_iter();
+        let mut arrays = Vec::with_capacity(self.columns.len());
+        for (column, prepared) in self.columns.iter().zip(&self.prepared) {
+            let own: Vec<ArrayRef> = leaves.by_ref().take(column.leaves().len()).collect();
+            arrays.push(column.assemble(prepared.as_ref(), own)?);
         }
         self.done += n;
         // Decode the next chunks while the caller works on this batch.

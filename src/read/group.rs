@@ -1,13 +1,56 @@
-//! [`ZarrGroup`]: a group whose 1-D arrays are the columns of one table.
+//! [`ZarrGroup`]: a group whose 1-D arrays (and anndata elements) are the
+//! columns of one table.
+//!
+//! Which children are columns, and in which order:
+//! - an anndata dataframe (`encoding-type: dataframe`): the `_index` element
+//!   first, then `column-order`, then any other column;
+//! - otherwise the order zarrow's writer recorded, else by name.
+//!
+//! A 1-D array is a column (its CF attributes decoded); so are anndata's
+//! `categorical` and `nullable-*` elements, stored as groups of arrays. Every other
+//! child (an N-d array, a sparse matrix, a subgroup, a node whose metadata zarrow
+//! cannot read) is [skipped](ZarrGroup::skipped), with the reason, never in
+//! silence. A group that is itself an anndata element reads as a table of that one
+//! column.
 
 use std::sync::Arc;
 
-use super::{ReadOptions, ReaderBuilder, ZarrArray, read_node};
+use super::column::Conventions;
+use super::{Column, LongTable, ReadOptions, ReaderBuilder, ZarrArray, read_node};
+use crate::conventions::anndata::{self, Encoding};
 use crate::error::{Error, Result};
 use crate::metadata::{GroupMetadata, NodeMetadata, recorded_columns};
-use crate::store::{Store, join_key};
+use crate::store::{Store, join_key, node_label};
 
-/// A Zarr group opened for reading: its metadata and its children's, loaded once.
+/// A child of a group that is not read as a column, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    /// The child's name.
+    pub name: String,
+    /// Why it is not a column.
+    pub reason: String,
+    /// It is an array zarrow reads, but its CF attributes cannot be decoded (a
+    /// calendar zarrow does not know): reading the whole table is then an error
+    /// rather than a table without it; it reads with conventions off.
+    pub convention: bool,
+}
+
+/// anndata encodings of groups that hold other elements (listed as skipped
+/// children), as opposed to elements that are not tables (sparse matrices).
+const CONTAINERS: [&str; 3] = ["anndata", "dict", "raw"];
+
+impl std::fmt::Display for Skipped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.name.is_empty() {
+            // The group itself.
+            return f.write_str(&self.reason);
+        }
+        write!(f, "{}: {}", self.name, self.reason)
+    }
+}
+
+/// A Zarr group opened for reading: its metadata, its children's, and the
+/// columns they make, loaded once.
 ///
 /// Cheap to clone (the store and metadata are shared).
 #[derive(Debug, Clone)]
@@ -16,6 +59,8 @@ pub struct ZarrGroup {
     path: String,
     meta: Arc<GroupMetadata>,
     children: Arc<Vec<(String, NodeMetadata)>>,
+    columns: Arc<Vec<Column>>,
+    skipped: Arc<Vec<Skipped>>,
     options: ReadOptions,
 }
 
@@ -32,34 +77,47 @@ impl ZarrGroup {
     /// Open with explicit options: reads the group's metadata and every child's.
     ///
     /// # Errors
-    /// As [`ZarrGroup::open`]; a child whose metadata is present but invalid is an
-    /// error (it is not skipped silently); directories without metadata are
-    /// skipped.
+    /// As [`ZarrGroup::open`]. A child whose metadata is invalid, or that cannot
+    /// be read as a column, is not an error: it is [skipped](Self::skipped), with
+    /// the reason. Directories without metadata are not children.
     pub fn open_with(store: Arc<dyn Store>, path: &str, options: ReadOptions) -> Result<Self> {
         let path = path.trim_matches('/').to_string();
         let meta = match read_node(store.as_ref(), &path)? {
             NodeMetadata::Group(meta) => meta,
             NodeMetadata::Array(_) => {
                 return Err(Error::InvalidArgument(format!(
-                    "{path:?} is an array, not a group"
+                    "{:?} is an array, not a group",
+                    node_label(store.as_ref(), &path)
                 )));
             }
         };
         let mut children = Vec::new();
+        let mut skipped = Vec::new();
         for name in store.list_children(&path)? {
             match read_node(store.as_ref(), &join_key(&path, &name)) {
                 Ok(node) => children.push((name, node)),
                 Err(Error::NodeNotFound { .. }) => {}
-                Err(e) => return Err(e),
+                Err(e) => skipped.push(Skipped {
+                    name,
+                    reason: format!("cannot be read: {e}"),
+                    convention: false,
+                }),
             }
         }
-        Ok(Self {
+        let mut group = Self {
             store,
             path,
             meta: Arc::new(meta),
             children: Arc::new(children),
+            columns: Arc::new(Vec::new()),
+            skipped: Arc::new(Vec::new()),
             options,
-        })
+        };
+        let (columns, more) = group.resolve_columns();
+        skipped.extend(more);
+        group.columns = Arc::new(columns);
+        group.skipped = Arc::new(skipped);
+        Ok(group)
     }
 
     /// The group's node path.
@@ -67,48 +125,74 @@ impl ZarrGroup {
         &self.path
     }
 
+    /// The group as a user names it: the store's location and the node path.
+    pub fn label(&self) -> String {
+        node_label(self.store.as_ref(), &self.path)
+    }
+
+    /// The store the group is in.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
     /// The group's metadata.
     pub fn metadata(&self) -> &GroupMetadata {
         &self.meta
     }
 
-    /// The direct children that are Zarr nodes, by name, sorted.
+    /// The direct children whose metadata zarrow reads, by name, sorted.
     pub fn children(&self) -> &[(String, NodeMetadata)] {
         &self.children
     }
 
-    /// The 1-D child arrays: the table's columns, in the order zarrow's writer
-    /// recorded, else sorted by name.
+    /// The table's columns, in order (see the [module docs](self)).
+    pub fn columns(&self) -> &[Column] {
+        &self.columns
+    }
+
+    /// The children that are not columns, each with the reason.
+    pub fn skipped(&self) -> &[Skipped] {
+        &self.skipped
+    }
+
+    /// The anndata dataframe's index column (`_index`), when the group is one
+    /// and the index is among its columns.
+    pub fn dataframe_index(&self) -> Option<&str> {
+        match anndata::encoding(&self.meta.attributes) {
+            Some(Encoding::DataFrame {
+                index: Some(index), ..
+            }) => self
+                .columns
+                .iter()
+                .find(|c| c.name() == index)
+                .map(Column::name),
+            _ => None,
+        }
+    }
+
+    /// Whether the group is an anndata dataframe or one element of one (a table
+    /// that pandas metadata describes).
+    pub fn is_dataframe(&self) -> bool {
+        matches!(
+            anndata::encoding(&self.meta.attributes),
+            Some(Encoding::DataFrame { .. } | Encoding::Categorical { .. } | Encoding::Nullable(_))
+        )
+    }
+
+    /// For a group that is one anndata element (a categorical, a nullable
+    /// array): name its column `name` (default: the group's name, or `values`
+    /// at a store's root). No effect on other groups.
     ///
     /// # Errors
-    /// A child array whose codecs cannot be built.
-    pub fn columns(&self) -> Result<Vec<ZarrArray>> {
-        let mut available = self
-            .children
-            .iter()
-            .filter_map(|(name, node)| match node {
-                NodeMetadata::Array(meta) if meta.shape.len() == 1 => {
-                    Some(ZarrArray::from_metadata(
-                        self.store.clone(),
-                        join_key(&self.path, name),
-                        (**meta).clone(),
-                        self.options,
-                    ))
-                }
-                _ => None,
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let Some(order) = recorded_columns(&self.meta.attributes) else {
-            return Ok(available);
-        };
-        let mut ordered = Vec::with_capacity(available.len());
-        for name in order {
-            if let Some(pos) = available.iter().position(|a| a.column_name() == name) {
-                ordered.push(available.remove(pos));
-            }
+    /// As [`ZarrGroup::open`] (the element is rebuilt under the new name).
+    pub fn with_column_name(mut self, name: &str) -> Result<Self> {
+        if let Some(column) = self.element(name) {
+            self.columns = Arc::new(vec![column.map_err(|reason| Error::Convention {
+                path: self.label(),
+                message: reason,
+            })?]);
         }
-        ordered.extend(available);
-        Ok(ordered)
+        Ok(self)
     }
 
     /// The read options in force.
@@ -116,8 +200,170 @@ impl ZarrGroup {
         &self.options
     }
 
-    /// A builder for a table reader over this group's 1-D arrays.
+    /// A builder for a table reader over this group's columns.
     pub fn reader(&self) -> ReaderBuilder {
         ReaderBuilder::for_group(self.clone())
+    }
+
+    /// The group as a gridded dataset's long table, one row per grid point, like
+    /// xarray's `Dataset.to_dataframe()` (`variables`: only these).
+    ///
+    /// # Errors
+    /// As [`LongTable::new`].
+    pub fn long_table(&self, variables: Option<&[String]>) -> Result<LongTable> {
+        LongTable::new(self, variables)
+    }
+
+    fn conventions(&self) -> Conventions {
+        Conventions {
+            decode_cf: self.options.decode_cf,
+        }
+    }
+
+    fn array(&self, path: &str, meta: &crate::ArrayMetadata) -> Result<ZarrArray> {
+        ZarrArray::from_metadata(
+            self.store.clone(),
+            path.to_string(),
+            meta.clone(),
+            self.options,
+        )
+    }
+
+    /// The member `name` of the child group at `path`, as an array.
+    fn member(&self, path: &str, name: &str) -> std::result::Result<ZarrArray, String> {
+        let key = join_key(path, name);
+        match read_node(self.store.as_ref(), &key) {
+            Ok(NodeMetadata::Array(meta)) => self.array(&key, &meta).map_err(|e| e.to_string()),
+            Ok(NodeMetadata::Group(_)) => Err(format!("its {name:?} is a group, not an array")),
+            Err(Error::NodeNotFound { .. }) => Err(format!("it has no {name:?} array")),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// The column that the group at `path`, with `attributes`, makes when it is
+    /// an anndata element; `None` when it is not one.
+    fn element_at(
+        &self,
+        path: &str,
+        name: &str,
+        attributes: &serde_json::Map<String, serde_json::Value>,
+    ) -> Option<std::result::Result<Column, String>> {
+        Some(match anndata::encoding(attributes)? {
+            Encoding::Categorical { ordered } => self.member(path, "codes").and_then(|codes| {
+                let categories = self.member(path, "categories")?;
+                Column::categorical(name, codes, categories, ordered)
+            }),
+            Encoding::Nullable(kind) => self.member(path, "values").and_then(|values| {
+                let mask = self.member(path, "mask")?;
+                Column::masked(name, values, mask, kind)
+            }),
+            _ => return None,
+        })
+    }
+
+    /// This group as one element's column, when it is one.
+    fn element(&self, name: &str) -> Option<std::result::Result<Column, String>> {
+        self.element_at(&self.path, name, &self.meta.attributes)
+    }
+
+    /// The columns and the skipped children, in the table's order.
+    fn resolve_columns(&self) -> (Vec<Column>, Vec<Skipped>) {
+        let own_name = self.path.rsplit('/').next().unwrap_or("");
+        let own_name = if own_name.is_empty() {
+            "values"
+        } else {
+            own_name
+        };
+        if let Some(Encoding::Other(kind)) = anndata::encoding(&self.meta.attributes)
+            && !CONTAINERS.contains(&kind.as_str())
+        {
+            // A sparse matrix, say: its arrays are not columns of one table.
+            return (
+                Vec::new(),
+                vec![Skipped {
+                    name: String::new(),
+                    reason: format!("an anndata {kind} element, not a table"),
+                    convention: false,
+                }],
+            );
+        }
+        match self.element(own_name) {
+            Some(Ok(column)) => return (vec![column], Vec::new()),
+            Some(Err(reason)) => {
+                return (
+                    Vec::new(),
+                    vec![Skipped {
+                        name: own_name.to_string(),
+                        reason,
+                        convention: false,
+                    }],
+                );
+            }
+            None => {}
+        }
+        let mut columns = Vec::new();
+        let mut skipped = Vec::new();
+        for (name, node) in self.children.iter() {
+            let key = join_key(&self.path, name);
+            let column = match node {
+                NodeMetadata::Array(meta) if meta.shape.len() == 1 => {
+                    match self
+                        .array(&key, meta)
+                        .and_then(|a| Column::array(a, self.conventions()))
+                    {
+                        Ok(column) => Ok(column),
+                        Err(e @ Error::Convention { .. }) => {
+                            skipped.push(Skipped {
+                                name: name.clone(),
+                                reason: format!("cannot be decoded: {e}"),
+                                convention: true,
+                            });
+                            continue;
+                        }
+                        Err(e) => Err(format!("cannot be read: {e}")),
+                    }
+                }
+                NodeMetadata::Array(meta) => Err(format!(
+                    "a {}-D array (shape {:?}); convert it on its own",
+                    meta.shape.len(),
+                    meta.shape
+                )),
+                NodeMetadata::Group(g) => match self.element_at(&key, name, &g.attributes) {
+                    Some(column) => column.map_err(|r| format!("cannot be read: {r}")),
+                    None => Err(match anndata::encoding(&g.attributes) {
+                        Some(Encoding::Other(kind)) => {
+                            format!("an anndata {kind} element, not a column")
+                        }
+                        Some(Encoding::DataFrame { .. }) => {
+                            "an anndata dataframe; convert it on its own".to_string()
+                        }
+                        _ => "a group, not a column; convert it on its own".to_string(),
+                    }),
+                },
+            };
+            match column {
+                Ok(column) => columns.push(column),
+                Err(reason) => skipped.push(Skipped {
+                    name: name.clone(),
+                    reason,
+                    convention: false,
+                }),
+            }
+        }
+        let order = match anndata::encoding(&self.meta.attributes) {
+            Some(Encoding::DataFrame {
+                index,
+                column_order,
+            }) => index.into_iter().chain(column_order).collect(),
+            _ => recorded_columns(&self.meta.attributes).unwrap_or_default(),
+        };
+        let mut ordered = Vec::with_capacity(columns.len());
+        for name in order {
+            if let Some(pos) = columns.iter().position(|c: &Column| c.name() == name) {
+                ordered.push(columns.remove(pos));
+            }
+        }
+        ordered.extend(columns);
+        (ordered, skipped)
     }
 }

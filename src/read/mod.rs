@@ -12,7 +12,9 @@
 
 mod array;
 mod builder;
+mod column;
 mod group;
+mod long;
 mod node;
 mod plan;
 
@@ -20,14 +22,17 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use arrow_array::{RecordBatch, RecordBatchReader};
-use arrow_schema::{ArrowError, Schema, SchemaRef};
+use arrow_schema::{ArrowError, Field, Schema, SchemaRef};
 
 pub use array::ZarrArray;
 pub use builder::{BatchReader, DEFAULT_MAX_BATCH_ROWS, ReaderBuilder};
-pub use group::ZarrGroup;
+pub use column::{Column, DIMENSION_NAMES_KEY};
+pub use group::{Skipped, ZarrGroup};
+pub use long::LongTable;
 pub use node::read_node;
 
-use crate::error::Result;
+use crate::conventions::cf::CfDecode;
+use crate::error::{Error, Result};
 use crate::metadata::StringType;
 
 /// The default bound on one chunk's decoded size: 2 GiB.
@@ -55,6 +60,9 @@ pub struct ReadOptions {
     pub max_read_bytes: u64,
     /// Decode independent chunks on rayon's thread pool.
     pub parallel: bool,
+    /// Decode CF attributes (`scale_factor`, `add_offset`, `_FillValue`, time
+    /// `units`) into the values xarray gives; off: the raw values.
+    pub decode_cf: bool,
 }
 
 impl Default for ReadOptions {
@@ -64,6 +72,7 @@ impl Default for ReadOptions {
             max_chunk_bytes: DEFAULT_MAX_CHUNK_BYTES,
             max_read_bytes: DEFAULT_MAX_READ_BYTES,
             parallel: true,
+            decode_cf: true,
         }
     }
 }
@@ -93,6 +102,12 @@ impl ReadOptions {
         self
     }
 
+    /// Decode CF attributes (the default), or keep the raw values.
+    pub fn with_decode_cf(mut self, decode: bool) -> Self {
+        self.decode_cf = decode;
+        self
+    }
+
     /// How many chunks a reader decodes ahead: one per thread when parallel.
     pub fn read_ahead(&self) -> usize {
         if self.parallel {
@@ -104,21 +119,34 @@ impl ReadOptions {
 }
 
 /// A [`RecordBatchReader`] over one array: a single column named after the array,
-/// one batch per slab (per chunk for 1-D arrays).
+/// one batch per slab (per chunk for 1-D arrays), CF-decoded when the options say
+/// so.
 #[derive(Debug)]
 pub struct ArrayBatchReader {
     array: ZarrArray,
     schema: SchemaRef,
+    cf: std::result::Result<Option<CfDecode>, String>,
     next_slab: u64,
     ready: VecDeque<arrow_array::ArrayRef>,
 }
 
 impl ArrayBatchReader {
     fn new(array: ZarrArray) -> Self {
-        let schema = Arc::new(Schema::new(vec![array.field()]));
+        let raw = array.arrow_type();
+        let cf = if array.options().decode_cf {
+            CfDecode::from_metadata(array.metadata(), &raw)
+        } else {
+            Ok(None)
+        };
+        let field = match &cf {
+            Ok(Some(cf)) => Field::new(array.column_name(), cf.data_type().clone(), true),
+            _ => array.field(),
+        };
+        let schema = Arc::new(Schema::new(vec![field]));
         Self {
             array,
             schema,
+            cf,
             next_slab: 0,
             ready: VecDeque::new(),
         }
@@ -130,6 +158,10 @@ impl ArrayBatchReader {
     }
 
     fn next_inner(&mut self) -> Result<Option<RecordBatch>> {
+        let cf = self.cf.as_ref().map_err(|message| Error::Convention {
+            path: self.array.label(),
+            message: message.clone(),
+        })?;
         if self.ready.is_empty() {
             let end = self
                 .next_slab
@@ -142,13 +174,20 @@ impl ArrayBatchReader {
                 .extend(self.array.read_slabs(self.next_slab..end)?);
             self.next_slab = end;
         }
-        match self.ready.pop_front() {
-            Some(column) => Ok(Some(RecordBatch::try_new(
-                self.schema.clone(),
-                vec![column],
-            )?)),
-            None => Ok(None),
-        }
+        let Some(column) = self.ready.pop_front() else {
+            return Ok(None);
+        };
+        let column = match cf {
+            Some(cf) => cf.decode(&column).map_err(|message| Error::Convention {
+                path: self.array.label(),
+                message,
+            })?,
+            None => column,
+        };
+        Ok(Some(RecordBatch::try_new(
+            self.schema.clone(),
+            vec![column],
+        )?))
     }
 }
 

@@ -220,6 +220,10 @@ impl LocalStore {
 }
 
 impl Store for LocalStore {
+    fn location(&self) -> String {
+        self.root.display().to_string()
+    }
+
     fn get(&self, key: &str) -> Result<Option<Buffer>> {
         let Some((file, path, len)) = self.open(key)? else {
             return Ok(None);

@@ -30,6 +30,12 @@ use crate::error::{Error, Result};
 /// Methods take `&self` so that one store can serve many threads; implementations
 /// are `Send + Sync`.
 pub trait Store: Debug + Send + Sync {
+    /// Where the store is, for messages (a directory, a URL); empty when it has
+    /// no name (an in-memory store).
+    fn location(&self) -> String {
+        String::new()
+    }
+
     /// The whole value at `key`, or `None` when the key is absent.
     ///
     /// The returned buffer is allocated with Arrow's alignment where the backend
@@ -141,6 +147,18 @@ pub fn validate_key(key: &str) -> Result<()> {
 }
 
 /// Join a node path and a name into a key (`"" + "zarr.json"` = `"zarr.json"`).
+/// A node as a user names it in messages: the store's location joined with the
+/// node path (`"atlas.zarr/obs"`, not `""`).
+pub(crate) fn node_label(store: &dyn Store, path: &str) -> String {
+    let location = store.location();
+    match (location.is_empty(), path.is_empty()) {
+        (true, true) => "/".to_string(),
+        (true, false) => path.to_string(),
+        (false, true) => location,
+        (false, false) => format!("{}/{path}", location.trim_end_matches('/')),
+    }
+}
+
 pub(crate) fn join_key(prefix: &str, name: &str) -> String {
     let prefix = prefix.trim_matches('/');
     if prefix.is_empty() {

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, BooleanArray, Scalar, new_empty_array};
 use arrow_schema::DataType as ArrowType;
+use serde_json::{Map, Value, json};
 
 use super::metadata::{ArraySpec, write_documents};
 use super::pipeline::Pipeline;
@@ -35,6 +36,10 @@ pub struct ArrayWriter {
     queued: RowQueue,
     next_chunk: u64,
     rows: u64,
+    /// Attributes written besides zarrow's own (anndata's encoding, say).
+    attributes: Map<String, Value>,
+    /// The dimension's name, for xarray (`dimension_names` / `_ARRAY_DIMENSIONS`).
+    dimension: Option<String>,
 }
 
 /// A chunk ready to be encoded and stored.
@@ -102,7 +107,22 @@ impl ArrayWriter {
             queued: RowQueue::default(),
             next_chunk: 0,
             rows: 0,
+            attributes: Map::new(),
+            dimension: None,
         })
+    }
+
+    /// Write these attributes too.
+    pub(crate) fn with_attributes(mut self, attributes: Map<String, Value>) -> Self {
+        self.attributes = attributes;
+        self
+    }
+
+    /// Name the array's dimension (v3 `dimension_names`, v2 `_ARRAY_DIMENSIONS`),
+    /// as xarray reads it.
+    pub fn with_dimension(mut self, name: impl Into<String>) -> Self {
+        self.dimension = Some(name.into());
+        self
     }
 
     /// Rows accepted so far.
@@ -176,7 +196,10 @@ impl ArrayWriter {
     fn prepare(&self, array: &ArrayRef) -> Result<ArrayRef> {
         let mut array = array.clone();
         // Logical nulls include a dictionary's null keys and null values.
-        let nulls = array.logical_nulls().filter(|n| n.null_count() > 0);
+        // Nulls of times write as NaT, which is how numpy marks them: kept.
+        let nulls = array
+            .logical_nulls()
+            .filter(|n| n.null_count() > 0 && !self.spec.data_type.has_nat());
         if let (Some(nulls), NullPolicy::Error) = (&nulls, self.options.nulls) {
             let first = nulls.iter().position(|valid| !valid).unwrap_or(0);
             return Err(Error::Nulls {
@@ -220,12 +243,30 @@ impl ArrayWriter {
     pub(crate) fn finish_metadata(&mut self) -> Result<u64> {
         // With no rows written, the default chunk length comes from an empty sample.
         let (len, codecs) = self.chunking(&new_empty_array(&self.spec.arrow_type));
-        let documents = self.spec.documents(
+        let mut documents = self.spec.documents(
             &[self.rows],
             &[len as u64],
             &codecs,
             self.options.zarr_format,
         );
+        let mut attributes = self.attributes.clone();
+        for (name, document) in &mut documents {
+            match (*name, &self.dimension) {
+                ("zarr.json", Some(dim)) => document["dimension_names"] = json!([dim]),
+                (".zattrs", Some(dim)) => {
+                    attributes.insert("_ARRAY_DIMENSIONS".into(), json!([dim]));
+                }
+                _ => {}
+            }
+            let target = match *name {
+                "zarr.json" => document.get_mut("attributes"),
+                ".zattrs" => Some(&mut *document),
+                _ => None,
+            };
+            if let Some(Value::Object(target)) = target {
+                target.append(&mut attributes);
+            }
+        }
         write_documents(self.store.as_ref(), &self.path, documents)?;
         Ok(self.rows)
     }
@@ -460,6 +501,7 @@ fn fill_value(data_type: &ArrowType) -> Result<ArrayRef> {
         ArrowType::UInt32 => Arc::new(UInt32Array::from(vec![0])),
         ArrowType::UInt64 => Arc::new(UInt64Array::from(vec![0])),
         // A missing float is NaN, as pandas, numpy and anndata write it.
+        ArrowType::Float16 => Arc::new(Float16Array::from(vec![half::f16::NAN])),
         ArrowType::Float32 => Arc::new(Float32Array::from(vec![f32::NAN])),
         ArrowType::Float64 => Arc::new(Float64Array::from(vec![f64::NAN])),
         ArrowType::Utf8 => Arc::new(StringArray::from(vec![""])),

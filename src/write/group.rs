@@ -1,17 +1,22 @@
 //! [`GroupWriter`]: a stream of record batches into a Zarr group, one 1-D array per
-//! column.
+//! column (or, under the anndata layout, one element per column).
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::WriteOptions;
-use super::array::{ArrayWriter, prepare_node};
+use super::array::prepare_node;
+use super::column::{ColumnWriter, Nullability};
 use super::metadata::{group_documents, write_documents};
 use super::pipeline::Pipeline;
+use super::{Layout, WriteOptions};
 use crate::error::{Error, Result};
 use crate::store::{Store, join_key};
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::Schema;
+use serde_json::{Value, json};
+
+/// The dimension of a table's arrays when the table names no pandas index.
+const DEFAULT_DIMENSION: &str = "index";
 
 /// Writes record batches into a group at a node path: column `x` becomes the array
 /// `path/x`. The group's metadata (with the column order, which zarrow's reader
@@ -22,7 +27,11 @@ pub struct GroupWriter {
     path: String,
     options: WriteOptions,
     names: Vec<String>,
-    columns: Vec<ArrayWriter>,
+    /// Each writer, with the batch column it takes (`None`: row numbers).
+    columns: Vec<(Option<usize>, ColumnWriter)>,
+    /// The anndata index column's name, under the anndata layout.
+    index: Option<String>,
+    rows: u64,
     /// Chunks of every column are encoded and stored here.
     pipeline: Pipeline,
 }
@@ -55,18 +64,43 @@ impl GroupWriter {
             )));
         }
         prepare_node(store.as_ref(), &path, options.overwrite)?;
-        let columns = schema
-            .fields()
-            .iter()
-            .map(|f| {
-                ArrayWriter::create(
-                    store.clone(),
-                    join_key(&path, f.name()),
-                    f.data_type(),
-                    options.clone(),
-                )
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let pandas = PandasInfo::new(schema);
+        let mut columns = Vec::new();
+        let mut index = None;
+        if options.layout == Layout::AnnData {
+            index = Some(match &pandas.index {
+                Some(name) => name.clone(),
+                None if names.iter().any(|n| n == "_index") => "_index".to_string(),
+                None => {
+                    let key = join_key(&path, "_index");
+                    prepare_node(store.as_ref(), &key, false)?;
+                    columns.push((None, ColumnWriter::row_numbers(&store, key, &options)?));
+                    "_index".to_string()
+                }
+            });
+        }
+        let dimension = pandas.index.as_deref().unwrap_or(DEFAULT_DIMENSION);
+        for (i, field) in schema.fields().iter().enumerate() {
+            let nullable = match pandas.numpy_type(field.name()) {
+                Some(
+                    "Int8" | "Int16" | "Int32" | "Int64" | "UInt8" | "UInt16" | "UInt32" | "UInt64"
+                    | "boolean" | "string",
+                ) => Nullability::Element,
+                Some(_) => Nullability::None,
+                // No pandas metadata: an Arrow field that may hold nulls.
+                None if field.is_nullable() => Nullability::Element,
+                None => Nullability::None,
+            };
+            let writer = ColumnWriter::new(
+                &store,
+                join_key(&path, field.name()),
+                field,
+                nullable,
+                &options,
+                dimension,
+            )?;
+            columns.push((Some(i), writer));
+        }
         // Column names must also be valid node names.
         for name in &names {
             if name.is_empty() {
@@ -82,6 +116,8 @@ impl GroupWriter {
             options,
             names,
             columns,
+            index,
+            rows: 0,
             pipeline: Pipeline::default(),
         })
     }
@@ -92,41 +128,107 @@ impl GroupWriter {
     /// # Errors
     /// As [`ArrayWriter::write`], for this batch's chunks or earlier ones.
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
-        if batch.num_columns() != self.columns.len() {
+        if batch.num_columns() != self.names.len() {
             return Err(Error::InvalidArgument(format!(
                 "batch has {} columns, the group {}",
                 batch.num_columns(),
-                self.columns.len()
+                self.names.len()
             )));
         }
-        for (writer, column) in self.columns.iter_mut().zip(batch.columns()) {
-            for chunk in writer.push(column)? {
-                self.pipeline.submit(writer.task(chunk))?;
-            }
+        for (source, writer) in &mut self.columns {
+            let array = source.map(|i| batch.column(i));
+            writer.push(array, self.rows, batch.num_rows(), &mut self.pipeline)?;
         }
+        self.rows += batch.num_rows() as u64;
         Ok(())
     }
 
     /// Store every column's last chunk, wait for every chunk, then write each
     /// column's metadata and the group's. Returns the rows written.
     pub fn finish(mut self) -> Result<u64> {
-        for writer in &mut self.columns {
-            if let Some(chunk) = writer.take_last()? {
-                self.pipeline.submit(writer.task(chunk))?;
-            }
+        for (_, writer) in &mut self.columns {
+            writer.flush(&mut self.pipeline)?;
         }
         self.pipeline.finish()?;
         let mut rows = 0;
-        for writer in &mut self.columns {
+        for (_, writer) in &mut self.columns {
             rows = writer.finish_metadata()?;
         }
-        write_group_metadata(
-            self.store.as_ref(),
-            &self.path,
-            &self.names,
-            self.options.zarr_format,
-        )?;
+        match &self.index {
+            Some(index) => {
+                let order: Vec<&String> = self.names.iter().filter(|n| *n != index).collect();
+                let mut attributes = serde_json::Map::new();
+                attributes.insert("_index".into(), json!(index));
+                attributes.insert("column-order".into(), json!(order));
+                attributes.insert("encoding-type".into(), json!("dataframe"));
+                attributes.insert("encoding-version".into(), json!("0.2.0"));
+                super::column::group_documents(
+                    self.store.as_ref(),
+                    &self.path,
+                    self.options.zarr_format,
+                    attributes,
+                )?;
+            }
+            None => write_group_metadata(
+                self.store.as_ref(),
+                &self.path,
+                &self.names,
+                self.options.zarr_format,
+            )?,
+        }
         Ok(rows)
+    }
+}
+
+/// What pyarrow's `pandas` schema metadata says: the index column, and each
+/// column's pandas dtype.
+struct PandasInfo {
+    index: Option<String>,
+    numpy_types: Vec<(String, String)>,
+}
+
+impl PandasInfo {
+    fn new(schema: &Schema) -> Self {
+        let meta: Option<Value> = schema
+            .metadata()
+            .get("pandas")
+            .and_then(|m| serde_json::from_str(m).ok());
+        let Some(meta) = meta else {
+            return Self {
+                index: None,
+                numpy_types: Vec::new(),
+            };
+        };
+        // One named index column; a RangeIndex is a JSON object, not a name.
+        let index = match meta.get("index_columns").and_then(Value::as_array) {
+            Some(cols) if cols.len() == 1 => cols[0]
+                .as_str()
+                .filter(|name| schema.field_with_name(name).is_ok())
+                .map(str::to_string),
+            _ => None,
+        };
+        let numpy_types = meta
+            .get("columns")
+            .and_then(Value::as_array)
+            .map(|cols| {
+                cols.iter()
+                    .filter_map(|c| {
+                        Some((
+                            c.get("field_name")?.as_str()?.to_string(),
+                            c.get("numpy_type")?.as_str()?.to_string(),
+                        ))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        Self { index, numpy_types }
+    }
+
+    fn numpy_type(&self, field: &str) -> Option<&str> {
+        self.numpy_types
+            .iter()
+            .find(|(name, _)| name == field)
+            .map(|(_, t)| t.as_str())
     }
 }
 

@@ -11,7 +11,7 @@ use crate::codec::{
     ArrayToBytesCodec, Bytes, BytesToBytesCodec, CodecChain, Sharding, Vlen, ZarrsVlen, Zep0007,
 };
 use crate::error::{Error, Result};
-use crate::metadata::{DataType, Endian};
+use crate::metadata::{DataType, DateTimeUnit, Endian};
 use crate::store::{Store, join_key};
 
 /// The attribute under which zarrow records what a reader of its own needs.
@@ -45,13 +45,21 @@ impl ArraySpec {
             ArrowType::UInt16 => DataType::UInt16,
             ArrowType::UInt32 => DataType::UInt32,
             ArrowType::UInt64 => DataType::UInt64,
+            ArrowType::Float16 => DataType::Float16,
             ArrowType::Float32 => DataType::Float32,
             ArrowType::Float64 => DataType::Float64,
+            // Times are stored in UTC; a timezone is kept in the attributes.
+            ArrowType::Timestamp(unit, _) => {
+                DataType::DateTime64(DateTimeUnit::from_time_unit(*unit))
+            }
+            ArrowType::Date32 => DataType::DateTime64(DateTimeUnit::Day),
+            ArrowType::Date64 => DataType::DateTime64(DateTimeUnit::Millisecond),
+            ArrowType::Duration(unit) => DataType::TimeDelta64(DateTimeUnit::from_time_unit(*unit)),
             ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View => DataType::String,
             ArrowType::Binary | ArrowType::LargeBinary | ArrowType::BinaryView => DataType::Bytes,
             other => {
                 return Err(Error::InvalidArgument(format!(
-                    "column {name:?} has Arrow type {other}, which zarrow does not write (strings, bytes, integers, floats and bools)"
+                    "column {name:?} has Arrow type {other}, which zarrow does not write (strings, bytes, integers, floats, bools, timestamps, dates and durations)"
                 )));
             }
         };
@@ -104,8 +112,12 @@ impl ArraySpec {
         codecs: &CodecChain,
         zarr_format: u8,
     ) -> Vec<(&'static str, Value)> {
-        let attributes =
+        let mut attributes =
             json!({ ZARROW_ATTRIBUTE: { "arrow_type": arrow_type_name(&self.arrow_type) } });
+        // numpy's datetime64 has no timezone: the values are UTC, the zone kept here.
+        if let ArrowType::Timestamp(_, Some(tz)) = &self.arrow_type {
+            attributes[ZARROW_ATTRIBUTE]["timezone"] = json!(tz.as_ref());
+        }
         if zarr_format == 2 {
             // Attributes first: the node appears (`.zarray`) complete.
             return vec![
@@ -124,6 +136,10 @@ impl ArraySpec {
             }
             (Encoding::ZarrsVlen, DataType::Bytes) => json!("bytes"),
             (_, DataType::Bytes) => json!("variable_length_bytes"),
+            (_, DataType::DateTime64(unit)) => json!({"name": "numpy.datetime64",
+                "configuration": {"unit": unit.as_str(), "scale_factor": 1}}),
+            (_, DataType::TimeDelta64(unit)) => json!({"name": "numpy.timedelta64",
+                "configuration": {"unit": unit.as_str(), "scale_factor": 1}}),
             (_, t) => json!(t.zarr_name()),
         };
         let codecs = codecs.metadata();
@@ -152,9 +168,23 @@ impl ArraySpec {
     fn fill_json(&self) -> Value {
         match self.data_type {
             DataType::Bool => json!(false),
-            DataType::Float32 | DataType::Float64 => json!(0.0),
+            DataType::Float16 | DataType::Float32 | DataType::Float64 => json!(0.0),
+            // NaT, as zarr-python writes by default.
+            DataType::DateTime64(_) | DataType::TimeDelta64(_) => json!(i64::MIN),
             DataType::String | DataType::Bytes => json!(""),
             _ => json!(0),
+        }
+    }
+
+    /// xarray reads a v2 `fill_value` as `_FillValue`, masking the values equal to
+    /// it: numbers, bools, strings and bytes get `null` (no fill value:
+    /// zarr-python and zarrow read missing chunks as 0, false, ""), floats NaN,
+    /// times NaT.
+    fn v2_fill_json(&self) -> Value {
+        match self.data_type {
+            DataType::Float16 | DataType::Float32 | DataType::Float64 => json!("NaN"),
+            DataType::DateTime64(_) | DataType::TimeDelta64(_) => self.fill_json(),
+            _ => Value::Null,
         }
     }
 
@@ -163,10 +193,12 @@ impl ArraySpec {
             DataType::String => ("|O".to_string(), json!([{"id": "vlen-utf8"}])),
             DataType::Bytes => ("|O".to_string(), json!([{"id": "vlen-bytes"}])),
             DataType::Bool => ("|b1".to_string(), Value::Null),
+            DataType::DateTime64(unit) => (format!("<M8[{}]", unit.as_str()), Value::Null),
+            DataType::TimeDelta64(unit) => (format!("<m8[{}]", unit.as_str()), Value::Null),
             t => {
                 let size = t.fixed_size().unwrap_or(1);
                 let kind = match t {
-                    DataType::Float32 | DataType::Float64 => 'f',
+                    DataType::Float16 | DataType::Float32 | DataType::Float64 => 'f',
                     DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64 => 'u',
                     _ => 'i',
                 };
@@ -182,7 +214,7 @@ impl ArraySpec {
             "chunks": chunk_shape,
             "dtype": dtype,
             "compressor": codecs.bytes_to_bytes().first().map(|c| c.metadata(2)),
-            "fill_value": self.fill_json(),
+            "fill_value": self.v2_fill_json(),
             "order": "C",
             "filters": filters,
             "dimension_separator": ".",

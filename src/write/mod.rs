@@ -14,6 +14,7 @@
 //! missing.
 
 mod array;
+mod column;
 mod group;
 mod metadata;
 mod pipeline;
@@ -130,6 +131,34 @@ pub enum NullPolicy {
     Fill,
 }
 
+/// How a table becomes a group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Layout {
+    /// One 1-D array per column (the default), each carrying the dimension name
+    /// (`dimension_names`, v2 `_ARRAY_DIMENSIONS`) so xarray opens the group as a
+    /// dataset.
+    #[default]
+    Plain,
+    /// An anndata dataframe (`anndata.io.read_elem` reads it as a pandas
+    /// DataFrame): a `Dictionary` column becomes a `categorical` element; an
+    /// integer, bool or string column that may hold nulls a `nullable-*` element
+    /// (values and mask); floats with nulls hold NaN; the pandas index (from
+    /// pyarrow's `pandas` schema metadata, else the row numbers) is `_index`.
+    AnnData,
+}
+
+impl Layout {
+    /// Parse the CLI spelling: `plain`, `anndata`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "plain" | "default" => Some(Self::Plain),
+            "anndata" => Some(Self::AnnData),
+            _ => None,
+        }
+    }
+}
+
 /// How arrays are written.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -159,6 +188,8 @@ pub struct WriteOptions {
     pub nulls: NullPolicy,
     /// Replace an existing node instead of refusing.
     pub overwrite: bool,
+    /// How a table becomes a group.
+    pub layout: Layout,
 }
 
 impl Default for WriteOptions {
@@ -174,6 +205,7 @@ impl Default for WriteOptions {
             shard_shape: None,
             nulls: NullPolicy::Error,
             overwrite: false,
+            layout: Layout::Plain,
         }
     }
 }
@@ -247,6 +279,12 @@ impl WriteOptions {
     /// Set the null policy.
     pub fn with_nulls(mut self, nulls: NullPolicy) -> Self {
         self.nulls = nulls;
+        self
+    }
+
+    /// Set how a table becomes a group.
+    pub fn with_layout(mut self, layout: Layout) -> Self {
+        self.layout = layout;
         self
     }
 

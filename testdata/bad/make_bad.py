@@ -247,7 +247,7 @@ def main():
     raw_store("group_bad_child", {
         "zarr.json": json.dumps({"zarr_format": 3, "node_type": "group"}),
         "a/zarr.json": "not json",
-    }, "Json")
+    }, "Table")  # the child is skipped, named with the reason; nothing is left to read
 
     # --- a chunk that is a symlink leaving the store root ---
     d = v3_array("symlink_escape", "string", [4], [4], VLEN, expect="InvalidKey")

@@ -89,6 +89,11 @@ def column_from_array(arr: zarr.Array) -> pa.Array:
     if values.dtype.kind in "biuf":
         native = values.astype(values.dtype.newbyteorder("="))
         return pa.array(native, type=pa.from_numpy_dtype(native.dtype))
+    if values.dtype.kind in "Mm":
+        # numpy datetime64 / timedelta64: pyarrow's timestamp / duration (date32 for
+        # datetime64[D]), NaT -> null.
+        native = values.astype(values.dtype.newbyteorder("="))
+        return pa.array(native)
     raise TypeError(f"no Arrow mapping for zarr dtype {arr.metadata.dtype!r} / numpy {values.dtype}")
 
 
@@ -101,7 +106,18 @@ def table_from_store(path: Path) -> tuple[pa.Table, str]:
     for name, child in sorted(node.arrays(), key=lambda kv: kv[0]):
         if child.ndim == 1:
             cols[name] = column_from_array(child)
-    return pa.table(cols), "group"
+    return pa.table({name: cols[name] for name in table_order(node.attrs, cols)}), "group"
+
+
+def table_order(attrs, names) -> list[str]:
+    """A group's column order: anndata's for a dataframe (the `_index` element, then
+    `column-order`, then any other column by name), else by name."""
+    names = sorted(names)
+    if attrs.get("encoding-type") != "dataframe":
+        return names
+    first = [attrs.get("_index"), *attrs.get("column-order", [])]
+    first = [n for n in first if n in names]
+    return first + [n for n in names if n not in first]
 
 
 def write_expected(case: str, notes: str, writer: str = WRITER, **extra) -> None:
@@ -537,6 +553,76 @@ def numcodecs_compressor_cases():
     write_expected(case, "v3 int32, bytes + numcodecs.lz4; length 143, chunk 40.")
 
 
+def numpy_time_and_float16_cases():
+    """numpy datetime64 / timedelta64 (zarr-python's numpy.datetime64 /
+    numpy.timedelta64 v3 data types, v2 M8 / m8 dtypes), float16, and numcodecs'
+    delta filter."""
+    print("numpy times, float16, delta")
+    from zarr.codecs.numcodecs import Delta
+
+    nat = np.datetime64("NaT")
+    ns = np.array(["2020-01-01T12:34:56.789012345", "NaT", "1970-01-01", "1677-09-21T00:12:43.145224193",
+                   "2262-04-11T23:47:16.854775807", "NaT", "1969-12-31T23:59:59.999999999", "2000-02-29",
+                   "NaT", "NaT", "2024-06-07T08:09:10"], dtype="M8[ns]")
+    case = "v3_datetime64_ns_nat"
+    path, _ = array_case(case, ns, "", chunks=(3,), fill_value=nat)
+    remove_chunk(path, "c/3")  # NaT, NaT, 2024-06-07...: absent -> NaT x3
+    write_expected(case, "v3 numpy.datetime64 unit ns, fill_value NaT (-2^63); NaT elements; the int64 "
+                   "extremes; length 11, chunk 3; chunk c/3 absent -> NaT.")
+
+    case = "v3_datetime64_s"
+    data = np.array(["2020-01-01T00:00:01", "1900-01-01", "NaT", "9999-12-31T23:59:59", "1970-01-01"], dtype="M8[s]")
+    array_case(case, data, "", chunks=(2,), fill_value=0)
+    write_expected(case, "v3 numpy.datetime64 unit s, fill_value 0; one NaT; length 5, chunk 2.")
+
+    case = "v3_timedelta64_ms"
+    data = np.array([0, -1, 86_400_000, "NaT", 2**62, -(2**62)], dtype="m8[ms]")
+    array_case(case, data, "", chunks=(4,))
+    write_expected(case, "v3 numpy.timedelta64 unit ms (default fill NaT); one NaT; length 6, chunk 4.")
+
+    case = "v2_datetime64_ns"
+    array_case(case, ns[:7], "", chunks=(3,), zarr_format=2, fill_value=nat)
+    write_expected(case, "v2 dtype <M8[ns], fill_value NaT (-2^63); NaT elements; length 7, chunk 3.")
+
+    case = "v2_timedelta64_us"
+    data = np.array([1, "NaT", -5_000_000, 10**15], dtype="<m8[us]")
+    array_case(case, data, "", chunks=(3,), zarr_format=2)
+    write_expected(case, "v2 dtype <m8[us]; one NaT; length 4, chunk 3.")
+
+    case = "v2_datetime64_D"
+    data = np.array(["2020-02-29", "NaT", "1970-01-01", "1066-10-14", "2999-12-31"], dtype="M8[D]")
+    array_case(case, data, "", chunks=(2,), zarr_format=2)
+    write_expected(case, "v2 dtype <M8[D] (-> Arrow date32); one NaT; length 5, chunk 2.")
+
+    case = "v2_datetime64_ms_big_endian"
+    data = np.array(["2001-09-09T01:46:40.123", "NaT", "1960-01-01"], dtype=">M8[ms]")
+    array_case(case, data, "", chunks=(2,), zarr_format=2, compressors=None)
+    write_expected(case, "v2 dtype >M8[ms] (big-endian), no compressor; one NaT; length 3, chunk 2.")
+
+    f16 = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.5, 65504.0, -65504.0, 6e-08, 0.1, 1 / 3], dtype="f2")
+    case = "v3_float16"
+    path, _ = array_case(case, np.concatenate([f16, np.full(4, np.nan, "f2")]), "", chunks=(5,), fill_value=np.nan)
+    remove_chunk(path, "c/2")
+    write_expected(case, "v3 float16, fill_value NaN; NaN, +-inf, -0.0, max, min, subnormal; length 15, "
+                   "chunk 5; chunk c/2 absent -> NaN x5 (its last 4 elements were NaN too).")
+
+    case = "v2_float16"
+    array_case(case, f16, "", chunks=(4,), zarr_format=2, fill_value=1.0)
+    write_expected(case, "v2 dtype <f2, fill_value 1.0; length 11, chunk 4.")
+
+    case = "v2_int32_delta"
+    data = np.array([10, 12, 11, 20, 2**31 - 1, -(2**31), 0, 5, -7, 100], dtype="<i4")
+    array_case(case, data, "", chunks=(4,), zarr_format=2, filters=[numcodecs.Delta(dtype="<i4")])
+    write_expected(case, "v2 <i4 with filter numcodecs delta (dtype = astype = <i4), zstd; differences "
+                   "wrap (max -> min); length 10, chunk 4.")
+
+    case = "v3_int64_numcodecs_delta"
+    data = np.array([0, 1, 3, 6, -(2**63), 2**63 - 1, 42, 42, 41], dtype="<i8")
+    array_case(case, data, "", chunks=(4,), filters=[Delta(dtype="<i8")])
+    write_expected(case, "v3 int64 with numcodecs.delta (dtype <i8) before bytes + zstd; differences "
+                   "wrap; length 9, chunk 4.")
+
+
 def main() -> int:
     STORES.mkdir(parents=True, exist_ok=True)
     EXPECTED.mkdir(parents=True, exist_ok=True)
@@ -546,6 +632,7 @@ def main() -> int:
     v3_key_encoding_cases()
     v2_cases()
     numcodecs_compressor_cases()
+    numpy_time_and_float16_cases()
     obs_group()
     return 0
 

@@ -43,8 +43,10 @@ def describe_array(path: Path) -> str:
     if (path / "zarr.json").exists():
         meta = json.loads((path / "zarr.json").read_text())
         dt = meta["data_type"]
+        config = dt.get("configuration", {}) if isinstance(dt, dict) else {}
         dt = dt if isinstance(dt, str) else (
-            f"{dt['name']}[{dt['configuration']['length_bytes']}]" if "configuration" in dt else json.dumps(dt))
+            f"{dt['name']}[{config['length_bytes']}]" if "length_bytes" in config else
+            f"{dt['name']}[{config['unit']}]" if "unit" in config else json.dumps(dt))
         codecs = " + ".join(short_codec(c) for c in meta["codecs"]) or "codecs []"
         shape = meta["shape"]
         chunks = meta["chunk_grid"]["configuration"]["chunk_shape"]

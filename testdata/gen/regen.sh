@@ -42,10 +42,13 @@ echo "zarrs"
 "$CARGO_TARGET_DIR/debug/zarrow-gen-zarrs" "$TESTDATA/stores" "$DUMPS"
 "$PY" "$HERE/zarrs_expected.py" "$DUMPS"
 
-# 4. the case table in testdata/README.md
+# 4. anndata and xarray stores, their inputs and expected files (testdata/conventions)
+"$PY" "$HERE/conventions.py"
+
+# 5. the case table in testdata/README.md
 "$PY" "$HERE/readme_table.py"
 
-# 5. summary
+# 6. summary
 n_stores=$(find "$TESTDATA/stores" -mindepth 1 -maxdepth 1 -name '*.zarr' | wc -l)
 n_expected=$(find "$TESTDATA/expected" -name '*.arrow' | wc -l)
 if [[ "$n_stores" != "$n_expected" ]]; then

@@ -63,6 +63,8 @@ pub enum Value {
     Int(i128),
     Float(u64),
     Bool(bool),
+    /// A null: only numpy's NaT (datetime64 / timedelta64) reads as one.
+    Null,
 }
 
 fn float(v: f64) -> Value {
@@ -73,10 +75,27 @@ fn float(v: f64) -> Value {
     })
 }
 
-/// The elements of `array`, layout-independent. Nulls are not expected anywhere.
+/// The elements of `array`, layout-independent. Nulls are expected only where
+/// numpy has them: NaT in times.
 pub fn values(array: &dyn Array) -> Vec<Value> {
-    assert_eq!(array.null_count(), 0, "zarrow never produces nulls");
     let n = array.len();
+    if array.data_type().is_temporal() {
+        // Timestamps, durations and dates: their integer counts (units and
+        // timezones are compared with the type), NaT as a null.
+        let counts = arrow_cast_counts(array);
+        return counts
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| {
+                if array.is_null(i) {
+                    Value::Null
+                } else {
+                    Value::Int(c)
+                }
+            })
+            .collect();
+    }
+    assert_eq!(array.null_count(), 0, "zarrow produces nulls only for NaT");
     match array.data_type() {
         DataType::Utf8 => array
             .as_string::<i32>()
@@ -159,6 +178,12 @@ pub fn values(array: &dyn Array) -> Vec<Value> {
             .iter()
             .map(|&v| Value::Int(v.into()))
             .collect(),
+        DataType::Float16 => array
+            .as_primitive::<Float16Type>()
+            .values()
+            .iter()
+            .map(|&v| float(v.to_f64()))
+            .collect(),
         DataType::Float32 => array
             .as_primitive::<Float32Type>()
             .values()
@@ -172,6 +197,23 @@ pub fn values(array: &dyn Array) -> Vec<Value> {
             .map(|&v| float(v))
             .collect(),
         other => panic!("unexpected type {other}"),
+    }
+}
+
+/// The integer counts of a temporal array (32- or 64-bit values buffer).
+fn arrow_cast_counts(array: &dyn Array) -> Vec<i128> {
+    let data = array.to_data();
+    let buffer = &data.buffers()[0];
+    let range = data.offset()..data.offset() + data.len();
+    match array.data_type().primitive_width() {
+        Some(4) => buffer.typed_data::<i32>()[range]
+            .iter()
+            .map(|&v| v.into())
+            .collect(),
+        _ => buffer.typed_data::<i64>()[range]
+            .iter()
+            .map(|&v| v.into())
+            .collect(),
     }
 }
 

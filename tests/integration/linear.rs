@@ -249,6 +249,12 @@ fn all_arrays() -> Vec<(String, ArrayRef, Vec<u64>)> {
         };
         for p in paths {
             let array = ZarrArray::open(store.clone(), &p).unwrap();
+            // The linear format has no form for numpy's times or float16: zarrow
+            // refuses them there (they are not round-tripped).
+            let t = array.arrow_type();
+            if t.is_temporal() || t == arrow_schema::DataType::Float16 {
+                continue;
+            }
             out.push((
                 format!("{case}/{p}"),
                 array.read_all().unwrap(),

@@ -4,6 +4,8 @@ mod bad_data;
 mod cli;
 mod cli_options;
 mod common;
+mod conventions;
+mod data_types;
 mod export_parquet;
 mod fuzz_replay;
 mod golden;

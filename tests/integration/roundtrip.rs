@@ -309,7 +309,7 @@ fn existing_nodes_need_overwrite() {
 
 #[test]
 fn unsupported_arrow_types_are_named() {
-    let array: ArrayRef = Arc::new(Date32Array::from(vec![1]));
+    let array: ArrayRef = Arc::new(Time32SecondArray::from(vec![1]));
     let err = write_array(
         Arc::new(MemoryStore::new()),
         "when",
@@ -317,7 +317,7 @@ fn unsupported_arrow_types_are_named() {
         WriteOptions::default(),
     )
     .unwrap_err();
-    assert!(err.to_string().contains("Date32"), "{err}");
+    assert!(err.to_string().contains("Time32"), "{err}");
 }
 
 #[test]

@@ -16,7 +16,11 @@ configuration runs `ZARROW_BIN convert SRC OUT.zarr ...`. Then:
 * zarrow reads every output back to Arrow IPC: the table equals the original,
   types included (zarrow records the Arrow type and the column order).
 
-Sharded outputs (`--shard-len`) are among the configurations. N-d outputs: linear-
+Sharded outputs (`--shard-len`) are among the configurations. A second table of
+timestamps (each unit, one with a timezone), durations, date32 / date64 and float16,
+with nulls, is written as v2 and v3 and read by zarr-python with numpy's dtype
+(datetime64[unit], timedelta64[unit], datetime64[D], float16; nulls as NaT) and by
+zarrow with the Arrow types (the timezone restored). N-d outputs: linear-
 format documents (2-D and 3-D; numbers and strings) converted with `--chunk-shape`
 and `--shard-shape` (edge chunks and shards included), read by zarr-python and zarrs
 with the same shape and values (C order).
@@ -175,6 +179,90 @@ def zarrow_back_check(zarrow: str, store: Path, tmp: Path, t: pa.Table) -> str |
     return None
 
 
+# Times and float16: (name, zarrow convert flags, zarr format).
+TIME_CONFIGS = [
+    ("times-v3-zstd", [], 3),
+    ("times-v2-blosc-chunk77", ["--zarr-format", "2", "--compressor", "blosc", "--chunk-len", "77"], 2),
+    ("times-v3-sharded", ["--chunk-len", "50", "--shard-len", "200"], 3),
+]
+NAT = np.iinfo(np.int64).min
+
+
+def time_table() -> pa.Table:
+    """Timestamps (every unit, one with a timezone), durations, dates and float16,
+    with nulls (written as NaT, so not refused)."""
+    rng = np.random.default_rng(11)
+    n = 500
+    counts = rng.integers(-(2**40), 2**40, n)
+    valid = rng.random(n) > 0.2
+    mask = ~valid
+    cols = {}
+    for unit in ["s", "ms", "us", "ns"]:
+        cols[f"ts_{unit}"] = pa.array(counts, pa.timestamp(unit), mask=mask)
+    cols["ts_ms_paris"] = pa.array(counts, pa.timestamp("ms", tz="Europe/Paris"), mask=mask)
+    for unit in ["s", "ms", "us", "ns"]:
+        cols[f"dur_{unit}"] = pa.array(counts[::-1], pa.duration(unit), mask=mask)
+    cols["date32"] = pa.array((counts % 100_000).astype(np.int32), pa.date32(), mask=mask)
+    cols["date64"] = pa.array((counts // 1000) * 86_400_000, pa.date64())
+    f16 = rng.normal(size=n).astype(np.float16)
+    f16[:4] = [np.nan, np.inf, -np.inf, -0.0]
+    cols["f16"] = pa.array(f16)
+    return pa.table(cols)
+
+
+NUMPY_DTYPES = {
+    **{f"ts_{u}": f"datetime64[{u}]" for u in ["s", "ms", "us", "ns"]},
+    "ts_ms_paris": "datetime64[ms]",
+    **{f"dur_{u}": f"timedelta64[{u}]" for u in ["s", "ms", "us", "ns"]},
+    "date32": "datetime64[D]",
+    "date64": "datetime64[ms]",
+    "f16": "float16",
+}
+
+
+def time_zarr_python_check(store: Path, t: pa.Table) -> str | None:
+    """zarr-python reads each column with the numpy dtype and values (NaT for nulls)."""
+    g = zarr.open_group(str(store), mode="r")
+    for name in t.column_names:
+        arr = g[name][:]
+        if arr.dtype != np.dtype(NUMPY_DTYPES[name]):
+            return f"zarr-python {name}: dtype {arr.dtype}, expected {NUMPY_DTYPES[name]}"
+        col = t.column(name)
+        if arr.dtype.kind == "f":
+            got, want = [float(x) for x in arr.tolist()], [float(x) for x in col.to_pylist()]
+        else:
+            got = arr.view(np.int64).tolist()
+            ints = col.cast(pa.int32() if pa.types.is_date32(col.type) else pa.int64())
+            want = [NAT if v is None else v for v in ints.to_pylist()]
+        if problem := compare_values(f"zarr-python {name}", got, want):
+            return problem
+    return None
+
+
+def time_zarrow_back_check(zarrow: str, store: Path, tmp: Path, t: pa.Table) -> str | None:
+    """zarrow reads the types back (timezone restored; date64 as timestamp[ms], which
+    is what numpy's datetime64[ms] is) and the values, nulls included."""
+    back = tmp / (store.name + ".back.arrow")
+    run(zarrow, ["convert", str(store), str(back)])
+    with pa.ipc.open_file(back) as f:
+        got = f.read_all()
+    for name in t.column_names:
+        want = t.column(name)
+        if pa.types.is_date64(want.type):
+            want = want.cast(pa.timestamp("ms"))
+        g = got.column(name)
+        if g.type != want.type:
+            return f"zarrow {name}: type {g.type} != {want.type}"
+        if pa.types.is_floating(g.type):
+            gv, wv = [float(x) for x in g.to_pylist()], [float(x) for x in want.to_pylist()]
+        else:
+            width = pa.int32() if pa.types.is_date32(g.type) else pa.int64()
+            gv, wv = g.cast(width).to_pylist(), want.cast(width).to_pylist()
+        if problem := compare_values(f"zarrow {name}", gv, wv):
+            return problem
+    return None
+
+
 def nd_values(shape: tuple, dtype: str) -> list:
     n = int(np.prod(shape))
     if dtype == "int32":
@@ -262,6 +350,21 @@ def main() -> int:
             except Exception as e:  # noqa: BLE001 - report and go on
                 checks.append(("convert", f"{type(e).__name__}: {e}"))
             passed, failed = report(f"{name} ({source.suffix})", checks, passed, failed)
+        times = time_table()
+        time_source = tmp / "times.arrow"
+        with pa.ipc.new_file(time_source, times.schema) as w:
+            for batch in times.to_batches(max_chunksize=128):
+                w.write_batch(batch)
+        for name, flags, _ in TIME_CONFIGS:
+            store = tmp / f"{name}.zarr"
+            checks = []
+            try:
+                run(args.zarrow, ["convert", str(time_source), str(store), *flags])
+                checks.append(("zarrow", time_zarrow_back_check(args.zarrow, store, tmp, times)))
+                checks.append(("zarr-python", time_zarr_python_check(store, times)))
+            except Exception as e:  # noqa: BLE001 - report and go on
+                checks.append(("convert", f"{type(e).__name__}: {e}"))
+            passed, failed = report(f"{name} (.arrow)", checks, passed, failed)
         for name, shape, dtype, flags in ND_CASES:
             values = nd_values(shape, dtype)
             source = tmp / f"{name}.json"

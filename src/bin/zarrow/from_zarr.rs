@@ -49,14 +49,31 @@ pub(crate) fn convert(args: &ConvertArgs) -> Result<()> {
             }
             array.reader()
         }
+        NodeMetadata::Group(_) if args.long => {
+            if some_rows {
+                return Err(Error::InvalidArgument(
+                    "--rows and --limit do not apply to --long".into(),
+                ));
+            }
+            let group = ZarrGroup::open_with(store, "", options)?;
+            let table = group.long_table(args.columns.as_deref())?;
+            let total = table.total_rows();
+            return export(args, format, Progress::new(table, Some(total)), total);
+        }
         NodeMetadata::Group(_) => {
-            let builder = ZarrGroup::open_with(store, "", options)?.reader();
+            let builder = ZarrGroup::open_with(store, "", options)?
+                .with_column_name(&store_name(src))?
+                .reader();
             match &args.columns {
                 Some(columns) => builder.with_projection(columns.clone()),
                 None => builder,
             }
         }
     };
+    // Nothing is dropped in silence: name every child that is not a column.
+    for skipped in builder.skipped().iter().filter(|s| !s.convention) {
+        eprintln!("zarrow: not converted: {skipped}");
+    }
     if let Some(rows) = &args.rows {
         builder = builder.with_row_range(rows.clone());
     }
@@ -83,6 +100,18 @@ fn export(
         args.max_rows,
         args.max_bytes,
     )?;
+    if format == ExportFormat::Parquet {
+        // Nothing changes in silence: arrow-rs' Parquet writer re-encodes
+        // dictionaries in order of appearance.
+        for field in columns.fields() {
+            if matches!(field.data_type(), arrow_schema::DataType::Dictionary(..)) {
+                eprintln!(
+                    "zarrow: {}: Parquet keeps the categories that occur, in order of appearance, not their stored order or unused ones (.arrow keeps them)",
+                    field.name()
+                );
+            }
+        }
+    }
     let (partial, file) = Partial::file(dst, args.overwrite)?;
     let rows = write_file(reader, file, partial.path(), format, args.compression)?;
     partial.commit()?;

@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::Path;
 
+use zarrow::read::Column;
 use zarrow::{
     Error, NodeMetadata, ReadOptions, Result, StringType, ZarrArray, ZarrGroup, read_node,
 };
@@ -44,32 +45,58 @@ fn describe(path: &Path, string_type: Option<StringType>) -> Result<String> {
             describe_array(&mut out, &array, "")?;
         }
         NodeMetadata::Group(meta) => {
-            let group = ZarrGroup::open_with(store.clone(), "", options)?;
+            let group = ZarrGroup::open_with(store.clone(), "", options)?
+                .with_column_name(&store_name(path))?;
             let children = group.children();
             let _ = writeln!(out, "node:          group (Zarr v{})", meta.zarr_format);
+            if let Some(kind) = meta
+                .attributes
+                .get("encoding-type")
+                .and_then(|v| v.as_str())
+            {
+                let _ = writeln!(out, "anndata:       {kind}");
+            }
             let _ = writeln!(out, "attributes:    {}", meta.attributes.len());
             let _ = writeln!(out, "children:      {}", children.len());
             for (name, node) in children {
                 let _ = writeln!(out, "\n{name}/");
                 match node {
+                    // One array zarrow cannot read must not hide the others.
                     NodeMetadata::Array(_) => {
-                        let array = ZarrArray::open_with(store.clone(), name, options)?;
-                        describe_array(&mut out, &array, "  ")?;
+                        match ZarrArray::open_with(store.clone(), name, options) {
+                            Ok(array) => describe_array(&mut out, &array, "  ")?,
+                            Err(e) => {
+                                let _ = writeln!(out, "  cannot be read: {e}");
+                            }
+                        }
                     }
                     NodeMetadata::Group(g) => {
                         let _ = writeln!(out, "  node:          group (Zarr v{})", g.zarr_format);
+                        if let Some(kind) =
+                            g.attributes.get("encoding-type").and_then(|v| v.as_str())
+                        {
+                            let _ = writeln!(out, "  anndata:       {kind}");
+                        }
                     }
                 }
             }
-            let columns = group.columns()?;
-            let lens: std::collections::BTreeSet<u64> =
-                columns.iter().map(ZarrArray::len).collect();
+            let columns = group.columns();
+            let lens: std::collections::BTreeSet<u64> = columns.iter().map(Column::len).collect();
             let table = match (columns.len(), lens.len()) {
                 (0, _) => "none (no 1-D arrays)".to_string(),
                 (n, 1) => format!("{n} columns x {} rows", lens.first().copied().unwrap_or(0)),
                 (n, _) => format!("{n} 1-D arrays of different lengths (convert with --columns)"),
             };
             let _ = writeln!(out, "\ntable:         {table}");
+            for column in columns {
+                let _ = writeln!(out, "  {}: {}", column.name(), column.field().data_type());
+            }
+            if !group.skipped().is_empty() {
+                let _ = writeln!(out, "not columns:");
+                for skipped in group.skipped() {
+                    let _ = writeln!(out, "  {skipped}");
+                }
+            }
         }
     }
     Ok(out)

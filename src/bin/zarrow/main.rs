@@ -107,6 +107,17 @@ struct ConvertArgs {
     /// [to a table] At most N rows (after --rows).
     #[arg(long)]
     limit: Option<u64>,
+    /// [to a table] Keep the raw values of CF-encoded variables (xarray's
+    /// scale_factor, add_offset, _FillValue, time units): by default they are
+    /// decoded to the values xarray gives.
+    #[arg(long)]
+    no_cf: bool,
+    /// [to a table] Read a gridded dataset (xarray's N-d variables with named
+    /// dimensions) as a long table, one row per grid point, like
+    /// Dataset.to_dataframe(): the dimensions' coordinates first, then the
+    /// variables (--columns picks them).
+    #[arg(long)]
+    long: bool,
 
     /// [to Zarr] Zarr format: 3 or 2.
     #[arg(long, default_value_t = 3)]
@@ -143,6 +154,13 @@ struct ConvertArgs {
     /// integers, NaN for floats, false for bools, so the nulls are lost.
     #[arg(long, default_value = "error")]
     nulls: String,
+    /// [to Zarr] Group layout: `plain` (one array per column, with the dimension
+    /// name xarray reads) or `anndata` (an anndata dataframe: dictionary columns
+    /// become categoricals, integer, bool and string columns with nulls
+    /// nullable-* elements, the pandas index `_index`; anndata.io.read_elem reads
+    /// it as the same DataFrame).
+    #[arg(long, default_value = "plain")]
+    layout: String,
 }
 
 impl ConvertArgs {
@@ -150,7 +168,9 @@ impl ConvertArgs {
     fn read_options(&self) -> ReadOptions {
         // A bound past the address space is no bound (only on 32-bit targets).
         let max_chunk_bytes = usize::try_from(self.max_chunk_bytes).unwrap_or(usize::MAX);
-        ReadOptions::default().with_max_chunk_bytes(max_chunk_bytes)
+        ReadOptions::default()
+            .with_max_chunk_bytes(max_chunk_bytes)
+            .with_decode_cf(!self.no_cf)
     }
 }
 
@@ -211,6 +231,19 @@ fn hint(e: &Error) -> Option<&'static str> {
         Error::Nulls { .. } => Some("pass --nulls fill to write nulls as the fill value"),
         Error::AlreadyExists { .. } => Some("pass --overwrite to replace it"),
         Error::ReadTooLarge { .. } => Some("or select fewer rows with --rows / --limit"),
+        Error::Table { message, .. } if message.contains("differ in length") => {
+            Some("pick equal-length columns with --columns, or read a gridded dataset with --long")
+        }
+        Error::Table { message, .. }
+            if message.contains("no 1-D arrays") && !message.contains("anndata") =>
+        {
+            Some("convert a child on its own, or read a gridded dataset with --long")
+        }
+        Error::Convention { message, .. }
+            if message.contains("calendar") || message.contains("CF") =>
+        {
+            Some("pass --no-cf to read the raw values")
+        }
         Error::Chunk { source, .. } => match source {
             ChunkError::OffsetOverflow { .. } => Some("read with --string-type large-utf8"),
             ChunkError::TooLarge { .. } => Some("raise --max-chunk-bytes if the chunk is sound"),

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use arrow_array::RecordBatchReader;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use zarrow::export::ExportFormat;
-use zarrow::write::{Compressor, Encoding, NullPolicy, WriteOptions, write_batches};
+use zarrow::write::{Compressor, Encoding, Layout, NullPolicy, WriteOptions, write_batches};
 use zarrow::{Error, LocalStore, Result, Store};
 
 use crate::ConvertArgs;
@@ -27,6 +27,26 @@ pub(crate) fn is_table_file(path: &Path) -> bool {
 
 type Reader = Box<dyn RecordBatchReader + Send>;
 
+/// A reader that reports `schema` (the same fields, more metadata).
+struct WithSchema<R> {
+    schema: arrow_schema::SchemaRef,
+    reader: R,
+}
+
+impl<R: RecordBatchReader> Iterator for WithSchema<R> {
+    type Item = std::result::Result<arrow_array::RecordBatch, arrow_schema::ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.reader.next()
+    }
+}
+
+impl<R: RecordBatchReader> RecordBatchReader for WithSchema<R> {
+    fn schema(&self) -> arrow_schema::SchemaRef {
+        self.schema.clone()
+    }
+}
+
 /// Open a Parquet or Arrow IPC file; the row count when the format states it.
 fn open_table(path: &Path) -> Result<(Reader, Option<u64>)> {
     let file =
@@ -35,7 +55,11 @@ fn open_table(path: &Path) -> Result<(Reader, Option<u64>)> {
         Some(ExportFormat::Parquet) => {
             let builder = ParquetRecordBatchReaderBuilder::try_new(file)?;
             let rows = u64::try_from(builder.metadata().file_metadata().num_rows()).ok();
-            (Box::new(builder.with_batch_size(64 * 1024).build()?), rows)
+            // The builder's schema has the file's key-value metadata (pyarrow's
+            // `pandas`, which the anndata layout reads); the reader's does not.
+            let schema = builder.schema().clone();
+            let reader = builder.with_batch_size(64 * 1024).build()?;
+            (Box::new(WithSchema { schema, reader }), rows)
         }
         Some(ExportFormat::IpcStream) => (
             Box::new(arrow_ipc::reader::StreamReader::try_new(
@@ -67,11 +91,14 @@ pub(crate) fn options(args: &ConvertArgs) -> Result<WriteOptions> {
         "fill" => NullPolicy::Fill,
         other => return Err(bad("null policy", other, "error, fill")),
     };
+    let layout =
+        Layout::parse(&args.layout).ok_or_else(|| bad("layout", &args.layout, "plain, anndata"))?;
     let mut options = WriteOptions::default()
         .with_zarr_format(args.zarr_format)
         .with_encoding(encoding)
         .with_compressor(compressor)
-        .with_nulls(nulls);
+        .with_nulls(nulls)
+        .with_layout(layout);
     if let Some(level) = args.level {
         options = options.with_level(level);
     }

@@ -1,0 +1,349 @@
+//! anndata's on-disk dataframes: the attributes that say how a group or an array
+//! is to be read (`encoding-type`), and the Arrow arrays its element encodings
+//! become.
+//!
+//! | anndata element (`encoding-type`) | stored as | Arrow |
+//! |---|---|---|
+//! | `dataframe` | group: one element per column, `_index`, `column-order` | a table, the index first |
+//! | `categorical` | group: `codes` (int, -1 missing), `categories`, `ordered` | `Dictionary(codes type, categories type)`, ordered flag kept |
+//! | `nullable-integer`, `nullable-boolean`, `nullable-string-array` | group: `values`, `mask` (true: missing) | the values' type, null where the mask is set |
+//! | `array`, `string-array` | a 1-D array | the array's type |
+
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Int8Type, Int16Type, Int32Type, Int64Type};
+use arrow_array::{Array, ArrayRef, DictionaryArray, PrimitiveArray};
+use arrow_buffer::{BooleanBuffer, NullBuffer};
+use arrow_schema::{DataType as ArrowType, Field};
+use serde_json::{Map, Value, json};
+
+/// How anndata says a node is to be read: its `encoding-type` attribute.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Encoding {
+    /// `dataframe`: a group of columns.
+    DataFrame {
+        /// The element holding the row labels (`_index`).
+        index: Option<String>,
+        /// The columns, in order (`column-order`), the index not among them.
+        column_order: Vec<String>,
+    },
+    /// `categorical`: `codes` into `categories`.
+    Categorical {
+        /// Whether the categories are ordered.
+        ordered: bool,
+    },
+    /// `nullable-integer`, `nullable-boolean`, `nullable-string-array`: `values`
+    /// and a `mask` that is true where a value is missing.
+    Nullable(Nullable),
+    /// `array` or `string-array`: an ordinary array.
+    Array,
+    /// Any other encoding (`csr_matrix`, `dict`, `anndata`, ...): not a column.
+    Other(String),
+}
+
+/// The kind of a nullable element.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Nullable {
+    /// `nullable-integer`.
+    Integer,
+    /// `nullable-boolean`.
+    Boolean,
+    /// `nullable-string-array`.
+    String,
+}
+
+/// The anndata encoding named in `attributes`, if any.
+pub fn encoding(attributes: &Map<String, Value>) -> Option<Encoding> {
+    let kind = attributes.get("encoding-type")?.as_str()?;
+    Some(match kind {
+        "dataframe" => Encoding::DataFrame {
+            index: attributes
+                .get("_index")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            column_order: match attributes.get("column-order") {
+                Some(Value::Array(names)) => names
+                    .iter()
+                    .filter_map(|n| n.as_str().map(str::to_string))
+                    .collect(),
+                // anndata writes a lone column as a bare string.
+                Some(Value::String(name)) => vec![name.clone()],
+                _ => Vec::new(),
+            },
+        },
+        "categorical" => Encoding::Categorical {
+            ordered: attributes
+                .get("ordered")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+        },
+        "nullable-integer" => Encoding::Nullable(Nullable::Integer),
+        "nullable-boolean" => Encoding::Nullable(Nullable::Boolean),
+        "nullable-string-array" => Encoding::Nullable(Nullable::String),
+        "array" | "string-array" => Encoding::Array,
+        other => Encoding::Other(other.to_string()),
+    })
+}
+
+/// The Arrow type of a categorical column: codes as the keys, categories as the
+/// values. `None` when the codes are not a signed integer type.
+pub fn dictionary_type(codes: &ArrowType, categories: &ArrowType) -> Option<ArrowType> {
+    matches!(
+        codes,
+        ArrowType::Int8 | ArrowType::Int16 | ArrowType::Int32 | ArrowType::Int64
+    )
+    .then(|| ArrowType::Dictionary(Box::new(codes.clone()), Box::new(categories.clone())))
+}
+
+/// `codes` into `categories` as a `DictionaryArray` (no copy of either): code -1
+/// is a null (pandas' missing category).
+///
+/// # Errors
+/// A code below -1 or past the last category, or codes of a non-integer type.
+pub fn categorical(codes: &ArrayRef, categories: &ArrayRef) -> Result<ArrayRef, String> {
+    match codes.data_type() {
+        ArrowType::Int8 => dictionary::<Int8Type>(codes, categories),
+        ArrowType::Int16 => dictionary::<Int16Type>(codes, categories),
+        ArrowType::Int32 => dictionary::<Int32Type>(codes, categories),
+        ArrowType::Int64 => dictionary::<Int64Type>(codes, categories),
+        other => Err(format!(
+            "categorical codes must be signed integers, not {other}"
+        )),
+    }
+}
+
+fn dictionary<K>(codes: &ArrayRef, categories: &ArrayRef) -> Result<ArrayRef, String>
+where
+    K: arrow_array::types::ArrowDictionaryKeyType,
+    K::Native: TryInto<i64> + Copy,
+{
+    let codes = codes.as_primitive::<K>();
+    let n = categories.len() as i64;
+    let as_i64 = |c: K::Native| c.try_into().unwrap_or(i64::MIN);
+    if let Some(bad) = codes
+        .values()
+        .iter()
+        .map(|&c| as_i64(c))
+        .find(|&c| c < -1 || c >= n)
+    {
+        return Err(format!(
+            "categorical code {bad} is outside the {n} categories (codes are 0..{n}, or -1 for missing)"
+        ));
+    }
+    let valid = BooleanBuffer::collect_bool(codes.len(), |i| as_i64(codes.values()[i]) != -1);
+    let nulls = NullBuffer::union(codes.nulls(), Some(&NullBuffer::new(valid)));
+    let keys = PrimitiveArray::<K>::new(codes.values().clone(), nulls);
+    DictionaryArray::<K>::try_new(keys, categories.clone())
+        .map(|d| Arc::new(d) as ArrayRef)
+        .map_err(|e| e.to_string())
+}
+
+/// `values` with a null wherever `mask` is true (anndata's mask marks missing
+/// values). The values' buffers are kept as they are.
+///
+/// # Errors
+/// A mask that is not boolean or not as long as the values.
+pub fn masked(values: &ArrayRef, mask: &ArrayRef) -> Result<ArrayRef, String> {
+    let Some(mask) = mask.as_boolean_opt() else {
+        return Err(format!("the mask must be bool, not {}", mask.data_type()));
+    };
+    if mask.len() != values.len() {
+        return Err(format!(
+            "the mask has {} rows, the values {}",
+            mask.len(),
+            values.len()
+        ));
+    }
+    // A null in the mask itself (never written by anndata) counts as missing.
+    let present = match mask.nulls() {
+        Some(n) => &!mask.values() & n.inner(),
+        None => !mask.values(),
+    };
+    let nulls = NullBuffer::union(values.nulls(), Some(&NullBuffer::new(present)));
+    let data = values
+        .to_data()
+        .into_builder()
+        .nulls(nulls)
+        .build()
+        .map_err(|e| e.to_string())?;
+    Ok(arrow_array::make_array(data))
+}
+
+/// pandas' names for an Arrow column: (`pandas_type`, `numpy_type`), as pyarrow
+/// writes them in its `pandas` schema metadata. `nullable`: a pandas extension
+/// type (`Int64`, `boolean`, `string`), as anndata reads a nullable element.
+fn pandas_types(data_type: &ArrowType, nullable: bool) -> (String, String) {
+    use ArrowType as T;
+    let (pandas, numpy) = match data_type {
+        T::Boolean => ("bool", if nullable { "boolean" } else { "bool" }),
+        T::Int8 => ("int8", if nullable { "Int8" } else { "int8" }),
+        T::Int16 => ("int16", if nullable { "Int16" } else { "int16" }),
+        T::Int32 => ("int32", if nullable { "Int32" } else { "int32" }),
+        T::Int64 => ("int64", if nullable { "Int64" } else { "int64" }),
+        T::UInt8 => ("uint8", if nullable { "UInt8" } else { "uint8" }),
+        T::UInt16 => ("uint16", if nullable { "UInt16" } else { "uint16" }),
+        T::UInt32 => ("uint32", if nullable { "UInt32" } else { "uint32" }),
+        T::UInt64 => ("uint64", if nullable { "UInt64" } else { "uint64" }),
+        T::Float16 => ("float16", "float16"),
+        T::Float32 => ("float32", "float32"),
+        T::Float64 => ("float64", "float64"),
+        T::Utf8 | T::LargeUtf8 | T::Utf8View => {
+            ("unicode", if nullable { "string" } else { "object" })
+        }
+        T::Binary | T::LargeBinary | T::BinaryView => ("bytes", "object"),
+        T::Date32 => ("date", "object"),
+        T::Timestamp(unit, _) => {
+            return (
+                "datetime".into(),
+                format!("datetime64[{}]", unit_name(unit)),
+            );
+        }
+        T::Duration(unit) => {
+            return (
+                "timedelta".into(),
+                format!("timedelta64[{}]", unit_name(unit)),
+            );
+        }
+        T::Dictionary(keys, _) => return ("categorical".into(), pandas_types(keys, false).1),
+        _ => ("object", "object"),
+    };
+    (pandas.into(), numpy.into())
+}
+
+fn unit_name(unit: &arrow_schema::TimeUnit) -> &'static str {
+    match unit {
+        arrow_schema::TimeUnit::Second => "s",
+        arrow_schema::TimeUnit::Millisecond => "ms",
+        arrow_schema::TimeUnit::Microsecond => "us",
+        arrow_schema::TimeUnit::Nanosecond => "ns",
+    }
+}
+
+/// One column of a dataframe, for [`pandas_metadata`].
+#[derive(Debug, Clone)]
+pub struct PandasColumn<'a> {
+    /// The Arrow field.
+    pub field: &'a Field,
+    /// Read from a nullable element: a pandas extension type.
+    pub nullable: bool,
+    /// For a categorical column: how many categories.
+    pub categories: Option<usize>,
+}
+
+/// pyarrow's `pandas` schema metadata for a dataframe: `index` names the columns
+/// that hold the row labels (anndata's `_index`, whose pandas name is `None` when
+/// anndata wrote it unnamed, as `_index`; xarray's dimensions), so
+/// `Table.to_pandas()` rebuilds the frame anndata (or xarray) gives: index,
+/// column order, categoricals and nullable types.
+pub fn pandas_metadata(index: &[&str], columns: &[PandasColumn<'_>]) -> String {
+    let entries: Vec<Value> = columns
+        .iter()
+        .map(|c| {
+            let name = c.field.name();
+            let (pandas_type, numpy_type) = pandas_types(c.field.data_type(), c.nullable);
+            let metadata = match (c.categories, c.field.data_type()) {
+                (Some(n), _) => json!({
+                    "num_categories": n,
+                    "ordered": c.field.dict_is_ordered().unwrap_or(false),
+                }),
+                (None, ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View) => {
+                    json!({"encoding": "UTF-8"})
+                }
+                _ => Value::Null,
+            };
+            let pandas_name = if name == "_index" && index.contains(&"_index") {
+                Value::Null
+            } else {
+                Value::String(name.clone())
+            };
+            json!({
+                "name": pandas_name,
+                "field_name": name,
+                "pandas_type": pandas_type,
+                "numpy_type": numpy_type,
+                "metadata": metadata,
+            })
+        })
+        .collect();
+    json!({
+        "index_columns": index,
+        "column_indexes": [{
+            "name": null,
+            "field_name": null,
+            "pandas_type": "unicode",
+            "numpy_type": "object",
+            "metadata": {"encoding": "UTF-8"},
+        }],
+        "columns": entries,
+        "creator": {"library": "zarrow", "version": env!("CARGO_PKG_VERSION")},
+        "pandas_version": "2.3.3",
+    })
+    .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{ArrayAccessor, BooleanArray, Int8Array, Int64Array, StringArray};
+
+    #[test]
+    fn encodings_are_read_from_attributes() {
+        let attrs = |v: Value| v.as_object().cloned().unwrap();
+        assert_eq!(
+            encoding(&attrs(json!({
+                "encoding-type": "dataframe", "_index": "cell", "column-order": ["a", "b"]
+            }))),
+            Some(Encoding::DataFrame {
+                index: Some("cell".into()),
+                column_order: vec!["a".into(), "b".into()]
+            })
+        );
+        assert_eq!(
+            encoding(&attrs(
+                json!({"encoding-type": "categorical", "ordered": true})
+            )),
+            Some(Encoding::Categorical { ordered: true })
+        );
+        assert_eq!(
+            encoding(&attrs(json!({"encoding-type": "nullable-boolean"}))),
+            Some(Encoding::Nullable(Nullable::Boolean))
+        );
+        assert_eq!(
+            encoding(&attrs(json!({"encoding-type": "csr_matrix"}))),
+            Some(Encoding::Other("csr_matrix".into()))
+        );
+        assert_eq!(encoding(&attrs(json!({"units": "m"}))), None);
+    }
+
+    #[test]
+    fn code_minus_one_is_null_and_others_are_checked() {
+        let codes: ArrayRef = Arc::new(Int8Array::from(vec![0, -1, 1, 0]));
+        let categories: ArrayRef = Arc::new(StringArray::from(vec!["a", "b"]));
+        let out = categorical(&codes, &categories).unwrap();
+        let dict = out.as_dictionary::<Int8Type>();
+        assert_eq!(dict.null_count(), 1);
+        assert!(dict.is_null(1));
+        let values = dict.downcast_dict::<StringArray>().unwrap();
+        assert_eq!(values.value(2), "b");
+        for bad in [2i8, -2] {
+            let codes: ArrayRef = Arc::new(Int8Array::from(vec![0, bad]));
+            let err = categorical(&codes, &categories).unwrap_err();
+            assert!(err.contains(&bad.to_string()), "{err}");
+        }
+    }
+
+    #[test]
+    fn mask_true_means_missing() {
+        let values: ArrayRef = Arc::new(Int64Array::from(vec![1, 2, 3]));
+        let mask: ArrayRef = Arc::new(BooleanArray::from(vec![false, true, false]));
+        let out = masked(&values, &mask).unwrap();
+        assert_eq!(
+            out.as_primitive::<Int64Type>().iter().collect::<Vec<_>>(),
+            vec![Some(1), None, Some(3)]
+        );
+        let short: ArrayRef = Arc::new(BooleanArray::from(vec![false]));
+        assert!(masked(&values, &short).is_err());
+    }
+}

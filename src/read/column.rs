@@ -1,0 +1,257 @@
+//! [`Column`]: one column of a table, as a group stores it: a 1-D array (CF
+//! attributes decoded), or an anndata element stored as a group of arrays
+//! (`categorical`: codes and categories; `nullable-*`: values and mask).
+//!
+//! A column reads its *leaves* (the 1-D arrays whose rows line up with the
+//! table's) through the batch reader, row range by row range, then
+//! [assembles](Column::assemble) them into one Arrow array.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow_array::ArrayRef;
+use arrow_schema::{DataType as ArrowType, Field};
+
+use super::ZarrArray;
+use crate::conventions::anndata::{self, Nullable, PandasColumn};
+use crate::conventions::cf::{self, CfDecode};
+use crate::error::{Error, Result};
+
+/// The field metadata key under which a column's dimension names are recorded
+/// (a JSON list; `null` for an unnamed dimension).
+pub const DIMENSION_NAMES_KEY: &str = "dimension_names";
+
+/// One column of a table.
+#[derive(Debug, Clone)]
+pub struct Column {
+    field: Arc<Field>,
+    kind: Kind,
+}
+
+#[derive(Debug, Clone)]
+enum Kind {
+    /// A 1-D array, CF-decoded when its attributes say so.
+    Array {
+        array: ZarrArray,
+        cf: Option<CfDecode>,
+    },
+    /// anndata `categorical`: codes (the rows) into categories (read once).
+    Categorical {
+        codes: ZarrArray,
+        categories: ZarrArray,
+    },
+    /// anndata `nullable-*`: values, null where the mask is true.
+    Masked { values: ZarrArray, mask: ZarrArray },
+}
+
+/// How a table is read: whether CF attributes are decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Conventions {
+    pub(crate) decode_cf: bool,
+}
+
+impl Column {
+    /// A 1-D array as a column, its CF attributes decoded when `decode_cf`.
+    ///
+    /// # Errors
+    /// A CF attribute zarrow cannot decode (a non-Gregorian calendar, say).
+    pub(crate) fn array(array: ZarrArray, conventions: Conventions) -> Result<Self> {
+        let raw = array.arrow_type();
+        let cf = if conventions.decode_cf {
+            CfDecode::from_metadata(array.metadata(), &raw).map_err(|message| {
+                Error::Convention {
+                    path: array.label(),
+                    message,
+                }
+            })?
+        } else {
+            None
+        };
+        let (data_type, nullable) = match &cf {
+            Some(cf) => (cf.data_type().clone(), true),
+            None => (raw, array.field().is_nullable()),
+        };
+        let mut metadata = HashMap::new();
+        if let Some(names) = cf::dimension_names(array.metadata()) {
+            metadata.insert(
+                DIMENSION_NAMES_KEY.to_string(),
+                serde_json::to_string(&names).unwrap_or_default(),
+            );
+        }
+        let field = Field::new(array.column_name(), data_type, nullable).with_metadata(metadata);
+        Ok(Self {
+            field: Arc::new(field),
+            kind: Kind::Array { array, cf },
+        })
+    }
+
+    /// An anndata `categorical` element named `name`.
+    ///
+    /// # Errors
+    /// Codes that are not a signed integer type, or not 1-D, or categories
+    /// that are not 1-D.
+    pub(crate) fn categorical(
+        name: &str,
+        codes: ZarrArray,
+        categories: ZarrArray,
+        ordered: bool,
+    ) -> std::result::Result<Self, String> {
+        one_d(&codes, "codes")?;
+        one_d(&categories, "categories")?;
+        let data_type = anndata::dictionary_type(&codes.arrow_type(), &categories.arrow_type())
+            .ok_or_else(|| {
+                format!(
+                    "categorical codes must be signed integers, not {}",
+                    codes.metadata().data_type.zarr_name()
+                )
+            })?;
+        let field = Field::new(name, data_type, true).with_dict_is_ordered(ordered);
+        Ok(Self {
+            field: Arc::new(field),
+            kind: Kind::Categorical { codes, categories },
+        })
+    }
+
+    /// An anndata `nullable-*` element named `name`.
+    ///
+    /// # Errors
+    /// A mask that is not bool, arrays that are not 1-D or differ in length,
+    /// or values of the wrong kind for `kind`.
+    pub(crate) fn masked(
+        name: &str,
+        values: ZarrArray,
+        mask: ZarrArray,
+        kind: Nullable,
+    ) -> std::result::Result<Self, String> {
+        one_d(&values, "values")?;
+        one_d(&mask, "mask")?;
+        if mask.arrow_type() != ArrowType::Boolean {
+            return Err(format!(
+                "the mask must be bool, not {}",
+                mask.metadata().data_type.zarr_name()
+            ));
+        }
+        if mask.len() != values.len() {
+            return Err(format!(
+                "the mask has {} rows, the values {}",
+                mask.len(),
+                values.len()
+            ));
+        }
+        let data_type = values.arrow_type();
+        let fits = match kind {
+            Nullable::Integer => data_type.is_integer(),
+            Nullable::Boolean => data_type == ArrowType::Boolean,
+            Nullable::String => values.metadata().data_type.is_text(),
+        };
+        if !fits {
+            return Err(format!(
+                "{kind:?} values must not be {}",
+                values.metadata().data_type.zarr_name()
+            ));
+        }
+        Ok(Self {
+            field: Arc::new(Field::new(name, data_type, true)),
+            kind: Kind::Masked { values, mask },
+        })
+    }
+
+    /// The column's name.
+    pub fn name(&self) -> &str {
+        self.field.name()
+    }
+
+    /// The Arrow field (type after conventions are applied).
+    pub fn field(&self) -> &Arc<Field> {
+        &self.field
+    }
+
+    /// Rows.
+    pub fn len(&self) -> u64 {
+        self.leaves()[0].len()
+    }
+
+    /// Whether the column has no rows.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The arrays read row by row: the array, the codes, or values and mask.
+    pub(crate) fn leaves(&self) -> Vec<&ZarrArray> {
+        match &self.kind {
+            Kind::Array { array, .. } => vec![array],
+            Kind::Categorical { codes, .. } => vec![codes],
+            Kind::Masked { values, mask } => vec![values, mask],
+        }
+    }
+
+    /// The longest chunk (shard) among the leaves.
+    pub(crate) fn chunk_len(&self) -> u64 {
+        self.leaves()
+            .iter()
+            .map(|a| a.metadata().chunk_shape[0])
+            .max()
+            .unwrap_or(1)
+    }
+
+    /// What the column reads once, before any row: a categorical's categories.
+    pub(crate) fn prepare(&self) -> Result<Option<ArrayRef>> {
+        match &self.kind {
+            Kind::Categorical { categories, .. } => categories.read_all().map(Some),
+            _ => Ok(None),
+        }
+    }
+
+    /// One row range of the column from its leaves' arrays for it (in
+    /// [`leaves`](Self::leaves) order) and what [`prepare`](Self::prepare) read.
+    pub(crate) fn assemble(
+        &self,
+        prepared: Option<&ArrayRef>,
+        mut leaves: Vec<ArrayRef>,
+    ) -> Result<ArrayRef> {
+        let err = |array: &ZarrArray, message: String| Error::Convention {
+            path: array.label(),
+            message,
+        };
+        match &self.kind {
+            Kind::Array { cf: None, .. } => Ok(leaves.swap_remove(0)),
+            Kind::Array {
+                array,
+                cf: Some(cf),
+            } => cf.decode(&leaves[0]).map_err(|m| err(array, m)),
+            Kind::Categorical { codes, categories } => {
+                let Some(dictionary) = prepared else {
+                    return Err(err(categories, "categories not read".into()));
+                };
+                anndata::categorical(&leaves[0], dictionary).map_err(|m| err(codes, m))
+            }
+            Kind::Masked { values, .. } => {
+                anndata::masked(&leaves[0], &leaves[1]).map_err(|m| err(values, m))
+            }
+        }
+    }
+
+    /// The column's entry in pyarrow's `pandas` metadata.
+    pub(crate) fn pandas(&self) -> PandasColumn<'_> {
+        PandasColumn {
+            field: &self.field,
+            nullable: matches!(self.kind, Kind::Masked { .. }),
+            categories: match &self.kind {
+                Kind::Categorical { categories, .. } => {
+                    Some(usize::try_from(categories.len()).unwrap_or(usize::MAX))
+                }
+                _ => None,
+            },
+        }
+    }
+}
+
+fn one_d(array: &ZarrArray, role: &str) -> std::result::Result<(), String> {
+    match array.metadata().shape.len() {
+        1 => Ok(()),
+        n => Err(format!(
+            "its {role} array is {n}-D (shape {:?})",
+            array.metadata().shape
+        )),
+    }
+}

@@ -1,0 +1,268 @@
+//! A gridded dataset (xarray's N-d variables sharing named dimensions) as a long
+//! table, one row per grid point, as `Dataset.to_dataframe()` gives it:
+//!
+//! - the dimensions, in order of first appearance over the variables (those
+//!   with the most dimensions first, then by name), become the first columns: the dimension's coordinate variable where there is
+//!   one, else the positions 0..n (pandas' RangeIndex); pyarrow's `pandas`
+//!   metadata marks them as the index;
+//! - then every other variable (or those asked for), broadcast over the
+//!   dimensions it lacks, CF-decoded as the options say.
+//!
+//! Rows are in C order over the dimensions. The variables are read whole (each
+//! bounded by [`ReadOptions::max_read_bytes`](super::ReadOptions)); batches are
+//! gathered from them.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, RecordBatch, RecordBatchReader, UInt64Array};
+use arrow_schema::{ArrowError, DataType as ArrowType, Field, Schema, SchemaRef};
+
+use super::{DEFAULT_MAX_BATCH_ROWS, ZarrArray, ZarrGroup};
+use crate::conventions::anndata::{PandasColumn, pandas_metadata};
+use crate::conventions::cf::{CfDecode, dimension_names};
+use crate::error::{Error, Result};
+use crate::metadata::NodeMetadata;
+use crate::store::join_key;
+
+/// One variable: its values (C order over its own dimensions) and, per output
+/// dimension, its stride (0 where it lacks the dimension).
+#[derive(Debug)]
+struct Variable {
+    values: ArrayRef,
+    strides: Vec<u64>,
+}
+
+/// The long table of a gridded dataset: a `RecordBatchReader`.
+#[derive(Debug)]
+pub struct LongTable {
+    schema: SchemaRef,
+    /// The output dimensions' lengths.
+    shape: Vec<u64>,
+    columns: Vec<Variable>,
+    next: u64,
+    total: u64,
+    batch_size: u64,
+}
+
+impl LongTable {
+    /// The long table of `group`'s variables (`projection`: only these data
+    /// variables, in this order).
+    ///
+    /// # Errors
+    /// [`Error::Table`] when a variable has no dimension names, dimensions of one
+    /// name differ in length, or a projected name is not a variable; read errors.
+    pub fn new(group: &ZarrGroup, projection: Option<&[String]>) -> Result<Self> {
+        let label = group.label();
+        let err = |message: String| Error::Table {
+            path: label.clone(),
+            message,
+        };
+        // Every array child with its dimension names.
+        let mut arrays: Vec<(ZarrArray, Vec<String>)> = Vec::new();
+        for (name, node) in group.children() {
+            let NodeMetadata::Array(meta) = node else {
+                continue;
+            };
+            let dims = dimension_names(meta)
+                .filter(|d| d.len() == meta.shape.len())
+                .and_then(|d| d.into_iter().collect::<Option<Vec<_>>>())
+                .ok_or_else(|| {
+                    err(format!(
+                        "{name:?} has no dimension names (dimension_names / _ARRAY_DIMENSIONS), so its place in the grid is unknown"
+                    ))
+                });
+            let array = ZarrArray::from_metadata(
+                group.store().clone(),
+                join_key(group.path(), name),
+                (**meta).clone(),
+                *group.options(),
+            )?;
+            match dims {
+                Ok(dims) => arrays.push((array, dims)),
+                // Only the variables asked for need dimensions.
+                Err(e) if projection.is_none_or(|p| p.contains(name)) => return Err(e),
+                Err(_) => {}
+            }
+        }
+        // Dimensions in order of first appearance over the variables with the
+        // most dimensions first (xarray's order when, as usual, the variables
+        // share one order), with their lengths.
+        let mut by_rank: Vec<&(ZarrArray, Vec<String>)> = arrays.iter().collect();
+        by_rank.sort_by_key(|(_, names)| std::cmp::Reverse(names.len()));
+        let mut dims: Vec<(String, u64)> = Vec::new();
+        for (array, names) in by_rank {
+            for (d, &len) in names.iter().zip(&array.metadata().shape) {
+                match dims.iter().find(|(n, _)| n == d) {
+                    Some((_, l)) if *l != len => {
+                        return Err(err(format!(
+                            "dimension {d:?} has length {l} in one variable and {len} in {:?}",
+                            array.column_name()
+                        )));
+                    }
+                    Some(_) => {}
+                    None => dims.push((d.clone(), len)),
+                }
+            }
+        }
+        let is_dim_coord = |(array, names): &(ZarrArray, Vec<String>)| {
+            names.len() == 1 && names[0] == array.column_name()
+        };
+        let data: Vec<&(ZarrArray, Vec<String>)> = match projection {
+            None => arrays.iter().filter(|a| !is_dim_coord(a)).collect(),
+            Some(names) => names
+                .iter()
+                .map(|n| {
+                    arrays
+                        .iter()
+                        .find(|(a, _)| a.column_name() == n)
+                        .ok_or_else(|| err(format!("no variable named {n:?}")))
+                })
+                .collect::<Result<_>>()?,
+        };
+        // Only the dimensions the chosen variables span (all, without a choice).
+        if projection.is_some() {
+            dims.retain(|(d, _)| data.iter().any(|(_, names)| names.contains(d)));
+        }
+        let shape: Vec<u64> = dims.iter().map(|(_, l)| *l).collect();
+        let total = shape
+            .iter()
+            .try_fold(1u64, |acc, &l| acc.checked_mul(l))
+            .ok_or_else(|| err("the grid has more than 2^64 points".into()))?;
+        let mut fields = Vec::new();
+        let mut columns = Vec::new();
+        for (d, (name, len)) in dims.iter().enumerate() {
+            let mut strides = vec![0; dims.len()];
+            strides[d] = 1;
+            let coordinate = arrays
+                .iter()
+                .find(|a| is_dim_coord(a) && a.0.column_name() == name);
+            let (field, values) = match coordinate {
+                Some((array, _)) => read_decoded(array)?,
+                None => (
+                    Field::new(name, ArrowType::UInt64, false),
+                    Arc::new(UInt64Array::from_iter_values(0..*len)) as ArrayRef,
+                ),
+            };
+            fields.push(field);
+            columns.push(Variable { values, strides });
+        }
+        for (array, names) in data {
+            let own = &array.metadata().shape;
+            let mut strides = vec![0u64; dims.len()];
+            let mut stride = 1u64;
+            for (k, dim) in names.iter().enumerate().rev() {
+                if let Some(d) = dims.iter().position(|(n, _)| n == dim) {
+                    strides[d] = stride;
+                }
+                stride = stride.saturating_mul(own[k]);
+            }
+            let (field, values) = read_decoded(array)?;
+            fields.push(field);
+            columns.push(Variable { values, strides });
+        }
+        let index: Vec<&str> = dims.iter().map(|(n, _)| n.as_str()).collect();
+        let pandas: Vec<PandasColumn<'_>> = fields
+            .iter()
+            .map(|field| PandasColumn {
+                field,
+                nullable: false,
+                categories: None,
+            })
+            .collect();
+        let metadata = pandas_metadata(&index, &pandas);
+        let schema =
+            Schema::new(fields).with_metadata(HashMap::from([("pandas".to_string(), metadata)]));
+        Ok(Self {
+            schema: Arc::new(schema),
+            shape,
+            columns,
+            next: 0,
+            total,
+            batch_size: DEFAULT_MAX_BATCH_ROWS as u64,
+        })
+    }
+
+    /// Rows (grid points).
+    pub fn total_rows(&self) -> u64 {
+        self.total
+    }
+
+    fn batch(&mut self) -> Result<Option<RecordBatch>> {
+        let n = (self.total - self.next).min(self.batch_size);
+        if n == 0 {
+            return Ok(None);
+        }
+        let rows = self.next..self.next + n;
+        self.next += n;
+        let mut arrays = Vec::with_capacity(self.columns.len());
+        for column in &self.columns {
+            let indices = UInt64Array::from_iter_values(rows.clone().map(|r| {
+                let mut linear = r;
+                let mut index = 0u64;
+                for (extent, stride) in self.shape.iter().zip(&column.strides).rev() {
+                    let i = linear % extent.max(&1);
+                    linear /= extent.max(&1);
+                    index += i * stride;
+                }
+                index
+            }));
+            arrays.push(arrow_select::take::take(
+                column.values.as_ref(),
+                &indices,
+                None,
+            )?);
+        }
+        Ok(Some(RecordBatch::try_new(self.schema.clone(), arrays)?))
+    }
+}
+
+/// A variable's values, whole (C order), CF-decoded when the options say so,
+/// and its field.
+fn read_decoded(array: &ZarrArray) -> Result<(Field, ArrayRef)> {
+    let raw = array.read_all()?;
+    let cf = if array.options().decode_cf {
+        CfDecode::from_metadata(array.metadata(), raw.data_type()).map_err(|message| {
+            Error::Convention {
+                path: array.label(),
+                message,
+            }
+        })?
+    } else {
+        None
+    };
+    Ok(match cf {
+        Some(cf) => {
+            let values = cf.decode(&raw).map_err(|message| Error::Convention {
+                path: array.label(),
+                message,
+            })?;
+            (
+                Field::new(array.column_name(), cf.data_type().clone(), true),
+                values,
+            )
+        }
+        None => (
+            Field::new(array.column_name(), raw.data_type().clone(), false),
+            raw,
+        ),
+    })
+}
+
+impl Iterator for LongTable {
+    type Item = Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let result = self.batch();
+        if result.is_err() {
+            self.next = self.total;
+        }
+        result.map_err(ArrowError::from).transpose()
+    }
+}
+
+impl RecordBatchReader for LongTable {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+}
