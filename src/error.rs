@@ -35,7 +35,7 @@ pub enum Error {
     /// No Zarr array or group metadata was found at a node path.
     #[error("no Zarr array or group at {path:?} (looked for zarr.json, .zarray and .zgroup)")]
     NodeNotFound {
-        /// The node path inside the store ("" is the root).
+        /// The node: the store's location joined with the node path.
         path: String,
     },
     /// A stored value is larger than the caller allows.

@@ -139,7 +139,7 @@ def cmd_time(args) -> int:
     peers = {"anndata+pandas": [sys.executable, "-c", BASELINE, str(store), str(out_dir / "anndata.parquet")]}
     if args.zarrow:
         zarrow = [sys.executable, args.zarrow] if args.zarrow.endswith(".py") else [args.zarrow]
-        peers["zarrow"] = [*zarrow, "convert", str(store / "obs"), str(out_dir / "zarrow.parquet")]
+        peers["zarrow"] = [*zarrow, "convert", str(store / "obs"), str(out_dir / "zarrow.parquet"), "--overwrite"]
     results = []
     for name, cmd in peers.items():
         walls, rss = [], []
@@ -147,7 +147,7 @@ def cmd_time(args) -> int:
             w, r = measure(cmd)
             walls.append(w)
             rss.append(r)
-        out = Path(cmd[-1])
+        out = Path(next(a for a in reversed(cmd) if a.endswith(".parquet")))
         rows = pq.ParquetFile(out).metadata.num_rows
         res = {"peer": name, "rows": rows, "runs": args.runs, "wall_s_median": round(statistics.median(walls), 3),
                "wall_s_all": [round(w, 3) for w in walls], "peak_rss_mib_max": round(max(rss), 1),

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int8Type, Int16Type, Int32Type, Int64Type};
-use arrow_array::{Array, ArrayRef, DictionaryArray, PrimitiveArray};
+use arrow_array::{Array, ArrayRef, BooleanArray, DictionaryArray, PrimitiveArray};
 use arrow_buffer::{BooleanBuffer, NullBuffer};
 use arrow_schema::{DataType as ArrowType, Field};
 use serde_json::{Map, Value, json};
@@ -162,8 +162,19 @@ pub fn masked(values: &ArrayRef, mask: &ArrayRef) -> Result<ArrayRef, String> {
         None => !mask.values(),
     };
     let nulls = NullBuffer::union(values.nulls(), Some(&NullBuffer::new(present)));
-    let data = values
-        .to_data()
+    // A sliced bool array's data keeps a bit offset that a new null buffer (from
+    // row 0) would not line up with: rebuild it from its (offset-aware) values.
+    if let Some(bools) = values.as_boolean_opt() {
+        return Ok(Arc::new(BooleanArray::new(bools.values().clone(), nulls)));
+    }
+    let data = values.to_data();
+    if data.offset() != 0 {
+        return Err(format!(
+            "values of type {} at an offset cannot take a mask",
+            values.data_type()
+        ));
+    }
+    let data = data
         .into_builder()
         .nulls(nulls)
         .build()
@@ -286,7 +297,7 @@ pub fn pandas_metadata(index: &[&str], columns: &[PandasColumn<'_>]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow_array::{ArrayAccessor, BooleanArray, Int8Array, Int64Array, StringArray};
+    use arrow_array::{ArrayAccessor, Int8Array, Int64Array, StringArray};
 
     #[test]
     fn encodings_are_read_from_attributes() {
@@ -345,5 +356,25 @@ mod tests {
         );
         let short: ArrayRef = Arc::new(BooleanArray::from(vec![false]));
         assert!(masked(&values, &short).is_err());
+    }
+
+    #[test]
+    fn sliced_values_take_the_mask_of_their_own_rows() {
+        let bools: ArrayRef = Arc::new(BooleanArray::from(vec![true; 20]));
+        let mask: ArrayRef = Arc::new(BooleanArray::from(
+            (0..20).map(|i| i % 3 == 0).collect::<Vec<_>>(),
+        ));
+        let (values, mask) = (bools.slice(5, 12), mask.slice(5, 12));
+        let out = masked(&values, &mask).unwrap();
+        let out = out.as_boolean();
+        for i in 0..12 {
+            assert_eq!(out.is_null(i), (i + 5) % 3 == 0, "row {i}");
+        }
+        let strings: ArrayRef = Arc::new(StringArray::from_iter_values(
+            (0..20).map(|i| i.to_string()),
+        ));
+        let out = masked(&strings.slice(5, 12), &mask).unwrap();
+        assert_eq!(out.as_string::<i32>().value(1), "6");
+        assert!(out.is_null(1) == (6 % 3 == 0));
     }
 }

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use arrow_array::{ArrayRef, RecordBatch, RecordBatchReader, UInt64Array};
 use arrow_schema::{ArrowError, DataType as ArrowType, Field, Schema, SchemaRef};
 
-use super::{DEFAULT_MAX_BATCH_ROWS, ZarrArray, ZarrGroup};
+use super::{DEFAULT_MAX_BATCH_ROWS, Skipped, ZarrArray, ZarrGroup};
 use crate::conventions::anndata::{PandasColumn, pandas_metadata};
 use crate::conventions::cf::{CfDecode, dimension_names};
 use crate::error::{Error, Result};
@@ -43,6 +43,7 @@ pub struct LongTable {
     next: u64,
     total: u64,
     batch_size: u64,
+    skipped: Vec<Skipped>,
 }
 
 impl LongTable {
@@ -58,10 +59,23 @@ impl LongTable {
             path: label.clone(),
             message,
         };
-        // Every array child with its dimension names.
+        // Every array child with its dimension names; the other children named.
         let mut arrays: Vec<(ZarrArray, Vec<String>)> = Vec::new();
+        let mut skipped: Vec<Skipped> = group
+            .skipped()
+            .iter()
+            .filter(|s| !s.convention && s.reason.starts_with("cannot be read"))
+            .cloned()
+            .collect();
         for (name, node) in group.children() {
             let NodeMetadata::Array(meta) = node else {
+                if projection.is_none() {
+                    skipped.push(Skipped {
+                        name: name.clone(),
+                        reason: "a group, not a variable; convert it on its own".into(),
+                        convention: false,
+                    });
+                }
                 continue;
             };
             let dims = dimension_names(meta)
@@ -180,7 +194,18 @@ impl LongTable {
             next: 0,
             total,
             batch_size: DEFAULT_MAX_BATCH_ROWS as u64,
+            skipped: if projection.is_none() {
+                skipped
+            } else {
+                Vec::new()
+            },
         })
+    }
+
+    /// The children that are not in the table (subgroups, nodes zarrow cannot
+    /// read), each with the reason; none when variables were chosen.
+    pub fn skipped(&self) -> &[Skipped] {
+        &self.skipped
     }
 
     /// Rows (grid points).

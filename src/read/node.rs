@@ -40,6 +40,6 @@ pub fn read_node(store: &dyn Store, path: &str) -> Result<NodeMetadata> {
         )?));
     }
     Err(Error::NodeNotFound {
-        path: path.to_string(),
+        path: crate::store::node_label(store, path),
     })
 }

@@ -57,6 +57,9 @@ pub(crate) fn convert(args: &ConvertArgs) -> Result<()> {
             }
             let group = ZarrGroup::open_with(store, "", options)?;
             let table = group.long_table(args.columns.as_deref())?;
+            for skipped in table.skipped() {
+                eprintln!("zarrow: not converted: {skipped}");
+            }
             let total = table.total_rows();
             return export(args, format, Progress::new(table, Some(total)), total);
         }
