@@ -12,6 +12,7 @@ use super::plan::{self, ChunkRead, Decoded};
 use super::read_node;
 use crate::assemble::{Part, gather};
 use crate::codec::{CodecChain, DecodeContext};
+use crate::conventions::cf::CfDecode;
 use crate::error::{ChunkError, Error, Result};
 use crate::fill::fill_array;
 use crate::grid::{Grid, unravel};
@@ -159,6 +160,28 @@ impl ZarrArray {
         }
         let data = array.to_data().into_builder().data_type(t).build()?;
         Ok(arrow_array::make_array(data))
+    }
+
+    /// How the array's CF attributes change its values (see
+    /// [`conventions::cf`](crate::conventions::cf)), when the options decode them.
+    ///
+    /// # Errors
+    /// [`Error::Convention`] for attributes zarrow cannot decode (a calendar other
+    /// than the Gregorian one, say).
+    pub fn cf_decode(&self) -> Result<Option<CfDecode>> {
+        if !self.options.decode_cf {
+            return Ok(None);
+        }
+        CfDecode::from_metadata(&self.meta, &self.arrow_type())
+            .map_err(|message| self.convention_err(message))
+    }
+
+    /// An [`Error::Convention`] about this array.
+    pub(crate) fn convention_err(&self, message: String) -> Error {
+        Error::Convention {
+            path: self.label(),
+            message,
+        }
     }
 
     /// The Arrow field for this array's column: nullable only for numpy's

@@ -21,7 +21,6 @@ use arrow_array::{ArrayRef, RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, Schema, SchemaRef};
 use rayon::prelude::*;
 
-use super::column::Conventions;
 use super::{Column, ReadOptions, Skipped, ZarrArray, ZarrGroup};
 use crate::conventions::anndata;
 use crate::error::{Error, Result};
@@ -144,13 +143,10 @@ impl ReaderBuilder {
     /// [`Error::Table`] when there is no column, a projected name is not one (a
     /// skipped child is named with the reason), or the columns differ in length.
     pub fn columns(&self) -> Result<Vec<Column>> {
-        let conventions = Conventions {
-            decode_cf: self.options.decode_cf,
-        };
         let (available, skipped): (Vec<Column>, &[Skipped]) = match &self.source {
             Source::Group(group) => (group.columns().to_vec(), group.skipped()),
             Source::Array(array) if array.metadata().shape.len() == 1 => {
-                (vec![Column::array(array.clone(), conventions)?], &[])
+                (vec![Column::array(array.clone())?], &[])
             }
             Source::Array(array) => {
                 return Err(self.table_err(format!(

@@ -15,7 +15,7 @@ use arrow_schema::{DataType as ArrowType, Field};
 use super::ZarrArray;
 use crate::conventions::anndata::{self, Nullable, PandasColumn};
 use crate::conventions::cf::{self, CfDecode};
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// The field metadata key under which a column's dimension names are recorded
 /// (a JSON list; `null` for an unnamed dimension).
@@ -44,29 +44,14 @@ enum Kind {
     Masked { values: ZarrArray, mask: ZarrArray },
 }
 
-/// How a table is read: whether CF attributes are decoded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Conventions {
-    pub(crate) decode_cf: bool,
-}
-
 impl Column {
-    /// A 1-D array as a column, its CF attributes decoded when `decode_cf`.
+    /// A 1-D array as a column, its CF attributes decoded when its options say so.
     ///
     /// # Errors
     /// A CF attribute zarrow cannot decode (a non-Gregorian calendar, say).
-    pub(crate) fn array(array: ZarrArray, conventions: Conventions) -> Result<Self> {
+    pub(crate) fn array(array: ZarrArray) -> Result<Self> {
         let raw = array.arrow_type();
-        let cf = if conventions.decode_cf {
-            CfDecode::from_metadata(array.metadata(), &raw).map_err(|message| {
-                Error::Convention {
-                    path: array.label(),
-                    message,
-                }
-            })?
-        } else {
-            None
-        };
+        let cf = array.cf_decode()?;
         let (data_type, nullable) = match &cf {
             Some(cf) => (cf.data_type().clone(), true),
             None => (raw, array.field().is_nullable()),
@@ -209,10 +194,7 @@ impl Column {
         prepared: Option<&ArrayRef>,
         mut leaves: Vec<ArrayRef>,
     ) -> Result<ArrayRef> {
-        let err = |array: &ZarrArray, message: String| Error::Convention {
-            path: array.label(),
-            message,
-        };
+        let err = |array: &ZarrArray, message: String| array.convention_err(message);
         match &self.kind {
             Kind::Array { cf: None, .. } => Ok(leaves.swap_remove(0)),
             Kind::Array {

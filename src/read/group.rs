@@ -15,7 +15,6 @@
 
 use std::sync::Arc;
 
-use super::column::Conventions;
 use super::{Column, LongTable, ReadOptions, ReaderBuilder, ZarrArray, read_node};
 use crate::conventions::anndata::{self, Encoding};
 use crate::error::{Error, Result};
@@ -145,7 +144,8 @@ impl ZarrGroup {
         &self.children
     }
 
-    /// The table's columns, in order (see the [module docs](self)).
+    /// The table's columns, in order: an anndata dataframe's `_index`, then its
+    /// `column-order`; otherwise the order zarrow's writer recorded, else by name.
     pub fn columns(&self) -> &[Column] {
         &self.columns
     }
@@ -212,12 +212,6 @@ impl ZarrGroup {
     /// As [`LongTable::new`].
     pub fn long_table(&self, variables: Option<&[String]>) -> Result<LongTable> {
         LongTable::new(self, variables)
-    }
-
-    fn conventions(&self) -> Conventions {
-        Conventions {
-            decode_cf: self.options.decode_cf,
-        }
     }
 
     fn array(&self, path: &str, meta: &crate::ArrayMetadata) -> Result<ZarrArray> {
@@ -307,10 +301,7 @@ impl ZarrGroup {
             let key = join_key(&self.path, name);
             let column = match node {
                 NodeMetadata::Array(meta) if meta.shape.len() == 1 => {
-                    match self
-                        .array(&key, meta)
-                        .and_then(|a| Column::array(a, self.conventions()))
-                    {
+                    match self.array(&key, meta).and_then(Column::array) {
                         Ok(column) => Ok(column),
                         Err(e @ Error::Convention { .. }) => {
                             skipped.push(Skipped {

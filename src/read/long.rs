@@ -20,7 +20,7 @@ use arrow_schema::{ArrowError, DataType as ArrowType, Field, Schema, SchemaRef};
 
 use super::{DEFAULT_MAX_BATCH_ROWS, Skipped, ZarrArray, ZarrGroup};
 use crate::conventions::anndata::{PandasColumn, pandas_metadata};
-use crate::conventions::cf::{CfDecode, dimension_names};
+use crate::conventions::cf::dimension_names;
 use crate::error::{Error, Result};
 use crate::metadata::NodeMetadata;
 use crate::store::join_key;
@@ -246,22 +246,10 @@ impl LongTable {
 /// and its field.
 fn read_decoded(array: &ZarrArray) -> Result<(Field, ArrayRef)> {
     let raw = array.read_all()?;
-    let cf = if array.options().decode_cf {
-        CfDecode::from_metadata(array.metadata(), raw.data_type()).map_err(|message| {
-            Error::Convention {
-                path: array.label(),
-                message,
-            }
-        })?
-    } else {
-        None
-    };
+    let cf = array.cf_decode()?;
     Ok(match cf {
         Some(cf) => {
-            let values = cf.decode(&raw).map_err(|message| Error::Convention {
-                path: array.label(),
-                message,
-            })?;
+            let values = cf.decode(&raw).map_err(|m| array.convention_err(m))?;
             (
                 Field::new(array.column_name(), cf.data_type().clone(), true),
                 values,

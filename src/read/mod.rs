@@ -125,28 +125,29 @@ impl ReadOptions {
 pub struct ArrayBatchReader {
     array: ZarrArray,
     schema: SchemaRef,
-    cf: std::result::Result<Option<CfDecode>, String>,
+    cf: Option<CfDecode>,
+    /// Why the CF attributes cannot be decoded: the first batch's error.
+    cf_error: Option<Error>,
     next_slab: u64,
     ready: VecDeque<arrow_array::ArrayRef>,
 }
 
 impl ArrayBatchReader {
     fn new(array: ZarrArray) -> Self {
-        let raw = array.arrow_type();
-        let cf = if array.options().decode_cf {
-            CfDecode::from_metadata(array.metadata(), &raw)
-        } else {
-            Ok(None)
+        let (cf, cf_error) = match array.cf_decode() {
+            Ok(cf) => (cf, None),
+            Err(e) => (None, Some(e)),
         };
         let field = match &cf {
-            Ok(Some(cf)) => Field::new(array.column_name(), cf.data_type().clone(), true),
-            _ => array.field(),
+            Some(cf) => Field::new(array.column_name(), cf.data_type().clone(), true),
+            None => array.field(),
         };
         let schema = Arc::new(Schema::new(vec![field]));
         Self {
             array,
             schema,
             cf,
+            cf_error,
             next_slab: 0,
             ready: VecDeque::new(),
         }
@@ -158,10 +159,9 @@ impl ArrayBatchReader {
     }
 
     fn next_inner(&mut self) -> Result<Option<RecordBatch>> {
-        let cf = self.cf.as_ref().map_err(|message| Error::Convention {
-            path: self.array.label(),
-            message: message.clone(),
-        })?;
+        if let Some(e) = self.cf_error.take() {
+            return Err(e);
+        }
         if self.ready.is_empty() {
             let end = self
                 .next_slab
@@ -177,11 +177,10 @@ impl ArrayBatchReader {
         let Some(column) = self.ready.pop_front() else {
             return Ok(None);
         };
-        let column = match cf {
-            Some(cf) => cf.decode(&column).map_err(|message| Error::Convention {
-                path: self.array.label(),
-                message,
-            })?,
+        let column = match &self.cf {
+            Some(cf) => cf
+                .decode(&column)
+                .map_err(|m| self.array.convention_err(m))?,
             None => column,
         };
         Ok(Some(RecordBatch::try_new(

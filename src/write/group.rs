@@ -126,7 +126,8 @@ impl GroupWriter {
     /// (across columns and chunks) while the caller reads its next batch.
     ///
     /// # Errors
-    /// As [`ArrayWriter::write`], for this batch's chunks or earlier ones.
+    /// As [`ArrayWriter::write`](super::ArrayWriter::write), for this batch's
+    /// chunks or earlier ones.
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         if batch.num_columns() != self.names.len() {
             return Err(Error::InvalidArgument(format!(
