@@ -12,14 +12,15 @@
 //!      │
 //!  decode: bytes->bytes codecs undone, then the layout ──▶ ArrayRef per chunk
 //!      │   (codec/, one module per codec; offsets/ checks every untrusted offset)
-//!  assemble: trim edges, fill missing chunks, gather N-d ──▶ RecordBatch stream
-//!      │   (read/, assemble.rs)
+//!  assemble: trim edges, fill missing chunks, gather N-d, apply conventions
+//!      │   (anndata categorical -> Dictionary, mask -> nulls, CF -> values xarray
+//!      │   gives) ──▶ RecordBatch stream (read/, assemble.rs, conventions/)
 //!      ▼
 //!  IPC / Parquet (export) / DataFusion / pyarrow;  write/: the same path backwards
 //! ```
 //!
 //! Modules follow that flow: [`metadata`] → [`codec`] → `read::plan` → [`store`] →
-//! [`read`] → [`export`]; [`write`](mod@write) runs it backwards.
+//! [`conventions`] → [`read`] → [`export`]; [`write`](mod@write) runs it backwards.
 //!
 //! ```
 //! use std::sync::Arc;

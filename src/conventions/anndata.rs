@@ -87,6 +87,57 @@ pub fn encoding(attributes: &Map<String, Value>) -> Option<Encoding> {
     })
 }
 
+/// The attributes anndata writes on an element: `encoding-type: kind` and its
+/// `encoding-version` (0.1.0 for the nullable elements, 0.2.0 for the others).
+pub fn element_attributes(kind: &str) -> Map<String, Value> {
+    let version = if kind.starts_with("nullable-") {
+        "0.1.0"
+    } else {
+        "0.2.0"
+    };
+    let mut attributes = Map::new();
+    attributes.insert("encoding-type".into(), json!(kind));
+    attributes.insert("encoding-version".into(), json!(version));
+    attributes
+}
+
+/// The attributes of a `categorical` element's group.
+pub fn categorical_attributes(ordered: bool) -> Map<String, Value> {
+    let mut attributes = element_attributes("categorical");
+    attributes.insert("ordered".into(), json!(ordered));
+    attributes
+}
+
+/// The attributes of a `dataframe` group: its index element and the other
+/// columns, in order.
+pub fn dataframe_attributes(index: &str, column_order: &[&String]) -> Map<String, Value> {
+    let mut attributes = element_attributes("dataframe");
+    attributes.insert("_index".into(), json!(index));
+    attributes.insert("column-order".into(), json!(column_order));
+    attributes
+}
+
+/// The element an array of Arrow type `t` is written as: `string-array` for
+/// strings, else `array`.
+pub fn array_encoding(t: &ArrowType) -> &'static str {
+    match t {
+        ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View => "string-array",
+        _ => "array",
+    }
+}
+
+/// The nullable element that holds Arrow type `t` with nulls, if there is one.
+pub fn nullable_encoding(t: &ArrowType) -> Option<&'static str> {
+    match t {
+        ArrowType::Boolean => Some("nullable-boolean"),
+        t if t.is_integer() => Some("nullable-integer"),
+        ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View => {
+            Some("nullable-string-array")
+        }
+        _ => None,
+    }
+}
+
 /// The Arrow type of a categorical column: codes as the keys, categories as the
 /// values. `None` when the codes are not a signed integer type.
 pub fn dictionary_type(codes: &ArrowType, categories: &ArrowType) -> Option<ArrowType> {

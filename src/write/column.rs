@@ -15,20 +15,11 @@ use super::array::ArrayWriter;
 use super::metadata::write_documents;
 use super::pipeline::Pipeline;
 use super::{Layout, NullPolicy, WriteOptions};
+use crate::conventions::anndata::{
+    array_encoding, categorical_attributes, element_attributes, nullable_encoding,
+};
 use crate::error::{Error, Result};
 use crate::store::{Store, join_key};
-
-/// anndata's `encoding-version` for arrays, dataframes and categoricals.
-const VERSION: &str = "0.2.0";
-/// anndata's `encoding-version` for its nullable elements.
-const NULLABLE_VERSION: &str = "0.1.0";
-
-fn encoding(kind: &str, version: &str) -> Map<String, Value> {
-    let mut attributes = Map::new();
-    attributes.insert("encoding-type".into(), json!(kind));
-    attributes.insert("encoding-version".into(), json!(version));
-    attributes
-}
 
 /// How a column with nulls is written under the anndata layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,7 +80,7 @@ impl ColumnWriter {
             ));
         }
         let element =
-            |writer: ArrayWriter, kind: &str| writer.with_attributes(encoding(kind, VERSION));
+            |writer: ArrayWriter, kind: &str| writer.with_attributes(element_attributes(kind));
         match data_type {
             ArrowType::Dictionary(_, values) => {
                 let codes = ArrayWriter::create(
@@ -107,15 +98,11 @@ impl ColumnWriter {
                     ordered: field.dict_is_ordered().unwrap_or(false),
                 })
             }
-            t if let (Nullability::Element, Some(nullable)) = (nullable, nullable_kind(t)) => {
+            t if let (Nullability::Element, Some(nullable)) = (nullable, nullable_encoding(t)) => {
                 let fill = options.clone().with_nulls(NullPolicy::Fill);
                 let values =
                     ArrayWriter::create(store.clone(), join_key(&path, "values"), t, fill)?;
-                let kind = if t.is_integer() || t == &ArrowType::Boolean {
-                    "array"
-                } else {
-                    "string-array"
-                };
+                let kind = array_encoding(t);
                 let mask = ArrayWriter::create(
                     store.clone(),
                     join_key(&path, "mask"),
@@ -138,14 +125,7 @@ impl ColumnWriter {
                 } else {
                     options.clone()
                 };
-                let kind = if matches!(
-                    t,
-                    ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View
-                ) {
-                    "string-array"
-                } else {
-                    "array"
-                };
+                let kind = array_encoding(t);
                 Ok(Self::Array(element(
                     ArrayWriter::create(store.clone(), path, t, options)?,
                     kind,
@@ -162,7 +142,7 @@ impl ColumnWriter {
     ) -> Result<Self> {
         let writer = ArrayWriter::create(store.clone(), path, &ArrowType::Int64, options.clone())?;
         Ok(Self::RowNumbers(
-            writer.with_attributes(encoding("array", VERSION)),
+            writer.with_attributes(element_attributes("array")),
         ))
     }
 
@@ -238,22 +218,17 @@ impl ColumnWriter {
                 ..
             } => {
                 let values = categories.values()?;
-                let kind = if values.data_type().is_numeric() {
-                    "array"
-                } else {
-                    "string-array"
-                };
+                let kind = array_encoding(values.data_type());
                 let mut writer = ArrayWriter::create(
                     store.clone(),
                     join_key(path, "categories"),
                     values.data_type(),
                     options.clone(),
                 )?
-                .with_attributes(encoding(kind, VERSION));
+                .with_attributes(element_attributes(kind));
                 writer.write(&values)?;
                 writer.finish()?;
-                let mut attributes = encoding("categorical", VERSION);
-                attributes.insert("ordered".into(), json!(*ordered));
+                let attributes = categorical_attributes(*ordered);
                 group_documents(store.as_ref(), path, options.zarr_format, attributes)?;
             }
             Self::Nullable {
@@ -263,28 +238,11 @@ impl ColumnWriter {
                 kind,
                 ..
             } => {
-                group_documents(
-                    store.as_ref(),
-                    path,
-                    *zarr_format,
-                    encoding(kind, NULLABLE_VERSION),
-                )?;
+                group_documents(store.as_ref(), path, *zarr_format, element_attributes(kind))?;
             }
             _ => {}
         }
         Ok(rows)
-    }
-}
-
-/// The anndata nullable element for values of `t`, if there is one.
-fn nullable_kind(t: &ArrowType) -> Option<&'static str> {
-    match t {
-        ArrowType::Boolean => Some("nullable-boolean"),
-        t if t.is_integer() => Some("nullable-integer"),
-        ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View => {
-            Some("nullable-string-array")
-        }
-        _ => None,
     }
 }
 

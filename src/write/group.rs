@@ -13,7 +13,9 @@ use crate::error::{Error, Result};
 use crate::store::{Store, join_key};
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::Schema;
-use serde_json::{Value, json};
+use serde_json::Value;
+
+use crate::conventions::anndata::dataframe_attributes;
 
 /// The dimension of a table's arrays when the table names no pandas index.
 const DEFAULT_DIMENSION: &str = "index";
@@ -158,11 +160,7 @@ impl GroupWriter {
         match &self.index {
             Some(index) => {
                 let order: Vec<&String> = self.names.iter().filter(|n| *n != index).collect();
-                let mut attributes = serde_json::Map::new();
-                attributes.insert("_index".into(), json!(index));
-                attributes.insert("column-order".into(), json!(order));
-                attributes.insert("encoding-type".into(), json!("dataframe"));
-                attributes.insert("encoding-version".into(), json!("0.2.0"));
+                let attributes = dataframe_attributes(index, &order);
                 super::column::group_documents(
                     self.store.as_ref(),
                     &self.path,
