@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int8Type, Int16Type, Int32Type, Int64Type};
-use arrow_array::{Array, ArrayRef, BooleanArray, DictionaryArray, PrimitiveArray};
+use arrow_array::{Array, ArrayRef, DictionaryArray, PrimitiveArray};
 use arrow_buffer::{BooleanBuffer, NullBuffer};
 use arrow_schema::{DataType as ArrowType, Field};
 use serde_json::{Map, Value, json};
@@ -192,7 +192,8 @@ where
 }
 
 /// `values` with a null wherever `mask` is true (anndata's mask marks missing
-/// values). The values' buffers are kept as they are.
+/// values): arrow's `nullif`, which keeps the values' buffers and handles
+/// slices at any offset.
 ///
 /// # Errors
 /// A mask that is not boolean or not as long as the values.
@@ -207,30 +208,7 @@ pub fn masked(values: &ArrayRef, mask: &ArrayRef) -> Result<ArrayRef, String> {
             values.len()
         ));
     }
-    // A null in the mask itself (never written by anndata) counts as missing.
-    let present = match mask.nulls() {
-        Some(n) => &!mask.values() & n.inner(),
-        None => !mask.values(),
-    };
-    let nulls = NullBuffer::union(values.nulls(), Some(&NullBuffer::new(present)));
-    // A sliced bool array's data keeps a bit offset that a new null buffer (from
-    // row 0) would not line up with: rebuild it from its (offset-aware) values.
-    if let Some(bools) = values.as_boolean_opt() {
-        return Ok(Arc::new(BooleanArray::new(bools.values().clone(), nulls)));
-    }
-    let data = values.to_data();
-    if data.offset() != 0 {
-        return Err(format!(
-            "values of type {} at an offset cannot take a mask",
-            values.data_type()
-        ));
-    }
-    let data = data
-        .into_builder()
-        .nulls(nulls)
-        .build()
-        .map_err(|e| e.to_string())?;
-    Ok(arrow_array::make_array(data))
+    arrow_select::nullif::nullif(values.as_ref(), mask).map_err(|e| e.to_string())
 }
 
 /// pandas' names for an Arrow column: (`pandas_type`, `numpy_type`), as pyarrow
@@ -348,7 +326,7 @@ pub fn pandas_metadata(index: &[&str], columns: &[PandasColumn<'_>]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow_array::{ArrayAccessor, Int8Array, Int64Array, StringArray};
+    use arrow_array::{ArrayAccessor, BooleanArray, Int8Array, Int64Array, StringArray};
 
     #[test]
     fn encodings_are_read_from_attributes() {
