@@ -185,6 +185,15 @@ pub enum Error {
         /// What and why.
         message: String,
     },
+    /// A remote store failed: a permanent error (403, a bad URL or configuration)
+    /// or a transient one that outlived the retries.
+    #[error("{location}: {source}")]
+    Remote {
+        /// The URL of the store or key.
+        location: String,
+        /// What `object_store` (or the runtime) said.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// An error from arrow-rs.
     #[error(transparent)]
     Arrow(ArrowError),

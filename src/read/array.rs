@@ -110,6 +110,11 @@ impl ZarrArray {
         crate::store::node_label(self.store.as_ref(), &self.path)
     }
 
+    /// How many requests the array's store wants in flight.
+    pub(crate) fn store_concurrency(&self) -> usize {
+        self.store.concurrency()
+    }
+
     /// The parsed metadata.
     pub fn metadata(&self) -> &ArrayMetadata {
         &self.meta

@@ -306,8 +306,29 @@ impl ReaderBuilder {
         }
         // Read ahead at least one batch, and at least one of the longest chunks per
         // thread: decoding then overlaps with the caller's work on earlier batches.
-        let lookahead =
-            (batch_size as u64).max(longest.saturating_mul(self.options.read_ahead() as u64));
+        // A remote store wants many requests in flight: as many chunks ahead, read
+        // by as many threads of a pool of the reader's own (a request mostly
+        // waits; rayon's pool stays one thread per core).
+        let concurrency = columns
+            .iter()
+            .flat_map(|c| c.leaves())
+            .map(ZarrArray::store_concurrency)
+            .max()
+            .unwrap_or(1);
+        let pool = if self.options.parallel && concurrency > 1 {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(concurrency)
+                .thread_name(|i| format!("zarrow-fetch-{i}"))
+                .build()
+                .map_err(|e| {
+                    Error::InvalidArgument(format!("starting {concurrency} fetch threads: {e}"))
+                })?;
+            Some(Arc::new(pool))
+        } else {
+            None
+        };
+        let ahead = self.options.read_ahead().max(concurrency) as u64;
+        let lookahead = (batch_size as u64).max(longest.saturating_mul(ahead));
         let prepared = columns
             .iter()
             .map(Column::prepare)
@@ -328,6 +349,7 @@ impl ReaderBuilder {
             batch_size,
             lookahead,
             parallel: self.options.parallel,
+            pool,
             pending: VecDeque::new(),
             failed: false,
         })
@@ -390,12 +412,13 @@ impl Job {
 /// Decoded chunks: each with the index of its leaf.
 type Decoded = Vec<(usize, ArrayRef)>;
 
-/// Decode `jobs`, in parallel when asked; results in job order.
-fn run_jobs(jobs: &[Job], parallel: bool) -> Result<Decoded> {
-    if parallel && jobs.len() > 1 {
-        jobs.par_iter().map(Job::run).collect()
-    } else {
-        jobs.iter().map(Job::run).collect()
+/// Decode `jobs`, in parallel when asked (on `pool` when there is one, else
+/// rayon's global pool); results in job order.
+fn run_jobs(jobs: &[Job], parallel: bool, pool: Option<&rayon::ThreadPool>) -> Result<Decoded> {
+    match pool {
+        _ if !parallel || jobs.len() <= 1 => jobs.iter().map(Job::run).collect(),
+        Some(pool) => pool.install(|| jobs.par_iter().map(Job::run).collect()),
+        None => jobs.par_iter().map(Job::run).collect(),
     }
 }
 
@@ -418,6 +441,8 @@ pub struct BatchReader {
     /// Rows past the current batch whose chunks decode while the caller works.
     lookahead: u64,
     parallel: bool,
+    /// The fetch threads of a remote store (many requests in flight).
+    pool: Option<Arc<rayon::ThreadPool>>,
     /// Chunks decoding on the pool, in the order they were asked for.
     pending: VecDeque<Receiver<Result<Decoded>>>,
     failed: bool,
@@ -480,7 +505,7 @@ impl BatchReader {
             self.queue(decoded);
         }
         let jobs = self.plan(self.done + n);
-        let decoded = run_jobs(&jobs, self.parallel)?;
+        let decoded = run_jobs(&jobs, self.parallel, self.pool.as_deref())?;
         self.queue(decoded);
         let mut leaves = Vec::with_capacity(self.leaves.len());
         for col in &mut self.leaves {
@@ -510,16 +535,22 @@ impl BatchReader {
             let jobs = self.plan(self.done.saturating_add(self.lookahead));
             if !jobs.is_empty() {
                 let (sender, receiver) = channel();
-                rayon::spawn(move || {
-                    let result = catch_unwind(AssertUnwindSafe(|| run_jobs(&jobs, true)))
-                        .unwrap_or_else(|_| {
-                            Err(Error::Panicked {
-                                task: "chunk decoder",
-                            })
-                        });
+                let pool = self.pool.clone();
+                let task = move || {
+                    let result =
+                        catch_unwind(AssertUnwindSafe(|| run_jobs(&jobs, true, pool.as_deref())))
+                            .unwrap_or_else(|_| {
+                                Err(Error::Panicked {
+                                    task: "chunk decoder",
+                                })
+                            });
                     // The reader may be gone (dropped early): nobody to tell.
                     let _ = sender.send(result);
-                });
+                };
+                match &self.pool {
+                    Some(pool) => pool.spawn(task),
+                    None => rayon::spawn(task),
+                }
                 self.pending.push_back(receiver);
             }
         }

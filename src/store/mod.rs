@@ -11,6 +11,8 @@
 
 mod local;
 mod memory;
+#[cfg(feature = "object-store")]
+mod object;
 mod ranges;
 
 use std::fmt::Debug;
@@ -20,6 +22,11 @@ use arrow_buffer::Buffer;
 
 pub use local::LocalStore;
 pub use memory::MemoryStore;
+#[cfg(feature = "object-store")]
+pub use object::{
+    DEFAULT_CONCURRENCY, MULTIPART_CHUNK, MULTIPART_THRESHOLD, ObjectStoreBackend, UrlOptions,
+    is_url, open_url,
+};
 pub use ranges::{ByteRange, COALESCE_GAP, RangeRead};
 pub(crate) use ranges::{read_coalesced, slice_ranges};
 
@@ -34,6 +41,13 @@ pub trait Store: Debug + Send + Sync {
     /// no name (an in-memory store).
     fn location(&self) -> String {
         String::new()
+    }
+
+    /// How many requests a reader should keep in flight: 1 for a local store
+    /// (the reader's threads decode what they read); more for a remote one, where
+    /// a request mostly waits.
+    fn concurrency(&self) -> usize {
+        1
     }
 
     /// The whole value at `key`, or `None` when the key is absent.

@@ -17,7 +17,7 @@ pub(crate) fn convert(args: &ConvertArgs) -> Result<()> {
             dst.display()
         ))
     })?;
-    let store = open_store(src, args.mmap)?;
+    let store = open_store(src, args.mmap, &args.remote)?;
     let options = match args.string_type {
         Some(t) => args.read_options().with_string_type(t),
         None => args.read_options(),
@@ -31,8 +31,8 @@ pub(crate) fn convert(args: &ConvertArgs) -> Result<()> {
                 ));
             }
             let array = ZarrArray::open_with(store, "", options)?.with_column_name(store_name(src));
-            if !some_rows {
-                // The whole array, N-d ones flattened: one batch per chunk row.
+            if !some_rows && array.metadata().shape.len() != 1 {
+                // The whole N-d array, flattened: one batch per chunk row.
                 let total = array.len();
                 return export(
                     args,

@@ -9,7 +9,7 @@ use zarrow::{
     Error, NodeMetadata, ReadOptions, Result, StringType, ZarrArray, ZarrGroup, read_node,
 };
 
-use crate::{open_store, store_name};
+use crate::{RemoteArgs, open_store, store_name};
 
 fn options(string_type: Option<StringType>) -> ReadOptions {
     match string_type {
@@ -18,8 +18,12 @@ fn options(string_type: Option<StringType>) -> ReadOptions {
     }
 }
 
-pub(crate) fn info(path: &Path, string_type: Option<StringType>) -> Result<()> {
-    let text = describe(path, string_type)?;
+pub(crate) fn info(
+    path: &Path,
+    string_type: Option<StringType>,
+    remote: &RemoteArgs,
+) -> Result<()> {
+    let text = describe(path, string_type, remote)?;
     let mut stdout = std::io::stdout().lock();
     match stdout
         .write_all(text.as_bytes())
@@ -34,8 +38,8 @@ pub(crate) fn info(path: &Path, string_type: Option<StringType>) -> Result<()> {
 }
 
 /// The `info` report for the node at `path`.
-fn describe(path: &Path, string_type: Option<StringType>) -> Result<String> {
-    let store = open_store(path, false)?;
+fn describe(path: &Path, string_type: Option<StringType>, remote: &RemoteArgs) -> Result<String> {
+    let store = open_store(path, false, remote)?;
     let options = options(string_type);
     let mut out = String::new();
     match read_node(store.as_ref(), "")? {

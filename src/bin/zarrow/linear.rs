@@ -54,7 +54,7 @@ fn write_file(
 /// The arrays of a group in the order zarrow recorded, else by name; or the array.
 fn arrays(args: &ConvertArgs) -> Result<Vec<(String, ZarrArray)>> {
     let (src, options) = (&args.src, args.read_options());
-    let store = open_store(src, args.mmap)?;
+    let store = open_store(src, args.mmap, &args.remote)?;
     match read_node(store.as_ref(), "")? {
         NodeMetadata::Array(_) => {
             let name = crate::store_name(src);
@@ -139,7 +139,7 @@ pub(crate) fn import(args: &ConvertArgs, kind: Kind) -> Result<()> {
             let linear = parse_json(open()?)?;
             let shape = linear.shape.clone();
             let values = linear.into_arrow()?;
-            write_store(&args.dst, args.overwrite, |store| write_nd_array(store, "", &values, &shape, write_options))
+            write_store(&args.dst, args.overwrite, &args.remote, |store| write_nd_array(store, "", &values, &shape, write_options))
         }
         (Kind::Json, Some(format)) => {
             let values = parse_json(open()?)?.into_arrow()?;
@@ -161,7 +161,7 @@ pub(crate) fn import(args: &ConvertArgs, kind: Kind) -> Result<()> {
                 })
                 .collect::<Result<Vec<_>>>()?;
             let format = write_options.zarr_format;
-            write_store(&args.dst, args.overwrite, |store| {
+            write_store(&args.dst, args.overwrite, &args.remote, |store| {
                 let mut rows = 0;
                 for (name, values, shape) in &arrays {
                     rows = rows.max(write_nd_array(store.clone(), name, values, shape, write_options.clone())?);

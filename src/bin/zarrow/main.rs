@@ -33,12 +33,15 @@ struct Cli {
 enum Command {
     /// Describe a Zarr array or group, in Zarr and in Arrow terms.
     Info {
-        /// A Zarr array or group directory.
+        /// A Zarr array or group: a directory or a URL (s3://, gs://, az://,
+        /// http(s)://).
         path: PathBuf,
         /// The Arrow string layout to report: utf8, large-utf8 or utf8-view
         /// (default: as recorded by zarrow's writer, else utf8).
         #[arg(long, value_parser = parse_string_type)]
         string_type: Option<StringType>,
+        #[command(flatten)]
+        remote: RemoteArgs,
     },
     /// Convert between Zarr and Parquet / Arrow IPC.
     ///
@@ -57,13 +60,28 @@ enum Command {
     Convert(Box<ConvertArgs>),
 }
 
+/// How a store named by URL (s3://, gs://, az://, http(s)://) is opened.
+#[derive(Args, Debug, Clone, Default)]
+struct RemoteArgs {
+    /// [URLs] Do not sign requests (a public bucket). Credentials, region and
+    /// endpoint otherwise come from the environment (AWS_*, GOOGLE_*, AZURE_*).
+    #[arg(long)]
+    anonymous: bool,
+    /// [URLs] Requests kept in flight while reading.
+    #[arg(long, default_value_t = zarrow::store::DEFAULT_CONCURRENCY)]
+    concurrency: usize,
+}
+
 /// Options of `convert`.
 #[derive(Args, Debug)]
 struct ConvertArgs {
-    /// The input: a Zarr directory, or a Parquet / Arrow IPC file.
+    /// The input: a Zarr directory or URL (s3://, gs://, az://, http(s)://), or
+    /// a Parquet / Arrow IPC file.
     src: PathBuf,
-    /// The output: a Parquet / Arrow IPC file, or a Zarr directory.
+    /// The output: a Parquet / Arrow IPC file, or a Zarr directory or URL.
     dst: PathBuf,
+    #[command(flatten)]
+    remote: RemoteArgs,
     /// Replace DST if it exists (a Zarr DST is replaced only if it is a Zarr store).
     #[arg(long)]
     overwrite: bool,
@@ -199,7 +217,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     output::remove_partials_on_signals();
     let result = match cli.command {
-        Command::Info { path, string_type } => info::info(&path, string_type),
+        Command::Info {
+            path,
+            string_type,
+            remote,
+        } => info::info(&path, string_type, &remote),
         Command::Convert(args) => convert(&args),
     };
     match result {
@@ -254,6 +276,12 @@ fn hint(e: &Error) -> Option<&'static str> {
 }
 
 fn convert(args: &ConvertArgs) -> Result<()> {
+    if is_url(&args.src) {
+        return match linear::kind(&args.dst) {
+            Some(kind) => linear::export(args, kind),
+            None => from_zarr::convert(args),
+        };
+    }
     if !args.src.exists() {
         return Err(Error::InvalidArgument(format!(
             "{} does not exist",
@@ -279,16 +307,42 @@ fn convert(args: &ConvertArgs) -> Result<()> {
 
 /// The column name of a root array: its directory name without `.zarr`.
 fn store_name(path: &Path) -> String {
-    let name = path
-        .canonicalize()
-        .ok()
-        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .unwrap_or_else(|| "values".into());
+    let name = if is_url(path) {
+        let url = path.to_string_lossy();
+        let tail = url.trim_end_matches('/').rsplit('/').next().unwrap_or("");
+        if tail.is_empty() || url.trim_end_matches('/').ends_with("://") {
+            "values".to_string()
+        } else {
+            tail.to_string()
+        }
+    } else {
+        path.canonicalize()
+            .ok()
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| "values".into())
+    };
     name.strip_suffix(".zarr").unwrap_or(&name).to_string()
 }
 
-/// The Zarr directory at `path` as a store, memory-mapped if `mmap`.
-fn open_store(path: &Path, mmap: bool) -> Result<Arc<dyn Store>> {
+/// Whether `path` is a URL opened through `object_store`.
+fn is_url(path: &Path) -> bool {
+    path.to_str().is_some_and(zarrow::store::is_url)
+}
+
+/// The Zarr store at `path`: a URL through `object_store`, else a directory,
+/// memory-mapped if `mmap`.
+fn open_store(path: &Path, mmap: bool, remote: &RemoteArgs) -> Result<Arc<dyn Store>> {
+    if let Some(url) = path.to_str().filter(|p| zarrow::store::is_url(p)) {
+        if mmap {
+            return Err(Error::InvalidArgument(
+                "--mmap applies to local stores only".into(),
+            ));
+        }
+        let mut options = zarrow::store::UrlOptions::default();
+        options.anonymous = remote.anonymous;
+        options.concurrency = Some(remote.concurrency);
+        return Ok(Arc::new(zarrow::store::open_url(url, &options)?));
+    }
     if !path.is_dir() {
         return Err(Error::InvalidArgument(format!(
             "{} is not a Zarr array or group directory",

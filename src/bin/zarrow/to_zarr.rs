@@ -16,9 +16,9 @@ use zarrow::export::ExportFormat;
 use zarrow::write::{Compressor, Encoding, Layout, NullPolicy, WriteOptions, write_batches};
 use zarrow::{Error, LocalStore, Result, Store};
 
-use crate::ConvertArgs;
 use crate::output::{self, Partial};
 use crate::progress::Progress;
+use crate::{ConvertArgs, RemoteArgs};
 
 /// Whether `path` is a file in a table format zarrow reads.
 pub(crate) fn is_table_file(path: &Path) -> bool {
@@ -136,7 +136,7 @@ pub(crate) fn convert(args: &ConvertArgs) -> Result<()> {
     }
     let options = options(args)?;
     let (reader, total) = open_table(&args.src)?;
-    write_store(dst, args.overwrite, |store| {
+    write_store(dst, args.overwrite, &args.remote, |store| {
         write_batches(Progress::new(reader, total), store, "", options)
     })
 }
@@ -147,11 +147,55 @@ pub(crate) fn convert(args: &ConvertArgs) -> Result<()> {
 pub(crate) fn write_store(
     dst: &Path,
     overwrite: bool,
+    remote: &RemoteArgs,
     write: impl FnOnce(Arc<dyn Store>) -> Result<u64>,
 ) -> Result<()> {
+    if crate::is_url(dst) {
+        return write_remote(dst, overwrite, remote, write);
+    }
     let partial = Partial::dir(dst, overwrite)?;
     let rows = write(Arc::new(LocalStore::new(partial.path())))?;
     partial.commit()?;
     output::report_rows(rows, dst);
     Ok(())
+}
+
+/// Write a Zarr store at the URL `dst`. An object store has no rename: chunks are
+/// written first and every node's metadata after its chunks, so a reader sees
+/// the store complete or sees no metadata for what is missing. An existing store
+/// needs `overwrite` (its keys are deleted first); a failed write deletes every
+/// key it wrote.
+fn write_remote(
+    dst: &Path,
+    overwrite: bool,
+    remote: &RemoteArgs,
+    write: impl FnOnce(Arc<dyn Store>) -> Result<u64>,
+) -> Result<()> {
+    let store = crate::open_store(dst, false, remote)?;
+    let existing = store.list_prefix("")?;
+    if !existing.is_empty() {
+        if !overwrite {
+            return Err(Error::AlreadyExists {
+                path: dst.display().to_string(),
+            });
+        }
+        for key in &existing {
+            store.delete(key)?;
+        }
+    }
+    match write(store.clone()) {
+        Ok(rows) => {
+            output::report_rows(rows, dst);
+            Ok(())
+        }
+        Err(e) => {
+            // Nothing partial stays behind: remove what was written.
+            if let Ok(written) = store.list_prefix("") {
+                for key in written {
+                    let _ = store.delete(&key);
+                }
+            }
+            Err(e)
+        }
+    }
 }

@@ -1,0 +1,468 @@
+//! [`ObjectStoreBackend`]: a [`Store`] over any `object_store` store (S3, GCS,
+//! Azure, HTTP, ...) under a prefix: the crate DataFusion uses, so a DataFusion
+//! user shares one store (feature `object-store`).
+//!
+//! Async stays inside: each call runs on the backend's own tokio runtime and
+//! returns when its request is done; readers that want many requests in flight
+//! call from many threads (see [`ObjectStoreBackend::concurrency`]).
+//!
+//! | `Store` | object_store |
+//! |---|---|
+//! | `get`, `get_bounded` | `get` (the size checked from the response head before the body is read) |
+//! | `get_range` | `get_range` (a zero-length range: `head`) |
+//! | `get_ranges` | `head`, then `get_ranges` (coalesced by object_store); a suffix: `get_opts` with `GetRange::Suffix` |
+//! | `value_len` | `head` |
+//! | `set` | `put`; values over [`MULTIPART_THRESHOLD`] as a multipart upload |
+//! | `delete` | `delete` (absent: not an error) |
+//! | `list_prefix`, `list_children` | `list`, `list_with_delimiter` |
+//!
+//! A 404 is an absent key (a missing chunk reads as the fill value); every other
+//! error (403, a 500 that outlived object_store's retries) is [`Error::Remote`]
+//! naming the URL.
+
+use std::future::Future;
+use std::ops::Range;
+use std::sync::Arc;
+
+use arrow_buffer::Buffer;
+use futures::TryStreamExt;
+use object_store::path::Path;
+use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart};
+
+use super::{ByteRange, RangeRead, Store, check_size, validate_key};
+use crate::error::{Error, Result};
+
+/// Values larger than this are uploaded in parts (S3 needs parts of 5 MiB at
+/// least; a part is [`MULTIPART_CHUNK`]).
+pub const MULTIPART_THRESHOLD: usize = 16 << 20;
+
+/// The size of one part of a multipart upload.
+pub const MULTIPART_CHUNK: usize = 8 << 20;
+
+/// The default number of requests a reader keeps in flight on an object store.
+pub const DEFAULT_CONCURRENCY: usize = 32;
+
+/// A [`Store`] over an `object_store` store, under a prefix.
+#[derive(Debug, Clone)]
+pub struct ObjectStoreBackend {
+    store: Arc<dyn ObjectStore>,
+    prefix: String,
+    location: String,
+    runtime: Arc<tokio::runtime::Runtime>,
+    concurrency: usize,
+}
+
+impl ObjectStoreBackend {
+    /// A backend over `store`, its keys under `prefix` (`""`: the store's root);
+    /// `location` names it in messages (a URL).
+    ///
+    /// # Errors
+    /// [`Error::Remote`] when the runtime cannot start.
+    pub fn new(store: Arc<dyn ObjectStore>, prefix: &str, location: &str) -> Result<Self> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("zarrow-io")
+            .enable_all()
+            .build()
+            .map_err(|e| remote(location, e))?;
+        Ok(Self {
+            store,
+            prefix: prefix.trim_matches('/').to_string(),
+            location: location.trim_end_matches('/').to_string(),
+            runtime: Arc::new(runtime),
+            concurrency: DEFAULT_CONCURRENCY,
+        })
+    }
+
+    /// Keep at most `n` requests in flight (readers use as many threads).
+    pub fn with_concurrency(mut self, n: usize) -> Self {
+        self.concurrency = n.max(1);
+        self
+    }
+
+    /// The store underneath.
+    pub fn object_store(&self) -> &Arc<dyn ObjectStore> {
+        &self.store
+    }
+
+    fn path(&self, key: &str) -> Result<Path> {
+        validate_key(key)?;
+        let full = if self.prefix.is_empty() {
+            key.to_string()
+        } else {
+            format!("{}/{key}", self.prefix)
+        };
+        Path::parse(&full).map_err(|e| remote(&self.url(key), e))
+    }
+
+    fn url(&self, key: &str) -> String {
+        format!("{}/{key}", self.location)
+    }
+
+    /// Run `future` on the backend's runtime and wait for it: from any thread,
+    /// including a thread of another tokio runtime (where it waits on a scoped
+    /// thread of its own rather than block that runtime's worker).
+    fn block_on<F: Future + Send>(&self, future: F) -> F::Output
+    where
+        F::Output: Send,
+    {
+        if tokio::runtime::Handle::try_current().is_ok() {
+            std::thread::scope(|s| {
+                s.spawn(|| self.runtime.block_on(future))
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+        } else {
+            self.runtime.block_on(future)
+        }
+    }
+
+    /// The key relative to the prefix of an object path.
+    fn key_of(&self, path: &Path) -> Option<String> {
+        let path = path.as_ref();
+        if self.prefix.is_empty() {
+            return Some(path.to_string());
+        }
+        path.strip_prefix(&self.prefix)?
+            .strip_prefix('/')
+            .map(str::to_string)
+    }
+
+    fn get_inner(&self, key: &str, max_len: Option<u64>) -> Result<Option<Buffer>> {
+        let path = self.path(key)?;
+        self.block_on(async {
+            let result = match self.store.get(&path).await {
+                Ok(r) => r,
+                Err(object_store::Error::NotFound { .. }) => return Ok(None),
+                Err(e) => return Err(remote(&self.url(key), e)),
+            };
+            if let Some(max) = max_len {
+                check_size(key, result.meta.size, max)?;
+            }
+            let bytes = result
+                .bytes()
+                .await
+                .map_err(|e| remote(&self.url(key), e))?;
+            Ok(Some(Buffer::from(bytes)))
+        })
+    }
+}
+
+fn remote(location: &str, source: impl std::error::Error + Send + Sync + 'static) -> Error {
+    Error::Remote {
+        location: location.to_string(),
+        source: Box::new(source),
+    }
+}
+
+impl Store for ObjectStoreBackend {
+    fn location(&self) -> String {
+        self.location.clone()
+    }
+
+    fn concurrency(&self) -> usize {
+        self.concurrency
+    }
+
+    fn get(&self, key: &str) -> Result<Option<Buffer>> {
+        self.get_inner(key, None)
+    }
+
+    fn get_bounded(&self, key: &str, max_len: u64) -> Result<Option<Buffer>> {
+        self.get_inner(key, Some(max_len))
+    }
+
+    fn get_range(&self, key: &str, range: Range<u64>) -> Result<Option<Buffer>> {
+        let Some(read) = self.get_ranges(key, &[ByteRange::Bounded(range)])? else {
+            return Ok(None);
+        };
+        Ok(read.buffers.into_iter().next())
+    }
+
+    fn value_len(&self, key: &str) -> Result<Option<u64>> {
+        let path = self.path(key)?;
+        self.block_on(async {
+            match self.store.head(&path).await {
+                Ok(meta) => Ok(Some(meta.size)),
+                Err(object_store::Error::NotFound { .. }) => Ok(None),
+                Err(e) => Err(remote(&self.url(key), e)),
+            }
+        })
+    }
+
+    fn get_ranges(&self, key: &str, ranges: &[ByteRange]) -> Result<Option<RangeRead>> {
+        let path = self.path(key)?;
+        let url = self.url(key);
+        self.block_on(async {
+            // A suffix read learns the length from its response; otherwise ask.
+            let mut len = None;
+            let mut suffixes = Vec::new();
+            for range in ranges {
+                if let ByteRange::Suffix(n) = range {
+                    let options = GetOptions {
+                        range: Some(GetRange::Suffix(*n)),
+                        ..GetOptions::default()
+                    };
+                    let result = match self.store.get_opts(&path, options).await {
+                        Ok(r) => r,
+                        Err(object_store::Error::NotFound { .. }) => return Ok(None),
+                        // An empty value has no suffix to give.
+                        Err(_) if *n == 0 => {
+                            suffixes.push(Buffer::from(Vec::<u8>::new()));
+                            continue;
+                        }
+                        Err(e) => return Err(remote(&url, e)),
+                    };
+                    len = Some(result.meta.size);
+                    let bytes = result.bytes().await.map_err(|e| remote(&url, e))?;
+                    suffixes.push(Buffer::from(bytes));
+                }
+            }
+            let len = match len {
+                Some(len) => len,
+                None => match self.store.head(&path).await {
+                    Ok(meta) => meta.size,
+                    Err(object_store::Error::NotFound { .. }) => return Ok(None),
+                    Err(e) => return Err(remote(&url, e)),
+                },
+            };
+            let mut bounded = Vec::new();
+            for range in ranges {
+                if let ByteRange::Bounded(r) = range {
+                    if r.start > r.end || r.end > len {
+                        return Err(Error::RangeOutOfBounds {
+                            key: key.to_string(),
+                            range: r.clone(),
+                            len,
+                        });
+                    }
+                    if !r.is_empty() {
+                        bounded.push(r.clone());
+                    }
+                }
+            }
+            let fetched = if bounded.is_empty() {
+                Vec::new()
+            } else {
+                self.store
+                    .get_ranges(&path, &bounded)
+                    .await
+                    .map_err(|e| remote(&url, e))?
+            };
+            let mut fetched = fetched.into_iter();
+            let mut suffixes = suffixes.into_iter();
+            let mut buffers = Vec::with_capacity(ranges.len());
+            for range in ranges {
+                let buffer = match range {
+                    ByteRange::Bounded(r) if r.is_empty() => Some(Buffer::from(Vec::<u8>::new())),
+                    ByteRange::Bounded(_) => fetched.next().map(Buffer::from),
+                    ByteRange::Suffix(_) => suffixes.next(),
+                };
+                let Some(buffer) = buffer else {
+                    return Err(remote(&url, ShortRead));
+                };
+                if let ByteRange::Bounded(r) = range
+                    && buffer.len() as u64 != r.end - r.start
+                {
+                    return Err(remote(&url, ShortRead));
+                }
+                buffers.push(buffer);
+            }
+            Ok(Some(RangeRead::new(buffers, len)))
+        })
+    }
+
+    fn set(&self, key: &str, value: &[u8]) -> Result<()> {
+        let path = self.path(key)?;
+        let url = self.url(key);
+        self.block_on(async {
+            if value.len() > MULTIPART_THRESHOLD {
+                let upload = self
+                    .store
+                    .put_multipart(&path)
+                    .await
+                    .map_err(|e| remote(&url, e))?;
+                let mut writer = WriteMultipart::new_with_chunk_size(upload, MULTIPART_CHUNK);
+                writer.write(value);
+                writer.finish().await.map_err(|e| remote(&url, e))?;
+            } else {
+                let payload = PutPayload::from(bytes::Bytes::copy_from_slice(value));
+                self.store
+                    .put(&path, payload)
+                    .await
+                    .map_err(|e| remote(&url, e))?;
+            }
+            Ok(())
+        })
+    }
+
+    fn delete(&self, key: &str) -> Result<()> {
+        let path = self.path(key)?;
+        self.block_on(async {
+            match self.store.delete(&path).await {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+                Err(e) => Err(remote(&self.url(key), e)),
+            }
+        })
+    }
+
+    fn list_prefix(&self, prefix: &str) -> Result<Vec<String>> {
+        // object_store lists whole path segments: list the directory the prefix
+        // names, then keep the keys that start with it.
+        let dir = match prefix.rsplit_once('/') {
+            Some((dir, _)) => dir,
+            None => "",
+        };
+        let base = match (self.prefix.is_empty(), dir.is_empty()) {
+            (true, true) => None,
+            (true, false) => Some(Path::parse(dir)),
+            (false, true) => Some(Path::parse(&self.prefix)),
+            (false, false) => Some(Path::parse(format!("{}/{dir}", self.prefix))),
+        }
+        .transpose()
+        .map_err(|e| remote(&self.url(prefix), e))?;
+        let metas: Vec<_> = self.block_on(async {
+            self.store
+                .list(base.as_ref())
+                .try_collect::<Vec<_>>()
+                .await
+                .map_err(|e| remote(&self.url(prefix), e))
+        })?;
+        let mut keys: Vec<String> = metas
+            .iter()
+            .filter_map(|m| self.key_of(&m.location))
+            .filter(|k| k.starts_with(prefix))
+            .collect();
+        keys.sort();
+        Ok(keys)
+    }
+
+    fn list_children(&self, prefix: &str) -> Result<Vec<String>> {
+        let prefix = prefix.trim_matches('/');
+        let base = match (self.prefix.is_empty(), prefix.is_empty()) {
+            (true, true) => None,
+            (true, false) => Some(Path::parse(prefix)),
+            (false, true) => Some(Path::parse(&self.prefix)),
+            (false, false) => Some(Path::parse(format!("{}/{prefix}", self.prefix))),
+        }
+        .transpose()
+        .map_err(|e| remote(&self.url(prefix), e))?;
+        let listed = self.block_on(async {
+            self.store
+                .list_with_delimiter(base.as_ref())
+                .await
+                .map_err(|e| remote(&self.url(prefix), e))
+        })?;
+        let mut names: Vec<String> = listed
+            .common_prefixes
+            .iter()
+            .filter_map(|p| p.filename().map(str::to_string))
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+}
+
+/// A server sent fewer bytes than the range asked for.
+#[derive(Debug)]
+struct ShortRead;
+
+impl std::fmt::Display for ShortRead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the server returned a different number of bytes than the range asked for")
+    }
+}
+
+impl std::error::Error for ShortRead {}
+
+/// How to open a store by URL.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct UrlOptions {
+    /// Do not sign requests (public buckets).
+    pub anonymous: bool,
+    /// Requests in flight (default [`DEFAULT_CONCURRENCY`]).
+    pub concurrency: Option<usize>,
+}
+
+/// Whether `s` is a URL zarrow opens through `object_store` (`s3://`, `gs://`,
+/// `az://`, `abfs://`, `http://`, `https://`...), not a local path.
+pub fn is_url(s: &str) -> bool {
+    s.split_once("://").is_some_and(|(scheme, _)| {
+        !scheme.is_empty() && scheme.chars().all(|c| c.is_ascii_alphanumeric())
+    })
+}
+
+/// Open the store a URL names: `s3://bucket/prefix` (credentials, region and
+/// endpoint from `AWS_*`), `gs://` (`GOOGLE_*`), `az://`, `abfs://` (`AZURE_*`),
+/// `http://`, `https://`.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for another scheme; [`Error::Remote`] for a URL
+/// or configuration `object_store` refuses.
+pub fn open_url(url: &str, options: &UrlOptions) -> Result<ObjectStoreBackend> {
+    use object_store::aws::AmazonS3Builder;
+    use object_store::azure::MicrosoftAzureBuilder;
+    use object_store::gcp::GoogleCloudStorageBuilder;
+    use object_store::http::HttpBuilder;
+
+    let url = url.trim_end_matches('/');
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return Err(Error::InvalidArgument(format!("{url:?} is not a URL")));
+    };
+    let err = |e: object_store::Error| remote(url, e);
+    let (store, prefix): (Arc<dyn ObjectStore>, String) = match scheme {
+        "s3" | "s3a" => {
+            let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+            let mut builder = AmazonS3Builder::from_env().with_bucket_name(bucket);
+            // A local S3 (moto, MinIO) is plain HTTP.
+            if let Ok(endpoint) = std::env::var("AWS_ENDPOINT_URL")
+                && endpoint.starts_with("http://")
+            {
+                builder = builder.with_endpoint(endpoint).with_allow_http(true);
+            }
+            if options.anonymous {
+                builder = builder.with_skip_signature(true);
+            }
+            (Arc::new(builder.build().map_err(err)?), prefix.to_string())
+        }
+        "gs" => {
+            let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+            let mut builder = GoogleCloudStorageBuilder::from_env().with_bucket_name(bucket);
+            if options.anonymous {
+                builder = builder.with_skip_signature(true);
+            }
+            (Arc::new(builder.build().map_err(err)?), prefix.to_string())
+        }
+        "az" | "abfs" | "abfss" | "azure" => {
+            let mut builder = MicrosoftAzureBuilder::from_env().with_url(url);
+            if options.anonymous {
+                builder = builder.with_skip_signature(true);
+            }
+            // The container is in the URL (`az://container/...`,
+            // `abfs://container@account.dfs.core.windows.net/...`); the rest of
+            // the path is the prefix.
+            let prefix = rest.split_once('/').map_or("", |(_, p)| p).to_string();
+            (Arc::new(builder.build().map_err(err)?), prefix)
+        }
+        "http" | "https" => {
+            // The whole URL is the store's root: keys are relative to it.
+            let mut builder = HttpBuilder::new().with_url(url);
+            if scheme == "http" {
+                builder = builder
+                    .with_client_options(object_store::ClientOptions::new().with_allow_http(true));
+            }
+            (Arc::new(builder.build().map_err(err)?), String::new())
+        }
+        other => {
+            return Err(Error::InvalidArgument(format!(
+                "unknown URL scheme {other:?} in {url:?} (s3, gs, az, abfs, http, https; a local path needs no scheme)"
+            )));
+        }
+    };
+    let backend = ObjectStoreBackend::new(store, &prefix, url)?;
+    Ok(match options.concurrency {
+        Some(n) => backend.with_concurrency(n),
+        None => backend,
+    })
+}

@@ -1,0 +1,304 @@
+#!/usr/bin/env python3
+"""zarrow against real servers on loopback: an S3 API (moto 5.2.5 in server mode) and
+a static HTTP server with ranged GETs, both started here on free 127.0.0.1 ports and
+stopped at the end.
+
+Usage: check_remote.py ZARROW_BIN [-k SUBSTRING]
+
+* every store in testdata/stores is uploaded to the S3 server (boto3) and converted
+  from s3://... to Arrow IPC; the output must be byte for byte the local conversion's;
+* every array store (an HTTP server cannot list, so groups need consolidated
+  metadata) is converted from http://... the same way;
+* a table written by zarrow to s3://... has the keys and bytes zarrow writes to a
+  local directory, and zarr-python reads it (downloaded) to the same values;
+* writing over an existing store needs --overwrite; a 404 for a chunk reads as the
+  fill value (the local conversion of a store with missing chunks is the reference).
+
+Prints one line per case, then "N passed, M failed"; exits 1 if any failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import http.server
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from pathlib import Path
+
+import boto3
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import zarr
+
+warnings.filterwarnings("ignore")
+
+REPO = Path(__file__).resolve().parents[2]
+STORES = REPO / "testdata" / "stores"
+BUCKET = "zarrow-test"
+# A server's request loop ends after this many seconds without a case finishing.
+SERVER_TIMEOUT = 600
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(port: int, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"no server on 127.0.0.1:{port} after {seconds}s")
+
+
+@contextlib.contextmanager
+def moto_server():
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(port)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+class RangeHandler(http.server.SimpleHTTPRequestHandler):
+    """GET and HEAD of files under the served directory, with `Range: bytes=a-b`,
+    `bytes=a-` and `bytes=-n` (one range), as object_store's HTTP store asks."""
+
+    def log_message(self, *args):  # quiet
+        pass
+
+    def send_head(self):
+        path = Path(self.translate_path(self.path))
+        if not path.is_file():
+            self.send_error(404)
+            return None
+        data = path.read_bytes()
+        size = len(data)
+        header = self.headers.get("Range")
+        if header and header.startswith("bytes="):
+            spec = header[len("bytes="):]
+            first, _, last = spec.partition("-")
+            if first == "":
+                start, end = max(size - int(last), 0), size - 1
+            else:
+                start = int(first)
+                end = int(last) if last else size - 1
+            if start >= size:
+                self.send_error(416)
+                return None
+            end = min(end, size - 1)
+            body = data[start:end + 1]
+            self.send_response(206)
+            self.send_header("Content-Range", f"bytes {start}-{end}/{size}")
+        else:
+            body = data
+            self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Accept-Ranges", "bytes")
+        self.send_header("Last-Modified", self.date_time_string(int(path.stat().st_mtime)))
+        self.end_headers()
+        return body
+
+    def do_GET(self):
+        body = self.send_head()
+        if body is not None:
+            self.wfile.write(body)
+
+    def do_HEAD(self):
+        self.send_head()
+
+
+@contextlib.contextmanager
+def http_server(root: Path):
+    port = free_port()
+    handler = lambda *a, **k: RangeHandler(*a, directory=str(root), **k)  # noqa: E731
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+    server.timeout = SERVER_TIMEOUT
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def run(zarrow: str, *args: str, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([zarrow, *args], capture_output=True, text=True, env=env, timeout=300)
+
+
+def convert_ok(zarrow: str, src: str, dst: Path, env: dict, *extra: str) -> None:
+    proc = run(zarrow, "convert", src, str(dst), "--overwrite", *extra, env=env)
+    if proc.returncode != 0:
+        raise AssertionError(f"convert {src}: exit {proc.returncode}: {proc.stderr.strip().splitlines()[-1:]}")
+
+
+def upload(s3, root: Path, prefix: str) -> None:
+    for path in sorted(root.rglob("*")):
+        if path.is_file():
+            s3.upload_file(str(path), BUCKET, f"{prefix}/{path.relative_to(root).as_posix()}")
+
+
+def download(s3, prefix: str, dest: Path) -> dict[str, bytes]:
+    out = {}
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix + "/"):
+        for obj in page.get("Contents", []):
+            key = obj["Key"][len(prefix) + 1:]
+            body = s3.get_object(Bucket=BUCKET, Key=obj["Key"])["Body"].read()
+            out[key] = body
+            target = dest / key
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(body)
+    return out
+
+
+def local_files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def is_group(store: Path) -> bool:
+    if (store / ".zgroup").exists():
+        return True
+    meta = store / "zarr.json"
+    return meta.exists() and '"group"' in meta.read_text()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("zarrow", metavar="ZARROW_BIN")
+    ap.add_argument("-k", dest="filter", default="")
+    args = ap.parse_args()
+    zarrow = str(Path(args.zarrow).resolve())
+    passed = failed = 0
+
+    def case(name: str, fn) -> None:
+        nonlocal passed, failed
+        if args.filter not in name:
+            return
+        try:
+            note = fn()
+            print(f"ok   {name}" + (f": {note}" if note else ""))
+            passed += 1
+        except Exception as e:  # noqa: BLE001
+            print(f"FAIL {name}: {type(e).__name__}: {e}")
+            failed += 1
+
+    stores = sorted(p for p in STORES.glob("*.zarr") if p.is_dir())
+    with tempfile.TemporaryDirectory() as tmp_s, moto_server() as endpoint, http_server(STORES) as web:
+        tmp = Path(tmp_s)
+        env = {**os.environ, "AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "test",
+               "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1"}
+        s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="test",
+                          aws_secret_access_key="test", region_name="us-east-1")
+        s3.create_bucket(Bucket=BUCKET)
+        for store in stores:
+            upload(s3, store, f"stores/{store.name}")
+
+        for store in stores:
+            def s3_read(store=store):
+                local, remote = tmp / f"{store.stem}.local.arrow", tmp / f"{store.stem}.s3.arrow"
+                convert_ok(zarrow, str(store), local, env)
+                convert_ok(zarrow, f"s3://{BUCKET}/stores/{store.name}", remote, env)
+                if local.read_bytes() != remote.read_bytes():
+                    raise AssertionError("the S3 conversion differs from the local one")
+                return f"{local.stat().st_size} bytes, identical"
+            case(f"s3-read {store.stem}", s3_read)
+
+        for store in stores:
+            if is_group(store):
+                continue
+
+            def http_read(store=store):
+                local, remote = tmp / f"{store.stem}.local.arrow", tmp / f"{store.stem}.http.arrow"
+                convert_ok(zarrow, str(store), local, env)
+                convert_ok(zarrow, f"{web}/{store.name}", remote, env)
+                if local.read_bytes() != remote.read_bytes():
+                    raise AssertionError("the HTTP conversion differs from the local one")
+                return f"{local.stat().st_size} bytes, identical"
+            case(f"http-read {store.stem}", http_read)
+
+        table = pa.table({
+            "name": pa.array([f"cell {i}" if i % 7 else "" for i in range(5000)]),
+            "n": pa.array(np.arange(5000, dtype=np.int64)),
+            "x": pa.array(np.linspace(0, 1, 5000)),
+        })
+        src = tmp / "table.parquet"
+        pq.write_table(table, src)
+        for fmt, extra in (("3", ()), ("2", ()), ("3", ("--shard-len", "2000", "--chunk-len", "500"))):
+            label = f"s3-write v{fmt}{' sharded' if extra else ''}"
+
+            def s3_write(fmt=fmt, extra=extra, label=label):
+                prefix = f"out/{label.replace(' ', '_')}.zarr"
+                local = tmp / f"{label.replace(' ', '_')}.local.zarr"
+                shutil.rmtree(local, ignore_errors=True)
+                convert_ok(zarrow, str(src), local, env, "--zarr-format", fmt, *extra)
+                convert_ok(zarrow, str(src), f"s3://{BUCKET}/{prefix}", env, "--zarr-format", fmt, *extra)
+                down = tmp / f"{label.replace(' ', '_')}.down.zarr"
+                shutil.rmtree(down, ignore_errors=True)
+                got = download(s3, prefix, down)
+                want = local_files(local)
+                if sorted(got) != sorted(want):
+                    raise AssertionError(f"keys differ: {sorted(set(got) ^ set(want))[:5]}")
+                bad = [k for k in want if got[k] != want[k]]
+                if bad:
+                    raise AssertionError(f"bytes differ in {bad[:5]}")
+                g = zarr.open_group(str(down), mode="r")
+                for name in table.column_names:
+                    values = g[name][:]
+                    expect = table.column(name).to_numpy(zero_copy_only=False)
+                    if not np.array_equal(values.astype(expect.dtype) if values.dtype.kind != "O" else values, expect):
+                        raise AssertionError(f"zarr-python reads {name} differently")
+                # Again without --overwrite: refused, and the store is intact.
+                proc = run(zarrow, "convert", str(src), f"s3://{BUCKET}/{prefix}", "--zarr-format", fmt, *extra, env=env)
+                if proc.returncode == 0 or "exists" not in proc.stderr:
+                    raise AssertionError(f"a second write without --overwrite: exit {proc.returncode}, {proc.stderr.strip()}")
+                if download(s3, prefix, tmp / "again") != got:
+                    raise AssertionError("a refused write changed the store")
+                return f"{len(got)} keys, identical to the local write; zarr-python reads it"
+            case(label, s3_write)
+
+        def s3_failed_write_leaves_nothing():
+            bad = tmp / "nulls.parquet"
+            pq.write_table(pa.table({"a": pa.array([1, None, 3])}), bad)
+            prefix = "out/failed.zarr"
+            proc = run(zarrow, "convert", str(bad), f"s3://{BUCKET}/{prefix}", env=env)
+            if proc.returncode == 0:
+                raise AssertionError("a column with nulls was written")
+            left = s3.list_objects_v2(Bucket=BUCKET, Prefix=prefix).get("KeyCount", 0)
+            if left:
+                raise AssertionError(f"{left} keys left behind")
+            return "refused, nothing left behind"
+        case("s3-write failure cleans up", s3_failed_write_leaves_nothing)
+
+        def s3_missing_bucket():
+            proc = run(zarrow, "convert", f"s3://no-such-bucket/x.zarr", str(tmp / "x.arrow"), env=env)
+            if proc.returncode == 0 or "no-such-bucket" not in proc.stderr:
+                raise AssertionError(f"exit {proc.returncode}: {proc.stderr.strip()}")
+            return proc.stderr.strip().splitlines()[-1][:120]
+        case("s3 missing bucket names the URL", s3_missing_bucket)
+
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
