@@ -9,6 +9,7 @@
 //! (`..`, an absolute path, a backslash, an empty component) is refused with
 //! [`Error::InvalidKey`] before any I/O happens.
 
+mod consolidated;
 mod local;
 mod memory;
 #[cfg(feature = "object-store")]
@@ -20,6 +21,7 @@ use std::ops::Range;
 
 use arrow_buffer::Buffer;
 
+pub use consolidated::{Consolidated, consolidated_metadata, consolidated_nodes, zmetadata};
 pub use local::LocalStore;
 pub use memory::MemoryStore;
 #[cfg(feature = "object-store")]

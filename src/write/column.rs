@@ -9,10 +9,9 @@ use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, BooleanArray, Int32Array, Int64Array};
 use arrow_buffer::BooleanBuffer;
 use arrow_schema::{DataType as ArrowType, Field};
-use serde_json::{Map, Value, json};
 
 use super::array::ArrayWriter;
-use super::metadata::write_documents;
+use super::metadata::write_group_documents;
 use super::pipeline::Pipeline;
 use super::{Layout, NullPolicy, WriteOptions};
 use crate::conventions::anndata::{
@@ -229,7 +228,13 @@ impl ColumnWriter {
                 writer.write(&values)?;
                 writer.finish()?;
                 let attributes = categorical_attributes(*ordered);
-                group_documents(store.as_ref(), path, options.zarr_format, attributes)?;
+                write_group_documents(
+                    store.as_ref(),
+                    path,
+                    options.zarr_format,
+                    attributes,
+                    false,
+                )?;
             }
             Self::Nullable {
                 store,
@@ -238,33 +243,18 @@ impl ColumnWriter {
                 kind,
                 ..
             } => {
-                group_documents(store.as_ref(), path, *zarr_format, element_attributes(kind))?;
+                write_group_documents(
+                    store.as_ref(),
+                    path,
+                    *zarr_format,
+                    element_attributes(kind),
+                    false,
+                )?;
             }
             _ => {}
         }
         Ok(rows)
     }
-}
-
-/// Write a group's metadata documents with `attributes`.
-pub(crate) fn group_documents(
-    store: &dyn Store,
-    path: &str,
-    zarr_format: u8,
-    attributes: Map<String, Value>,
-) -> Result<()> {
-    let documents = if zarr_format == 2 {
-        vec![
-            (".zattrs", Value::Object(attributes)),
-            (".zgroup", json!({"zarr_format": 2})),
-        ]
-    } else {
-        vec![(
-            "zarr.json",
-            json!({"zarr_format": 3, "node_type": "group", "attributes": attributes}),
-        )]
-    };
-    write_documents(store, path, documents)
 }
 
 /// A categorical column's categories, unified across batches: each distinct

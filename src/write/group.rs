@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::array::prepare_node;
 use super::column::{ColumnWriter, Nullability};
-use super::metadata::{group_documents, write_documents};
+use super::metadata::{columns_attributes, write_group_documents};
 use super::pipeline::Pipeline;
 use super::{Layout, WriteOptions};
 use crate::error::{Error, Result};
@@ -157,24 +157,20 @@ impl GroupWriter {
         for (_, writer) in &mut self.columns {
             rows = writer.finish_metadata()?;
         }
-        match &self.index {
+        let attributes = match &self.index {
             Some(index) => {
                 let order: Vec<&String> = self.names.iter().filter(|n| *n != index).collect();
-                let attributes = dataframe_attributes(index, &order);
-                super::column::group_documents(
-                    self.store.as_ref(),
-                    &self.path,
-                    self.options.zarr_format,
-                    attributes,
-                )?;
+                dataframe_attributes(index, &order)
             }
-            None => write_group_metadata(
-                self.store.as_ref(),
-                &self.path,
-                &self.names,
-                self.options.zarr_format,
-            )?,
-        }
+            None => columns_attributes(&self.names),
+        };
+        write_group_documents(
+            self.store.as_ref(),
+            &self.path,
+            self.options.zarr_format,
+            attributes,
+            true,
+        )?;
         Ok(rows)
     }
 }
@@ -233,14 +229,15 @@ impl PandasInfo {
 
 /// Write the metadata of the group at `path`, whose child arrays `columns` (in this
 /// order, which zarrow's reader restores) are already written: the last step, so a
-/// reader never sees a group with arrays still missing.
+/// reader never sees a group with arrays still missing. The group carries its
+/// children's metadata, consolidated.
 pub fn write_group_metadata(
     store: &dyn Store,
     path: &str,
     columns: &[String],
     zarr_format: u8,
 ) -> Result<()> {
-    write_documents(store, path, group_documents(zarr_format, columns))
+    write_group_documents(store, path, zarr_format, columns_attributes(columns), true)
 }
 
 /// Write every batch of `reader` into a group at `path`. Returns the rows written.

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use arrow_schema::DataType as ArrowType;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::{Encoding, WriteOptions};
 use crate::codec::{
@@ -12,7 +12,7 @@ use crate::codec::{
 };
 use crate::error::{Error, Result};
 use crate::metadata::{DataType, DateTimeUnit, Endian};
-use crate::store::{Store, join_key};
+use crate::store::{Store, consolidated_metadata, consolidated_nodes, join_key, zmetadata};
 
 /// The attribute under which zarrow records what a reader of its own needs.
 pub const ZARROW_ATTRIBUTE: &str = "zarrow";
@@ -222,20 +222,45 @@ impl ArraySpec {
     }
 }
 
-/// A group's documents; `columns` records the column order for zarrow's reader.
-pub(crate) fn group_documents(zarr_format: u8, columns: &[String]) -> Vec<(&'static str, Value)> {
-    let attributes = json!({ ZARROW_ATTRIBUTE: { "columns": columns } });
+/// The attributes of a plain group: the column order, for zarrow's reader.
+pub(crate) fn columns_attributes(columns: &[String]) -> Map<String, Value> {
+    let mut attributes = Map::new();
+    attributes.insert(ZARROW_ATTRIBUTE.into(), json!({ "columns": columns }));
+    attributes
+}
+
+/// Write the metadata of the group at `path` (with `attributes`), whose children
+/// are all written: the last step. With `consolidate`, the group also carries
+/// every child's metadata, as zarr-python consolidates it (v3: in the group's
+/// `zarr.json`, written once; v2: `.zmetadata`, after `.zgroup`), so a reader
+/// opens it in one request, without listing.
+pub(crate) fn write_group_documents(
+    store: &dyn Store,
+    path: &str,
+    zarr_format: u8,
+    attributes: Map<String, Value>,
+    consolidate: bool,
+) -> Result<()> {
     if zarr_format == 2 {
-        vec![
-            (".zattrs", attributes),
-            (".zgroup", json!({"zarr_format": 2})),
-        ]
-    } else {
-        vec![(
-            "zarr.json",
-            json!({"zarr_format": 3, "node_type": "group", "attributes": attributes}),
-        )]
+        write_documents(
+            store,
+            path,
+            vec![
+                (".zattrs", Value::Object(attributes)),
+                (".zgroup", json!({"zarr_format": 2})),
+            ],
+        )?;
+        if consolidate {
+            let nodes = consolidated_nodes(store, path, 2)?;
+            write_documents(store, path, vec![(".zmetadata", zmetadata(nodes))])?;
+        }
+        return Ok(());
     }
+    let mut doc = json!({"zarr_format": 3, "node_type": "group", "attributes": attributes});
+    if consolidate {
+        doc["consolidated_metadata"] = consolidated_metadata(consolidated_nodes(store, path, 3)?);
+    }
+    write_documents(store, path, vec![("zarr.json", doc)])
 }
 
 /// Whether values of `arrow_type` get 64-bit offsets on disk (`zarrs.vlen` uint64,

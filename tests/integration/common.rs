@@ -239,6 +239,7 @@ pub struct Observed {
     inner: Arc<dyn Store>,
     reads: Mutex<Vec<(String, u64)>>,
     writes: Mutex<Vec<String>>,
+    lists: Mutex<u64>,
 }
 
 impl Observed {
@@ -247,6 +248,7 @@ impl Observed {
             inner,
             reads: Mutex::new(Vec::new()),
             writes: Mutex::new(Vec::new()),
+            lists: Mutex::new(0),
         })
     }
 
@@ -263,6 +265,11 @@ impl Observed {
     /// The keys written since the last call, in order.
     pub fn take_writes(&self) -> Vec<String> {
         std::mem::take(&mut *self.writes.lock().unwrap())
+    }
+
+    /// The listing requests since the last call.
+    pub fn take_lists(&self) -> u64 {
+        std::mem::take(&mut *self.lists.lock().unwrap())
     }
 
     /// (requests, bytes) since the last call.
@@ -316,10 +323,12 @@ impl Store for Observed {
     }
 
     fn list_prefix(&self, prefix: &str) -> zarrow::Result<Vec<String>> {
+        *self.lists.lock().unwrap() += 1;
         self.inner.list_prefix(prefix)
     }
 
     fn list_children(&self, prefix: &str) -> zarrow::Result<Vec<String>> {
+        *self.lists.lock().unwrap() += 1;
         self.inner.list_children(prefix)
     }
 }

@@ -4,6 +4,7 @@ mod bad_data;
 mod cli;
 mod cli_options;
 mod common;
+mod consolidated;
 mod conventions;
 mod data_types;
 mod export_parquet;

@@ -329,9 +329,15 @@ fn is_url(path: &Path) -> bool {
     path.to_str().is_some_and(zarrow::store::is_url)
 }
 
+/// The Zarr store at `path` (see [`open_plain_store`]), read through its
+/// consolidated metadata when it has some, as zarr-python does.
+fn open_store(path: &Path, mmap: bool, remote: &RemoteArgs) -> Result<Arc<dyn Store>> {
+    zarrow::store::Consolidated::open(open_plain_store(path, mmap, remote)?)
+}
+
 /// The Zarr store at `path`: a URL through `object_store`, else a directory,
 /// memory-mapped if `mmap`.
-fn open_store(path: &Path, mmap: bool, remote: &RemoteArgs) -> Result<Arc<dyn Store>> {
+fn open_plain_store(path: &Path, mmap: bool, remote: &RemoteArgs) -> Result<Arc<dyn Store>> {
     if let Some(url) = path.to_str().filter(|p| zarrow::store::is_url(p)) {
         if mmap {
             return Err(Error::InvalidArgument(

@@ -171,7 +171,7 @@ fn write_remote(
     remote: &RemoteArgs,
     write: impl FnOnce(Arc<dyn Store>) -> Result<u64>,
 ) -> Result<()> {
-    let store = crate::open_store(dst, false, remote)?;
+    let store = crate::open_plain_store(dst, false, remote)?;
     let existing = store.list_prefix("")?;
     if !existing.is_empty() {
         if !overwrite {

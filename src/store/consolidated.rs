@@ -1,0 +1,226 @@
+//! Consolidated metadata: every node's metadata document in one value at the
+//! root, as zarr-python writes it, so that opening a group takes one request and
+//! no listing (which an HTTP server cannot do, and an object store does slowly).
+//!
+//! - Zarr v3: the root `zarr.json`'s `consolidated_metadata`:
+//!   `{"kind": "inline", "metadata": {"a": {..a's zarr.json..}, "a/b": {...}}}`;
+//! - Zarr v2: `.zmetadata`:
+//!   `{"metadata": {".zgroup": {...}, "a/.zarray": {...}, "a/.zattrs": {...}},
+//!   "zarr_consolidated_format": 1}`.
+//!
+//! [`Consolidated::open`] reads them once; the store it returns answers metadata
+//! keys and listings from them and passes every other key (the chunks) through.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::sync::Arc;
+
+use arrow_buffer::Buffer;
+use serde_json::{Map, Value, json};
+
+use super::{ByteRange, RangeRead, Store, join_key};
+use crate::error::{Error, Result};
+use crate::metadata::MAX_METADATA_BYTES;
+
+/// The metadata document names.
+const DOCUMENTS: [&str; 4] = ["zarr.json", ".zarray", ".zgroup", ".zattrs"];
+
+/// A store whose metadata documents come from consolidated metadata.
+#[derive(Debug)]
+pub struct Consolidated {
+    inner: Arc<dyn Store>,
+    /// Every metadata document, by key.
+    documents: BTreeMap<String, Buffer>,
+}
+
+impl Consolidated {
+    /// `store` with its consolidated metadata, when the root has any (else
+    /// `store` itself).
+    ///
+    /// # Errors
+    /// Store errors; [`Error::Metadata`] for consolidated metadata that is not
+    /// what zarr-python writes.
+    pub fn open(store: Arc<dyn Store>) -> Result<Arc<dyn Store>> {
+        let mut documents = BTreeMap::new();
+        if let Some(root) = store.get_bounded("zarr.json", MAX_METADATA_BYTES)? {
+            let mut doc = parse("zarr.json", &root)?;
+            let Some(consolidated) = doc.remove("consolidated_metadata") else {
+                return Ok(store);
+            };
+            let metadata = match consolidated.get("metadata") {
+                Some(Value::Object(m)) => m.clone(),
+                _ if consolidated.is_null() => return Ok(store),
+                _ => {
+                    return Err(Error::metadata(
+                        "zarr.json",
+                        "consolidated_metadata has no \"metadata\" object",
+                    ));
+                }
+            };
+            documents.insert("zarr.json".to_string(), root);
+            for (path, node) in metadata {
+                if !node.is_object() {
+                    return Err(Error::metadata(
+                        "zarr.json",
+                        format!("consolidated metadata for {path:?} is not an object"),
+                    ));
+                }
+                let key = join_key(path.trim_matches('/'), "zarr.json");
+                documents.insert(key, Buffer::from(node.to_string().into_bytes()));
+            }
+        } else if let Some(bytes) = store.get_bounded(".zmetadata", MAX_METADATA_BYTES)? {
+            let doc = parse(".zmetadata", &bytes)?;
+            let Some(Value::Object(metadata)) = doc.get("metadata") else {
+                return Err(Error::metadata(".zmetadata", "no \"metadata\" object"));
+            };
+            for (key, value) in metadata {
+                let name = key.rsplit('/').next().unwrap_or("");
+                if !DOCUMENTS.contains(&name) {
+                    return Err(Error::metadata(
+                        ".zmetadata",
+                        format!("{key:?} is not a metadata document"),
+                    ));
+                }
+                documents.insert(key.clone(), Buffer::from(value.to_string().into_bytes()));
+            }
+        } else {
+            return Ok(store);
+        }
+        Ok(Arc::new(Self {
+            inner: store,
+            documents,
+        }))
+    }
+
+    fn is_document(key: &str) -> bool {
+        DOCUMENTS.contains(&key.rsplit('/').next().unwrap_or(""))
+    }
+}
+
+fn parse(key: &str, bytes: &[u8]) -> Result<Map<String, Value>> {
+    match serde_json::from_slice(bytes) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Err(Error::metadata(key, "expected a JSON object")),
+        Err(source) => Err(Error::Json {
+            key: key.to_string(),
+            source,
+        }),
+    }
+}
+
+impl Store for Consolidated {
+    fn location(&self) -> String {
+        self.inner.location()
+    }
+
+    fn concurrency(&self) -> usize {
+        self.inner.concurrency()
+    }
+
+    fn get(&self, key: &str) -> Result<Option<Buffer>> {
+        if Self::is_document(key) {
+            return Ok(self.documents.get(key).cloned());
+        }
+        self.inner.get(key)
+    }
+
+    fn get_bounded(&self, key: &str, max_len: u64) -> Result<Option<Buffer>> {
+        if Self::is_document(key) {
+            return Ok(self.documents.get(key).cloned());
+        }
+        self.inner.get_bounded(key, max_len)
+    }
+
+    fn get_range(&self, key: &str, range: Range<u64>) -> Result<Option<Buffer>> {
+        self.inner.get_range(key, range)
+    }
+
+    fn value_len(&self, key: &str) -> Result<Option<u64>> {
+        self.inner.value_len(key)
+    }
+
+    fn get_ranges(&self, key: &str, ranges: &[ByteRange]) -> Result<Option<RangeRead>> {
+        self.inner.get_ranges(key, ranges)
+    }
+
+    fn set(&self, key: &str, value: &[u8]) -> Result<()> {
+        self.inner.set(key, value)
+    }
+
+    fn delete(&self, key: &str) -> Result<()> {
+        self.inner.delete(key)
+    }
+
+    fn list_prefix(&self, prefix: &str) -> Result<Vec<String>> {
+        self.inner.list_prefix(prefix)
+    }
+
+    /// The nodes the consolidated metadata names directly below `prefix`.
+    fn list_children(&self, prefix: &str) -> Result<Vec<String>> {
+        let prefix = prefix.trim_matches('/');
+        let mut names: Vec<String> = self
+            .documents
+            .keys()
+            .filter_map(|key| {
+                let rest = if prefix.is_empty() {
+                    key.as_str()
+                } else {
+                    key.strip_prefix(prefix)?.strip_prefix('/')?
+                };
+                let (child, _) = rest.split_once('/')?;
+                Some(child.to_string())
+            })
+            .collect();
+        names.dedup();
+        Ok(names)
+    }
+}
+
+/// The metadata documents below the group at node `path`, for consolidated
+/// metadata: v3, each node's `zarr.json` by its path relative to the group (the
+/// group's own left out); v2, every `.zarray` / `.zgroup` / `.zattrs` by its key
+/// relative to the group (the group's own included).
+///
+/// # Errors
+/// Store errors; invalid JSON in a document.
+pub fn consolidated_nodes(
+    store: &dyn Store,
+    path: &str,
+    zarr_format: u8,
+) -> Result<Map<String, Value>> {
+    let prefix = join_key(path, "");
+    let mut nodes = Map::new();
+    for full in store.list_prefix(&prefix)? {
+        let key = &full[prefix.len()..];
+        let name = key.rsplit('/').next().unwrap_or("");
+        let wanted = if zarr_format == 2 {
+            matches!(name, ".zarray" | ".zgroup" | ".zattrs")
+        } else {
+            name == "zarr.json" && key != "zarr.json"
+        };
+        if !wanted {
+            continue;
+        }
+        let Some(bytes) = store.get_bounded(&full, MAX_METADATA_BYTES)? else {
+            continue;
+        };
+        let doc = Value::Object(parse(&full, &bytes)?);
+        let key = if zarr_format == 2 {
+            key
+        } else {
+            key.strip_suffix("/zarr.json").unwrap_or(key)
+        };
+        nodes.insert(key.to_string(), doc);
+    }
+    Ok(nodes)
+}
+
+/// A v3 group's `consolidated_metadata` member for `nodes`.
+pub fn consolidated_metadata(nodes: Map<String, Value>) -> Value {
+    json!({"kind": "inline", "must_understand": false, "metadata": nodes})
+}
+
+/// A v2 `.zmetadata` document for `nodes`.
+pub fn zmetadata(nodes: Map<String, Value>) -> Value {
+    json!({"metadata": nodes, "zarr_consolidated_format": 1})
+}
