@@ -10,7 +10,7 @@
 //! |---|---|
 //! | `get`, `get_bounded` | `get` (the size checked from the response head before the body is read) |
 //! | `get_range` | `get_range` (a zero-length range: `head`) |
-//! | `get_ranges` | `head`, then `get_ranges` (coalesced by object_store); a suffix: `get_opts` with `GetRange::Suffix` |
+//! | `get_ranges` | a suffix: `get_opts` with `GetRange::Suffix`; bounded ranges merged when nearer than `COALESCE_GAP`, each a ranged `get_opts`, concurrently (the responses give the length) |
 //! | `value_len` | `head` |
 //! | `set` | `put`; values over [`MULTIPART_THRESHOLD`] as a multipart upload |
 //! | `delete` | `delete` (absent: not an error) |
@@ -29,7 +29,8 @@ use futures::TryStreamExt;
 use object_store::path::Path;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart};
 
-use super::{ByteRange, RangeRead, Store, check_size, validate_key};
+use super::ranges::{coalesce, split};
+use super::{ByteRange, COALESCE_GAP, RangeRead, Store, check_range, check_size, validate_key};
 use crate::error::{Error, Result};
 
 /// Values larger than this are uploaded in parts (S3 needs parts of 5 MiB at
@@ -50,6 +51,9 @@ pub struct ObjectStoreBackend {
     location: String,
     runtime: Arc<tokio::runtime::Runtime>,
     concurrency: usize,
+    /// Retries of a response body cut off mid-way (object_store retries the
+    /// request itself, not the body).
+    body_retries: usize,
 }
 
 impl ObjectStoreBackend {
@@ -71,7 +75,14 @@ impl ObjectStoreBackend {
             location: location.trim_end_matches('/').to_string(),
             runtime: Arc::new(runtime),
             concurrency: DEFAULT_CONCURRENCY,
+            body_retries: object_store::RetryConfig::default().max_retries,
         })
+    }
+
+    /// Retry a response body cut off mid-way up to `n` times.
+    pub fn with_body_retries(mut self, n: usize) -> Self {
+        self.body_retries = n;
+        self
     }
 
     /// Keep at most `n` requests in flight (readers use as many threads).
@@ -130,21 +141,48 @@ impl ObjectStoreBackend {
 
     fn get_inner(&self, key: &str, max_len: Option<u64>) -> Result<Option<Buffer>> {
         let path = self.path(key)?;
-        self.block_on(async {
-            let result = match self.store.get(&path).await {
+        let url = self.url(key);
+        let got = self.block_on(self.fetch(key, &path, &url, None, max_len))?;
+        Ok(got.map(|(bytes, _)| Buffer::from(bytes)))
+    }
+
+    /// One GET (of `range`, or all): its body and the whole value's length;
+    /// `None` for a 404. A body cut off mid-way is asked for again, with
+    /// backoff, up to `body_retries` times; `max_len` refuses a larger value
+    /// before its body is read.
+    async fn fetch(
+        &self,
+        key: &str,
+        path: &Path,
+        url: &str,
+        range: Option<GetRange>,
+        max_len: Option<u64>,
+    ) -> Result<Option<(bytes::Bytes, u64)>> {
+        let mut attempt = 0;
+        loop {
+            let options = GetOptions {
+                range: range.clone(),
+                ..GetOptions::default()
+            };
+            let result = match self.store.get_opts(path, options).await {
                 Ok(r) => r,
                 Err(object_store::Error::NotFound { .. }) => return Ok(None),
-                Err(e) => return Err(remote(&self.url(key), e)),
+                Err(e) => return Err(remote(url, e)),
             };
+            let size = result.meta.size;
             if let Some(max) = max_len {
-                check_size(key, result.meta.size, max)?;
+                check_size(key, size, max)?;
             }
-            let bytes = result
-                .bytes()
-                .await
-                .map_err(|e| remote(&self.url(key), e))?;
-            Ok(Some(Buffer::from(bytes)))
-        })
+            match result.bytes().await {
+                Ok(bytes) => return Ok(Some((bytes, size))),
+                Err(e) if attempt >= self.body_retries => return Err(remote(url, e)),
+                Err(_) => {
+                    attempt += 1;
+                    let wait = 50u64.saturating_mul(1 << attempt.min(6));
+                    tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
+                }
+            }
+        }
     }
 }
 
@@ -190,33 +228,57 @@ impl Store for ObjectStoreBackend {
         })
     }
 
+    /// Suffixes first (each response says the value's length), then the
+    /// bounded ranges, nearby ones merged ([`COALESCE_GAP`]), fetched
+    /// concurrently; a ranged response says the length too, so no `head` is
+    /// needed unless every range is empty.
     fn get_ranges(&self, key: &str, ranges: &[ByteRange]) -> Result<Option<RangeRead>> {
         let path = self.path(key)?;
         let url = self.url(key);
         self.block_on(async {
-            // A suffix read learns the length from its response; otherwise ask.
             let mut len = None;
             let mut suffixes = Vec::new();
             for range in ranges {
                 if let ByteRange::Suffix(n) = range {
-                    let options = GetOptions {
-                        range: Some(GetRange::Suffix(*n)),
-                        ..GetOptions::default()
+                    if *n == 0 {
+                        suffixes.push(Buffer::from(Vec::<u8>::new()));
+                        continue;
+                    }
+                    let Some((bytes, size)) = self
+                        .fetch(key, &path, &url, Some(GetRange::Suffix(*n)), None)
+                        .await?
+                    else {
+                        return Ok(None);
                     };
-                    let result = match self.store.get_opts(&path, options).await {
-                        Ok(r) => r,
-                        Err(object_store::Error::NotFound { .. }) => return Ok(None),
-                        // An empty value has no suffix to give.
-                        Err(_) if *n == 0 => {
-                            suffixes.push(Buffer::from(Vec::<u8>::new()));
-                            continue;
-                        }
-                        Err(e) => return Err(remote(&url, e)),
-                    };
-                    len = Some(result.meta.size);
-                    let bytes = result.bytes().await.map_err(|e| remote(&url, e))?;
+                    len = Some(size);
                     suffixes.push(Buffer::from(bytes));
                 }
+            }
+            let bounded: Vec<Range<u64>> = ranges
+                .iter()
+                .filter_map(|r| match r {
+                    ByteRange::Bounded(r) => Some(r.clone()),
+                    ByteRange::Suffix(_) => None,
+                })
+                .collect();
+            if let Some(bad) = bounded.iter().find(|r| r.start > r.end) {
+                return Err(Error::RangeOutOfBounds {
+                    key: key.to_string(),
+                    range: bad.clone(),
+                    len: len.unwrap_or(0),
+                });
+            }
+            let merged = coalesce(&bounded, COALESCE_GAP);
+            let fetches = merged
+                .iter()
+                .map(|m| self.fetch(key, &path, &url, Some(GetRange::Bounded(m.clone())), None));
+            let mut fetched = Vec::with_capacity(merged.len());
+            for got in futures::future::try_join_all(fetches).await? {
+                let Some((bytes, size)) = got else {
+                    return Ok(None);
+                };
+                len = Some(size);
+                fetched.push(Buffer::from(bytes));
             }
             let len = match len {
                 Some(len) => len,
@@ -226,48 +288,26 @@ impl Store for ObjectStoreBackend {
                     Err(e) => return Err(remote(&url, e)),
                 },
             };
-            let mut bounded = Vec::new();
-            for range in ranges {
-                if let ByteRange::Bounded(r) = range {
-                    if r.start > r.end || r.end > len {
-                        return Err(Error::RangeOutOfBounds {
-                            key: key.to_string(),
-                            range: r.clone(),
-                            len,
-                        });
-                    }
-                    if !r.is_empty() {
-                        bounded.push(r.clone());
-                    }
+            // A range past the end comes back short (object_store returns what
+            // there is): check against the length the responses gave.
+            for r in &bounded {
+                check_range(key, r, len)?;
+            }
+            for (m, b) in merged.iter().zip(&fetched) {
+                if b.len() as u64 != m.end - m.start {
+                    return Err(remote(&url, ShortRead));
                 }
             }
-            let fetched = if bounded.is_empty() {
-                Vec::new()
-            } else {
-                self.store
-                    .get_ranges(&path, &bounded)
-                    .await
-                    .map_err(|e| remote(&url, e))?
-            };
-            let mut fetched = fetched.into_iter();
+            let mut parts = split(&bounded, &merged, &fetched).into_iter();
             let mut suffixes = suffixes.into_iter();
-            let mut buffers = Vec::with_capacity(ranges.len());
-            for range in ranges {
-                let buffer = match range {
-                    ByteRange::Bounded(r) if r.is_empty() => Some(Buffer::from(Vec::<u8>::new())),
-                    ByteRange::Bounded(_) => fetched.next().map(Buffer::from),
+            let buffers = ranges
+                .iter()
+                .map(|r| match r {
+                    ByteRange::Bounded(_) => parts.next(),
                     ByteRange::Suffix(_) => suffixes.next(),
-                };
-                let Some(buffer) = buffer else {
-                    return Err(remote(&url, ShortRead));
-                };
-                if let ByteRange::Bounded(r) = range
-                    && buffer.len() as u64 != r.end - r.start
-                {
-                    return Err(remote(&url, ShortRead));
-                }
-                buffers.push(buffer);
-            }
+                })
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| remote(&url, ShortRead))?;
             Ok(Some(RangeRead::new(buffers, len)))
         })
     }
@@ -383,6 +423,35 @@ pub struct UrlOptions {
     pub anonymous: bool,
     /// Requests in flight (default [`DEFAULT_CONCURRENCY`]).
     pub concurrency: Option<usize>,
+    /// How many times a transient failure (a 5xx, a connection reset, a timeout)
+    /// is retried, with exponential backoff (default: object_store's, 10).
+    pub retries: Option<usize>,
+    /// Give up retrying a request after this long (default: object_store's,
+    /// 3 minutes).
+    pub retry_timeout: Option<std::time::Duration>,
+    /// The most one request may take (default: object_store's, 30 seconds).
+    pub timeout: Option<std::time::Duration>,
+}
+
+impl UrlOptions {
+    fn retry(&self) -> object_store::RetryConfig {
+        let mut retry = object_store::RetryConfig::default();
+        if let Some(n) = self.retries {
+            retry.max_retries = n;
+        }
+        if let Some(t) = self.retry_timeout {
+            retry.retry_timeout = t;
+        }
+        retry
+    }
+
+    fn client(&self, allow_http: bool) -> object_store::ClientOptions {
+        let mut client = object_store::ClientOptions::new().with_allow_http(allow_http);
+        if let Some(t) = self.timeout {
+            client = client.with_timeout(t);
+        }
+        client
+    }
 }
 
 /// Whether `s` is a URL zarrow opens through `object_store` (`s3://`, `gs://`,
@@ -416,29 +485,35 @@ pub fn open_url(url: &str, options: &UrlOptions) -> Result<ObjectStoreBackend> {
             let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
             let mut builder = AmazonS3Builder::from_env().with_bucket_name(bucket);
             // A local S3 (moto, MinIO) is plain HTTP.
-            if let Ok(endpoint) = std::env::var("AWS_ENDPOINT_URL")
-                && endpoint.starts_with("http://")
-            {
-                builder = builder.with_endpoint(endpoint).with_allow_http(true);
+            let endpoint = std::env::var("AWS_ENDPOINT_URL").ok();
+            let allow_http = endpoint
+                .as_deref()
+                .is_some_and(|e| e.starts_with("http://"))
+                || std::env::var("AWS_ALLOW_HTTP").is_ok_and(|v| v == "true");
+            if let Some(endpoint) = endpoint {
+                builder = builder.with_endpoint(endpoint);
             }
-            if options.anonymous {
-                builder = builder.with_skip_signature(true);
-            }
+            builder = builder
+                .with_client_options(options.client(allow_http))
+                .with_retry(options.retry())
+                .with_skip_signature(options.anonymous);
             (Arc::new(builder.build().map_err(err)?), prefix.to_string())
         }
         "gs" => {
             let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
-            let mut builder = GoogleCloudStorageBuilder::from_env().with_bucket_name(bucket);
-            if options.anonymous {
-                builder = builder.with_skip_signature(true);
-            }
+            let builder = GoogleCloudStorageBuilder::from_env()
+                .with_bucket_name(bucket)
+                .with_client_options(options.client(false))
+                .with_retry(options.retry())
+                .with_skip_signature(options.anonymous);
             (Arc::new(builder.build().map_err(err)?), prefix.to_string())
         }
         "az" | "abfs" | "abfss" | "azure" => {
-            let mut builder = MicrosoftAzureBuilder::from_env().with_url(url);
-            if options.anonymous {
-                builder = builder.with_skip_signature(true);
-            }
+            let builder = MicrosoftAzureBuilder::from_env()
+                .with_url(url)
+                .with_client_options(options.client(false))
+                .with_retry(options.retry())
+                .with_skip_signature(options.anonymous);
             // The container is in the URL (`az://container/...`,
             // `abfs://container@account.dfs.core.windows.net/...`); the rest of
             // the path is the prefix.
@@ -447,11 +522,10 @@ pub fn open_url(url: &str, options: &UrlOptions) -> Result<ObjectStoreBackend> {
         }
         "http" | "https" => {
             // The whole URL is the store's root: keys are relative to it.
-            let mut builder = HttpBuilder::new().with_url(url);
-            if scheme == "http" {
-                builder = builder
-                    .with_client_options(object_store::ClientOptions::new().with_allow_http(true));
-            }
+            let builder = HttpBuilder::new()
+                .with_url(url)
+                .with_client_options(options.client(scheme == "http"))
+                .with_retry(options.retry());
             (Arc::new(builder.build().map_err(err)?), String::new())
         }
         other => {
@@ -460,7 +534,10 @@ pub fn open_url(url: &str, options: &UrlOptions) -> Result<ObjectStoreBackend> {
             )));
         }
     };
-    let backend = ObjectStoreBackend::new(store, &prefix, url)?;
+    let mut backend = ObjectStoreBackend::new(store, &prefix, url)?;
+    if let Some(n) = options.retries {
+        backend = backend.with_body_retries(n);
+    }
     Ok(match options.concurrency {
         Some(n) => backend.with_concurrency(n),
         None => backend,

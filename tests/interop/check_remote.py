@@ -142,6 +142,115 @@ def http_server(root: Path):
         server.server_close()
 
 
+class FaultProxy:
+    """A reverse proxy on loopback in front of `upstream` (an http:// URL) that
+    records every request and injects the fault `mode` names:
+
+    - "pass": forward everything;
+    - "500-once": answer the first request for each (path, range) with a 500;
+    - "reset-once": for the first GET of each path, send the headers and half the
+      body, then drop the connection;
+    - "slow-once": hold the first request for each path `delay` seconds;
+    - "403": refuse everything with a 403.
+    """
+
+    def __init__(self, upstream: str, mode: str = "pass", delay: float = 0.0):
+        self.upstream = upstream
+        self.mode = mode
+        self.delay = delay
+        self.requests: list[tuple[str, str, str]] = []
+        self.faults = 0
+        self.seen: set = set()
+        self.lock = threading.Lock()
+
+    def first(self, key) -> bool:
+        with self.lock:
+            if key in self.seen:
+                return False
+            self.seen.add(key)
+            return True
+
+    @contextlib.contextmanager
+    def serve(self):
+        import http.client
+        import urllib.parse
+        proxy = self
+        up = urllib.parse.urlsplit(self.upstream)
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def forward(self, method: str):
+                rng = self.headers.get("Range", "")
+                with proxy.lock:
+                    proxy.requests.append((method, self.path, rng))
+                mode = proxy.mode
+                if mode == "403":
+                    proxy.faults += 1
+                    self.send_response(403)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                if mode == "500-once" and proxy.first((self.path, rng)):
+                    proxy.faults += 1
+                    self.send_response(500)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                if mode == "slow-once" and proxy.first(self.path):
+                    proxy.faults += 1
+                    time.sleep(proxy.delay)
+                if mode == "delay":
+                    time.sleep(proxy.delay)
+                conn = http.client.HTTPConnection(up.hostname, up.port, timeout=60)
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                conn.request(method, self.path, body=body, headers=headers)
+                resp = conn.getresponse()
+                data = resp.read()
+                reset = (mode == "reset-once" and method == "GET" and resp.status in (200, 206)
+                         and len(data) > 1 and proxy.first(self.path))
+                self.send_response(resp.status)
+                for k, v in resp.getheaders():
+                    if k.lower() not in ("connection", "transfer-encoding", "content-length"):
+                        self.send_header(k, v)
+                # A HEAD has no body: keep the upstream's length.
+                length = resp.getheader("Content-Length") if method == "HEAD" else str(len(data))
+                self.send_header("Content-Length", length or "0")
+                self.end_headers()
+                if reset:
+                    proxy.faults += 1
+                    self.wfile.write(data[: len(data) // 2])
+                    self.wfile.flush()
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                if method != "HEAD":
+                    self.wfile.write(data)
+                conn.close()
+
+            def do_GET(self):
+                self.forward("GET")
+
+            def do_HEAD(self):
+                self.forward("HEAD")
+
+        port = free_port()
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        server.timeout = SERVER_TIMEOUT
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            server.shutdown()
+            server.server_close()
+
+
 def run(zarrow: str, *args: str, env: dict) -> subprocess.CompletedProcess:
     return subprocess.run([zarrow, *args], capture_output=True, text=True, env=env, timeout=300)
 
@@ -269,6 +378,68 @@ def main() -> int:
                         raise AssertionError("zarr-python's consolidated view differs")
                     return "zarrow's consolidated metadata: read over HTTP and by zarr.open_consolidated"
                 case(f"http-read zarrow group v{fmt}", http_zarrow_group)
+
+        # Faults, through a proxy in front of the static server.
+        sharded = "v3_string_sharded.zarr"
+        for mode, extra in (("500-once", ()), ("reset-once", ()), ("slow-once", ("--timeout", "1"))):
+            def fault(mode=mode, extra=extra):
+                proxy = FaultProxy(web, mode, delay=3.0)
+                with proxy.serve() as url:
+                    for name in (sharded, "v2_string_blosc.zarr", "zarrs_vlen_missing.zarr"):
+                        local, remote = tmp / f"{name}.local.arrow", tmp / f"{name}.{mode}.arrow"
+                        convert_ok(zarrow, str(STORES / name), local, env)
+                        convert_ok(zarrow, f"{url}/stores/{name}", remote, env, *extra)
+                        if local.read_bytes() != remote.read_bytes():
+                            raise AssertionError(f"{name}: output differs after retries")
+                if proxy.faults == 0:
+                    raise AssertionError("no fault was injected")
+                return f"{proxy.faults} faults injected and retried; outputs identical"
+            case(f"http fault {mode}", fault)
+
+        def reset_without_retries():
+            # The same fault with retries off fails: the retries are what pass it.
+            proxy = FaultProxy(web, "reset-once")
+            with proxy.serve() as url:
+                proc = run(zarrow, "convert", f"{url}/stores/{sharded}", str(tmp / "r.arrow"), "--overwrite",
+                           "--retries", "0", env=env)
+            if proc.returncode == 0:
+                raise AssertionError("a body cut off mid-way was read without a retry")
+            return proc.stderr.strip().splitlines()[-1][:100]
+        case("http fault reset-once, --retries 0, fails", reset_without_retries)
+
+        def forbidden():
+            proxy = FaultProxy(web, "403")
+            with proxy.serve() as url:
+                start = time.monotonic()
+                proc = run(zarrow, "convert", f"{url}/stores/{sharded}", str(tmp / "x.arrow"), "--overwrite",
+                           env=env)
+                took = time.monotonic() - start
+            if proc.returncode == 0:
+                raise AssertionError("a 403 was read as data")
+            msg = proc.stderr.strip().splitlines()[-1]
+            if "403" not in msg or url not in msg:
+                raise AssertionError(f"the message names neither the status nor the URL: {msg}")
+            if len(proxy.requests) > 2 or took > 10:
+                raise AssertionError(f"a 403 was retried: {len(proxy.requests)} requests, {took:.1f}s")
+            if (tmp / "x.arrow").exists():
+                raise AssertionError("an output was left behind")
+            return f"failed at once ({len(proxy.requests)} request, {took:.1f}s): {msg[:100]}"
+        case("http 403 fails at once, naming the URL", forbidden)
+
+        def ten_rows_of_a_shard():
+            proxy = FaultProxy(web, "pass")
+            with proxy.serve() as url:
+                convert_ok(zarrow, f"{url}/stores/{sharded}", tmp / "head.arrow", env, "--rows", "0..10")
+            data = [r for r in proxy.requests if not r[1].endswith(("zarr.json", ".zarray", ".zattrs",
+                                                                     ".zgroup", ".zmetadata"))]
+            if len(data) > 3:
+                raise AssertionError(f"{len(data)} requests after the metadata: {data}")
+            got = pa.ipc.open_file(tmp / "head.arrow").read_all().column(0).to_pylist()
+            want = zarr.open_array(str(STORES / sharded), mode="r")[:10].tolist()
+            if got != want:
+                raise AssertionError("the rows differ from zarr-python's")
+            return f"{len(data)} requests after the metadata: {[(m, r) for m, _, r in data]}"
+        case("http 10 rows of a sharded array", ten_rows_of_a_shard)
 
         table = pa.table({
             "name": pa.array([f"cell {i}" if i % 7 else "" for i in range(5000)]),

@@ -70,6 +70,18 @@ struct RemoteArgs {
     /// [URLs] Requests kept in flight while reading.
     #[arg(long, default_value_t = zarrow::store::DEFAULT_CONCURRENCY)]
     concurrency: usize,
+    /// [URLs] Retries of a transient failure (HTTP 5xx, a connection reset, a
+    /// timeout), with exponential backoff; 403, 404 and other permanent errors
+    /// are not retried.
+    #[arg(long, default_value_t = 10)]
+    retries: usize,
+    /// [URLs] Stop retrying a request after this many seconds.
+    #[arg(long, default_value_t = 180.0)]
+    retry_timeout: f64,
+    /// [URLs] The most seconds one request may take before it counts as failed
+    /// (and is retried).
+    #[arg(long, default_value_t = 30.0)]
+    timeout: f64,
 }
 
 /// Options of `convert`.
@@ -324,6 +336,18 @@ fn store_name(path: &Path) -> String {
     name.strip_suffix(".zarr").unwrap_or(&name).to_string()
 }
 
+/// A duration flag's value.
+fn seconds(flag: &str, value: f64) -> Result<std::time::Duration> {
+    std::time::Duration::try_from_secs_f64(value)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "{flag} {value} is not a positive number of seconds"
+            ))
+        })
+}
+
 /// Whether `path` is a URL opened through `object_store`.
 fn is_url(path: &Path) -> bool {
     path.to_str().is_some_and(zarrow::store::is_url)
@@ -347,6 +371,9 @@ fn open_plain_store(path: &Path, mmap: bool, remote: &RemoteArgs) -> Result<Arc<
         let mut options = zarrow::store::UrlOptions::default();
         options.anonymous = remote.anonymous;
         options.concurrency = Some(remote.concurrency);
+        options.retries = Some(remote.retries);
+        options.retry_timeout = Some(seconds("--retry-timeout", remote.retry_timeout)?);
+        options.timeout = Some(seconds("--timeout", remote.timeout)?);
         return Ok(Arc::new(zarrow::store::open_url(url, &options)?));
     }
     if !path.is_dir() {
