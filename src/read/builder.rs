@@ -558,6 +558,29 @@ impl BatchReader {
     }
 }
 
+#[cfg(feature = "async")]
+impl BatchReader {
+    /// The batches as an async `Stream` (feature `async`): the reader runs on a
+    /// thread of its own, at most `buffer` batches ahead of the consumer, so an
+    /// async caller (a DataFusion plan, say) never blocks its executor. Dropping
+    /// the stream stops the reader after the batch in hand.
+    pub fn into_stream(
+        self,
+        buffer: usize,
+    ) -> impl futures::Stream<Item = Result<RecordBatch>> + Send + 'static {
+        let (sender, mut receiver) = tokio::sync::mpsc::channel(buffer.max(1));
+        std::thread::spawn(move || {
+            for batch in self {
+                // The consumer is gone: stop reading.
+                if sender.blocking_send(batch.map_err(Error::from)).is_err() {
+                    break;
+                }
+            }
+        });
+        futures::stream::poll_fn(move |cx| receiver.poll_recv(cx))
+    }
+}
+
 impl Iterator for BatchReader {
     type Item = Result<RecordBatch, ArrowError>;
 

@@ -199,3 +199,44 @@ fn the_next_chunks_decode_while_the_caller_works() {
     keys.dedup();
     assert_eq!((read, keys.len()), (10, 10), "{keys:?}");
 }
+
+/// The async stream gives the blocking reader's batches, in order; dropping it
+/// early stops the reader.
+#[cfg(feature = "async")]
+#[test]
+fn the_async_stream_gives_the_blocking_readers_batches() {
+    use futures::StreamExt;
+    let store = std::sync::Arc::new(zarrow::LocalStore::new(
+        crate::common::testdata().join("stores/obs.zarr").as_path(),
+    ));
+    let group = zarrow::ZarrGroup::open(store, "").unwrap();
+    let blocking: Vec<_> = group
+        .reader()
+        .with_batch_size(100)
+        .build()
+        .unwrap()
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let streamed: Vec<_> = runtime.block_on(async {
+        let stream = group
+            .reader()
+            .with_batch_size(100)
+            .build()
+            .unwrap()
+            .into_stream(2);
+        stream.map(|b| b.unwrap()).collect::<Vec<_>>().await
+    });
+    assert_eq!(streamed.len(), 10);
+    assert_eq!(streamed, blocking);
+    let first_two: Vec<_> = runtime.block_on(async {
+        let stream = group
+            .reader()
+            .with_batch_size(100)
+            .build()
+            .unwrap()
+            .into_stream(1);
+        stream.take(2).map(|b| b.unwrap()).collect::<Vec<_>>().await
+    });
+    assert_eq!(first_two, blocking[..2]);
+}
