@@ -296,6 +296,18 @@ pub(crate) fn unsupported_time_unit(kind: &str, unit: &str) -> String {
 pub(crate) const ARROW_BYTES_PER_ELEMENT: usize = 16;
 
 impl DataType {
+    /// About how many bytes of Arrow data one element takes, for sizing read-ahead
+    /// windows: the width of a number, a string's offset or view plus 16 bytes
+    /// of value (a guess: the real sizes are known only once decoded).
+    pub(crate) fn estimated_arrow_bytes(&self) -> u64 {
+        match self.fixed_size() {
+            Some(_) if !self.is_text() && !self.is_binary() => {
+                self.arrow_bytes_per_element() as u64
+            }
+            _ => ARROW_BYTES_PER_ELEMENT as u64 + 16,
+        }
+    }
+
     /// The most Arrow memory one element needs while its chunk is decoded, besides
     /// variable-length value bytes (bounded by the decompressors): numbers and
     /// bools take exactly their width; strings and bytes up to

@@ -21,7 +21,7 @@ use arrow_array::{ArrayRef, RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, Schema, SchemaRef};
 use rayon::prelude::*;
 
-use super::{Column, ReadOptions, Skipped, ZarrArray, ZarrGroup};
+use super::{Column, READ_AHEAD_BYTES, ReadOptions, Skipped, ZarrArray, ZarrGroup};
 use crate::conventions::anndata;
 use crate::error::{Error, Result};
 use crate::rows::RowQueue;
@@ -327,7 +327,18 @@ impl ReaderBuilder {
         } else {
             None
         };
-        let ahead = self.options.read_ahead().max(concurrency) as u64;
+        // As many chunks ahead as requests in flight, but no more than fit in
+        // READ_AHEAD_BYTES (estimated from the types): memory is bounded by that
+        // window whatever the store's size, and many small chunks still get many
+        // requests in flight.
+        let row_bytes: u64 = columns
+            .iter()
+            .flat_map(|c| c.leaves())
+            .map(|a| a.metadata().data_type.estimated_arrow_bytes())
+            .sum::<u64>()
+            .max(1);
+        let fits = (READ_AHEAD_BYTES / longest.saturating_mul(row_bytes).max(1)) as usize;
+        let ahead = self.options.read_ahead().max(concurrency.min(fits)) as u64;
         let lookahead = (batch_size as u64).max(longest.saturating_mul(ahead));
         let prepared = columns
             .iter()
