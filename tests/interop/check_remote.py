@@ -490,6 +490,30 @@ def main() -> int:
                 return f"{len(got)} keys, identical to the local write; zarr-python reads it"
             case(label, s3_write)
 
+        def s3_multipart():
+            # One chunk of about 40 MB (uncompressed): uploaded in parts.
+            big = pa.table({"s": pa.array([f"value {i:012d}" for i in range(2_000_000)])})
+            src_big = tmp / "big.parquet"
+            pq.write_table(big, src_big)
+            extra = ("--compressor", "none", "--chunk-len", "2000000")
+            local = tmp / "big.local.zarr"
+            shutil.rmtree(local, ignore_errors=True)
+            convert_ok(zarrow, str(src_big), local, env, *extra)
+            prefix = "out/big.zarr"
+            convert_ok(zarrow, str(src_big), f"s3://{BUCKET}/{prefix}", env, *extra)
+            want = local_files(local)
+            largest = max(len(v) for v in want.values())
+            if largest <= 16 << 20:
+                raise AssertionError(f"the largest chunk is {largest} bytes: not a multipart upload")
+            got = download(s3, prefix, tmp / "big.down.zarr")
+            if got != want:
+                raise AssertionError("the multipart upload differs from the local write")
+            etag = s3.head_object(Bucket=BUCKET, Key=f"{prefix}/s/c/0")["ETag"]
+            if "-" not in etag:
+                raise AssertionError(f"ETag {etag} is not a multipart upload's")
+            return f"a {largest:,}-byte chunk uploaded in parts (ETag {etag}), identical to the local write"
+        case("s3-write multipart", s3_multipart)
+
         def s3_failed_write_leaves_nothing():
             bad = tmp / "nulls.parquet"
             pq.write_table(pa.table({"a": pa.array([1, None, 3])}), bad)
