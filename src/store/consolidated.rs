@@ -10,6 +10,8 @@
 //!
 //! [`Consolidated::open`] reads them once; the store it returns answers metadata
 //! keys and listings from them and passes every other key (the chunks) through.
+//! Without consolidated metadata it still answers the root's document from the
+//! one read it made (opening a node reads it more than once).
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -29,35 +31,35 @@ const DOCUMENTS: [&str; 4] = ["zarr.json", ".zarray", ".zgroup", ".zattrs"];
 #[derive(Debug)]
 pub struct Consolidated {
     inner: Arc<dyn Store>,
-    /// Every metadata document, by key.
-    documents: BTreeMap<String, Buffer>,
+    /// Metadata documents by key (`None`: known absent).
+    documents: BTreeMap<String, Option<Buffer>>,
+    /// Whether `documents` holds every node's (consolidated metadata), or only
+    /// the root's, as read (each read once: a remote request costs a round trip).
+    complete: bool,
 }
 
 impl Consolidated {
-    /// `store` with its consolidated metadata, when the root has any (else
-    /// `store` itself).
+    /// `store` with its consolidated metadata, when the root has any, and its
+    /// root document read once either way.
     ///
     /// # Errors
     /// Store errors; [`Error::Metadata`] for consolidated metadata that is not
     /// what zarr-python writes.
     pub fn open(store: Arc<dyn Store>) -> Result<Arc<dyn Store>> {
         let mut documents = BTreeMap::new();
-        if let Some(root) = store.get_bounded("zarr.json", MAX_METADATA_BYTES)? {
-            let mut doc = parse("zarr.json", &root)?;
-            let Some(consolidated) = doc.remove("consolidated_metadata") else {
-                return Ok(store);
+        let root = store.get_bounded("zarr.json", MAX_METADATA_BYTES)?;
+        documents.insert("zarr.json".to_string(), root.clone());
+        let consolidated = match &root {
+            Some(bytes) => parse("zarr.json", bytes)?.remove("consolidated_metadata"),
+            None => None,
+        };
+        let complete = if let Some(consolidated) = consolidated.filter(|c| !c.is_null()) {
+            let Some(Value::Object(metadata)) = consolidated.get("metadata") else {
+                return Err(Error::metadata(
+                    "zarr.json",
+                    "consolidated_metadata has no \"metadata\" object",
+                ));
             };
-            let metadata = match consolidated.get("metadata") {
-                Some(Value::Object(m)) => m.clone(),
-                _ if consolidated.is_null() => return Ok(store),
-                _ => {
-                    return Err(Error::metadata(
-                        "zarr.json",
-                        "consolidated_metadata has no \"metadata\" object",
-                    ));
-                }
-            };
-            documents.insert("zarr.json".to_string(), root);
             for (path, node) in metadata {
                 if !node.is_object() {
                     return Err(Error::metadata(
@@ -66,9 +68,12 @@ impl Consolidated {
                     ));
                 }
                 let key = join_key(path.trim_matches('/'), "zarr.json");
-                documents.insert(key, Buffer::from(node.to_string().into_bytes()));
+                documents.insert(key, Some(Buffer::from(node.to_string().into_bytes())));
             }
-        } else if let Some(bytes) = store.get_bounded(".zmetadata", MAX_METADATA_BYTES)? {
+            true
+        } else if root.is_none()
+            && let Some(bytes) = store.get_bounded(".zmetadata", MAX_METADATA_BYTES)?
+        {
             let doc = parse(".zmetadata", &bytes)?;
             let Some(Value::Object(metadata)) = doc.get("metadata") else {
                 return Err(Error::metadata(".zmetadata", "no \"metadata\" object"));
@@ -81,15 +86,30 @@ impl Consolidated {
                         format!("{key:?} is not a metadata document"),
                     ));
                 }
-                documents.insert(key.clone(), Buffer::from(value.to_string().into_bytes()));
+                documents.insert(
+                    key.clone(),
+                    Some(Buffer::from(value.to_string().into_bytes())),
+                );
             }
+            true
         } else {
-            return Ok(store);
-        }
+            // No consolidated metadata: only the root document, read once.
+            false
+        };
         Ok(Arc::new(Self {
             inner: store,
             documents,
+            complete,
         }))
+    }
+
+    /// The document at `key` as known: `Some(answer)` from the consolidated
+    /// metadata or the root read once; `None` to ask the store.
+    fn known(&self, key: &str) -> Option<Option<Buffer>> {
+        if let Some(doc) = self.documents.get(key) {
+            return Some(doc.clone());
+        }
+        (self.complete && Self::is_document(key)).then_some(None)
     }
 
     fn is_document(key: &str) -> bool {
@@ -118,17 +138,22 @@ impl Store for Consolidated {
     }
 
     fn get(&self, key: &str) -> Result<Option<Buffer>> {
-        if Self::is_document(key) {
-            return Ok(self.documents.get(key).cloned());
+        match self.known(key) {
+            Some(doc) => Ok(doc),
+            None => self.inner.get(key),
         }
-        self.inner.get(key)
     }
 
     fn get_bounded(&self, key: &str, max_len: u64) -> Result<Option<Buffer>> {
-        if Self::is_document(key) {
-            return Ok(self.documents.get(key).cloned());
+        match self.known(key) {
+            Some(doc) => {
+                if let Some(d) = &doc {
+                    super::check_size(key, d.len() as u64, max_len)?;
+                }
+                Ok(doc)
+            }
+            None => self.inner.get_bounded(key, max_len),
         }
-        self.inner.get_bounded(key, max_len)
     }
 
     fn get_range(&self, key: &str, range: Range<u64>) -> Result<Option<Buffer>> {
@@ -155,8 +180,12 @@ impl Store for Consolidated {
         self.inner.list_prefix(prefix)
     }
 
-    /// The nodes the consolidated metadata names directly below `prefix`.
+    /// The nodes the consolidated metadata names directly below `prefix` (the
+    /// store's listing without it).
     fn list_children(&self, prefix: &str) -> Result<Vec<String>> {
+        if !self.complete {
+            return self.inner.list_children(prefix);
+        }
         let prefix = prefix.trim_matches('/');
         let mut names: Vec<String> = self
             .documents

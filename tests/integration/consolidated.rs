@@ -89,3 +89,38 @@ fn zarrow_groups_are_written_consolidated() {
         assert_eq!(values(&group, false), values(&src, false), "v{format}");
     }
 }
+
+#[test]
+fn the_root_document_is_read_once_without_consolidated_metadata() {
+    // As the CLI opens a node: the store, the node's kind, then the node.
+    for name in ["v3_int32.zarr", "v2_i8.zarr"] {
+        let observed = Observed::new(Arc::new(LocalStore::new(
+            testdata().join("stores").join(name).as_path(),
+        )));
+        let store = Consolidated::open(observed.clone()).unwrap();
+        zarrow::read_node(store.as_ref(), "").unwrap();
+        let array = zarrow::ZarrArray::open(store.clone(), "").unwrap();
+        let metadata_reads: Vec<String> = observed
+            .take()
+            .into_iter()
+            .map(|(k, _)| k)
+            .filter(|k| k.ends_with("zarr.json") || k.starts_with(".z"))
+            .collect();
+        // zarr.json once (absent for v2; then .zmetadata, absent too), then v2's
+        // .zarray and .zattrs each time a node is read.
+        let want: &[&str] = if name.starts_with("v3") {
+            &["zarr.json"]
+        } else {
+            &[
+                "zarr.json",
+                ".zmetadata",
+                ".zarray",
+                ".zattrs",
+                ".zarray",
+                ".zattrs",
+            ]
+        };
+        assert_eq!(metadata_reads, want, "{name}");
+        assert_eq!(array.read_all().unwrap().len() as u64, array.len());
+    }
+}
