@@ -364,10 +364,14 @@ impl ZarrArray {
         range: Range<u64>,
         f: impl Fn(u64) -> Result<T> + Sync + Send,
     ) -> Result<Vec<T>> {
-        if self.options.parallel && range.end - range.start > 1 {
-            range.into_par_iter().map(f).collect()
-        } else {
-            range.map(f).collect()
+        if !self.options.parallel || range.end - range.start <= 1 {
+            return range.map(f).collect();
+        }
+        // A remote store's chunks are read on its fetch pool: many requests in
+        // flight (an N-d slab's chunks, a range's).
+        match super::fetch_pool(self.store.concurrency())? {
+            Some(pool) => pool.install(|| range.into_par_iter().map(f).collect()),
+            None => range.into_par_iter().map(f).collect(),
         }
     }
 

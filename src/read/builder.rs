@@ -307,23 +307,16 @@ impl ReaderBuilder {
         // Read ahead at least one batch, and at least one of the longest chunks per
         // thread: decoding then overlaps with the caller's work on earlier batches.
         // A remote store wants many requests in flight: as many chunks ahead, read
-        // by as many threads of a pool of the reader's own (a request mostly
-        // waits; rayon's pool stays one thread per core).
+        // by as many threads of a fetch pool (a request mostly waits; rayon's pool
+        // stays one thread per core).
         let concurrency = columns
             .iter()
             .flat_map(|c| c.leaves())
             .map(ZarrArray::store_concurrency)
             .max()
             .unwrap_or(1);
-        let pool = if self.options.parallel && concurrency > 1 {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(concurrency)
-                .thread_name(|i| format!("zarrow-fetch-{i}"))
-                .build()
-                .map_err(|e| {
-                    Error::InvalidArgument(format!("starting {concurrency} fetch threads: {e}"))
-                })?;
-            Some(Arc::new(pool))
+        let pool = if self.options.parallel {
+            super::fetch_pool(concurrency)?
         } else {
             None
         };

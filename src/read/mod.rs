@@ -41,6 +41,36 @@ use crate::metadata::StringType;
 /// thread.
 pub const READ_AHEAD_BYTES: u64 = 256 << 20;
 
+/// The thread pool that keeps `concurrency` requests in flight for a remote
+/// store (`None` for 1: rayon's pool, one thread per core, serves local stores).
+/// One pool per concurrency, made once and shared by every reader: a request
+/// mostly waits, so these threads are many and cheap.
+pub(crate) fn fetch_pool(concurrency: usize) -> Result<Option<Arc<rayon::ThreadPool>>> {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static POOLS: OnceLock<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>> = OnceLock::new();
+    if concurrency <= 1 {
+        return Ok(None);
+    }
+    let mut pools = POOLS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(pool) = pools.get(&concurrency) {
+        return Ok(Some(pool.clone()));
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(concurrency)
+        .thread_name(|i| format!("zarrow-fetch-{i}"))
+        .build()
+        .map_err(|e| {
+            crate::Error::InvalidArgument(format!("starting {concurrency} fetch threads: {e}"))
+        })?;
+    let pool = Arc::new(pool);
+    pools.insert(concurrency, pool.clone());
+    Ok(Some(pool))
+}
+
 /// The default bound on one chunk's decoded size: 2 GiB.
 pub const DEFAULT_MAX_CHUNK_BYTES: usize = 2 << 30;
 
