@@ -527,6 +527,16 @@ def main() -> int:
             return "refused, nothing left behind"
         case("s3-write failure cleans up", s3_failed_write_leaves_nothing)
 
+        def s3_overwrite_only_zarr():
+            s3.put_object(Bucket=BUCKET, Key="other/data.csv", Body=b"a,b\n1,2\n")
+            proc = run(zarrow, "convert", str(src), f"s3://{BUCKET}/other", "--overwrite", env=env)
+            if proc.returncode == 0 or "no Zarr store" not in proc.stderr:
+                raise AssertionError(f"exit {proc.returncode}: {proc.stderr.strip()}")
+            if s3.get_object(Bucket=BUCKET, Key="other/data.csv")["Body"].read() != b"a,b\n1,2\n":
+                raise AssertionError("other data was touched")
+            return "refused; the other data is intact"
+        case("s3 --overwrite replaces only a Zarr store", s3_overwrite_only_zarr)
+
         def s3_missing_bucket():
             proc = run(zarrow, "convert", f"s3://no-such-bucket/x.zarr", str(tmp / "x.arrow"), env=env)
             if proc.returncode == 0 or "no-such-bucket" not in proc.stderr:

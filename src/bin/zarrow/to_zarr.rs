@@ -179,6 +179,18 @@ fn write_remote(
                 path: dst.display().to_string(),
             });
         }
+        // As locally, only a Zarr store is replaced: never other data under the
+        // prefix (or a whole bucket).
+        let is_zarr = ["zarr.json", ".zgroup", ".zarray"]
+            .iter()
+            .any(|doc| existing.iter().any(|k| k == doc));
+        if !is_zarr {
+            return Err(Error::InvalidArgument(format!(
+                "{} holds {} objects but no Zarr store (zarr.json, .zgroup or .zarray at its root): zarrow replaces only a Zarr store",
+                dst.display(),
+                existing.len()
+            )));
+        }
         for key in &existing {
             store.delete(key)?;
         }
