@@ -106,6 +106,20 @@ impl ObjectStoreBackend {
         Path::parse(&full).map_err(|e| remote(&self.url(key), e))
     }
 
+    /// The object path of directory `dir` (a node path, `""` for the root) under
+    /// the prefix; `None` for the store's root.
+    fn dir_path(&self, dir: &str) -> Result<Option<Path>> {
+        let full = match (self.prefix.is_empty(), dir.is_empty()) {
+            (true, true) => return Ok(None),
+            (true, false) => dir.to_string(),
+            (false, true) => self.prefix.clone(),
+            (false, false) => format!("{}/{dir}", self.prefix),
+        };
+        Path::parse(full)
+            .map(Some)
+            .map_err(|e| remote(&self.url(dir), e))
+    }
+
     fn url(&self, key: &str) -> String {
         format!("{}/{key}", self.location)
     }
@@ -353,14 +367,7 @@ impl Store for ObjectStoreBackend {
             Some((dir, _)) => dir,
             None => "",
         };
-        let base = match (self.prefix.is_empty(), dir.is_empty()) {
-            (true, true) => None,
-            (true, false) => Some(Path::parse(dir)),
-            (false, true) => Some(Path::parse(&self.prefix)),
-            (false, false) => Some(Path::parse(format!("{}/{dir}", self.prefix))),
-        }
-        .transpose()
-        .map_err(|e| remote(&self.url(prefix), e))?;
+        let base = self.dir_path(dir)?;
         let metas: Vec<_> = self.block_on(async {
             self.store
                 .list(base.as_ref())
@@ -379,14 +386,7 @@ impl Store for ObjectStoreBackend {
 
     fn list_children(&self, prefix: &str) -> Result<Vec<String>> {
         let prefix = prefix.trim_matches('/');
-        let base = match (self.prefix.is_empty(), prefix.is_empty()) {
-            (true, true) => None,
-            (true, false) => Some(Path::parse(prefix)),
-            (false, true) => Some(Path::parse(&self.prefix)),
-            (false, false) => Some(Path::parse(format!("{}/{prefix}", self.prefix))),
-        }
-        .transpose()
-        .map_err(|e| remote(&self.url(prefix), e))?;
+        let base = self.dir_path(prefix)?;
         let listed = self.block_on(async {
             self.store
                 .list_with_delimiter(base.as_ref())

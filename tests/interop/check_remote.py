@@ -128,9 +128,10 @@ class RangeHandler(http.server.SimpleHTTPRequestHandler):
 
 
 @contextlib.contextmanager
-def http_server(root: Path):
+def serving(handler):
+    """Serve `handler` (a request handler class or factory) on a free 127.0.0.1
+    port in a thread; yields its base URL; stops it at the end."""
     port = free_port()
-    handler = lambda *a, **k: RangeHandler(*a, directory=str(root), **k)  # noqa: E731
     server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
     server.timeout = SERVER_TIMEOUT
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -140,6 +141,11 @@ def http_server(root: Path):
     finally:
         server.shutdown()
         server.server_close()
+
+
+def http_server(root: Path):
+    """The ranged static server over `root`."""
+    return serving(lambda *a, **k: RangeHandler(*a, directory=str(root), **k))
 
 
 class FaultProxy:
@@ -239,16 +245,8 @@ class FaultProxy:
             def do_HEAD(self):
                 self.forward("HEAD")
 
-        port = free_port()
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
-        server.timeout = SERVER_TIMEOUT
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        try:
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            server.shutdown()
-            server.server_close()
+        with serving(Handler) as url:
+            yield url
 
 
 def run(zarrow: str, *args: str, env: dict) -> subprocess.CompletedProcess:
