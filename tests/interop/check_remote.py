@@ -259,6 +259,28 @@ def convert_ok(zarrow: str, src: str, dst: Path, env: dict, *extra: str) -> None
         raise AssertionError(f"convert {src}: exit {proc.returncode}: {proc.stderr.strip().splitlines()[-1:]}")
 
 
+# Local conversions, made once per (store, flags): the reference every remote
+# conversion of the same store is compared with.
+_LOCAL: dict[tuple[str, tuple[str, ...]], Path] = {}
+
+
+def same_as_local(zarrow: str, store: Path, url: str, tmp: Path, env: dict, extra: tuple = (),
+                  remote_extra: tuple = ()) -> int:
+    """Convert `store` and `url` (the same store, served) to Arrow IPC with the flags
+    `extra` (and `remote_extra` for the URL only); raise unless the two files are
+    byte for byte the same. Returns their size."""
+    key = (str(store), tuple(extra))
+    if key not in _LOCAL:
+        _LOCAL[key] = tmp / f"local-{len(_LOCAL)}.arrow"
+        convert_ok(zarrow, str(store), _LOCAL[key], env, *extra)
+    local = _LOCAL[key]
+    remote = tmp / "remote.arrow"
+    convert_ok(zarrow, url, remote, env, *extra, *remote_extra)
+    if local.read_bytes() != remote.read_bytes():
+        raise AssertionError(f"converting {url} differs from converting the local copy")
+    return local.stat().st_size
+
+
 def upload(s3, root: Path, prefix: str) -> None:
     for path in sorted(root.rglob("*")):
         if path.is_file():
@@ -323,12 +345,8 @@ def main() -> int:
 
         for store in stores:
             def s3_read(store=store):
-                local, remote = tmp / f"{store.stem}.local.arrow", tmp / f"{store.stem}.s3.arrow"
-                convert_ok(zarrow, str(store), local, env)
-                convert_ok(zarrow, f"s3://{BUCKET}/stores/{store.name}", remote, env)
-                if local.read_bytes() != remote.read_bytes():
-                    raise AssertionError("the S3 conversion differs from the local one")
-                return f"{local.stat().st_size} bytes, identical"
+                size = same_as_local(zarrow, store, f"s3://{BUCKET}/stores/{store.name}", tmp, env)
+                return f"{size} bytes, identical"
             case(f"s3-read {store.stem}", s3_read)
 
         for store in stores:
@@ -336,12 +354,8 @@ def main() -> int:
                 continue
 
             def http_read(store=store):
-                local, remote = tmp / f"{store.stem}.local.arrow", tmp / f"{store.stem}.http.arrow"
-                convert_ok(zarrow, str(store), local, env)
-                convert_ok(zarrow, f"{web}/stores/{store.name}", remote, env)
-                if local.read_bytes() != remote.read_bytes():
-                    raise AssertionError("the HTTP conversion differs from the local one")
-                return f"{local.stat().st_size} bytes, identical"
+                size = same_as_local(zarrow, store, f"{web}/stores/{store.name}", tmp, env)
+                return f"{size} bytes, identical"
             case(f"http-read {store.stem}", http_read)
 
         # Groups over HTTP: an HTTP server cannot list, so they open through their
@@ -349,12 +363,8 @@ def main() -> int:
         for name, extra in (("xr_ts_v2", ()), ("xr_grid_v3", ("--long",)), ("xr_grid_v2", ("--long",))):
             def http_group(name=name, extra=extra):
                 store = REPO / "testdata" / "conventions" / "stores" / f"{name}.zarr"
-                local, remote = tmp / f"{name}.local.arrow", tmp / f"{name}.http.arrow"
-                convert_ok(zarrow, str(store), local, env, *extra)
-                convert_ok(zarrow, f"{web}/conventions/stores/{name}.zarr", remote, env, *extra)
-                if local.read_bytes() != remote.read_bytes():
-                    raise AssertionError("the HTTP conversion differs from the local one")
-                return f"consolidated, {local.stat().st_size} bytes, identical"
+                url = f"{web}/conventions/stores/{name}.zarr"
+                return f"consolidated, {same_as_local(zarrow, store, url, tmp, env, extra)} bytes, identical"
             case(f"http-read group {name}", http_group)
 
         served = tmp / "served"
@@ -366,13 +376,10 @@ def main() -> int:
                     table_file = tmp / "obs.parquet"
                     convert_ok(zarrow, str(STORES / "obs.zarr"), table_file, env)
                     convert_ok(zarrow, str(table_file), out, env, "--zarr-format", fmt)
-                    local, remote = tmp / f"obs{fmt}.local.arrow", tmp / f"obs{fmt}.http.arrow"
-                    convert_ok(zarrow, str(out), local, env)
-                    convert_ok(zarrow, f"{web2}/obs_v{fmt}.zarr", remote, env)
-                    if local.read_bytes() != remote.read_bytes():
-                        raise AssertionError("the HTTP conversion differs from the local one")
+                    same_as_local(zarrow, out, f"{web2}/obs_v{fmt}.zarr", tmp, env)
                     g = zarr.open_consolidated(str(out), zarr_format=int(fmt))
-                    if sorted(g.array_keys()) != sorted(pa.ipc.open_file(local).schema.names):
+                    columns = pa.ipc.open_file(_LOCAL[(str(out), ())]).schema.names
+                    if sorted(g.array_keys()) != sorted(columns):
                         raise AssertionError("zarr-python's consolidated view differs")
                     return "zarrow's consolidated metadata: read over HTTP and by zarr.open_consolidated"
                 case(f"http-read zarrow group v{fmt}", http_zarrow_group)
@@ -384,11 +391,8 @@ def main() -> int:
                 proxy = FaultProxy(web, mode, delay=3.0)
                 with proxy.serve() as url:
                     for name in (sharded, "v2_string_blosc.zarr", "zarrs_vlen_missing.zarr"):
-                        local, remote = tmp / f"{name}.local.arrow", tmp / f"{name}.{mode}.arrow"
-                        convert_ok(zarrow, str(STORES / name), local, env)
-                        convert_ok(zarrow, f"{url}/stores/{name}", remote, env, *extra)
-                        if local.read_bytes() != remote.read_bytes():
-                            raise AssertionError(f"{name}: output differs after retries")
+                        same_as_local(zarrow, STORES / name, f"{url}/stores/{name}", tmp, env,
+                                      remote_extra=extra)
                 if proxy.faults == 0:
                     raise AssertionError("no fault was injected")
                 return f"{proxy.faults} faults injected and retried; outputs identical"
