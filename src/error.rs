@@ -167,6 +167,10 @@ pub enum Error {
     /// A caller-supplied argument is out of range or inconsistent.
     #[error("invalid argument: {}", Cut(.0))]
     InvalidArgument(String),
+
+    /// A SQL query failed: planning or running it (feature `datafusion`).
+    #[error("query: {}", Cut(.0))]
+    Query(String),
     /// The arrays of a group cannot form one table.
     #[error("{path:?} cannot be read as a table: {}", Cut(message))]
     Table {

@@ -308,6 +308,17 @@ impl ZarrArray {
         }
     }
 
+    /// The number of elements in slab `s` (0 past the end).
+    pub fn slab_len(&self, s: u64) -> u64 {
+        let shape = &self.meta.shape;
+        let Some((&first, rest)) = shape.split_first() else {
+            return u64::from(s == 0);
+        };
+        let c = self.meta.chunk_shape[0].max(1);
+        let rows = first.saturating_sub(s.saturating_mul(c)).min(c);
+        rest.iter().fold(rows, |acc, &d| acc.saturating_mul(d))
+    }
+
     /// Slab `s`: the elements whose first index falls in chunk row `s`, flattened in
     /// C order. For a 1-D array a slab is one chunk (a zero-copy slice of it).
     pub fn read_slab(&self, s: u64) -> Result<ArrayRef> {

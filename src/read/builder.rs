@@ -31,6 +31,30 @@ use crate::rows::RowQueue;
 /// for one batch.
 pub const DEFAULT_MAX_BATCH_ROWS: usize = 1 << 16;
 
+/// `rows` split into at most `n` ranges of as equal a number of `align`-row
+/// blocks as can be (exactly `n` when there are that many blocks), each starting
+/// on a multiple of `align` except the first.
+pub(crate) fn aligned_splits(rows: Range<u64>, align: u64, n: usize) -> Vec<Range<u64>> {
+    let align = align.max(1);
+    let first = rows.start / align;
+    let blocks = rows.end.div_ceil(align).saturating_sub(first);
+    if rows.is_empty() || blocks == 0 {
+        return vec![rows];
+    }
+    let n = (n.max(1) as u64).min(blocks);
+    (0..n)
+        .map(|i| {
+            let start = if i == 0 {
+                rows.start
+            } else {
+                (first + i * blocks / n) * align
+            };
+            let end = ((first + (i + 1) * blocks / n) * align).min(rows.end);
+            start..end
+        })
+        .collect()
+}
+
 /// What a reader reads from.
 #[derive(Debug, Clone)]
 enum Source {
@@ -251,22 +275,7 @@ impl ReaderBuilder {
     pub fn splits(&self, n: usize) -> Result<Vec<Range<u64>>> {
         let columns = self.columns()?;
         let rows = self.row_range(columns[0].len())?;
-        let align = longest_chunk(&columns);
-        let first = rows.start / align;
-        let blocks = rows.end.div_ceil(align).saturating_sub(first);
-        if rows.is_empty() || blocks == 0 {
-            return Ok(vec![rows]);
-        }
-        let per = blocks.div_ceil(n.max(1) as u64);
-        let mut out = Vec::new();
-        let mut start = rows.start;
-        while start < rows.end {
-            let block = start / align;
-            let end = ((block + per) * align).min(rows.end);
-            out.push(start..end);
-            start = end;
-        }
-        Ok(out)
+        Ok(aligned_splits(rows, longest_chunk(&columns), n))
     }
 
     /// Build the reader: reads what columns read once (a categorical's
@@ -572,16 +581,21 @@ impl BatchReader {
         self,
         buffer: usize,
     ) -> impl futures::Stream<Item = Result<RecordBatch>> + Send + 'static {
-        let (sender, mut receiver) = tokio::sync::mpsc::channel(buffer.max(1));
-        std::thread::spawn(move || {
-            for batch in self {
-                // The consumer is gone: stop reading.
-                if sender.blocking_send(batch.map_err(Error::from)).is_err() {
-                    break;
-                }
-            }
-        });
-        futures::stream::poll_fn(move |cx| receiver.poll_recv(cx))
+        super::stream::spawn(move || Ok(self), buffer)
+    }
+}
+
+#[cfg(feature = "async")]
+impl ReaderBuilder {
+    /// Build the reader on a thread of its own (building reads what columns read
+    /// once, such as a categorical's categories) and stream its batches, as
+    /// [`BatchReader::into_stream`]; an error building it is the stream's only
+    /// item.
+    pub fn into_stream(
+        self,
+        buffer: usize,
+    ) -> impl futures::Stream<Item = Result<RecordBatch>> + Send + 'static {
+        super::stream::spawn(move || self.build(), buffer)
     }
 }
 

@@ -17,6 +17,8 @@ mod group;
 mod long;
 mod node;
 mod plan;
+#[cfg(feature = "async")]
+pub(crate) mod stream;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -25,6 +27,7 @@ use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, Field, Schema, SchemaRef};
 
 pub use array::ZarrArray;
+pub(crate) use builder::aligned_splits;
 pub use builder::{BatchReader, DEFAULT_MAX_BATCH_ROWS, ReaderBuilder};
 pub use column::{Column, DIMENSION_NAMES_KEY};
 pub use group::{Skipped, ZarrGroup};
@@ -165,6 +168,8 @@ pub struct ArrayBatchReader {
     /// Why the CF attributes cannot be decoded: the first batch's error.
     cf_error: Option<Error>,
     next_slab: u64,
+    /// The slab after the last one read.
+    end_slab: u64,
     ready: VecDeque<arrow_array::ArrayRef>,
 }
 
@@ -179,7 +184,9 @@ impl ArrayBatchReader {
             None => array.field(),
         };
         let schema = Arc::new(Schema::new(vec![field]));
+        let end_slab = array.num_slabs();
         Self {
+            end_slab,
             array,
             schema,
             cf,
@@ -189,9 +196,19 @@ impl ArrayBatchReader {
         }
     }
 
+    /// Read slabs `range` only (a slab: the elements whose first index falls in
+    /// one chunk row; see [`ZarrArray::read_slab`]), clamped to the array's.
+    pub fn with_slabs(mut self, range: std::ops::Range<u64>) -> Self {
+        self.end_slab = range.end.min(self.array.num_slabs());
+        self.next_slab = range.start.min(self.end_slab);
+        self
+    }
+
     /// Total rows this reader yields.
     pub fn total_rows(&self) -> u64 {
-        self.array.len()
+        (self.next_slab..self.end_slab)
+            .map(|s| self.array.slab_len(s))
+            .sum()
     }
 
     fn next_inner(&mut self) -> Result<Option<RecordBatch>> {
@@ -202,7 +219,7 @@ impl ArrayBatchReader {
             let end = self
                 .next_slab
                 .saturating_add(self.array.options().read_ahead() as u64)
-                .min(self.array.num_slabs());
+                .min(self.end_slab);
             if self.next_slab >= end {
                 return Ok(None);
             }

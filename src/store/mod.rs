@@ -11,6 +11,8 @@
 
 mod consolidated;
 mod local;
+#[cfg(feature = "object-store")]
+mod location;
 mod memory;
 #[cfg(feature = "object-store")]
 mod object;
@@ -23,6 +25,8 @@ use arrow_buffer::Buffer;
 
 pub use consolidated::{Consolidated, consolidated_metadata, consolidated_nodes, zmetadata};
 pub use local::LocalStore;
+#[cfg(feature = "object-store")]
+pub use location::{location_name, open_location};
 pub use memory::MemoryStore;
 #[cfg(feature = "object-store")]
 pub use object::{

@@ -1,12 +1,16 @@
 //! zarrow's integration tests: one binary, one module per concern.
 
 mod bad_data;
+#[cfg(feature = "ballista")]
+mod ballista;
 mod cli;
 mod cli_options;
 mod common;
 mod consolidated;
 mod conventions;
 mod data_types;
+#[cfg(feature = "datafusion")]
+mod datafusion;
 mod export_parquet;
 mod fuzz_replay;
 mod golden;

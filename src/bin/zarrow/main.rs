@@ -7,6 +7,7 @@ mod limits;
 mod linear;
 mod output;
 mod progress;
+mod sql;
 mod to_zarr;
 
 use std::io::Write as _;
@@ -58,6 +59,12 @@ enum Command {
     /// array) to OUT.csv with one column per array; IN.json to a Zarr array (N-d) or
     /// a table file, IN.csv to a Zarr group.
     Convert(Box<ConvertArgs>),
+    /// Run a SQL query over Zarr stores (and Parquet / Arrow IPC / CSV files)
+    /// with DataFusion; print the result or write it to a file.
+    ///
+    /// Example: zarrow sql "SELECT cell_type, count(*) FROM obs GROUP BY 1"
+    /// --table obs=atlas.zarr/obs
+    Sql(Box<sql::SqlArgs>),
 }
 
 /// How a store named by URL (s3://, gs://, az://, http(s)://) is opened.
@@ -254,6 +261,7 @@ fn main() -> ExitCode {
             remote,
         } => info::info(&path, string_type, &remote),
         Command::Convert(args) => convert(&args),
+        Command::Sql(args) => sql::sql(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,314 @@
+//! datafusion-proto codecs for [`ZarrTable`] and [`ZarrScanExec`], so that a
+//! distributed engine (Ballista, or another built on datafusion-proto) can send
+//! a Zarr scan to other machines.
+//!
+//! What travels is the table's location and options, the columns and the row
+//! ranges, as JSON behind a tag: the receiving side opens the store again (by
+//! path or URL, credentials from its own environment) and reads the same rows.
+//! Anything else goes to the codec these wrap (an engine's own, such as
+//! Ballista's, or datafusion-proto's default).
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use datafusion::catalog::TableProvider;
+use datafusion::common::{DataFusionError, TableReference};
+use datafusion::datasource::file_format::FileFormatFactory;
+use datafusion::error::Result as DfResult;
+use datafusion::execution::TaskContext;
+use datafusion::logical_expr::{
+    AggregateUDF, Extension, HigherOrderUDF, LogicalPlan, ScalarUDF, WindowUDF,
+};
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_expr_common::physical_expr::proto_decode::PhysicalExprDecodeCtx;
+use datafusion::physical_expr_common::physical_expr::proto_encode::PhysicalExprEncodeCtx;
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion_proto::logical_plan::{DefaultLogicalExtensionCodec, LogicalExtensionCodec};
+use datafusion_proto::physical_plan::{
+    DefaultPhysicalExtensionCodec, PhysicalExtensionCodec, PhysicalProtoConverterExtension,
+};
+use serde::{Deserialize, Serialize};
+
+use super::df_err;
+use super::scan::ZarrScanExec;
+use super::table::{ZarrTable, ZarrTableOptions};
+
+/// Tags the bytes of a table (and of a scan) so that the codec tells its own
+/// from the wrapped codec's.
+const TABLE_TAG: &[u8] = b"zarrow.table.v1:";
+const SCAN_TAG: &[u8] = b"zarrow.scan.v1:";
+
+#[derive(Serialize, Deserialize)]
+struct TableSpec {
+    location: String,
+    options: ZarrTableOptions,
+}
+
+#[derive(Serialize, Deserialize)]
+struct ScanSpec {
+    table: TableSpec,
+    columns: Vec<usize>,
+    ranges: Vec<(u64, u64)>,
+}
+
+impl TableSpec {
+    fn of(table: &ZarrTable) -> Self {
+        Self {
+            location: table.location().to_string(),
+            options: table.options().clone(),
+        }
+    }
+
+    fn open(self) -> DfResult<ZarrTable> {
+        ZarrTable::open(&self.location, self.options).map_err(df_err)
+    }
+}
+
+fn encode(tag: &[u8], value: &impl Serialize, buf: &mut Vec<u8>) -> DfResult<()> {
+    buf.extend_from_slice(tag);
+    serde_json::to_writer(buf, value).map_err(|e| DataFusionError::External(Box::new(e)))
+}
+
+fn decode<T: for<'de> Deserialize<'de>>(json: &[u8]) -> DfResult<T> {
+    serde_json::from_slice(json).map_err(|e| {
+        DataFusionError::Internal(format!("a zarrow plan node that does not parse: {e}"))
+    })
+}
+
+/// Encodes [`ZarrTable`]s in logical plans; everything else goes to `inner`.
+#[derive(Debug)]
+pub struct ZarrLogicalCodec {
+    inner: Arc<dyn LogicalExtensionCodec>,
+}
+
+impl ZarrLogicalCodec {
+    /// Wrap `inner` (an engine's codec), which encodes all but Zarr tables.
+    pub fn new(inner: Arc<dyn LogicalExtensionCodec>) -> Self {
+        Self { inner }
+    }
+}
+
+impl Default for ZarrLogicalCodec {
+    fn default() -> Self {
+        Self::new(Arc::new(DefaultLogicalExtensionCodec {}))
+    }
+}
+
+impl LogicalExtensionCodec for ZarrLogicalCodec {
+    fn try_decode(
+        &self,
+        buf: &[u8],
+        inputs: &[LogicalPlan],
+        ctx: &TaskContext,
+    ) -> DfResult<Extension> {
+        self.inner.try_decode(buf, inputs, ctx)
+    }
+
+    fn try_encode(&self, node: &Extension, buf: &mut Vec<u8>) -> DfResult<()> {
+        self.inner.try_encode(node, buf)
+    }
+
+    fn try_decode_table_provider(
+        &self,
+        buf: &[u8],
+        table_ref: &TableReference,
+        schema: arrow_schema::SchemaRef,
+        ctx: &TaskContext,
+    ) -> DfResult<Arc<dyn TableProvider>> {
+        match buf.strip_prefix(TABLE_TAG) {
+            Some(json) => Ok(Arc::new(decode::<TableSpec>(json)?.open()?)),
+            None => self
+                .inner
+                .try_decode_table_provider(buf, table_ref, schema, ctx),
+        }
+    }
+
+    fn try_encode_table_provider(
+        &self,
+        table_ref: &TableReference,
+        node: Arc<dyn TableProvider>,
+        buf: &mut Vec<u8>,
+    ) -> DfResult<()> {
+        match node.downcast_ref::<ZarrTable>() {
+            Some(table) => encode(TABLE_TAG, &TableSpec::of(table), buf),
+            None => self.inner.try_encode_table_provider(table_ref, node, buf),
+        }
+    }
+
+    // The rest is the wrapped codec's.
+
+    fn try_decode_file_format(
+        &self,
+        buf: &[u8],
+        ctx: &TaskContext,
+    ) -> DfResult<Arc<dyn FileFormatFactory>> {
+        self.inner.try_decode_file_format(buf, ctx)
+    }
+
+    fn try_encode_file_format(
+        &self,
+        buf: &mut Vec<u8>,
+        node: Arc<dyn FileFormatFactory>,
+    ) -> DfResult<()> {
+        self.inner.try_encode_file_format(buf, node)
+    }
+
+    fn try_decode_udf(&self, name: &str, buf: &[u8]) -> DfResult<Arc<ScalarUDF>> {
+        self.inner.try_decode_udf(name, buf)
+    }
+
+    fn try_encode_udf(&self, node: &ScalarUDF, buf: &mut Vec<u8>) -> DfResult<()> {
+        self.inner.try_encode_udf(node, buf)
+    }
+
+    fn try_decode_higher_order_function(
+        &self,
+        name: &str,
+        buf: &[u8],
+    ) -> DfResult<Arc<HigherOrderUDF>> {
+        self.inner.try_decode_higher_order_function(name, buf)
+    }
+
+    fn try_encode_higher_order_function(
+        &self,
+        node: &HigherOrderUDF,
+        buf: &mut Vec<u8>,
+    ) -> DfResult<()> {
+        self.inner.try_encode_higher_order_function(node, buf)
+    }
+
+    fn try_decode_udaf(&self, name: &str, buf: &[u8]) -> DfResult<Arc<AggregateUDF>> {
+        self.inner.try_decode_udaf(name, buf)
+    }
+
+    fn try_encode_udaf(&self, node: &AggregateUDF, buf: &mut Vec<u8>) -> DfResult<()> {
+        self.inner.try_encode_udaf(node, buf)
+    }
+
+    fn try_decode_udwf(&self, name: &str, buf: &[u8]) -> DfResult<Arc<WindowUDF>> {
+        self.inner.try_decode_udwf(name, buf)
+    }
+
+    fn try_encode_udwf(&self, node: &WindowUDF, buf: &mut Vec<u8>) -> DfResult<()> {
+        self.inner.try_encode_udwf(node, buf)
+    }
+}
+
+/// Encodes [`ZarrScanExec`]s in physical plans; everything else goes to `inner`.
+#[derive(Debug)]
+pub struct ZarrPhysicalCodec {
+    inner: Arc<dyn PhysicalExtensionCodec>,
+}
+
+impl ZarrPhysicalCodec {
+    /// Wrap `inner` (an engine's codec), which encodes all but Zarr scans.
+    pub fn new(inner: Arc<dyn PhysicalExtensionCodec>) -> Self {
+        Self { inner }
+    }
+}
+
+impl Default for ZarrPhysicalCodec {
+    fn default() -> Self {
+        Self::new(Arc::new(DefaultPhysicalExtensionCodec {}))
+    }
+}
+
+impl PhysicalExtensionCodec for ZarrPhysicalCodec {
+    fn try_decode(
+        &self,
+        buf: &[u8],
+        inputs: &[Arc<dyn ExecutionPlan>],
+        ctx: &TaskContext,
+        proto_converter: &dyn PhysicalProtoConverterExtension,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        let Some(json) = buf.strip_prefix(SCAN_TAG) else {
+            return self.inner.try_decode(buf, inputs, ctx, proto_converter);
+        };
+        let spec: ScanSpec = decode(json)?;
+        let table = Arc::new(spec.table.open()?);
+        let ranges: Vec<Range<u64>> = spec.ranges.iter().map(|&(a, b)| a..b).collect();
+        Ok(Arc::new(ZarrScanExec::try_new(
+            table,
+            spec.columns,
+            ranges,
+        )?))
+    }
+
+    fn try_encode(
+        &self,
+        node: Arc<dyn ExecutionPlan>,
+        buf: &mut Vec<u8>,
+        proto_converter: &dyn PhysicalProtoConverterExtension,
+    ) -> DfResult<()> {
+        let Some(scan) = (node.as_ref() as &dyn std::any::Any).downcast_ref::<ZarrScanExec>()
+        else {
+            return self.inner.try_encode(node, buf, proto_converter);
+        };
+        let spec = ScanSpec {
+            table: TableSpec::of(scan.table()),
+            columns: scan.columns().to_vec(),
+            ranges: scan.ranges().iter().map(|r| (r.start, r.end)).collect(),
+        };
+        encode(SCAN_TAG, &spec, buf)
+    }
+
+    // The rest is the wrapped codec's.
+
+    fn try_decode_udf(&self, name: &str, buf: &[u8]) -> DfResult<Arc<ScalarUDF>> {
+        self.inner.try_decode_udf(name, buf)
+    }
+
+    fn try_encode_udf(&self, node: &ScalarUDF, buf: &mut Vec<u8>) -> DfResult<()> {
+        self.inner.try_encode_udf(node, buf)
+    }
+
+    fn try_decode_higher_order_function(
+        &self,
+        name: &str,
+        buf: &[u8],
+    ) -> DfResult<Arc<HigherOrderUDF>> {
+        self.inner.try_decode_higher_order_function(name, buf)
+    }
+
+    fn try_encode_higher_order_function(
+        &self,
+        node: &HigherOrderUDF,
+        buf: &mut Vec<u8>,
+    ) -> DfResult<()> {
+        self.inner.try_encode_higher_order_function(node, buf)
+    }
+
+    fn try_decode_expr(
+        &self,
+        buf: &[u8],
+        inputs: &[Arc<dyn PhysicalExpr>],
+        ctx: &PhysicalExprDecodeCtx<'_>,
+    ) -> DfResult<Arc<dyn PhysicalExpr>> {
+        self.inner.try_decode_expr(buf, inputs, ctx)
+    }
+
+    fn try_encode_expr(
+        &self,
+        node: &Arc<dyn PhysicalExpr>,
+        buf: &mut Vec<u8>,
+        ctx: &PhysicalExprEncodeCtx<'_>,
+    ) -> DfResult<()> {
+        self.inner.try_encode_expr(node, buf, ctx)
+    }
+
+    fn try_decode_udaf(&self, name: &str, buf: &[u8]) -> DfResult<Arc<AggregateUDF>> {
+        self.inner.try_decode_udaf(name, buf)
+    }
+
+    fn try_encode_udaf(&self, node: &AggregateUDF, buf: &mut Vec<u8>) -> DfResult<()> {
+        self.inner.try_encode_udaf(node, buf)
+    }
+
+    fn try_decode_udwf(&self, name: &str, buf: &[u8]) -> DfResult<Arc<WindowUDF>> {
+        self.inner.try_decode_udwf(name, buf)
+    }
+
+    fn try_encode_udwf(&self, node: &WindowUDF, buf: &mut Vec<u8>) -> DfResult<()> {
+        self.inner.try_encode_udwf(node, buf)
+    }
+}

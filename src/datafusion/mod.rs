@@ -1,0 +1,66 @@
+//! Zarr as a DataFusion table (feature `datafusion`, DataFusion 55, the release on
+//! arrow-rs 59 like zarrow: batches pass untouched).
+//!
+//! ```text
+//! CREATE EXTERNAL TABLE .. STORED AS ZARR ──▶ ZarrTableFactory ─┐
+//! ZarrTable::open(location, options) ───────────────────────────┴▶ ZarrTable
+//!     schema and exact row count from metadata alone
+//!  scan(projection, filters, limit)
+//!     └▶ ZarrScanExec: one partition per chunk-aligned row range
+//!         (target_partitions of them; LIMIT n: one range of n rows; a filter on
+//!         a sorted column narrows the rows first), each a ReaderBuilder
+//!         streamed from its own thread: only the projected arrays, only the
+//!         chunks the rows need
+//!  ZarrLogicalCodec / ZarrPhysicalCodec: the table and the scan through
+//!     datafusion-proto, so a distributed engine (Ballista) runs the scan
+//! ```
+//!
+//! ```no_run
+//! # async fn run() -> datafusion::error::Result<()> {
+//! use datafusion::prelude::SessionContext;
+//!
+//! let ctx = SessionContext::new();
+//! zarrow::datafusion::register(&ctx);
+//! ctx.sql("CREATE EXTERNAL TABLE obs STORED AS ZARR LOCATION 'testdata/stores/obs.zarr'")
+//!     .await?;
+//! ctx.sql("SELECT cell_type, count(*) FROM obs GROUP BY cell_type")
+//!     .await?
+//!     .show()
+//!     .await?;
+//! # Ok(())
+//! # }
+//! ```
+
+mod codec;
+mod factory;
+mod prune;
+mod scan;
+mod table;
+
+use std::sync::Arc;
+
+use datafusion::error::DataFusionError;
+use datafusion::prelude::SessionContext;
+
+pub use codec::{ZarrLogicalCodec, ZarrPhysicalCodec};
+pub use factory::ZarrTableFactory;
+pub use scan::ZarrScanExec;
+pub use table::{ZarrTable, ZarrTableOptions};
+
+/// The file type `CREATE EXTERNAL TABLE ... STORED AS` names for Zarr.
+pub const FILE_TYPE: &str = "ZARR";
+
+/// Add the `ZARR` file type to `ctx`, so that `CREATE EXTERNAL TABLE name STORED
+/// AS ZARR LOCATION '...'` opens a Zarr group or array (a directory or an object
+/// store URL) as a table.
+pub fn register(ctx: &SessionContext) {
+    ctx.state_ref()
+        .write()
+        .table_factories_mut()
+        .insert(FILE_TYPE.to_string(), Arc::new(ZarrTableFactory::new()));
+}
+
+/// A zarrow error as DataFusion's (the message and the error itself kept).
+pub(crate) fn df_err(e: crate::Error) -> DataFusionError {
+    DataFusionError::External(Box::new(e))
+}

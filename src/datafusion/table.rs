@@ -1,0 +1,345 @@
+//! [`ZarrTable`]: a Zarr group (one column per 1-D array) or array as a
+//! DataFusion `TableProvider`.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use arrow_array::RecordBatchReader;
+use arrow_schema::{Schema, SchemaRef};
+use async_trait::async_trait;
+use datafusion::catalog::Session;
+use datafusion::common::stats::Precision;
+use datafusion::common::{Statistics, plan_err};
+use datafusion::datasource::TableType;
+use datafusion::error::Result as DfResult;
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
+use datafusion::physical_plan::ExecutionPlan;
+use serde::{Deserialize, Serialize};
+
+use super::scan::ZarrScanExec;
+use super::{df_err, prune};
+use crate::error::{Error, Result};
+use crate::read::{DIMENSION_NAMES_KEY, ReaderBuilder, Skipped, aligned_splits};
+use crate::store::{UrlOptions, location_name, open_location};
+use crate::{NodeMetadata, ReadOptions, Store, StringType, ZarrArray, ZarrGroup, read_node};
+
+/// How a Zarr store is read as a table: what `CREATE EXTERNAL TABLE ... OPTIONS`
+/// sets, and what the codecs carry to another machine.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ZarrTableOptions {
+    /// The Arrow layout of strings and bytes: `utf8`, `large-utf8` or
+    /// `utf8-view` (default: as recorded by zarrow's writer, else `utf8`).
+    pub string_type: Option<String>,
+    /// The group's columns to expose, in this order (default: every 1-D array).
+    pub columns: Option<Vec<String>>,
+    /// Columns whose values never decrease with the row: a filter on one of them
+    /// narrows the rows read (`Inexact`: DataFusion still applies it). An xarray
+    /// dimension coordinate (a 1-D array named after its own dimension) counts
+    /// without being named.
+    pub sorted: Vec<String>,
+    /// Do not apply CF decoding (scale, offset, fill values as nulls, CF times).
+    pub raw: bool,
+}
+
+impl ZarrTableOptions {
+    /// Options from `CREATE EXTERNAL TABLE ... OPTIONS (...)`: `string_type`,
+    /// `columns` (comma-separated), `sorted` (comma-separated) and `raw`
+    /// (`true`/`false`), each optionally prefixed `format.`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an unknown key or value: nothing is
+    /// ignored in silence.
+    pub fn from_map<'a>(options: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Self> {
+        let list = |v: &str| -> Vec<String> {
+            v.split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+                .collect()
+        };
+        let mut out = Self::default();
+        for (key, value) in options {
+            let key = key.to_ascii_lowercase();
+            match key.strip_prefix("format.").unwrap_or(&key) {
+                "string_type" => {
+                    if StringType::parse(value).is_none() {
+                        return Err(Error::InvalidArgument(format!(
+                            "string_type {value:?}: use utf8, large-utf8 or utf8-view"
+                        )));
+                    }
+                    out.string_type = Some(value.to_string());
+                }
+                "columns" => out.columns = Some(list(value)),
+                "sorted" => out.sorted = list(value),
+                "raw" => {
+                    out.raw = value.parse().map_err(|_| {
+                        Error::InvalidArgument(format!("raw {value:?}: use true or false"))
+                    })?;
+                }
+                other => {
+                    return Err(Error::InvalidArgument(format!(
+                        "unknown ZARR table option {other:?} (string_type, columns, sorted, raw)"
+                    )));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn read_options(&self) -> Result<ReadOptions> {
+        let mut options = ReadOptions::default().with_decode_cf(!self.raw);
+        if let Some(name) = &self.string_type {
+            let t = StringType::parse(name).ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "string_type {name:?}: use utf8, large-utf8 or utf8-view"
+                ))
+            })?;
+            options = options.with_string_type(t);
+        }
+        Ok(options)
+    }
+}
+
+/// What a table reads from.
+#[derive(Debug, Clone)]
+pub(crate) enum Source {
+    /// A group's 1-D arrays, or one 1-D array: rows read by a [`ReaderBuilder`].
+    Rows(ReaderBuilder),
+    /// An N-d array, flattened in C order, read slab by slab (a slab: the
+    /// elements whose first index falls in one chunk row).
+    Flat(ZarrArray),
+}
+
+/// A Zarr group or array as a DataFusion table.
+///
+/// The schema and the exact row count come from metadata alone. A scan reads
+/// only the projected arrays, and of them only the chunks its rows need; see
+/// [the module](super).
+#[derive(Debug, Clone)]
+pub struct ZarrTable {
+    location: String,
+    options: ZarrTableOptions,
+    pub(crate) source: Source,
+    schema: SchemaRef,
+    rows: u64,
+    /// Indices of the columns whose values never decrease (declared or
+    /// dimension coordinates).
+    sorted: Vec<usize>,
+    skipped: Vec<Skipped>,
+}
+
+impl ZarrTable {
+    /// Open the Zarr group or array at `location` (a directory or a URL; object
+    /// stores take their credentials from the environment).
+    ///
+    /// # Errors
+    /// As [`open_location`] and [`ZarrTable::from_store`].
+    pub fn open(location: &str, options: ZarrTableOptions) -> Result<Self> {
+        let store = open_location(location, &UrlOptions::default())?;
+        Self::from_store(store, location, options)
+    }
+
+    /// The table over the root of `store`, which `location` names (in messages,
+    /// in a root array's column name, and for another machine to open it again).
+    ///
+    /// # Errors
+    /// A store that holds neither a group with 1-D arrays nor an array; a column
+    /// in the options that is not one.
+    pub fn from_store(
+        store: Arc<dyn Store>,
+        location: &str,
+        options: ZarrTableOptions,
+    ) -> Result<Self> {
+        let read_options = options.read_options()?;
+        let name = location_name(location);
+        let source = match read_node(store.as_ref(), "")? {
+            NodeMetadata::Array(meta) if meta.shape.len() == 1 => {
+                let array = ZarrArray::open_with(store, "", read_options)?.with_column_name(name);
+                Source::Rows(array.reader())
+            }
+            NodeMetadata::Array(_) => {
+                if options.columns.is_some() {
+                    return Err(Error::InvalidArgument(
+                        "the columns option applies to groups only".into(),
+                    ));
+                }
+                Source::Flat(ZarrArray::open_with(store, "", read_options)?.with_column_name(name))
+            }
+            NodeMetadata::Group(_) => {
+                let builder = ZarrGroup::open_with(store, "", read_options)?
+                    .with_column_name(&name)?
+                    .reader();
+                Source::Rows(match &options.columns {
+                    Some(columns) => builder.with_projection(columns.clone()),
+                    None => builder,
+                })
+            }
+        };
+        let (fields, rows, skipped) = match &source {
+            Source::Rows(builder) => {
+                let columns = builder.columns()?;
+                let fields: Vec<_> = columns.iter().map(|c| c.field().clone()).collect();
+                (fields, columns[0].len(), builder.skipped())
+            }
+            Source::Flat(array) => {
+                let fields = array.batches().schema().fields().iter().cloned().collect();
+                (fields, array.len(), Vec::new())
+            }
+        };
+        let schema = Arc::new(Schema::new(fields));
+        let mut sorted = Vec::new();
+        for name in &options.sorted {
+            let Ok(i) = schema.index_of(name) else {
+                return Err(Error::InvalidArgument(format!(
+                    "sorted column {name:?} is not a column of {location}"
+                )));
+            };
+            sorted.push(i);
+        }
+        for (i, field) in schema.fields().iter().enumerate() {
+            let coordinate = field
+                .metadata()
+                .get(DIMENSION_NAMES_KEY)
+                .and_then(|d| serde_json::from_str::<Vec<Option<String>>>(d).ok())
+                .is_some_and(|d| d == [Some(field.name().clone())]);
+            if coordinate && !sorted.contains(&i) {
+                sorted.push(i);
+            }
+        }
+        Ok(Self {
+            location: location.to_string(),
+            options,
+            source,
+            schema,
+            rows,
+            sorted,
+            skipped,
+        })
+    }
+
+    /// Where the table reads from, as given.
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+
+    /// The options it was opened with.
+    pub fn options(&self) -> &ZarrTableOptions {
+        &self.options
+    }
+
+    /// Rows in the table.
+    pub fn num_rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// The group's children that are not columns of the table, each with the
+    /// reason (nothing is dropped in silence).
+    pub fn skipped(&self) -> &[Skipped] {
+        &self.skipped
+    }
+
+    /// The columns a filter may narrow the rows by.
+    pub fn sorted_columns(&self) -> Vec<&str> {
+        self.sorted
+            .iter()
+            .map(|&i| self.schema.field(i).name().as_str())
+            .collect()
+    }
+
+    pub(crate) fn arrow_schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    pub(crate) fn is_sorted(&self, column: &str) -> bool {
+        self.schema
+            .index_of(column)
+            .is_ok_and(|i| self.sorted.contains(&i))
+    }
+
+    /// `rows` split into at most `n` ranges that start on chunk (slab) boundaries.
+    pub(crate) fn splits(&self, rows: Range<u64>, n: usize) -> Result<Vec<Range<u64>>> {
+        match &self.source {
+            Source::Rows(builder) => builder.clone().with_row_range(rows).splits(n),
+            Source::Flat(array) => Ok(aligned_splits(rows, array.slab_len(0), n)),
+        }
+    }
+}
+
+#[async_trait]
+impl datafusion::catalog::TableProvider for ZarrTable {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        let columns: Vec<usize> = match projection {
+            Some(p) => p.clone(),
+            None => (0..self.schema.fields().len()).collect(),
+        };
+        // A filter on a sorted column: only the rows between its first and last
+        // match (reading that column first).
+        let rows = match prune::matching_rows(self, state, filters).await? {
+            Some(r) => r.start.min(self.rows)..r.end.min(self.rows),
+            None => 0..self.rows,
+        };
+        let ranges = match limit {
+            // DataFusion passes a limit only when every filter is exact (here:
+            // none): the first `n` rows are the answer.
+            Some(n) => {
+                let end = rows.end.min(rows.start.saturating_add(n as u64));
+                std::iter::once(rows.start..end).collect()
+            }
+            None => {
+                let table = self.clone();
+                let target = state.config().target_partitions();
+                let rows = rows.clone();
+                tokio::task::spawn_blocking(move || table.splits(rows, target))
+                    .await
+                    .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?
+                    .map_err(df_err)?
+            }
+        };
+        if columns.iter().any(|&i| i >= self.schema.fields().len()) {
+            return plan_err!("projection {columns:?} is outside the table's columns");
+        }
+        Ok(Arc::new(ZarrScanExec::try_new(
+            Arc::new(self.clone()),
+            columns,
+            ranges,
+        )?))
+    }
+
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> DfResult<Vec<TableProviderFilterPushDown>> {
+        Ok(filters
+            .iter()
+            .map(|f| {
+                if prune::prunes(self, f) {
+                    TableProviderFilterPushDown::Inexact
+                } else {
+                    TableProviderFilterPushDown::Unsupported
+                }
+            })
+            .collect())
+    }
+
+    fn statistics(&self) -> Option<Statistics> {
+        Some(
+            Statistics::new_unknown(&self.schema)
+                .with_num_rows(Precision::Exact(usize::try_from(self.rows).ok()?)),
+        )
+    }
+}

@@ -1,0 +1,527 @@
+//! Zarr as a DataFusion table: what a scan reads (counted by an observing store)
+//! and what queries return. Expected values are the rows the test wrote, or
+//! zarr-python's reading of the test stores (testdata/expected).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float64Type, Int32Type, Int64Type};
+use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch, StringArray};
+use arrow_schema::DataType;
+use datafusion::physical_plan::{ExecutionPlan, collect, collect_partitioned};
+use datafusion::prelude::{SessionConfig, SessionContext};
+use zarrow::datafusion::{ZarrPhysicalCodec, ZarrScanExec, ZarrTable, ZarrTableOptions};
+use zarrow::write::{WriteOptions, write_array, write_group_metadata};
+use zarrow::{LocalStore, MemoryStore, Store};
+
+use crate::common::{Observed, column, read_ipc, testdata, values};
+
+const ROWS: usize = 10_007;
+const KINDS: [&str; 7] = ["alpha", "beta", "gamma", "delta", "é-epsilon", "zeta", ""];
+
+/// The input rows: `id` = 3i - 7 (increasing), `name` = "n{i}", `kind` cycles
+/// through KINDS.
+fn rows() -> (Vec<i64>, Vec<String>, Vec<&'static str>) {
+    let ids = (0..ROWS as i64).map(|i| i * 3 - 7).collect();
+    let names = (0..ROWS).map(|i| format!("n{i}")).collect();
+    let kinds = (0..ROWS)
+        .map(|i| KINDS[(i * 5 + i / 3) % KINDS.len()])
+        .collect();
+    (ids, names, kinds)
+}
+
+/// The table written at the root of `store`: `id` in chunks of 1000, `name` in
+/// chunks of 300, `kind` in shards of 2000 (inner chunks of 250).
+fn write_table(store: Arc<dyn Store>) {
+    let (ids, names, kinds) = rows();
+    let options = WriteOptions::default();
+    let id: ArrayRef = Arc::new(Int64Array::from(ids));
+    let name: ArrayRef = Arc::new(StringArray::from(names));
+    let kind: ArrayRef = Arc::new(StringArray::from(kinds));
+    write_array(
+        store.clone(),
+        "id",
+        &id,
+        options.clone().with_chunk_len(1000),
+    )
+    .unwrap();
+    write_array(
+        store.clone(),
+        "name",
+        &name,
+        options.clone().with_chunk_len(300),
+    )
+    .unwrap();
+    let sharded = options.with_chunk_len(250).with_shard_len(2000);
+    write_array(store.clone(), "kind", &kind, sharded).unwrap();
+    let columns = ["id", "name", "kind"].map(String::from);
+    write_group_metadata(store.as_ref(), "", &columns, 3).unwrap();
+}
+
+/// The table in memory behind an observing store, its metadata already read.
+fn observed_table(options: ZarrTableOptions) -> (Arc<Observed>, ZarrTable) {
+    let memory = Arc::new(MemoryStore::new());
+    write_table(memory.clone());
+    let store = Observed::new(memory);
+    let table = ZarrTable::from_store(store.clone(), "t", options).unwrap();
+    store.take();
+    (store, table)
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn context(partitions: usize) -> SessionContext {
+    let ctx =
+        SessionContext::new_with_config(SessionConfig::new().with_target_partitions(partitions));
+    zarrow::datafusion::register(&ctx);
+    ctx
+}
+
+async fn query(ctx: &SessionContext, sql: &str) -> Vec<RecordBatch> {
+    ctx.sql(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        .collect()
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
+/// The chunk keys read (not metadata), by array.
+fn chunk_reads(store: &Observed) -> BTreeMap<String, Vec<String>> {
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (key, _) in store.take() {
+        if let Some((array, rest)) = key.split_once("/c/") {
+            out.entry(array.to_string())
+                .or_default()
+                .push(rest.to_string());
+        }
+    }
+    out
+}
+
+fn strings(array: &ArrayRef) -> Vec<String> {
+    let array = arrow_cast_utf8(array);
+    let array = array.as_string::<i32>();
+    (0..array.len())
+        .map(|i| array.value(i).to_string())
+        .collect()
+}
+
+fn arrow_cast_utf8(array: &ArrayRef) -> ArrayRef {
+    datafusion::arrow::compute::cast(array, &DataType::Utf8).unwrap()
+}
+
+#[test]
+fn count_star_reads_no_chunk() {
+    let (store, table) = observed_table(ZarrTableOptions::default());
+    let rt = runtime();
+    rt.block_on(async {
+        let ctx = context(4);
+        ctx.register_table("t", Arc::new(table)).unwrap();
+        let batches = query(&ctx, "SELECT count(*) AS n FROM t").await;
+        let n = column(&batches, "n");
+        assert_eq!(n.as_primitive::<Int64Type>().value(0), ROWS as i64);
+    });
+    assert_eq!(chunk_reads(&store), BTreeMap::new());
+}
+
+#[test]
+fn a_projection_reads_only_its_arrays() {
+    let (store, table) = observed_table(ZarrTableOptions::default());
+    let (_, names, _) = rows();
+    let rt = runtime();
+    let batches = rt.block_on(async {
+        let ctx = context(1);
+        ctx.register_table("t", Arc::new(table)).unwrap();
+        query(&ctx, "SELECT name FROM t").await
+    });
+    assert_eq!(strings(&column(&batches, "name")), names);
+    let reads = chunk_reads(&store);
+    assert_eq!(reads.keys().collect::<Vec<_>>(), ["name"]);
+    assert_eq!(reads["name"].len(), ROWS.div_ceil(300));
+}
+
+#[test]
+fn limit_reads_one_chunk_per_column() {
+    let (store, table) = observed_table(ZarrTableOptions::default());
+    let (ids, names, kinds) = rows();
+    let rt = runtime();
+    let batches = rt.block_on(async {
+        let ctx = context(4);
+        ctx.register_table("t", Arc::new(table)).unwrap();
+        query(&ctx, "SELECT id, name, kind FROM t LIMIT 10").await
+    });
+    assert_eq!(
+        column(&batches, "id").as_primitive::<Int64Type>().values(),
+        &ids[..10]
+    );
+    assert_eq!(strings(&column(&batches, "name")), names[..10]);
+    assert_eq!(strings(&column(&batches, "kind")), kinds[..10]);
+    let reads = chunk_reads(&store);
+    for array in ["id", "name", "kind"] {
+        let mut keys = reads[array].clone();
+        keys.dedup();
+        assert_eq!(keys, ["0"], "{array}: {:?}", reads[array]);
+    }
+}
+
+#[test]
+fn partitions_split_on_chunk_boundaries_in_row_order() {
+    let (_, table) = observed_table(ZarrTableOptions::default());
+    let (ids, _, _) = rows();
+    let rt = runtime();
+    rt.block_on(async {
+        let ctx = context(4);
+        ctx.register_table("t", Arc::new(table)).unwrap();
+        let plan = ctx
+            .sql("SELECT id FROM t")
+            .await
+            .unwrap()
+            .create_physical_plan()
+            .await
+            .unwrap();
+        let ranges = find_scan(&plan)
+            .expect("a Zarr scan in the plan")
+            .ranges()
+            .to_vec();
+        assert_eq!(ranges.len(), 4);
+        // Aligned on the longest chunks (kind's shards of 2000 rows).
+        for range in &ranges[1..] {
+            assert_eq!(range.start % 2000, 0, "{range:?}");
+        }
+        let parts = collect_partitioned(plan, ctx.task_ctx()).await.unwrap();
+        let mut all = Vec::new();
+        for (p, batches) in parts.iter().enumerate() {
+            let got: Vec<i64> = batches
+                .iter()
+                .flat_map(|b| b.column(0).as_primitive::<Int64Type>().values().to_vec())
+                .collect();
+            let range = &ranges[p];
+            assert_eq!(got, ids[range.start as usize..range.end as usize]);
+            all.extend(got);
+        }
+        assert_eq!(all, ids);
+    });
+}
+
+fn find_scan(plan: &Arc<dyn ExecutionPlan>) -> Option<&ZarrScanExec> {
+    if let Some(scan) = (plan.as_ref() as &dyn std::any::Any).downcast_ref::<ZarrScanExec>() {
+        return Some(scan);
+    }
+    plan.children().into_iter().find_map(find_scan)
+}
+
+#[test]
+fn group_by_and_filter_match_the_input() {
+    let (_, table) = observed_table(ZarrTableOptions::default());
+    let (ids, _, kinds) = rows();
+    let mut expected: BTreeMap<String, (i64, i64)> = BTreeMap::new();
+    for (id, kind) in ids.iter().zip(&kinds) {
+        if id % 2 == 0 {
+            let e = expected.entry(kind.to_string()).or_default();
+            e.0 += 1;
+            e.1 += id;
+        }
+    }
+    let rt = runtime();
+    let batches = rt.block_on(async {
+        let ctx = context(4);
+        ctx.register_table("t", Arc::new(table)).unwrap();
+        query(
+            &ctx,
+            "SELECT kind, count(*) AS n, sum(id) AS s FROM t WHERE id % 2 = 0 GROUP BY kind ORDER BY kind",
+        )
+        .await
+    });
+    let kinds = strings(&column(&batches, "kind"));
+    let n = column(&batches, "n");
+    let s = column(&batches, "s");
+    let got: BTreeMap<String, (i64, i64)> = kinds
+        .into_iter()
+        .enumerate()
+        .map(|(i, k)| {
+            (
+                k,
+                (
+                    n.as_primitive::<Int64Type>().value(i),
+                    s.as_primitive::<Int64Type>().value(i),
+                ),
+            )
+        })
+        .collect();
+    assert_eq!(got, expected);
+}
+
+#[test]
+fn a_filter_on_a_sorted_column_reads_only_the_matching_chunks() {
+    let mut options = ZarrTableOptions::default();
+    options.sorted = vec!["id".into()];
+    let (store, table) = observed_table(options);
+    let (ids, names, _) = rows();
+    let expected: Vec<String> = ids
+        .iter()
+        .zip(&names)
+        .filter(|(id, _)| (3000..=3300).contains(*id))
+        .map(|(_, n)| n.clone())
+        .collect();
+    let rt = runtime();
+    let batches = rt.block_on(async {
+        let ctx = context(2);
+        ctx.register_table("t", Arc::new(table)).unwrap();
+        query(
+            &ctx,
+            "SELECT name FROM t WHERE id >= 3000 AND id <= 3300 ORDER BY name",
+        )
+        .await
+    });
+    let mut expected = expected;
+    expected.sort();
+    assert_eq!(strings(&column(&batches, "name")), expected);
+    // Rows 1003..=1102: name's chunks 3 (900..1200) and 3 only; id is read
+    // whole once to find them, then its chunk 1 again.
+    let reads = chunk_reads(&store);
+    let mut name_chunks = reads["name"].clone();
+    name_chunks.sort();
+    name_chunks.dedup();
+    assert_eq!(name_chunks, ["3"]);
+}
+
+#[test]
+fn create_external_table_takes_options_and_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.zarr");
+    std::fs::create_dir(&path).unwrap();
+    write_table(Arc::new(LocalStore::new(&path)));
+    let location = path.display().to_string();
+    let rt = runtime();
+    rt.block_on(async {
+        let ctx = context(2);
+        query(
+            &ctx,
+            &format!(
+                "CREATE EXTERNAL TABLE t STORED AS ZARR WITH ORDER (id ASC) LOCATION '{location}' \
+                 OPTIONS ('string_type' 'utf8-view', 'columns' 'name,id')"
+            ),
+        )
+        .await;
+        let provider = ctx.table_provider("t").await.unwrap();
+        let table = provider.downcast_ref::<ZarrTable>().unwrap();
+        assert_eq!(table.sorted_columns(), ["id"]);
+        let schema = provider.schema();
+        let fields: Vec<_> = schema
+            .fields()
+            .iter()
+            .map(|f| (f.name().as_str(), f.data_type().clone()))
+            .collect();
+        assert_eq!(
+            fields,
+            [("name", DataType::Utf8View), ("id", DataType::Int64)]
+        );
+        let batches = query(&ctx, "SELECT name FROM t WHERE id = 20").await;
+        assert_eq!(strings(&column(&batches, "name")), ["n9"]);
+
+        for (options, message) in [
+            ("('colour' 'red')", "unknown ZARR table option"),
+            ("('string_type' 'utf16')", "string_type"),
+            ("('columns' 'nope')", "no column named \"nope\""),
+        ] {
+            let sql = format!(
+                "CREATE EXTERNAL TABLE bad STORED AS ZARR LOCATION '{location}' OPTIONS {options}"
+            );
+            let err = ctx.sql(&sql).await.err().unwrap_or_else(|| panic!("{sql}"));
+            assert!(err.to_string().contains(message), "{sql}: {err}");
+        }
+        let sql = "CREATE EXTERNAL TABLE bad STORED AS ZARR LOCATION '/no/such/store'";
+        let Err(err) = ctx.sql(sql).await else {
+            panic!("a missing store opened");
+        };
+        assert!(err.to_string().contains("/no/such/store"), "{err}");
+    });
+}
+
+#[test]
+fn every_string_type_answers_alike() {
+    let (_, names, _) = rows();
+    let expected = names.iter().filter(|n| n.starts_with("n1")).count() as i64;
+    let rt = runtime();
+    for string_type in ["utf8", "large-utf8", "utf8-view"] {
+        let mut options = ZarrTableOptions::default();
+        options.string_type = Some(string_type.into());
+        let (_, table) = observed_table(options);
+        let batches = rt.block_on(async {
+            let ctx = context(2);
+            ctx.register_table("t", Arc::new(table)).unwrap();
+            query(
+                &ctx,
+                "SELECT count(*) AS n, max(name) AS m FROM t WHERE name LIKE 'n1%'",
+            )
+            .await
+        });
+        let n = column(&batches, "n").as_primitive::<Int64Type>().value(0);
+        assert_eq!(n, expected, "{string_type}");
+        let max = names.iter().filter(|n| n.starts_with("n1")).max().unwrap();
+        assert_eq!(
+            strings(&column(&batches, "m")),
+            std::slice::from_ref(max),
+            "{string_type}"
+        );
+    }
+}
+
+/// (count, sum of `s`) by `cell_type` / `kind` in a query's result with columns
+/// (key, n, s).
+pub(crate) fn grouped(batches: &[RecordBatch]) -> BTreeMap<String, (i64, i64)> {
+    let mut out = BTreeMap::new();
+    for batch in batches {
+        let keys = strings(batch.column(0));
+        let n = batch.column(1).as_primitive::<Int64Type>();
+        let s = batch.column(2).as_primitive::<Int64Type>();
+        for (i, k) in keys.into_iter().enumerate() {
+            out.insert(k, (n.value(i), s.value(i)));
+        }
+    }
+    out
+}
+
+/// zarr-python's obs (testdata/expected/obs.arrow) grouped by cell type in Rust:
+/// (rows, sum of n_genes) of the rows whose total_counts exceed `min_total`.
+pub(crate) fn obs_expected(min_total: f64) -> BTreeMap<String, (i64, i64)> {
+    let expected = read_ipc(&testdata().join("expected/obs.arrow"));
+    let cell_type = strings(&column(&expected, "cell_type"));
+    let n_genes = column(&expected, "n_genes");
+    let n_genes = n_genes.as_primitive::<Int32Type>();
+    let total = column(&expected, "total_counts");
+    let total = total.as_primitive::<Float64Type>();
+    let mut want: BTreeMap<String, (i64, i64)> = BTreeMap::new();
+    for (i, c) in cell_type.iter().enumerate() {
+        if total.value(i) > min_total {
+            let e = want.entry(c.clone()).or_default();
+            e.0 += 1;
+            e.1 += i64::from(n_genes.value(i));
+        }
+    }
+    want
+}
+
+#[test]
+fn obs_group_by_matches_zarr_python() {
+    let location = testdata().join("stores/obs.zarr").display().to_string();
+    let rt = runtime();
+    let batches = rt.block_on(async {
+        let ctx = context(2);
+        query(
+            &ctx,
+            &format!("CREATE EXTERNAL TABLE obs STORED AS ZARR LOCATION '{location}'"),
+        )
+        .await;
+        query(
+            &ctx,
+            "SELECT cell_type, count(*) AS n, sum(n_genes) AS s FROM obs \
+             WHERE total_counts > 100.5 GROUP BY cell_type",
+        )
+        .await
+    });
+    assert_eq!(grouped(&batches), obs_expected(100.5));
+}
+
+/// An N-d array is one flattened column; LIMIT ends inside a slab.
+#[test]
+fn an_nd_array_is_flattened() {
+    let expected = read_ipc(&testdata().join("expected/v2_string_2d.arrow"));
+    let want = values(column(&expected, "v2_string_2d").as_ref());
+    let location = testdata().join("stores/v2_string_2d.zarr");
+    let table =
+        ZarrTable::open(&location.display().to_string(), ZarrTableOptions::default()).unwrap();
+    assert_eq!(table.num_rows(), want.len() as u64);
+    let rt = runtime();
+    rt.block_on(async {
+        let ctx = context(3);
+        ctx.register_table("t", Arc::new(table)).unwrap();
+        // Partitions in order are the rows in order.
+        let plan = ctx
+            .sql("SELECT * FROM t")
+            .await
+            .unwrap()
+            .create_physical_plan()
+            .await
+            .unwrap();
+        assert_eq!(find_scan(&plan).unwrap().ranges().len(), 3);
+        let parts = collect_partitioned(plan, ctx.task_ctx()).await.unwrap();
+        let all: Vec<RecordBatch> = parts.into_iter().flatten().collect();
+        assert_eq!(values(column(&all, "v2_string_2d").as_ref()), want);
+        let some = query(&ctx, "SELECT * FROM t LIMIT 4").await;
+        assert_eq!(values(column(&some, "v2_string_2d").as_ref()), want[..4]);
+    });
+}
+
+/// A physical plan with a Zarr scan survives datafusion-proto: the decoded plan
+/// opens the store again and returns the same rows.
+#[test]
+fn the_scan_travels_through_datafusion_proto() {
+    use datafusion_proto::bytes::{
+        physical_plan_from_bytes_with_extension_codec, physical_plan_to_bytes_with_extension_codec,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.zarr");
+    std::fs::create_dir(&path).unwrap();
+    write_table(Arc::new(LocalStore::new(&path)));
+    let (ids, _, kinds) = rows();
+    let mut options = ZarrTableOptions::default();
+    options.sorted = vec!["id".into()];
+    let table = ZarrTable::open(&path.display().to_string(), options).unwrap();
+    let rt = runtime();
+    rt.block_on(async {
+        let ctx = context(3);
+        ctx.register_table("t", Arc::new(table)).unwrap();
+        let plan = ctx
+            .sql("SELECT kind, id FROM t WHERE id < 100 ORDER BY id")
+            .await
+            .unwrap()
+            .create_physical_plan()
+            .await
+            .unwrap();
+        let codec = ZarrPhysicalCodec::default();
+        let bytes = physical_plan_to_bytes_with_extension_codec(plan.clone(), &codec).unwrap();
+        // A context that knows no table: everything comes from the bytes.
+        let other = SessionContext::new();
+        let decoded =
+            physical_plan_from_bytes_with_extension_codec(&bytes, &other.task_ctx(), &codec)
+                .unwrap();
+        assert!(find_scan(&decoded).is_some());
+        let batches = collect(decoded, other.task_ctx()).await.unwrap();
+        let want: Vec<(i64, String)> = ids
+            .iter()
+            .zip(&kinds)
+            .filter(|(id, _)| **id < 100)
+            .map(|(id, k)| (*id, k.to_string()))
+            .collect();
+        let got_ids = column(&batches, "id");
+        let got: Vec<(i64, String)> = got_ids
+            .as_primitive::<Int64Type>()
+            .values()
+            .iter()
+            .copied()
+            .zip(strings(&column(&batches, "kind")))
+            .collect();
+        assert_eq!(got, want);
+    });
+}
+
+#[test]
+fn the_table_names_what_it_leaves_out() {
+    let table = ZarrTable::open(
+        &testdata().join("stores/obs.zarr").display().to_string(),
+        ZarrTableOptions::default(),
+    )
+    .unwrap();
+    let skipped: Vec<&str> = table.skipped().iter().map(|s| s.name.as_str()).collect();
+    assert!(skipped.contains(&"X_umap"), "{skipped:?}");
+    assert!(skipped.contains(&"uns"), "{skipped:?}");
+}
