@@ -8,6 +8,7 @@ mod consolidated;
 mod conventions;
 mod data_types;
 mod export_parquet;
+mod file_urls;
 mod fuzz_replay;
 mod golden;
 mod linear;

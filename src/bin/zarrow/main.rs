@@ -34,7 +34,8 @@ enum Command {
     /// Describe a Zarr array or group, in Zarr and in Arrow terms.
     Info {
         /// A Zarr array or group: a directory or a URL (s3://, gs://, az://,
-        /// http(s)://).
+        /// http(s)://, file://).
+        #[arg(value_parser = location())]
         path: PathBuf,
         /// The Arrow string layout to report: utf8, large-utf8 or utf8-view
         /// (default: as recorded by zarrow's writer, else utf8).
@@ -87,10 +88,12 @@ struct RemoteArgs {
 /// Options of `convert`.
 #[derive(Args, Debug)]
 struct ConvertArgs {
-    /// The input: a Zarr directory or URL (s3://, gs://, az://, http(s)://), or
-    /// a Parquet / Arrow IPC file.
+    /// The input: a Zarr directory or URL (s3://, gs://, az://, http(s)://,
+    /// file://), or a Parquet / Arrow IPC file.
+    #[arg(value_parser = location())]
     src: PathBuf,
     /// The output: a Parquet / Arrow IPC file, or a Zarr directory or URL.
+    #[arg(value_parser = location())]
     dst: PathBuf,
     #[command(flatten)]
     remote: RemoteArgs,
@@ -365,6 +368,19 @@ fn seconds(flag: &str, value: f64) -> Result<std::time::Duration> {
                 "{flag} {value} is not a positive number of seconds"
             ))
         })
+}
+
+/// A path argument: a `file://` URL becomes the local path it names, so that
+/// everything after (local store, memory map, output by rename) treats it as
+/// the plain path; anything else (a non-UTF-8 path too) is kept as written.
+fn location() -> impl clap::builder::TypedValueParser<Value = PathBuf> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::OsStringValueParser::new().try_map(|s| {
+        match s.to_str().map(zarrow::store::file_url_path).transpose()? {
+            Some(Some(path)) => Ok::<_, Error>(path),
+            _ => Ok(PathBuf::from(s)),
+        }
+    })
 }
 
 /// Whether `path` is a URL opened through `object_store`.
