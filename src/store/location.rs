@@ -1,14 +1,15 @@
 //! A store named by a location string, as a user types it: a directory path or a
 //! URL (feature `object-store`).
 
-use std::path::Path;
+use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::{Consolidated, LocalStore, Store, UrlOptions, is_url, open_url};
+use super::{Consolidated, LocalStore, Store, UrlOptions, file_url_path, is_url, open_url};
 use crate::error::{Error, Result};
 
 /// The store at `location`: a URL (`s3://`, `gs://`, `az://`, `http(s)://`...)
-/// through `object_store`, else a local directory; its consolidated metadata
+/// through `object_store`, else a local directory (a path or a `file://` URL);
+/// its consolidated metadata
 /// read once when it has some (see [`Consolidated`]).
 ///
 /// # Errors
@@ -18,7 +19,7 @@ pub fn open_location(location: &str, options: &UrlOptions) -> Result<Arc<dyn Sto
     let store: Arc<dyn Store> = if is_url(location) {
         Arc::new(open_url(location, options)?)
     } else {
-        let path = Path::new(location);
+        let path: PathBuf = file_url_path(location)?.unwrap_or_else(|| location.into());
         if !path.is_dir() {
             return Err(Error::InvalidArgument(format!(
                 "{location} is not a Zarr array or group directory"
@@ -39,8 +40,11 @@ pub fn location_name(location: &str) -> String {
             _ => "values".to_string(),
         }
     } else {
-        Path::new(location)
-            .canonicalize()
+        let path: PathBuf = match file_url_path(location) {
+            Ok(Some(path)) => path,
+            _ => location.into(),
+        };
+        path.canonicalize()
             .ok()
             .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
             .unwrap_or_else(|| "values".into())
@@ -59,5 +63,7 @@ mod tests {
         assert_eq!(location_name("s3://bucket"), "bucket");
         assert_eq!(location_name("https://"), "values");
         assert_eq!(location_name("testdata/stores/obs.zarr"), "obs");
+        let here = std::env::current_dir().unwrap().join("testdata/stores/obs.zarr");
+        assert_eq!(location_name(&format!("file://{}", here.display())), "obs");
     }
 }

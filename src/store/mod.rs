@@ -31,7 +31,7 @@ pub use memory::MemoryStore;
 #[cfg(feature = "object-store")]
 pub use object::{
     DEFAULT_CONCURRENCY, MULTIPART_CHUNK, MULTIPART_THRESHOLD, ObjectStoreBackend, UrlOptions,
-    is_url, open_url,
+    file_url_path, is_url, open_url,
 };
 pub use ranges::{ByteRange, COALESCE_GAP, RangeRead};
 pub(crate) use ranges::{read_coalesced, slice_ranges};

