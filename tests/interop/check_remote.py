@@ -39,6 +39,7 @@ from pathlib import Path
 import boto3
 import numpy as np
 import pyarrow as pa
+import pyarrow.ipc  # noqa: F401 (pa.ipc)
 import pyarrow.parquet as pq
 import zarr
 
@@ -527,6 +528,24 @@ def main() -> int:
                 raise AssertionError("other data was touched")
             return "refused; the other data is intact"
         case("s3 --overwrite replaces only a Zarr store", s3_overwrite_only_zarr)
+
+        def s3_sql():
+            # zarrow sql over a Zarr table in S3: the rows of the same query over
+            # the local store (which check_sql.py checks against pyarrow).
+            upload(s3, STORES / "obs.zarr", "sql/obs.zarr")
+            query = ("SELECT cell_type, count(*) AS n, sum(n_genes) AS s FROM obs "
+                     "WHERE total_counts > 100 GROUP BY cell_type ORDER BY cell_type")
+            results = []
+            for location in (f"s3://{BUCKET}/sql/obs.zarr", str(STORES / "obs.zarr")):
+                out = tmp / "sql.arrow"
+                proc = run(zarrow, "sql", query, "--table", f"obs={location}", "--output", str(out),
+                           "--overwrite", env=env)
+                if proc.returncode != 0:
+                    raise AssertionError(f"sql over {location}: {proc.stderr.strip()}")
+                results.append(pa.ipc.open_file(out).read_all())
+            if not results[0].equals(results[1]) or results[0].num_rows == 0:
+                raise AssertionError(f"{results[0]} != {results[1]}")
+        case("s3 sql: a Zarr table in S3 answers as the local store", s3_sql)
 
         def s3_missing_bucket():
             proc = run(zarrow, "convert", f"s3://no-such-bucket/x.zarr", str(tmp / "x.arrow"), env=env)
