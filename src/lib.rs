@@ -54,6 +54,8 @@ compile_error!(
 mod assemble;
 pub mod codec;
 pub mod conventions;
+#[cfg(feature = "cli")]
+pub mod convert;
 mod error;
 pub mod export;
 mod fill;

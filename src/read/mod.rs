@@ -14,9 +14,11 @@ mod array;
 mod builder;
 mod column;
 mod group;
+mod info;
 mod long;
 mod node;
 mod plan;
+mod table;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -28,8 +30,12 @@ pub use array::ZarrArray;
 pub use builder::{BatchReader, DEFAULT_MAX_BATCH_ROWS, ReaderBuilder};
 pub use column::{Column, DIMENSION_NAMES_KEY};
 pub use group::{Skipped, ZarrGroup};
+pub use info::{
+    ArrayInfo, ChildInfo, ChildNode, ColumnInfo, GroupInfo, NodeInfo, describe_array, describe_node,
+};
 pub use long::LongTable;
 pub use node::read_node;
+pub use table::{TableOptions, TableReader, open_table};
 
 use crate::conventions::cf::CfDecode;
 use crate::error::{Error, Result};

@@ -14,6 +14,8 @@ mod local;
 mod memory;
 #[cfg(feature = "object-store")]
 mod object;
+#[cfg(feature = "object-store")]
+mod open;
 mod ranges;
 
 use std::fmt::Debug;
@@ -29,6 +31,8 @@ pub use object::{
     DEFAULT_CONCURRENCY, MULTIPART_CHUNK, MULTIPART_THRESHOLD, ObjectStoreBackend, UrlOptions,
     is_url, open_url,
 };
+#[cfg(feature = "object-store")]
+pub use open::{location_name, open_consolidated, open_location};
 pub use ranges::{ByteRange, COALESCE_GAP, RangeRead};
 pub(crate) use ranges::{read_coalesced, slice_ranges};
 
