@@ -22,13 +22,16 @@ def zarr_obs() -> dict[str, list]:
 
 def test_polars_reads_the_stream():
     want = zarr_obs()
-    df = pl.from_arrow(zarrow.read(OBS))
-    assert isinstance(df, pl.DataFrame)
+    df = pl.DataFrame(zarrow.read(OBS))
     assert sorted(df.columns) == sorted(want)
     for name, values in want.items():
         assert df[name].to_list() == values, name
-    # pl.DataFrame takes any Arrow PyCapsule stream too.
-    assert pl.DataFrame(zarrow.read(OBS, columns=["cell_type"])).columns == ["cell_type"]
+    # pl.from_arrow takes any Arrow PyCapsule stream too; Polars 2 makes it a
+    # Series of structs, one field per column.
+    series = pl.from_arrow(zarrow.read(OBS, columns=["cell_type", "n_genes"]))
+    unnested = series.struct.unnest()
+    assert unnested.columns == ["cell_type", "n_genes"]
+    assert unnested["cell_type"].to_list() == want["cell_type"]
 
 
 def test_duckdb_reads_the_stream():

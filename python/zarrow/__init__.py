@@ -2,7 +2,7 @@
 
 >>> import zarrow, pyarrow as pa, polars as pl
 >>> t = pa.table(zarrow.read("atlas.zarr/obs", columns=["cell_type"], rows=(0, 1_000_000)))
->>> df = pl.from_arrow(zarrow.read("atlas.zarr/obs"))
+>>> df = pl.DataFrame(zarrow.read("atlas.zarr/obs"))
 >>> zarrow.write(t, "out.zarr", encoding="zarrs-vlen")
 
 ``read`` returns a :class:`Reader`, a stream of record batches in the Arrow
@@ -104,7 +104,7 @@ def read(
         units) into the values xarray gives.
     anonymous: do not sign object store requests (a public bucket).
 
-    The reader is consumed once: ``pa.table(r)``, ``pl.from_arrow(r)``,
+    The reader is consumed once: ``pa.table(r)``, ``pl.DataFrame(r)``,
     ``duckdb.from_arrow(r)``, or ``for batch in r``. Children of a group that are
     not columns are named in ``r.skipped`` and in a ``ZarrowWarning``.
     """
