@@ -11,7 +11,7 @@
 //! batches (Ctrl-C stops a long read) and releases the GIL while zarrow reads and
 //! decodes.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 
 use arrow_array::ffi::FFI_ArrowSchema;
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
@@ -166,16 +166,24 @@ impl Reader {
         }
     }
 
+    /// The reader's lock, without waiting: a thread that holds it may be reading
+    /// with the GIL released, and waiting here with the GIL held would deadlock.
+    fn lock(&self) -> PyResult<MutexGuard<'_, Option<Box<dyn RecordBatchReader + Send>>>> {
+        match self.reader.try_lock() {
+            Ok(guard) => Ok(guard),
+            Err(TryLockError::Poisoned(e)) => Ok(e.into_inner()),
+            Err(TryLockError::WouldBlock) => Err(zarrow_error(
+                "this zarrow.Reader is being read by another thread",
+            )),
+        }
+    }
+
     fn take(&self) -> PyResult<Box<dyn RecordBatchReader + Send>> {
-        self.reader
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-            .ok_or_else(|| {
-                zarrow_error(
-                    "this zarrow.Reader has been consumed: call zarrow.read again to read again",
-                )
-            })
+        self.lock()?.take().ok_or_else(|| {
+            zarrow_error(
+                "this zarrow.Reader has been consumed: call zarrow.read again to read again",
+            )
+        })
     }
 }
 
@@ -228,7 +236,7 @@ impl Reader {
     /// The next batch, as a `pyarrow.RecordBatch` (needs pyarrow).
     fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         py.check_signals()?;
-        let mut guard = self.reader.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut guard = self.lock()?;
         let Some(reader) = guard.as_mut() else {
             return Ok(None);
         };

@@ -110,6 +110,18 @@ def test_overwrite(tmp_path):
         zarrow.write(table(10), path)
     zarrow.write(table(20), path, overwrite=True)
     assert len(zarr_python_reads(path)["name"]) == 20
+    # As `zarrow convert`: only a Zarr store is replaced, and a failed write leaves
+    # the old store whole.
+    other = tmp_path / "not_zarr"
+    other.mkdir()
+    (other / "keep.txt").write_text("mine")
+    with pytest.raises(zarrow.ZarrowError, match="not a Zarr store"):
+        zarrow.write(table(10), other, overwrite=True)
+    assert (other / "keep.txt").read_text() == "mine"
+    bad = pa.table({"name": pa.array(["a", None])})
+    with pytest.raises(zarrow.ZarrowError, match="null"):
+        zarrow.write(bad, path, overwrite=True)
+    assert len(zarr_python_reads(path)["name"]) == 20
 
 
 def test_bad_options(tmp_path):

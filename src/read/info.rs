@@ -86,7 +86,7 @@ pub struct ChildInfo {
 #[non_exhaustive]
 pub enum ChildNode {
     /// An array zarrow reads.
-    Array(ArrayInfo),
+    Array(Box<ArrayInfo>),
     /// An array zarrow cannot read, and why (one must not hide the others).
     Unreadable {
         /// The error opening it.
@@ -159,7 +159,7 @@ pub fn describe_node(store: Arc<dyn Store>, name: &str, options: ReadOptions) ->
                 let node = match node {
                     NodeMetadata::Array(_) => {
                         match ZarrArray::open_with(store.clone(), name, options) {
-                            Ok(array) => ChildNode::Array(describe_array(&array)?),
+                            Ok(array) => ChildNode::Array(Box::new(describe_array(&array)?)),
                             Err(e) => ChildNode::Unreadable {
                                 error: e.to_string(),
                             },

@@ -2,7 +2,7 @@
 //! STORE OUT.parquet` and the Python package's `zarrow.read`.
 //!
 //! - a group: one column per 1-D array ([`ZarrGroup::reader`]), or with
-//!   [`TableOptions::long`] a gridded dataset's long table ([`LongTable`]);
+//!   [`TableOptions::long`] a gridded dataset's long table ([`LongTable`](super::LongTable));
 //! - a 1-D array: one column named after it ([`ZarrArray::reader`]);
 //! - an N-d array: flattened in C order, one batch per chunk row
 //!   ([`ZarrArray::batches`]).
