@@ -65,7 +65,7 @@ mod tests {
     fn names() {
         assert_eq!(location_name(Path::new("s3://bucket/a/obs.zarr/")), "obs");
         assert_eq!(location_name(Path::new("https://host/x")), "x");
-        assert_eq!(location_name(Path::new("s3://")), "values");
+        assert_eq!(location_name(Path::new("s3://bucket")), "bucket");
         assert_eq!(location_name(Path::new("testdata/stores/obs.zarr")), "obs");
     }
 
