@@ -19,6 +19,12 @@ BAD = REPO / "testdata" / "bad"
 EXPECTED = REPO / "testdata" / "expected"
 sys.path.insert(0, str(REPO / "tests" / "interop"))
 
+def pytest_configure(config):
+    # Reading obs.zarr names its non-column children (X_umap, uns) in a
+    # ZarrowWarning every time; tests that expect one use pytest.warns.
+    config.addinivalue_line("filterwarnings", "ignore::zarrow.ZarrowWarning")
+
+
 # The 1 GB store of the streaming tests: 64 batches of 131072 strings of 120 bytes.
 BIG_BATCHES = 64
 BIG_ROWS = 131072
