@@ -22,7 +22,8 @@ Peers, each giving an Arrow string array or table of all of W1 (checked equal):
   its PyCapsule export;
 - pyarrow: the same strings from zstd Parquet (``pq.read_table``).
 
-Medians of RUNS (default 5) after one untimed run each. Prints the table and the
+Medians of RUNS rounds (default 7) after one untimed run each; each round runs
+every peer once, so the load of a shared machine touches them alike. Prints the table and the
 targets (>= 10x zarr-python, faster than zarrista, within 1.1x of zarrow's Rust
 path) and writes benches/RESULTS-python.md.
 """
@@ -93,25 +94,29 @@ def rust(w1: Path, warm: bool):
     return lambda: float(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.split()[0])
 
 
-def measure(label: str, fn, runs: int, self_timed: bool = False) -> dict:
-    """Median seconds of `runs` runs after one untimed run (`self_timed`: fn returns
-    its own seconds, for the Rust program)."""
-    try:
-        result = fn()
-        times = []
-        for _ in range(runs):
-            if self_timed:
-                times.append(fn())
-            else:
-                start = time.perf_counter()
-                fn()
-                times.append(time.perf_counter() - start)
-        median, error = statistics.median(times), None
-    except Exception as e:  # noqa: BLE001 - a failing peer is reported, not dropped
-        result, median, error = None, None, f"{type(e).__name__}: {str(e)[:200]}"
-    shown = f"{median:.3f} s" if median is not None else f"FAILED ({error})"
-    print(f"  {label:<62} {shown}", flush=True)
-    return {"label": label, "median": median, "error": error, "result": result}
+def measure_all(peers: list[tuple[str, object, bool]], runs: int) -> list[dict]:
+    """Median seconds of each peer over `runs` rounds, after one untimed run each.
+    Rounds interleave the peers (each round runs every peer once), so a change in
+    the machine's load (other jobs on a shared machine) touches them alike. A peer
+    marked self-timed returns its own seconds (the Rust program)."""
+    rows = []
+    for label, fn, _ in peers:
+        try:
+            rows.append({"label": label, "result": fn(), "times": [], "error": None})
+        except Exception as e:  # noqa: BLE001 - a failing peer is reported, not dropped
+            rows.append({"label": label, "result": None, "times": [], "error": f"{type(e).__name__}: {str(e)[:200]}"})
+    for _ in range(runs):
+        for row, (_, fn, self_timed) in zip(rows, peers):
+            if row["error"]:
+                continue
+            start = time.perf_counter()
+            took = fn()
+            row["times"].append(took if self_timed else time.perf_counter() - start)
+    for row in rows:
+        row["median"] = statistics.median(row["times"]) if row["times"] else None
+        shown = f"{row['median']:.3f} s" if row["median"] is not None else f"FAILED ({row['error']})"
+        print(f"  {row['label']:<70} {shown}", flush=True)
+    return rows
 
 
 def same_strings(a, b) -> bool:
@@ -123,23 +128,22 @@ def same_strings(a, b) -> bool:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="1,000,000 strings")
-    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=7)
     args = ap.parse_args()
     n = 1_000_000 if args.quick else 10_000_000
     w1, w1_parquet = generate(n)
     print(f"W1: {n:,} short strings, vlen-utf8 + zstd (zarr-python); medians of {args.runs} runs", flush=True)
 
-    rows = [
-        measure("zarrow (Python): pa.table(zarrow.read(W1))", zarrow_python(w1, "utf8"), args.runs),
-        measure("zarrow (Python): pa.table(zarrow.read(W1, string_type=\"utf8-view\"))",
-                zarrow_python(w1, "utf8-view"), args.runs),
-        measure("zarrow (Rust): zarrow_compare read W1 utf8, warm", rust(w1, True), args.runs, self_timed=True),
-        measure("zarrow (Rust): zarrow_compare read W1 utf8, fresh process", rust(w1, False), args.runs,
-                self_timed=True),
-        measure("zarr-python: arr[:] -> pa.array", zarr_python(w1), args.runs),
-        measure("zarrista 0.1: retrieve_array_subset -> pa.array", zarrista_read(w1), args.runs),
-        measure("pyarrow: the same strings from zstd Parquet", parquet(w1_parquet), args.runs),
-    ]
+    rows = measure_all([
+        ("zarrow (Python): pa.table(zarrow.read(W1))", zarrow_python(w1, "utf8"), False),
+        ("zarrow (Python): pa.table(zarrow.read(W1, string_type=\"utf8-view\"))",
+         zarrow_python(w1, "utf8-view"), False),
+        ("zarrow (Rust): zarrow_compare read W1 utf8, warm", rust(w1, True), True),
+        ("zarrow (Rust): zarrow_compare read W1 utf8, fresh process", rust(w1, False), True),
+        ("zarr-python: arr[:] -> pa.array", zarr_python(w1), False),
+        ("zarrista 0.1: retrieve_array_subset -> pa.array", zarrista_read(w1), False),
+        ("pyarrow: the same strings from zstd Parquet", parquet(w1_parquet), False),
+    ], args.runs)
     ours = rows[0]
     # Every peer read the same strings.
     for r in rows[4:]:
@@ -165,7 +169,7 @@ def main() -> int:
         f"on {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.",
         "",
         f"Machine: {compare.machine()}, zarrow (Python package) {zarrow.__version__}. W1: {n:,} strings of 0-32 ASCII bytes, vlen-utf8 + zstd in chunks of "
-        f"{compare.w1_chunk(n):,}, written by zarr-python. Medians of {args.runs} runs after one untimed run; "
+        f"{compare.w1_chunk(n):,}, written by zarr-python. Medians of {args.runs} rounds after one untimed run each, the peers interleaved in every round; "
         "the Python peers run in the harness's process, zarrow's Rust path in its own "
         "(`warm`: timed after one untimed run in that process, as the Python peers are).",
         "",
@@ -181,7 +185,7 @@ def main() -> int:
         shown = "n/a" if value is None else f"{value:.2f}x"
         met = "-" if ok is None or value is None else ("yes" if ok(value) else "no")
         lines.append(f"| {label} | {shown} | {met} |")
-        print(f"  {label:<62} {shown} {met}")
+        print(f"  {label:<70} {shown} {met}")
     OUT.write_text("\n".join(lines) + "\n")
     print(f"\nwrote {OUT.relative_to(REPO)}")
     return 0
