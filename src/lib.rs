@@ -54,6 +54,8 @@ compile_error!(
 mod assemble;
 pub mod codec;
 pub mod conventions;
+#[cfg(feature = "convert")]
+pub mod convert;
 #[cfg(feature = "datafusion")]
 pub mod datafusion;
 mod error;

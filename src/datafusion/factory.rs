@@ -1,5 +1,6 @@
 //! [`ZarrTableFactory`]: `CREATE EXTERNAL TABLE ... STORED AS ZARR`.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -11,7 +12,7 @@ use datafusion::logical_expr::{CreateExternalTable, Expr};
 
 use super::df_err;
 use super::table::{ZarrTable, ZarrTableOptions};
-use crate::store::{Consolidated, ObjectStoreBackend, UrlOptions, is_url, open_location};
+use crate::store::{Consolidated, ObjectStoreBackend, UrlOptions, is_url, open_consolidated};
 
 /// Makes a [`ZarrTable`] for `CREATE EXTERNAL TABLE name STORED AS ZARR LOCATION
 /// '...' [WITH ORDER (column ASC)] [OPTIONS (...)]` (see
@@ -66,7 +67,7 @@ impl TableProviderFactory for ZarrTableFactory {
                 Some((store, prefix)) => Consolidated::open(Arc::new(ObjectStoreBackend::new(
                     store, &prefix, &location,
                 )?))?,
-                None => open_location(&location, &UrlOptions::default())?,
+                None => open_consolidated(Path::new(&location), &UrlOptions::default())?,
             };
             ZarrTable::from_store(store, &location, options)
         })

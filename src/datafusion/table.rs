@@ -2,6 +2,7 @@
 //! DataFusion `TableProvider`.
 
 use std::ops::Range;
+use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::RecordBatchReader;
@@ -20,7 +21,7 @@ use super::scan::ZarrScanExec;
 use super::{df_err, prune};
 use crate::error::{Error, Result};
 use crate::read::{DIMENSION_NAMES_KEY, ReaderBuilder, Skipped, aligned_splits};
-use crate::store::{UrlOptions, location_name, open_location};
+use crate::store::{UrlOptions, location_name, open_consolidated};
 use crate::{NodeMetadata, ReadOptions, Store, StringType, ZarrArray, ZarrGroup, read_node};
 
 /// How a Zarr store is read as a table: what `CREATE EXTERNAL TABLE ... OPTIONS`
@@ -134,9 +135,9 @@ impl ZarrTable {
     /// stores take their credentials from the environment).
     ///
     /// # Errors
-    /// As [`open_location`] and [`ZarrTable::from_store`].
+    /// As [`open_consolidated`](crate::store::open_consolidated) and [`ZarrTable::from_store`].
     pub fn open(location: &str, options: ZarrTableOptions) -> Result<Self> {
-        let store = open_location(location, &UrlOptions::default())?;
+        let store = open_consolidated(Path::new(location), &UrlOptions::default())?;
         Self::from_store(store, location, options)
     }
 
@@ -152,7 +153,7 @@ impl ZarrTable {
         options: ZarrTableOptions,
     ) -> Result<Self> {
         let read_options = options.read_options()?;
-        let name = location_name(location);
+        let name = location_name(Path::new(location));
         let source = match read_node(store.as_ref(), "")? {
             NodeMetadata::Array(meta) if meta.shape.len() == 1 => {
                 let array = ZarrArray::open_with(store, "", read_options)?.with_column_name(name);

@@ -14,11 +14,13 @@ mod array;
 mod builder;
 mod column;
 mod group;
+mod info;
 mod long;
 mod node;
 mod plan;
 #[cfg(feature = "async")]
 pub(crate) mod stream;
+mod table;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -27,12 +29,17 @@ use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, Field, Schema, SchemaRef};
 
 pub use array::ZarrArray;
+#[cfg(feature = "datafusion")]
 pub(crate) use builder::aligned_splits;
 pub use builder::{BatchReader, DEFAULT_MAX_BATCH_ROWS, ReaderBuilder};
 pub use column::{Column, DIMENSION_NAMES_KEY};
 pub use group::{Skipped, ZarrGroup};
+pub use info::{
+    ArrayInfo, ChildInfo, ChildNode, ColumnInfo, GroupInfo, NodeInfo, describe_array, describe_node,
+};
 pub use long::LongTable;
 pub use node::read_node;
+pub use table::{TableOptions, TableReader, open_table};
 
 use crate::conventions::cf::CfDecode;
 use crate::error::{Error, Result};

@@ -11,11 +11,11 @@
 
 mod consolidated;
 mod local;
-#[cfg(feature = "object-store")]
-mod location;
 mod memory;
 #[cfg(feature = "object-store")]
 mod object;
+#[cfg(feature = "object-store")]
+mod open;
 mod ranges;
 
 use std::fmt::Debug;
@@ -25,14 +25,14 @@ use arrow_buffer::Buffer;
 
 pub use consolidated::{Consolidated, consolidated_metadata, consolidated_nodes, zmetadata};
 pub use local::LocalStore;
-#[cfg(feature = "object-store")]
-pub use location::{location_name, open_location};
 pub use memory::MemoryStore;
 #[cfg(feature = "object-store")]
 pub use object::{
     DEFAULT_CONCURRENCY, MULTIPART_CHUNK, MULTIPART_THRESHOLD, ObjectStoreBackend, UrlOptions,
     file_url_path, is_url, open_url,
 };
+#[cfg(feature = "object-store")]
+pub use open::{location_name, open_consolidated, open_location};
 pub use ranges::{ByteRange, COALESCE_GAP, RangeRead};
 pub(crate) use ranges::{read_coalesced, slice_ranges};
 

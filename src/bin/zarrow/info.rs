@@ -4,10 +4,8 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::Path;
 
-use zarrow::read::Column;
-use zarrow::{
-    Error, NodeMetadata, ReadOptions, Result, StringType, ZarrArray, ZarrGroup, read_node,
-};
+use zarrow::read::{ArrayInfo, ChildNode, NodeInfo, describe_node};
+use zarrow::{Error, ReadOptions, Result, StringType};
 
 use crate::{RemoteArgs, open_store, store_name};
 
@@ -40,52 +38,37 @@ pub(crate) fn info(
 /// The `info` report for the node at `path`.
 fn describe(path: &Path, string_type: Option<StringType>, remote: &RemoteArgs) -> Result<String> {
     let store = open_store(path, false, remote)?;
-    let options = options(string_type);
     let mut out = String::new();
-    match read_node(store.as_ref(), "")? {
-        NodeMetadata::Array(_) => {
-            let array =
-                ZarrArray::open_with(store, "", options)?.with_column_name(store_name(path));
-            describe_array(&mut out, &array, "")?;
-        }
-        NodeMetadata::Group(meta) => {
-            let group = ZarrGroup::open_with(store.clone(), "", options)?
-                .with_column_name(&store_name(path))?;
-            let children = group.children();
-            let _ = writeln!(out, "node:          group (Zarr v{})", meta.zarr_format);
-            if let Some(kind) = meta
-                .attributes
-                .get("encoding-type")
-                .and_then(|v| v.as_str())
-            {
+    match describe_node(store, &store_name(path), options(string_type))? {
+        NodeInfo::Array(array) => describe_array(&mut out, &array, ""),
+        NodeInfo::Group(group) => {
+            let _ = writeln!(out, "node:          group (Zarr v{})", group.zarr_format);
+            if let Some(kind) = &group.anndata {
                 let _ = writeln!(out, "anndata:       {kind}");
             }
-            let _ = writeln!(out, "attributes:    {}", meta.attributes.len());
-            let _ = writeln!(out, "children:      {}", children.len());
-            for (name, node) in children {
-                let _ = writeln!(out, "\n{name}/");
-                match node {
-                    // One array zarrow cannot read must not hide the others.
-                    NodeMetadata::Array(_) => {
-                        match ZarrArray::open_with(store.clone(), name, options) {
-                            Ok(array) => describe_array(&mut out, &array, "  ")?,
-                            Err(e) => {
-                                let _ = writeln!(out, "  cannot be read: {e}");
-                            }
-                        }
+            let _ = writeln!(out, "attributes:    {}", group.attributes.len());
+            let _ = writeln!(out, "children:      {}", group.children.len());
+            for child in &group.children {
+                let _ = writeln!(out, "\n{}/", child.name);
+                match &child.node {
+                    ChildNode::Array(array) => describe_array(&mut out, array, "  "),
+                    ChildNode::Unreadable { error } => {
+                        let _ = writeln!(out, "  cannot be read: {error}");
                     }
-                    NodeMetadata::Group(g) => {
-                        let _ = writeln!(out, "  node:          group (Zarr v{})", g.zarr_format);
-                        if let Some(kind) =
-                            g.attributes.get("encoding-type").and_then(|v| v.as_str())
-                        {
+                    ChildNode::Group {
+                        zarr_format,
+                        anndata,
+                    } => {
+                        let _ = writeln!(out, "  node:          group (Zarr v{zarr_format})");
+                        if let Some(kind) = anndata {
                             let _ = writeln!(out, "  anndata:       {kind}");
                         }
                     }
+                    _ => {}
                 }
             }
-            let columns = group.columns();
-            let lens: std::collections::BTreeSet<u64> = columns.iter().map(Column::len).collect();
+            let columns = &group.columns;
+            let lens: std::collections::BTreeSet<u64> = columns.iter().map(|c| c.rows).collect();
             let table = match (columns.len(), lens.len()) {
                 (0, _) => "none (no 1-D arrays)".to_string(),
                 (n, 1) => format!("{n} columns x {} rows", lens.first().copied().unwrap_or(0)),
@@ -93,22 +76,21 @@ fn describe(path: &Path, string_type: Option<StringType>, remote: &RemoteArgs) -
             };
             let _ = writeln!(out, "\ntable:         {table}");
             for column in columns {
-                let _ = writeln!(out, "  {}: {}", column.name(), column.field().data_type());
+                let _ = writeln!(out, "  {}: {}", column.name, column.arrow_type);
             }
-            if !group.skipped().is_empty() {
+            if !group.not_columns.is_empty() {
                 let _ = writeln!(out, "not columns:");
-                for skipped in group.skipped() {
+                for skipped in &group.not_columns {
                     let _ = writeln!(out, "  {skipped}");
                 }
             }
         }
+        _ => {}
     }
     Ok(out)
 }
 
-fn describe_array(out: &mut String, array: &ZarrArray, indent: &str) -> Result<()> {
-    let m = array.metadata();
-    let present = array.chunks_present()?;
+fn describe_array(out: &mut String, m: &ArrayInfo, indent: &str) {
     let _ = writeln!(
         out,
         "{indent}node:          array (Zarr v{})",
@@ -116,19 +98,14 @@ fn describe_array(out: &mut String, array: &ZarrArray, indent: &str) -> Result<(
     );
     let _ = writeln!(out, "{indent}shape:         {:?}", m.shape);
     let _ = writeln!(out, "{indent}chunk shape:   {:?}", m.chunk_shape);
-    let _ = writeln!(out, "{indent}data type:     {}", m.data_type.zarr_name());
-    let _ = writeln!(
-        out,
-        "{indent}fill value:    {}",
-        m.fill_value.describe(&m.data_type)
-    );
+    let _ = writeln!(out, "{indent}data type:     {}", m.data_type);
+    let _ = writeln!(out, "{indent}fill value:    {}", m.fill_value);
     let _ = writeln!(out, "{indent}chunk keys:    {}", m.chunk_key_encoding);
-    let _ = writeln!(out, "{indent}codecs:        {}", array.codecs());
-    let _ = writeln!(out, "{indent}arrow type:    {}", array.arrow_type());
+    let _ = writeln!(out, "{indent}codecs:        {}", m.codecs);
+    let _ = writeln!(out, "{indent}arrow type:    {}", m.arrow_type);
     let _ = writeln!(
         out,
-        "{indent}chunks:        {present} of {} present",
-        array.grid().num_chunks()
+        "{indent}chunks:        {} of {} present",
+        m.chunks_present, m.chunks
     );
-    Ok(())
 }

@@ -1,14 +1,11 @@
 //! The `zarrow` command line: `info` and `convert` (Zarr to Parquet / Arrow IPC,
 //! and Parquet / Arrow IPC to Zarr).
 
-mod from_zarr;
 mod info;
 mod limits;
-mod linear;
 mod output;
 mod progress;
 mod sql;
-mod to_zarr;
 
 use std::io::Write as _;
 use std::ops::Range;
@@ -16,11 +13,13 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use arrow_array::RecordBatchReader;
 use clap::{Args, Parser, Subcommand};
 use parquet::basic::Compression;
+use zarrow::convert::{ConvertOptions, Observer};
 use zarrow::export::{DEFAULT_PARQUET_COMPRESSION, parse_parquet_compression};
 use zarrow::read::DEFAULT_MAX_CHUNK_BYTES;
-use zarrow::{ChunkError, Error, LocalStore, ReadOptions, Result, Store, StringType};
+use zarrow::{ChunkError, Error, LocalStore, Result, Store, StringType};
 
 /// Move variable-length data between Zarr and Apache Arrow.
 #[derive(Parser, Debug)]
@@ -203,17 +202,6 @@ struct ConvertArgs {
     layout: String,
 }
 
-impl ConvertArgs {
-    /// How Zarr input is read, before any `--string-type`: `--max-chunk-bytes`.
-    fn read_options(&self) -> ReadOptions {
-        // A bound past the address space is no bound (only on 32-bit targets).
-        let max_chunk_bytes = usize::try_from(self.max_chunk_bytes).unwrap_or(usize::MAX);
-        ReadOptions::default()
-            .with_max_chunk_bytes(max_chunk_bytes)
-            .with_decode_cf(!self.no_cf)
-    }
-}
-
 fn parse_compression(s: &str) -> std::result::Result<Compression, String> {
     parse_parquet_compression(s).map_err(|e| e.to_string())
 }
@@ -318,47 +306,64 @@ fn hint(e: &Error) -> Option<&'static str> {
 }
 
 fn convert(args: &ConvertArgs) -> Result<()> {
-    if is_url(&args.src) {
-        return match linear::kind(&args.dst) {
-            Some(kind) => linear::export(args, kind),
-            None => from_zarr::convert(args),
-        };
+    let mut options = ConvertOptions::default();
+    options.url = url_options(&args.remote)?;
+    options.overwrite = args.overwrite;
+    options.string_type = args.string_type;
+    options.max_rows = args.max_rows;
+    options.max_bytes = args.max_bytes;
+    options.max_chunk_bytes = args.max_chunk_bytes;
+    options.compression = args.compression;
+    options.columns = args.columns.clone();
+    options.rows = args.rows.clone();
+    options.limit = args.limit;
+    options.decode_cf = !args.no_cf;
+    options.long = args.long;
+    options.zarr_format = args.zarr_format;
+    options.encoding = args.encoding.clone();
+    options.compressor = args.compressor.clone();
+    options.level = args.level;
+    options.chunk_len = args.chunk_len;
+    options.shard_len = args.shard_len;
+    options.chunk_shape = args.chunk_shape.clone();
+    options.shard_shape = args.shard_shape.clone();
+    options.nulls = args.nulls.clone();
+    options.layout = args.layout.clone();
+    if args.mmap {
+        // SAFETY: the user opted in with `--mmap`, whose help states exactly the
+        // condition `with_mmap` requires (no file of the store changes during the
+        // run).
+        options = unsafe { options.with_mmap(true) };
     }
-    if !args.src.exists() {
-        return Err(Error::InvalidArgument(format!(
-            "{} does not exist",
-            args.src.display()
-        )));
+    let written = zarrow::convert::convert(&args.src, &args.dst, &options, &Terminal)?;
+    let _ = writeln!(
+        std::io::stderr(),
+        "zarrow: wrote {written} to {}",
+        args.dst.display()
+    );
+    Ok(())
+}
+
+/// What the command line shows of a conversion: a progress bar, notes on stderr.
+struct Terminal;
+
+impl Observer for Terminal {
+    fn reader(
+        &self,
+        reader: Box<dyn RecordBatchReader + Send>,
+        total: Option<u64>,
+    ) -> Box<dyn RecordBatchReader + Send> {
+        Box::new(progress::Progress::new(reader, total))
     }
-    if args.src.is_dir() {
-        match linear::kind(&args.dst) {
-            Some(kind) => linear::export(args, kind),
-            None => from_zarr::convert(args),
-        }
-    } else if let Some(kind) = linear::kind(&args.src) {
-        linear::import(args, kind)
-    } else if to_zarr::is_table_file(&args.src) {
-        to_zarr::convert(args)
-    } else {
-        Err(Error::InvalidArgument(format!(
-            "{} is neither a Zarr directory nor a .parquet / .arrow / .ipc / .feather / .arrows / .json / .csv file",
-            args.src.display()
-        )))
+
+    fn note(&self, message: &str) {
+        let _ = writeln!(std::io::stderr(), "zarrow: {message}");
     }
 }
 
 /// The column name of a root array: its directory name without `.zarr`.
 fn store_name(path: &Path) -> String {
-    match path.to_str() {
-        Some(location) => zarrow::store::location_name(location),
-        // Not UTF-8: a local path, named by its own last component.
-        None => {
-            let name = path
-                .file_name()
-                .map_or_else(|| "values".into(), |n| n.to_string_lossy().into_owned());
-            name.strip_suffix(".zarr").unwrap_or(&name).to_string()
-        }
-    }
+    zarrow::store::location_name(path)
 }
 
 /// A duration flag's value.
@@ -386,6 +391,17 @@ fn location() -> impl clap::builder::TypedValueParser<Value = PathBuf> {
     })
 }
 
+/// How the `[URLs]` flags open a store.
+fn url_options(remote: &RemoteArgs) -> Result<zarrow::store::UrlOptions> {
+    let mut options = zarrow::store::UrlOptions::default();
+    options.anonymous = remote.anonymous;
+    options.concurrency = Some(remote.concurrency);
+    options.retries = Some(remote.retries);
+    options.retry_timeout = Some(seconds("--retry-timeout", remote.retry_timeout)?);
+    options.timeout = Some(seconds("--timeout", remote.timeout)?);
+    Ok(options)
+}
+
 /// Whether `path` is a URL opened through `object_store`.
 fn is_url(path: &Path) -> bool {
     path.to_str().is_some_and(zarrow::store::is_url)
@@ -400,28 +416,19 @@ fn open_store(path: &Path, mmap: bool, remote: &RemoteArgs) -> Result<Arc<dyn St
 /// The Zarr store at `path`: a URL through `object_store`, else a directory,
 /// memory-mapped if `mmap`.
 fn open_plain_store(path: &Path, mmap: bool, remote: &RemoteArgs) -> Result<Arc<dyn Store>> {
-    if let Some(url) = path.to_str().filter(|p| zarrow::store::is_url(p)) {
+    if !mmap || is_url(path) {
         if mmap {
             return Err(Error::InvalidArgument(
                 "--mmap applies to local stores only".into(),
             ));
         }
-        let mut options = zarrow::store::UrlOptions::default();
-        options.anonymous = remote.anonymous;
-        options.concurrency = Some(remote.concurrency);
-        options.retries = Some(remote.retries);
-        options.retry_timeout = Some(seconds("--retry-timeout", remote.retry_timeout)?);
-        options.timeout = Some(seconds("--timeout", remote.timeout)?);
-        return Ok(Arc::new(zarrow::store::open_url(url, &options)?));
+        return zarrow::store::open_location(path, &url_options(remote)?);
     }
     if !path.is_dir() {
         return Err(Error::InvalidArgument(format!(
             "{} is not a Zarr array or group directory",
             path.display()
         )));
-    }
-    if !mmap {
-        return Ok(Arc::new(LocalStore::new(path)));
     }
     // SAFETY: `new_memory_mapped` requires that no file under `path` be truncated
     // or modified in place while a buffer read from it is alive, here until the

@@ -18,8 +18,8 @@ use zarrow::datafusion::{ZarrTable, ZarrTableOptions};
 use zarrow::export::{DEFAULT_PARQUET_COMPRESSION, ExportFormat, write_file};
 use zarrow::{Error, Result};
 
-use crate::output::{self, Partial};
 use crate::{RemoteArgs, open_store, parse_compression};
+use zarrow::convert::output::Partial;
 
 /// Options of `sql`.
 #[derive(Args, Debug)]
@@ -204,7 +204,7 @@ fn write(reader: BlockingReader, path: &Path, format: Output, args: &SqlArgs) ->
         Output::Csv => write_csv(reader, file, partial.path())?,
     };
     partial.commit()?;
-    output::report_rows(rows, path);
+    eprintln!("zarrow: wrote {rows} rows to {}", path.display());
     Ok(())
 }
 

@@ -1,32 +1,32 @@
-//! `zarrow convert` to and from the stdlib linear exchange format: a Zarr array to
+//! Conversions to and from the stdlib linear exchange format: a Zarr array to
 //! `.json`, a group (or an array) to `.csv` (one column per array), and back.
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Write as _};
+use std::io::{BufReader, BufWriter};
 use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, RecordBatch, RecordBatchIterator};
 use arrow_schema::{Field, Schema};
-use zarrow::export::{self, ExportFormat};
-use zarrow::linear::{parse_json, read_csv, write_csv, write_json};
-use zarrow::metadata::recorded_columns;
-use zarrow::write::{write_group_metadata, write_nd_array};
-use zarrow::{Error, NodeMetadata, Result, ZarrArray, ZarrGroup, read_node};
 
-use crate::limits;
-use crate::output::Partial;
-use crate::to_zarr::{options, write_store};
-use crate::{ConvertArgs, open_store};
+use super::output::Partial;
+use super::to_zarr::{options, write_store};
+use super::{Job, Written, limits, open_store};
+use crate::error::{Error, Result};
+use crate::export::{self, ExportFormat};
+use crate::linear::{parse_json, read_csv, write_csv, write_json};
+use crate::metadata::{NodeMetadata, recorded_columns};
+use crate::read::{ZarrArray, ZarrGroup, read_node};
+use crate::write::{write_group_metadata, write_nd_array};
 
 /// The linear-format file kinds, by extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
+pub(super) enum Kind {
     Json,
     Csv,
 }
 
-pub(crate) fn kind(path: &Path) -> Option<Kind> {
+pub(super) fn kind(path: &Path) -> Option<Kind> {
     match path.extension()?.to_str()?.to_ascii_lowercase().as_str() {
         "json" => Some(Kind::Json),
         "csv" => Some(Kind::Csv),
@@ -52,12 +52,12 @@ fn write_file(
 }
 
 /// The arrays of a group in the order zarrow recorded, else by name; or the array.
-fn arrays(args: &ConvertArgs) -> Result<Vec<(String, ZarrArray)>> {
-    let (src, options) = (&args.src, args.read_options());
-    let store = open_store(src, args.mmap, &args.remote)?;
+fn arrays(args: &Job<'_>) -> Result<Vec<(String, ZarrArray)>> {
+    let (src, options) = (args.src, args.read_options());
+    let store = open_store(src, args.mmap, &args.url)?;
     match read_node(store.as_ref(), "")? {
         NodeMetadata::Array(_) => {
-            let name = crate::store_name(src);
+            let name = crate::store::location_name(src);
             Ok(vec![(name, ZarrArray::open_with(store, "", options)?)])
         }
         NodeMetadata::Group(meta) => {
@@ -80,7 +80,7 @@ fn arrays(args: &ConvertArgs) -> Result<Vec<(String, ZarrArray)>> {
 }
 
 /// Zarr (array or group) to `.json` (one array) or `.csv`.
-pub(crate) fn export(args: &ConvertArgs, kind: Kind) -> Result<()> {
+pub(super) fn export(args: &Job<'_>, kind: Kind) -> Result<Written> {
     let arrays = arrays(args)?;
     let types: Vec<_> = arrays.iter().map(|(_, a)| a.arrow_type()).collect();
     limits::check(
@@ -102,7 +102,7 @@ pub(crate) fn export(args: &ConvertArgs, kind: Kind) -> Result<()> {
                     read.len()
                 )));
             };
-            write_file(&args.dst, args.overwrite, |w| {
+            write_file(args.dst, args.overwrite, |w| {
                 write_json(w, values.as_ref(), shape)
             })?;
         }
@@ -111,35 +111,29 @@ pub(crate) fn export(args: &ConvertArgs, kind: Kind) -> Result<()> {
                 .iter()
                 .map(|(n, a, s)| (n.clone(), a.as_ref(), s.clone()))
                 .collect();
-            write_file(&args.dst, args.overwrite, |w| write_csv(w, &columns))?;
+            write_file(args.dst, args.overwrite, |w| write_csv(w, &columns))?;
         }
     }
-    let _ = writeln!(
-        std::io::stderr(),
-        "zarrow: wrote {} array(s) to {}",
-        read.len(),
-        args.dst.display()
-    );
-    Ok(())
+    Ok(Written::Arrays(read.len()))
 }
 
 /// `.json` to Zarr (an N-d array) or a table file (one flattened column); `.csv` to
 /// a Zarr group (one array per column).
-pub(crate) fn import(args: &ConvertArgs, kind: Kind) -> Result<()> {
+pub(super) fn import(args: &Job<'_>, kind: Kind) -> Result<Written> {
     let open = || {
-        File::open(&args.src)
+        File::open(args.src)
             .map(BufReader::new)
             .map_err(|e| Error::InvalidArgument(format!("{}: {e}", args.src.display())))
     };
     let write_options = options(args)?;
-    let table = ExportFormat::from_path(&args.dst);
+    let table = ExportFormat::from_path(args.dst);
     match (kind, table) {
         (Kind::Json, None) => {
             // Everything is parsed and checked before anything is written.
             let linear = parse_json(open()?)?;
             let shape = linear.shape.clone();
             let values = linear.into_arrow()?;
-            write_store(&args.dst, args.overwrite, &args.remote, |store| write_nd_array(store, "", &values, &shape, write_options))
+            write_store(args.dst, args.overwrite, &args.url, |store| write_nd_array(store, "", &values, &shape, write_options)).map(Written::Rows)
         }
         (Kind::Json, Some(format)) => {
             let values = parse_json(open()?)?.into_arrow()?;
@@ -147,9 +141,10 @@ pub(crate) fn import(args: &ConvertArgs, kind: Kind) -> Result<()> {
             let schema = Arc::new(Schema::new(vec![Field::new(name, values.data_type().clone(), false)]));
             let batch = RecordBatch::try_new(schema.clone(), vec![values])?;
             let reader = RecordBatchIterator::new(vec![Ok(batch)], schema);
-            let (partial, file) = Partial::file(&args.dst, args.overwrite)?;
-            export::write_file(reader, file, partial.path(), format, args.compression)?;
-            partial.commit()
+            let (partial, file) = Partial::file(args.dst, args.overwrite)?;
+            let rows = export::write_file(reader, file, partial.path(), format, args.compression)?;
+            partial.commit()?;
+            Ok(Written::Rows(rows))
         }
         (Kind::Csv, None) => {
             let columns = read_csv(open()?)?;
@@ -161,7 +156,7 @@ pub(crate) fn import(args: &ConvertArgs, kind: Kind) -> Result<()> {
                 })
                 .collect::<Result<Vec<_>>>()?;
             let format = write_options.zarr_format;
-            write_store(&args.dst, args.overwrite, &args.remote, |store| {
+            write_store(args.dst, args.overwrite, &args.url, |store| {
                 let mut rows = 0;
                 for (name, values, shape) in &arrays {
                     rows = rows.max(write_nd_array(store.clone(), name, values, shape, write_options.clone())?);
@@ -170,6 +165,7 @@ pub(crate) fn import(args: &ConvertArgs, kind: Kind) -> Result<()> {
                 write_group_metadata(store.as_ref(), "", &names, format)?;
                 Ok(rows)
             })
+            .map(Written::Rows)
         }
         (Kind::Csv, Some(_)) => Err(Error::InvalidArgument(
             "a CSV of linear-format columns converts to a Zarr group (OUT.zarr): its arrays may differ in shape".into(),

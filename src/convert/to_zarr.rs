@@ -1,4 +1,4 @@
-//! `zarrow convert IN.{parquet,arrow,arrows} OUT.zarr`.
+//! `IN.{parquet,arrow,arrows}` to a Zarr group.
 //!
 //! The store is written into a temporary directory beside DST and moved into place
 //! when complete (see `output.rs`): a failed conversion leaves nothing, and an
@@ -12,16 +12,16 @@ use std::sync::Arc;
 
 use arrow_array::RecordBatchReader;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use zarrow::export::ExportFormat;
-use zarrow::write::{Compressor, Encoding, Layout, NullPolicy, WriteOptions, write_batches};
-use zarrow::{Error, LocalStore, Result, Store};
 
-use crate::output::{self, Partial};
-use crate::progress::Progress;
-use crate::{ConvertArgs, RemoteArgs};
+use super::output::Partial;
+use super::{Job, Written, is_url_path, open_plain_store};
+use crate::error::{Error, Result};
+use crate::export::ExportFormat;
+use crate::store::{LocalStore, Store, UrlOptions};
+use crate::write::{Compressor, Encoding, Layout, NullPolicy, WriteOptions, write_batches};
 
 /// Whether `path` is a file in a table format zarrow reads.
-pub(crate) fn is_table_file(path: &Path) -> bool {
+pub(super) fn is_table_file(path: &Path) -> bool {
     path.is_file() && ExportFormat::from_path(path).is_some()
 }
 
@@ -78,7 +78,7 @@ fn open_table(path: &Path) -> Result<(Reader, Option<u64>)> {
     })
 }
 
-pub(crate) fn options(args: &ConvertArgs) -> Result<WriteOptions> {
+pub(super) fn options(args: &Job<'_>) -> Result<WriteOptions> {
     let bad = |what: &str, value: &str, allowed: &str| {
         Error::InvalidArgument(format!("unknown {what} {value:?} ({allowed})"))
     };
@@ -117,7 +117,7 @@ pub(crate) fn options(args: &ConvertArgs) -> Result<WriteOptions> {
     Ok(options)
 }
 
-pub(crate) fn convert(args: &ConvertArgs) -> Result<()> {
+pub(super) fn convert(args: &Job<'_>) -> Result<Written> {
     if args.columns.is_some()
         || args.string_type.is_some()
         || args.rows.is_some()
@@ -127,7 +127,7 @@ pub(crate) fn convert(args: &ConvertArgs) -> Result<()> {
             "--columns, --string-type, --rows and --limit apply when SRC is a Zarr store".into(),
         ));
     }
-    let dst = &args.dst;
+    let dst = args.dst;
     if ExportFormat::from_path(dst).is_some() {
         return Err(Error::InvalidArgument(format!(
             "{} names a table file; a Zarr output is a directory (NAME.zarr)",
@@ -135,29 +135,29 @@ pub(crate) fn convert(args: &ConvertArgs) -> Result<()> {
         )));
     }
     let options = options(args)?;
-    let (reader, total) = open_table(&args.src)?;
-    write_store(dst, args.overwrite, &args.remote, |store| {
-        write_batches(Progress::new(reader, total), store, "", options)
-    })
+    let (reader, total) = open_table(args.src)?;
+    let rows = write_store(dst, args.overwrite, &args.url, |store| {
+        write_batches(args.observer.reader(reader, total), store, "", options)
+    })?;
+    Ok(Written::Rows(rows))
 }
 
 /// Write a Zarr store at `dst` through `write`, atomically (see [`Partial`]): a
 /// failed `write` leaves nothing. An existing `dst` needs `overwrite` and must be a
 /// Zarr store.
-pub(crate) fn write_store(
+pub(super) fn write_store(
     dst: &Path,
     overwrite: bool,
-    remote: &RemoteArgs,
+    url: &UrlOptions,
     write: impl FnOnce(Arc<dyn Store>) -> Result<u64>,
-) -> Result<()> {
-    if crate::is_url(dst) {
-        return write_remote(dst, overwrite, remote, write);
+) -> Result<u64> {
+    if is_url_path(dst) {
+        return write_remote(dst, overwrite, url, write);
     }
     let partial = Partial::dir(dst, overwrite)?;
     let rows = write(Arc::new(LocalStore::new(partial.path())))?;
     partial.commit()?;
-    output::report_rows(rows, dst);
-    Ok(())
+    Ok(rows)
 }
 
 /// Write a Zarr store at the URL `dst`. An object store has no rename: chunks are
@@ -168,10 +168,10 @@ pub(crate) fn write_store(
 fn write_remote(
     dst: &Path,
     overwrite: bool,
-    remote: &RemoteArgs,
+    url: &UrlOptions,
     write: impl FnOnce(Arc<dyn Store>) -> Result<u64>,
-) -> Result<()> {
-    let store = crate::open_plain_store(dst, false, remote)?;
+) -> Result<u64> {
+    let store = open_plain_store(dst, false, url)?;
     let existing = store.list_prefix("")?;
     if !existing.is_empty() {
         if !overwrite {
@@ -196,10 +196,7 @@ fn write_remote(
         }
     }
     match write(store.clone()) {
-        Ok(rows) => {
-            output::report_rows(rows, dst);
-            Ok(())
-        }
+        Ok(rows) => Ok(rows),
         Err(e) => {
             // Nothing partial stays behind: remove what was written.
             if let Ok(written) = store.list_prefix("") {

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The Python package's CI, from the repository root (the lead's .ci/run calls it
+# after its venv step):
+#   bash python/ci.sh
+# 1. The test requirements into .venv (beside testdata/gen/requirements.txt).
+# 2. The package built by maturin (release profile) and installed into .venv, as
+#    `pip install ./python` does, in the repository's target/ directory so the
+#    crates the root build compiled are reused (CARGO_TARGET_DIR wins if set).
+# 3. pytest python/tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
+# maturin (the build backend) runs from the venv.
+export PATH="$PWD/.venv/bin:$PATH"
+start=$(date +%s)
+step() { printf '\n=== python: %s (%ss)\n' "$1" "$(( $(date +%s) - start ))"; }
+
+step "test requirements"
+if [ ! -x .venv/bin/python ]; then
+    python3 -m venv .venv
+    .venv/bin/python -m pip install --disable-pip-version-check -q -r testdata/gen/requirements.txt
+fi
+.venv/bin/python -m pip install --disable-pip-version-check -q -r python/requirements-test.txt
+
+step "fmt, clippy (python crate)"
+cargo fmt --check -p zarrow-python
+cargo clippy -p zarrow-python --all-targets -- -D warnings
+
+step "build and install (maturin, release)"
+# No build isolation: maturin comes pinned from requirements-test.txt; pip runs it
+# as the PEP 517 backend exactly as `pip install ./python` does.
+.venv/bin/python -m pip install --disable-pip-version-check -q --no-build-isolation --force-reinstall --no-deps ./python
+
+step "pytest"
+.venv/bin/python -m pytest python/tests -q
+
+step "done"

@@ -1,0 +1,344 @@
+//! `zarrow._zarrow`: the Python package's native module, a thin layer over the
+//! zarrow crate. `zarrow/__init__.py` wraps it with the documented signatures.
+//!
+//! Every function releases the GIL while zarrow opens, reads, decodes or writes;
+//! record batches cross as the Arrow C stream (see `stream.rs`), never copied.
+
+mod errors;
+mod stream;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use arrow_array::{RecordBatchIterator, RecordBatchReader};
+use arrow_pyarrow::FromPyArrow;
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use zarrow::convert::{ConvertOptions, Observer, Written, write_store};
+use zarrow::export::parse_parquet_compression;
+use zarrow::read::{TableOptions, describe_node, open_table};
+use zarrow::store::{UrlOptions, location_name, open_consolidated};
+use zarrow::write::{Compressor, Encoding, Layout, NullPolicy, WriteOptions, write_batches};
+use zarrow::{ReadOptions, StringType};
+
+use errors::{to_py, zarrow_error};
+use stream::{Interruptible, Reader};
+
+fn url_options(anonymous: bool) -> UrlOptions {
+    let mut options = UrlOptions::default();
+    options.anonymous = anonymous;
+    options
+}
+
+fn read_options(string_type: Option<&str>, decode_cf: bool) -> PyResult<ReadOptions> {
+    let options = ReadOptions::default().with_decode_cf(decode_cf);
+    match string_type {
+        None => Ok(options),
+        Some(name) => StringType::parse(name)
+            .map(|t| options.with_string_type(t))
+            .ok_or_else(|| {
+                zarrow_error(&format!(
+                    "unknown string_type {name:?} (utf8, large-utf8, utf8-view)"
+                ))
+            }),
+    }
+}
+
+/// Open the node at `path` (a directory or URL) as a stream of record batches.
+#[pyfunction]
+#[pyo3(signature = (path, columns, rows, limit, string_type, batch_size, long, decode_cf, anonymous))]
+#[allow(clippy::too_many_arguments)]
+fn read(
+    py: Python<'_>,
+    path: PathBuf,
+    columns: Option<Vec<String>>,
+    rows: Option<(u64, u64)>,
+    limit: Option<u64>,
+    string_type: Option<&str>,
+    batch_size: Option<usize>,
+    long: bool,
+    decode_cf: bool,
+    anonymous: bool,
+) -> PyResult<Reader> {
+    let options = read_options(string_type, decode_cf)?;
+    let mut table = TableOptions::default().with_long(long);
+    if let Some(columns) = columns {
+        table = table.with_columns(columns);
+    }
+    if let Some((start, end)) = rows {
+        if start > end {
+            return Err(zarrow_error(&format!(
+                "rows ({start}, {end}): the start is after the end"
+            )));
+        }
+        table = table.with_rows(start..end);
+    }
+    if let Some(limit) = limit {
+        table = table.with_limit(limit);
+    }
+    if let Some(rows) = batch_size {
+        if rows == 0 {
+            return Err(zarrow_error("batch_size must be at least 1"));
+        }
+        table = table.with_batch_size(rows);
+    }
+    let reader = py
+        .detach(|| {
+            let store = open_consolidated(&path, &url_options(anonymous))?;
+            open_table(store, &location_name(&path), options, &table)
+        })
+        .map_err(to_py)?;
+    let skipped = reader.skipped().iter().map(ToString::to_string).collect();
+    let total_rows = reader.total_rows();
+    Ok(Reader::new(reader.into_inner(), total_rows, skipped))
+}
+
+/// The node at `path` described, as JSON.
+#[pyfunction]
+#[pyo3(signature = (path, string_type, anonymous))]
+fn info(
+    py: Python<'_>,
+    path: PathBuf,
+    string_type: Option<&str>,
+    anonymous: bool,
+) -> PyResult<String> {
+    let options = read_options(string_type, true)?;
+    let info = py
+        .detach(|| {
+            let store = open_consolidated(&path, &url_options(anonymous))?;
+            describe_node(store, &location_name(&path), options)
+        })
+        .map_err(to_py)?;
+    serde_json::to_string(&info).map_err(|e| zarrow_error(&e.to_string()))
+}
+
+/// The record batches of `data`: an object with `__arrow_c_stream__` (a table, a
+/// reader, a DataFrame) or `__arrow_c_array__` (a record batch).
+fn batches(data: &Bound<'_, PyAny>) -> PyResult<Box<dyn RecordBatchReader + Send>> {
+    if data.hasattr("__arrow_c_stream__")? {
+        let reader = arrow_array::ffi_stream::ArrowArrayStreamReader::from_pyarrow_bound(data)?;
+        return Ok(Box::new(reader));
+    }
+    if data.hasattr("__arrow_c_array__")? {
+        let batch = arrow_array::RecordBatch::from_pyarrow_bound(data)?;
+        let schema = batch.schema();
+        return Ok(Box::new(RecordBatchIterator::new([Ok(batch)], schema)));
+    }
+    Err(PyTypeError::new_err(format!(
+        "zarrow.write takes an object with __arrow_c_stream__ or __arrow_c_array__ (a pyarrow Table or RecordBatch, a Polars DataFrame, a zarrow.Reader...), not {}",
+        data.get_type().name()?
+    )))
+}
+
+/// Parse a name into one of zarrow's option values.
+fn parse<T>(
+    what: &str,
+    value: &str,
+    allowed: &str,
+    parse: impl Fn(&str) -> Option<T>,
+) -> PyResult<T> {
+    parse(value).ok_or_else(|| zarrow_error(&format!("unknown {what} {value:?} ({allowed})")))
+}
+
+/// Write `data` as a Zarr group at `path` (a directory or URL); the rows written.
+#[pyfunction]
+#[pyo3(signature = (data, path, zarr_format, encoding, compressor, level, chunk_len, shard_len, nulls, layout, overwrite, anonymous))]
+#[allow(clippy::too_many_arguments)]
+fn write(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    path: PathBuf,
+    zarr_format: u8,
+    encoding: &str,
+    compressor: &str,
+    level: Option<i32>,
+    chunk_len: Option<usize>,
+    shard_len: Option<usize>,
+    nulls: &str,
+    layout: &str,
+    overwrite: bool,
+    anonymous: bool,
+) -> PyResult<u64> {
+    let nulls = parse("nulls", nulls, "error, fill", |s| match s {
+        "error" => Some(NullPolicy::Error),
+        "fill" => Some(NullPolicy::Fill),
+        _ => None,
+    })?;
+    let mut options = WriteOptions::default()
+        .with_zarr_format(zarr_format)
+        .with_encoding(parse(
+            "encoding",
+            encoding,
+            "default, zarrs-vlen, zep0007",
+            Encoding::parse,
+        )?)
+        .with_compressor(parse(
+            "compressor",
+            compressor,
+            "zstd, gzip, blosc, none",
+            Compressor::parse,
+        )?)
+        .with_nulls(nulls)
+        .with_layout(parse("layout", layout, "plain, anndata", Layout::parse)?);
+    if let Some(level) = level {
+        options = options.with_level(level);
+    }
+    if let Some(len) = chunk_len {
+        options = options.with_chunk_len(len);
+    }
+    if let Some(len) = shard_len {
+        options = options.with_shard_len(len);
+    }
+    let raised = Arc::new(Mutex::new(None));
+    let reader = Interruptible::driven(batches(data)?, raised.clone());
+    let url = url_options(anonymous);
+    // As `zarrow convert` writes: a directory whole or not at all (an existing
+    // one replaced only with `overwrite`, and only if it is a Zarr store).
+    let written = py.detach(|| {
+        write_store(&path, overwrite, &url, |store| {
+            write_batches(reader, store, "", options)
+        })
+    });
+    // An interrupt (Ctrl-C) while the input was read: raised as itself.
+    if let Some(err) = take(&raised) {
+        return Err(err);
+    }
+    written.map_err(to_py)
+}
+
+fn take(raised: &Mutex<Option<PyErr>>) -> Option<PyErr> {
+    raised.lock().unwrap_or_else(PoisonError::into_inner).take()
+}
+
+/// What `convert` observes: batches checked for interrupts, notes kept.
+struct Observed {
+    raised: Arc<Mutex<Option<PyErr>>>,
+    notes: Mutex<Vec<String>>,
+}
+
+impl Observer for Observed {
+    fn reader(
+        &self,
+        reader: Box<dyn RecordBatchReader + Send>,
+        _total: Option<u64>,
+    ) -> Box<dyn RecordBatchReader + Send> {
+        Box::new(Interruptible::driven(reader, self.raised.clone()))
+    }
+
+    fn note(&self, message: &str) {
+        self.notes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(message.to_string());
+    }
+}
+
+/// The `convert` options given by name, as `zarrow convert`'s flags without the
+/// dashes.
+fn convert_options(options: &Bound<'_, PyDict>) -> PyResult<ConvertOptions> {
+    let mut out = ConvertOptions::default();
+    for (key, value) in options.iter() {
+        let key: String = key.extract()?;
+        let bad = |e: PyErr| {
+            let err = PyTypeError::new_err(format!("convert option {key}: {e}"));
+            err.set_cause(value.py(), Some(e));
+            err
+        };
+        match key.as_str() {
+            "overwrite" => out.overwrite = value.extract().map_err(bad)?,
+            "anonymous" => out.url.anonymous = value.extract().map_err(bad)?,
+            "string_type" => {
+                let name: Option<String> = value.extract().map_err(bad)?;
+                out.string_type = match name {
+                    None => None,
+                    Some(name) => Some(StringType::parse(&name).ok_or_else(|| {
+                        zarrow_error(&format!(
+                            "unknown string_type {name:?} (utf8, large-utf8, utf8-view)"
+                        ))
+                    })?),
+                };
+            }
+            "max_rows" => out.max_rows = value.extract().map_err(bad)?,
+            "max_bytes" => out.max_bytes = value.extract().map_err(bad)?,
+            "max_chunk_bytes" => out.max_chunk_bytes = value.extract().map_err(bad)?,
+            "compression" => {
+                let name: String = value.extract().map_err(bad)?;
+                out.compression = parse_parquet_compression(&name).map_err(to_py)?;
+            }
+            "columns" => out.columns = value.extract().map_err(bad)?,
+            "rows" => {
+                let rows: Option<(u64, u64)> = value.extract().map_err(bad)?;
+                out.rows = match rows {
+                    Some((start, end)) if start > end => {
+                        return Err(zarrow_error(&format!(
+                            "rows ({start}, {end}): the start is after the end"
+                        )));
+                    }
+                    Some((start, end)) => Some(start..end),
+                    None => None,
+                };
+            }
+            "limit" => out.limit = value.extract().map_err(bad)?,
+            "decode_cf" => out.decode_cf = value.extract().map_err(bad)?,
+            "long" => out.long = value.extract().map_err(bad)?,
+            "zarr_format" => out.zarr_format = value.extract().map_err(bad)?,
+            "encoding" => out.encoding = value.extract().map_err(bad)?,
+            "compressor" => out.compressor = value.extract().map_err(bad)?,
+            "level" => out.level = value.extract().map_err(bad)?,
+            "chunk_len" => out.chunk_len = value.extract().map_err(bad)?,
+            "shard_len" => out.shard_len = value.extract().map_err(bad)?,
+            "chunk_shape" => out.chunk_shape = value.extract().map_err(bad)?,
+            "shard_shape" => out.shard_shape = value.extract().map_err(bad)?,
+            "nulls" => out.nulls = value.extract().map_err(bad)?,
+            "layout" => out.layout = value.extract().map_err(bad)?,
+            _ => {
+                return Err(PyTypeError::new_err(format!(
+                    "convert() got an unexpected option {key:?}"
+                )));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Convert `src` to `dst` as `zarrow convert` does; returns (what was written:
+/// "rows" or "arrays", how many, the notes).
+#[pyfunction]
+fn convert(
+    py: Python<'_>,
+    src: PathBuf,
+    dst: PathBuf,
+    options: &Bound<'_, PyDict>,
+) -> PyResult<(&'static str, u64, Vec<String>)> {
+    let options = convert_options(options)?;
+    let observed = Observed {
+        raised: Arc::new(Mutex::new(None)),
+        notes: Mutex::new(Vec::new()),
+    };
+    let written = py.detach(|| zarrow::convert::convert(&src, &dst, &options, &observed));
+    if let Some(err) = take(&observed.raised) {
+        return Err(err);
+    }
+    let notes = observed
+        .notes
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner);
+    match written.map_err(to_py)? {
+        Written::Rows(n) => Ok(("rows", n, notes)),
+        Written::Arrays(n) => Ok(("arrays", n as u64, notes)),
+        other => Err(zarrow_error(&format!("wrote {other}"))),
+    }
+}
+
+#[pymodule]
+#[pyo3(name = "_zarrow")]
+fn zarrow_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    stream::init_main_thread(m.py())?;
+    m.add_class::<Reader>()?;
+    m.add_function(wrap_pyfunction!(read, m)?)?;
+    m.add_function(wrap_pyfunction!(info, m)?)?;
+    m.add_function(wrap_pyfunction!(write, m)?)?;
+    m.add_function(wrap_pyfunction!(convert, m)?)?;
+    Ok(())
+}

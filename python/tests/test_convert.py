@@ -1,0 +1,63 @@
+"""zarrow.convert runs `zarrow convert`'s own code: Zarr to Parquet / IPC and back,
+checked with zarr-python and pyarrow."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import zarr
+
+import zarrow
+from conftest import STORES
+
+OBS = STORES / "obs.zarr"
+
+
+def zarr_obs() -> dict[str, list]:
+    group = zarr.open_group(str(OBS), mode="r")
+    return {name: np.asarray(arr[:]).tolist() for name, arr in group.arrays() if arr.ndim == 1}
+
+
+def test_zarr_to_parquet_and_back(tmp_path):
+    want = zarr_obs()
+    with pytest.warns(zarrow.ZarrowWarning, match="X_umap"):
+        got = zarrow.convert(OBS, tmp_path / "obs.parquet", compression="zstd(3)")
+    assert got == {"rows": len(want["cell_type"])}
+    table = pq.read_table(tmp_path / "obs.parquet")
+    for name, values in want.items():
+        assert table.column(name).to_pylist() == values, name
+    # ... and the Parquet file back to Zarr v2, read by zarr-python.
+    got = zarrow.convert(tmp_path / "obs.parquet", tmp_path / "back.zarr", zarr_format=2, chunk_len=100)
+    assert got == {"rows": len(want["cell_type"])}
+    back = zarr.open_group(str(tmp_path / "back.zarr"), mode="r")
+    assert back.metadata.zarr_format == 2
+    for name, values in want.items():
+        assert np.asarray(back[name][:]).tolist() == values, name
+
+
+def test_selection_and_string_type(tmp_path):
+    want = zarr_obs()
+    zarrow.convert(OBS, tmp_path / "part.arrow", columns=["cell_type"], rows=(10, 20),
+                   string_type="utf8-view")
+    with pa.OSFile(str(tmp_path / "part.arrow"), "rb") as f:
+        table = pa.ipc.open_file(f).read_all()
+    assert table.column_names == ["cell_type"]
+    assert table.column(0).type == pa.string_view()
+    assert table.column(0).to_pylist() == want["cell_type"][10:20]
+
+
+def test_existing_output_and_bad_options(tmp_path):
+    out = tmp_path / "obs.parquet"
+    zarrow.convert(OBS, out, columns=["n_genes"])
+    with pytest.raises(zarrow.ZarrowError, match="exists"):
+        zarrow.convert(OBS, out, columns=["n_genes"])
+    zarrow.convert(OBS, out, columns=["n_genes"], overwrite=True)
+    with pytest.raises(TypeError, match="unexpected option"):
+        zarrow.convert(OBS, out, overwite=True)
+    with pytest.raises(zarrow.ZarrowError, match="output format"):
+        zarrow.convert(OBS, tmp_path / "obs.txt")
+    with pytest.raises(zarrow.ZarrowError, match="compressor"):
+        zarrow.convert(out, tmp_path / "x.zarr", compressor="brotli")
+    assert not (tmp_path / "x.zarr").exists()  # nothing partial left behind

@@ -1,0 +1,207 @@
+"""Zarr arrays and groups to and from Apache Arrow.
+
+>>> import zarrow, pyarrow as pa, polars as pl
+>>> t = pa.table(zarrow.read("atlas.zarr/obs", columns=["cell_type"], rows=(0, 1_000_000)))
+>>> df = pl.DataFrame(zarrow.read("atlas.zarr/obs"))
+>>> zarrow.write(t, "out.zarr", encoding="zarrs-vlen")
+
+``read`` returns a :class:`Reader`, a stream of record batches in the Arrow
+PyCapsule protocol (``__arrow_c_stream__``): pyarrow, Polars, DuckDB and any other
+consumer take it, batch by batch, and the buffers zarrow decodes are handed over,
+not copied. ``write`` takes anything with ``__arrow_c_stream__`` or
+``__arrow_c_array__``. The GIL is released while zarrow reads, decodes and writes;
+Ctrl-C stops a long read between batches.
+
+Errors raise :class:`ZarrowError` (a ``ValueError``) with zarrow's message, or for
+I/O failures :class:`ZarrowIOError` (a ``ZarrowError`` and an ``OSError``).
+
+``zarrow.sql`` (DataFusion over Zarr tables) is not in this package yet.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from typing import Any, Iterable, Optional, Sequence, Tuple, Union
+
+
+class ZarrowError(ValueError):
+    """zarrow refused the input or an argument: a corrupt or unsupported store, a
+    value that does not fit, an unknown option. The message is zarrow's."""
+
+
+class ZarrowIOError(ZarrowError, OSError):
+    """An I/O failure: a file, directory or object store request that failed, an
+    output that could not be written. Catch it as ``ZarrowError`` or ``OSError``."""
+
+
+class ZarrowWarning(UserWarning):
+    """Something zarrow did not carry over or changed, named rather than dropped in
+    silence: a child of a group that is not a column, Parquet's re-encoding of
+    dictionaries."""
+
+
+from ._zarrow import Reader  # noqa: E402
+from . import _zarrow  # noqa: E402
+
+__all__ = ["Reader", "ZarrowError", "ZarrowIOError", "ZarrowWarning", "convert", "info", "read", "write"]
+__version__ = "0.1.0"
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _rows(rows: Any) -> Optional[Tuple[int, int]]:
+    if rows is None:
+        return None
+    if isinstance(rows, range):
+        if rows.step != 1:
+            raise ZarrowError(f"rows {rows!r}: only a contiguous range (step 1) is read")
+        return (rows.start, rows.stop)
+    if isinstance(rows, slice):
+        if rows.step not in (None, 1) or rows.start is None or rows.stop is None:
+            raise ZarrowError(f"rows {rows!r}: give a slice with a start and a stop, step 1")
+        return (rows.start, rows.stop)
+    start, end = rows
+    return (int(start), int(end))
+
+
+def _columns(columns: Optional[Iterable[str]]) -> Optional[list]:
+    if columns is None:
+        return None
+    if isinstance(columns, str):
+        return [columns]
+    return list(columns)
+
+
+def read(
+    path_or_url: PathLike,
+    columns: Optional[Sequence[str]] = None,
+    rows: Union[Tuple[int, int], range, slice, None] = None,
+    string_type: Optional[str] = None,
+    batch_size: Optional[int] = None,
+    *,
+    limit: Optional[int] = None,
+    long: bool = False,
+    decode_cf: bool = True,
+    anonymous: bool = False,
+) -> Reader:
+    """Read a Zarr group (one column per 1-D array) or array as a stream of record
+    batches.
+
+    path_or_url: a directory or a URL (s3://, gs://, az://, abfs://, http(s)://;
+        credentials, region and endpoint from the environment).
+    columns: of a group, these columns in this order (default: every 1-D array).
+    rows: only rows ``(start, end)`` (or ``range(start, end)``): only the chunks
+        they lie in are read.
+    string_type: the Arrow layout of strings and bytes: "utf8", "large-utf8" or
+        "utf8-view" (default: as zarrow's writer recorded it, else utf8).
+    batch_size: rows per batch (default: the chunk length, at most 65536).
+    limit: at most this many rows (after ``rows``).
+    long: read a gridded dataset (xarray's N-d variables) as a long table, one
+        row per grid point, like ``Dataset.to_dataframe()``.
+    decode_cf: decode CF attributes (scale_factor, add_offset, _FillValue, time
+        units) into the values xarray gives.
+    anonymous: do not sign object store requests (a public bucket).
+
+    The reader is consumed once: ``pa.table(r)``, ``pl.DataFrame(r)``,
+    ``duckdb.from_arrow(r)``, or ``for batch in r``. Children of a group that are
+    not columns are named in ``r.skipped`` and in a ``ZarrowWarning``.
+    """
+    reader = _zarrow.read(
+        os.fspath(path_or_url),
+        _columns(columns),
+        _rows(rows),
+        limit,
+        string_type,
+        batch_size,
+        long,
+        decode_cf,
+        anonymous,
+    )
+    for skipped in reader.skipped:
+        warnings.warn(f"not read: {skipped}", ZarrowWarning, stacklevel=2)
+    return reader
+
+
+def info(path: PathLike, string_type: Optional[str] = None, *, anonymous: bool = False) -> dict:
+    """Describe a Zarr array or group, in Zarr and in Arrow terms.
+
+    An array: ``{"node": "array", "zarr_format", "shape", "chunk_shape",
+    "data_type", "fill_value", "chunk_key_encoding", "codecs", "arrow_type",
+    "chunks", "chunks_present", "attributes"}``. A group: ``{"node": "group",
+    "zarr_format", "anndata", "attributes", "children": [{"name", "node", ...}],
+    "columns": [{"name", "arrow_type", "rows"}], "not_columns": [reason, ...]}``.
+    """
+    return json.loads(_zarrow.info(os.fspath(path), string_type, anonymous))
+
+
+def write(
+    data: Any,
+    path: PathLike,
+    zarr_format: int = 3,
+    encoding: str = "default",
+    compressor: str = "zstd",
+    chunk_len: Optional[int] = None,
+    nulls: str = "error",
+    overwrite: bool = False,
+    *,
+    level: Optional[int] = None,
+    shard_len: Optional[int] = None,
+    layout: str = "plain",
+    anonymous: bool = False,
+) -> int:
+    """Write a table as a Zarr group, one 1-D array per column; returns the rows
+    written.
+
+    data: anything with ``__arrow_c_stream__`` (a pyarrow Table or
+        RecordBatchReader, a Polars DataFrame, a zarrow Reader...) or
+        ``__arrow_c_array__`` (a pyarrow RecordBatch). Streams are written batch
+        by batch.
+    path: a directory or a URL.
+    zarr_format: 3 or 2.
+    encoding: strings and bytes as "default" (vlen-utf8 / vlen-bytes, as
+        zarr-python writes), "zarrs-vlen" or "zep0007" (experimental draft).
+    compressor: "zstd", "gzip", "blosc" or "none" (``level``: its level).
+    chunk_len: elements per chunk (default: about 4 MiB of values); with
+        ``shard_len``, per inner chunk of sharding_indexed shards (Zarr v3).
+    nulls: "error" refuses a column with nulls; "fill" writes each null as the
+        fill value ("" / 0 / NaN / false), so the nulls are lost.
+    overwrite: replace an existing Zarr node at ``path``.
+    layout: "plain" or "anndata" (an anndata dataframe).
+    """
+    return _zarrow.write(
+        data,
+        os.fspath(path),
+        zarr_format,
+        encoding,
+        compressor,
+        level,
+        chunk_len,
+        shard_len,
+        nulls,
+        layout,
+        overwrite,
+        anonymous,
+    )
+
+
+def convert(src: PathLike, dst: PathLike, **options: Any) -> dict:
+    """Convert as ``zarrow convert SRC DST`` does, with the same options, named as
+    its flags without the dashes (``zarr_format=2``, ``string_type="utf8-view"``,
+    ``rows=(0, 1000)``, ``compression="zstd(3)"``, ``overwrite=True``...).
+
+    SRC: a Zarr directory or URL, a .parquet / .arrow / .ipc / .feather / .arrows
+    file, or a linear-format .json / .csv; DST's extension picks the format (a
+    table file, .json / .csv, else a Zarr directory or URL). The output appears
+    whole or not at all. Returns ``{"rows": n}`` (or ``{"arrays": n}`` for a
+    linear-format output); notes (a child not converted) are ``ZarrowWarning``s.
+    """
+    if "rows" in options:
+        options["rows"] = _rows(options["rows"])
+    if "columns" in options:
+        options["columns"] = _columns(options["columns"])
+    what, n, notes = _zarrow.convert(os.fspath(src), os.fspath(dst), options)
+    for note in notes:
+        warnings.warn(note, ZarrowWarning, stacklevel=2)
+    return {what: n}

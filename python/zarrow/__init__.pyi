@@ -1,0 +1,90 @@
+import os
+from typing import Any, Iterator, Literal, Optional, Sequence, Tuple, TypedDict, Union
+
+__version__: str
+
+PathLike = Union[str, os.PathLike[str]]
+StringType = Literal["utf8", "large-utf8", "large_utf8", "utf8-view", "utf8_view"]
+Rows = Union[Tuple[int, int], range, slice]
+
+class ZarrowError(ValueError): ...
+class ZarrowIOError(ZarrowError, OSError): ...
+class ZarrowWarning(UserWarning): ...
+
+class Reader:
+    """A stream of record batches read from a Zarr array or group (Arrow PyCapsule
+    protocol); consumed once."""
+
+    def __arrow_c_stream__(self, requested_schema: Optional[object] = None) -> object: ...
+    def __arrow_c_schema__(self) -> object: ...
+    @property
+    def schema(self) -> Any:
+        """The schema, as a ``pyarrow.Schema`` (needs pyarrow)."""
+    @property
+    def total_rows(self) -> int: ...
+    @property
+    def skipped(self) -> list[str]:
+        """The children of the group that are not columns, each with the reason."""
+    def __iter__(self) -> Iterator[Any]: ...
+    def __next__(self) -> Any:
+        """The next batch, as a ``pyarrow.RecordBatch`` (needs pyarrow)."""
+
+class ArrayInfo(TypedDict):
+    node: Literal["array"]
+    zarr_format: int
+    shape: list[int]
+    chunk_shape: list[int]
+    data_type: str
+    fill_value: str
+    chunk_key_encoding: str
+    codecs: str
+    arrow_type: str
+    chunks: int
+    chunks_present: int
+    attributes: dict[str, Any]
+
+class ColumnInfo(TypedDict):
+    name: str
+    arrow_type: str
+    rows: int
+
+class GroupInfo(TypedDict):
+    node: Literal["group"]
+    zarr_format: int
+    anndata: Optional[str]
+    attributes: dict[str, Any]
+    children: list[dict[str, Any]]
+    columns: list[ColumnInfo]
+    not_columns: list[str]
+
+def read(
+    path_or_url: PathLike,
+    columns: Optional[Sequence[str]] = None,
+    rows: Optional[Rows] = None,
+    string_type: Optional[StringType] = None,
+    batch_size: Optional[int] = None,
+    *,
+    limit: Optional[int] = None,
+    long: bool = False,
+    decode_cf: bool = True,
+    anonymous: bool = False,
+) -> Reader: ...
+def info(
+    path: PathLike, string_type: Optional[StringType] = None, *, anonymous: bool = False
+) -> Union[ArrayInfo, GroupInfo]: ...
+def write(
+    data: Any,
+    path: PathLike,
+    zarr_format: Literal[2, 3] = 3,
+    encoding: Literal["default", "zarrs-vlen", "zep0007"] = "default",
+    compressor: Literal["zstd", "gzip", "blosc", "none"] = "zstd",
+    chunk_len: Optional[int] = None,
+    nulls: Literal["error", "fill"] = "error",
+    overwrite: bool = False,
+    *,
+    level: Optional[int] = None,
+    shard_len: Optional[int] = None,
+    layout: Literal["plain", "anndata"] = "plain",
+    anonymous: bool = False,
+) -> int: ...
+def convert(src: PathLike, dst: PathLike, **options: Any) -> dict[str, int]: ...

@@ -1,0 +1,80 @@
+//! A Zarr store to `OUT.{parquet,arrow,arrows}`.
+
+use arrow_array::RecordBatchReader;
+
+use super::output::Partial;
+use super::{Job, Written, limits, open_store};
+use crate::error::{Error, Result};
+use crate::export::{ExportFormat, write_file};
+use crate::read::{TableOptions, open_table};
+use crate::store::location_name;
+
+pub(super) fn convert(args: &Job<'_>) -> Result<Written> {
+    let (src, dst) = (args.src, args.dst);
+    let format = ExportFormat::from_path(dst).ok_or_else(|| {
+        Error::InvalidArgument(format!(
+            "cannot tell the output format of {}: use .parquet, .arrow/.ipc/.feather (IPC file) or .arrows (IPC stream)",
+            dst.display()
+        ))
+    })?;
+    let store = open_store(src, args.mmap, &args.url)?;
+    let options = match args.string_type {
+        Some(t) => args.read_options().with_string_type(t),
+        None => args.read_options(),
+    };
+    let mut table = TableOptions::default().with_long(args.long);
+    if let Some(columns) = &args.columns {
+        table = table.with_columns(columns.clone());
+    }
+    if let Some(rows) = &args.rows {
+        table = table.with_rows(rows.clone());
+    }
+    if let Some(limit) = args.limit {
+        table = table.with_limit(limit);
+    }
+    let reader = open_table(store, &location_name(src), options, &table)?;
+    // Nothing is dropped in silence: name every child that is not a column.
+    for skipped in reader.skipped() {
+        args.observer.note(&format!("not converted: {skipped}"));
+    }
+    let total = reader.total_rows();
+    export(
+        args,
+        format,
+        args.observer.reader(Box::new(reader), Some(total)),
+        total,
+    )
+}
+
+/// Check the limits, then write `reader`'s `total` rows to the output atomically.
+fn export(
+    args: &Job<'_>,
+    format: ExportFormat,
+    reader: impl RecordBatchReader + Send + 'static,
+    total: u64,
+) -> Result<Written> {
+    let (src, dst) = (args.src, args.dst);
+    let columns = reader.schema();
+    limits::check(
+        &src.display().to_string(),
+        columns.fields().iter().map(|f| (total, f.data_type())),
+        args.max_rows,
+        args.max_bytes,
+    )?;
+    if format == ExportFormat::Parquet {
+        // Nothing changes in silence: arrow-rs' Parquet writer re-encodes
+        // dictionaries in order of appearance.
+        for field in columns.fields() {
+            if matches!(field.data_type(), arrow_schema::DataType::Dictionary(..)) {
+                args.observer.note(&format!(
+                    "{}: Parquet keeps the categories that occur, in order of appearance, not their stored order or unused ones (.arrow keeps them)",
+                    field.name()
+                ));
+            }
+        }
+    }
+    let (partial, file) = Partial::file(dst, args.overwrite)?;
+    let rows = write_file(reader, file, partial.path(), format, args.compression)?;
+    partial.commit()?;
+    Ok(Written::Rows(rows))
+}

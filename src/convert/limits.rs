@@ -1,0 +1,114 @@
+//! Bounds on what one conversion from Zarr may produce, checked before anything is
+//! read: a store's shape can promise far more rows than it stores (a missing chunk
+//! reads as the fill value), so a few bytes of metadata could otherwise make a
+//! conversion run for hours and fill the disk.
+
+use crate::error::{Error, Result};
+use arrow_schema::DataType;
+
+/// Default for `--max-rows`: the largest row count Arrow's 32-bit lengths and most
+/// tools handle without a second thought.
+pub const DEFAULT_MAX_ROWS: u64 = i32::MAX as u64;
+
+/// Default for `--max-bytes`: 64 GiB of Arrow data.
+pub const DEFAULT_MAX_BYTES: u64 = 64 << 30;
+
+/// The least Arrow memory one value of `data_type` takes, in bits: its width for
+/// numbers, one bit for a bool, one 32-bit offset for strings and bytes.
+fn min_bits(data_type: &DataType) -> u64 {
+    match data_type {
+        DataType::Boolean => 1,
+        other => other.primitive_width().map_or(32, |w| w as u64 * 8),
+    }
+}
+
+/// Refuse a conversion of `columns` (each: its row count and Arrow type) whose
+/// rows or estimated bytes exceed the bounds, naming what to raise.
+pub(crate) fn check<'a>(
+    what: &str,
+    columns: impl IntoIterator<Item = (u64, &'a DataType)>,
+    max_rows: u64,
+    max_bytes: u64,
+) -> Result<()> {
+    let (mut rows, mut bits) = (0u64, 0u128);
+    for (n, data_type) in columns {
+        rows = rows.max(n);
+        bits += u128::from(n) * u128::from(min_bits(data_type));
+    }
+    if rows > max_rows {
+        return Err(Error::InvalidArgument(format!(
+            "{what} has {rows} rows, over the limit of {max_rows} (its shape may promise more than it stores: missing chunks read as the fill value); pass --max-rows {rows} to convert it anyway"
+        )));
+    }
+    let bytes = bits.div_ceil(8);
+    if bytes > u128::from(max_bytes) {
+        return Err(Error::InvalidArgument(format!(
+            "{what} would give at least {bytes} bytes of Arrow data, over the limit of {max_bytes}; pass --max-bytes {bytes} to convert it anyway"
+        )));
+    }
+    Ok(())
+}
+
+/// A byte count: a number with an optional binary suffix (K, M, G, T, with or
+/// without `iB`/`B`).
+pub fn parse_size(text: &str) -> std::result::Result<u64, String> {
+    let t = text.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (number, suffix) = t.split_at(digits);
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a byte count (such as 500000000, 512M or 64GiB)"))?;
+    let shift = match suffix
+        .trim()
+        .to_ascii_uppercase()
+        .trim_end_matches("IB")
+        .trim_end_matches('B')
+    {
+        "" => 0,
+        "K" => 10,
+        "M" => 20,
+        "G" => 30,
+        "T" => 40,
+        _ => return Err(format!("{text:?}: unknown unit {suffix:?} (K, M, G or T)")),
+    };
+    number
+        .checked_mul(1 << shift)
+        .ok_or_else(|| format!("{text:?} is more than 2^64 bytes"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("123"), Ok(123));
+        assert_eq!(parse_size("64GiB"), Ok(64 << 30));
+        assert_eq!(parse_size("512M"), Ok(512 << 20));
+        assert_eq!(parse_size("2kb"), Ok(2048));
+        assert!(parse_size("12X").is_err());
+        assert!(parse_size("G").is_err());
+        assert!(parse_size("99999999999T").is_err());
+    }
+
+    #[test]
+    fn bounds() {
+        let f64 = DataType::Float64;
+        let utf8 = DataType::Utf8;
+        assert!(check("a", [(10, &f64), (10, &utf8)], 10, 120).is_ok());
+        let rows = check("a", [(11, &f64)], 10, u64::MAX)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            rows.contains("11 rows") && rows.contains("--max-rows 11"),
+            "{rows}"
+        );
+        // 10 float64 (80 bytes) + 10 string offsets (40 bytes) = 120 bytes.
+        let bytes = check("a", [(10, &f64), (10, &utf8)], 10, 119)
+            .unwrap_err()
+            .to_string();
+        assert!(bytes.contains("--max-bytes 120"), "{bytes}");
+        // Bools are bit-packed.
+        assert!(check("a", [(16, &DataType::Boolean)], 16, 2).is_ok());
+    }
+}

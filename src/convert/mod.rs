@@ -1,0 +1,304 @@
+//! `zarrow convert` as a library function: the command line and the Python
+//! package's `zarrow.convert` run this one implementation.
+//!
+//! - a Zarr store (directory or URL) to a table file: `.parquet`; `.arrow`, `.ipc`,
+//!   `.feather` (IPC file); `.arrows` (IPC stream) (`from_zarr.rs`);
+//! - a table file to a Zarr group, one 1-D array per column (`to_zarr.rs`);
+//! - the stdlib linear exchange format: a Zarr array to `.json`, a group (or an
+//!   array) to `.csv`, and back (`linear.rs`).
+//!
+//! Outputs appear whole or not at all (`output.rs`); conversions from Zarr are
+//! bounded before anything is read (`limits.rs`).
+//!
+//! Needs the `cli` feature (its atomic directory replacement uses `rustix`).
+
+mod from_zarr;
+pub mod limits;
+mod linear;
+pub mod output;
+mod to_zarr;
+
+use std::ops::{Deref, Range};
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::RecordBatchReader;
+use parquet::basic::Compression;
+
+use crate::error::{Error, Result};
+use crate::export::parse_parquet_compression;
+use crate::read::DEFAULT_MAX_CHUNK_BYTES;
+use crate::store::{Consolidated, LocalStore, Store, UrlOptions, is_url, open_location};
+use crate::{ReadOptions, StringType};
+
+/// The options of one conversion: the `zarrow convert` flags, each named as its
+/// flag without the dashes. Options of the other direction are refused where they
+/// would be ignored.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ConvertOptions {
+    /// How a store named by URL is opened.
+    pub url: UrlOptions,
+    /// Replace the output if it exists (a Zarr output only if it is a Zarr store).
+    pub overwrite: bool,
+    /// Memory-map local chunk files (see [`with_mmap`](Self::with_mmap)).
+    mmap: bool,
+    /// [to a table] The Arrow layout of strings and bytes (default: as zarrow's
+    /// writer recorded it, else utf8).
+    pub string_type: Option<StringType>,
+    /// [from Zarr] Refuse an input of more rows.
+    pub max_rows: u64,
+    /// [from Zarr] Refuse an input whose Arrow data would exceed this many bytes.
+    pub max_bytes: u64,
+    /// [from Zarr] Refuse a chunk that decodes to more bytes.
+    pub max_chunk_bytes: u64,
+    /// [to a table] Parquet compression.
+    pub compression: Compression,
+    /// [to a table] Of a group, these columns.
+    pub columns: Option<Vec<String>>,
+    /// [to a table] Only these rows (of 1-D arrays).
+    pub rows: Option<Range<u64>>,
+    /// [to a table] At most this many rows (after `rows`).
+    pub limit: Option<u64>,
+    /// [to a table] Decode CF attributes into the values xarray gives.
+    pub decode_cf: bool,
+    /// [to a table] Read a gridded dataset as a long table.
+    pub long: bool,
+    /// [to Zarr] 3 or 2.
+    pub zarr_format: u8,
+    /// [to Zarr] `default`, `zarrs-vlen` or `zep0007`.
+    pub encoding: String,
+    /// [to Zarr] `zstd`, `gzip`, `blosc` or `none`.
+    pub compressor: String,
+    /// [to Zarr] The compressor's level.
+    pub level: Option<i32>,
+    /// [to Zarr] Elements per chunk (per inner chunk with `shard_len`).
+    pub chunk_len: Option<usize>,
+    /// [to Zarr] Elements per shard of 1-D arrays.
+    pub shard_len: Option<usize>,
+    /// [to Zarr] Chunk shape of N-d arrays (linear-format input).
+    pub chunk_shape: Option<Vec<u64>>,
+    /// [to Zarr] Shard shape of N-d arrays.
+    pub shard_shape: Option<Vec<u64>>,
+    /// [to Zarr] `error` or `fill`.
+    pub nulls: String,
+    /// [to Zarr] `plain` or `anndata`.
+    pub layout: String,
+}
+
+impl Default for ConvertOptions {
+    fn default() -> Self {
+        Self {
+            url: UrlOptions::default(),
+            overwrite: false,
+            mmap: false,
+            string_type: None,
+            max_rows: limits::DEFAULT_MAX_ROWS,
+            max_bytes: limits::DEFAULT_MAX_BYTES,
+            max_chunk_bytes: DEFAULT_MAX_CHUNK_BYTES as u64,
+            compression: parse_parquet_compression(crate::export::DEFAULT_PARQUET_COMPRESSION)
+                .unwrap_or(Compression::UNCOMPRESSED),
+            columns: None,
+            rows: None,
+            limit: None,
+            decode_cf: true,
+            long: false,
+            zarr_format: 3,
+            encoding: "default".into(),
+            compressor: "zstd".into(),
+            level: None,
+            chunk_len: None,
+            shard_len: None,
+            chunk_shape: None,
+            shard_shape: None,
+            nulls: "error".into(),
+            layout: "plain".into(),
+        }
+    }
+}
+
+impl ConvertOptions {
+    /// Memory-map the chunk files of a local Zarr input instead of reading them:
+    /// uncompressed zarrs.vlen and ZEP0007 chunks then become Arrow arrays with no
+    /// copy.
+    ///
+    /// # Safety
+    /// No file of the input store may be truncated or modified in place while the
+    /// conversion runs or while a buffer read from it is alive (a truncated file
+    /// ends the process with SIGBUS; a rewritten one changes values already
+    /// checked).
+    pub unsafe fn with_mmap(mut self, mmap: bool) -> Self {
+        self.mmap = mmap;
+        self
+    }
+
+    /// How Zarr input is read, before any `string_type`.
+    fn read_options(&self) -> ReadOptions {
+        // A bound past the address space is no bound (only on 32-bit targets).
+        let max_chunk_bytes = usize::try_from(self.max_chunk_bytes).unwrap_or(usize::MAX);
+        ReadOptions::default()
+            .with_max_chunk_bytes(max_chunk_bytes)
+            .with_decode_cf(self.decode_cf)
+    }
+}
+
+/// What a conversion reports as it goes; the defaults do nothing.
+pub trait Observer {
+    /// Wrap the reader of the batches being converted (`total`: its rows, when
+    /// known), e.g. with a progress bar or a check for interrupts.
+    fn reader(
+        &self,
+        reader: Box<dyn RecordBatchReader + Send>,
+        total: Option<u64>,
+    ) -> Box<dyn RecordBatchReader + Send> {
+        let _ = total;
+        reader
+    }
+
+    /// Something the user should know: a child that is not converted, a change
+    /// the output format makes.
+    fn note(&self, message: &str) {
+        let _ = message;
+    }
+}
+
+/// An [`Observer`] that observes nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Quiet;
+
+impl Observer for Quiet {}
+
+/// What a conversion wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Written {
+    /// Rows of a table (or of the 1-D arrays of a Zarr group).
+    Rows(u64),
+    /// Whole arrays (linear format output).
+    Arrays(usize),
+}
+
+impl std::fmt::Display for Written {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Rows(n) => write!(f, "{n} rows"),
+            Self::Arrays(n) => write!(f, "{n} array(s)"),
+        }
+    }
+}
+
+/// One conversion's input, output, options and observer.
+struct Job<'a> {
+    src: &'a Path,
+    dst: &'a Path,
+    options: &'a ConvertOptions,
+    observer: &'a dyn Observer,
+}
+
+impl Deref for Job<'_> {
+    type Target = ConvertOptions;
+
+    fn deref(&self) -> &ConvertOptions {
+        self.options
+    }
+}
+
+/// Convert `src` to `dst` (the format of each told by what it is and its
+/// extension; see the module docs), writing `dst` whole or not at all.
+///
+/// # Errors
+/// An input or output zarrow cannot tell the format of, options that do not apply,
+/// an existing `dst` without `overwrite`, the limits, and every read and write
+/// error.
+pub fn convert(
+    src: &Path,
+    dst: &Path,
+    options: &ConvertOptions,
+    observer: &dyn Observer,
+) -> Result<Written> {
+    let args = Job {
+        src,
+        dst,
+        options,
+        observer,
+    };
+    if is_url_path(src) {
+        return match linear::kind(dst) {
+            Some(kind) => linear::export(&args, kind),
+            None => from_zarr::convert(&args),
+        };
+    }
+    if !src.exists() {
+        return Err(Error::InvalidArgument(format!(
+            "{} does not exist",
+            src.display()
+        )));
+    }
+    if src.is_dir() {
+        match linear::kind(dst) {
+            Some(kind) => linear::export(&args, kind),
+            None => from_zarr::convert(&args),
+        }
+    } else if let Some(kind) = linear::kind(src) {
+        linear::import(&args, kind)
+    } else if to_zarr::is_table_file(src) {
+        to_zarr::convert(&args)
+    } else {
+        Err(Error::InvalidArgument(format!(
+            "{} is neither a Zarr directory nor a .parquet / .arrow / .ipc / .feather / .arrows / .json / .csv file",
+            src.display()
+        )))
+    }
+}
+
+/// Write a Zarr node at `dst` (a directory or URL) through `write`, as `convert`
+/// writes its Zarr outputs: a directory whole or not at all; a URL with every
+/// node's metadata after its chunks, and every key removed again if `write`
+/// fails. An existing `dst` needs `overwrite` and must be a Zarr store.
+///
+/// # Errors
+/// An existing `dst` without `overwrite`, or not a Zarr store; `write`'s errors.
+pub fn write_store(
+    dst: &Path,
+    overwrite: bool,
+    url: &UrlOptions,
+    write: impl FnOnce(Arc<dyn Store>) -> Result<u64>,
+) -> Result<u64> {
+    to_zarr::write_store(dst, overwrite, url, write)
+}
+
+/// Whether `path` is a URL opened through `object_store`.
+fn is_url_path(path: &Path) -> bool {
+    path.to_str().is_some_and(is_url)
+}
+
+/// The Zarr store at `path`, read through its consolidated metadata when it has
+/// some, as zarr-python does.
+fn open_store(path: &Path, mmap: bool, url: &UrlOptions) -> Result<Arc<dyn Store>> {
+    Consolidated::open(open_plain_store(path, mmap, url)?)
+}
+
+/// The Zarr store at `path`: a URL through `object_store`, else a directory,
+/// memory-mapped if `mmap`.
+fn open_plain_store(path: &Path, mmap: bool, url: &UrlOptions) -> Result<Arc<dyn Store>> {
+    if !mmap {
+        return open_location(path, url);
+    }
+    if is_url_path(path) {
+        return Err(Error::InvalidArgument(
+            "--mmap applies to local stores only".into(),
+        ));
+    }
+    if !path.is_dir() {
+        return Err(Error::InvalidArgument(format!(
+            "{} is not a Zarr array or group directory",
+            path.display()
+        )));
+    }
+    // SAFETY: `new_memory_mapped` requires that no file under `path` be truncated
+    // or modified in place while a buffer read from it is alive. `mmap` is set
+    // only through the unsafe `ConvertOptions::with_mmap`, whose caller promised
+    // exactly that; zarrow itself writes its output by rename, which leaves
+    // existing mappings intact, even were the output inside the store.
+    Ok(Arc::new(unsafe { LocalStore::new_memory_mapped(path) }))
+}

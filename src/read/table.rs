@@ -1,0 +1,220 @@
+//! A node read as one table, whatever it is: the reader behind `zarrow convert
+//! STORE OUT.parquet` and the Python package's `zarrow.read`.
+//!
+//! - a group: one column per 1-D array ([`ZarrGroup::reader`]), or with
+//!   [`TableOptions::long`] a gridded dataset's long table ([`LongTable`](super::LongTable));
+//! - a 1-D array: one column named after it ([`ZarrArray::reader`]);
+//! - an N-d array: flattened in C order, one batch per chunk row
+//!   ([`ZarrArray::batches`]).
+//!
+//! Copies: none beyond the readers'; batches are passed through as they are.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use arrow_array::{RecordBatch, RecordBatchReader};
+use arrow_schema::{ArrowError, SchemaRef};
+
+use super::{ReadOptions, Skipped, ZarrArray, ZarrGroup, read_node};
+use crate::error::{Error, Result};
+use crate::metadata::NodeMetadata;
+use crate::store::Store;
+
+/// What of a node to read as a table.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TableOptions {
+    /// Of a group: these columns, in this order (default: every 1-D array); with
+    /// [`long`](Self::long), these data variables.
+    pub columns: Option<Vec<String>>,
+    /// Only these rows (of 1-D arrays and groups): only the chunks they lie in are
+    /// read.
+    pub rows: Option<Range<u64>>,
+    /// At most this many rows (after [`rows`](Self::rows)).
+    pub limit: Option<u64>,
+    /// Rows per batch (of 1-D arrays and groups; default: the reader's).
+    pub batch_size: Option<usize>,
+    /// Read a gridded dataset (a group of N-d variables with named dimensions) as
+    /// a long table, one row per grid point, like xarray's
+    /// `Dataset.to_dataframe()`.
+    pub long: bool,
+}
+
+impl TableOptions {
+    /// Read only `columns`.
+    pub fn with_columns(mut self, columns: Vec<String>) -> Self {
+        self.columns = Some(columns);
+        self
+    }
+
+    /// Read only `rows`.
+    pub fn with_rows(mut self, rows: Range<u64>) -> Self {
+        self.rows = Some(rows);
+        self
+    }
+
+    /// Read at most `rows` rows.
+    pub fn with_limit(mut self, rows: u64) -> Self {
+        self.limit = Some(rows);
+        self
+    }
+
+    /// Set the rows per batch.
+    pub fn with_batch_size(mut self, rows: usize) -> Self {
+        self.batch_size = Some(rows);
+        self
+    }
+
+    /// Read a gridded dataset as a long table.
+    pub fn with_long(mut self, long: bool) -> Self {
+        self.long = long;
+        self
+    }
+}
+
+/// A node's table: a [`RecordBatchReader`] with its row count and the children
+/// of a group that it does not read.
+pub struct TableReader {
+    reader: Box<dyn RecordBatchReader + Send>,
+    total_rows: u64,
+    skipped: Vec<Skipped>,
+}
+
+impl std::fmt::Debug for TableReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableReader")
+            .field("schema", &self.reader.schema())
+            .field("total_rows", &self.total_rows)
+            .field("skipped", &self.skipped)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TableReader {
+    /// The rows this reader yields.
+    pub fn total_rows(&self) -> u64 {
+        self.total_rows
+    }
+
+    /// The children of a group that are not columns of this table, each with the
+    /// reason (a projection names what it reads, so it skips nothing).
+    pub fn skipped(&self) -> &[Skipped] {
+        &self.skipped
+    }
+
+    /// The reader itself.
+    pub fn into_inner(self) -> Box<dyn RecordBatchReader + Send> {
+        self.reader
+    }
+}
+
+impl Iterator for TableReader {
+    type Item = std::result::Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.reader.next()
+    }
+}
+
+impl RecordBatchReader for TableReader {
+    fn schema(&self) -> SchemaRef {
+        self.reader.schema()
+    }
+}
+
+/// The node at the root of `store` as a table; `name` names a root array's
+/// column and prefixes a group's nested columns (as [`ZarrGroup::with_column_name`]).
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for a selection that does not apply to the node (a
+/// column selection of an array; rows of an N-d array or a long table; a batch
+/// size of an N-d array or a long table); the readers' errors.
+pub fn open_table(
+    store: Arc<dyn Store>,
+    name: &str,
+    options: ReadOptions,
+    table: &TableOptions,
+) -> Result<TableReader> {
+    let some_rows = table.rows.is_some() || table.limit.is_some();
+    let refuse = |message: &str| Err(Error::InvalidArgument(message.to_string()));
+    let mut builder = match read_node(store.as_ref(), "")? {
+        NodeMetadata::Array(_) => {
+            if table.columns.is_some() {
+                return refuse("a column selection applies to groups only");
+            }
+            if table.long {
+                return refuse("a long table is read from a group of N-d variables");
+            }
+            let array = ZarrArray::open_with(store, "", options)?.with_column_name(name);
+            let shape = &array.metadata().shape;
+            if shape.len() != 1 {
+                if some_rows {
+                    return Err(Error::InvalidArgument(format!(
+                        "a row selection (rows, limit) needs a 1-D array; this one has shape {shape:?}"
+                    )));
+                }
+                if table.batch_size.is_some() {
+                    return refuse(
+                        "an N-d array reads one batch per chunk row: a batch size applies to 1-D arrays and groups",
+                    );
+                }
+                // The whole N-d array, flattened: one batch per chunk row.
+                let total_rows = array.len();
+                return Ok(TableReader {
+                    reader: Box::new(array.batches()),
+                    total_rows,
+                    skipped: Vec::new(),
+                });
+            }
+            array.reader()
+        }
+        NodeMetadata::Group(_) if table.long => {
+            if some_rows {
+                return refuse("a row selection (rows, limit) does not apply to a long table");
+            }
+            if table.batch_size.is_some() {
+                return refuse("a batch size does not apply to a long table");
+            }
+            let group = ZarrGroup::open_with(store, "", options)?;
+            let long = group.long_table(table.columns.as_deref())?;
+            let (total_rows, skipped) = (long.total_rows(), long.skipped().to_vec());
+            return Ok(TableReader {
+                reader: Box::new(long),
+                total_rows,
+                skipped,
+            });
+        }
+        NodeMetadata::Group(_) => {
+            let builder = ZarrGroup::open_with(store, "", options)?
+                .with_column_name(name)?
+                .reader();
+            match &table.columns {
+                Some(columns) => builder.with_projection(columns.clone()),
+                None => builder,
+            }
+        }
+    };
+    // A child whose conventions cannot be decoded is not skipped: reading it is
+    // an error (see `Skipped::convention`).
+    let skipped = builder
+        .skipped()
+        .into_iter()
+        .filter(|s| !s.convention)
+        .collect();
+    if let Some(rows) = &table.rows {
+        builder = builder.with_row_range(rows.clone());
+    }
+    if let Some(limit) = table.limit {
+        builder = builder.with_limit(limit);
+    }
+    if let Some(rows) = table.batch_size {
+        builder = builder.with_batch_size(rows);
+    }
+    let reader = builder.build()?;
+    let total_rows = reader.total_rows();
+    Ok(TableReader {
+        reader: Box::new(reader),
+        total_rows,
+        skipped,
+    })
+}
