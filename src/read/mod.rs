@@ -27,6 +27,7 @@ use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, Field, Schema, SchemaRef};
 
 pub use array::ZarrArray;
+#[cfg(feature = "datafusion")]
 pub(crate) use builder::aligned_splits;
 pub use builder::{BatchReader, DEFAULT_MAX_BATCH_ROWS, ReaderBuilder};
 pub use column::{Column, DIMENSION_NAMES_KEY};
