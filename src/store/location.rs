@@ -63,7 +63,9 @@ mod tests {
         assert_eq!(location_name("s3://bucket"), "bucket");
         assert_eq!(location_name("https://"), "values");
         assert_eq!(location_name("testdata/stores/obs.zarr"), "obs");
-        let here = std::env::current_dir().unwrap().join("testdata/stores/obs.zarr");
+        let here = std::env::current_dir()
+            .unwrap()
+            .join("testdata/stores/obs.zarr");
         assert_eq!(location_name(&format!("file://{}", here.display())), "obs");
     }
 }
