@@ -16,6 +16,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use zarrow::convert::{ConvertOptions, Observer, Written, write_store};
+use zarrow::datafusion::SqlOptions;
 use zarrow::export::parse_parquet_compression;
 use zarrow::read::{TableOptions, describe_node, open_table};
 use zarrow::store::{UrlOptions, location_name, open_consolidated};
@@ -91,7 +92,7 @@ fn read(
         .map_err(to_py)?;
     let skipped = reader.skipped().iter().map(ToString::to_string).collect();
     let total_rows = reader.total_rows();
-    Ok(Reader::new(reader.into_inner(), total_rows, skipped))
+    Ok(Reader::new(reader.into_inner(), Some(total_rows), skipped))
 }
 
 /// The node at `path` described, as JSON.
@@ -331,6 +332,37 @@ fn convert(
     }
 }
 
+/// Answer `query` (DataFusion's SQL) over `tables` (name, location) as a
+/// stream of record batches.
+#[pyfunction]
+#[pyo3(signature = (query, tables, string_type, partitions, decode_cf, anonymous))]
+fn sql(
+    py: Python<'_>,
+    query: &str,
+    tables: Vec<(String, String)>,
+    string_type: Option<String>,
+    partitions: Option<usize>,
+    decode_cf: bool,
+    anonymous: bool,
+) -> PyResult<Reader> {
+    // The string type checked as `read` checks it (the same message).
+    read_options(string_type.as_deref(), decode_cf)?;
+    let mut options = SqlOptions::default();
+    options.table.string_type = string_type;
+    options.table.raw = !decode_cf;
+    options.partitions = partitions;
+    options.url = url_options(anonymous);
+    let reader = py
+        .detach(|| zarrow::datafusion::sql(query, &tables, &options))
+        .map_err(to_py)?;
+    let skipped = reader
+        .skipped()
+        .iter()
+        .map(|(table, skipped)| format!("{table}: {skipped}"))
+        .collect();
+    Ok(Reader::new(Box::new(reader), None, skipped))
+}
+
 #[pymodule]
 #[pyo3(name = "_zarrow")]
 fn zarrow_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -340,5 +372,6 @@ fn zarrow_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(info, m)?)?;
     m.add_function(wrap_pyfunction!(write, m)?)?;
     m.add_function(wrap_pyfunction!(convert, m)?)?;
+    m.add_function(wrap_pyfunction!(sql, m)?)?;
     Ok(())
 }

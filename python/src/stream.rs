@@ -148,14 +148,14 @@ impl RecordBatchReader for Interruptible {
 pub(crate) struct Reader {
     reader: Mutex<Option<Box<dyn RecordBatchReader + Send>>>,
     schema: SchemaRef,
-    total_rows: u64,
+    total_rows: Option<u64>,
     skipped: Vec<String>,
 }
 
 impl Reader {
     pub(crate) fn new(
         reader: Box<dyn RecordBatchReader + Send>,
-        total_rows: u64,
+        total_rows: Option<u64>,
         skipped: Vec<String>,
     ) -> Self {
         Self {
@@ -217,13 +217,15 @@ impl Reader {
         self.schema.as_ref().to_pyarrow(py)
     }
 
-    /// The rows the stream yields.
+    /// The rows the stream yields (`None` for a query's answer: not known before
+    /// it is read).
     #[getter]
-    fn total_rows(&self) -> u64 {
+    fn total_rows(&self) -> Option<u64> {
         self.total_rows
     }
 
-    /// The children of the group that are not columns, each with the reason.
+    /// The children of the group (of a query's Zarr tables) that are not columns,
+    /// each with the reason.
     #[getter]
     fn skipped<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         PyList::new(py, &self.skipped)
@@ -257,10 +259,9 @@ impl Reader {
             .iter()
             .map(|f| format!("{}: {}", f.name(), f.data_type()))
             .collect();
-        format!(
-            "zarrow.Reader({} rows; {})",
-            self.total_rows,
-            columns.join(", ")
-        )
+        let rows = self
+            .total_rows
+            .map_or_else(|| "query".to_string(), |n| format!("{n} rows"));
+        format!("zarrow.Reader({rows}; {})", columns.join(", "))
     }
 }

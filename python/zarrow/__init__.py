@@ -15,7 +15,8 @@ Ctrl-C stops a long read between batches.
 Errors raise :class:`ZarrowError` (a ``ValueError``) with zarrow's message, or for
 I/O failures :class:`ZarrowIOError` (a ``ZarrowError`` and an ``OSError``).
 
-``zarrow.sql`` (DataFusion over Zarr tables) is not in this package yet.
+``sql`` answers a SQL query (DataFusion's) over Zarr stores and Parquet, Arrow IPC
+or CSV files, as the same kind of stream.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 import warnings
-from typing import Any, Iterable, Optional, Sequence, Tuple, Union
+from typing import Any, Iterable, Mapping, Optional, Sequence, Tuple, Union
 
 
 class ZarrowError(ValueError):
@@ -45,7 +46,7 @@ class ZarrowWarning(UserWarning):
 from ._zarrow import Reader  # noqa: E402
 from . import _zarrow  # noqa: E402
 
-__all__ = ["Reader", "ZarrowError", "ZarrowIOError", "ZarrowWarning", "convert", "info", "read", "write"]
+__all__ = ["Reader", "ZarrowError", "ZarrowIOError", "ZarrowWarning", "convert", "info", "read", "sql", "write"]
 __version__ = "0.1.0"
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -205,3 +206,34 @@ def convert(src: PathLike, dst: PathLike, **options: Any) -> dict:
     for note in notes:
         warnings.warn(note, ZarrowWarning, stacklevel=2)
     return {what: n}
+
+
+def sql(
+    query: str,
+    tables: Optional[Mapping[str, PathLike]] = None,
+    *,
+    string_type: Optional[str] = None,
+    partitions: Optional[int] = None,
+    decode_cf: bool = True,
+    anonymous: bool = False,
+) -> Reader:
+    """Answer a SQL query (DataFusion's dialect) as a stream of record batches, as
+    ``zarrow sql`` does.
+
+    tables: ``{name: location}``: a Zarr group or array (a directory or a URL),
+        or a .parquet, .arrow / .ipc / .feather or .csv file. A query may also
+        open one itself: ``CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '...'``.
+    string_type: the Arrow layout of the Zarr tables' strings (as ``read``).
+    partitions: the partitions a scan is split into (default: one per core).
+    decode_cf: decode CF attributes, as ``read`` does.
+    anonymous: do not sign object store requests (a public bucket).
+
+    ``pa.table(zarrow.sql("SELECT s, count(*) FROM t GROUP BY s", {"t": "t.zarr"}))``.
+    The query runs while the stream is read. Children of a Zarr table that are not
+    columns are named in ``r.skipped`` and in a ``ZarrowWarning``.
+    """
+    pairs = [(str(name), os.fspath(location)) for name, location in (tables or {}).items()]
+    reader = _zarrow.sql(query, pairs, string_type, partitions, decode_cf, anonymous)
+    for skipped in reader.skipped:
+        warnings.warn(f"not read: {skipped}", ZarrowWarning, stacklevel=2)
+    return reader

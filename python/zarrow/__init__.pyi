@@ -1,5 +1,5 @@
 import os
-from typing import Any, Iterator, Literal, Optional, Sequence, Tuple, TypedDict, Union
+from typing import Any, Iterator, Literal, Mapping, Optional, Sequence, Tuple, TypedDict, Union
 
 __version__: str
 
@@ -21,7 +21,8 @@ class Reader:
     def schema(self) -> Any:
         """The schema, as a ``pyarrow.Schema`` (needs pyarrow)."""
     @property
-    def total_rows(self) -> int: ...
+    def total_rows(self) -> Optional[int]:
+        """The rows the stream yields; ``None`` for a query's answer."""
     @property
     def skipped(self) -> list[str]:
         """The children of the group that are not columns, each with the reason."""
@@ -88,3 +89,12 @@ def write(
     anonymous: bool = False,
 ) -> int: ...
 def convert(src: PathLike, dst: PathLike, **options: Any) -> dict[str, int]: ...
+def sql(
+    query: str,
+    tables: Optional[Mapping[str, PathLike]] = None,
+    *,
+    string_type: Optional[StringType] = None,
+    partitions: Optional[int] = None,
+    decode_cf: bool = True,
+    anonymous: bool = False,
+) -> Reader: ...

@@ -11,6 +11,8 @@
 //!         a sorted column narrows the rows first), each a ReaderBuilder
 //!         streamed from its own thread: only the projected arrays, only the
 //!         chunks the rows need
+//!  sql(query, tables, options): the tables registered by location, the answer
+//!     as a blocking RecordBatchReader (`zarrow sql`, Python's `zarrow.sql`)
 //!  ZarrLogicalCodec / ZarrPhysicalCodec: the table and the scan through
 //!     datafusion-proto, so a distributed engine (Ballista) runs the scan
 //! ```
@@ -34,6 +36,7 @@
 mod codec;
 mod factory;
 mod prune;
+mod query;
 mod scan;
 mod table;
 
@@ -44,6 +47,7 @@ use datafusion::prelude::SessionContext;
 
 pub use codec::{ZarrLogicalCodec, ZarrPhysicalCodec};
 pub use factory::ZarrTableFactory;
+pub use query::{SqlOptions, SqlReader, sql};
 pub use scan::ZarrScanExec;
 pub use table::{ZarrTable, ZarrTableOptions};
 

@@ -4,21 +4,15 @@
 use std::fs::File;
 use std::io::{BufWriter, Write as _};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use arrow_array::{RecordBatch, RecordBatchReader};
-use arrow_schema::{ArrowError, SchemaRef};
+use arrow_array::RecordBatch;
 use clap::Args;
-use datafusion::error::DataFusionError;
-use datafusion::execution::SendableRecordBatchStream;
-use datafusion::prelude::{CsvReadOptions, ParquetReadOptions, SessionConfig, SessionContext};
-use futures::StreamExt;
 use parquet::basic::Compression;
-use zarrow::datafusion::{ZarrTable, ZarrTableOptions};
+use zarrow::datafusion::{SqlOptions, SqlReader};
 use zarrow::export::{DEFAULT_PARQUET_COMPRESSION, ExportFormat, write_file};
 use zarrow::{Error, Result};
 
-use crate::{RemoteArgs, open_store, parse_compression};
+use crate::{RemoteArgs, parse_compression, url_options};
 use zarrow::convert::output::Partial;
 
 /// Options of `sql`.
@@ -66,7 +60,9 @@ pub(crate) fn sql(args: &SqlArgs) -> Result<()> {
     // Check the output before any work.
     let format = match &args.output {
         None => None,
-        Some(path) if has_extension(path, &["csv"]) => Some(Output::Csv),
+        Some(path) if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv")) => {
+            Some(Output::Csv)
+        }
         Some(path) => Some(Output::Export(ExportFormat::from_path(path).ok_or_else(
             || {
                 Error::InvalidArgument(format!(
@@ -76,110 +72,34 @@ pub(crate) fn sql(args: &SqlArgs) -> Result<()> {
             },
         )?)),
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Error::InvalidArgument(format!("starting the query runtime: {e}")))?;
-    let mut config = SessionConfig::new();
-    if let Some(n) = args.partitions {
-        config = config.with_target_partitions(n.max(1));
+    let tables = args
+        .tables
+        .iter()
+        .map(|table| {
+            let (name, location) = table.split_once('=').ok_or_else(|| {
+                Error::InvalidArgument(format!("--table {table:?}: use NAME=LOCATION"))
+            })?;
+            Ok((name.to_string(), location.to_string()))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut options = SqlOptions::default();
+    options.table.string_type = args.string_type.clone();
+    options.table.raw = args.no_cf;
+    options.partitions = args.partitions;
+    options.url = url_options(&args.remote)?;
+    let reader = zarrow::datafusion::sql(&args.query, &tables, &options)?;
+    // Nothing is dropped in silence: name every child that is not a column.
+    for (name, skipped) in reader.skipped() {
+        eprintln!("zarrow: {name}: not a column: {skipped}");
     }
-    let ctx = SessionContext::new_with_config(config);
-    zarrow::datafusion::register(&ctx);
-    for table in &args.tables {
-        let (name, location) = table.split_once('=').ok_or_else(|| {
-            Error::InvalidArgument(format!("--table {table:?}: use NAME=LOCATION"))
-        })?;
-        runtime.block_on(register(&ctx, name, location, args))?;
-    }
-    let stream = runtime.block_on(async {
-        let frame = ctx.sql(&args.query).await?;
-        frame.execute_stream().await
-    });
-    let stream = stream.map_err(query_err)?;
-    let reader = BlockingReader {
-        schema: stream.schema(),
-        stream,
-        runtime,
-    };
     match (&args.output, format) {
         (Some(path), Some(format)) => write(reader, path, format, args),
         _ => print(reader),
     }
 }
 
-/// Register the table `name` over `location`: a Zarr store unless its extension
-/// says Parquet, Arrow IPC or CSV.
-async fn register(ctx: &SessionContext, name: &str, location: &str, args: &SqlArgs) -> Result<()> {
-    let path = Path::new(location);
-    let registered = if has_extension(path, &["parquet"]) {
-        ctx.register_parquet(name, location, ParquetReadOptions::default())
-            .await
-    } else if has_extension(path, &["arrow", "ipc", "feather"]) {
-        ctx.register_arrow(name, location, Default::default()).await
-    } else if has_extension(path, &["csv"]) {
-        ctx.register_csv(name, location, CsvReadOptions::new())
-            .await
-    } else {
-        let mut options = ZarrTableOptions::default();
-        options.string_type = args.string_type.clone();
-        options.raw = args.no_cf;
-        let store = open_store(path, false, &args.remote)?;
-        let table = ZarrTable::from_store(store, location, options)?;
-        // Nothing is dropped in silence: name every child that is not a column.
-        for skipped in table.skipped() {
-            eprintln!("zarrow: {name}: not a column: {skipped}");
-        }
-        ctx.register_table(name, Arc::new(table)).map(|_| ())
-    };
-    registered.map_err(|e| Error::Query(format!("table {name} ({location}): {}", one_line(&e))))
-}
-
-fn has_extension(path: &Path, extensions: &[&str]) -> bool {
-    path.extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| extensions.iter().any(|x| e.eq_ignore_ascii_case(x)))
-}
-
-/// A DataFusion error as zarrow's, one line; a zarrow error inside it by its own
-/// message.
-fn query_err(e: DataFusionError) -> Error {
-    if let DataFusionError::External(inner) = e.find_root()
-        && inner.downcast_ref::<Error>().is_some()
-    {
-        return Error::Query(inner.to_string().replace('\n', " "));
-    }
-    Error::Query(one_line(&e))
-}
-
-fn one_line(e: &DataFusionError) -> String {
-    e.to_string().replace('\n', " ")
-}
-
-/// The result as a blocking `RecordBatchReader` (for the file writers).
-struct BlockingReader {
-    schema: SchemaRef,
-    stream: SendableRecordBatchStream,
-    runtime: tokio::runtime::Runtime,
-}
-
-impl Iterator for BlockingReader {
-    type Item = std::result::Result<RecordBatch, ArrowError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        let next = self.runtime.block_on(self.stream.next())?;
-        Some(next.map_err(|e| ArrowError::ExternalError(Box::new(query_err(e)))))
-    }
-}
-
-impl RecordBatchReader for BlockingReader {
-    fn schema(&self) -> SchemaRef {
-        self.schema.clone()
-    }
-}
-
 /// Print the result as a table on stdout.
-fn print(reader: BlockingReader) -> Result<()> {
+fn print(reader: SqlReader) -> Result<()> {
     let batches = reader.collect::<std::result::Result<Vec<_>, _>>()?;
     let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
     let table = datafusion::arrow::util::pretty::pretty_format_batches(&batches)?;
@@ -195,7 +115,7 @@ fn print(reader: BlockingReader) -> Result<()> {
 }
 
 /// Write the result to `path` atomically.
-fn write(reader: BlockingReader, path: &Path, format: Output, args: &SqlArgs) -> Result<()> {
+fn write(reader: SqlReader, path: &Path, format: Output, args: &SqlArgs) -> Result<()> {
     let (partial, file) = Partial::file(path, args.overwrite)?;
     let rows = match format {
         Output::Export(format) => {
@@ -208,7 +128,7 @@ fn write(reader: BlockingReader, path: &Path, format: Output, args: &SqlArgs) ->
     Ok(())
 }
 
-fn write_csv(reader: BlockingReader, file: File, path: &Path) -> Result<u64> {
+fn write_csv(reader: SqlReader, file: File, path: &Path) -> Result<u64> {
     let mut writer = datafusion::arrow::csv::WriterBuilder::new()
         .with_header(true)
         .build(BufWriter::new(file));

@@ -1,0 +1,164 @@
+//! A SQL query over named tables, answered as a blocking `RecordBatchReader`:
+//! what `zarrow sql` and the Python package's `zarrow.sql` run.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::{RecordBatch, RecordBatchReader};
+use arrow_schema::{ArrowError, SchemaRef};
+use datafusion::error::DataFusionError;
+use datafusion::execution::SendableRecordBatchStream;
+use datafusion::prelude::{CsvReadOptions, ParquetReadOptions, SessionConfig, SessionContext};
+use futures::StreamExt;
+
+use super::{ZarrTable, ZarrTableOptions};
+use crate::error::{Error, Result};
+use crate::read::Skipped;
+use crate::store::{UrlOptions, open_consolidated};
+
+/// How [`sql`] opens its tables and plans the query.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct SqlOptions {
+    /// How every Zarr table is read (the string type, CF decoding, ...).
+    pub table: ZarrTableOptions,
+    /// Partitions a scan is split into (DataFusion's `target_partitions`;
+    /// default: one per core).
+    pub partitions: Option<usize>,
+    /// How a Zarr table at a URL is reached (credentials, concurrency, retries).
+    pub url: UrlOptions,
+}
+
+/// The answer of [`sql`], batch by batch. Iterating drives the query on the
+/// reader's own tokio runtime: do not iterate it from inside another runtime.
+pub struct SqlReader {
+    schema: SchemaRef,
+    stream: SendableRecordBatchStream,
+    // Declared last: dropped after the stream whose tasks it runs.
+    runtime: tokio::runtime::Runtime,
+    skipped: Vec<(String, Skipped)>,
+}
+
+impl std::fmt::Debug for SqlReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqlReader")
+            .field("schema", &self.schema)
+            .field("skipped", &self.skipped)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SqlReader {
+    /// The children of the Zarr tables that are not columns, by table name:
+    /// nothing is dropped in silence.
+    pub fn skipped(&self) -> &[(String, Skipped)] {
+        &self.skipped
+    }
+}
+
+impl Iterator for SqlReader {
+    type Item = std::result::Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let next = self.runtime.block_on(self.stream.next())?;
+        Some(next.map_err(|e| ArrowError::ExternalError(Box::new(query_error(e)))))
+    }
+}
+
+impl RecordBatchReader for SqlReader {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+}
+
+/// Run `query` (DataFusion's SQL) over `tables`, each a name and a location: a
+/// `.parquet`, `.arrow` / `.ipc` / `.feather` or `.csv` file, else a Zarr group
+/// or array (a directory or a URL). `CREATE EXTERNAL TABLE ... STORED AS ZARR`
+/// works too ([`register`](super::register)).
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for a bad option; [`Error::Query`] (one line) for a
+/// table that cannot be opened, bad SQL or a query that fails to plan; the
+/// store's errors.
+pub fn sql(query: &str, tables: &[(String, String)], options: &SqlOptions) -> Result<SqlReader> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::InvalidArgument(format!("starting the query runtime: {e}")))?;
+    let mut config = SessionConfig::new();
+    if let Some(n) = options.partitions {
+        config = config.with_target_partitions(n.max(1));
+    }
+    let ctx = SessionContext::new_with_config(config);
+    super::register(&ctx);
+    let mut skipped = Vec::new();
+    for (name, location) in tables {
+        runtime.block_on(register_table(&ctx, name, location, options, &mut skipped))?;
+    }
+    let stream = runtime
+        .block_on(async {
+            let frame = ctx.sql(query).await?;
+            frame.execute_stream().await
+        })
+        .map_err(query_error)?;
+    Ok(SqlReader {
+        schema: stream.schema(),
+        stream,
+        runtime,
+        skipped,
+    })
+}
+
+/// Register the table `name` over `location`: a Zarr store unless its extension
+/// says Parquet, Arrow IPC or CSV.
+async fn register_table(
+    ctx: &SessionContext,
+    name: &str,
+    location: &str,
+    options: &SqlOptions,
+    skipped: &mut Vec<(String, Skipped)>,
+) -> Result<()> {
+    let path = Path::new(location);
+    let registered = if has_extension(path, &["parquet"]) {
+        ctx.register_parquet(name, location, ParquetReadOptions::default())
+            .await
+    } else if has_extension(path, &["arrow", "ipc", "feather"]) {
+        ctx.register_arrow(name, location, Default::default()).await
+    } else if has_extension(path, &["csv"]) {
+        ctx.register_csv(name, location, CsvReadOptions::new())
+            .await
+    } else {
+        let store = open_consolidated(path, &options.url)?;
+        let table = ZarrTable::from_store(store, location, options.table.clone())?;
+        skipped.extend(
+            table
+                .skipped()
+                .iter()
+                .map(|s| (name.to_string(), s.clone())),
+        );
+        ctx.register_table(name, Arc::new(table)).map(|_| ())
+    };
+    registered.map_err(|e| Error::Query(format!("table {name} ({location}): {}", one_line(&e))))
+}
+
+/// Whether `path` ends in one of `extensions` (any case).
+fn has_extension(path: &Path, extensions: &[&str]) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| extensions.iter().any(|x| e.eq_ignore_ascii_case(x)))
+}
+
+/// A DataFusion error as zarrow's, one line; a zarrow error inside it by its own
+/// message.
+fn query_error(e: DataFusionError) -> Error {
+    if let DataFusionError::External(inner) = e.find_root()
+        && inner.downcast_ref::<Error>().is_some()
+    {
+        return Error::Query(inner.to_string().replace('\n', " "));
+    }
+    Error::Query(one_line(&e))
+}
+
+fn one_line(e: &DataFusionError) -> String {
+    e.to_string().replace('\n', " ")
+}
