@@ -3,7 +3,8 @@
 # after its venv step):
 #   bash python/ci.sh
 # 1. The test requirements into .venv (beside testdata/gen/requirements.txt).
-# 2. The package built by maturin (release profile) and installed into .venv, as
+# 2. The package built by maturin (release profile; .ci/run passes MATURIN_PEP517_ARGS
+#    ="--profile ci" to share its build) and installed into .venv, as
 #    `pip install ./python` does, in the repository's target/ directory so the
 #    crates the root build compiled are reused (CARGO_TARGET_DIR wins if set).
 # 3. pytest python/tests.
@@ -26,7 +27,7 @@ step "fmt, clippy (python crate)"
 cargo fmt --check -p zarrow-python
 cargo clippy -p zarrow-python --all-targets -- -D warnings
 
-step "build and install (maturin, release)"
+step "build and install (maturin; release unless MATURIN_PEP517_ARGS says --profile)"
 # No build isolation: maturin comes pinned from requirements-test.txt; pip runs it
 # as the PEP 517 backend exactly as `pip install ./python` does.
 .venv/bin/python -m pip install --disable-pip-version-check -q --no-build-isolation --force-reinstall --no-deps ./python
