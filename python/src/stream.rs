@@ -107,9 +107,11 @@ impl Interruptible {
                 // arrived" flag (it is async-signal-safe); the GIL is held here.
                 unsafe { pyo3::ffi::PyErr_SetInterrupt() };
             }
-            // Another handler's exception: restored, so the consumer's error
-            // does not swallow it (it surfaces when control returns to Python).
-            None => err.restore(py),
+            // Another handler's exception: the consumer gets its message in the
+            // error below; it is reported as unraisable too (restoring it while
+            // control returns to the consumer would leave an exception set
+            // under a C caller).
+            None => err.write_unraisable(py, None),
         }
         ArrowError::ExternalError(Box::new(Interrupted(what)))
     }

@@ -62,6 +62,13 @@ fn arrays(args: &Job<'_>) -> Result<Vec<(String, ZarrArray)>> {
         }
         NodeMetadata::Group(meta) => {
             let group = ZarrGroup::open_with(store.clone(), "", options)?;
+            // Nothing is dropped in silence: a child group is named.
+            for (name, node) in group.children() {
+                if matches!(node, NodeMetadata::Group(_)) {
+                    args.observer
+                        .note(&format!("not converted: {name} (a group inside the group)"));
+                }
+            }
             let mut names: Vec<String> = group
                 .children()
                 .iter()
@@ -81,6 +88,12 @@ fn arrays(args: &Job<'_>) -> Result<Vec<(String, ZarrArray)>> {
 
 /// Zarr (array or group) to `.json` (one array) or `.csv`.
 pub(super) fn export(args: &Job<'_>, kind: Kind) -> Result<Written> {
+    // The linear format holds whole arrays: a selection would be dropped.
+    if args.columns.is_some() || args.rows.is_some() || args.limit.is_some() || args.long {
+        return Err(Error::InvalidArgument(
+            "--columns, --rows, --limit and --long do not apply to a .json / .csv output (the linear format holds whole arrays)".into(),
+        ));
+    }
     let arrays = arrays(args)?;
     let types: Vec<_> = arrays.iter().map(|(_, a)| a.arrow_type()).collect();
     limits::check(

@@ -18,6 +18,7 @@ mod linear;
 pub mod output;
 mod to_zarr;
 
+use std::borrow::Cow;
 use std::ops::{Deref, Range};
 use std::path::Path;
 use std::sync::Arc;
@@ -28,7 +29,9 @@ use parquet::basic::Compression;
 use crate::error::{Error, Result};
 use crate::export::parse_parquet_compression;
 use crate::read::DEFAULT_MAX_CHUNK_BYTES;
-use crate::store::{Consolidated, LocalStore, Store, UrlOptions, is_url, open_location};
+use crate::store::{
+    Consolidated, LocalStore, Store, UrlOptions, file_url_path, is_url, open_location,
+};
 use crate::{ReadOptions, StringType};
 
 /// The options of one conversion: the `zarrow convert` flags, each named as its
@@ -216,6 +219,8 @@ pub fn convert(
     options: &ConvertOptions,
     observer: &dyn Observer,
 ) -> Result<Written> {
+    let (src, dst) = (local(src)?, local(dst)?);
+    let (src, dst) = (src.as_ref(), dst.as_ref());
     let args = Job {
         src,
         dst,
@@ -264,7 +269,17 @@ pub fn write_store(
     url: &UrlOptions,
     write: impl FnOnce(Arc<dyn Store>) -> Result<u64>,
 ) -> Result<u64> {
-    to_zarr::write_store(dst, overwrite, url, write)
+    to_zarr::write_store(&local(dst)?, overwrite, url, write)
+}
+
+/// `path`, or the local path a `file://` URL names (see [`file_url_path`]).
+fn local(path: &Path) -> Result<Cow<'_, Path>> {
+    Ok(
+        match path.to_str().map(file_url_path).transpose()?.flatten() {
+            Some(local) => Cow::Owned(local),
+            None => Cow::Borrowed(path),
+        },
+    )
 }
 
 /// Whether `path` is a URL opened through `object_store`.

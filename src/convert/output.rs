@@ -21,6 +21,7 @@
 use std::fs::File;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -114,6 +115,12 @@ impl Partial {
     /// # Errors
     /// `dst` exists and not `overwrite`; creating the partial file.
     pub fn file(dst: &Path, overwrite: bool) -> Result<(Self, File)> {
+        if dst.to_str().is_some_and(crate::store::is_url) {
+            return Err(Error::InvalidArgument(format!(
+                "{}: a table or linear-format file is written to a local path only (write it locally, then upload it)",
+                dst.display()
+            )));
+        }
         if dst.exists() && !overwrite {
             return Err(exists(dst));
         }
@@ -146,27 +153,31 @@ impl Partial {
         let (parent, name) = split(dst)?;
         std::fs::create_dir_all(&parent).map_err(|e| io_error(&parent, e))?;
         remove_stale(&parent, &name);
-        let temp = parent.join(format!(".{name}.{}.partial", std::process::id()));
+        // The process id names the writer for `remove_stale`; the counter keeps two
+        // writers in one process (Python threads) apart.
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let temp = parent.join(format!(
+            ".{name}.{}-{}.partial",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
         // Registered before it exists, so a signal from here on removes it.
         partials().push(temp.clone());
-        let lock = (|| {
-            remove_all(&temp);
-            match kind {
-                Kind::File => {
-                    let file = File::options()
-                        .read(true)
-                        .write(true)
-                        .create_new(true)
-                        .open(&temp)?;
-                    file.lock()?;
-                    Ok(file)
-                }
-                Kind::Dir => {
-                    std::fs::create_dir(&temp)?;
-                    let dir = File::open(&temp)?;
-                    dir.lock()?;
-                    Ok(dir)
-                }
+        let lock = (|| match kind {
+            Kind::File => {
+                let file = File::options()
+                    .read(true)
+                    .write(true)
+                    .create_new(true)
+                    .open(&temp)?;
+                file.lock()?;
+                Ok(file)
+            }
+            Kind::Dir => {
+                std::fs::create_dir(&temp)?;
+                let dir = File::open(&temp)?;
+                dir.lock()?;
+                Ok(dir)
             }
         })()
         .map_err(|e| {
@@ -272,7 +283,10 @@ fn exists(dst: &Path) -> Error {
 }
 
 fn io_error(path: &Path, e: std::io::Error) -> Error {
-    Error::InvalidArgument(format!("{}: {e}", path.display()))
+    Error::Io {
+        path: path.to_path_buf(),
+        source: e,
+    }
 }
 
 /// Exchange two paths in one step; [`std::io::ErrorKind::Unsupported`] where the
@@ -307,7 +321,7 @@ fn remove_stale(parent: &Path, name: &str) {
         else {
             continue;
         };
-        if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
+        if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit() || b == b'-') {
             continue;
         }
         let path = entry.path();

@@ -100,7 +100,7 @@ pub fn sql(query: &str, tables: &[(String, String)], options: &SqlOptions) -> Re
             let frame = ctx.sql(query).await?;
             frame.execute_stream().await
         })
-        .map_err(query_error)?;
+        .map_err(|e| with_skipped(query_error(e), &skipped))?;
     Ok(SqlReader {
         schema: stream.schema(),
         stream,
@@ -157,6 +157,21 @@ fn query_error(e: DataFusionError) -> Error {
         return Error::Query(inner.to_string().replace('\n', " "));
     }
     Error::Query(one_line(&e))
+}
+
+/// A query's error with the children its tables left out named: a query that
+/// fails on a column that was not read says why.
+fn with_skipped(err: Error, skipped: &[(String, Skipped)]) -> Error {
+    match err {
+        Error::Query(message) if !skipped.is_empty() => {
+            let names: Vec<String> = skipped
+                .iter()
+                .map(|(table, skipped)| format!("{table}: {skipped}"))
+                .collect();
+            Error::Query(format!("{message} (not columns: {})", names.join("; ")))
+        }
+        err => err,
+    }
 }
 
 fn one_line(e: &DataFusionError) -> String {

@@ -52,7 +52,7 @@ pub fn open_consolidated(location: &Path, options: &UrlOptions) -> Result<Arc<dy
 pub fn location_name(location: &Path) -> String {
     let name = if let Some(url) = location.to_str().filter(|p| is_url(p)) {
         let tail = url.trim_end_matches('/').rsplit('/').next().unwrap_or("");
-        if tail.is_empty() || url.trim_end_matches('/').ends_with("://") {
+        if tail.is_empty() || url.trim_end_matches('/').ends_with(':') {
             "values".to_string()
         } else {
             tail.to_string()
@@ -77,6 +77,7 @@ mod tests {
         assert_eq!(location_name(Path::new("s3://bucket/a/obs.zarr/")), "obs");
         assert_eq!(location_name(Path::new("https://host/x")), "x");
         assert_eq!(location_name(Path::new("s3://bucket")), "bucket");
+        assert_eq!(location_name(Path::new("https://")), "values");
         assert_eq!(location_name(Path::new("testdata/stores/obs.zarr")), "obs");
         let here = std::env::current_dir()
             .unwrap()

@@ -7,7 +7,7 @@ use std::path::Path;
 use zarrow::read::{ArrayInfo, ChildNode, NodeInfo, describe_node};
 use zarrow::{Error, ReadOptions, Result, StringType};
 
-use crate::{RemoteArgs, open_store, store_name};
+use crate::{RemoteArgs, store_name, url_options};
 
 fn options(string_type: Option<StringType>) -> ReadOptions {
     match string_type {
@@ -37,7 +37,7 @@ pub(crate) fn info(
 
 /// The `info` report for the node at `path`.
 fn describe(path: &Path, string_type: Option<StringType>, remote: &RemoteArgs) -> Result<String> {
-    let store = open_store(path, false, remote)?;
+    let store = zarrow::store::open_consolidated(path, &url_options(remote)?)?;
     let mut out = String::new();
     match describe_node(store, &store_name(path), options(string_type))? {
         NodeInfo::Array(array) => describe_array(&mut out, &array, ""),

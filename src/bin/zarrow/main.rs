@@ -11,7 +11,6 @@ use std::io::Write as _;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use arrow_array::RecordBatchReader;
 use clap::{Args, Parser, Subcommand};
@@ -19,7 +18,7 @@ use parquet::basic::Compression;
 use zarrow::convert::{ConvertOptions, Observer};
 use zarrow::export::{DEFAULT_PARQUET_COMPRESSION, parse_parquet_compression};
 use zarrow::read::DEFAULT_MAX_CHUNK_BYTES;
-use zarrow::{ChunkError, Error, LocalStore, Result, Store, StringType};
+use zarrow::{ChunkError, Error, Result, StringType};
 
 /// Move variable-length data between Zarr and Apache Arrow.
 #[derive(Parser, Debug)]
@@ -400,40 +399,4 @@ fn url_options(remote: &RemoteArgs) -> Result<zarrow::store::UrlOptions> {
     options.retry_timeout = Some(seconds("--retry-timeout", remote.retry_timeout)?);
     options.timeout = Some(seconds("--timeout", remote.timeout)?);
     Ok(options)
-}
-
-/// Whether `path` is a URL opened through `object_store`.
-fn is_url(path: &Path) -> bool {
-    path.to_str().is_some_and(zarrow::store::is_url)
-}
-
-/// The Zarr store at `path` (see [`open_plain_store`]), read through its
-/// consolidated metadata when it has some, as zarr-python does.
-fn open_store(path: &Path, mmap: bool, remote: &RemoteArgs) -> Result<Arc<dyn Store>> {
-    zarrow::store::Consolidated::open(open_plain_store(path, mmap, remote)?)
-}
-
-/// The Zarr store at `path`: a URL through `object_store`, else a directory,
-/// memory-mapped if `mmap`.
-fn open_plain_store(path: &Path, mmap: bool, remote: &RemoteArgs) -> Result<Arc<dyn Store>> {
-    if !mmap || is_url(path) {
-        if mmap {
-            return Err(Error::InvalidArgument(
-                "--mmap applies to local stores only".into(),
-            ));
-        }
-        return zarrow::store::open_location(path, &url_options(remote)?);
-    }
-    if !path.is_dir() {
-        return Err(Error::InvalidArgument(format!(
-            "{} is not a Zarr array or group directory",
-            path.display()
-        )));
-    }
-    // SAFETY: `new_memory_mapped` requires that no file under `path` be truncated
-    // or modified in place while a buffer read from it is alive, here until the
-    // process exits. The user opted in with `--mmap`, whose help states exactly
-    // that condition; zarrow itself writes its output by rename, which leaves
-    // existing mappings intact, even were the output inside the store.
-    Ok(Arc::new(unsafe { LocalStore::new_memory_mapped(path) }))
 }
