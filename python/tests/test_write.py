@@ -129,3 +129,31 @@ def test_bad_options(tmp_path):
                          ({"nulls": "drop"}, "null"), ({"layout": "h5"}, "layout")]:
         with pytest.raises(zarrow.ZarrowError, match=word):
             zarrow.write(table(3), tmp_path / "x.zarr", **kwargs)
+
+
+def test_two_threads_writing_one_path_leave_one_whole_store(tmp_path):
+    # Each write is whole or not at all, even from two threads of one process at
+    # once (the GIL is released while they write): the store read back by
+    # zarr-python is one of the two tables, never a mix.
+    import threading
+
+    import zarr
+
+    path = tmp_path / "same.zarr"
+    tables = [pa.table({"s": pa.array([f"{k}-{i}" for i in range(20000)])}) for k in ("a", "b")]
+    errors = []
+
+    def write(t):
+        try:
+            zarrow.write(t, path, chunk_len=1000, overwrite=True)
+        except zarrow.ZarrowError as e:  # the other thread's store replaced first
+            errors.append(e)
+
+    threads = [threading.Thread(target=write, args=(t,)) for t in tables]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(errors) < 2, errors
+    got = zarr.open_group(str(path), mode="r")["s"][:].tolist()
+    assert got in [t.column("s").to_pylist() for t in tables]

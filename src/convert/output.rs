@@ -384,4 +384,22 @@ mod tests {
         assert!(!temp.exists() && !dst.exists());
         assert!(!partials().contains(&temp));
     }
+
+    #[test]
+    fn two_writers_in_one_process_do_not_share_a_partial() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dst = tmp.path().join("out.parquet");
+        let (first, mut file) = Partial::file(&dst, false).unwrap();
+        file.write_all(b"first").unwrap();
+        let (second, _) = Partial::file(&dst, false).unwrap();
+        assert_ne!(first.path(), second.path());
+        drop(second);
+        assert_eq!(std::fs::read(first.path()).unwrap(), b"first");
+    }
+
+    #[test]
+    fn a_file_output_at_a_url_is_refused() {
+        let err = Partial::file(Path::new("s3://bucket/out.parquet"), false).unwrap_err();
+        assert!(err.to_string().contains("local path"), "{err}");
+    }
 }

@@ -102,3 +102,31 @@ fn files(root: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
     }
     out
 }
+
+/// The library's `convert` (what Python's `zarrow.convert` and `zarrow.write`
+/// run) takes `file://` URLs as the command line does, for the source and the
+/// destination, and refuses a table file at an object store URL rather than
+/// writing it under a local directory named like the URL.
+#[test]
+fn the_library_converts_file_urls_and_refuses_table_files_at_urls() {
+    use zarrow::convert::{ConvertOptions, Quiet, convert};
+    let tmp = tempfile::tempdir().unwrap();
+    let src = testdata().join("stores").join("obs.zarr");
+    let plain = tmp.path().join("plain.arrow");
+    assert!(
+        zarrow(&["convert", src.to_str().unwrap(), plain.to_str().unwrap()])
+            .status
+            .success()
+    );
+    let out = tmp.path().join("via url.arrow");
+    let src_url = format!("file://{}", src.canonicalize().unwrap().display());
+    let out_url = format!("file://{}", out.to_str().unwrap().replace(' ', "%20"));
+    let options = ConvertOptions::default();
+    convert(Path::new(&src_url), Path::new(&out_url), &options, &Quiet).unwrap();
+    assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&plain).unwrap());
+    // Nothing under ./file:/...
+    assert!(!Path::new("file:").exists());
+    let err = convert(&src, Path::new("s3://bucket/out.parquet"), &options, &Quiet).unwrap_err();
+    assert!(err.to_string().contains("local path"), "{err}");
+    assert!(!Path::new("s3:").exists());
+}
