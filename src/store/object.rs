@@ -51,11 +51,36 @@ pub struct ObjectStoreBackend {
     store: Arc<dyn ObjectStore>,
     prefix: String,
     location: String,
-    runtime: Arc<tokio::runtime::Runtime>,
+    runtime: Arc<IoRuntime>,
     concurrency: usize,
     /// Retries of a response body cut off mid-way (object_store retries the
     /// request itself, not the body).
     body_retries: usize,
+}
+
+/// A backend's own runtime. The last clone of a backend may be dropped on a thread
+/// of another runtime (a DataFusion plan's last reference, on one of its workers),
+/// where dropping a runtime the usual way panics: there it is shut down without
+/// waiting for its threads.
+#[derive(Debug)]
+struct IoRuntime(Option<tokio::runtime::Runtime>);
+
+impl IoRuntime {
+    fn get(&self) -> &tokio::runtime::Runtime {
+        self.0
+            .as_ref()
+            .unwrap_or_else(|| unreachable!("the runtime is taken only on drop"))
+    }
+}
+
+impl Drop for IoRuntime {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take()
+            && tokio::runtime::Handle::try_current().is_ok()
+        {
+            runtime.shutdown_background();
+        }
+    }
 }
 
 impl ObjectStoreBackend {
@@ -75,7 +100,7 @@ impl ObjectStoreBackend {
             store,
             prefix: prefix.trim_matches('/').to_string(),
             location: location.trim_end_matches('/').to_string(),
-            runtime: Arc::new(runtime),
+            runtime: Arc::new(IoRuntime(Some(runtime))),
             concurrency: DEFAULT_CONCURRENCY,
             body_retries: object_store::RetryConfig::default().max_retries,
         })
@@ -135,12 +160,12 @@ impl ObjectStoreBackend {
     {
         if tokio::runtime::Handle::try_current().is_ok() {
             std::thread::scope(|s| {
-                s.spawn(|| self.runtime.block_on(future))
+                s.spawn(|| self.runtime.get().block_on(future))
                     .join()
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
             })
         } else {
-            self.runtime.block_on(future)
+            self.runtime.get().block_on(future)
         }
     }
 
@@ -613,6 +638,20 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
+
+    #[test]
+    fn a_backend_can_be_dropped_inside_another_runtime() {
+        let store = Arc::new(object_store::memory::InMemory::new());
+        let backend = ObjectStoreBackend::new(store, "x.zarr", "memory:///x.zarr").unwrap();
+        let clone = backend.clone();
+        drop(backend);
+        let outer = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        // The last clone, dropped in an async context (as a DataFusion worker drops
+        // a finished plan); it panicked there before.
+        outer.block_on(async move { drop(clone) });
+    }
 
     #[test]
     fn urls_and_paths() {
