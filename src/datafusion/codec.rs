@@ -75,6 +75,51 @@ fn decode<T: for<'de> Deserialize<'de>>(json: &[u8]) -> DfResult<T> {
     })
 }
 
+/// The user-defined function methods both codecs hand to the codec they wrap.
+macro_rules! delegate_functions {
+    () => {
+        fn try_decode_udf(&self, name: &str, buf: &[u8]) -> DfResult<Arc<ScalarUDF>> {
+            self.inner.try_decode_udf(name, buf)
+        }
+
+        fn try_encode_udf(&self, node: &ScalarUDF, buf: &mut Vec<u8>) -> DfResult<()> {
+            self.inner.try_encode_udf(node, buf)
+        }
+
+        fn try_decode_higher_order_function(
+            &self,
+            name: &str,
+            buf: &[u8],
+        ) -> DfResult<Arc<HigherOrderUDF>> {
+            self.inner.try_decode_higher_order_function(name, buf)
+        }
+
+        fn try_encode_higher_order_function(
+            &self,
+            node: &HigherOrderUDF,
+            buf: &mut Vec<u8>,
+        ) -> DfResult<()> {
+            self.inner.try_encode_higher_order_function(node, buf)
+        }
+
+        fn try_decode_udaf(&self, name: &str, buf: &[u8]) -> DfResult<Arc<AggregateUDF>> {
+            self.inner.try_decode_udaf(name, buf)
+        }
+
+        fn try_encode_udaf(&self, node: &AggregateUDF, buf: &mut Vec<u8>) -> DfResult<()> {
+            self.inner.try_encode_udaf(node, buf)
+        }
+
+        fn try_decode_udwf(&self, name: &str, buf: &[u8]) -> DfResult<Arc<WindowUDF>> {
+            self.inner.try_decode_udwf(name, buf)
+        }
+
+        fn try_encode_udwf(&self, node: &WindowUDF, buf: &mut Vec<u8>) -> DfResult<()> {
+            self.inner.try_encode_udwf(node, buf)
+        }
+    };
+}
+
 /// Encodes [`ZarrTable`]s in logical plans; everything else goes to `inner`.
 #[derive(Debug)]
 pub struct ZarrLogicalCodec {
@@ -153,45 +198,7 @@ impl LogicalExtensionCodec for ZarrLogicalCodec {
         self.inner.try_encode_file_format(buf, node)
     }
 
-    fn try_decode_udf(&self, name: &str, buf: &[u8]) -> DfResult<Arc<ScalarUDF>> {
-        self.inner.try_decode_udf(name, buf)
-    }
-
-    fn try_encode_udf(&self, node: &ScalarUDF, buf: &mut Vec<u8>) -> DfResult<()> {
-        self.inner.try_encode_udf(node, buf)
-    }
-
-    fn try_decode_higher_order_function(
-        &self,
-        name: &str,
-        buf: &[u8],
-    ) -> DfResult<Arc<HigherOrderUDF>> {
-        self.inner.try_decode_higher_order_function(name, buf)
-    }
-
-    fn try_encode_higher_order_function(
-        &self,
-        node: &HigherOrderUDF,
-        buf: &mut Vec<u8>,
-    ) -> DfResult<()> {
-        self.inner.try_encode_higher_order_function(node, buf)
-    }
-
-    fn try_decode_udaf(&self, name: &str, buf: &[u8]) -> DfResult<Arc<AggregateUDF>> {
-        self.inner.try_decode_udaf(name, buf)
-    }
-
-    fn try_encode_udaf(&self, node: &AggregateUDF, buf: &mut Vec<u8>) -> DfResult<()> {
-        self.inner.try_encode_udaf(node, buf)
-    }
-
-    fn try_decode_udwf(&self, name: &str, buf: &[u8]) -> DfResult<Arc<WindowUDF>> {
-        self.inner.try_decode_udwf(name, buf)
-    }
-
-    fn try_encode_udwf(&self, node: &WindowUDF, buf: &mut Vec<u8>) -> DfResult<()> {
-        self.inner.try_encode_udwf(node, buf)
-    }
+    delegate_functions!();
 }
 
 /// Encodes [`ZarrScanExec`]s in physical plans; everything else goes to `inner`.
@@ -254,29 +261,7 @@ impl PhysicalExtensionCodec for ZarrPhysicalCodec {
 
     // The rest is the wrapped codec's.
 
-    fn try_decode_udf(&self, name: &str, buf: &[u8]) -> DfResult<Arc<ScalarUDF>> {
-        self.inner.try_decode_udf(name, buf)
-    }
-
-    fn try_encode_udf(&self, node: &ScalarUDF, buf: &mut Vec<u8>) -> DfResult<()> {
-        self.inner.try_encode_udf(node, buf)
-    }
-
-    fn try_decode_higher_order_function(
-        &self,
-        name: &str,
-        buf: &[u8],
-    ) -> DfResult<Arc<HigherOrderUDF>> {
-        self.inner.try_decode_higher_order_function(name, buf)
-    }
-
-    fn try_encode_higher_order_function(
-        &self,
-        node: &HigherOrderUDF,
-        buf: &mut Vec<u8>,
-    ) -> DfResult<()> {
-        self.inner.try_encode_higher_order_function(node, buf)
-    }
+    delegate_functions!();
 
     fn try_decode_expr(
         &self,
@@ -294,21 +279,5 @@ impl PhysicalExtensionCodec for ZarrPhysicalCodec {
         ctx: &PhysicalExprEncodeCtx<'_>,
     ) -> DfResult<()> {
         self.inner.try_encode_expr(node, buf, ctx)
-    }
-
-    fn try_decode_udaf(&self, name: &str, buf: &[u8]) -> DfResult<Arc<AggregateUDF>> {
-        self.inner.try_decode_udaf(name, buf)
-    }
-
-    fn try_encode_udaf(&self, node: &AggregateUDF, buf: &mut Vec<u8>) -> DfResult<()> {
-        self.inner.try_encode_udaf(node, buf)
-    }
-
-    fn try_decode_udwf(&self, name: &str, buf: &[u8]) -> DfResult<Arc<WindowUDF>> {
-        self.inner.try_decode_udwf(name, buf)
-    }
-
-    fn try_encode_udwf(&self, node: &WindowUDF, buf: &mut Vec<u8>) -> DfResult<()> {
-        self.inner.try_encode_udwf(node, buf)
     }
 }

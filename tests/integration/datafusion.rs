@@ -240,22 +240,7 @@ fn group_by_and_filter_match_the_input() {
         )
         .await
     });
-    let kinds = strings(&column(&batches, "kind"));
-    let n = column(&batches, "n");
-    let s = column(&batches, "s");
-    let got: BTreeMap<String, (i64, i64)> = kinds
-        .into_iter()
-        .enumerate()
-        .map(|(i, k)| {
-            (
-                k,
-                (
-                    n.as_primitive::<Int64Type>().value(i),
-                    s.as_primitive::<Int64Type>().value(i),
-                ),
-            )
-        })
-        .collect();
+    let got = grouped(&batches);
     assert_eq!(got, expected);
 }
 
