@@ -244,6 +244,22 @@ impl std::fmt::Debug for Cut<'_> {
 }
 
 impl Error {
+    /// The message, then each of its sources' that it does not already contain,
+    /// joined by `": "`: the one line the command line and the Python package show.
+    pub fn with_sources(&self) -> String {
+        let mut message = self.to_string();
+        let mut source = std::error::Error::source(self);
+        while let Some(s) = source {
+            let text = s.to_string();
+            if !message.contains(&text) {
+                message.push_str(": ");
+                message.push_str(&text);
+            }
+            source = s.source();
+        }
+        message
+    }
+
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io {
             path: path.into(),

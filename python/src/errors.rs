@@ -36,29 +36,13 @@ pub(crate) fn zarrow_error(message: &str) -> PyErr {
     Python::attach(|py| raise(py, &ZARROW_ERROR, "ZarrowError", message.to_string()))
 }
 
-/// `e`'s message and the messages of its sources that it does not already
-/// contain.
-fn message(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut message = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let text = s.to_string();
-        if !message.contains(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
-        }
-        source = s.source();
-    }
-    message
-}
-
 /// zarrow's error as a Python exception.
 pub(crate) fn to_py(e: Error) -> PyErr {
     let io = matches!(
         e,
         Error::Io { .. } | Error::Remote { .. } | Error::Output { .. }
     );
-    let text = message(&e);
+    let text = e.with_sources();
     Python::attach(|py| {
         if io {
             raise(py, &ZARROW_IO_ERROR, "ZarrowIOError", text)

@@ -256,16 +256,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            let mut message = e.to_string();
-            let mut source = std::error::Error::source(&e);
-            while let Some(s) = source {
-                let text = s.to_string();
-                if !message.contains(&text) {
-                    message.push_str(": ");
-                    message.push_str(&text);
-                }
-                source = s.source();
-            }
+            let mut message = e.with_sources();
             if let Some(hint) = hint(&e) {
                 message.push_str(&format!(" ({hint})"));
             }
