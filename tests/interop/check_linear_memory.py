@@ -6,9 +6,12 @@ Usage: check_linear_memory.py ZARROW_BIN
 Issue 4 asks that a large array take no more than a few times its JSON size in
 memory. For float64, integer and string arrays of a few million elements this
 converts JSON -> Zarr, Zarr -> JSON and CSV -> Zarr with the zarrow binary, reads
-each child's peak resident set size (getrusage, Linux KiB), and requires it to be
-at most LIMIT times the input's size. Prints one line per case and
-"N passed, M failed".
+each child's peak resident set size (getrusage, Linux KiB), and requires what
+the document adds to it to be at most LIMIT times the input's size. What it adds:
+the peak less that of the same conversion of a tiny document of the same kind
+with the same binary (the process's own footprint: an unoptimised CI build's code
+and relocations take some 17 MiB more than a release build's, whatever the
+input). Prints one line per case and "N passed, M failed".
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-LIMIT = 3.0  # x the size of the JSON / CSV text
+LIMIT = 2.5  # x the size of the JSON / CSV text (the release build once passed 3.0x counting its footprint, ~2.5x without)
 
 
 def peak_rss_bytes(cmd: list[str]) -> int:
@@ -44,41 +47,48 @@ def document(dtype: str, values: list) -> str:
     return json.dumps(header + values, separators=(",", ":"))
 
 
+def conversions(zarrow: str, tmp: Path, name: str, text: str) -> list[tuple[str, int, int]]:
+    """(label, peak RSS, input size) of json -> zarr, zarr -> json, zarr -> csv and
+    csv -> zarr of `text`, in that order (each converts the previous output)."""
+    src = tmp / f"{name}.json"
+    src.write_text(text)
+    store, csv = tmp / f"{name}.zarr", tmp / f"{name}.csv"
+    steps = [
+        ("json -> zarr", src, store),
+        ("zarr -> json", store, tmp / f"{name}.back.json"),
+        ("zarr -> csv", store, csv),
+        ("csv -> zarr", csv, tmp / f"{name}.csv.zarr"),
+    ]
+    sizes = {src: src.stat().st_size, store: src.stat().st_size}
+    out = []
+    for label, source, target in steps:
+        peak = peak_rss_bytes([zarrow, "convert", str(source), str(target)])
+        out.append((label, peak, sizes.get(source) or source.stat().st_size))
+    return out
+
+
 def main() -> int:
     zarrow = sys.argv[1]
     n = 3_000_000
-    cases = {
-        "float64": document("float64", [i * 1.000001 for i in range(n)]),
-        "int32": document("int32", [(i * 7919) % 2_000_000_000 - 1_000_000_000 for i in range(n)]),
-        "generic-strings": document("generic", [f"cell-{i % 1000}-{'x' * (i % 9)}" for i in range(n)]),
+    makers = {
+        "float64": lambda n: document("float64", [i * 1.000001 for i in range(n)]),
+        "int32": lambda n: document("int32", [(i * 7919) % 2_000_000_000 - 1_000_000_000 for i in range(n)]),
+        "generic-strings": lambda n: document("generic", [f"cell-{i % 1000}-{'x' * (i % 9)}" for i in range(n)]),
     }
     passed = failed = 0
     with tempfile.TemporaryDirectory(prefix="zarrow-mem-") as tmp_name:
         tmp = Path(tmp_name)
-        for name, text in cases.items():
-            src = tmp / f"{name}.json"
-            src.write_text(text)
-            size = src.stat().st_size
-            store = tmp / f"{name}.zarr"
-            checks = [
-                ("json -> zarr", [zarrow, "convert", str(src), str(store)], size),
-                ("zarr -> json", [zarrow, "convert", str(store), str(tmp / f"{name}.back.json")], size),
-                ("zarr -> csv", [zarrow, "convert", str(store), str(tmp / f"{name}.csv")], size),
-            ]
-            for label, cmd, input_size in checks:
-                peak = peak_rss_bytes(cmd)
-                ratio = peak / input_size
+        for name, make in makers.items():
+            base = conversions(zarrow, tmp, f"{name}-tiny", make(1000))
+            for (label, peak, size), (_, footprint, _) in zip(conversions(zarrow, tmp, name, make(n)), base):
+                what = "CSV" if label.startswith("csv") else "document"
+                ratio = (peak - footprint) / size
                 ok = ratio <= LIMIT
                 passed += ok
                 failed += not ok
-                print(f"{'ok  ' if ok else 'FAIL'} {name} {label}: peak {peak / 2**20:.0f} MiB = {ratio:.2f}x the {input_size / 2**20:.0f} MiB document (limit {LIMIT}x)")
-            csv = tmp / f"{name}.csv"
-            peak = peak_rss_bytes([zarrow, "convert", str(csv), str(tmp / f"{name}.csv.zarr")])
-            ratio = peak / csv.stat().st_size
-            ok = ratio <= LIMIT
-            passed += ok
-            failed += not ok
-            print(f"{'ok  ' if ok else 'FAIL'} {name} csv -> zarr: peak {peak / 2**20:.0f} MiB = {ratio:.2f}x the {csv.stat().st_size / 2**20:.0f} MiB CSV (limit {LIMIT}x)")
+                print(f"{'ok  ' if ok else 'FAIL'} {name} {label}: peak {peak / 2**20:.0f} MiB, "
+                      f"{footprint / 2**20:.0f} MiB on a tiny {what}: {ratio:.2f}x the "
+                      f"{size / 2**20:.0f} MiB {what} (limit {LIMIT}x)")
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 
