@@ -12,13 +12,11 @@ use crate::metadata::StringType;
 /// The size of the fixed block [`CopyBuffer::extend_prefix`] copies.
 pub(crate) const SHORT: usize = 32;
 
-/// A growing buffer of copied values. Its storage is zero-initialised, and the
-/// first `used` bytes hold values; the rest (at least [`SHORT`] bytes once
-/// reserved) lets a short value be copied as one fixed-size block, a few vector
-/// moves, instead of a variable-length `memcpy` call.
+/// A growing buffer of copied values. Its spare capacity is not zeroed first (no
+/// `memset` of memory about to be overwritten). A short value is copied as one
+/// fixed-size block, a few vector moves, instead of a variable-length `memcpy`.
 pub(crate) struct CopyBuffer {
     bytes: MutableBuffer,
-    used: usize,
 }
 
 impl CopyBuffer {
@@ -26,51 +24,39 @@ impl CopyBuffer {
     /// size, so this never over-allocates); it grows if more arrive.
     pub(crate) fn with_capacity(max_values: usize) -> Self {
         Self {
-            bytes: MutableBuffer::from_len_zeroed(max_values.saturating_add(SHORT)),
-            used: 0,
+            bytes: MutableBuffer::with_capacity(max_values.saturating_add(SHORT)),
         }
     }
 
     /// Bytes of values so far.
     #[inline]
     pub(crate) fn len(&self) -> usize {
-        self.used
+        self.bytes.len()
     }
 
     /// The values so far.
     #[inline]
     pub(crate) fn as_slice(&self) -> &[u8] {
-        &self.bytes.as_slice()[..self.used]
-    }
-
-    /// Make room for `extra` more bytes after the values.
-    #[inline]
-    fn reserve(&mut self, extra: usize) {
-        let need = self.used + extra;
-        if need > self.bytes.len() {
-            self.bytes.resize(need.max(self.bytes.len() * 2), 0);
-        }
+        self.bytes.as_slice()
     }
 
     /// Append `bytes`.
     #[inline]
     pub(crate) fn extend(&mut self, bytes: &[u8]) {
-        self.reserve(bytes.len());
-        self.bytes.as_slice_mut()[self.used..self.used + bytes.len()].copy_from_slice(bytes);
-        self.used += bytes.len();
+        self.bytes.extend_from_slice(bytes);
     }
 
     /// Append `source[..len]` (`source` holds at least `len` bytes). When the value
     /// is at most [`SHORT`] bytes and `source` has [`SHORT`] bytes, the whole block
-    /// is copied; the bytes past `len` are overwritten by the next value or cut off
-    /// by [`Self::into_buffer`].
+    /// is copied and the bytes past `len` cut off again; the next value overwrites
+    /// them.
     #[inline]
     pub(crate) fn extend_prefix(&mut self, source: &[u8], len: usize) {
         match source.first_chunk::<SHORT>() {
             Some(block) if len <= SHORT => {
-                self.reserve(SHORT);
-                self.bytes.as_slice_mut()[self.used..self.used + SHORT].copy_from_slice(block);
-                self.used += len;
+                let end = self.bytes.len() + len;
+                self.bytes.extend_from_slice(block);
+                self.bytes.truncate(end);
             }
             _ => self.extend(&source[..len]),
         }
@@ -79,12 +65,11 @@ impl CopyBuffer {
     /// Drop the values from byte `len` on.
     #[inline]
     pub(crate) fn truncate(&mut self, len: usize) {
-        self.used = self.used.min(len);
+        self.bytes.truncate(len);
     }
 
     /// The values as one buffer.
-    pub(crate) fn into_buffer(mut self) -> Buffer {
-        self.bytes.truncate(self.used);
+    pub(crate) fn into_buffer(self) -> Buffer {
         self.bytes.into()
     }
 }
