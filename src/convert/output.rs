@@ -115,7 +115,7 @@ impl Partial {
     /// # Errors
     /// `dst` exists and not `overwrite`; creating the partial file.
     pub fn file(dst: &Path, overwrite: bool) -> Result<(Self, File)> {
-        if dst.to_str().is_some_and(crate::store::is_url) {
+        if super::is_url_path(dst) {
             return Err(Error::InvalidArgument(format!(
                 "{}: a table or linear-format file is written to a local path only (write it locally, then upload it)",
                 dst.display()
