@@ -301,19 +301,28 @@ const LONG_VALUE: u64 = 256;
 /// Window of decompressed bytes parsed at a time (fits in L2).
 const WINDOW: usize = 128 << 10;
 
+/// Decompress `encoded` with this thread's zstd context (kept between chunks:
+/// see `codec/zstd.rs`) and parse the elements into `out`.
 fn stream<E: Elements>(
     encoded: &[u8],
     n: usize,
     max_bytes: usize,
+    out: E,
+) -> Result<E, ChunkError> {
+    super::zstd::with_dctx(|dctx| {
+        let decoder = zstd::stream::read::Decoder::with_context(encoded, dctx);
+        parse_stream(decoder, n, max_bytes, out)
+    })
+}
+
+/// [`stream`]'s parser, reading the decompressed chunk from `decoder`.
+fn parse_stream<E: Elements>(
+    mut decoder: impl std::io::Read,
+    n: usize,
+    max_bytes: usize,
     mut out: E,
 ) -> Result<E, ChunkError> {
-    use std::io::Read;
     const CODEC: &str = "zstd";
-    let mut decoder =
-        zstd::stream::read::Decoder::with_buffer(encoded).map_err(|e| ChunkError::Decompress {
-            codec: CODEC,
-            message: e.to_string(),
-        })?;
     let mut window = vec![0u8; WINDOW];
     let mut int = [0u8; 4]; // a u32 (count or length) that may straddle windows
     let mut have = 0usize;

@@ -9,14 +9,21 @@
 //!
 //! Decoding is bounded by the caller's limit (a frame that states or produces more
 //! is [`ChunkError::TooLarge`]). One copy: zstd writes straight into the aligned
-//! output buffer.
+//! output buffer, which is not zero-filled first.
+//!
+//! Each thread keeps one decompression context between chunks ([`with_dctx`]):
+//! zstd then allocates its tables, and for streaming its window, once per thread
+//! instead of once per chunk (a fresh multi-megabyte window per chunk was page
+//! faults and kernel page clearing on every chunk).
 
 use std::any::Any;
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use arrow_buffer::{Buffer, MutableBuffer};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
+use zstd::zstd_safe::{DCtx, WriteBuf};
 
 use super::bounded::read_limited;
 use super::{BytesToBytesCodec, ConfigError, settings};
@@ -78,21 +85,62 @@ pub(crate) fn zstd_decode(input: &[u8], limit: usize) -> Result<Buffer, ChunkErr
                 limit: limit as u64,
             });
         }
-        let mut out = MutableBuffer::from_len_zeroed(size as usize);
-        if let Ok(written) = zstd::bulk::decompress_to_buffer(input, out.as_slice_mut())
-            && written == size as usize
-        {
+        let size = size as usize;
+        let mut out = MutableBuffer::with_capacity(size);
+        let written = with_dctx(|dctx| dctx.decompress(&mut Spare(&mut out), input));
+        if written == Ok(size) {
             return Ok(out.into());
         }
         // Several frames, or a lying header: fall through to the streaming decoder,
         // which reports the real problem.
     }
-    let decoder =
-        zstd::stream::read::Decoder::with_buffer(input).map_err(|e| ChunkError::Decompress {
-            codec: CODEC,
-            message: e.to_string(),
-        })?;
-    read_limited(decoder, CODEC, limit, input.len().saturating_mul(4))
+    with_dctx(|dctx| {
+        let decoder = zstd::stream::read::Decoder::with_context(input, dctx);
+        read_limited(decoder, CODEC, limit, input.len().saturating_mul(4))
+    })
+}
+
+thread_local! {
+    /// This thread's decompression context, kept between chunks (see the module docs).
+    static DCTX: RefCell<Option<DCtx<'static>>> = const { RefCell::new(None) };
+}
+
+/// Run `f` with this thread's zstd decompression context. A streaming decoder
+/// made with it resets the context's session first, so nothing left over from a
+/// frame that failed half-way reaches the next one; one-shot decompression starts
+/// a new frame anyway. A nested call (none today) gets a context of its own.
+pub(crate) fn with_dctx<R>(f: impl FnOnce(&mut DCtx<'static>) -> R) -> R {
+    DCTX.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut slot) => f(slot.get_or_insert_with(DCtx::create)),
+        Err(_) => f(&mut DCtx::create()),
+    })
+}
+
+/// A [`MutableBuffer`]'s spare capacity as zstd's output: zstd writes into
+/// uninitialised memory and the buffer's length becomes what it wrote.
+struct Spare<'a>(&'a mut MutableBuffer);
+
+// SAFETY: `as_slice` covers the buffer's initialised length only; `capacity` and
+// `as_mut_ptr` describe its one allocation; `filled_until(n)` is called (by
+// zstd-safe's `write_from`, which asserts `n <= capacity`) only after zstd wrote
+// the first `n` bytes, so setting the length to `n` exposes initialised bytes only.
+unsafe impl WriteBuf for Spare<'_> {
+    fn as_slice(&self) -> &[u8] {
+        self.0.as_slice()
+    }
+
+    fn capacity(&self) -> usize {
+        self.0.capacity()
+    }
+
+    fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.0.as_mut_ptr()
+    }
+
+    unsafe fn filled_until(&mut self, n: usize) {
+        // SAFETY: the caller promises bytes 0..n are written, and n <= capacity.
+        unsafe { self.0.set_len(n) }
+    }
 }
 
 /// Compress with zstd at `level`, optionally with a content checksum.
@@ -117,5 +165,33 @@ mod tests {
         ));
         assert!(zstd_decode(&enc[..enc.len() / 2], 100_000).is_err());
         assert!(zstd_decode(b"not zstd at all", 100).is_err());
+    }
+
+    /// The thread's context is reused: a frame that fails half-way (streamed: no
+    /// stated size) leaves nothing behind for the next frame on the same thread.
+    #[test]
+    fn a_failed_frame_does_not_reach_the_next_one() {
+        let data: Vec<u8> = (0..200_000u32)
+            .flat_map(|i| (i % 251).to_le_bytes())
+            .collect();
+        let mut streamed = Vec::new();
+        let mut encoder = zstd::stream::write::Encoder::new(&mut streamed, 3).unwrap();
+        encoder.include_contentsize(false).unwrap();
+        std::io::Write::write_all(&mut encoder, &data).unwrap();
+        encoder.finish().unwrap();
+        let stated = zstd_encode(&data, 3, false).unwrap();
+        for frame in [&streamed, &stated] {
+            let cut = &frame[..frame.len() * 2 / 3];
+            assert!(zstd_decode(cut, data.len()).is_err());
+            assert_eq!(
+                zstd_decode(frame, data.len()).unwrap().as_slice(),
+                &data[..]
+            );
+        }
+        // Two frames back to back: the stated size covers only the first, so the
+        // streaming decoder reads both.
+        let two = [stated.clone(), stated].concat();
+        let both = zstd_decode(&two, 2 * data.len()).unwrap();
+        assert_eq!(both.as_slice(), &[&data[..], &data[..]].concat()[..]);
     }
 }
