@@ -129,8 +129,13 @@ impl ReaderBuilder {
         self
     }
 
-    /// Rows per batch (default: the largest chunk length among the columns, at most
-    /// [`DEFAULT_MAX_BATCH_ROWS`]).
+    /// Rows per batch: every batch but the last has exactly `rows` rows.
+    ///
+    /// By default a batch has at most the largest chunk length among the columns,
+    /// at most [`DEFAULT_MAX_BATCH_ROWS`], and ends early where a chunk of a column
+    /// whose chunks are at least that long ends: each such column's rows are then
+    /// a slice of one decoded chunk, never copied into a concatenation to line up
+    /// with the other columns. Columns with shorter chunks are concatenated.
     pub fn with_batch_size(mut self, rows: usize) -> Self {
         self.batch_size = Some(rows.max(1));
         self
@@ -287,6 +292,7 @@ impl ReaderBuilder {
         let columns = self.columns()?;
         let rows = self.row_range(columns[0].len())?;
         let longest = longest_chunk(&columns);
+        let aligned = self.batch_size.is_none();
         let batch_size = self.batch_size.unwrap_or_else(|| {
             usize::try_from(longest)
                 .unwrap_or(usize::MAX)
@@ -360,6 +366,7 @@ impl ReaderBuilder {
             rows: rows.clone(),
             done: rows.start,
             batch_size,
+            aligned,
             lookahead,
             parallel: self.options.parallel,
             pool,
@@ -451,6 +458,9 @@ pub struct BatchReader {
     rows: Range<u64>,
     done: u64,
     batch_size: usize,
+    /// Whether batches end early at chunk boundaries (the default batch size; see
+    /// [`ReaderBuilder::with_batch_size`]).
+    aligned: bool,
     /// Rows past the current batch whose chunks decode while the caller works.
     lookahead: u64,
     parallel: bool,
@@ -493,6 +503,35 @@ impl BatchReader {
         jobs
     }
 
+    /// Start decoding, in the background, the chunks every leaf needs for rows up
+    /// to `upto` that are not yet asked for (when the reader is parallel).
+    fn read_ahead(&mut self, upto: u64) {
+        if !self.parallel {
+            return;
+        }
+        let jobs = self.plan(upto);
+        if jobs.is_empty() {
+            return;
+        }
+        let (sender, receiver) = channel();
+        let pool = self.pool.clone();
+        let task = move || {
+            let result = catch_unwind(AssertUnwindSafe(|| run_jobs(&jobs, true, pool.as_deref())))
+                .unwrap_or_else(|_| {
+                    Err(Error::Panicked {
+                        task: "chunk decoder",
+                    })
+                });
+            // The reader may be gone (dropped early): nobody to tell.
+            let _ = sender.send(result);
+        };
+        match &self.pool {
+            Some(pool) => pool.spawn(task),
+            None => rayon::spawn(task),
+        }
+        self.pending.push_back(receiver);
+    }
+
     fn queue(&mut self, decoded: Decoded) {
         for (c, array) in decoded {
             self.leaves[c].queued.push(array);
@@ -500,7 +539,16 @@ impl BatchReader {
     }
 
     fn next_inner(&mut self) -> Result<Option<RecordBatch>> {
-        let n = (self.rows.end - self.done).min(self.batch_size as u64);
+        let mut n = (self.rows.end - self.done).min(self.batch_size as u64);
+        if self.aligned {
+            n = self.leaves.iter().fold(n, |n, leaf| {
+                if leaf.chunk_len < self.batch_size as u64 {
+                    n
+                } else {
+                    n.min(leaf.chunk_len - self.done % leaf.chunk_len)
+                }
+            });
+        }
         if n == 0 {
             return Ok(None);
         }
@@ -518,6 +566,10 @@ impl BatchReader {
             self.queue(decoded);
         }
         let jobs = self.plan(self.done + n);
+        // The next chunks are asked for before this batch's are decoded: their
+        // requests are in flight (and they decode) meanwhile, and while the caller
+        // works on this batch.
+        self.read_ahead((self.done + n).saturating_add(self.lookahead));
         let decoded = run_jobs(&jobs, self.parallel, self.pool.as_deref())?;
         self.queue(decoded);
         let mut leaves = Vec::with_capacity(self.leaves.len());
@@ -543,30 +595,6 @@ impl BatchReader {
             arrays.push(column.assemble(prepared.as_ref(), own)?);
         }
         self.done += n;
-        // Decode the next chunks while the caller works on this batch.
-        if self.parallel {
-            let jobs = self.plan(self.done.saturating_add(self.lookahead));
-            if !jobs.is_empty() {
-                let (sender, receiver) = channel();
-                let pool = self.pool.clone();
-                let task = move || {
-                    let result =
-                        catch_unwind(AssertUnwindSafe(|| run_jobs(&jobs, true, pool.as_deref())))
-                            .unwrap_or_else(|_| {
-                                Err(Error::Panicked {
-                                    task: "chunk decoder",
-                                })
-                            });
-                    // The reader may be gone (dropped early): nobody to tell.
-                    let _ = sender.send(result);
-                };
-                match &self.pool {
-                    Some(pool) => pool.spawn(task),
-                    None => rayon::spawn(task),
-                }
-                self.pending.push_back(receiver);
-            }
-        }
         Ok(Some(RecordBatch::try_new(self.schema.clone(), arrays)?))
     }
 }

@@ -240,3 +240,68 @@ fn the_async_stream_gives_the_blocking_readers_batches() {
     });
     assert_eq!(first_two, blocking[..2]);
 }
+
+/// By default a batch ends where a chunk of a long-chunked column ends: every
+/// column's rows in a batch are then a slice of one decoded chunk (no copy to line
+/// the columns up). Columns `a` (chunks of 70,000) and `b` (100,000); the default
+/// batch is at most 65,536 rows.
+#[test]
+fn default_batches_end_at_long_chunks_boundaries() {
+    const N: i64 = 300_000;
+    let store = Arc::new(MemoryStore::new());
+    let a: ArrayRef = Arc::new(Int64Array::from_iter_values(0..N));
+    let b: ArrayRef = Arc::new(StringArray::from_iter_values(
+        (0..N).map(|i| format!("s{i}")),
+    ));
+    let options = WriteOptions::default();
+    write_array(
+        store.clone(),
+        "t/a",
+        &a,
+        options.clone().with_chunk_len(70_000),
+    )
+    .unwrap();
+    write_array(store.clone(), "t/b", &b, options.with_chunk_len(100_000)).unwrap();
+    write_group_metadata(store.as_ref(), "t", &["a".into(), "b".into()], 3).unwrap();
+    let group = ZarrGroup::open(store, "t").unwrap();
+    let batches: Vec<RecordBatch> = group
+        .reader()
+        .build()
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    // Cut at 65,536 rows after the last cut, or earlier at a multiple of 70,000 or of 100,000.
+    let sizes: Vec<usize> = batches.iter().map(RecordBatch::num_rows).collect();
+    assert_eq!(
+        sizes,
+        [
+            65_536, 4_464, 30_000, 40_000, 60_000, 10_000, 65_536, 4_464, 20_000
+        ]
+    );
+    let mut at = 0i64;
+    for batch in &batches {
+        let n = batch.num_rows() as i64;
+        let a = batch.column(0).as_primitive::<Int64Type>();
+        assert!(a.values().iter().copied().eq(at..at + n));
+        let b = batch.column(1).as_string::<i32>();
+        assert!(
+            b.iter()
+                .map(Option::unwrap)
+                .eq((at..at + n).map(|i| format!("s{i}")))
+        );
+        at += n;
+    }
+    // The first three batches are rows of b's first chunk: one values buffer.
+    let values = |i: usize| batches[i].column(1).as_string::<i32>().values().as_ptr();
+    assert_eq!(values(0), values(1));
+    assert_eq!(values(1), values(2));
+    // An explicit batch size is kept exactly.
+    let sizes: Vec<usize> = group
+        .reader()
+        .with_batch_size(65_536)
+        .build()
+        .unwrap()
+        .map(|b| b.unwrap().num_rows())
+        .collect();
+    assert_eq!(sizes, [65_536, 65_536, 65_536, 65_536, 37_856]);
+}
