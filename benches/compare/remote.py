@@ -3,7 +3,7 @@
 chunks each, vlen-utf8 + zstd, written by zarr-python), served over HTTP on loopback
 through a proxy that adds 20 ms to every request. In one run:
 
-* zarrow convert URL OUT.arrows (a fresh process; requests counted at the proxy);
+* zarrow convert URL OUT.arrows (a fresh process; requests counted at the server);
 * zarr-python 3.1.6 reading the same URL through obstore's HTTPStore
   (`zarr.storage.ObjectStore`), then pyarrow writing the same IPC stream;
 * the bound: requests / concurrency x 20 ms + zarrow's local conversion time;
@@ -12,13 +12,18 @@ through a proxy that adds 20 ms to every request. In one run:
 
     .venv/bin/python benches/compare/remote.py [--quick] [--runs N]
 
-Needs obstore (pip install obstore) for the zarr-python peer; the servers are
-tests/interop/check_remote.py's (a ranged static server and a delaying proxy).
+Needs obstore (pip install obstore) for the zarr-python peer. The server is
+`http-delay` (next to this file, built here with cargo on first use): static files
+with ranges, every request held back 20 ms. `--server python` uses
+tests/interop/check_remote.py's ranged static server behind its delaying proxy
+instead, as the first runs did: both are Python threads in this process, relaying
+every byte on the same two cores as the peers they serve.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import resource
 import shutil
@@ -26,6 +31,7 @@ import statistics
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -57,6 +63,33 @@ print(len(values))
 """
 
 
+@contextlib.contextmanager
+def delay_server(root: Path, delay: float):
+    """`http-delay` serving `root`: yields its URL and a function counting requests."""
+    target = REPO / "target" / "gen-http-delay"
+    manifest = HERE / "http-delay" / "Cargo.toml"
+    subprocess.run(["cargo", "build", "--release", "--quiet", "--manifest-path", str(manifest),
+                    "--target-dir", str(target)], check=True)
+    proc = subprocess.Popen([str(target / "release" / "http-delay"), str(root), str(round(delay * 1000))],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(proc.stdout.readline().split()[1])
+        url = f"http://127.0.0.1:{port}"
+        yield url, lambda: int(urllib.request.urlopen(f"{url}/__requests").read())
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=10)
+
+
+@contextlib.contextmanager
+def python_servers(root: Path, delay: float):
+    """check_remote.py's static server behind its delaying proxy (Python threads)."""
+    with servers.http_server(root) as web:
+        proxy = servers.FaultProxy(web, "delay", delay=delay)
+        with proxy.serve() as url:
+            yield url, lambda: len(proxy.requests)
+
+
 def timed(cmd: list[str]) -> tuple[float, float, str]:
     """Wall seconds, peak RSS (MiB) and stdout of a fresh process."""
     wrapper = ("import resource, subprocess, sys, time\n"
@@ -77,6 +110,8 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="1M strings")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--server", choices=["rust", "python"], default="rust",
+                    help="http-delay (default), or check_remote.py's Python server and proxy")
     args = ap.parse_args()
     n = 1_000_000 if args.quick else 10_000_000
     store = bench.generate_w7(n)
@@ -88,34 +123,34 @@ def main() -> int:
     out.mkdir(parents=True)
     rows = {}
 
-    def median(label: str, cmd: list[str], proxy=None) -> dict:
+    def median(label: str, cmd: list[str], count=None) -> dict:
         walls, rss, reqs = [], [], []
         for _ in range(args.runs):
-            before = len(proxy.requests) if proxy else 0
+            before = count() if count else 0
             w, r, _ = timed(cmd)
             walls.append(w)
             rss.append(r)
-            if proxy:
-                reqs.append(len(proxy.requests) - before)
+            if count:
+                reqs.append(count() - before)
         res = {"wall": statistics.median(walls), "rss": max(rss), "requests": reqs[-1] if reqs else None}
         rows[label] = res
-        extra = f", {res['requests']} requests" if proxy else ""
+        extra = f", {res['requests']} requests" if count else ""
         print(f"{label:55s} {res['wall']:8.3f} s  peak {res['rss']:7.0f} MiB{extra}", flush=True)
         return res
 
     z = str(ZARROW)
     local = median("zarrow convert, local store", [z, "convert", str(store), str(out / "local.arrows"), "--overwrite"])
-    with servers.http_server(bench.DATA) as web:
-        proxy = servers.FaultProxy(web, "delay", delay=LATENCY)
-        with proxy.serve() as url:
-            remote = median(f"zarrow convert, HTTP + {LATENCY * 1000:.0f} ms", [
-                z, "convert", f"{url}/{store.name}", str(out / "remote.arrows"), "--overwrite",
-                "--concurrency", str(CONCURRENCY)], proxy)
-            python = median(f"zarr-python 3.1.6 (obstore HTTPStore) + pyarrow IPC, HTTP + {LATENCY * 1000:.0f} ms", [
-                sys.executable, "-c", ZARR_PYTHON, f"{url}/{store.name}", str(out / "python.arrows")], proxy)
-            big_run = median(f"zarrow convert, 10x store ({n * 10:,} rows), HTTP + {LATENCY * 1000:.0f} ms", [
-                z, "convert", f"{url}/{big.name}", str(out / "big.arrows"), "--overwrite",
-                "--concurrency", str(CONCURRENCY)], proxy)
+    serve = delay_server if args.server == "rust" else python_servers
+    print(f"server: {args.server}")
+    with serve(bench.DATA, LATENCY) as (url, count):
+        remote = median(f"zarrow convert, HTTP + {LATENCY * 1000:.0f} ms", [
+            z, "convert", f"{url}/{store.name}", str(out / "remote.arrows"), "--overwrite",
+            "--concurrency", str(CONCURRENCY)], count)
+        python = median(f"zarr-python 3.1.6 (obstore HTTPStore) + pyarrow IPC, HTTP + {LATENCY * 1000:.0f} ms", [
+            sys.executable, "-c", ZARR_PYTHON, f"{url}/{store.name}", str(out / "python.arrows")], count)
+        big_run = median(f"zarrow convert, 10x store ({n * 10:,} rows), HTTP + {LATENCY * 1000:.0f} ms", [
+            z, "convert", f"{url}/{big.name}", str(out / "big.arrows"), "--overwrite",
+            "--concurrency", str(CONCURRENCY)], count)
     bound = remote["requests"] / CONCURRENCY * LATENCY + local["wall"]
     print()
     print(f"bound = {remote['requests']} requests / {CONCURRENCY} x {LATENCY * 1000:.0f} ms + local "
