@@ -16,6 +16,7 @@
 //! into the decoded chunk.
 
 use std::any::Any;
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, OffsetSizeTrait};
@@ -310,20 +311,41 @@ fn stream<E: Elements>(
     out: E,
 ) -> Result<E, ChunkError> {
     super::zstd::with_dctx(|dctx| {
-        let decoder = zstd::stream::read::Decoder::with_context(encoded, dctx);
-        parse_stream(decoder, n, max_bytes, out)
+        with_window(|window| {
+            let decoder = zstd::stream::read::Decoder::with_context(encoded, dctx);
+            parse_stream(decoder, window, n, max_bytes, out)
+        })
     })
 }
 
-/// [`stream`]'s parser, reading the decompressed chunk from `decoder`.
+thread_local! {
+    /// This thread's window for [`stream`], kept between chunks as its zstd context
+    /// is (a fresh one per chunk was a new, page-faulted allocation every time).
+    static WINDOW_BUFFER: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Run `f` with this thread's window of [`WINDOW`] bytes (a nested call, none
+/// today, gets one of its own).
+fn with_window<R>(f: impl FnOnce(&mut [u8]) -> R) -> R {
+    WINDOW_BUFFER.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut window) => {
+            window.resize(WINDOW, 0);
+            f(&mut window)
+        }
+        Err(_) => f(&mut vec![0u8; WINDOW]),
+    })
+}
+
+/// [`stream`]'s parser, reading the decompressed chunk from `decoder` through
+/// `window`.
 fn parse_stream<E: Elements>(
     mut decoder: impl std::io::Read,
+    window: &mut [u8],
     n: usize,
     max_bytes: usize,
     mut out: E,
 ) -> Result<E, ChunkError> {
     const CODEC: &str = "zstd";
-    let mut window = vec![0u8; WINDOW];
     let mut int = [0u8; 4]; // a u32 (count or length) that may straddle windows
     let mut have = 0usize;
     let mut count_read = false;
@@ -331,7 +353,7 @@ fn parse_stream<E: Elements>(
     let mut done = 0usize;
     let mut total = 0usize;
     loop {
-        let got = match decoder.read(&mut window) {
+        let got = match decoder.read(window) {
             Ok(0) => break,
             Ok(got) => got,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
