@@ -29,6 +29,29 @@ impl Part {
     }
 }
 
+/// One dimension: the first `total` elements of `parts` (each `part_len` long) as
+/// runs, in order: a slice of each present part (no copy), the fill value repeated
+/// for a missing one.
+pub(crate) fn runs(parts: &[Part], part_len: u64, total: u64) -> Result<Vec<ArrayRef>, ArrowError> {
+    let mut pieces = Vec::new();
+    let mut remaining = total;
+    for part in parts {
+        let take = remaining.min(part_len);
+        if take == 0 {
+            break;
+        }
+        pieces.push(match part {
+            Part::Present(a) => a.slice(0, take as usize),
+            Part::Missing(a) => {
+                let idx: Vec<(usize, usize)> = vec![(0, 0); take as usize];
+                arrow_select::interleave::interleave(&[a.as_ref()], &idx)?
+            }
+        });
+        remaining -= take;
+    }
+    Ok(pieces)
+}
+
 /// The elements of `region` (anchored at the grid's origin) in C order, taken from
 /// `parts` laid out in C order on `grid` with `part_shape` each.
 pub(crate) fn gather(
@@ -45,30 +68,14 @@ pub(crate) fn gather(
     };
     // One dimension: parts are runs of the output; slice and concatenate.
     if region.len() == 1 {
-        let mut pieces = Vec::new();
-        let mut remaining = total;
-        for part in parts {
-            let take = remaining.min(part_shape[0]);
-            if take == 0 {
-                break;
+        let mut pieces = runs(parts, part_shape[0], total)?;
+        return match pieces.len() {
+            0 => Ok(first.array().slice(0, 0)),
+            1 => Ok(pieces.swap_remove(0)),
+            _ => {
+                let refs: Vec<&dyn Array> = pieces.iter().map(|a| a.as_ref()).collect();
+                arrow_select::concat::concat(&refs)
             }
-            pieces.push(match part {
-                Part::Present(a) => a.slice(0, take as usize),
-                Part::Missing(a) => {
-                    let idx: Vec<(usize, usize)> = vec![(0, 0); take as usize];
-                    arrow_select::interleave::interleave(&[a.as_ref()], &idx)?
-                }
-            });
-            remaining -= take;
-        }
-        if pieces.len() == 1 {
-            return Ok(pieces.swap_remove(0));
-        }
-        let refs: Vec<&dyn Array> = pieces.iter().map(|a| a.as_ref()).collect();
-        return if refs.is_empty() {
-            Ok(first.array().slice(0, 0))
-        } else {
-            arrow_select::concat::concat(&refs)
         };
     }
     let mut picks: Vec<(usize, usize)> = Vec::with_capacity(total as usize);

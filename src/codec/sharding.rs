@@ -17,7 +17,9 @@
 //!
 //! An absent inner chunk has offset = nbytes = `u64::MAX` and reads as the fill
 //! value. Every inner chunk is decoded with the inner codecs (any layout, including
-//! nested shards) and the inner chunks are gathered in C order (one copy).
+//! nested shards) and the inner chunks are gathered in C order (one copy), or, for
+//! a 1-D shard, handed on as runs, one per inner chunk ([`Sharding::decode_runs`]:
+//! no copy; the table reader's batches are then slices of them).
 //!
 //! Partial reads: a reader that wants some elements of a shard fetches the index
 //! alone ([`Sharding::index_range`], a suffix range when it sits at the end),
@@ -36,7 +38,7 @@ use serde_json::{Map, Value, json};
 
 use super::bytes::{Bytes, is_big_endian};
 use super::{ArrayToBytesCodec, CodecChain, ConfigError, DecodeContext, IndexLocation, settings};
-use crate::assemble::{Part, cut, gather};
+use crate::assemble::{Part, cut, gather, runs};
 use crate::error::ChunkError;
 use crate::fill::fill_array;
 use crate::metadata::{CodecMetadata, Endian};
@@ -208,8 +210,7 @@ impl Sharding {
 
     /// Decode the inner chunks `parts` (each one's encoded bytes, or `None` when
     /// absent) lying on `grid` in C order, and gather the elements of `region`
-    /// (anchored at the first part) in C order. All inner chunks together share the
-    /// byte budget `ctx.max_bytes`: each may use what the ones before it left.
+    /// (anchored at the first part) in C order (one copy).
     pub(crate) fn decode_inner(
         &self,
         parts: Vec<Option<Buffer>>,
@@ -217,6 +218,29 @@ impl Sharding {
         region: &[u64],
         ctx: &DecodeContext,
     ) -> Result<ArrayRef, ChunkError> {
+        let decoded = self.decode_parts(parts, ctx)?;
+        Ok(gather(&decoded, grid, &self.chunk_shape, region)?)
+    }
+
+    /// [`Sharding::decode_inner`] for 1-D inner chunks, without the gathering
+    /// copy: the first `elements` elements as runs, one per inner chunk.
+    pub(crate) fn decode_inner_runs(
+        &self,
+        parts: Vec<Option<Buffer>>,
+        elements: u64,
+        ctx: &DecodeContext,
+    ) -> Result<Vec<ArrayRef>, ChunkError> {
+        let decoded = self.decode_parts(parts, ctx)?;
+        Ok(runs(&decoded, self.chunk_shape[0], elements)?)
+    }
+
+    /// Decode each inner chunk of `parts`. All of them together share the byte
+    /// budget `ctx.max_bytes`: each may use what the ones before it left.
+    fn decode_parts(
+        &self,
+        parts: Vec<Option<Buffer>>,
+        ctx: &DecodeContext,
+    ) -> Result<Vec<Part>, ChunkError> {
         let mut budget = ctx.max_bytes;
         let mut decoded = Vec::with_capacity(parts.len());
         for part in parts {
@@ -242,7 +266,59 @@ impl Sharding {
                 })?;
             decoded.push(Part::Present(array));
         }
-        Ok(gather(&decoded, grid, &self.chunk_shape, region)?)
+        Ok(decoded)
+    }
+
+    /// A whole 1-D shard as runs, one per inner chunk (see
+    /// [`Sharding::decode_inner_runs`]).
+    pub(crate) fn decode_runs(
+        &self,
+        bytes: Buffer,
+        ctx: &DecodeContext,
+    ) -> Result<Vec<ArrayRef>, ChunkError> {
+        let (parts, _) = self.split(bytes, ctx)?;
+        self.decode_inner_runs(parts, ctx.shape.iter().product(), ctx)
+    }
+
+    /// A whole shard's inner chunks (each one's bytes, `None` when absent) and
+    /// the grid they lie on.
+    fn split(
+        &self,
+        bytes: Buffer,
+        ctx: &DecodeContext,
+    ) -> Result<(Vec<Option<Buffer>>, Vec<u64>), ChunkError> {
+        let grid = self.grid(ctx.shape);
+        let n: u64 = grid.iter().product();
+        if self.chunk_shape.len() != ctx.shape.len() || self.chunk_shape.contains(&0) {
+            return Err(ChunkError::Decompress {
+                codec: "sharding_indexed",
+                message: format!(
+                    "inner chunk shape {:?} does not fit shard shape {:?}",
+                    self.chunk_shape, ctx.shape
+                ),
+            });
+        }
+        let len = bytes.len() as u64;
+        let (start, index_len) = match self.index_range(n)? {
+            IndexPosition::Prefix(l) => (0, l),
+            IndexPosition::Suffix(l) => (len.saturating_sub(l), l),
+        };
+        if index_len > len {
+            return Err(ChunkError::Truncated {
+                what: "shard index",
+                needed: index_len,
+                available: len,
+            });
+        }
+        let index = bytes.slice_with_length(start as usize, index_len as usize);
+        let ranges = self.decode_index(index, n, len)?;
+        let parts = ranges
+            .into_iter()
+            .map(|r| {
+                r.map(|r| bytes.slice_with_length(r.start as usize, (r.end - r.start) as usize))
+            })
+            .collect();
+        Ok((parts, grid))
     }
 
     /// Encode a whole shard of `shape` from `array` (at most its element count, in
@@ -304,37 +380,7 @@ pub(crate) enum IndexPosition {
 
 impl ArrayToBytesCodec for Sharding {
     fn decode(&self, bytes: Buffer, ctx: &DecodeContext) -> Result<ArrayRef, ChunkError> {
-        let grid = self.grid(ctx.shape);
-        let n: u64 = grid.iter().product();
-        if self.chunk_shape.len() != ctx.shape.len() || self.chunk_shape.contains(&0) {
-            return Err(ChunkError::Decompress {
-                codec: "sharding_indexed",
-                message: format!(
-                    "inner chunk shape {:?} does not fit shard shape {:?}",
-                    self.chunk_shape, ctx.shape
-                ),
-            });
-        }
-        let len = bytes.len() as u64;
-        let (start, index_len) = match self.index_range(n)? {
-            IndexPosition::Prefix(l) => (0, l),
-            IndexPosition::Suffix(l) => (len.saturating_sub(l), l),
-        };
-        if index_len > len {
-            return Err(ChunkError::Truncated {
-                what: "shard index",
-                needed: index_len,
-                available: len,
-            });
-        }
-        let index = bytes.slice_with_length(start as usize, index_len as usize);
-        let ranges = self.decode_index(index, n, len)?;
-        let parts = ranges
-            .into_iter()
-            .map(|r| {
-                r.map(|r| bytes.slice_with_length(r.start as usize, (r.end - r.start) as usize))
-            })
-            .collect();
+        let (parts, grid) = self.split(bytes, ctx)?;
         self.decode_inner(parts, &grid, ctx.shape, ctx)
     }
 

@@ -235,13 +235,22 @@ impl ZarrArray {
     /// # Errors
     /// [`Error::Chunk`] naming the key when the chunk is corrupt.
     pub fn decode_chunk(&self, indices: &[u64]) -> Result<Option<ArrayRef>> {
-        Ok(self.read_chunk(indices, None)?.map(|d| d.array))
+        self.read_chunk(indices, None, false)?
+            .map(Decoded::into_array)
+            .transpose()
     }
 
     /// Elements `want` of the chunk at `indices` (all when `None`): the plan's
     /// steps run against the store. The result may hold more than `want` (from
     /// its `offset`): a whole chunk, or whole inner chunks of a shard.
-    fn read_chunk(&self, indices: &[u64], want: Option<Range<u64>>) -> Result<Option<Decoded>> {
+    /// `runs`: a 1-D shard's inner chunks as separate runs (see
+    /// [`ChunkRead::with_runs`]).
+    fn read_chunk(
+        &self,
+        indices: &[u64],
+        want: Option<Range<u64>>,
+        runs: bool,
+    ) -> Result<Option<Decoded>> {
         let ctx = DecodeContext::new(
             &self.meta.chunk_shape,
             self.meta.data_type,
@@ -249,11 +258,17 @@ impl ZarrArray {
             self.string_type(),
             self.options.max_chunk_bytes,
         );
-        let read = ChunkRead::new(self.chunk_key(indices), &self.codecs, ctx, want);
+        let mut read = ChunkRead::new(self.chunk_key(indices), &self.codecs, ctx, want);
+        if runs {
+            read = read.with_runs();
+        }
         match plan::run(self.store.as_ref(), read)? {
-            Some(Decoded { offset, array }) => Ok(Some(Decoded {
+            Some(Decoded { offset, runs }) => Ok(Some(Decoded {
                 offset,
-                array: self.with_timezone(array)?,
+                runs: runs
+                    .into_iter()
+                    .map(|run| self.with_timezone(run))
+                    .collect::<Result<_>>()?,
             })),
             None => Ok(None),
         }
@@ -285,18 +300,44 @@ impl ZarrArray {
     /// The rows of 1-D chunk `i` that lie in `within` (and in the array): only what
     /// they need is fetched (a shard's index and inner chunks, when sharded).
     pub(crate) fn chunk_rows(&self, i: u64, within: Range<u64>) -> Result<ArrayRef> {
+        let mut runs = self.chunk_row_runs(i, within, false)?;
+        match runs.len() {
+            1 => Ok(runs.swap_remove(0)),
+            _ => self.concat(runs),
+        }
+    }
+
+    /// [`ZarrArray::chunk_rows`] as consecutive runs: with `runs`, a shard with
+    /// [`ZarrArray::run_len`] gives one run per inner chunk (no gathering copy);
+    /// anything else is one run.
+    pub(crate) fn chunk_row_runs(
+        &self,
+        i: u64,
+        within: Range<u64>,
+        runs: bool,
+    ) -> Result<Vec<ArrayRef>> {
         let c = self.meta.chunk_shape[0];
         let valid = self.grid.valid_extent(&[i])[0];
         let lo = within.start.saturating_sub(i * c).min(valid);
         let hi = within.end.saturating_sub(i * c).min(valid);
         // All of the chunk that lies inside the array: read it whole (one request).
         let want = (lo > 0 || hi < valid).then_some(lo..hi);
-        match self.read_chunk(&[i], want)? {
-            Some(Decoded { offset, array }) => {
-                Ok(array.slice((lo - offset) as usize, (hi - lo) as usize))
+        let runs = runs && self.run_len().is_some();
+        match self.read_chunk(&[i], want, runs)? {
+            Some(Decoded { offset, runs }) => {
+                Ok(slice_runs(runs, (lo - offset) as usize, (hi - lo) as usize))
             }
-            None => self.fill((hi - lo) as usize),
+            None => Ok(vec![self.fill((hi - lo) as usize)?]),
         }
+    }
+
+    /// The inner chunk length of a 1-D array whose shards can be decoded as runs
+    /// (see [`ZarrArray::chunk_row_runs`]), when each run would be at least
+    /// [`MIN_RUN_LEN`] elements; else `None` (the shard is gathered into one array).
+    pub(crate) fn run_len(&self) -> Option<u64> {
+        let sharding = plan::sharding_1d(&self.codecs, self.meta.shape.len())?;
+        let inner = sharding.chunk_shape[0];
+        (inner >= MIN_RUN_LEN && inner < self.meta.chunk_shape[0]).then_some(inner)
     }
 
     /// Number of slabs: chunks along the first dimension (1 for a 0-d array).
@@ -479,4 +520,33 @@ impl ZarrArray {
     pub fn batches(&self) -> super::ArrayBatchReader {
         super::ArrayBatchReader::new(self.clone())
     }
+}
+
+/// The shortest inner chunk that [`ZarrArray::run_len`] passes on as a run of its
+/// own (DataFusion's default batch size): shorter inner chunks would make batches
+/// too small to be worth their overhead, so their shard is gathered instead.
+pub(crate) const MIN_RUN_LEN: u64 = 8192;
+
+/// `take` elements of `runs` from element `skip` on, as slices of the runs.
+fn slice_runs(runs: Vec<ArrayRef>, mut skip: usize, mut take: usize) -> Vec<ArrayRef> {
+    let mut out = Vec::with_capacity(runs.len());
+    for run in runs {
+        if take == 0 {
+            break;
+        }
+        let len = run.len();
+        if skip >= len {
+            skip -= len;
+            continue;
+        }
+        let n = (len - skip).min(take);
+        out.push(if skip == 0 && n == len {
+            run
+        } else {
+            run.slice(skip, n)
+        });
+        take -= n;
+        skip = 0;
+    }
+    out
 }

@@ -131,11 +131,13 @@ impl ReaderBuilder {
 
     /// Rows per batch: every batch but the last has exactly `rows` rows.
     ///
-    /// By default a batch has at most the largest chunk length among the columns,
-    /// at most [`DEFAULT_MAX_BATCH_ROWS`], and ends early where a chunk of a column
-    /// whose chunks are at least that long ends: each such column's rows are then
-    /// a slice of one decoded chunk, never copied into a concatenation to line up
-    /// with the other columns. Columns with shorter chunks are concatenated.
+    /// By default a batch has at most the largest run length among the columns,
+    /// at most [`DEFAULT_MAX_BATCH_ROWS`], and ends early where a run of a column
+    /// whose runs are at least that long ends: each such column's rows are then a
+    /// slice of one decoded run, never copied into a concatenation to line up with
+    /// the other columns. Columns with shorter runs are concatenated. A run is a
+    /// chunk, or for a 1-D shard whose inner chunks have at least 8,192 rows, an
+    /// inner chunk (the shard's inner chunks are not gathered into one array).
     pub fn with_batch_size(mut self, rows: usize) -> Self {
         self.batch_size = Some(rows.max(1));
         self
@@ -294,7 +296,7 @@ impl ReaderBuilder {
         let longest = longest_chunk(&columns);
         let aligned = self.batch_size.is_none();
         let batch_size = self.batch_size.unwrap_or_else(|| {
-            usize::try_from(longest)
+            usize::try_from(longest_run(&columns))
                 .unwrap_or(usize::MAX)
                 .min(DEFAULT_MAX_BATCH_ROWS)
         });
@@ -386,12 +388,26 @@ fn longest_chunk(columns: &[Column]) -> u64 {
         .max(1)
 }
 
+/// The longest run among `columns`' leaves, at least 1: a chunk, or the inner
+/// chunk of a shard decoded as runs ([`ZarrArray::run_len`]).
+fn longest_run(columns: &[Column]) -> u64 {
+    columns
+        .iter()
+        .flat_map(|c| c.leaves())
+        .map(|a| a.run_len().unwrap_or(a.metadata().chunk_shape[0]))
+        .max()
+        .unwrap_or(1)
+        .max(1)
+}
+
 /// One leaf array's cursor: the chunks asked for, and decoded rows not yet
 /// handed out.
 #[derive(Debug)]
 struct Cursor {
     array: ZarrArray,
     chunk_len: u64,
+    /// The rows of one decoded run: the chunk, or a shard's inner chunk.
+    run_len: u64,
     /// The first chunk not yet asked for.
     next_chunk: u64,
     /// Rows up to here are decoded or being decoded.
@@ -402,9 +418,11 @@ struct Cursor {
 impl Cursor {
     fn new(array: ZarrArray, start: u64) -> Self {
         let chunk_len = array.metadata().chunk_shape[0].max(1);
+        let run_len = array.run_len().unwrap_or(chunk_len).max(1);
         Self {
             array,
             chunk_len,
+            run_len,
             next_chunk: start / chunk_len,
             covered: start,
             queued: RowQueue::default(),
@@ -421,25 +439,28 @@ struct Job {
 }
 
 impl Job {
-    fn run(&self) -> Result<(usize, ArrayRef)> {
-        Ok((
-            self.leaf,
-            self.array.chunk_rows(self.chunk, self.rows.clone())?,
-        ))
+    /// The rows as runs (a shard's inner chunks, when they are long: see
+    /// [`ZarrArray::run_len`]), each with the leaf's index.
+    fn run(&self) -> Result<Vec<(usize, ArrayRef)>> {
+        let runs = self
+            .array
+            .chunk_row_runs(self.chunk, self.rows.clone(), true)?;
+        Ok(runs.into_iter().map(|run| (self.leaf, run)).collect())
     }
 }
 
-/// Decoded chunks: each with the index of its leaf.
+/// Decoded runs of chunks: each with the index of its leaf, in row order per leaf.
 type Decoded = Vec<(usize, ArrayRef)>;
 
 /// Decode `jobs`, in parallel when asked (on `pool` when there is one, else
 /// rayon's global pool); results in job order.
 fn run_jobs(jobs: &[Job], parallel: bool, pool: Option<&rayon::ThreadPool>) -> Result<Decoded> {
-    match pool {
-        _ if !parallel || jobs.len() <= 1 => jobs.iter().map(Job::run).collect(),
-        Some(pool) => pool.install(|| jobs.par_iter().map(Job::run).collect()),
-        None => jobs.par_iter().map(Job::run).collect(),
-    }
+    let runs: Vec<Decoded> = match pool {
+        _ if !parallel || jobs.len() <= 1 => jobs.iter().map(Job::run).collect::<Result<_>>()?,
+        Some(pool) => pool.install(|| jobs.par_iter().map(Job::run).collect::<Result<_>>())?,
+        None => jobs.par_iter().map(Job::run).collect::<Result<_>>()?,
+    };
+    Ok(runs.into_iter().flatten().collect())
 }
 
 /// A [`RecordBatchReader`] over a group's 1-D arrays (or one 1-D array), for a range
@@ -542,10 +563,10 @@ impl BatchReader {
         let mut n = (self.rows.end - self.done).min(self.batch_size as u64);
         if self.aligned {
             n = self.leaves.iter().fold(n, |n, leaf| {
-                if leaf.chunk_len < self.batch_size as u64 {
+                if leaf.run_len < self.batch_size as u64 {
                     n
                 } else {
-                    n.min(leaf.chunk_len - self.done % leaf.chunk_len)
+                    n.min(leaf.run_len - self.done % leaf.run_len)
                 }
             });
         }

@@ -50,8 +50,31 @@ pub(crate) enum Fetched {
 pub(crate) struct Decoded {
     /// The first element's index within the chunk.
     pub offset: u64,
-    /// The elements.
-    pub array: ArrayRef,
+    /// The elements: one array, or consecutive runs (a 1-D shard read as runs:
+    /// see [`ChunkRead::with_runs`]).
+    pub runs: Vec<ArrayRef>,
+}
+
+impl Decoded {
+    /// The elements in one array (runs concatenated: one copy).
+    pub(crate) fn into_array(mut self) -> Result<ArrayRef> {
+        if self.runs.len() == 1 {
+            return Ok(self.runs.swap_remove(0));
+        }
+        let refs: Vec<&dyn arrow_array::Array> = self.runs.iter().map(|a| a.as_ref()).collect();
+        Ok(arrow_select::concat::concat(&refs)?)
+    }
+}
+
+/// The layout-only sharding codec of `codecs` (no other codec around it), when a
+/// 1-D array's shards have 1-D inner chunks: the shards that can be read in part
+/// and decoded as runs.
+pub(crate) fn sharding_1d(codecs: &CodecChain, ndim: usize) -> Option<&Sharding> {
+    let sharding = codecs
+        .is_layout_only()
+        .then(|| codecs.array_to_bytes().as_any().downcast_ref::<Sharding>())
+        .flatten()?;
+    (ndim == 1 && sharding.chunk_shape.len() == 1).then_some(sharding)
 }
 
 /// The next thing a chunk read needs.
@@ -71,6 +94,8 @@ pub(crate) struct ChunkRead<'a> {
     ctx: DecodeContext<'a>,
     /// The elements wanted, for a partial read of a 1-D shard.
     partial: Option<(&'a Sharding, Range<u64>)>,
+    /// A 1-D shard decoded as runs, one per inner chunk (no gathering copy).
+    runs: Option<&'a Sharding>,
     /// The most bytes one fetched value (or inner chunk) may have.
     max_encoded: u64,
     stage: Stage,
@@ -102,16 +127,10 @@ impl<'a> ChunkRead<'a> {
         ctx: DecodeContext<'a>,
         want: Option<Range<u64>>,
     ) -> Self {
-        let sharding = codecs
-            .is_layout_only()
-            .then(|| codecs.array_to_bytes().as_any().downcast_ref::<Sharding>())
-            .flatten();
+        let sharding = sharding_1d(codecs, ctx.shape.len());
         let partial = match (sharding, want) {
             (Some(sharding), Some(want))
-                if ctx.shape.len() == 1
-                    && sharding.chunk_shape.len() == 1
-                    && !want.is_empty()
-                    && (want.start > 0 || want.end < ctx.shape[0]) =>
+                if !want.is_empty() && (want.start > 0 || want.end < ctx.shape[0]) =>
             {
                 Some((sharding, want))
             }
@@ -124,9 +143,17 @@ impl<'a> ChunkRead<'a> {
             codecs,
             ctx,
             partial,
+            runs: None,
             max_encoded,
             stage: Stage::Start,
         }
+    }
+
+    /// Decode a 1-D shard's inner chunks as separate runs instead of gathering
+    /// them into one array (a copy of every element). No effect on other chunks.
+    pub(crate) fn with_runs(mut self) -> Self {
+        self.runs = sharding_1d(self.codecs, self.ctx.shape.len());
+        self
     }
 
     /// The first step.
@@ -141,8 +168,11 @@ impl<'a> ChunkRead<'a> {
             (Stage::Start, _) => Ok(self.first_request()),
             (_, Fetched::Missing) => Ok(Step::Done(None)),
             (Stage::Whole, Fetched::Whole(bytes)) => {
-                let array = self.codecs.decode(bytes, &self.ctx)?;
-                Ok(Step::Done(Some(Decoded { offset: 0, array })))
+                let runs = match self.runs {
+                    Some(sharding) => sharding.decode_runs(bytes, &self.ctx)?,
+                    None => vec![self.codecs.decode(bytes, &self.ctx)?],
+                };
+                Ok(Step::Done(Some(Decoded { offset: 0, runs })))
             }
             (Stage::Index { n }, Fetched::Ranges(read)) => self.after_index(n, read),
             (Stage::Inner { first, ranges }, Fetched::Ranges(read)) => {
@@ -256,8 +286,13 @@ impl<'a> ChunkRead<'a> {
         let inner = sharding.chunk_shape[0];
         let offset = first * inner;
         let elements = (ranges.len() as u64 * inner).min(self.ctx.shape[0].saturating_sub(offset));
-        let array = sharding.decode_inner(parts, &[ranges.len() as u64], &[elements], &self.ctx)?;
-        Ok(Step::Done(Some(Decoded { offset, array })))
+        let runs = if self.runs.is_some() {
+            sharding.decode_inner_runs(parts, elements, &self.ctx)?
+        } else {
+            let grid = [ranges.len() as u64];
+            vec![sharding.decode_inner(parts, &grid, &[elements], &self.ctx)?]
+        };
+        Ok(Step::Done(Some(Decoded { offset, runs })))
     }
 }
 

@@ -305,3 +305,66 @@ fn default_batches_end_at_long_chunks_boundaries() {
         .collect();
     assert_eq!(sizes, [65_536, 65_536, 65_536, 65_536, 37_856]);
 }
+
+/// A 1-D shard whose inner chunks have at least 8,192 rows is decoded as runs,
+/// one per inner chunk, not gathered into one array (a copy of every value): by
+/// default a batch is one inner chunk's rows, also from a range that starts inside
+/// a shard (read in part).
+#[test]
+fn long_inner_chunks_of_a_shard_are_batches_of_their_own() {
+    const N: usize = 120_000;
+    let store = Arc::new(MemoryStore::new());
+    let names: Vec<String> = (0..N).map(|i| format!("name-{i}")).collect();
+    let array: ArrayRef = Arc::new(StringArray::from(names.clone()));
+    let options = WriteOptions::default()
+        .with_chunk_len(10_000)
+        .with_shard_len(50_000);
+    write_array(store.clone(), "a", &array, options).unwrap();
+    let array = ZarrArray::open(store, "a").unwrap();
+    let read = |builder: ReaderBuilder, start: usize| {
+        let batches: Vec<RecordBatch> = builder.build().unwrap().map(Result::unwrap).collect();
+        let mut at = start;
+        for batch in &batches {
+            let values = batch.column(0).as_string::<i32>();
+            assert!(
+                values
+                    .iter()
+                    .map(Option::unwrap)
+                    .eq(names[at..at + batch.num_rows()].iter())
+            );
+            at += batch.num_rows();
+        }
+        (batches, at)
+    };
+    let (batches, end) = read(array.reader(), 0);
+    assert_eq!(end, N);
+    assert!(
+        batches.iter().all(|b| b.num_rows() == 10_000),
+        "{}",
+        batches.len()
+    );
+    // Two inner chunks of one shard: two decoded buffers, not slices of one.
+    let values = |i: usize| batches[i].column(0).as_string::<i32>().values().as_ptr();
+    assert_ne!(values(0), values(1));
+    let (batches, end) = read(array.reader().with_row_range(12_345..87_000), 12_345);
+    assert_eq!(end, 87_000);
+    let sizes: Vec<usize> = batches.iter().map(RecordBatch::num_rows).collect();
+    assert_eq!(
+        sizes,
+        [7_655, 10_000, 10_000, 10_000, 10_000, 10_000, 10_000, 7_000]
+    );
+    // An explicit batch size across a shard boundary, and the rows in one piece.
+    let across = array
+        .reader()
+        .with_row_range(49_990..50_020)
+        .with_batch_size(7);
+    assert_eq!(read(across, 49_990).1, 50_020);
+    let whole = array.read_range(0..N as u64).unwrap();
+    assert!(
+        whole
+            .as_string::<i32>()
+            .iter()
+            .map(Option::unwrap)
+            .eq(names.iter())
+    );
+}
