@@ -479,7 +479,7 @@ pub struct BatchReader {
     rows: Range<u64>,
     done: u64,
     batch_size: usize,
-    /// Whether batches end early at chunk boundaries (the default batch size; see
+    /// Whether batches end early at run boundaries (the default batch size; see
     /// [`ReaderBuilder::with_batch_size`]).
     aligned: bool,
     /// Rows past the current batch whose chunks decode while the caller works.
