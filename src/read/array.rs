@@ -236,7 +236,7 @@ impl ZarrArray {
     /// [`Error::Chunk`] naming the key when the chunk is corrupt.
     pub fn decode_chunk(&self, indices: &[u64]) -> Result<Option<ArrayRef>> {
         self.read_chunk(indices, None, false)?
-            .map(Decoded::into_array)
+            .map(|decoded| self.concat(decoded.runs))
             .transpose()
     }
 
@@ -300,11 +300,7 @@ impl ZarrArray {
     /// The rows of 1-D chunk `i` that lie in `within` (and in the array): only what
     /// they need is fetched (a shard's index and inner chunks, when sharded).
     pub(crate) fn chunk_rows(&self, i: u64, within: Range<u64>) -> Result<ArrayRef> {
-        let mut runs = self.chunk_row_runs(i, within, false)?;
-        match runs.len() {
-            1 => Ok(runs.swap_remove(0)),
-            _ => self.concat(runs),
-        }
+        self.concat(self.chunk_row_runs(i, within, false)?)
     }
 
     /// [`ZarrArray::chunk_rows`] as consecutive runs: with `runs`, a shard with

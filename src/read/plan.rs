@@ -55,17 +55,6 @@ pub(crate) struct Decoded {
     pub runs: Vec<ArrayRef>,
 }
 
-impl Decoded {
-    /// The elements in one array (runs concatenated: one copy).
-    pub(crate) fn into_array(mut self) -> Result<ArrayRef> {
-        if self.runs.len() == 1 {
-            return Ok(self.runs.swap_remove(0));
-        }
-        let refs: Vec<&dyn arrow_array::Array> = self.runs.iter().map(|a| a.as_ref()).collect();
-        Ok(arrow_select::concat::concat(&refs)?)
-    }
-}
-
 /// The layout-only sharding codec of `codecs` (no other codec around it), when a
 /// 1-D array's shards have 1-D inner chunks: the shards that can be read in part
 /// and decoded as runs.
