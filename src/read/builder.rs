@@ -21,7 +21,7 @@ use arrow_array::{ArrayRef, RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, Schema, SchemaRef};
 use rayon::prelude::*;
 
-use super::{Column, READ_AHEAD_BYTES, ReadOptions, Skipped, ZarrArray, ZarrGroup};
+use super::{Column, READ_AHEAD_BYTES, ReadOptions, Skipped, ZarrArray, ZarrGroup, gate};
 use crate::conventions::anndata;
 use crate::error::{Error, Result};
 use crate::rows::RowQueue;
@@ -436,15 +436,18 @@ struct Job {
     array: ZarrArray,
     chunk: u64,
     rows: Range<u64>,
+    /// Its place in line to decode (see [`gate`]): jobs are planned in row order.
+    ticket: u64,
 }
 
 impl Job {
     /// The rows as runs (a shard's inner chunks, when they are long: see
     /// [`ZarrArray::run_len`]), each with the leaf's index.
     fn run(&self) -> Result<Vec<(usize, ArrayRef)>> {
-        let runs = self
-            .array
-            .chunk_row_runs(self.chunk, self.rows.clone(), true)?;
+        let runs = gate::in_line(self.ticket, || {
+            self.array
+                .chunk_row_runs(self.chunk, self.rows.clone(), true)
+        })?;
         Ok(runs.into_iter().map(|run| (self.leaf, run)).collect())
     }
 }
@@ -516,10 +519,16 @@ impl BatchReader {
                     array: col.array.clone(),
                     chunk,
                     rows: col.covered..chunk_end,
+                    ticket: 0,
                 });
                 col.covered = chunk_end;
                 col.next_chunk += 1;
             }
+        }
+        // In row order across the leaves: the order the rows are wanted in.
+        jobs.sort_by_key(|job| job.rows.start);
+        for job in &mut jobs {
+            job.ticket = gate::ticket();
         }
         jobs
     }
@@ -530,27 +539,25 @@ impl BatchReader {
         if !self.parallel {
             return;
         }
-        let jobs = self.plan(upto);
-        if jobs.is_empty() {
-            return;
-        }
-        let (sender, receiver) = channel();
-        let pool = self.pool.clone();
-        let task = move || {
-            let result = catch_unwind(AssertUnwindSafe(|| run_jobs(&jobs, true, pool.as_deref())))
-                .unwrap_or_else(|_| {
+        // One task and one answer per chunk: the reader takes each chunk as soon
+        // as it is decoded, not when the slowest of those asked for together is.
+        for job in self.plan(upto) {
+            let (sender, receiver) = channel();
+            let task = move || {
+                let result = catch_unwind(AssertUnwindSafe(|| job.run())).unwrap_or_else(|_| {
                     Err(Error::Panicked {
                         task: "chunk decoder",
                     })
                 });
-            // The reader may be gone (dropped early): nobody to tell.
-            let _ = sender.send(result);
-        };
-        match &self.pool {
-            Some(pool) => pool.spawn(task),
-            None => rayon::spawn(task),
+                // The reader may be gone (dropped early): nobody to tell.
+                let _ = sender.send(result);
+            };
+            match &self.pool {
+                Some(pool) => pool.spawn(task),
+                None => rayon::spawn(task),
+            }
+            self.pending.push_back(receiver);
         }
-        self.pending.push_back(receiver);
     }
 
     fn queue(&mut self, decoded: Decoded) {

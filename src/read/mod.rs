@@ -13,6 +13,7 @@
 mod array;
 mod builder;
 mod column;
+mod gate;
 mod group;
 mod info;
 mod long;

@@ -18,6 +18,7 @@ use std::ops::Range;
 use arrow_array::ArrayRef;
 use arrow_buffer::Buffer;
 
+use super::gate;
 use crate::codec::sharding::{IndexPosition, InnerRange, Sharding};
 use crate::codec::{CodecChain, DecodeContext};
 use crate::error::{ChunkError, Error, Result};
@@ -285,7 +286,9 @@ impl<'a> ChunkRead<'a> {
     }
 }
 
-/// Run `read` against `store`, blocking: the sync executor.
+/// Run `read` against `store`, blocking: the sync executor. A remote store's
+/// reads decode through the [`gate`]: one at a time per core, in the order they
+/// started.
 ///
 /// # Errors
 /// Store errors; [`Error::Chunk`] naming the key for a corrupt chunk.
@@ -295,6 +298,7 @@ pub(crate) fn run(store: &dyn Store, mut read: ChunkRead<'_>) -> Result<Option<D
         key: key.clone(),
         source,
     };
+    let gate = (store.concurrency() > 1).then(|| (gate::global(), gate::current()));
     let mut step = read.start().map_err(chunk_error)?;
     loop {
         let request = match step {
@@ -309,6 +313,10 @@ pub(crate) fn run(store: &dyn Store, mut read: ChunkRead<'_>) -> Result<Option<D
                 .get_ranges(&request.key, ranges)?
                 .map_or(Fetched::Missing, Fetched::Ranges),
         };
-        step = read.resume(fetched).map_err(chunk_error)?;
+        step = match gate {
+            Some((gate, ticket)) => gate.run(ticket, || read.resume(fetched)),
+            None => read.resume(fetched),
+        }
+        .map_err(chunk_error)?;
     }
 }
