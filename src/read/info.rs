@@ -45,8 +45,11 @@ pub struct ArrayInfo {
     pub arrow_type: String,
     /// Chunks in the grid.
     pub chunks: u64,
-    /// Chunks stored (the others read as the fill value).
-    pub chunks_present: u64,
+    /// Chunks stored (the others read as the fill value); `None` when the store
+    /// could not be listed (a plain HTTP server cannot): see `chunks_unlisted`.
+    pub chunks_present: Option<u64>,
+    /// Why the stored chunks could not be counted, when they could not.
+    pub chunks_unlisted: Option<String>,
     /// The user attributes.
     pub attributes: Map<String, Value>,
 }
@@ -120,12 +123,17 @@ fn anndata(attributes: &Map<String, Value>) -> Option<String> {
         .map(str::to_string)
 }
 
-/// The array `array`.
+/// The array `array`. A store that cannot be listed leaves the count of stored
+/// chunks unknown, with the reason, rather than failing.
 ///
 /// # Errors
-/// Listing the stored chunks.
+/// None at present: a listing error becomes `chunks_unlisted`.
 pub fn describe_array(array: &ZarrArray) -> Result<ArrayInfo> {
     let m = array.metadata();
+    let (chunks_present, chunks_unlisted) = match array.chunks_present() {
+        Ok(n) => (Some(n), None),
+        Err(e) => (None, Some(e.with_sources())),
+    };
     Ok(ArrayInfo {
         zarr_format: m.zarr_format,
         shape: m.shape.clone(),
@@ -136,7 +144,8 @@ pub fn describe_array(array: &ZarrArray) -> Result<ArrayInfo> {
         codecs: array.codecs().to_string(),
         arrow_type: array.arrow_type().to_string(),
         chunks: array.grid().num_chunks(),
-        chunks_present: array.chunks_present()?,
+        chunks_present,
+        chunks_unlisted,
         attributes: m.attributes.clone(),
     })
 }

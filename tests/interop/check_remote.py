@@ -388,6 +388,24 @@ def main() -> int:
                 return f"{size} bytes, identical"
             case(f"http-read {store.stem}", http_read)
 
+        def http_info():
+            # An HTTP server cannot list: `info` says that how many chunks are
+            # stored is unknown, and the rest as for the local store.
+            name = "v3_string_sharded.zarr"
+            local = run(zarrow, "info", str(STORES / name), env=env)
+            remote = run(zarrow, "info", f"{web}/stores/{name}", env=env)
+            if local.returncode or remote.returncode:
+                raise AssertionError(f"exit {local.returncode} / {remote.returncode}: {remote.stderr.strip()[-200:]}")
+            lines = {k: [ln for ln in p.stdout.splitlines() if not ln.startswith("chunks:")]
+                     for k, p in (("local", local), ("remote", remote))}
+            if lines["local"] != lines["remote"]:
+                raise AssertionError(f"info differs: {lines}")
+            chunks = [ln for ln in remote.stdout.splitlines() if ln.startswith("chunks:")]
+            if len(chunks) != 1 or not chunks[0].split()[1] == "3" or "unknown" not in chunks[0]:
+                raise AssertionError(f"the chunks line: {chunks}")
+            return chunks[0][:100]
+        case("http info of an array (no listing)", http_info)
+
         # Groups over HTTP: an HTTP server cannot list, so they open through their
         # consolidated metadata (xarray's on zarr-python, and zarrow's own).
         for name, extra in (("xr_ts_v2", ()), ("xr_grid_v3", ("--long",)), ("xr_grid_v2", ("--long",))):

@@ -103,9 +103,25 @@ fn describe_array(out: &mut String, m: &ArrayInfo, indent: &str) {
     let _ = writeln!(out, "{indent}chunk keys:    {}", m.chunk_key_encoding);
     let _ = writeln!(out, "{indent}codecs:        {}", m.codecs);
     let _ = writeln!(out, "{indent}arrow type:    {}", m.arrow_type);
-    let _ = writeln!(
-        out,
-        "{indent}chunks:        {} of {} present",
-        m.chunks_present, m.chunks
-    );
+    let _ = match (m.chunks_present, &m.chunks_unlisted) {
+        (Some(present), _) => writeln!(
+            out,
+            "{indent}chunks:        {present} of {} present",
+            m.chunks
+        ),
+        (None, reason) => {
+            // One line, however many the server's error page has.
+            let reason = reason.as_deref().unwrap_or("the store could not be listed");
+            let mut reason = reason.split_whitespace().collect::<Vec<_>>().join(" ");
+            if let Some((cut, _)) = reason.char_indices().nth(160) {
+                reason.truncate(cut);
+                reason.push_str(" ...");
+            }
+            writeln!(
+                out,
+                "{indent}chunks:        {} (how many are stored is unknown: {reason})",
+                m.chunks
+            )
+        }
+    };
 }
