@@ -46,7 +46,7 @@ async fn main() -> std::io::Result<()> {
     };
     let served = state.served.clone();
     let files = Router::new()
-        .fallback_service(ServeDir::new(root))
+        .fallback_service(ServeDir::new(root).with_buf_chunk_size(1 << 20))
         .layer(from_fn_with_state(state, delayed));
     let app = Router::new()
         .route(
