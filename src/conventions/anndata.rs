@@ -165,9 +165,41 @@ pub fn categorical(codes: &ArrayRef, categories: &ArrayRef) -> Result<ArrayRef, 
     }
 }
 
+/// `codes` into `categories` as the categories' values, one per row (a `take`:
+/// for `Utf8View` categories only the views are copied); code -1 is a null.
+///
+/// # Errors
+/// As [`categorical`].
+pub fn categorical_values(codes: &ArrayRef, categories: &ArrayRef) -> Result<ArrayRef, String> {
+    let take = |keys: &dyn Array| {
+        arrow_select::take::take(categories.as_ref(), keys, None).map_err(|e| e.to_string())
+    };
+    match codes.data_type() {
+        ArrowType::Int8 => take(&keys::<Int8Type>(codes, categories)?),
+        ArrowType::Int16 => take(&keys::<Int16Type>(codes, categories)?),
+        ArrowType::Int32 => take(&keys::<Int32Type>(codes, categories)?),
+        ArrowType::Int64 => take(&keys::<Int64Type>(codes, categories)?),
+        other => Err(format!(
+            "categorical codes must be signed integers, not {other}"
+        )),
+    }
+}
+
 fn dictionary<K>(codes: &ArrayRef, categories: &ArrayRef) -> Result<ArrayRef, String>
 where
     K: arrow_array::types::ArrowDictionaryKeyType,
+    K::Native: TryInto<i64> + Copy,
+{
+    let keys = keys::<K>(codes, categories)?;
+    DictionaryArray::<K>::try_new(keys, categories.clone())
+        .map(|d| Arc::new(d) as ArrayRef)
+        .map_err(|e| e.to_string())
+}
+
+/// The codes as keys into `categories`: checked to lie in them, -1 a null.
+fn keys<K>(codes: &ArrayRef, categories: &ArrayRef) -> Result<PrimitiveArray<K>, String>
+where
+    K: arrow_array::types::ArrowPrimitiveType,
     K::Native: TryInto<i64> + Copy,
 {
     let codes = codes.as_primitive::<K>();
@@ -185,10 +217,7 @@ where
     }
     let valid = BooleanBuffer::collect_bool(codes.len(), |i| as_i64(codes.values()[i]) != -1);
     let nulls = NullBuffer::union(codes.nulls(), Some(&NullBuffer::new(valid)));
-    let keys = PrimitiveArray::<K>::new(codes.values().clone(), nulls);
-    DictionaryArray::<K>::try_new(keys, categories.clone())
-        .map(|d| Arc::new(d) as ArrayRef)
-        .map_err(|e| e.to_string())
+    Ok(PrimitiveArray::<K>::new(codes.values().clone(), nulls))
 }
 
 /// `values` with a null wherever `mask` is true (anndata's mask marks missing

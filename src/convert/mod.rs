@@ -67,6 +67,9 @@ pub struct ConvertOptions {
     pub decode_cf: bool,
     /// [to a table] Read a gridded dataset as a long table.
     pub long: bool,
+    /// [to a table] anndata categoricals as their values, not dictionaries (see
+    /// [`ReadOptions::categorical_values`]).
+    pub categorical_values: bool,
     /// [to Zarr] 3 or 2.
     pub zarr_format: u8,
     /// [to Zarr] `default`, `zarrs-vlen` or `zep0007`.
@@ -106,6 +109,7 @@ impl Default for ConvertOptions {
             limit: None,
             decode_cf: true,
             long: false,
+            categorical_values: false,
             zarr_format: 3,
             encoding: "default".into(),
             compressor: "zstd".into(),
@@ -142,6 +146,7 @@ impl ConvertOptions {
         ReadOptions::default()
             .with_max_chunk_bytes(max_chunk_bytes)
             .with_decode_cf(self.decode_cf)
+            .with_categorical_values(self.categorical_values)
     }
 }
 

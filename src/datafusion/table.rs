@@ -41,12 +41,16 @@ pub struct ZarrTableOptions {
     pub sorted: Vec<String>,
     /// Do not apply CF decoding (scale, offset, fill values as nulls, CF times).
     pub raw: bool,
+    /// anndata categoricals as their categories' values, not dictionaries (see
+    /// [`ReadOptions::categorical_values`]).
+    #[serde(default)]
+    pub categorical_values: bool,
 }
 
 impl ZarrTableOptions {
     /// Options from `CREATE EXTERNAL TABLE ... OPTIONS (...)`: `string_type`,
-    /// `columns` (comma-separated), `sorted` (comma-separated) and `raw`
-    /// (`true`/`false`), each optionally prefixed `format.`.
+    /// `columns` (comma-separated), `sorted` (comma-separated), `raw` and
+    /// `categorical_values` (`true`/`false`), each optionally prefixed `format.`.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for an unknown key or value: nothing is
@@ -58,6 +62,11 @@ impl ZarrTableOptions {
                 .filter(|s| !s.is_empty())
                 .map(String::from)
                 .collect()
+        };
+        let flag = |key: &str, value: &str| -> Result<bool> {
+            value
+                .parse()
+                .map_err(|_| Error::InvalidArgument(format!("{key} {value:?}: use true or false")))
         };
         let mut out = Self::default();
         for (key, value) in options {
@@ -73,14 +82,12 @@ impl ZarrTableOptions {
                 }
                 "columns" => out.columns = Some(list(value)),
                 "sorted" => out.sorted = list(value),
-                "raw" => {
-                    out.raw = value.parse().map_err(|_| {
-                        Error::InvalidArgument(format!("raw {value:?}: use true or false"))
-                    })?;
-                }
+                "raw" => out.raw = flag("raw", value)?,
+                "categorical_values" => out.categorical_values = flag("categorical_values", value)?,
                 other => {
                     return Err(Error::InvalidArgument(format!(
-                        "unknown ZARR table option {other:?} (string_type, columns, sorted, raw)"
+                        "unknown ZARR table option {other:?} (string_type, columns, sorted, raw, \
+                         categorical_values)"
                     )));
                 }
             }
@@ -89,7 +96,9 @@ impl ZarrTableOptions {
     }
 
     fn read_options(&self) -> Result<ReadOptions> {
-        let mut options = ReadOptions::default().with_decode_cf(!self.raw);
+        let mut options = ReadOptions::default()
+            .with_decode_cf(!self.raw)
+            .with_categorical_values(self.categorical_values);
         if let Some(name) = &self.string_type {
             let t = StringType::parse(name).ok_or_else(|| {
                 Error::InvalidArgument(format!(

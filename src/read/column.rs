@@ -39,6 +39,8 @@ enum Kind {
     Categorical {
         codes: ZarrArray,
         categories: ZarrArray,
+        /// As the categories' values (see [`ReadOptions::categorical_values`]).
+        values: bool,
     },
     /// anndata `nullable-*`: values, null where the mask is true.
     Masked { values: ZarrArray, mask: ZarrArray },
@@ -90,10 +92,19 @@ impl Column {
                     codes.metadata().data_type.zarr_name()
                 )
             })?;
-        let field = Field::new(name, data_type, true).with_dict_is_ordered(ordered);
+        let values = codes.options().categorical_values;
+        let field = if values {
+            Field::new(name, categories.arrow_type(), true)
+        } else {
+            Field::new(name, data_type, true).with_dict_is_ordered(ordered)
+        };
         Ok(Self {
             field: Arc::new(field),
-            kind: Kind::Categorical { codes, categories },
+            kind: Kind::Categorical {
+                codes,
+                categories,
+                values,
+            },
         })
     }
 
@@ -201,11 +212,20 @@ impl Column {
                 array,
                 cf: Some(cf),
             } => cf.decode(&leaves[0]).map_err(|m| err(array, m)),
-            Kind::Categorical { codes, categories } => {
+            Kind::Categorical {
+                codes,
+                categories,
+                values,
+            } => {
                 let Some(dictionary) = prepared else {
                     return Err(err(categories, "categories not read".into()));
                 };
-                anndata::categorical(&leaves[0], dictionary).map_err(|m| err(codes, m))
+                let assemble = if *values {
+                    anndata::categorical_values
+                } else {
+                    anndata::categorical
+                };
+                assemble(&leaves[0], dictionary).map_err(|m| err(codes, m))
             }
             Kind::Masked { values, .. } => {
                 anndata::masked(&leaves[0], &leaves[1]).map_err(|m| err(values, m))
@@ -219,9 +239,11 @@ impl Column {
             field: &self.field,
             nullable: matches!(self.kind, Kind::Masked { .. }),
             categories: match &self.kind {
-                Kind::Categorical { categories, .. } => {
-                    Some(usize::try_from(categories.len()).unwrap_or(usize::MAX))
-                }
+                Kind::Categorical {
+                    categories,
+                    values: false,
+                    ..
+                } => Some(usize::try_from(categories.len()).unwrap_or(usize::MAX)),
                 _ => None,
             },
         }

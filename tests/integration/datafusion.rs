@@ -316,6 +316,7 @@ fn create_external_table_takes_options_and_order() {
             ("('colour' 'red')", "unknown ZARR table option"),
             ("('string_type' 'utf16')", "string_type"),
             ("('columns' 'nope')", "no column named \"nope\""),
+            ("('categorical_values' 'maybe')", "categorical_values"),
         ] {
             let sql = format!(
                 "CREATE EXTERNAL TABLE bad STORED AS ZARR LOCATION '{location}' OPTIONS {options}"
@@ -328,6 +329,56 @@ fn create_external_table_takes_options_and_order() {
             panic!("a missing store opened");
         };
         assert!(err.to_string().contains("/no/such/store"), "{err}");
+    });
+}
+
+#[test]
+fn categorical_values_are_anndatas_values() {
+    // anndata wrote the store; the expected file is anndata's read of it, as
+    // pyarrow converted it (testdata/gen/conventions.py).
+    let conventions = testdata().join("conventions");
+    let location = conventions.join("stores/anndata_v3.zarr/obs");
+    let expected = read_ipc(&conventions.join("expected/anndata_v3__obs.arrow"));
+    let want: Vec<Option<String>> = expected
+        .iter()
+        .flat_map(|b| {
+            let column = arrow_cast_utf8(b.column_by_name("cell_type").unwrap());
+            let column = column.as_string::<i32>().clone();
+            (0..column.len())
+                .map(|i| column.is_valid(i).then(|| column.value(i).to_string()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let rt = runtime();
+    rt.block_on(async {
+        // One partition: rows in row order.
+        let ctx = context(1);
+        query(
+            &ctx,
+            &format!(
+                "CREATE EXTERNAL TABLE obs STORED AS ZARR LOCATION '{}' \
+                 OPTIONS ('categorical_values' 'true', 'string_type' 'utf8-view')",
+                location.display()
+            ),
+        )
+        .await;
+        let provider = ctx.table_provider("obs").await.unwrap();
+        let schema = provider.schema();
+        assert_eq!(
+            schema.field_with_name("cell_type").unwrap().data_type(),
+            &DataType::Utf8View
+        );
+        let batches = query(&ctx, "SELECT cell_type FROM obs").await;
+        let got: Vec<Option<String>> = batches
+            .iter()
+            .flat_map(|b| {
+                let column = b.column(0).as_string_view().clone();
+                (0..column.len())
+                    .map(|i| column.is_valid(i).then(|| column.value(i).to_string()))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        assert_eq!(got, want);
     });
 }
 

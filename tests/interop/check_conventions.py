@@ -257,9 +257,35 @@ def check_anndata_dataframe(zarrow: str, root: Path, case: dict, tmp: Path) -> s
         except AssertionError as err:
             raise AssertionError(f"{out.name}: {err}") from None
     dense = f", parquet: {kinds.count('dense')} int-category col(s) dense" if "dense" in kinds else ""
+    values = check_categorical_values(zarrow, store / case["node"], group, columns, want, case, tmp)
     return (f"{len(columns)} cols + index {index_name!r} x {len(want)} rows "
             f"({kinds.count('dict') + kinds.count('dense')} dictionary, {kinds.count('nullable')} nullable"
-            f"{dense}), {len(READ_FORMATS)} outputs")
+            f"{dense}), {len(READ_FORMATS)} outputs{values}")
+
+
+def check_categorical_values(zarrow: str, node: Path, group: zarr.Group, columns: list[str], want: pd.DataFrame,
+                             case: dict, tmp: Path) -> str:
+    """`--categorical-values --string-type utf8-view`: each categorical column holds
+    anndata's values, one per row (None where pandas has NaN), in the categories' type."""
+    names = [c for c in columns if group[c].attrs.get("encoding-type") == "categorical"]
+    if not names:
+        return ""
+    out = tmp / f"{case['case']}.values.arrow"
+    convert_ok(zarrow, node, out, [*case["args"], "--categorical-values", "--string-type", "utf8-view"])
+    table = read_output(out)
+    for name in names:
+        col = table.column(name)
+        categories = want[name].cat.categories
+        if pd.api.types.is_string_dtype(categories) or categories.dtype == object:
+            if col.type != pa.string_view():
+                raise AssertionError(f"{out.name}: {name} read as {col.type}, not string_view")
+        elif pa.types.is_dictionary(col.type):
+            raise AssertionError(f"{out.name}: {name} is still a dictionary")
+        expected = [None if pd.isna(v) else v for v in want[name].astype(object)]
+        if col.to_pylist() != expected:
+            raise AssertionError(f"{out.name}: {name} values differ from anndata's")
+    return f", {len(names)} categorical col(s) as values"
+
 
 
 def check_anndata_element(zarrow: str, root: Path, case: dict, tmp: Path) -> str:

@@ -9,7 +9,10 @@ written here by zarr-python (cell_type -> lineage), and a `weights` Parquet file
 written here by pyarrow (cell_type -> weight). Queries: group by, filters, a join of
 two Zarr tables, a Zarr table joined with a Parquet table, LIMIT, a string column
 alone; each with every string type (utf8, large-utf8, utf8-view), whose Arrow type
-the .arrow output must carry. Also: the .csv, .arrows and .parquet outputs, the
+the .arrow output must carry. Also: a GROUP BY over an anndata categorical (its
+result batches each carry a dictionary) to .arrow and .arrows, and read with
+--categorical-values; the .csv, .arrows and
+.parquet outputs, the
 printed table, and errors on one line with a non-zero exit for an unknown table, bad
 SQL and a missing store.
 
@@ -227,6 +230,46 @@ def main() -> int:
                 same_rows(got, want)
 
         case("outputs: .parquet, .arrows, .csv", formats)
+
+        def categorical_groups():
+            # A GROUP BY over an anndata categorical gives dictionary batches, one
+            # dictionary each (a partition each): .arrow holds their values, said on
+            # stderr; .arrows keeps the dictionaries.
+            n = 40_000
+            source = pa.table({
+                "kind": pa.array([f"kind {i % 37}" for i in range(n)]).dictionary_encode(),
+                "x": pa.array(np.arange(n) % 11, pa.int64()),
+            })
+            pq.write_table(source, tmp / "cat.parquet")
+            store = tmp / "cat.zarr"
+            done = subprocess.run([zarrow, "convert", str(tmp / "cat.parquet"), str(store), "--layout", "anndata",
+                                   "--chunk-len", "5000", "--overwrite"], capture_output=True, text=True)
+            assert done.returncode == 0, done.stderr
+            want = source.group_by("kind").aggregate([("x", "count"), ("x", "sum")])
+            want = pa.table({"kind": want["kind"].cast(pa.string()), "n": want["x_count"], "t": want["x_sum"]})
+            sql = "SELECT kind, count(x) AS n, sum(x) AS t FROM c GROUP BY kind"
+            for suffix, read in ((".arrow", ipc.open_file), (".arrows", ipc.open_stream)):
+                out = tmp / f"cat{suffix}"
+                done = run(zarrow, [sql, "--table", f"c={store}", "--partitions", "2", "--output", str(out),
+                                    "--overwrite"])
+                assert done.returncode == 0, done.stderr
+                got = read(out).read_all()
+                if suffix == ".arrow":
+                    assert got.schema.field("kind").type == pa.string(), got.schema
+                    assert "column kind: written as its dictionary's values" in done.stderr, done.stderr
+                got = got.set_column(0, "kind", got["kind"].cast(pa.string()))
+                same_rows(got, want)
+            # --categorical-values: the categories' values, as Utf8View.
+            out = tmp / "cat_values.arrow"
+            done = run(zarrow, [sql, "--table", f"c={store}", "--partitions", "2", "--categorical-values",
+                                "--string-type", "utf8-view", "--output", str(out), "--overwrite"])
+            assert done.returncode == 0, done.stderr
+            assert "dictionary" not in done.stderr, done.stderr
+            got = ipc.open_file(out).read_all()
+            assert got.schema.field("kind").type == pa.string_view(), got.schema
+            same_rows(got, want)
+
+        case("GROUP BY a categorical: .arrow, .arrows, --categorical-values", categorical_groups)
 
         def printed():
             done = run(zarrow, ["SELECT count(*) AS n FROM obs WHERE is_doublet", "--table", f"obs={OBS}"])

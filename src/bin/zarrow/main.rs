@@ -156,6 +156,11 @@ struct ConvertArgs {
     /// variables (--columns picks them).
     #[arg(long)]
     long: bool,
+    /// [to a table] Read anndata categoricals as their categories' values, one
+    /// per row, instead of dictionaries (with --string-type utf8-view no string
+    /// is copied).
+    #[arg(long)]
+    categorical_values: bool,
 
     /// [to Zarr] Zarr format: 3 or 2.
     #[arg(long, default_value_t = 3)]
@@ -309,6 +314,7 @@ fn convert(args: &ConvertArgs) -> Result<()> {
     options.limit = args.limit;
     options.decode_cf = !args.no_cf;
     options.long = args.long;
+    options.categorical_values = args.categorical_values;
     options.zarr_format = args.zarr_format;
     options.encoding = args.encoding.clone();
     options.compressor = args.compressor.clone();
