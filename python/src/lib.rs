@@ -32,8 +32,14 @@ fn url_options(anonymous: bool) -> UrlOptions {
     options
 }
 
-fn read_options(string_type: Option<&str>, decode_cf: bool) -> PyResult<ReadOptions> {
-    let options = ReadOptions::default().with_decode_cf(decode_cf);
+fn read_options(
+    string_type: Option<&str>,
+    decode_cf: bool,
+    categorical_values: bool,
+) -> PyResult<ReadOptions> {
+    let options = ReadOptions::default()
+        .with_decode_cf(decode_cf)
+        .with_categorical_values(categorical_values);
     match string_type {
         None => Ok(options),
         Some(name) => StringType::parse(name)
@@ -48,7 +54,7 @@ fn read_options(string_type: Option<&str>, decode_cf: bool) -> PyResult<ReadOpti
 
 /// Open the node at `path` (a directory or URL) as a stream of record batches.
 #[pyfunction]
-#[pyo3(signature = (path, columns, rows, limit, string_type, batch_size, long, decode_cf, anonymous))]
+#[pyo3(signature = (path, columns, rows, limit, string_type, batch_size, long, decode_cf, categorical_values, anonymous))]
 #[allow(clippy::too_many_arguments)]
 fn read(
     py: Python<'_>,
@@ -60,9 +66,10 @@ fn read(
     batch_size: Option<usize>,
     long: bool,
     decode_cf: bool,
+    categorical_values: bool,
     anonymous: bool,
 ) -> PyResult<Reader> {
-    let options = read_options(string_type, decode_cf)?;
+    let options = read_options(string_type, decode_cf, categorical_values)?;
     let mut table = TableOptions::default().with_long(long);
     if let Some(columns) = columns {
         table = table.with_columns(columns);
@@ -104,7 +111,7 @@ fn info(
     string_type: Option<&str>,
     anonymous: bool,
 ) -> PyResult<String> {
-    let options = read_options(string_type, true)?;
+    let options = read_options(string_type, true, false)?;
     let info = py
         .detach(|| {
             let store = open_consolidated(&path, &url_options(anonymous))?;
@@ -283,6 +290,7 @@ fn convert_options(options: &Bound<'_, PyDict>) -> PyResult<ConvertOptions> {
             "limit" => out.limit = value.extract().map_err(bad)?,
             "decode_cf" => out.decode_cf = value.extract().map_err(bad)?,
             "long" => out.long = value.extract().map_err(bad)?,
+            "categorical_values" => out.categorical_values = value.extract().map_err(bad)?,
             "zarr_format" => out.zarr_format = value.extract().map_err(bad)?,
             "encoding" => out.encoding = value.extract().map_err(bad)?,
             "compressor" => out.compressor = value.extract().map_err(bad)?,
@@ -335,7 +343,8 @@ fn convert(
 /// Answer `query` (DataFusion's SQL) over `tables` (name, location) as a
 /// stream of record batches.
 #[pyfunction]
-#[pyo3(signature = (query, tables, string_type, partitions, decode_cf, anonymous))]
+#[pyo3(signature = (query, tables, string_type, partitions, decode_cf, categorical_values, anonymous))]
+#[allow(clippy::too_many_arguments)]
 fn sql(
     py: Python<'_>,
     query: &str,
@@ -343,13 +352,15 @@ fn sql(
     string_type: Option<String>,
     partitions: Option<usize>,
     decode_cf: bool,
+    categorical_values: bool,
     anonymous: bool,
 ) -> PyResult<Reader> {
     // The string type checked as `read` checks it (the same message).
-    read_options(string_type.as_deref(), decode_cf)?;
+    read_options(string_type.as_deref(), decode_cf, categorical_values)?;
     let mut options = SqlOptions::default();
     options.table.string_type = string_type;
     options.table.raw = !decode_cf;
+    options.table.categorical_values = categorical_values;
     options.partitions = partitions;
     options.url = url_options(anonymous);
     let reader = py

@@ -61,3 +61,21 @@ def test_existing_output_and_bad_options(tmp_path):
     with pytest.raises(zarrow.ZarrowError, match="compressor"):
         zarrow.convert(out, tmp_path / "x.zarr", compressor="brotli")
     assert not (tmp_path / "x.zarr").exists()  # nothing partial left behind
+
+
+def test_categorical_values_equal_anndatas(tmp_path):
+    # anndata wrote the store; anndata reads the expected values.
+    anndata = pytest.importorskip("anndata")
+    store = STORES.parent / "conventions" / "stores" / "anndata_v3.zarr"
+    obs = anndata.io.read_elem(zarr.open_group(str(store), mode="r")["obs"])
+    out = tmp_path / "obs.arrow"
+    zarrow.convert(store / "obs", out, categorical_values=True, string_type="utf8-view")
+    table = pa.ipc.open_file(out).read_all()
+    categorical = [name for name in obs.columns if str(obs[name].dtype) == "category"]
+    assert categorical
+    for name in categorical:
+        want = [None if v != v else v for v in obs[name].astype(object)]
+        assert not pa.types.is_dictionary(table.schema.field(name).type), name
+        assert table.column(name).to_pylist() == want, name
+        if obs[name].cat.categories.dtype == object:
+            assert table.schema.field(name).type == pa.string_view(), name

@@ -3,6 +3,8 @@ the same query over what zarr-python reads (tables and helpers of check_sql.py).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -102,3 +104,24 @@ def test_errors_raise_zarrow_error(query, tables, message):
 def test_unknown_string_type_is_refused():
     with pytest.raises(zarrow.ZarrowError, match="string_type"):
         zarrow.sql("SELECT 1", {"obs": OBS}, string_type="utf16")
+
+
+def test_categorical_values_equal_anndatas(tmp_path):
+    # anndata wrote the store; anndata reads the expected values.
+    anndata = pytest.importorskip("anndata")
+    import zarr
+
+    store = Path(__file__).resolve().parents[2] / "testdata" / "conventions" / "stores" / "anndata_v3.zarr"
+    obs = anndata.io.read_elem(zarr.open_group(str(store), mode="r")["obs"])
+    want = [None if v != v else v for v in obs["cell_type"].astype(object)]
+    read = pa.table(zarrow.read(store / "obs", columns=["cell_type"], categorical_values=True,
+                                string_type="utf8-view"))
+    assert read.schema.field("cell_type").type == pa.string_view()
+    assert read.column("cell_type").to_pylist() == want
+    got = pa.table(zarrow.sql("SELECT cell_type, count(*) AS n FROM obs GROUP BY cell_type", {"obs": store / "obs"},
+                              categorical_values=True, string_type="utf8-view", partitions=1))
+    assert got.schema.field("cell_type").type == pa.string_view()
+    counts = {}
+    for v in want:
+        counts[v] = counts.get(v, 0) + 1
+    assert dict(zip(got.column("cell_type").to_pylist(), got.column("n").to_pylist())) == counts

@@ -85,6 +85,7 @@ def read(
     limit: Optional[int] = None,
     long: bool = False,
     decode_cf: bool = True,
+    categorical_values: bool = False,
     anonymous: bool = False,
 ) -> Reader:
     """Read a Zarr group (one column per 1-D array) or array as a stream of record
@@ -103,6 +104,9 @@ def read(
         row per grid point, like ``Dataset.to_dataframe()``.
     decode_cf: decode CF attributes (scale_factor, add_offset, _FillValue, time
         units) into the values xarray gives.
+    categorical_values: read anndata categoricals as their categories' values,
+        one per row, instead of dictionaries (with ``string_type="utf8-view"`` no
+        string is copied).
     anonymous: do not sign object store requests (a public bucket).
 
     The reader is consumed once: ``pa.table(r)``, ``pl.DataFrame(r)``,
@@ -118,6 +122,7 @@ def read(
         batch_size,
         long,
         decode_cf,
+        categorical_values,
         anonymous,
     )
     for skipped in reader.skipped:
@@ -130,7 +135,9 @@ def info(path: PathLike, string_type: Optional[str] = None, *, anonymous: bool =
 
     An array: ``{"node": "array", "zarr_format", "shape", "chunk_shape",
     "data_type", "fill_value", "chunk_key_encoding", "codecs", "arrow_type",
-    "chunks", "chunks_present", "attributes"}``. A group: ``{"node": "group",
+    "chunks", "chunks_present", "chunks_unlisted", "attributes"}``
+    (``chunks_present`` is ``None``, and ``chunks_unlisted`` says why, when the
+    store cannot be listed: a plain HTTP server). A group: ``{"node": "group",
     "zarr_format", "anndata", "attributes", "children": [{"name", "node", ...}],
     "columns": [{"name", "arrow_type", "rows"}], "not_columns": [reason, ...]}``.
     """
@@ -215,6 +222,7 @@ def sql(
     string_type: Optional[str] = None,
     partitions: Optional[int] = None,
     decode_cf: bool = True,
+    categorical_values: bool = False,
     anonymous: bool = False,
 ) -> Reader:
     """Answer a SQL query (DataFusion's dialect) as a stream of record batches, as
@@ -226,6 +234,7 @@ def sql(
     string_type: the Arrow layout of the Zarr tables' strings (as ``read``).
     partitions: the partitions a scan is split into (default: one per core).
     decode_cf: decode CF attributes, as ``read`` does.
+    categorical_values: anndata categoricals as their values, as ``read``.
     anonymous: do not sign object store requests (a public bucket).
 
     ``pa.table(zarrow.sql("SELECT s, count(*) FROM t GROUP BY s", {"t": "t.zarr"}))``.
@@ -233,7 +242,7 @@ def sql(
     columns are named in ``r.skipped`` and in a ``ZarrowWarning``.
     """
     pairs = [(str(name), os.fspath(location)) for name, location in (tables or {}).items()]
-    reader = _zarrow.sql(query, pairs, string_type, partitions, decode_cf, anonymous)
+    reader = _zarrow.sql(query, pairs, string_type, partitions, decode_cf, categorical_values, anonymous)
     for skipped in reader.skipped:
         warnings.warn(f"not read: {skipped}", ZarrowWarning, stacklevel=2)
     return reader
