@@ -352,11 +352,11 @@ fn sql(
     string_type: Option<String>,
     partitions: Option<usize>,
     decode_cf: bool,
-    categorical_values: bool,
+    categorical_values: Option<bool>,
     anonymous: bool,
 ) -> PyResult<Reader> {
     // The string type checked as `read` checks it (the same message).
-    read_options(string_type.as_deref(), decode_cf, categorical_values)?;
+    read_options(string_type.as_deref(), decode_cf, false)?;
     let mut options = SqlOptions::default();
     options.table.string_type = string_type;
     options.table.raw = !decode_cf;

@@ -118,10 +118,21 @@ def test_categorical_values_equal_anndatas(tmp_path):
                                 string_type="utf8-view"))
     assert read.schema.field("cell_type").type == pa.string_view()
     assert read.column("cell_type").to_pylist() == want
-    got = pa.table(zarrow.sql("SELECT cell_type, count(*) AS n FROM obs GROUP BY cell_type", {"obs": store / "obs"},
-                              categorical_values=True, string_type="utf8-view", partitions=1))
-    assert got.schema.field("cell_type").type == pa.string_view()
     counts = {}
     for v in want:
         counts[v] = counts.get(v, 0) + 1
+    query = "SELECT cell_type, count(*) AS n FROM obs GROUP BY cell_type"
+    # SQL's default: the categories' values, as views, which is also how DataFusion
+    # reads the same column from Parquet (pyarrow writes it dictionary-encoded).
+    pq.write_table(pa.table({"cell_type": pa.array(want, pa.string())}), tmp_path / "obs.parquet")
+    from_parquet = pa.table(zarrow.sql(query, {"obs": tmp_path / "obs.parquet"}, partitions=1))
+    for options in ({}, {"categorical_values": True, "string_type": "utf8-view"}):
+        got = pa.table(zarrow.sql(query, {"obs": store / "obs"}, partitions=1, **options))
+        assert got.schema.field("cell_type").type == pa.string_view(), options
+        assert got.schema.field("cell_type").type == from_parquet.schema.field("cell_type").type
+        assert dict(zip(got.column("cell_type").to_pylist(), got.column("n").to_pylist())) == counts
+    # categorical_values=False: anndata's categories as a dictionary.
+    got = pa.table(zarrow.sql(query, {"obs": store / "obs"}, partitions=1, categorical_values=False))
+    assert pa.types.is_dictionary(got.schema.field("cell_type").type), got.schema
+    assert got.schema.field("cell_type").type.value_type == pa.string_view()
     assert dict(zip(got.column("cell_type").to_pylist(), got.column("n").to_pylist())) == counts

@@ -222,7 +222,7 @@ def sql(
     string_type: Optional[str] = None,
     partitions: Optional[int] = None,
     decode_cf: bool = True,
-    categorical_values: bool = False,
+    categorical_values: Optional[bool] = None,
     anonymous: bool = False,
 ) -> Reader:
     """Answer a SQL query (DataFusion's dialect) as a stream of record batches, as
@@ -231,10 +231,13 @@ def sql(
     tables: ``{name: location}``: a Zarr group or array (a directory or a URL),
         or a .parquet, .arrow / .ipc / .feather or .csv file. A query may also
         open one itself: ``CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '...'``.
-    string_type: the Arrow layout of the Zarr tables' strings (as ``read``).
+    string_type: the Arrow layout of the Zarr tables' strings and bytes (as
+        ``read``; default: "utf8-view", as DataFusion reads Parquet).
     partitions: the partitions a scan is split into (default: one per core).
     decode_cf: decode CF attributes, as ``read`` does.
-    categorical_values: anndata categoricals as their values, as ``read``.
+    categorical_values: anndata categoricals as their categories' values (the
+        default: each a view of its category, as DataFusion reads a
+        dictionary-encoded Parquet column), or, with False, as dictionaries.
     anonymous: do not sign object store requests (a public bucket).
 
     ``pa.table(zarrow.sql("SELECT s, count(*) FROM t GROUP BY s", {"t": "t.zarr"}))``.

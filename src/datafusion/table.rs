@@ -30,7 +30,9 @@ use crate::{NodeMetadata, ReadOptions, Store, StringType, ZarrArray, ZarrGroup, 
 #[non_exhaustive]
 pub struct ZarrTableOptions {
     /// The Arrow layout of strings and bytes: `utf8`, `large-utf8` or
-    /// `utf8-view` (default: as recorded by zarrow's writer, else `utf8`).
+    /// `utf8-view`. Default: `utf8-view`, as DataFusion reads Parquet (through
+    /// [`ZarrTableFactory`](super::ZarrTableFactory), `utf8` when the session's
+    /// `datafusion.execution.parquet.schema_force_view_types` is off).
     pub string_type: Option<String>,
     /// The group's columns to expose, in this order (default: every 1-D array).
     pub columns: Option<Vec<String>>,
@@ -41,10 +43,12 @@ pub struct ZarrTableOptions {
     pub sorted: Vec<String>,
     /// Do not apply CF decoding (scale, offset, fill values as nulls, CF times).
     pub raw: bool,
-    /// anndata categoricals as their categories' values, not dictionaries (see
+    /// anndata categoricals as their categories' values (the default: with
+    /// `utf8-view` strings each row is a view of its category, what DataFusion's
+    /// `GROUP BY` is fastest on), or, `Some(false)`, as dictionaries (see
     /// [`ReadOptions::categorical_values`]).
     #[serde(default)]
-    pub categorical_values: bool,
+    pub categorical_values: Option<bool>,
 }
 
 impl ZarrTableOptions {
@@ -83,7 +87,9 @@ impl ZarrTableOptions {
                 "columns" => out.columns = Some(list(value)),
                 "sorted" => out.sorted = list(value),
                 "raw" => out.raw = flag("raw", value)?,
-                "categorical_values" => out.categorical_values = flag("categorical_values", value)?,
+                "categorical_values" => {
+                    out.categorical_values = Some(flag("categorical_values", value)?);
+                }
                 other => {
                     return Err(Error::InvalidArgument(format!(
                         "unknown ZARR table option {other:?} (string_type, columns, sorted, raw, \
@@ -96,18 +102,18 @@ impl ZarrTableOptions {
     }
 
     fn read_options(&self) -> Result<ReadOptions> {
-        let mut options = ReadOptions::default()
-            .with_decode_cf(!self.raw)
-            .with_categorical_values(self.categorical_values);
-        if let Some(name) = &self.string_type {
-            let t = StringType::parse(name).ok_or_else(|| {
+        let string_type = match &self.string_type {
+            Some(name) => StringType::parse(name).ok_or_else(|| {
                 Error::InvalidArgument(format!(
                     "string_type {name:?}: use utf8, large-utf8 or utf8-view"
                 ))
-            })?;
-            options = options.with_string_type(t);
-        }
-        Ok(options)
+            })?,
+            None => StringType::Utf8View,
+        };
+        Ok(ReadOptions::default()
+            .with_decode_cf(!self.raw)
+            .with_categorical_values(self.categorical_values.unwrap_or(true))
+            .with_string_type(string_type))
     }
 }
 

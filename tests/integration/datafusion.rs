@@ -351,34 +351,53 @@ fn categorical_values_are_anndatas_values() {
         .collect();
     let rt = runtime();
     rt.block_on(async {
-        // One partition: rows in row order.
-        let ctx = context(1);
-        query(
-            &ctx,
-            &format!(
-                "CREATE EXTERNAL TABLE obs STORED AS ZARR LOCATION '{}' \
-                 OPTIONS ('categorical_values' 'true', 'string_type' 'utf8-view')",
-                location.display()
+        // The default is the values as views, as DataFusion reads Parquet; a
+        // session that turns views off gets Utf8; `false` keeps the dictionary.
+        let views_off = "SET datafusion.execution.parquet.schema_force_view_types = false";
+        for (set, options, want_type) in [
+            (None, "", DataType::Utf8View),
+            (
+                None,
+                "OPTIONS ('categorical_values' 'true', 'string_type' 'utf8-view')",
+                DataType::Utf8View,
             ),
-        )
-        .await;
-        let provider = ctx.table_provider("obs").await.unwrap();
-        let schema = provider.schema();
-        assert_eq!(
-            schema.field_with_name("cell_type").unwrap().data_type(),
-            &DataType::Utf8View
-        );
-        let batches = query(&ctx, "SELECT cell_type FROM obs").await;
-        let got: Vec<Option<String>> = batches
-            .iter()
-            .flat_map(|b| {
-                let column = b.column(0).as_string_view().clone();
-                (0..column.len())
-                    .map(|i| column.is_valid(i).then(|| column.value(i).to_string()))
-                    .collect::<Vec<_>>()
-            })
-            .collect();
-        assert_eq!(got, want);
+            (Some(views_off), "", DataType::Utf8),
+            (
+                None,
+                "OPTIONS ('categorical_values' 'false')",
+                DataType::Dictionary(Box::new(DataType::Int8), Box::new(DataType::Utf8View)),
+            ),
+        ] {
+            // One partition: rows in row order.
+            let ctx = context(1);
+            if let Some(set) = set {
+                query(&ctx, set).await;
+            }
+            query(
+                &ctx,
+                &format!(
+                    "CREATE EXTERNAL TABLE obs STORED AS ZARR LOCATION '{}' {options}",
+                    location.display()
+                ),
+            )
+            .await;
+            let provider = ctx.table_provider("obs").await.unwrap();
+            let schema = provider.schema();
+            let field = schema.field_with_name("cell_type").unwrap();
+            assert_eq!(field.data_type(), &want_type, "{set:?} {options}");
+            let batches = query(&ctx, "SELECT cell_type FROM obs").await;
+            let got: Vec<Option<String>> = batches
+                .iter()
+                .flat_map(|b| {
+                    let column = arrow_cast_utf8(b.column(0));
+                    let column = column.as_string::<i32>().clone();
+                    (0..column.len())
+                        .map(|i| column.is_valid(i).then(|| column.value(i).to_string()))
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            assert_eq!(got, want, "{set:?} {options}");
+        }
     });
 }
 
