@@ -105,8 +105,9 @@ def read(
     decode_cf: decode CF attributes (scale_factor, add_offset, _FillValue, time
         units) into the values xarray gives.
     categorical_values: read anndata categoricals as their categories' values,
-        one per row, instead of dictionaries (with ``string_type="utf8-view"`` no
-        string is copied).
+        one per row, instead of dictionaries (as "utf8-view" unless
+        ``string_type`` says otherwise: each a view of its category, no string
+        copied).
     anonymous: do not sign object store requests (a public bucket).
 
     The reader is consumed once: ``pa.table(r)``, ``pl.DataFrame(r)``,
@@ -232,7 +233,7 @@ def sql(
         or a .parquet, .arrow / .ipc / .feather or .csv file. A query may also
         open one itself: ``CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '...'``.
     string_type: the Arrow layout of the Zarr tables' strings and bytes (as
-        ``read``; default: "utf8-view", as DataFusion reads Parquet).
+        ``read``).
     partitions: the partitions a scan is split into (default: one per core).
     decode_cf: decode CF attributes, as ``read`` does.
     categorical_values: anndata categoricals as their categories' values (the

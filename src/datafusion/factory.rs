@@ -47,16 +47,6 @@ impl TableProviderFactory for ZarrTableFactory {
         let mut options =
             ZarrTableOptions::from_map(cmd.options.iter().map(|(k, v)| (k.as_str(), v.as_str())))
                 .map_err(df_err)?;
-        // Strings as DataFusion's own Parquet scan reads them in this session.
-        if options.string_type.is_none()
-            && !state
-                .config_options()
-                .execution
-                .parquet
-                .schema_force_view_types
-        {
-            options.string_type = Some("utf8".into());
-        }
         for order in &cmd.order_exprs {
             for sort in order {
                 match &sort.expr {

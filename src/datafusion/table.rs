@@ -30,9 +30,8 @@ use crate::{NodeMetadata, ReadOptions, Store, StringType, ZarrArray, ZarrGroup, 
 #[non_exhaustive]
 pub struct ZarrTableOptions {
     /// The Arrow layout of strings and bytes: `utf8`, `large-utf8` or
-    /// `utf8-view`. Default: `utf8-view`, as DataFusion reads Parquet (through
-    /// [`ZarrTableFactory`](super::ZarrTableFactory), `utf8` when the session's
-    /// `datafusion.execution.parquet.schema_force_view_types` is off).
+    /// `utf8-view` (default: as recorded by zarrow's writer, else `utf8`; the
+    /// values of a categorical: `utf8-view`).
     pub string_type: Option<String>,
     /// The group's columns to expose, in this order (default: every 1-D array).
     pub columns: Option<Vec<String>>,
@@ -43,10 +42,10 @@ pub struct ZarrTableOptions {
     pub sorted: Vec<String>,
     /// Do not apply CF decoding (scale, offset, fill values as nulls, CF times).
     pub raw: bool,
-    /// anndata categoricals as their categories' values (the default: with
-    /// `utf8-view` strings each row is a view of its category, what DataFusion's
-    /// `GROUP BY` is fastest on), or, `Some(false)`, as dictionaries (see
-    /// [`ReadOptions::categorical_values`]).
+    /// anndata categoricals as their categories' values (the default: each row a
+    /// view of its category, as DataFusion reads a dictionary-encoded Parquet
+    /// column, and what its `GROUP BY` is fastest on), or, `Some(false)`, as
+    /// dictionaries (see [`ReadOptions::categorical_values`]).
     #[serde(default)]
     pub categorical_values: Option<bool>,
 }
@@ -102,18 +101,18 @@ impl ZarrTableOptions {
     }
 
     fn read_options(&self) -> Result<ReadOptions> {
-        let string_type = match &self.string_type {
-            Some(name) => StringType::parse(name).ok_or_else(|| {
+        let mut options = ReadOptions::default()
+            .with_decode_cf(!self.raw)
+            .with_categorical_values(self.categorical_values.unwrap_or(true));
+        if let Some(name) = &self.string_type {
+            let t = StringType::parse(name).ok_or_else(|| {
                 Error::InvalidArgument(format!(
                     "string_type {name:?}: use utf8, large-utf8 or utf8-view"
                 ))
-            })?,
-            None => StringType::Utf8View,
-        };
-        Ok(ReadOptions::default()
-            .with_decode_cf(!self.raw)
-            .with_categorical_values(self.categorical_values.unwrap_or(true))
-            .with_string_type(string_type))
+            })?;
+            options = options.with_string_type(t);
+        }
+        Ok(options)
     }
 }
 

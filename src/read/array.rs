@@ -135,6 +135,13 @@ impl ZarrArray {
         &self.grid
     }
 
+    /// Read strings as `string_type` unless the caller chose a type (this one
+    /// wins over a type zarrow's writer recorded).
+    pub(crate) fn or_string_type(mut self, string_type: StringType) -> Self {
+        self.options.string_type.get_or_insert(string_type);
+        self
+    }
+
     /// The Arrow layout for string and bytes values: the caller's choice, else the
     /// one zarrow's writer recorded, else `Utf8` / `Binary`.
     pub fn string_type(&self) -> StringType {

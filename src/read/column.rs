@@ -13,6 +13,7 @@ use arrow_array::ArrayRef;
 use arrow_schema::{DataType as ArrowType, Field};
 
 use super::ZarrArray;
+use crate::StringType;
 use crate::conventions::anndata::{self, Nullable, PandasColumn};
 use crate::conventions::cf::{self, CfDecode};
 use crate::error::Result;
@@ -93,6 +94,13 @@ impl Column {
                 )
             })?;
         let values = codes.options().categorical_values;
+        // As values, each row is a view of its category unless a string type is
+        // chosen: no string is copied.
+        let categories = if values {
+            categories.or_string_type(StringType::Utf8View)
+        } else {
+            categories
+        };
         let field = if values {
             Field::new(name, categories.arrow_type(), true)
         } else {

@@ -265,13 +265,14 @@ def check_anndata_dataframe(zarrow: str, root: Path, case: dict, tmp: Path) -> s
 
 def check_categorical_values(zarrow: str, node: Path, group: zarr.Group, columns: list[str], want: pd.DataFrame,
                              case: dict, tmp: Path) -> str:
-    """`--categorical-values --string-type utf8-view`: each categorical column holds
-    anndata's values, one per row (None where pandas has NaN), in the categories' type."""
+    """`--categorical-values`: each categorical column holds anndata's values, one per
+    row (None where pandas has NaN), in the categories' type: strings as views (the
+    default when no --string-type is given)."""
     names = [c for c in columns if group[c].attrs.get("encoding-type") == "categorical"]
     if not names:
         return ""
     out = tmp / f"{case['case']}.values.arrow"
-    convert_ok(zarrow, node, out, [*case["args"], "--categorical-values", "--string-type", "utf8-view"])
+    convert_ok(zarrow, node, out, [*case["args"], "--categorical-values"])
     table = read_output(out)
     for name in names:
         col = table.column(name)

@@ -157,8 +157,8 @@ struct ConvertArgs {
     #[arg(long)]
     long: bool,
     /// [to a table] Read anndata categoricals as their categories' values, one
-    /// per row, instead of dictionaries (with --string-type utf8-view no string
-    /// is copied).
+    /// per row, instead of dictionaries (as utf8-view unless --string-type says
+    /// otherwise: each a view of its category, no string copied).
     #[arg(long)]
     categorical_values: bool,
 

@@ -36,15 +36,16 @@ pub(crate) struct SqlArgs {
     #[arg(long)]
     overwrite: bool,
     /// [Zarr tables] Arrow layout of strings and bytes: utf8, large-utf8 or
-    /// utf8-view (default: utf8-view, as DataFusion reads Parquet).
+    /// utf8-view (default: as recorded by zarrow's writer, else utf8; anndata
+    /// categoricals read as values: utf8-view).
     #[arg(long)]
     string_type: Option<String>,
     /// [Zarr tables] Keep the raw values of CF-encoded variables.
     #[arg(long)]
     no_cf: bool,
     /// [Zarr tables] Read anndata categoricals as their categories' values, one
-    /// per row (the default: with utf8-view strings no string is copied, and a
-    /// GROUP BY on them is fastest), or, with false, as dictionaries.
+    /// per row (the default: each a view of its category, no string copied, and
+    /// a GROUP BY on them is fastest), or, with false, as dictionaries.
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
     categorical_values: Option<bool>,
     /// Partitions a scan is split into (DataFusion's target_partitions; default:
