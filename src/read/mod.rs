@@ -113,9 +113,9 @@ pub struct ReadOptions {
     /// Read an anndata `categorical` column as its categories' values, one per
     /// row (nulls for missing), instead of a `DictionaryArray`. String
     /// categories are `Utf8View` unless `string_type` says otherwise: each row's
-    /// view is its category's, no string is copied. What
-    /// DataFusion's own Parquet scan does with a dictionary-encoded column, and
-    /// what its `GROUP BY` is fastest on.
+    /// view is its category's, no string is copied. What DataFusion's own
+    /// Parquet scan does with a dictionary-encoded column, and what its
+    /// `GROUP BY` is fastest on.
     pub categorical_values: bool,
 }
 
