@@ -8,15 +8,22 @@
 //! first, so chunks finish in about the order the reader wants them, and the
 //! decoded window stays that of the chunks it has consumed.
 //!
+//! With two cores or more, one permit is kept for the earliest read still to
+//! decode (the *head*: the chunk the reader waits for) while its bytes are on the
+//! way: a later chunk whose bytes came first decodes on the other cores, not on
+//! all of them, so the head starts as soon as it arrives instead of after a whole
+//! chunk's decoding.
+//!
 //! ```text
-//! reader: plan (ticket) ─▶ fetch thread: start ─▶ fetch ─▶ [gate: earliest ticket, a free core] ─▶ decode
+//! reader: plan (ticket) ─▶ fetch thread: join ─▶ fetch ─▶ [gate: earliest ticket, a free core] ─▶ decode
 //! ```
 //!
 //! Only decoding (pure CPU, no waiting, no nested reads) runs inside the gate, so
-//! a thread holding a permit never waits for another.
+//! a thread holding a permit never waits for another; a read leaves the line when
+//! its [`Place`] drops, also on an error, so a kept permit is never kept for ever.
 
 use std::cell::Cell;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 
@@ -77,6 +84,24 @@ struct State {
     /// ticket.
     waiting: BTreeSet<(u64, u64)>,
     arrivals: u64,
+    /// The reads in line and not decoding now (fetching or waiting): how many
+    /// per ticket.
+    pending: BTreeMap<u64, usize>,
+}
+
+impl State {
+    fn pend(&mut self, ticket: u64) {
+        *self.pending.entry(ticket).or_default() += 1;
+    }
+
+    fn unpend(&mut self, ticket: u64) {
+        if let Some(n) = self.pending.get_mut(&ticket) {
+            *n -= 1;
+            if *n == 0 {
+                self.pending.remove(&ticket);
+            }
+        }
+    }
 }
 
 impl DecodeGate {
@@ -92,35 +117,77 @@ impl DecodeGate {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Run `f` when a permit is free and no smaller ticket waits for one.
+    /// Take a place in line for a read with `ticket`, before its first fetch.
+    pub(crate) fn join(&self, ticket: u64) -> Place<'_> {
+        self.lock().pend(ticket);
+        Place { gate: self, ticket }
+    }
+
+    /// Run `f` once, in line with `ticket` (a read of one fetch).
+    #[cfg(test)]
     pub(crate) fn run<T>(&self, ticket: u64, f: impl FnOnce() -> T) -> T {
-        let mut state = self.lock();
-        let place = (ticket, state.arrivals);
+        self.join(ticket).run(f)
+    }
+
+    /// Whether the read waiting at `place` may take a permit now: one is free,
+    /// no smaller ticket waits, and it is the head or leaves a permit for it.
+    fn may_run(&self, state: &State, place: (u64, u64)) -> bool {
+        let head = state.pending.first_key_value().map(|(&t, _)| t);
+        state.running < self.permits
+            && state.waiting.first() == Some(&place)
+            && (self.permits == 1 || state.running + 1 < self.permits || head == Some(place.0))
+    }
+}
+
+/// A read's place in line, from before its first fetch until it is dropped.
+pub(crate) struct Place<'a> {
+    gate: &'a DecodeGate,
+    ticket: u64,
+}
+
+impl Place<'_> {
+    /// Run `f` (a decode) when [`DecodeGate::may_run`] lets it.
+    pub(crate) fn run<T>(&self, f: impl FnOnce() -> T) -> T {
+        let gate = self.gate;
+        let mut state = gate.lock();
+        let place = (self.ticket, state.arrivals);
         state.arrivals += 1;
         state.waiting.insert(place);
-        while state.running >= self.permits || state.waiting.first() != Some(&place) {
-            state = self
+        while !gate.may_run(&state, place) {
+            state = gate
                 .turn
                 .wait(state)
                 .unwrap_or_else(PoisonError::into_inner);
         }
         state.waiting.remove(&place);
         state.running += 1;
+        state.unpend(self.ticket);
         drop(state);
-        // The next smallest ticket may take a second free permit.
-        self.turn.notify_all();
+        // The next smallest ticket may take a second free permit, or be the head.
+        gate.turn.notify_all();
         let _release = Release(self);
         f()
     }
 }
 
-/// Gives the permit back, also when `f` panics.
-struct Release<'a>(&'a DecodeGate);
-
-impl Drop for Release<'_> {
+impl Drop for Place<'_> {
     fn drop(&mut self) {
-        self.0.lock().running -= 1;
-        self.0.turn.notify_all();
+        self.gate.lock().unpend(self.ticket);
+        self.gate.turn.notify_all();
+    }
+}
+
+/// Gives the permit back, also when `f` panics: the read is in line again
+/// (fetching its next bytes, or leaving).
+struct Release<'a, 'b>(&'a Place<'b>);
+
+impl Drop for Release<'_, '_> {
+    fn drop(&mut self) {
+        let mut state = self.0.gate.lock();
+        state.running -= 1;
+        state.pend(self.0.ticket);
+        drop(state);
+        self.0.gate.turn.notify_all();
     }
 }
 
@@ -217,6 +284,87 @@ mod tests {
             t.join().unwrap();
         }
         assert!(gate.lock().waiting.is_empty());
+    }
+
+    /// Starts a thread running ticket `t` that holds its permit until `release`
+    /// sends, and waits until it holds it.
+    fn holder(
+        gate: &Arc<DecodeGate>,
+        t: u64,
+    ) -> (std::thread::JoinHandle<()>, std::sync::mpsc::Sender<()>) {
+        let (release, hold) = std::sync::mpsc::channel::<()>();
+        let before = gate.lock().running;
+        let g = gate.clone();
+        let handle = std::thread::spawn(move || g.run(t, || hold.recv().unwrap()));
+        let until = Instant::now() + Duration::from_secs(10);
+        while gate.lock().running == before {
+            assert!(Instant::now() < until, "ticket {t} never took a permit");
+            std::thread::yield_now();
+        }
+        (handle, release)
+    }
+
+    /// Starts a thread running ticket `t`, and waits until the gate has made it
+    /// wait (it is seen in line only after being refused a permit).
+    fn waiter(
+        gate: &Arc<DecodeGate>,
+        t: u64,
+        ran: &Arc<AtomicUsize>,
+    ) -> std::thread::JoinHandle<()> {
+        let (g, ran) = (gate.clone(), ran.clone());
+        let handle = std::thread::spawn(move || {
+            g.run(t, || {
+                ran.fetch_add(1, Ordering::SeqCst);
+            });
+        });
+        let until = Instant::now() + Duration::from_secs(10);
+        while !gate.lock().waiting.iter().any(|&(w, _)| w == t) {
+            assert!(Instant::now() < until, "ticket {t} was never made to wait");
+            std::thread::yield_now();
+        }
+        handle
+    }
+
+    #[test]
+    fn a_permit_is_kept_for_the_head_while_its_bytes_are_on_the_way() {
+        let gate = Arc::new(DecodeGate::new(2));
+        // Ticket 0 is fetching; 1 came first and decodes; 2 must leave 0 a core.
+        let head = gate.join(0);
+        let (first, release) = holder(&gate, 1);
+        let ran = Arc::new(AtomicUsize::new(0));
+        let second = waiter(&gate, 2, &ran);
+        // The head's bytes arrive: it decodes beside 1 at once.
+        let beside = head.run(|| gate.lock().running);
+        assert_eq!(beside, 2);
+        drop(head);
+        release.send(()).unwrap();
+        first.join().unwrap();
+        second.join().unwrap();
+        assert_eq!(ran.load(Ordering::SeqCst), 1);
+        assert!(gate.lock().pending.is_empty());
+    }
+
+    #[test]
+    fn a_head_that_leaves_without_decoding_frees_its_permit() {
+        let gate = Arc::new(DecodeGate::new(2));
+        let head = gate.join(0);
+        let (first, release) = holder(&gate, 1);
+        let ran = Arc::new(AtomicUsize::new(0));
+        let second = waiter(&gate, 2, &ran);
+        // The head's fetch failed: 2 takes the second permit while 1 still holds.
+        drop(head);
+        second.join().unwrap();
+        assert_eq!(ran.load(Ordering::SeqCst), 1);
+        assert_eq!(gate.lock().running, 1);
+        release.send(()).unwrap();
+        first.join().unwrap();
+    }
+
+    #[test]
+    fn one_permit_is_never_kept_idle() {
+        let gate = DecodeGate::new(1);
+        let _head = gate.join(0);
+        assert_eq!(gate.run(1, || 7), 7);
     }
 
     #[test]

@@ -288,7 +288,7 @@ impl<'a> ChunkRead<'a> {
 
 /// Run `read` against `store`, blocking: the sync executor. A remote store's
 /// reads decode through the [`gate`]: one at a time per core, in the order they
-/// started.
+/// started, with a core kept for the earliest while its bytes are on the way.
 ///
 /// # Errors
 /// Store errors; [`Error::Chunk`] naming the key for a corrupt chunk.
@@ -298,7 +298,7 @@ pub(crate) fn run(store: &dyn Store, mut read: ChunkRead<'_>) -> Result<Option<D
         key: key.clone(),
         source,
     };
-    let gate = (store.concurrency() > 1).then(|| (gate::global(), gate::current()));
+    let place = (store.concurrency() > 1).then(|| gate::global().join(gate::current()));
     let mut step = read.start().map_err(chunk_error)?;
     loop {
         let request = match step {
@@ -313,8 +313,8 @@ pub(crate) fn run(store: &dyn Store, mut read: ChunkRead<'_>) -> Result<Option<D
                 .get_ranges(&request.key, ranges)?
                 .map_or(Fetched::Missing, Fetched::Ranges),
         };
-        step = match gate {
-            Some((gate, ticket)) => gate.run(ticket, || read.resume(fetched)),
+        step = match &place {
+            Some(place) => place.run(|| read.resume(fetched)),
             None => read.resume(fetched),
         }
         .map_err(chunk_error)?;
