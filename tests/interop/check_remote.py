@@ -2,7 +2,8 @@
 """zarrow against real servers on loopback, each started here on a free 127.0.0.1 port
 and stopped at the end (tests/interop/remote_servers.py): an S3 API (moto 5.2.5 in
 server mode), Azure Blob Storage (Azurite, `npm ci --prefix tests/interop/azurite`),
-GCS (fake-gcs-server) and a static HTTP server with ranged GETs.
+GCS (fake-gcs-server for reads; gcp-storage-emulator, behind a front answering the
+XML calls it lacks, for writes) and a static HTTP server with ranged GETs.
 
 Usage: check_remote.py ZARROW_BIN [-k SUBSTRING]
 
@@ -44,7 +45,7 @@ import pyarrow.parquet as pq
 import zarr
 
 from remote_servers import (AZURITE_ACCOUNT, REPO, FaultProxy, Gcs, azure_container, azurite_server,
-                            fake_gcs_server, http_server, moto_server)
+                            fake_gcs_server, gcs_write_server, gcs_xml_front, http_server, moto_server)
 
 warnings.filterwarnings("ignore")
 
@@ -276,9 +277,35 @@ def check_gcs(zarrow: str, case, tmp: Path, stores: list[Path], src: Path, table
 
         # Reads only: fake-gcs-server has no XML API for uploads (the PUT
         # BASE/bucket/object that object_store sends is answered 400 "invalid
-        # uploadType"; fake-gcs-server issue 331, pull request 1164 unmerged), so
-        # gs:// writes are not tested here.
+        # uploadType"; fake-gcs-server issue 331, pull request 1164 unmerged).
+        # check_gcs_writes writes to another emulator.
         bucket_cases(zarrow, case, tmp, stores, src, table, "gs", env, upload)
+
+
+def check_gcs_writes(zarrow: str, case, tmp: Path, src: Path, table: pa.Table) -> None:
+    """gs:// writes against gcp-storage-emulator, which takes object_store's XML
+    PUT; `gcs_xml_front` answers the XML listing, HEAD and DELETE from the
+    emulator's JSON API. Each write is downloaded with the JSON API (urllib, not
+    zarrow): the local write's keys and bytes, read by zarr-python."""
+    with gcs_write_server(tmp) as base, gcs_xml_front(base) as front:
+        gcs = Gcs(base)
+        gcs.create_bucket(BUCKET)
+        account = tmp / "gcs-write-service-account.json"
+        account.write_text(json.dumps({"gcs_base_url": front, "disable_oauth": True, "client_email": "",
+                                       "private_key": "", "private_key_id": ""}))
+        env = {**no_credentials(), "GOOGLE_SERVICE_ACCOUNT": str(account)}
+
+        def fetch(prefix: str, dest: Path) -> dict[str, bytes]:
+            out = {}
+            for name, body in gcs.download_all(BUCKET, prefix + "/").items():
+                key = name[len(prefix) + 1:]
+                out[key] = body
+                target = dest / key
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(body)
+            return out
+
+        bucket_cases(zarrow, case, tmp, [], src, table, "gs", env, None, fetch)
 
 
 def check_file_urls(zarrow: str, case, tmp: Path, stores: list[Path], src: Path) -> None:
@@ -606,6 +633,7 @@ def main() -> int:
 
         section("azure", lambda: check_azure(zarrow, case, tmp, stores, src, table))
         section("gcs", lambda: check_gcs(zarrow, case, tmp, stores, src, table))
+        section("gcs writes", lambda: check_gcs_writes(zarrow, case, tmp, src, table))
         section("file", lambda: check_file_urls(zarrow, case, tmp, stores, src))
 
     print(f"{passed} passed, {failed} failed")

@@ -4,6 +4,8 @@ and stopped by a context manager, with a bounded lifetime:
 * moto 5.2.5 in server mode (the S3 API);
 * a static HTTP server with ranged GETs (an HTTP store);
 * Azurite (the Azure Blob Storage emulator, from npm: tests/interop/azurite);
+* fake-gcs-server (gs:// reads), and gcp-storage-emulator behind a front that
+  answers the XML listing, HEAD and DELETE it lacks (gs:// writes);
 * a reverse proxy that records requests and injects faults.
 """
 
@@ -316,3 +318,160 @@ class Gcs:
         import urllib.parse
         self.request("POST", f"/upload/storage/v1/b/{bucket}/o?uploadType=media&name={urllib.parse.quote(key, safe='')}",
                      data, "application/octet-stream")
+
+    def download_all(self, bucket: str, prefix: str) -> dict[str, bytes]:
+        """Every object under `prefix` ("dir/"): {name: bytes}, listed page by page."""
+        import json
+        import urllib.parse
+        out, token = {}, None
+        while True:
+            query = {"prefix": prefix, **({"pageToken": token} if token else {})}
+            page = json.loads(self.request("GET", f"/storage/v1/b/{bucket}/o?{urllib.parse.urlencode(query)}"))
+            for item in page.get("items", []):
+                name = urllib.parse.quote(item["name"], safe="")
+                out[item["name"]] = self.request("GET", f"/storage/v1/b/{bucket}/o/{name}?alt=media")
+            token = page.get("nextPageToken")
+            if not token:
+                return out
+
+
+def gcs_write_server(workdir: Path):
+    """gcp-storage-emulator (PyPI), in memory: the GCS JSON API and, of the XML
+    API that object_store speaks, the object PUT and GET; yields its base URL.
+    Put `gcs_xml_front` in front of it for the rest."""
+    port = free_port()
+    return server_process([sys.executable, "-m", "gcp_storage_emulator", "start", "--host", "127.0.0.1",
+                           "--port", str(port), "--in-memory"], port, cwd=workdir)
+
+
+@contextlib.contextmanager
+def gcs_xml_front(upstream: str):
+    """A loopback front for gcp-storage-emulator at `upstream`: object_store lists
+    a GCS bucket, heads and deletes objects through the XML API, which that
+    emulator lacks (it answers 501). This front answers those three from the
+    emulator's own JSON API (a listing as the XML API's ListBucketResult) and
+    relays every other request, with two repairs: the bucket name unescaped
+    (the emulator's routes take no '%'), and the ETag and Last-Modified that GCS
+    sends with an object and the emulator leaves out. Yields its base URL."""
+    import email.utils
+    import http.client
+    import json
+    import urllib.parse
+    from datetime import datetime
+    from xml.sax.saxutils import escape
+
+    up = urllib.parse.urlsplit(upstream)
+
+    def call(method: str, path: str, body: bytes | None = None, headers: dict | None = None):
+        conn = http.client.HTTPConnection(up.hostname, up.port, timeout=60)
+        try:
+            conn.request(method, path, body=body, headers=headers or {})
+            resp = conn.getresponse()
+            return resp.status, resp.getheaders(), resp.read()
+        finally:
+            conn.close()
+
+    def object_headers(meta: dict) -> dict:
+        updated = datetime.fromisoformat(meta["updated"].replace("Z", "+00:00"))
+        return {"ETag": meta.get("etag", ""), "Last-Modified": email.utils.format_datetime(updated, usegmt=True)}
+
+    def object_json(bucket: str, name: str):
+        status, _, body = call("GET", f"/storage/v1/b/{bucket}/o/{urllib.parse.quote(name, safe='')}")
+        return json.loads(body) if status == 200 else None
+
+    def listing(bucket: str, query: dict) -> bytes:
+        params = {k: query[k][0] for k in ("prefix", "delimiter") if k in query}
+        items, prefixes, token = [], [], None
+        while True:
+            page = dict(params, **({"pageToken": token} if token else {}))
+            status, _, body = call("GET", f"/storage/v1/b/{bucket}/o?{urllib.parse.urlencode(page)}")
+            if status != 200:
+                raise RuntimeError(f"emulator listing: {status} {body[:200]!r}")
+            got = json.loads(body)
+            items += got.get("items", [])
+            prefixes += got.get("prefixes", [])
+            token = got.get("nextPageToken")
+            if not token:
+                break
+        parts = ["<?xml version='1.0' encoding='UTF-8'?><ListBucketResult>"]
+        for item in items:
+            parts.append(f"<Contents><Key>{escape(item['name'])}</Key><Size>{item['size']}</Size>"
+                         f"<LastModified>{item['updated']}</LastModified>"
+                         f"<ETag>{escape(item.get('etag', ''))}</ETag></Contents>")
+        for prefix in prefixes:
+            parts.append(f"<CommonPrefixes><Prefix>{escape(prefix)}</Prefix></CommonPrefixes>")
+        parts.append("</ListBucketResult>")
+        return "".join(parts).encode()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def reply(self, status: int, body: bytes = b"", headers: dict | None = None, length: int | None = None):
+            self.send_response(status)
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(len(body) if length is None else length))
+            self.end_headers()
+            if body:
+                self.wfile.write(body)
+
+        def split(self):
+            url = urllib.parse.urlsplit(self.path)
+            bucket, _, name = url.path.lstrip("/").partition("/")
+            return urllib.parse.unquote(bucket), urllib.parse.unquote(name), urllib.parse.parse_qs(url.query)
+
+        def relay(self, method: str):
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else None
+            headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
+            # The emulator routes a bucket name of letters, digits, '-', '.' and
+            # '_' only: object_store escapes its '-' (%2D).
+            bucket, name, _ = self.split()
+            query = urllib.parse.urlsplit(self.path).query
+            path = f"/{bucket}/{urllib.parse.quote(name)}" + (f"?{query}" if query else "")
+            status, got_headers, data = call(method, path, body, headers)
+            keep = {k: v for k, v in got_headers
+                    if k.lower() not in ("connection", "transfer-encoding", "content-length")}
+            have = {k.lower() for k in keep}
+            if name and status in (200, 206) and not {"etag", "last-modified"} <= have:
+                # GCS answers an upload or a download with the object's ETag and
+                # Last-Modified (object_store needs both); the emulator leaves
+                # them out: give those it stored.
+                meta = object_json(bucket, name)
+                if meta is not None:
+                    keep.update(object_headers(meta))
+            self.reply(status, data, keep)
+
+        def do_GET(self):
+            bucket, name, query = self.split()
+            if not name and query.get("list-type") == ["2"]:
+                self.reply(200, listing(bucket, query), {"Content-Type": "application/xml"})
+            else:
+                self.relay("GET")
+
+        def do_PUT(self):
+            self.relay("PUT")
+
+        def do_POST(self):
+            self.relay("POST")
+
+        def do_HEAD(self):
+            bucket, name, _ = self.split()
+            meta = object_json(bucket, name)
+            if meta is None:
+                self.reply(404)
+                return
+            self.reply(200, headers={**object_headers(meta),
+                                     "Content-Type": meta.get("contentType", "application/octet-stream")},
+                       length=int(meta["size"]))
+
+        def do_DELETE(self):
+            bucket, name, _ = self.split()
+            status, _, _ = call("DELETE", f"/storage/v1/b/{bucket}/o/{urllib.parse.quote(name, safe='')}")
+            self.reply(204 if status in (200, 204) else status)
+
+    with serving(Handler) as url:
+        yield url
