@@ -91,17 +91,23 @@ def upload(s3, root: Path, prefix: str) -> None:
             s3.upload_file(str(path), BUCKET, f"{prefix}/{path.relative_to(root).as_posix()}")
 
 
-def download(s3, prefix: str, dest: Path) -> dict[str, bytes]:
+def save_under(prefix: str, objects, dest: Path) -> dict[str, bytes]:
+    """Downloaded `objects` ((name, bytes) pairs, every name under `prefix`/) as
+    files under `dest`: {key relative to prefix: bytes}."""
     out = {}
-    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix + "/"):
-        for obj in page.get("Contents", []):
-            key = obj["Key"][len(prefix) + 1:]
-            body = s3.get_object(Bucket=BUCKET, Key=obj["Key"])["Body"].read()
-            out[key] = body
-            target = dest / key
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(body)
+    for name, body in objects:
+        key = name[len(prefix) + 1:]
+        out[key] = body
+        target = dest / key
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(body)
     return out
+
+
+def download(s3, prefix: str, dest: Path) -> dict[str, bytes]:
+    pages = s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix + "/")
+    keys = [obj["Key"] for page in pages for obj in page.get("Contents", [])]
+    return save_under(prefix, ((k, s3.get_object(Bucket=BUCKET, Key=k)["Body"].read()) for k in keys), dest)
 
 
 def write_reads_back(zarrow: str, src: Path, table: pa.Table, url: str, fetch, tmp: Path, env: dict,
@@ -191,15 +197,8 @@ def azure_upload(container, root: Path, prefix: str) -> None:
 
 
 def azure_download(container, prefix: str, dest: Path) -> dict[str, bytes]:
-    out = {}
-    for blob in container.list_blobs(name_starts_with=prefix + "/"):
-        body = container.download_blob(blob.name).readall()
-        key = blob.name[len(prefix) + 1:]
-        out[key] = body
-        target = dest / key
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(body)
-    return out
+    blobs = container.list_blobs(name_starts_with=prefix + "/")
+    return save_under(prefix, ((b.name, container.download_blob(b.name).readall()) for b in blobs), dest)
 
 
 def check_azure(zarrow: str, case, tmp: Path, stores: list[Path], src: Path, table: pa.Table) -> None:
@@ -296,16 +295,26 @@ def check_gcs_writes(zarrow: str, case, tmp: Path, src: Path, table: pa.Table) -
         env = {**no_credentials(), "GOOGLE_SERVICE_ACCOUNT": str(account)}
 
         def fetch(prefix: str, dest: Path) -> dict[str, bytes]:
-            out = {}
-            for name, body in gcs.download_all(BUCKET, prefix + "/").items():
-                key = name[len(prefix) + 1:]
-                out[key] = body
-                target = dest / key
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(body)
-            return out
+            return save_under(prefix, gcs.download_all(BUCKET, prefix + "/").items(), dest)
 
         bucket_cases(zarrow, case, tmp, [], src, table, "gs", env, None, fetch)
+
+        def overwrite():
+            # The old store's keys go first (listed, then deleted through the front).
+            prefix = "out/gs-overwrite.zarr"
+            url = f"gs://{BUCKET}/{prefix}"
+            convert_ok(zarrow, str(src), url, env, "--zarr-format", "3")
+            # convert_ok passes --overwrite.
+            convert_ok(zarrow, str(src), url, env, "--zarr-format", "2")
+            local = tmp / "gs-overwrite.local.zarr"
+            convert_ok(zarrow, str(src), local, env, "--zarr-format", "2")
+            down = tmp / "gs-overwrite.down.zarr"
+            shutil.rmtree(down, ignore_errors=True)
+            got, want = fetch(prefix, down), local_files(local)
+            if got != want:
+                raise AssertionError(f"not the v2 write's keys and bytes: {sorted(set(got) ^ set(want))[:5]}")
+            return f"{len(got)} keys, the v2 write's only: the v3 store's were deleted"
+        case("gs-write --overwrite replaces the store", overwrite)
 
 
 def check_file_urls(zarrow: str, case, tmp: Path, stores: list[Path], src: Path) -> None:
