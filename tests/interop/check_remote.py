@@ -257,17 +257,22 @@ def check_azure(zarrow: str, case, tmp: Path, stores: list[Path], src: Path, tab
             case("az --anonymous on a private container is refused", az_anonymous_private)
 
 
+def gcs_env(tmp: Path, name: str, url: str) -> dict:
+    """The environment that sends zarrow's gs:// requests to the emulator at `url`:
+    object_store's way is a service account file (`tmp`/`name`) naming the URL,
+    with OAuth off."""
+    account = tmp / name
+    account.write_text(json.dumps({"gcs_base_url": url, "disable_oauth": True, "client_email": "",
+                                   "private_key": "", "private_key_id": ""}))
+    return {**no_credentials(), "GOOGLE_SERVICE_ACCOUNT": str(account)}
+
+
 def check_gcs(zarrow: str, case, tmp: Path, stores: list[Path], src: Path, table: pa.Table) -> None:
     """gs:// against fake-gcs-server: every store read as from a local copy."""
     with fake_gcs_server(tmp) as base:
         gcs = Gcs(base)
         gcs.create_bucket(BUCKET)
-        # object_store's way to an emulator: a service account file naming its
-        # URL, with OAuth off.
-        account = tmp / "gcs-service-account.json"
-        account.write_text(json.dumps({"gcs_base_url": base, "disable_oauth": True, "client_email": "",
-                                       "private_key": "", "private_key_id": ""}))
-        env = {**no_credentials(), "GOOGLE_SERVICE_ACCOUNT": str(account)}
+        env = gcs_env(tmp, "gcs-service-account.json", base)
 
         def upload(root: Path, prefix: str) -> None:
             for path in sorted(root.rglob("*")):
@@ -289,10 +294,7 @@ def check_gcs_writes(zarrow: str, case, tmp: Path, src: Path, table: pa.Table) -
     with gcs_write_server(tmp) as base, gcs_xml_front(base) as front:
         gcs = Gcs(base)
         gcs.create_bucket(BUCKET)
-        account = tmp / "gcs-write-service-account.json"
-        account.write_text(json.dumps({"gcs_base_url": front, "disable_oauth": True, "client_email": "",
-                                       "private_key": "", "private_key_id": ""}))
-        env = {**no_credentials(), "GOOGLE_SERVICE_ACCOUNT": str(account)}
+        env = gcs_env(tmp, "gcs-write-service-account.json", front)
 
         def fetch(prefix: str, dest: Path) -> dict[str, bytes]:
             return save_under(prefix, gcs.download_all(BUCKET, prefix + "/").items(), dest)
