@@ -17,8 +17,8 @@ Usage: check_remote.py ZARROW_BIN [-k SUBSTRING]
 * writing over an existing store needs --overwrite; a 404 for a chunk reads as the
   fill value (the local conversion of a store with missing chunks is the reference);
 * --anonymous sends no Authorization header and needs no credentials (a recording
-  proxy sees the requests): it reads a public Azure container, and a private one
-  refuses it;
+  proxy sees the requests): it reads a public Azure container and a GCS bucket,
+  and a private Azure container refuses it;
 * file:// URLs convert, describe and write as the plain path.
 
 Prints one line per case, then "N passed, M failed"; exits 1 if any failed.
@@ -284,6 +284,25 @@ def check_gcs(zarrow: str, case, tmp: Path, stores: list[Path], src: Path, table
         # uploadType"; fake-gcs-server issue 331, pull request 1164 unmerged).
         # check_gcs_writes writes to another emulator.
         bucket_cases(zarrow, case, tmp, stores, src, table, "gs", env, upload)
+
+        proxy = FaultProxy(base, "pass")
+        with proxy.serve() as url:
+            def gs_anonymous():
+                # No service account, no credential of any kind: only where the
+                # endpoint is. An emulator takes unsigned requests, so only the
+                # unsigned half is checked (S3 and Azure check both halves).
+                anon = {**no_credentials(), "GOOGLE_BASE_URL": url}
+                notes = []
+                for name in ("v3_string_sharded.zarr", "obs.zarr"):
+                    start = len(proxy.signed)
+                    same_as_local(zarrow, STORES / name, f"gs://{BUCKET}/stores/{name}", tmp, anon,
+                                  remote_extra=("--anonymous",))
+                    sent = proxy.signed[start:]
+                    if not sent or any(sent):
+                        raise AssertionError(f"{name}: {sum(sent)} of {len(sent)} requests signed")
+                    notes.append(f"{name}: {len(sent)} requests")
+                return "no credentials; outputs identical; none signed: " + ", ".join(notes)
+            case("gs --anonymous reads without credentials, unsigned", gs_anonymous)
 
 
 def check_gcs_writes(zarrow: str, case, tmp: Path, src: Path, table: pa.Table) -> None:
