@@ -224,20 +224,10 @@ def check_azure(zarrow: str, case, tmp: Path, stores: list[Path], src: Path, tab
             signed = {**env, "AZURITE_BLOB_STORAGE_URL": url}
 
             def az_anonymous():
-                notes = []
-                for name in ("v3_string_sharded.zarr", "obs.zarr"):
-                    start = len(proxy.signed)
-                    same_as_local(zarrow, STORES / name, f"az://public/{name}", tmp, anon,
-                                  remote_extra=("--anonymous",))
-                    sent = proxy.signed[start:]
-                    if not sent or any(sent):
-                        raise AssertionError(f"{name}: {sum(sent)} of {len(sent)} requests signed")
-                    start = len(proxy.signed)
-                    same_as_local(zarrow, STORES / name, f"az://public/{name}", tmp, signed)
-                    sent_key = proxy.signed[start:]
-                    if not sent_key or not all(sent_key):
-                        raise AssertionError(f"{name}: with the key, {sent_key.count(False)} requests unsigned")
-                    notes.append(f"{name}: {len(sent)} unsigned / {len(sent_key)} signed")
+                url_of = lambda name: f"az://public/{name}"  # noqa: E731
+                unsigned = read_signed_or_not(zarrow, proxy, url_of, tmp, anon, False)
+                with_key = read_signed_or_not(zarrow, proxy, url_of, tmp, signed, True)
+                notes = [f"{name}: {unsigned[name]} unsigned / {with_key[name]} signed" for name in unsigned]
                 return "public container, no credentials; outputs identical; " + ", ".join(notes)
             case("az --anonymous reads a public container unsigned", az_anonymous)
 
@@ -255,6 +245,23 @@ def check_azure(zarrow: str, case, tmp: Path, stores: list[Path], src: Path, tab
                     raise AssertionError(f"not refused with a 403 naming the URL: {msg}")
                 return msg.splitlines()[0][:140]
             case("az --anonymous on a private container is refused", az_anonymous_private)
+
+
+def read_signed_or_not(zarrow: str, proxy: FaultProxy, url_of, tmp: Path, env: dict, signed: bool) -> dict:
+    """Two test stores read from `url_of(name)` through the recording `proxy`
+    (with --anonymous unless `signed`): each the same as its local conversion,
+    and every request signed (`signed`) or none. {name: requests}."""
+    counts = {}
+    for name in ("v3_string_sharded.zarr", "obs.zarr"):
+        start = len(proxy.signed)
+        same_as_local(zarrow, STORES / name, url_of(name), tmp, env,
+                      remote_extra=() if signed else ("--anonymous",))
+        sent = proxy.signed[start:]
+        if not sent or any(s != signed for s in sent):
+            raise AssertionError(f"{name}: {sum(sent)} of {len(sent)} requests signed, expected "
+                                 f"{'all' if signed else 'none'}")
+        counts[name] = len(sent)
+    return counts
 
 
 def gcs_env(tmp: Path, name: str, url: str) -> dict:
@@ -292,16 +299,10 @@ def check_gcs(zarrow: str, case, tmp: Path, stores: list[Path], src: Path, table
                 # endpoint is. An emulator takes unsigned requests, so only the
                 # unsigned half is checked (S3 and Azure check both halves).
                 anon = {**no_credentials(), "GOOGLE_BASE_URL": url}
-                notes = []
-                for name in ("v3_string_sharded.zarr", "obs.zarr"):
-                    start = len(proxy.signed)
-                    same_as_local(zarrow, STORES / name, f"gs://{BUCKET}/stores/{name}", tmp, anon,
-                                  remote_extra=("--anonymous",))
-                    sent = proxy.signed[start:]
-                    if not sent or any(sent):
-                        raise AssertionError(f"{name}: {sum(sent)} of {len(sent)} requests signed")
-                    notes.append(f"{name}: {len(sent)} requests")
-                return "no credentials; outputs identical; none signed: " + ", ".join(notes)
+                sent = read_signed_or_not(zarrow, proxy, lambda name: f"gs://{BUCKET}/stores/{name}", tmp, anon,
+                                          False)
+                return "no credentials; outputs identical; none signed: " + ", ".join(
+                    f"{name}: {n} requests" for name, n in sent.items())
             case("gs --anonymous reads without credentials, unsigned", gs_anonymous)
 
 
