@@ -167,6 +167,20 @@ pub enum Error {
     /// A caller-supplied argument is out of range or inconsistent.
     #[error("invalid argument: {}", Cut(.0))]
     InvalidArgument(String),
+    /// The memory a read may hold (its read-ahead) is more than its budget (an
+    /// engine's memory pool) allows.
+    #[error(
+        "{what} needs {bytes} bytes more than the memory budget allows: {}",
+        Cut(message)
+    )]
+    MemoryExhausted {
+        /// What asked for the memory.
+        what: String,
+        /// How much it asked for in all.
+        bytes: u64,
+        /// The budget's answer.
+        message: String,
+    },
 
     /// A SQL query failed: planning or running it (feature `datafusion`).
     #[error("query: {}", Cut(.0))]

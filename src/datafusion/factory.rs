@@ -7,12 +7,13 @@ use async_trait::async_trait;
 use datafusion::catalog::{Session, TableProvider, TableProviderFactory};
 use datafusion::common::{DataFusionError, plan_err};
 use datafusion::error::Result as DfResult;
-use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::logical_expr::{CreateExternalTable, Expr};
 
 use super::df_err;
 use super::table::{ZarrTable, ZarrTableOptions};
-use crate::store::{Consolidated, ObjectStoreBackend, UrlOptions, is_url, open_consolidated};
+use crate::store::{
+    Blocking, Consolidated, ObjectStoreAsync, ObjectStoreBackend, UrlOptions, open_consolidated,
+};
 
 /// Makes a [`ZarrTable`] for `CREATE EXTERNAL TABLE name STORED AS ZARR LOCATION
 /// '...' [WITH ORDER (column ASC)] [OPTIONS (...)]` (see
@@ -60,13 +61,19 @@ impl TableProviderFactory for ZarrTableFactory {
                 }
             }
         }
-        let registered = registered_store(state, location);
+        let registered = super::registered_store(&state.runtime_env(), location);
         let location = location.clone();
+        let handle = tokio::runtime::Handle::current();
         let table = tokio::task::spawn_blocking(move || {
             let store = match registered {
-                Some((store, prefix)) => Consolidated::open(Arc::new(ObjectStoreBackend::new(
-                    store, &prefix, &location,
-                )?))?,
+                // The session's store, on the session's runtime (no runtime of
+                // the table's own).
+                Some((store, prefix)) => {
+                    Consolidated::open(Arc::new(ObjectStoreBackend::with_blocking(
+                        ObjectStoreAsync::new(store, &prefix, &location),
+                        Blocking::on(handle),
+                    )))?
+                }
                 None => open_consolidated(Path::new(&location), &UrlOptions::default())?,
             };
             ZarrTable::from_store(store, &location, options)
@@ -100,20 +107,4 @@ impl TableProviderFactory for ZarrTableFactory {
         }
         Ok(Arc::new(table))
     }
-}
-
-/// The object store the session has registered for `location`'s scheme and
-/// bucket, and `location`'s path in it.
-fn registered_store(
-    state: &dyn Session,
-    location: &str,
-) -> Option<(Arc<dyn object_store::ObjectStore>, String)> {
-    if !is_url(location) {
-        return None;
-    }
-    let (scheme, rest) = location.split_once("://")?;
-    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
-    let url = ObjectStoreUrl::parse(format!("{scheme}://{authority}")).ok()?;
-    let store = state.runtime_env().object_store(&url).ok()?;
-    Some((store, path.trim_end_matches('/').to_string()))
 }

@@ -64,6 +64,25 @@ pub fn register(ctx: &SessionContext) {
         .insert(FILE_TYPE.to_string(), Arc::new(ZarrTableFactory::new()));
 }
 
+/// The object store `runtime` has registered for `location`'s scheme and
+/// bucket, and `location`'s path in it.
+pub(crate) fn registered_store(
+    runtime: &datafusion::execution::runtime_env::RuntimeEnv,
+    location: &str,
+) -> Option<(Arc<dyn object_store::ObjectStore>, String)> {
+    if !crate::store::is_url(location) {
+        return None;
+    }
+    let (scheme, rest) = location.split_once("://")?;
+    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let url = datafusion::execution::object_store::ObjectStoreUrl::parse(format!(
+        "{scheme}://{authority}"
+    ))
+    .ok()?;
+    let store = runtime.object_store(&url).ok()?;
+    Some((store, path.trim_end_matches('/').to_string()))
+}
+
 /// A zarrow error as DataFusion's (the message and the error itself kept).
 pub(crate) fn df_err(e: crate::Error) -> DataFusionError {
     DataFusionError::External(Box::new(e))

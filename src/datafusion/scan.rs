@@ -20,21 +20,28 @@ use datafusion::physical_plan::{
 };
 use futures::StreamExt;
 
+use std::sync::atomic::Ordering;
+
+use datafusion::error::DataFusionError;
+use datafusion::execution::memory_pool::{MemoryConsumer, MemoryReservation};
+use datafusion::physical_plan::metrics::{
+    Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet, Time,
+};
+
 use super::df_err;
 use super::table::{Source, ZarrTable};
 use crate::error::Result;
-use crate::read::stream;
-
-/// Batches a partition's reader keeps ready ahead of its consumer.
-const BUFFERED_BATCHES: usize = 2;
+use crate::read::{ReadBudget, ReadStats, ReaderBuilder};
+use crate::store::{AsyncStore, ObjectStoreAsync, SyncAsAsync};
 
 /// Rows per batch when no column is read (`count(*)` that statistics could not
 /// answer): the batches carry a row count only.
 const EMPTY_BATCH_ROWS: u64 = 1 << 16;
 
-/// The scan of a [`ZarrTable`]: one partition per row range, each read by its own
-/// reader (only the projected arrays, only the chunks the rows need) on a thread
-/// of its own, batches in row order.
+/// The scan of a [`ZarrTable`]: one partition per row range, each an async
+/// stream on the session's runtime (only the projected arrays, only the chunks
+/// the rows need; the session's object store, its memory pool for the
+/// read-ahead, its metrics), batches in row order.
 #[derive(Debug, Clone)]
 pub struct ZarrScanExec {
     table: Arc<ZarrTable>,
@@ -42,6 +49,7 @@ pub struct ZarrScanExec {
     ranges: Vec<Range<u64>>,
     schema: SchemaRef,
     properties: Arc<PlanProperties>,
+    metrics: ExecutionPlanMetricsSet,
 }
 
 impl ZarrScanExec {
@@ -75,6 +83,7 @@ impl ZarrScanExec {
             ranges,
             schema,
             properties: Arc::new(properties),
+            metrics: ExecutionPlanMetricsSet::new(),
         })
     }
 
@@ -99,6 +108,30 @@ impl ZarrScanExec {
             .iter()
             .map(|f| f.name().clone())
             .collect()
+    }
+
+    /// The store a partition reads chunks through, and how many requests it
+    /// keeps in flight: the object store the session has registered for the
+    /// table's URL, else the table's own store (its async form for an object
+    /// store; a local one read inline).
+    fn read_store(
+        &self,
+        context: &TaskContext,
+        builder: &ReaderBuilder,
+    ) -> DfResult<(Arc<dyn AsyncStore>, usize)> {
+        let location = self.table.location();
+        if let Some((store, prefix)) = super::registered_store(&context.runtime_env(), location) {
+            let store = ObjectStoreAsync::new(store, &prefix, location);
+            return Ok((Arc::new(store), crate::store::DEFAULT_CONCURRENCY));
+        }
+        let Some(store) = builder.store() else {
+            return internal_err!("ZarrScanExec: a table with no columns");
+        };
+        let concurrency = store.concurrency();
+        Ok(match store.remote() {
+            Some(remote) => (remote.store, concurrency),
+            None => (Arc::new(SyncAsAsync::new(store)), concurrency),
+        })
     }
 
     fn rows(&self, partition: Option<usize>) -> u64 {
@@ -161,7 +194,7 @@ impl ExecutionPlan for ZarrScanExec {
     fn execute(
         &self,
         partition: usize,
-        _context: Arc<TaskContext>,
+        context: Arc<TaskContext>,
     ) -> DfResult<SendableRecordBatchStream> {
         let Some(range) = self.ranges.get(partition).cloned() else {
             return internal_err!(
@@ -175,23 +208,45 @@ impl ExecutionPlan for ZarrScanExec {
             row_counts(schema.clone(), range.end - range.start).boxed()
         } else {
             let names = self.names();
-            let source = self.table.source.clone();
-            stream::spawn(move || open(source, names, range), BUFFERED_BATCHES)
-                .map(move |batch| {
-                    let batch = batch.map_err(df_err)?;
-                    // The reader's schema may carry table metadata (pandas'):
-                    // the plan's is the projected table schema.
-                    Ok(RecordBatch::try_new(
-                        schema.clone(),
-                        batch.columns().to_vec(),
-                    )?)
-                })
-                .boxed()
+            match self.table.source.clone() {
+                Source::Rows(builder) => {
+                    let (store, concurrency) = self.read_store(&context, &builder)?;
+                    let reservation = MemoryConsumer::new(format!("ZarrScanExec[{partition}]"))
+                        .register(context.memory_pool());
+                    let (stream, stats) = builder
+                        .with_projection(names)
+                        .with_row_range(range)
+                        .into_stream_within(
+                            store,
+                            concurrency,
+                            Some(Box::new(PoolBudget(reservation))),
+                        )
+                        .map_err(df_err)?;
+                    let mut metrics = ScanMetrics::new(&self.metrics, partition, stats);
+                    stream
+                        .map(move |batch| {
+                            metrics.update();
+                            let batch = batch.map_err(scan_err)?;
+                            // The reader's schema may carry table metadata (pandas'):
+                            // the plan's is the projected table schema.
+                            Ok(RecordBatch::try_new(
+                                schema.clone(),
+                                batch.columns().to_vec(),
+                            )?)
+                        })
+                        .boxed()
+                }
+                Source::Flat(array) => flat(array, range, schema.clone()).boxed(),
+            }
         };
         Ok(Box::pin(RecordBatchStreamAdapter::new(
             self.schema.clone(),
             batches,
         )))
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        Some(self.metrics.clone_inner())
     }
 
     fn statistics_from_inputs(
@@ -208,39 +263,104 @@ impl ExecutionPlan for ZarrScanExec {
     }
 }
 
-/// The batches of `range` from `source`'s columns `names` (blocking: runs on the
-/// partition's thread).
-fn open(
-    source: Source,
-    names: Vec<String>,
+/// The batches of `range` of an N-d array flattened in C order, slab by slab:
+/// each slab read by the blocking reader on the runtime's blocking threads (the
+/// caller's; the N-d region read is not yet a push decoder).
+fn flat(
+    array: crate::ZarrArray,
     range: Range<u64>,
-) -> Result<
-    Box<dyn Iterator<Item = std::result::Result<RecordBatch, arrow_schema::ArrowError>> + Send>,
-> {
-    match source {
-        Source::Rows(builder) => Ok(Box::new(
-            builder
-                .with_projection(names)
-                .with_row_range(range)
-                .build()?,
-        )),
-        Source::Flat(array) => {
-            // Ranges start on slab boundaries; a LIMIT may end one inside a slab.
-            let per_slab = array.slab_len(0).max(1);
-            let slabs = range.start / per_slab..range.end.div_ceil(per_slab);
-            let mut left = range.end - range.start;
-            let reader = array.batches().with_slabs(slabs);
-            Ok(Box::new(reader.map_while(move |batch| {
-                if left == 0 {
-                    return None;
-                }
-                Some(batch.map(|batch| {
-                    let n = (batch.num_rows() as u64).min(left);
-                    left -= n;
-                    batch.slice(0, n as usize)
-                }))
-            })))
+    schema: SchemaRef,
+) -> impl futures::Stream<Item = DfResult<RecordBatch>> + Send + 'static {
+    // Ranges start on slab boundaries; a LIMIT may end one inside a slab.
+    let per_slab = array.slab_len(0).max(1);
+    let slabs = range.start / per_slab..range.end.div_ceil(per_slab);
+    let reader = array.batches().with_slabs(slabs);
+    let left = range.end - range.start;
+    futures::stream::try_unfold((reader, left), move |(mut reader, left)| {
+        let schema = schema.clone();
+        async move {
+            if left == 0 {
+                return Ok(None);
+            }
+            let (next, reader) = tokio::task::spawn_blocking(move || (reader.next(), reader))
+                .await
+                .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
+            let Some(batch) = next.transpose()? else {
+                return Ok(None);
+            };
+            let n = (batch.num_rows() as u64).min(left);
+            let batch =
+                RecordBatch::try_new(schema, batch.slice(0, n as usize).columns().to_vec())?;
+            Ok(Some((batch, (reader, left - n))))
         }
+    })
+}
+
+/// A zarrow error from a scan as DataFusion's: running out of the memory pool is
+/// DataFusion's `ResourcesExhausted`.
+fn scan_err(e: crate::Error) -> DataFusionError {
+    match e {
+        crate::Error::MemoryExhausted { .. } => DataFusionError::ResourcesExhausted(e.to_string()),
+        e => df_err(e),
+    }
+}
+
+/// A scan partition's read-ahead, reserved in the session's memory pool.
+struct PoolBudget(MemoryReservation);
+
+impl ReadBudget for PoolBudget {
+    fn resize(&mut self, bytes: u64) -> Result<()> {
+        let bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
+        self.0
+            .try_resize(bytes)
+            .map_err(|e| crate::Error::MemoryExhausted {
+                what: format!("{} (its read-ahead)", self.0.consumer().name()),
+                bytes: bytes as u64,
+                message: e.to_string(),
+            })
+    }
+}
+
+/// A partition's counters in the plan's metrics (`EXPLAIN ANALYZE`), copied
+/// from the read's as it goes.
+struct ScanMetrics {
+    stats: Arc<ReadStats>,
+    bytes: Count,
+    requests: Count,
+    decode: Time,
+    seen: [u64; 3],
+}
+
+impl ScanMetrics {
+    fn new(set: &ExecutionPlanMetricsSet, partition: usize, stats: Arc<ReadStats>) -> Self {
+        Self {
+            stats,
+            bytes: MetricBuilder::new(set).counter("bytes_fetched", partition),
+            requests: MetricBuilder::new(set).counter("requests", partition),
+            decode: MetricBuilder::new(set).subset_time("decode_time", partition),
+            seen: [0; 3],
+        }
+    }
+
+    fn update(&mut self) {
+        let now = [
+            self.stats.bytes_fetched.load(Ordering::Relaxed),
+            self.stats.requests.load(Ordering::Relaxed),
+            self.stats.decode_nanos.load(Ordering::Relaxed),
+        ];
+        let delta = |i: usize| usize::try_from(now[i].saturating_sub(self.seen[i])).unwrap_or(0);
+        self.bytes.add(delta(0));
+        self.requests.add(delta(1));
+        self.decode.add_duration(std::time::Duration::from_nanos(
+            now[2].saturating_sub(self.seen[2]),
+        ));
+        self.seen = now;
+    }
+}
+
+impl Drop for ScanMetrics {
+    fn drop(&mut self) {
+        self.update();
     }
 }
 

@@ -11,7 +11,7 @@ use super::ReadOptions;
 use super::plan::{self, ChunkRead, Decoded};
 use super::read_node;
 use crate::assemble::{Part, gather};
-use crate::codec::{CodecChain, DecodeContext};
+use crate::codec::CodecChain;
 use crate::conventions::cf::CfDecode;
 use crate::error::{ChunkError, Error, Result};
 use crate::fill::fill_array;
@@ -110,9 +110,9 @@ impl ZarrArray {
         crate::store::node_label(self.store.as_ref(), &self.path)
     }
 
-    /// How many requests the array's store wants in flight.
-    pub(crate) fn store_concurrency(&self) -> usize {
-        self.store.concurrency()
+    /// The store the array reads from.
+    pub(crate) fn store(&self) -> &Arc<dyn Store> {
+        &self.store
     }
 
     /// The parsed metadata.
@@ -258,27 +258,22 @@ impl ZarrArray {
         want: Option<Range<u64>>,
         runs: bool,
     ) -> Result<Option<Decoded>> {
-        let ctx = DecodeContext::new(
-            &self.meta.chunk_shape,
-            self.meta.data_type,
-            &self.meta.fill_value,
-            self.string_type(),
-            self.options.max_chunk_bytes,
-        );
-        let mut read = ChunkRead::new(self.chunk_key(indices), &self.codecs, ctx, want);
+        let mut read = ChunkRead::new(self, indices, want);
         if runs {
             read = read.with_runs();
         }
-        match plan::run(self.store.as_ref(), read)? {
-            Some(Decoded { offset, runs }) => Ok(Some(Decoded {
-                offset,
-                runs: runs
-                    .into_iter()
-                    .map(|run| self.with_timezone(run))
-                    .collect::<Result<_>>()?,
-            })),
-            None => Ok(None),
-        }
+        plan::run(self.store.as_ref(), read)?
+            .map(|decoded| self.retyped(decoded))
+            .transpose()
+    }
+
+    /// `decoded` with the timezone of [`ZarrArray::arrow_type`] on every run.
+    fn retyped(&self, Decoded { offset, runs }: Decoded) -> Result<Decoded> {
+        let runs = runs
+            .into_iter()
+            .map(|run| self.with_timezone(run))
+            .collect::<Result<_>>()?;
+        Ok(Decoded { offset, runs })
     }
 
     fn fill(&self, n: usize) -> Result<ArrayRef> {
@@ -319,18 +314,55 @@ impl ZarrArray {
         within: Range<u64>,
         runs: bool,
     ) -> Result<Vec<ArrayRef>> {
+        let rows = self.plan_rows(i, within, runs);
+        let decoded = plan::run(self.store.as_ref(), rows.read)?;
+        self.finish_rows(i, rows.lo..rows.hi, decoded)
+    }
+
+    /// The plan for the rows of 1-D chunk `i` that lie in `within` (and in the
+    /// array): only what they need is fetched (a shard's index and inner
+    /// chunks, when sharded). [`ZarrArray::finish_rows`] makes the rows of what
+    /// it decodes.
+    pub(crate) fn plan_rows(&self, i: u64, within: Range<u64>, runs: bool) -> RowsRead {
         let c = self.meta.chunk_shape[0];
         let valid = self.grid.valid_extent(&[i])[0];
         let lo = within.start.saturating_sub(i * c).min(valid);
-        let hi = within.end.saturating_sub(i * c).min(valid);
+        let hi = within.end.saturating_sub(i * c).min(valid).max(lo);
         // All of the chunk that lies inside the array: read it whole (one request).
         let want = (lo > 0 || hi < valid).then_some(lo..hi);
-        let runs = runs && self.run_len().is_some();
-        match self.read_chunk(&[i], want, runs)? {
-            Some(Decoded { offset, runs }) => {
-                Ok(slice_runs(runs, (lo - offset) as usize, (hi - lo) as usize))
+        let mut read = ChunkRead::new(self, &[i], want);
+        if runs && self.run_len().is_some() {
+            read = read.with_runs();
+        }
+        RowsRead { read, lo, hi }
+    }
+
+    /// Elements `rows` of chunk `i` from what its [`ZarrArray::plan_rows`] read
+    /// decoded, as slices of the runs; the fill value for a missing chunk.
+    pub(crate) fn finish_rows(
+        &self,
+        i: u64,
+        rows: Range<u64>,
+        decoded: Option<Decoded>,
+    ) -> Result<Vec<ArrayRef>> {
+        let n = rows.end.saturating_sub(rows.start);
+        match decoded {
+            Some(decoded) => {
+                let Decoded { offset, runs } = self.retyped(decoded)?;
+                let decoded_end = offset + runs.iter().map(|r| r.len() as u64).sum::<u64>();
+                if rows.start < offset || decoded_end < rows.end {
+                    return Err(Error::Chunk {
+                        key: self.chunk_key(&[i]),
+                        source: ChunkError::Truncated {
+                            what: "decoded rows",
+                            needed: rows.end,
+                            available: decoded_end,
+                        },
+                    });
+                }
+                Ok(slice_runs(runs, (rows.start - offset) as usize, n as usize))
             }
-            None => Ok(vec![self.fill((hi - lo) as usize)?]),
+            None => Ok(vec![self.fill(n as usize)?]),
         }
     }
 
@@ -422,12 +454,7 @@ impl ZarrArray {
         if !self.options.parallel || range.end - range.start <= 1 {
             return range.map(f).collect();
         }
-        // A remote store's chunks are read on its fetch pool: many requests in
-        // flight (an N-d slab's chunks, a range's).
-        match super::fetch_pool(self.store.concurrency())? {
-            Some(pool) => pool.install(|| range.into_par_iter().map(f).collect()),
-            None => range.into_par_iter().map(f).collect(),
-        }
+        range.into_par_iter().map(f).collect()
     }
 
     /// Slabs `range`, decoded in parallel when the options allow, in order.
@@ -488,7 +515,7 @@ impl ZarrArray {
     }
 
     /// Refuse to materialise `elements` elements past [`ReadOptions::max_read_bytes`].
-    fn check_read_size(&self, elements: u64) -> Result<()> {
+    pub(crate) fn check_read_size(&self, elements: u64) -> Result<()> {
         let per_element = self.meta.data_type.arrow_bytes_per_element() as u64;
         let bytes = elements.saturating_mul(per_element);
         if bytes > self.options.max_read_bytes {
@@ -502,7 +529,7 @@ impl ZarrArray {
         Ok(())
     }
 
-    fn concat(&self, mut parts: Vec<ArrayRef>) -> Result<ArrayRef> {
+    pub(crate) fn concat(&self, mut parts: Vec<ArrayRef>) -> Result<ArrayRef> {
         match parts.len() {
             0 => self.fill(0),
             1 => Ok(parts.swap_remove(0)),
@@ -523,6 +550,17 @@ impl ZarrArray {
     pub fn batches(&self) -> super::ArrayBatchReader {
         super::ArrayBatchReader::new(self.clone())
     }
+}
+
+/// A planned read of some rows of a 1-D chunk: see [`ZarrArray::plan_rows`].
+#[derive(Debug)]
+pub(crate) struct RowsRead {
+    /// The chunk's read.
+    pub read: ChunkRead,
+    /// The rows wanted, within the chunk.
+    pub lo: u64,
+    /// The end of the rows wanted, within the chunk.
+    pub hi: u64,
 }
 
 /// The shortest inner chunk that [`ZarrArray::run_len`] passes on as a run of its

@@ -11,20 +11,16 @@
 //!             works on this one
 //! ```
 
-use std::collections::VecDeque;
 use std::ops::Range;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, channel};
 
-use arrow_array::{ArrayRef, RecordBatch, RecordBatchReader};
+use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, Schema, SchemaRef};
-use rayon::prelude::*;
 
-use super::{Column, READ_AHEAD_BYTES, ReadOptions, Skipped, ZarrArray, ZarrGroup, gate};
+use super::decoder::{Cursor, DecodeResult, DecoderParts, RowDecoder};
+use super::{Column, READ_AHEAD_BYTES, ReadOptions, Skipped, ZarrArray, ZarrGroup, plan};
 use crate::conventions::anndata;
 use crate::error::{Error, Result};
-use crate::rows::RowQueue;
 
 /// The largest default batch: the largest chunk length among the columns, capped
 /// here so that a column with tiny chunks does not mean millions of decode jobs
@@ -285,12 +281,33 @@ impl ReaderBuilder {
         Ok(aligned_splits(rows, longest_chunk(&columns), n))
     }
 
-    /// Build the reader: reads what columns read once (a categorical's
-    /// categories).
+    /// The push decoder of the rows this builder reads: sans IO, driven by
+    /// [`BatchReader`] (blocking) or [`ReaderBuilder::into_stream`] (async), or
+    /// by the caller's own driver.
     ///
     /// # Errors
-    /// As [`ReaderBuilder::rows`]; errors reading the categories.
-    pub fn build(self) -> Result<BatchReader> {
+    /// As [`ReaderBuilder::rows`].
+    pub fn build_decoder(self) -> Result<RowDecoder> {
+        let concurrency = self.store_concurrency();
+        self.decoder(concurrency)
+    }
+
+    /// How many requests the columns' store wants in flight.
+    fn store_concurrency(&self) -> usize {
+        self.store().map_or(1, |s| s.concurrency())
+    }
+
+    /// The store the columns read from (one for all: a group's children share
+    /// its store).
+    pub(crate) fn store(&self) -> Option<Arc<dyn crate::Store>> {
+        match &self.source {
+            Source::Group(g) => g.columns().first().map(|c| c.leaves()[0].store().clone()),
+            Source::Array(a) => Some(a.store().clone()),
+        }
+    }
+
+    /// The decoder, its read-ahead sized for `concurrency` requests in flight.
+    fn decoder(self, concurrency: usize) -> Result<RowDecoder> {
         let columns = self.columns()?;
         let rows = self.row_range(columns[0].len())?;
         let longest = longest_chunk(&columns);
@@ -323,24 +340,9 @@ impl ReaderBuilder {
         }
         // Read ahead at least one batch, and at least one of the longest chunks per
         // thread: decoding then overlaps with the caller's work on earlier batches.
-        // A remote store wants many requests in flight: as many chunks ahead, read
-        // by as many threads of a fetch pool (a request mostly waits; rayon's pool
-        // stays one thread per core).
-        let concurrency = columns
-            .iter()
-            .flat_map(|c| c.leaves())
-            .map(ZarrArray::store_concurrency)
-            .max()
-            .unwrap_or(1);
-        let pool = if self.options.parallel {
-            super::fetch_pool(concurrency)?
-        } else {
-            None
-        };
-        // As many chunks ahead as requests in flight, but no more than fit in
-        // READ_AHEAD_BYTES (estimated from the types): memory is bounded by that
-        // window whatever the store's size, and many small chunks still get many
-        // requests in flight.
+        // A remote store wants many requests in flight: as many chunks ahead, but
+        // no more than fit in READ_AHEAD_BYTES (estimated from the types): memory
+        // is bounded by that window whatever the store's size.
         let row_bytes: u64 = columns
             .iter()
             .flat_map(|c| c.leaves())
@@ -350,29 +352,58 @@ impl ReaderBuilder {
         let fits = (READ_AHEAD_BYTES / longest.saturating_mul(row_bytes).max(1)) as usize;
         let ahead = self.options.read_ahead().max(concurrency.min(fits)) as u64;
         let lookahead = (batch_size as u64).max(longest.saturating_mul(ahead));
-        let prepared = columns
-            .iter()
-            .map(Column::prepare)
-            .collect::<Result<Vec<_>>>()?;
         let leaves = columns
             .iter()
             .flat_map(|c| c.leaves().into_iter().cloned())
             .map(|array| Cursor::new(array, rows.start))
             .collect();
-        Ok(BatchReader {
+        RowDecoder::new(DecoderParts {
             schema: Arc::new(schema),
             columns,
-            prepared,
             leaves,
             label: self.label(),
-            rows: rows.clone(),
-            done: rows.start,
+            rows,
             batch_size,
             aligned,
             lookahead,
             parallel: self.options.parallel,
-            pool,
-            pending: VecDeque::new(),
+        })
+    }
+
+    /// Build the blocking reader.
+    ///
+    /// # Errors
+    /// As [`ReaderBuilder::rows`].
+    pub fn build(self) -> Result<BatchReader> {
+        let Some(store) = self.store() else {
+            // No column: the columns' error says why.
+            self.columns()?;
+            return Err(self.table_err("it has no columns".into()));
+        };
+        #[cfg(feature = "async")]
+        if let Some(remote) = store.remote() {
+            // Many requests in flight, on the store's runtime: the async driver,
+            // waited for batch by batch.
+            let concurrency = store.concurrency();
+            let decoder = self.decoder(concurrency)?;
+            let schema = decoder.schema();
+            let rows = decoder.row_range();
+            let stream = super::stream::drive(decoder, remote.store.clone(), concurrency, None);
+            return Ok(BatchReader {
+                schema,
+                rows,
+                driver: Driver::Remote {
+                    stream: Box::pin(stream),
+                    remote,
+                },
+                failed: false,
+            });
+        }
+        let decoder = self.build_decoder()?;
+        Ok(BatchReader {
+            schema: decoder.schema(),
+            rows: decoder.row_range(),
+            driver: Driver::Local { decoder, store },
             failed: false,
         })
     }
@@ -400,99 +431,40 @@ fn longest_run(columns: &[Column]) -> u64 {
         .max(1)
 }
 
-/// One leaf array's cursor: the chunks asked for, and decoded rows not yet
-/// handed out.
-#[derive(Debug)]
-struct Cursor {
-    array: ZarrArray,
-    chunk_len: u64,
-    /// The rows of one decoded run: the chunk, or a shard's inner chunk.
-    run_len: u64,
-    /// The first chunk not yet asked for.
-    next_chunk: u64,
-    /// Rows up to here are decoded or being decoded.
-    covered: u64,
-    queued: RowQueue,
-}
-
-impl Cursor {
-    fn new(array: ZarrArray, start: u64) -> Self {
-        let chunk_len = array.metadata().chunk_shape[0].max(1);
-        let run_len = array.run_len().unwrap_or(chunk_len).max(1);
-        Self {
-            array,
-            chunk_len,
-            run_len,
-            next_chunk: start / chunk_len,
-            covered: start,
-            queued: RowQueue::default(),
-        }
-    }
-}
-
-/// One chunk to decode: rows `rows` of chunk `chunk` of leaf `leaf`.
-struct Job {
-    leaf: usize,
-    array: ZarrArray,
-    chunk: u64,
-    rows: Range<u64>,
-    /// Its place in line to decode (see [`gate`]): jobs are planned in row order.
-    ticket: u64,
-}
-
-impl Job {
-    /// The rows as runs (a shard's inner chunks, when they are long: see
-    /// [`ZarrArray::run_len`]), each with the leaf's index.
-    fn run(&self) -> Result<Vec<(usize, ArrayRef)>> {
-        let runs = gate::in_line(self.ticket, || {
-            self.array
-                .chunk_row_runs(self.chunk, self.rows.clone(), true)
-        })?;
-        Ok(runs.into_iter().map(|run| (self.leaf, run)).collect())
-    }
-}
-
-/// Decoded runs of chunks: each with the index of its leaf, in row order per leaf.
-type Decoded = Vec<(usize, ArrayRef)>;
-
-/// Decode `jobs`, in parallel when asked (on `pool` when there is one, else
-/// rayon's global pool); results in job order.
-fn run_jobs(jobs: &[Job], parallel: bool, pool: Option<&rayon::ThreadPool>) -> Result<Decoded> {
-    let runs: Vec<Decoded> = match pool {
-        _ if !parallel || jobs.len() <= 1 => jobs.iter().map(Job::run).collect::<Result<_>>()?,
-        Some(pool) => pool.install(|| jobs.par_iter().map(Job::run).collect::<Result<_>>())?,
-        None => jobs.par_iter().map(Job::run).collect::<Result<_>>()?,
-    };
-    Ok(runs.into_iter().flatten().collect())
-}
-
 /// A [`RecordBatchReader`] over a group's 1-D arrays (or one 1-D array), for a range
 /// of rows. Columns with different chunk lengths still line up row for row: each
 /// batch takes the same rows from every column, slicing (and, across chunk
 /// boundaries, concatenating) as needed.
-#[derive(Debug)]
+///
+/// The blocking driver of a [`RowDecoder`]: a local store's values are read on
+/// the calling thread while rayon decodes those read before; a remote store's
+/// are fetched many at a time by the async driver, on the store's runtime.
 pub struct BatchReader {
     schema: SchemaRef,
-    columns: Vec<Column>,
-    /// What each column read once (a categorical's categories).
-    prepared: Vec<Option<ArrayRef>>,
-    /// The arrays read row by row, the columns' leaves in column order.
-    leaves: Vec<Cursor>,
-    label: String,
     rows: Range<u64>,
-    done: u64,
-    batch_size: usize,
-    /// Whether batches end early at run boundaries (the default batch size; see
-    /// [`ReaderBuilder::with_batch_size`]).
-    aligned: bool,
-    /// Rows past the current batch whose chunks decode while the caller works.
-    lookahead: u64,
-    parallel: bool,
-    /// The fetch threads of a remote store (many requests in flight).
-    pool: Option<Arc<rayon::ThreadPool>>,
-    /// Chunks decoding on the pool, in the order they were asked for.
-    pending: VecDeque<Receiver<Result<Decoded>>>,
+    driver: Driver,
     failed: bool,
+}
+
+enum Driver {
+    Local {
+        decoder: RowDecoder,
+        store: Arc<dyn crate::Store>,
+    },
+    #[cfg(feature = "async")]
+    Remote {
+        stream: std::pin::Pin<Box<dyn futures::Stream<Item = Result<RecordBatch>> + Send>>,
+        remote: crate::store::Remote,
+    },
+}
+
+impl std::fmt::Debug for BatchReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BatchReader")
+            .field("schema", &self.schema)
+            .field("rows", &self.rows)
+            .finish_non_exhaustive()
+    }
 }
 
 impl BatchReader {
@@ -506,152 +478,100 @@ impl BatchReader {
         self.rows.clone()
     }
 
-    /// The chunks every leaf still needs for rows up to `upto`, marked asked for.
-    fn plan(&mut self, upto: u64) -> Vec<Job> {
-        let end = self.rows.end;
-        let mut jobs = Vec::new();
-        for (c, col) in self.leaves.iter_mut().enumerate() {
-            while col.covered < upto.min(end) {
-                let chunk = col.next_chunk;
-                let chunk_end = ((chunk + 1) * col.chunk_len).min(end);
-                jobs.push(Job {
-                    leaf: c,
-                    array: col.array.clone(),
-                    chunk,
-                    rows: col.covered..chunk_end,
-                    ticket: 0,
-                });
-                col.covered = chunk_end;
-                col.next_chunk += 1;
-            }
-        }
-        // In row order across the leaves: the order the rows are wanted in.
-        jobs.sort_by_key(|job| job.rows.start);
-        for job in &mut jobs {
-            job.ticket = gate::ticket();
-        }
-        jobs
-    }
-
-    /// Start decoding, in the background, the chunks every leaf needs for rows up
-    /// to `upto` that are not yet asked for (when the reader is parallel).
-    fn read_ahead(&mut self, upto: u64) {
-        if !self.parallel {
-            return;
-        }
-        // One task and one answer per chunk: the reader takes each chunk as soon
-        // as it is decoded, not when the slowest of those asked for together is.
-        for job in self.plan(upto) {
-            let (sender, receiver) = channel();
-            let task = move || {
-                let result = catch_unwind(AssertUnwindSafe(|| job.run())).unwrap_or_else(|_| {
-                    Err(Error::Panicked {
-                        task: "chunk decoder",
-                    })
-                });
-                // The reader may be gone (dropped early): nobody to tell.
-                let _ = sender.send(result);
-            };
-            match &self.pool {
-                Some(pool) => pool.spawn(task),
-                None => rayon::spawn(task),
-            }
-            self.pending.push_back(receiver);
-        }
-    }
-
-    fn queue(&mut self, decoded: Decoded) {
-        for (c, array) in decoded {
-            self.leaves[c].queued.push(array);
-        }
-    }
-
     fn next_inner(&mut self) -> Result<Option<RecordBatch>> {
-        let mut n = (self.rows.end - self.done).min(self.batch_size as u64);
-        if self.aligned {
-            n = self.leaves.iter().fold(n, |n, leaf| {
-                if leaf.run_len < self.batch_size as u64 {
-                    n
-                } else {
-                    n.min(leaf.run_len - self.done % leaf.run_len)
+        match &mut self.driver {
+            Driver::Local { decoder, store } => loop {
+                match decoder.try_decode()? {
+                    DecodeResult::Batch(batch) => return Ok(Some(batch)),
+                    DecodeResult::Finished => return Ok(None),
+                    DecodeResult::NeedsData(requests) if requests.is_empty() => {
+                        if !decoder.is_decoding() {
+                            return Err(Error::Panicked {
+                                task: "row decoder (waiting for nothing)",
+                            });
+                        }
+                        decoder.wait()?;
+                    }
+                    DecodeResult::NeedsData(requests) => {
+                        for request in requests {
+                            let fetched = plan::fetch(store.as_ref(), &request)?;
+                            decoder.push(request.id, fetched)?;
+                        }
+                    }
                 }
-            });
-        }
-        if n == 0 {
-            return Ok(None);
-        }
-        // The chunks decoded ahead, as far as this batch needs them (they come
-        // before any chunk asked for below).
-        while self.leaves.iter().any(|c| (c.queued.len() as u64) < n) {
-            let Some(pending) = self.pending.pop_front() else {
-                break;
-            };
-            let decoded = pending.recv().unwrap_or_else(|_| {
-                Err(Error::Panicked {
-                    task: "chunk decoder",
-                })
-            })?;
-            self.queue(decoded);
-        }
-        let jobs = self.plan(self.done + n);
-        // The next chunks are asked for before this batch's are decoded: their
-        // requests are in flight (and they decode) meanwhile, and while the caller
-        // works on this batch.
-        self.read_ahead((self.done + n).saturating_add(self.lookahead));
-        let decoded = run_jobs(&jobs, self.parallel, self.pool.as_deref())?;
-        self.queue(decoded);
-        let mut leaves = Vec::with_capacity(self.leaves.len());
-        for col in &mut self.leaves {
-            match col.queued.take(n as usize)? {
-                Some(array) if array.len() as u64 == n => leaves.push(array),
-                _ => {
-                    return Err(Error::Table {
-                        path: self.label.clone(),
-                        message: format!(
-                            "column {} ended before row {}",
-                            col.array.column_name(),
-                            self.done + n
-                        ),
-                    });
-                }
+            },
+            #[cfg(feature = "async")]
+            Driver::Remote { stream, remote } => {
+                use futures::StreamExt;
+                remote.block_on(stream.next()).transpose()
             }
         }
-        let mut leaves = leaves.into_iter();
-        let mut arrays = Vec::with_capacity(self.columns.len());
-        for (column, prepared) in self.columns.iter().zip(&self.prepared) {
-            let own: Vec<ArrayRef> = leaves.by_ref().take(column.leaves().len()).collect();
-            arrays.push(column.assemble(prepared.as_ref(), own)?);
-        }
-        self.done += n;
-        Ok(Some(RecordBatch::try_new(self.schema.clone(), arrays)?))
-    }
-}
-
-#[cfg(feature = "async")]
-impl BatchReader {
-    /// The batches as an async `Stream` (feature `async`): the reader runs on a
-    /// thread of its own, at most `buffer` batches ahead of the consumer, so an
-    /// async caller (a DataFusion plan, say) never blocks its executor. Dropping
-    /// the stream stops the reader after the batch in hand.
-    pub fn into_stream(
-        self,
-        buffer: usize,
-    ) -> impl futures::Stream<Item = Result<RecordBatch>> + Send + 'static {
-        super::stream::spawn(move || Ok(self), buffer)
     }
 }
 
 #[cfg(feature = "async")]
 impl ReaderBuilder {
-    /// Build the reader on a thread of its own (building reads what columns read
-    /// once, such as a categorical's categories) and stream its batches, as
-    /// [`BatchReader::into_stream`]; an error building it is the stream's only
-    /// item.
-    pub fn into_stream(
+    /// The batches as an async `Stream` (feature `async`), read through `store`
+    /// on the caller's runtime with up to `concurrency` requests in flight, the
+    /// chunks decoded on rayon. Dropping the stream drops the requests in
+    /// flight and asks for no more.
+    ///
+    /// # Errors
+    /// As [`ReaderBuilder::rows`].
+    pub fn into_stream_on(
         self,
-        buffer: usize,
-    ) -> impl futures::Stream<Item = Result<RecordBatch>> + Send + 'static {
-        super::stream::spawn(move || self.build(), buffer)
+        store: Arc<dyn crate::store::AsyncStore>,
+        concurrency: usize,
+    ) -> Result<impl futures::Stream<Item = Result<RecordBatch>> + Send + 'static> {
+        Ok(self.into_stream_within(store, concurrency, None)?.0)
+    }
+
+    /// [`ReaderBuilder::into_stream_on`], the read-ahead held within `budget`
+    /// (an engine's memory pool): running out is [`Error::MemoryExhausted`].
+    /// Also gives the read's counters, updated as it goes.
+    ///
+    /// # Errors
+    /// As [`ReaderBuilder::rows`].
+    #[allow(clippy::type_complexity)]
+    pub fn into_stream_within(
+        self,
+        store: Arc<dyn crate::store::AsyncStore>,
+        concurrency: usize,
+        budget: Option<Box<dyn super::ReadBudget>>,
+    ) -> Result<(
+        impl futures::Stream<Item = Result<RecordBatch>> + Send + 'static,
+        Arc<super::ReadStats>,
+    )> {
+        let decoder = self.decoder(concurrency.max(1))?;
+        let stats = decoder.stats().clone();
+        let stream = super::stream::drive(decoder, store, concurrency.max(1), budget);
+        Ok((stream, stats))
+    }
+
+    /// The batches as an async `Stream` through the columns' own store (its
+    /// async form for an object store; a local store is read inline, each read a
+    /// short one): see [`ReaderBuilder::into_stream_on`]. An error building the
+    /// decoder is the stream's only item.
+    pub fn into_stream(self) -> impl futures::Stream<Item = Result<RecordBatch>> + Send + 'static {
+        use futures::StreamExt;
+        let store = self.store();
+        let opened = match store {
+            Some(store) => {
+                let concurrency = store.concurrency();
+                let store: Arc<dyn crate::store::AsyncStore> = match store.remote() {
+                    Some(remote) => remote.store,
+                    None => Arc::new(crate::store::SyncAsAsync::new(store)),
+                };
+                self.into_stream_on(store, concurrency)
+            }
+            None => self
+                .columns()
+                .and_then(|_| Err(self.table_err("it has no columns".into()))),
+        };
+        match opened {
+            Ok(stream) => stream.boxed(),
+            Err(e) => futures::stream::once(async move { Err(e) }).boxed(),
+        }
     }
 }
 

@@ -198,16 +198,16 @@ impl Column {
             .unwrap_or(1)
     }
 
-    /// What the column reads once, before any row: a categorical's categories.
-    pub(crate) fn prepare(&self) -> Result<Option<ArrayRef>> {
+    /// What the column reads whole, before any row: a categorical's categories.
+    pub(crate) fn categories(&self) -> Option<&ZarrArray> {
         match &self.kind {
-            Kind::Categorical { categories, .. } => categories.read_all().map(Some),
-            _ => Ok(None),
+            Kind::Categorical { categories, .. } => Some(categories),
+            _ => None,
         }
     }
 
     /// One row range of the column from its leaves' arrays for it (in
-    /// [`leaves`](Self::leaves) order) and what [`prepare`](Self::prepare) read.
+    /// [`leaves`](Self::leaves) order) and its [`categories`](Self::categories), read whole.
     pub(crate) fn assemble(
         &self,
         prepared: Option<&ArrayRef>,

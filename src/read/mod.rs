@@ -13,14 +13,14 @@
 mod array;
 mod builder;
 mod column;
-mod gate;
+mod decoder;
 mod group;
 mod info;
 mod long;
 mod node;
 mod plan;
 #[cfg(feature = "async")]
-pub(crate) mod stream;
+mod stream;
 mod table;
 
 use std::collections::VecDeque;
@@ -34,12 +34,15 @@ pub use array::ZarrArray;
 pub(crate) use builder::aligned_splits;
 pub use builder::{BatchReader, DEFAULT_MAX_BATCH_ROWS, ReaderBuilder};
 pub use column::{Column, DIMENSION_NAMES_KEY};
+pub use decoder::{DecodeResult, Fetched, ReadStats, Request, RowDecoder};
 pub use group::{Skipped, ZarrGroup};
 pub use info::{
     ArrayInfo, ChildInfo, ChildNode, ColumnInfo, GroupInfo, NodeInfo, describe_array, describe_node,
 };
 pub use long::LongTable;
 pub use node::read_node;
+#[cfg(feature = "async")]
+pub use stream::ReadBudget;
 pub use table::{TableOptions, TableReader, open_table};
 
 use crate::conventions::cf::CfDecode;
@@ -51,36 +54,6 @@ use crate::metadata::StringType;
 /// in flight, fewer when they are large. A local reader reads one chunk ahead per
 /// thread.
 pub const READ_AHEAD_BYTES: u64 = 256 << 20;
-
-/// The thread pool that keeps `concurrency` requests in flight for a remote
-/// store (`None` for 1: rayon's pool, one thread per core, serves local stores).
-/// One pool per concurrency, made once and shared by every reader: a request
-/// mostly waits, so these threads are many and cheap.
-pub(crate) fn fetch_pool(concurrency: usize) -> Result<Option<Arc<rayon::ThreadPool>>> {
-    use std::collections::HashMap;
-    use std::sync::{Mutex, OnceLock};
-    static POOLS: OnceLock<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>> = OnceLock::new();
-    if concurrency <= 1 {
-        return Ok(None);
-    }
-    let mut pools = POOLS
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some(pool) = pools.get(&concurrency) {
-        return Ok(Some(pool.clone()));
-    }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(concurrency)
-        .thread_name(|i| format!("zarrow-fetch-{i}"))
-        .build()
-        .map_err(|e| {
-            crate::Error::InvalidArgument(format!("starting {concurrency} fetch threads: {e}"))
-        })?;
-    let pool = Arc::new(pool);
-    pools.insert(concurrency, pool.clone());
-    Ok(Some(pool))
-}
 
 /// The default bound on one chunk's decoded size: 2 GiB.
 pub const DEFAULT_MAX_CHUNK_BYTES: usize = 2 << 30;

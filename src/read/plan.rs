@@ -18,16 +18,18 @@ use std::ops::Range;
 use arrow_array::ArrayRef;
 use arrow_buffer::Buffer;
 
-use super::gate;
+use super::ZarrArray;
 use crate::codec::sharding::{IndexPosition, InnerRange, Sharding};
 use crate::codec::{CodecChain, DecodeContext};
 use crate::error::{ChunkError, Error, Result};
 use crate::store::{ByteRange, RangeRead, Store};
 
-/// What one chunk read asks the store for.
+/// What a read asks a store for: one value, whole or some byte ranges of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Request {
-    /// The value's key.
+pub struct Request {
+    /// Answer it with this id ([`RowDecoder::push`](super::RowDecoder::push)).
+    pub id: u64,
+    /// The value's key (relative to the store's root).
     pub key: String,
     /// `None`: the whole value, refused past `max_len` bytes. Else these ranges.
     pub ranges: Option<Vec<ByteRange>>,
@@ -37,13 +39,29 @@ pub(crate) struct Request {
 
 /// What the store gave for a [`Request`].
 #[derive(Debug)]
-pub(crate) enum Fetched {
+pub enum Fetched {
     /// The key is absent: the chunk is missing (fill value).
     Missing,
     /// The whole value.
     Whole(Buffer),
     /// The ranges asked for.
     Ranges(RangeRead),
+}
+
+impl Fetched {
+    /// The bytes fetched.
+    pub fn len(&self) -> u64 {
+        match self {
+            Fetched::Missing => 0,
+            Fetched::Whole(b) => b.len() as u64,
+            Fetched::Ranges(r) => r.buffers.iter().map(|b| b.len() as u64).sum(),
+        }
+    }
+
+    /// Whether nothing was fetched.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// Decoded elements of a chunk: C order, starting at element `offset` of it.
@@ -76,16 +94,17 @@ pub(crate) enum Step {
     Done(Option<Decoded>),
 }
 
-/// Reading one chunk: a small state machine driven by an executor.
+/// Reading one chunk: a small state machine driven by an executor. It owns what
+/// it needs (the array's metadata and codecs are shared), so a push decoder can
+/// keep it between steps and move it to a decoding thread.
 #[derive(Debug)]
-pub(crate) struct ChunkRead<'a> {
+pub(crate) struct ChunkRead {
+    array: ZarrArray,
     key: String,
-    codecs: &'a CodecChain,
-    ctx: DecodeContext<'a>,
     /// The elements wanted, for a partial read of a 1-D shard.
-    partial: Option<(&'a Sharding, Range<u64>)>,
+    partial: Option<Range<u64>>,
     /// A 1-D shard decoded as runs, one per inner chunk (no gathering copy).
-    runs: Option<&'a Sharding>,
+    runs: bool,
     /// The most bytes one fetched value (or inner chunk) may have.
     max_encoded: u64,
     stage: Stage,
@@ -107,33 +126,28 @@ enum Stage {
     Finished,
 }
 
-impl<'a> ChunkRead<'a> {
-    /// A read of the chunk at `key` of `ctx.shape`, wanting elements `want` of it
-    /// (`None`: all). Only a 1-D shard whose codecs are sharding alone is read in
-    /// part; every other chunk is fetched whole (and the caller slices).
-    pub(crate) fn new(
-        key: String,
-        codecs: &'a CodecChain,
-        ctx: DecodeContext<'a>,
-        want: Option<Range<u64>>,
-    ) -> Self {
-        let sharding = sharding_1d(codecs, ctx.shape.len());
-        let partial = match (sharding, want) {
-            (Some(sharding), Some(want))
-                if !want.is_empty() && (want.start > 0 || want.end < ctx.shape[0]) =>
+impl ChunkRead {
+    /// A read of the chunk at grid `indices` of `array`, wanting elements `want`
+    /// of it (`None`: all). Only a 1-D shard whose codecs are sharding alone is
+    /// read in part; every other chunk is fetched whole (and the caller slices).
+    pub(crate) fn new(array: &ZarrArray, indices: &[u64], want: Option<Range<u64>>) -> Self {
+        let shape = &array.metadata().chunk_shape;
+        let sharded = sharding_1d(array.codecs(), shape.len()).is_some();
+        let partial = match want {
+            Some(want)
+                if sharded && !want.is_empty() && (want.start > 0 || want.end < shape[0]) =>
             {
-                Some((sharding, want))
+                Some(want)
             }
             _ => None,
         };
         // An encoded chunk is at most its decoded size plus codec overhead.
-        let max_encoded = (ctx.max_bytes as u64).saturating_add(1 << 20);
+        let max_encoded = (array.options().max_chunk_bytes as u64).saturating_add(1 << 20);
         Self {
-            key,
-            codecs,
-            ctx,
+            key: array.chunk_key(indices),
+            array: array.clone(),
             partial,
-            runs: None,
+            runs: false,
             max_encoded,
             stage: Stage::Start,
         }
@@ -142,8 +156,14 @@ impl<'a> ChunkRead<'a> {
     /// Decode a 1-D shard's inner chunks as separate runs instead of gathering
     /// them into one array (a copy of every element). No effect on other chunks.
     pub(crate) fn with_runs(mut self) -> Self {
-        self.runs = sharding_1d(self.codecs, self.ctx.shape.len());
+        let shape = &self.array.metadata().chunk_shape;
+        self.runs = sharding_1d(self.array.codecs(), shape.len()).is_some();
         self
+    }
+
+    /// The chunk's key.
+    pub(crate) fn key(&self) -> &str {
+        &self.key
     }
 
     /// The first step.
@@ -154,37 +174,68 @@ impl<'a> ChunkRead<'a> {
     /// The next step, given what the last [`Step::Fetch`] fetched.
     pub(crate) fn resume(&mut self, fetched: Fetched) -> Result<Step, ChunkError> {
         let stage = std::mem::replace(&mut self.stage, Stage::Finished);
+        let array = &self.array;
+        let meta = array.metadata();
+        let ctx = DecodeContext::new(
+            &meta.chunk_shape,
+            meta.data_type,
+            &meta.fill_value,
+            array.string_type(),
+            array.options().max_chunk_bytes,
+        );
+        let sharding = sharding_1d(array.codecs(), ctx.shape.len());
         match (stage, fetched) {
             (Stage::Start, _) => Ok(self.first_request()),
             (_, Fetched::Missing) => Ok(Step::Done(None)),
             (Stage::Whole, Fetched::Whole(bytes)) => {
-                let runs = match self.runs {
-                    Some(sharding) => sharding.decode_runs(bytes, &self.ctx)?,
-                    None => vec![self.codecs.decode(bytes, &self.ctx)?],
+                let runs = match sharding.filter(|_| self.runs) {
+                    Some(sharding) => sharding.decode_runs(bytes, &ctx)?,
+                    None => vec![array.codecs().decode(bytes, &ctx)?],
                 };
                 Ok(Step::Done(Some(Decoded { offset: 0, runs })))
             }
-            (Stage::Index { n }, Fetched::Ranges(read)) => self.after_index(n, read),
-            (Stage::Inner { first, ranges }, Fetched::Ranges(read)) => {
-                self.decode_inner(first, &ranges, read.buffers)
+            (Stage::Index { n }, Fetched::Ranges(read)) => {
+                let (Some(sharding), Some(want)) = (sharding, self.partial.clone()) else {
+                    return Err(plan_error("an index read without a partial read"));
+                };
+                let (first, ranges, asked) =
+                    inner_ranges(sharding, n, want, read, self.max_encoded)?;
+                if asked.is_empty() {
+                    return decode_inner(sharding, &ctx, self.runs, first, &ranges, Vec::new());
+                }
+                self.stage = Stage::Inner { first, ranges };
+                Ok(Step::Fetch(Request {
+                    id: 0,
+                    key: self.key.clone(),
+                    ranges: Some(asked),
+                    max_len: self.max_encoded,
+                }))
             }
-            (stage, fetched) => Err(ChunkError::Decompress {
-                codec: "read plan",
-                message: format!("{fetched:?} does not answer the request of {stage:?}"),
-            }),
+            (Stage::Inner { first, ranges }, Fetched::Ranges(read)) => {
+                let Some(sharding) = sharding.filter(|_| self.partial.is_some()) else {
+                    return Err(plan_error("inner chunks without a partial read"));
+                };
+                decode_inner(sharding, &ctx, self.runs, first, &ranges, read.buffers)
+            }
+            (stage, fetched) => Err(plan_error(&format!(
+                "{fetched:?} does not answer the request of {stage:?}"
+            ))),
         }
     }
 
     fn first_request(&mut self) -> Step {
-        let Some((sharding, _)) = self.partial else {
+        let shape = &self.array.metadata().chunk_shape;
+        let sharding = sharding_1d(self.array.codecs(), shape.len());
+        let (Some(sharding), Some(_)) = (sharding, &self.partial) else {
             self.stage = Stage::Whole;
             return Step::Fetch(Request {
+                id: 0,
                 key: self.key.clone(),
                 ranges: None,
                 max_len: self.max_encoded,
             });
         };
-        let n = sharding.grid(self.ctx.shape).iter().product();
+        let n = sharding.grid(shape).iter().product();
         let range = match sharding.index_range(n) {
             Ok(IndexPosition::Prefix(len)) => ByteRange::Bounded(0..len),
             Ok(IndexPosition::Suffix(len)) => ByteRange::Suffix(len),
@@ -196,127 +247,125 @@ impl<'a> ChunkRead<'a> {
         };
         self.stage = Stage::Index { n };
         Step::Fetch(Request {
+            id: 0,
             key: self.key.clone(),
             ranges: Some(vec![range]),
             max_len: self.max_encoded,
         })
     }
+}
 
-    /// The index is in: ask for the inner chunks the wanted elements lie in.
-    fn after_index(&mut self, n: u64, read: RangeRead) -> Result<Step, ChunkError> {
-        let Some((sharding, want)) = self.partial.clone() else {
-            return Err(ChunkError::Decompress {
-                codec: "read plan",
-                message: "an index read without a partial read".into(),
-            });
-        };
-        let expected = sharding.index_len(n).unwrap_or(u64::MAX);
-        let index = read.buffers.into_iter().next().unwrap_or_default();
-        if index.len() as u64 != expected {
-            return Err(ChunkError::Truncated {
-                what: "shard index",
-                needed: expected,
-                available: index.len() as u64,
-            });
-        }
-        let all = sharding.decode_index(index, n, read.value_len)?;
-        let inner = sharding.chunk_shape[0].max(1);
-        let first = (want.start / inner).min(n);
-        let last = want.end.div_ceil(inner).min(n).max(first);
-        let ranges: Vec<InnerRange> = all[first as usize..last as usize].to_vec();
-        let mut asked = Vec::new();
-        for range in ranges.iter().flatten() {
-            if range.end - range.start > self.max_encoded {
-                return Err(ChunkError::TooLarge {
-                    codec: "sharding_indexed inner chunk",
-                    limit: self.max_encoded,
-                });
-            }
-            asked.push(ByteRange::Bounded(range.clone()));
-        }
-        if asked.is_empty() {
-            return self.decode_inner(first, &ranges, Vec::new());
-        }
-        self.stage = Stage::Inner { first, ranges };
-        Ok(Step::Fetch(Request {
-            key: self.key.clone(),
-            ranges: Some(asked),
-            max_len: self.max_encoded,
-        }))
-    }
-
-    /// Inner chunks `first..` are in (`buffers`: the present ones, in order).
-    fn decode_inner(
-        &self,
-        first: u64,
-        ranges: &[InnerRange],
-        buffers: Vec<Buffer>,
-    ) -> Result<Step, ChunkError> {
-        let Some((sharding, _)) = self.partial.clone() else {
-            return Err(ChunkError::Decompress {
-                codec: "read plan",
-                message: "inner chunks without a partial read".into(),
-            });
-        };
-        let present = ranges.iter().flatten().count();
-        if buffers.len() != present {
-            return Err(ChunkError::Decompress {
-                codec: "read plan",
-                message: format!(
-                    "the store returned {} ranges for {present} inner chunks",
-                    buffers.len()
-                ),
-            });
-        }
-        let mut buffers = buffers.into_iter();
-        let parts: Vec<Option<Buffer>> = ranges
-            .iter()
-            .map(|r| r.as_ref().and_then(|_| buffers.next()))
-            .collect();
-        let inner = sharding.chunk_shape[0];
-        let offset = first * inner;
-        let elements = (ranges.len() as u64 * inner).min(self.ctx.shape[0].saturating_sub(offset));
-        let runs = if self.runs.is_some() {
-            sharding.decode_inner_runs(parts, elements, &self.ctx)?
-        } else {
-            let grid = [ranges.len() as u64];
-            vec![sharding.decode_inner(parts, &grid, &[elements], &self.ctx)?]
-        };
-        Ok(Step::Done(Some(Decoded { offset, runs })))
+fn plan_error(message: &str) -> ChunkError {
+    ChunkError::Decompress {
+        codec: "read plan",
+        message: message.to_string(),
     }
 }
 
-/// Run `read` against `store`, blocking: the sync executor. A remote store's
-/// reads decode through the [`gate`]: one at a time per core, in the order they
-/// started, with a core kept for the earliest while its bytes are on the way.
+/// The index of a shard of `n` inner chunks is in: the inner chunks the wanted
+/// elements lie in (the first one's index, and where each lies), and the ranges
+/// to ask for (the present ones).
+fn inner_ranges(
+    sharding: &Sharding,
+    n: u64,
+    want: Range<u64>,
+    read: RangeRead,
+    max_encoded: u64,
+) -> Result<(u64, Vec<InnerRange>, Vec<ByteRange>), ChunkError> {
+    let expected = sharding.index_len(n).unwrap_or(u64::MAX);
+    let index = read.buffers.into_iter().next().unwrap_or_default();
+    if index.len() as u64 != expected {
+        return Err(ChunkError::Truncated {
+            what: "shard index",
+            needed: expected,
+            available: index.len() as u64,
+        });
+    }
+    let all = sharding.decode_index(index, n, read.value_len)?;
+    let inner = sharding.chunk_shape[0].max(1);
+    let first = (want.start / inner).min(n);
+    let last = want.end.div_ceil(inner).min(n).max(first);
+    let ranges: Vec<InnerRange> = all[first as usize..last as usize].to_vec();
+    let mut asked = Vec::new();
+    for range in ranges.iter().flatten() {
+        if range.end - range.start > max_encoded {
+            return Err(ChunkError::TooLarge {
+                codec: "sharding_indexed inner chunk",
+                limit: max_encoded,
+            });
+        }
+        asked.push(ByteRange::Bounded(range.clone()));
+    }
+    Ok((first, ranges, asked))
+}
+
+/// Inner chunks `first..` of a shard are in (`buffers`: the present ones, in
+/// order): decode them, as runs when `runs`.
+fn decode_inner(
+    sharding: &Sharding,
+    ctx: &DecodeContext<'_>,
+    runs: bool,
+    first: u64,
+    ranges: &[InnerRange],
+    buffers: Vec<Buffer>,
+) -> Result<Step, ChunkError> {
+    let present = ranges.iter().flatten().count();
+    if buffers.len() != present {
+        return Err(plan_error(&format!(
+            "the store returned {} ranges for {present} inner chunks",
+            buffers.len()
+        )));
+    }
+    let mut buffers = buffers.into_iter();
+    let parts: Vec<Option<Buffer>> = ranges
+        .iter()
+        .map(|r| r.as_ref().and_then(|_| buffers.next()))
+        .collect();
+    let inner = sharding.chunk_shape[0];
+    let offset = first * inner;
+    let elements = (ranges.len() as u64 * inner).min(ctx.shape[0].saturating_sub(offset));
+    let runs = if runs {
+        sharding.decode_inner_runs(parts, elements, ctx)?
+    } else {
+        let grid = [ranges.len() as u64];
+        vec![sharding.decode_inner(parts, &grid, &[elements], ctx)?]
+    };
+    Ok(Step::Done(Some(Decoded { offset, runs })))
+}
+
+/// What the store gives for `request`: the sync fetch every blocking read uses.
+///
+/// # Errors
+/// Store errors.
+pub(crate) fn fetch(store: &dyn Store, request: &Request) -> Result<Fetched> {
+    Ok(match &request.ranges {
+        None => store
+            .get_bounded(&request.key, request.max_len)?
+            .map_or(Fetched::Missing, Fetched::Whole),
+        Some(ranges) => store
+            .get_ranges(&request.key, ranges)?
+            .map_or(Fetched::Missing, Fetched::Ranges),
+    })
+}
+
+/// Run `read` against `store`, blocking, on the calling thread.
 ///
 /// # Errors
 /// Store errors; [`Error::Chunk`] naming the key for a corrupt chunk.
-pub(crate) fn run(store: &dyn Store, mut read: ChunkRead<'_>) -> Result<Option<Decoded>> {
-    let key = read.key.clone();
-    let chunk_error = |source| Error::Chunk {
-        key: key.clone(),
+pub(crate) fn run(store: &dyn Store, mut read: ChunkRead) -> Result<Option<Decoded>> {
+    let chunk_error = |key: &str, source| Error::Chunk {
+        key: key.to_string(),
         source,
     };
-    let place = (store.concurrency() > 1).then(|| gate::global().join(gate::current()));
-    let mut step = read.start().map_err(chunk_error)?;
+    let mut step = read.start().map_err(|e| chunk_error(read.key(), e))?;
     loop {
         let request = match step {
             Step::Done(decoded) => return Ok(decoded),
             Step::Fetch(request) => request,
         };
-        let fetched = match &request.ranges {
-            None => store
-                .get_bounded(&request.key, request.max_len)?
-                .map_or(Fetched::Missing, Fetched::Whole),
-            Some(ranges) => store
-                .get_ranges(&request.key, ranges)?
-                .map_or(Fetched::Missing, Fetched::Ranges),
-        };
-        step = match &place {
-            Some(place) => place.run(|| read.resume(fetched)),
-            None => read.resume(fetched),
-        }
-        .map_err(chunk_error)?;
+        let fetched = fetch(store, &request)?;
+        step = read
+            .resume(fetched)
+            .map_err(|e| chunk_error(read.key(), e))?;
     }
 }

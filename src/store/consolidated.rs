@@ -137,6 +137,11 @@ impl Store for Consolidated {
         self.inner.concurrency()
     }
 
+    #[cfg(feature = "async")]
+    fn remote(&self) -> Option<super::Remote> {
+        self.inner.remote()
+    }
+
     fn get(&self, key: &str) -> Result<Option<Buffer>> {
         match self.known(key) {
             Some(doc) => Ok(doc),

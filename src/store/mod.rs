@@ -9,6 +9,8 @@
 //! (`..`, an absolute path, a backslash, an empty component) is refused with
 //! [`Error::InvalidKey`] before any I/O happens.
 
+#[cfg(feature = "async")]
+mod async_store;
 mod consolidated;
 mod local;
 mod memory;
@@ -23,13 +25,15 @@ use std::ops::Range;
 
 use arrow_buffer::Buffer;
 
+#[cfg(feature = "async")]
+pub use async_store::{AsyncStore, Blocking, Remote, SyncAsAsync};
 pub use consolidated::{Consolidated, consolidated_metadata, consolidated_nodes, zmetadata};
 pub use local::LocalStore;
 pub use memory::MemoryStore;
 #[cfg(feature = "object-store")]
 pub use object::{
-    DEFAULT_CONCURRENCY, MULTIPART_CHUNK, MULTIPART_THRESHOLD, ObjectStoreBackend, UrlOptions,
-    file_url_path, is_url, open_url,
+    DEFAULT_CONCURRENCY, MULTIPART_CHUNK, MULTIPART_THRESHOLD, ObjectStoreAsync,
+    ObjectStoreBackend, UrlOptions, file_url_path, is_url, open_url,
 };
 #[cfg(feature = "object-store")]
 pub use open::{location_name, open_consolidated, open_location};
@@ -54,6 +58,14 @@ pub trait Store: Debug + Send + Sync {
     /// a request mostly waits.
     fn concurrency(&self) -> usize {
         1
+    }
+
+    /// The store's async form, when it waits on a network (an object store):
+    /// a blocking reader then keeps many requests in flight through the async
+    /// driver. `None` (the default): reads are short and run inline.
+    #[cfg(feature = "async")]
+    fn remote(&self) -> Option<Remote> {
+        None
     }
 
     /// The whole value at `key`, or `None` when the key is absent.

@@ -2,9 +2,10 @@
 //! Azure, HTTP, ...) under a prefix: the crate DataFusion uses, so a DataFusion
 //! user shares one store (feature `object-store`).
 //!
-//! Async stays inside: each call runs on the backend's own tokio runtime and
-//! returns when its request is done; readers that want many requests in flight
-//! call from many threads (see [`ObjectStoreBackend::concurrency`]).
+//! [`ObjectStoreAsync`] is the store as an [`AsyncStore`], on the caller's
+//! runtime; [`ObjectStoreBackend`] is the sync [`Store`] over it (each call
+//! waits on [`Blocking`]), whose readers still keep many requests in flight
+//! through the async driver ([`Store::remote`]).
 //!
 //! | `Store` | object_store |
 //! |---|---|
@@ -20,7 +21,6 @@
 //! error (403, a 500 that outlived object_store's retries) is [`Error::Remote`]
 //! naming the URL.
 
-use std::future::Future;
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -31,6 +31,9 @@ use object_store::{
     ClientConfigKey, GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart,
 };
 
+use futures::future::BoxFuture;
+
+use super::async_store::{AsyncStore, Blocking, Remote};
 use super::ranges::{coalesce, split};
 use super::{ByteRange, COALESCE_GAP, RangeRead, Store, check_range, check_size, validate_key};
 use crate::error::{Error, Result};
@@ -45,76 +48,43 @@ pub const MULTIPART_CHUNK: usize = 8 << 20;
 /// The default number of requests a reader keeps in flight on an object store.
 pub const DEFAULT_CONCURRENCY: usize = 32;
 
-/// A [`Store`] over an `object_store` store, under a prefix.
+/// An [`AsyncStore`] over an `object_store` store, under a prefix: no runtime
+/// of its own, its futures run on the caller's (a DataFusion session reads
+/// through the store it has registered).
 #[derive(Debug, Clone)]
-pub struct ObjectStoreBackend {
+pub struct ObjectStoreAsync {
     store: Arc<dyn ObjectStore>,
     prefix: String,
     location: String,
-    runtime: Arc<IoRuntime>,
-    concurrency: usize,
     /// Retries of a response body cut off mid-way (object_store retries the
     /// request itself, not the body).
     body_retries: usize,
 }
 
-/// A backend's own runtime. The last clone of a backend may be dropped on a thread
-/// of another runtime (a DataFusion plan's last reference, on one of its workers),
-/// where dropping a runtime the usual way panics: there it is shut down without
-/// waiting for its threads.
-#[derive(Debug)]
-struct IoRuntime(Option<tokio::runtime::Runtime>);
-
-impl IoRuntime {
-    fn get(&self) -> &tokio::runtime::Runtime {
-        self.0
-            .as_ref()
-            .unwrap_or_else(|| unreachable!("the runtime is taken only on drop"))
-    }
+/// A [`Store`] over an `object_store` store, under a prefix: the sync adapter
+/// over [`ObjectStoreAsync`], each call waiting on [`Blocking`].
+#[derive(Debug, Clone)]
+pub struct ObjectStoreBackend {
+    inner: Arc<ObjectStoreAsync>,
+    blocking: Blocking,
+    concurrency: usize,
 }
 
-impl Drop for IoRuntime {
-    fn drop(&mut self) {
-        if let Some(runtime) = self.0.take()
-            && tokio::runtime::Handle::try_current().is_ok()
-        {
-            runtime.shutdown_background();
-        }
-    }
-}
-
-impl ObjectStoreBackend {
-    /// A backend over `store`, its keys under `prefix` (`""`: the store's root);
+impl ObjectStoreAsync {
+    /// The store `store`, its keys under `prefix` (`""`: the store's root);
     /// `location` names it in messages (a URL).
-    ///
-    /// # Errors
-    /// [`Error::Remote`] when the runtime cannot start.
-    pub fn new(store: Arc<dyn ObjectStore>, prefix: &str, location: &str) -> Result<Self> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("zarrow-io")
-            .enable_all()
-            .build()
-            .map_err(|e| remote(location, e))?;
-        Ok(Self {
+    pub fn new(store: Arc<dyn ObjectStore>, prefix: &str, location: &str) -> Self {
+        Self {
             store,
             prefix: prefix.trim_matches('/').to_string(),
             location: location.trim_end_matches('/').to_string(),
-            runtime: Arc::new(IoRuntime(Some(runtime))),
-            concurrency: DEFAULT_CONCURRENCY,
             body_retries: object_store::RetryConfig::default().max_retries,
-        })
+        }
     }
 
     /// Retry a response body cut off mid-way up to `n` times.
     pub fn with_body_retries(mut self, n: usize) -> Self {
         self.body_retries = n;
-        self
-    }
-
-    /// Keep at most `n` requests in flight (readers use as many threads).
-    pub fn with_concurrency(mut self, n: usize) -> Self {
-        self.concurrency = n.max(1);
         self
     }
 
@@ -151,24 +121,6 @@ impl ObjectStoreBackend {
         format!("{}/{key}", self.location)
     }
 
-    /// Run `future` on the backend's runtime and wait for it: from any thread,
-    /// including a thread of another tokio runtime (where it waits on a scoped
-    /// thread of its own rather than block that runtime's worker).
-    fn block_on<F: Future + Send>(&self, future: F) -> F::Output
-    where
-        F::Output: Send,
-    {
-        if tokio::runtime::Handle::try_current().is_ok() {
-            std::thread::scope(|s| {
-                s.spawn(|| self.runtime.get().block_on(future))
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-        } else {
-            self.runtime.get().block_on(future)
-        }
-    }
-
     /// The key relative to the prefix of an object path.
     fn key_of(&self, path: &Path) -> Option<String> {
         let path = path.as_ref();
@@ -180,10 +132,10 @@ impl ObjectStoreBackend {
             .map(str::to_string)
     }
 
-    fn get_inner(&self, key: &str, max_len: Option<u64>) -> Result<Option<Buffer>> {
+    async fn get_inner(&self, key: &str, max_len: Option<u64>) -> Result<Option<Buffer>> {
         let path = self.path(key)?;
         let url = self.url(key);
-        let got = self.block_on(self.fetch(key, &path, &url, None, max_len))?;
+        let got = self.fetch(key, &path, &url, None, max_len).await?;
         Ok(got.map(|(bytes, _)| Buffer::from(bytes)))
     }
 
@@ -225,6 +177,263 @@ impl ObjectStoreBackend {
             }
         }
     }
+
+    /// Suffixes first (each response says the value's length), then the
+    /// bounded ranges, nearby ones merged ([`COALESCE_GAP`]), fetched
+    /// concurrently; a ranged response says the length too, so no `head` is
+    /// needed unless every range is empty.
+    async fn ranges(&self, key: &str, ranges: &[ByteRange]) -> Result<Option<RangeRead>> {
+        let path = self.path(key)?;
+        let url = self.url(key);
+        let mut len = None;
+        let mut suffixes = Vec::new();
+        for range in ranges {
+            if let ByteRange::Suffix(n) = range {
+                if *n == 0 {
+                    suffixes.push(Buffer::from(Vec::<u8>::new()));
+                    continue;
+                }
+                let Some((bytes, size)) = self
+                    .fetch(key, &path, &url, Some(GetRange::Suffix(*n)), None)
+                    .await?
+                else {
+                    return Ok(None);
+                };
+                len = Some(size);
+                suffixes.push(Buffer::from(bytes));
+            }
+        }
+        let bounded: Vec<Range<u64>> = ranges
+            .iter()
+            .filter_map(|r| match r {
+                ByteRange::Bounded(r) => Some(r.clone()),
+                ByteRange::Suffix(_) => None,
+            })
+            .collect();
+        if let Some(bad) = bounded.iter().find(|r| r.start > r.end) {
+            return Err(Error::RangeOutOfBounds {
+                key: key.to_string(),
+                range: bad.clone(),
+                len: len.unwrap_or(0),
+            });
+        }
+        let merged = coalesce(&bounded, COALESCE_GAP);
+        let fetches = merged
+            .iter()
+            .map(|m| self.fetch(key, &path, &url, Some(GetRange::Bounded(m.clone())), None));
+        let mut fetched = Vec::with_capacity(merged.len());
+        for got in futures::future::try_join_all(fetches).await? {
+            let Some((bytes, size)) = got else {
+                return Ok(None);
+            };
+            len = Some(size);
+            fetched.push(Buffer::from(bytes));
+        }
+        let len = match len {
+            Some(len) => len,
+            None => match self.store.head(&path).await {
+                Ok(meta) => meta.size,
+                Err(object_store::Error::NotFound { .. }) => return Ok(None),
+                Err(e) => return Err(remote(&url, e)),
+            },
+        };
+        // A range past the end comes back short (object_store returns what
+        // there is): check against the length the responses gave.
+        for r in &bounded {
+            check_range(key, r, len)?;
+        }
+        for (m, b) in merged.iter().zip(&fetched) {
+            if b.len() as u64 != m.end - m.start {
+                return Err(remote(&url, ShortRead));
+            }
+        }
+        let mut parts = split(&bounded, &merged, &fetched).into_iter();
+        let mut suffixes = suffixes.into_iter();
+        let buffers = ranges
+            .iter()
+            .map(|r| match r {
+                ByteRange::Bounded(_) => parts.next(),
+                ByteRange::Suffix(_) => suffixes.next(),
+            })
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| remote(&url, ShortRead))?;
+        Ok(Some(RangeRead::new(buffers, len)))
+    }
+
+    async fn put_inner(&self, key: &str, value: bytes::Bytes) -> Result<()> {
+        let path = self.path(key)?;
+        let url = self.url(key);
+        if value.len() > MULTIPART_THRESHOLD {
+            let upload = self
+                .store
+                .put_multipart(&path)
+                .await
+                .map_err(|e| remote(&url, e))?;
+            let mut writer = WriteMultipart::new_with_chunk_size(upload, MULTIPART_CHUNK);
+            writer.put(value);
+            writer.finish().await.map_err(|e| remote(&url, e))?;
+        } else {
+            self.store
+                .put(&path, PutPayload::from(value))
+                .await
+                .map_err(|e| remote(&url, e))?;
+        }
+        Ok(())
+    }
+
+    async fn len_inner(&self, key: &str) -> Result<Option<u64>> {
+        let path = self.path(key)?;
+        match self.store.head(&path).await {
+            Ok(meta) => Ok(Some(meta.size)),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(remote(&self.url(key), e)),
+        }
+    }
+
+    async fn delete_inner(&self, key: &str) -> Result<()> {
+        let path = self.path(key)?;
+        match self.store.delete(&path).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(remote(&self.url(key), e)),
+        }
+    }
+
+    async fn list_prefix_inner(&self, prefix: &str) -> Result<Vec<String>> {
+        // object_store lists whole path segments: list the directory the prefix
+        // names, then keep the keys that start with it.
+        let dir = match prefix.rsplit_once('/') {
+            Some((dir, _)) => dir,
+            None => "",
+        };
+        let base = self.dir_path(dir)?;
+        let metas: Vec<_> = self
+            .store
+            .list(base.as_ref())
+            .try_collect::<Vec<_>>()
+            .await
+            .map_err(|e| remote(&self.url(prefix), e))?;
+        let mut keys: Vec<String> = metas
+            .iter()
+            .filter_map(|m| self.key_of(&m.location))
+            .filter(|k| k.starts_with(prefix))
+            .collect();
+        keys.sort();
+        Ok(keys)
+    }
+
+    async fn list_children_inner(&self, prefix: &str) -> Result<Vec<String>> {
+        let prefix = prefix.trim_matches('/');
+        let base = self.dir_path(prefix)?;
+        let listed = self
+            .store
+            .list_with_delimiter(base.as_ref())
+            .await
+            .map_err(|e| remote(&self.url(prefix), e))?;
+        let mut names: Vec<String> = listed
+            .common_prefixes
+            .iter()
+            .filter_map(|p| p.filename().map(str::to_string))
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+}
+
+impl AsyncStore for ObjectStoreAsync {
+    fn location(&self) -> String {
+        self.location.clone()
+    }
+
+    fn get_bounded<'a>(
+        &'a self,
+        key: &'a str,
+        max_len: u64,
+    ) -> BoxFuture<'a, Result<Option<Buffer>>> {
+        Box::pin(self.get_inner(key, Some(max_len)))
+    }
+
+    fn get_ranges<'a>(
+        &'a self,
+        key: &'a str,
+        ranges: &'a [ByteRange],
+    ) -> BoxFuture<'a, Result<Option<RangeRead>>> {
+        Box::pin(self.ranges(key, ranges))
+    }
+
+    fn value_len<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<u64>>> {
+        Box::pin(self.len_inner(key))
+    }
+
+    fn put<'a>(&'a self, key: &'a str, value: bytes::Bytes) -> BoxFuture<'a, Result<()>> {
+        Box::pin(self.put_inner(key, value))
+    }
+
+    fn delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<()>> {
+        Box::pin(self.delete_inner(key))
+    }
+
+    fn list_prefix<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<Vec<String>>> {
+        Box::pin(self.list_prefix_inner(prefix))
+    }
+
+    fn list_children<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<Vec<String>>> {
+        Box::pin(self.list_children_inner(prefix))
+    }
+}
+
+impl ObjectStoreBackend {
+    /// A backend over `store`, its keys under `prefix` (`""`: the store's root);
+    /// `location` names it in messages (a URL). Its calls wait on a small
+    /// runtime of its own ([`Blocking::owned`]): a sync caller has none to lend.
+    ///
+    /// # Errors
+    /// [`Error::Remote`] when the runtime cannot start.
+    pub fn new(store: Arc<dyn ObjectStore>, prefix: &str, location: &str) -> Result<Self> {
+        let blocking = Blocking::owned().map_err(|e| remote(location, e))?;
+        Ok(Self::with_blocking(
+            ObjectStoreAsync::new(store, prefix, location),
+            blocking,
+        ))
+    }
+
+    /// A backend over `store` whose calls wait on `blocking` (the caller's
+    /// runtime: [`Blocking::on`]).
+    pub fn with_blocking(store: ObjectStoreAsync, blocking: Blocking) -> Self {
+        Self {
+            inner: Arc::new(store),
+            blocking,
+            concurrency: DEFAULT_CONCURRENCY,
+        }
+    }
+
+    /// Retry a response body cut off mid-way up to `n` times.
+    pub fn with_body_retries(mut self, n: usize) -> Self {
+        self.inner = Arc::new((*self.inner).clone().with_body_retries(n));
+        self
+    }
+
+    /// Keep at most `n` requests in flight.
+    pub fn with_concurrency(mut self, n: usize) -> Self {
+        self.concurrency = n.max(1);
+        self
+    }
+
+    /// The store underneath.
+    pub fn object_store(&self) -> &Arc<dyn ObjectStore> {
+        self.inner.object_store()
+    }
+
+    /// The store, async.
+    pub fn async_store(&self) -> &Arc<ObjectStoreAsync> {
+        &self.inner
+    }
+
+    fn block_on<F: std::future::Future + Send>(&self, future: F) -> F::Output
+    where
+        F::Output: Send,
+    {
+        self.blocking.block_on(future)
+    }
 }
 
 fn remote(location: &str, source: impl std::error::Error + Send + Sync + 'static) -> Error {
@@ -236,19 +445,26 @@ fn remote(location: &str, source: impl std::error::Error + Send + Sync + 'static
 
 impl Store for ObjectStoreBackend {
     fn location(&self) -> String {
-        self.location.clone()
+        self.inner.location.clone()
     }
 
     fn concurrency(&self) -> usize {
         self.concurrency
     }
 
+    fn remote(&self) -> Option<Remote> {
+        Some(Remote {
+            store: self.inner.clone(),
+            blocking: self.blocking.clone(),
+        })
+    }
+
     fn get(&self, key: &str) -> Result<Option<Buffer>> {
-        self.get_inner(key, None)
+        self.block_on(self.inner.get_inner(key, None))
     }
 
     fn get_bounded(&self, key: &str, max_len: u64) -> Result<Option<Buffer>> {
-        self.get_inner(key, Some(max_len))
+        self.block_on(self.inner.get_inner(key, Some(max_len)))
     }
 
     fn get_range(&self, key: &str, range: Range<u64>) -> Result<Option<Buffer>> {
@@ -259,174 +475,28 @@ impl Store for ObjectStoreBackend {
     }
 
     fn value_len(&self, key: &str) -> Result<Option<u64>> {
-        let path = self.path(key)?;
-        self.block_on(async {
-            match self.store.head(&path).await {
-                Ok(meta) => Ok(Some(meta.size)),
-                Err(object_store::Error::NotFound { .. }) => Ok(None),
-                Err(e) => Err(remote(&self.url(key), e)),
-            }
-        })
+        self.block_on(self.inner.len_inner(key))
     }
 
-    /// Suffixes first (each response says the value's length), then the
-    /// bounded ranges, nearby ones merged ([`COALESCE_GAP`]), fetched
-    /// concurrently; a ranged response says the length too, so no `head` is
-    /// needed unless every range is empty.
     fn get_ranges(&self, key: &str, ranges: &[ByteRange]) -> Result<Option<RangeRead>> {
-        let path = self.path(key)?;
-        let url = self.url(key);
-        self.block_on(async {
-            let mut len = None;
-            let mut suffixes = Vec::new();
-            for range in ranges {
-                if let ByteRange::Suffix(n) = range {
-                    if *n == 0 {
-                        suffixes.push(Buffer::from(Vec::<u8>::new()));
-                        continue;
-                    }
-                    let Some((bytes, size)) = self
-                        .fetch(key, &path, &url, Some(GetRange::Suffix(*n)), None)
-                        .await?
-                    else {
-                        return Ok(None);
-                    };
-                    len = Some(size);
-                    suffixes.push(Buffer::from(bytes));
-                }
-            }
-            let bounded: Vec<Range<u64>> = ranges
-                .iter()
-                .filter_map(|r| match r {
-                    ByteRange::Bounded(r) => Some(r.clone()),
-                    ByteRange::Suffix(_) => None,
-                })
-                .collect();
-            if let Some(bad) = bounded.iter().find(|r| r.start > r.end) {
-                return Err(Error::RangeOutOfBounds {
-                    key: key.to_string(),
-                    range: bad.clone(),
-                    len: len.unwrap_or(0),
-                });
-            }
-            let merged = coalesce(&bounded, COALESCE_GAP);
-            let fetches = merged
-                .iter()
-                .map(|m| self.fetch(key, &path, &url, Some(GetRange::Bounded(m.clone())), None));
-            let mut fetched = Vec::with_capacity(merged.len());
-            for got in futures::future::try_join_all(fetches).await? {
-                let Some((bytes, size)) = got else {
-                    return Ok(None);
-                };
-                len = Some(size);
-                fetched.push(Buffer::from(bytes));
-            }
-            let len = match len {
-                Some(len) => len,
-                None => match self.store.head(&path).await {
-                    Ok(meta) => meta.size,
-                    Err(object_store::Error::NotFound { .. }) => return Ok(None),
-                    Err(e) => return Err(remote(&url, e)),
-                },
-            };
-            // A range past the end comes back short (object_store returns what
-            // there is): check against the length the responses gave.
-            for r in &bounded {
-                check_range(key, r, len)?;
-            }
-            for (m, b) in merged.iter().zip(&fetched) {
-                if b.len() as u64 != m.end - m.start {
-                    return Err(remote(&url, ShortRead));
-                }
-            }
-            let mut parts = split(&bounded, &merged, &fetched).into_iter();
-            let mut suffixes = suffixes.into_iter();
-            let buffers = ranges
-                .iter()
-                .map(|r| match r {
-                    ByteRange::Bounded(_) => parts.next(),
-                    ByteRange::Suffix(_) => suffixes.next(),
-                })
-                .collect::<Option<Vec<_>>>()
-                .ok_or_else(|| remote(&url, ShortRead))?;
-            Ok(Some(RangeRead::new(buffers, len)))
-        })
+        self.block_on(self.inner.ranges(key, ranges))
     }
 
     fn set(&self, key: &str, value: &[u8]) -> Result<()> {
-        let path = self.path(key)?;
-        let url = self.url(key);
-        self.block_on(async {
-            if value.len() > MULTIPART_THRESHOLD {
-                let upload = self
-                    .store
-                    .put_multipart(&path)
-                    .await
-                    .map_err(|e| remote(&url, e))?;
-                let mut writer = WriteMultipart::new_with_chunk_size(upload, MULTIPART_CHUNK);
-                writer.write(value);
-                writer.finish().await.map_err(|e| remote(&url, e))?;
-            } else {
-                let payload = PutPayload::from(bytes::Bytes::copy_from_slice(value));
-                self.store
-                    .put(&path, payload)
-                    .await
-                    .map_err(|e| remote(&url, e))?;
-            }
-            Ok(())
-        })
+        let value = bytes::Bytes::copy_from_slice(value);
+        self.block_on(self.inner.put_inner(key, value))
     }
 
     fn delete(&self, key: &str) -> Result<()> {
-        let path = self.path(key)?;
-        self.block_on(async {
-            match self.store.delete(&path).await {
-                Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
-                Err(e) => Err(remote(&self.url(key), e)),
-            }
-        })
+        self.block_on(self.inner.delete_inner(key))
     }
 
     fn list_prefix(&self, prefix: &str) -> Result<Vec<String>> {
-        // object_store lists whole path segments: list the directory the prefix
-        // names, then keep the keys that start with it.
-        let dir = match prefix.rsplit_once('/') {
-            Some((dir, _)) => dir,
-            None => "",
-        };
-        let base = self.dir_path(dir)?;
-        let metas: Vec<_> = self.block_on(async {
-            self.store
-                .list(base.as_ref())
-                .try_collect::<Vec<_>>()
-                .await
-                .map_err(|e| remote(&self.url(prefix), e))
-        })?;
-        let mut keys: Vec<String> = metas
-            .iter()
-            .filter_map(|m| self.key_of(&m.location))
-            .filter(|k| k.starts_with(prefix))
-            .collect();
-        keys.sort();
-        Ok(keys)
+        self.block_on(self.inner.list_prefix_inner(prefix))
     }
 
     fn list_children(&self, prefix: &str) -> Result<Vec<String>> {
-        let prefix = prefix.trim_matches('/');
-        let base = self.dir_path(prefix)?;
-        let listed = self.block_on(async {
-            self.store
-                .list_with_delimiter(base.as_ref())
-                .await
-                .map_err(|e| remote(&self.url(prefix), e))
-        })?;
-        let mut names: Vec<String> = listed
-            .common_prefixes
-            .iter()
-            .filter_map(|p| p.filename().map(str::to_string))
-            .collect();
-        names.sort();
-        Ok(names)
+        self.block_on(self.inner.list_children_inner(prefix))
     }
 }
 

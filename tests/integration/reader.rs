@@ -219,23 +219,13 @@ fn the_async_stream_gives_the_blocking_readers_batches() {
         .unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let streamed: Vec<_> = runtime.block_on(async {
-        let stream = group
-            .reader()
-            .with_batch_size(100)
-            .build()
-            .unwrap()
-            .into_stream(2);
+        let stream = group.reader().with_batch_size(100).into_stream();
         stream.map(|b| b.unwrap()).collect::<Vec<_>>().await
     });
     assert_eq!(streamed.len(), 10);
     assert_eq!(streamed, blocking);
     let first_two: Vec<_> = runtime.block_on(async {
-        let stream = group
-            .reader()
-            .with_batch_size(100)
-            .build()
-            .unwrap()
-            .into_stream(1);
+        let stream = group.reader().with_batch_size(100).into_stream();
         stream.take(2).map(|b| b.unwrap()).collect::<Vec<_>>().await
     });
     assert_eq!(first_two, blocking[..2]);

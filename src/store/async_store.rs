@@ -1,0 +1,222 @@
+//! [`AsyncStore`]: the async side of a store (feature `async`), shaped as
+//! object_store is, and the two adapters between it and the sync [`Store`].
+//!
+//! ```text
+//!  AsyncStore ◀── ObjectStoreAsync (object_store: S3, GCS, Azure, HTTP, InMemory, ...)
+//!      ▲      ◀── SyncAsAsync(Store)   local and memory stores, read inline
+//!      │
+//!  Blocking: the one place a sync caller waits for an async store
+//!            (ObjectStoreBackend's calls, BatchReader over a remote store)
+//! ```
+//!
+//! An `AsyncStore` owns no runtime: its futures run on the caller's (a
+//! DataFusion session's, an application's).
+
+use std::fmt::Debug;
+use std::future::Future;
+use std::sync::Arc;
+
+use arrow_buffer::Buffer;
+use futures::future::BoxFuture;
+
+use super::{ByteRange, RangeRead, Store};
+use crate::error::Result;
+
+/// A key-value store of Zarr nodes and chunks, async (feature `async`): the
+/// methods of [`Store`] a read or a write needs, each a future that runs on the
+/// caller's runtime.
+pub trait AsyncStore: Debug + Send + Sync {
+    /// Where the store is, for messages.
+    fn location(&self) -> String;
+
+    /// The value at `key` (`None`: absent), refusing one larger than `max_len`
+    /// bytes with [`Error::ValueTooLarge`](crate::Error::ValueTooLarge).
+    fn get_bounded<'a>(
+        &'a self,
+        key: &'a str,
+        max_len: u64,
+    ) -> BoxFuture<'a, Result<Option<Buffer>>>;
+
+    /// Several byte ranges of the value at `key` (one buffer each, in the order
+    /// asked; nearby ranges fetched as one), or `None` when the key is absent.
+    fn get_ranges<'a>(
+        &'a self,
+        key: &'a str,
+        ranges: &'a [ByteRange],
+    ) -> BoxFuture<'a, Result<Option<RangeRead>>>;
+
+    /// The length of the value at `key`, or `None` when the key is absent.
+    fn value_len<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<u64>>>;
+
+    /// Store `value` at `key`, replacing any previous value atomically.
+    fn put<'a>(&'a self, key: &'a str, value: bytes::Bytes) -> BoxFuture<'a, Result<()>>;
+
+    /// Remove `key` (absent: not an error).
+    fn delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<()>>;
+
+    /// Every key that starts with `prefix`, sorted.
+    fn list_prefix<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<Vec<String>>>;
+
+    /// The names directly below `prefix` that have further keys under them.
+    fn list_children<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<Vec<String>>>;
+}
+
+/// A sync [`Store`] as an [`AsyncStore`]: each call runs inline, when its future
+/// is first polled. For local and memory stores, whose reads are short (a file
+/// read, a memory map); a store that waits on a network has an async form of its
+/// own ([`Store::remote`]).
+#[derive(Debug, Clone)]
+pub struct SyncAsAsync(Arc<dyn Store>);
+
+impl SyncAsAsync {
+    /// `store` as an async store.
+    pub fn new(store: Arc<dyn Store>) -> Self {
+        Self(store)
+    }
+}
+
+impl AsyncStore for SyncAsAsync {
+    fn location(&self) -> String {
+        self.0.location()
+    }
+
+    fn get_bounded<'a>(
+        &'a self,
+        key: &'a str,
+        max_len: u64,
+    ) -> BoxFuture<'a, Result<Option<Buffer>>> {
+        Box::pin(async move { self.0.get_bounded(key, max_len) })
+    }
+
+    fn get_ranges<'a>(
+        &'a self,
+        key: &'a str,
+        ranges: &'a [ByteRange],
+    ) -> BoxFuture<'a, Result<Option<RangeRead>>> {
+        Box::pin(async move { self.0.get_ranges(key, ranges) })
+    }
+
+    fn value_len<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<u64>>> {
+        Box::pin(async move { self.0.value_len(key) })
+    }
+
+    fn put<'a>(&'a self, key: &'a str, value: bytes::Bytes) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move { self.0.set(key, &value) })
+    }
+
+    fn delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move { self.0.delete(key) })
+    }
+
+    fn list_prefix<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<Vec<String>>> {
+        Box::pin(async move { self.0.list_prefix(prefix) })
+    }
+
+    fn list_children<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<Vec<String>>> {
+        Box::pin(async move { self.0.list_children(prefix) })
+    }
+}
+
+/// A store's async form and the runtime its sync calls wait on: what
+/// [`Store::remote`] gives, so that a blocking reader keeps many requests in
+/// flight through the async driver.
+#[derive(Debug, Clone)]
+pub struct Remote {
+    /// The store, async.
+    pub store: Arc<dyn AsyncStore>,
+    pub(crate) blocking: Blocking,
+}
+
+impl Remote {
+    /// Wait for `future`, from a sync caller.
+    pub(crate) fn block_on<F: Future + Send>(&self, future: F) -> F::Output
+    where
+        F::Output: Send,
+    {
+        self.blocking.block_on(future)
+    }
+}
+
+/// The one place a sync caller waits for async I/O: a sync store over an async
+/// one (`ObjectStoreBackend`) and a blocking reader over a remote store. It runs
+/// futures on the runtime it was given (the caller's, by
+/// [`Blocking::on`]), or, for a sync caller that has none, on a small runtime
+/// kept for its I/O.
+#[derive(Debug, Clone)]
+pub struct Blocking(Arc<BlockingRuntime>);
+
+#[derive(Debug)]
+enum BlockingRuntime {
+    /// The caller's runtime.
+    Handle(tokio::runtime::Handle),
+    /// A runtime for a sync caller that has none (the command line, Python):
+    /// object_store's clients need one. Shut down without waiting when its last
+    /// user is dropped on a thread of another runtime (where dropping a runtime
+    /// the usual way panics).
+    Owned(Option<tokio::runtime::Runtime>),
+}
+
+impl Drop for BlockingRuntime {
+    fn drop(&mut self) {
+        if let BlockingRuntime::Owned(runtime) = self
+            && let Some(runtime) = runtime.take()
+            && tokio::runtime::Handle::try_current().is_ok()
+        {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl Blocking {
+    /// Wait on `handle`'s runtime (the caller's).
+    pub fn on(handle: tokio::runtime::Handle) -> Self {
+        Self(Arc::new(BlockingRuntime::Handle(handle)))
+    }
+
+    /// A small runtime (two threads) for the I/O of a sync program that has
+    /// none (the command line, Python's blocking reads): object_store's
+    /// clients need one to run on. Async callers never need it: they use
+    /// [`AsyncStore`] on their own runtime; a sync caller that has one passes
+    /// it with [`Blocking::on`].
+    ///
+    /// # Errors
+    /// The runtime cannot start.
+    pub fn owned() -> std::io::Result<Self> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("zarrow-io")
+            .enable_all()
+            .build()?;
+        Ok(Self(Arc::new(BlockingRuntime::Owned(Some(runtime)))))
+    }
+
+    fn handle(&self) -> tokio::runtime::Handle {
+        match self.0.as_ref() {
+            BlockingRuntime::Handle(handle) => handle.clone(),
+            BlockingRuntime::Owned(runtime) => runtime
+                .as_ref()
+                .unwrap_or_else(|| unreachable!("the runtime is taken only on drop"))
+                .handle()
+                .clone(),
+        }
+    }
+
+    /// Run `future` and wait for it: from any thread, including a thread of a
+    /// runtime (where it waits on a scoped thread rather than block that
+    /// runtime's worker, which `block_on` refuses).
+    pub fn block_on<F: Future + Send>(&self, future: F) -> F::Output
+    where
+        F::Output: Send,
+    {
+        let handle = self.handle();
+        if tokio::runtime::Handle::try_current().is_ok() {
+            std::thread::scope(|s| {
+                s.spawn(|| handle.block_on(future))
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+        } else {
+            handle.block_on(future)
+        }
+    }
+}
