@@ -61,7 +61,7 @@ impl TableProviderFactory for ZarrTableFactory {
                 }
             }
         }
-        let registered = super::registered_store(&state.runtime_env(), location);
+        let registered = super::registered_store(state.runtime_env(), location);
         let location = location.clone();
         let handle = tokio::runtime::Handle::current();
         let table = tokio::task::spawn_blocking(move || {

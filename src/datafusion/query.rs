@@ -8,6 +8,7 @@ use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
 use datafusion::error::DataFusionError;
 use datafusion::execution::SendableRecordBatchStream;
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::prelude::{CsvReadOptions, ParquetReadOptions, SessionConfig, SessionContext};
 use futures::StreamExt;
 
@@ -25,6 +26,9 @@ pub struct SqlOptions {
     /// Partitions a scan is split into (DataFusion's `target_partitions`;
     /// default: one per core).
     pub partitions: Option<usize>,
+    /// The most bytes the query may hold (DataFusion's memory pool; default: no
+    /// limit): scans reserve their read-ahead in it.
+    pub memory_limit: Option<u64>,
     /// How a Zarr table at a URL is reached (credentials, concurrency, retries).
     pub url: UrlOptions,
 }
@@ -89,7 +93,12 @@ pub fn sql(query: &str, tables: &[(String, String)], options: &SqlOptions) -> Re
     if let Some(n) = options.partitions {
         config = config.with_target_partitions(n.max(1));
     }
-    let ctx = SessionContext::new_with_config(config);
+    let mut env = RuntimeEnvBuilder::new();
+    if let Some(limit) = options.memory_limit {
+        env = env.with_memory_limit(usize::try_from(limit).unwrap_or(usize::MAX), 1.0);
+    }
+    let env = env.build_arc().map_err(|e| Error::Query(one_line(&e)))?;
+    let ctx = SessionContext::new_with_config_rt(config, env);
     super::register(&ctx);
     let mut skipped = Vec::new();
     for (name, location) in tables {

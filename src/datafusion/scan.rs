@@ -120,7 +120,9 @@ impl ZarrScanExec {
         builder: &ReaderBuilder,
     ) -> DfResult<(Arc<dyn AsyncStore>, usize)> {
         let location = self.table.location();
-        if let Some((store, prefix)) = super::registered_store(&context.runtime_env(), location) {
+        if let Some((store, prefix)) =
+            super::registered_store(context.runtime_env().as_ref(), location)
+        {
             let store = ObjectStoreAsync::new(store, &prefix, location);
             return Ok((Arc::new(store), crate::store::DEFAULT_CONCURRENCY));
         }

@@ -403,7 +403,10 @@ impl ReaderBuilder {
         Ok(BatchReader {
             schema: decoder.schema(),
             rows: decoder.row_range(),
-            driver: Driver::Local { decoder, store },
+            driver: Driver::Local {
+                decoder: Box::new(decoder),
+                store,
+            },
             failed: false,
         })
     }
@@ -448,7 +451,7 @@ pub struct BatchReader {
 
 enum Driver {
     Local {
-        decoder: RowDecoder,
+        decoder: Box<RowDecoder>,
         store: Arc<dyn crate::Store>,
     },
     #[cfg(feature = "async")]

@@ -22,7 +22,7 @@ const KINDS: [&str; 7] = ["alpha", "beta", "gamma", "delta", "é-epsilon", "zeta
 
 /// The input rows: `id` = 3i - 7 (increasing), `name` = "n{i}", `kind` cycles
 /// through KINDS.
-fn rows() -> (Vec<i64>, Vec<String>, Vec<&'static str>) {
+pub(crate) fn rows() -> (Vec<i64>, Vec<String>, Vec<&'static str>) {
     let ids = (0..ROWS as i64).map(|i| i * 3 - 7).collect();
     let names = (0..ROWS).map(|i| format!("n{i}")).collect();
     let kinds = (0..ROWS)
@@ -33,7 +33,7 @@ fn rows() -> (Vec<i64>, Vec<String>, Vec<&'static str>) {
 
 /// The table written at the root of `store`: `id` in chunks of 1000, `name` in
 /// chunks of 300, `kind` in shards of 2000 (inner chunks of 250).
-fn write_table(store: Arc<dyn Store>) {
+pub(crate) fn write_table(store: Arc<dyn Store>) {
     let (ids, names, kinds) = rows();
     let options = WriteOptions::default();
     let id: ArrayRef = Arc::new(Int64Array::from(ids));
@@ -69,7 +69,7 @@ fn observed_table(options: ZarrTableOptions) -> (Arc<Observed>, ZarrTable) {
     (store, table)
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -77,14 +77,14 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-fn context(partitions: usize) -> SessionContext {
+pub(crate) fn context(partitions: usize) -> SessionContext {
     let ctx =
         SessionContext::new_with_config(SessionConfig::new().with_target_partitions(partitions));
     zarrow::datafusion::register(&ctx);
     ctx
 }
 
-async fn query(ctx: &SessionContext, sql: &str) -> Vec<RecordBatch> {
+pub(crate) async fn query(ctx: &SessionContext, sql: &str) -> Vec<RecordBatch> {
     ctx.sql(sql)
         .await
         .unwrap_or_else(|e| panic!("{sql}: {e}"))

@@ -11,6 +11,8 @@ mod conventions;
 mod data_types;
 #[cfg(feature = "datafusion")]
 mod datafusion;
+#[cfg(feature = "datafusion")]
+mod engine;
 mod export_parquet;
 mod file_urls;
 mod fuzz_replay;

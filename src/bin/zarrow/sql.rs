@@ -52,6 +52,11 @@ pub(crate) struct SqlArgs {
     /// one per core).
     #[arg(long)]
     partitions: Option<usize>,
+    /// The most memory the query may hold (K, M, G suffixes), as datafusion-cli's
+    /// -m: scans reserve their read-ahead in it, sorts and joins spill or fail
+    /// with "Resources exhausted" past it (default: no limit).
+    #[arg(long, short = 'm', value_name = "SIZE", value_parser = zarrow::convert::limits::parse_size)]
+    memory_limit: Option<u64>,
     /// [--output .parquet] Compression, as for convert.
     #[arg(long, default_value = DEFAULT_PARQUET_COMPRESSION, value_parser = parse_compression)]
     compression: Compression,
@@ -96,6 +101,7 @@ pub(crate) fn sql(args: &SqlArgs) -> Result<()> {
     options.table.raw = args.no_cf;
     options.table.categorical_values = args.categorical_values;
     options.partitions = args.partitions;
+    options.memory_limit = args.memory_limit;
     options.url = url_options(&args.remote)?;
     let reader = zarrow::datafusion::sql(&args.query, &tables, &options)?;
     // Nothing is dropped in silence: name every child that is not a column.

@@ -1,0 +1,290 @@
+//! zarrow inside a DataFusion session: reading through the object store the
+//! session registered (no network, no store of zarrow's own), its memory pool
+//! bounding the read-ahead, its metrics, and a dropped stream asking for no more.
+//! Expected values are the rows the tests wrote.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int64Type;
+use arrow_array::{ArrayRef, RecordBatch, StringArray};
+use async_trait::async_trait;
+use datafusion::error::DataFusionError;
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::prelude::{SessionConfig, SessionContext};
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use object_store::memory::InMemory;
+use object_store::path::Path;
+use object_store::{
+    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
+    PutMultipartOptions, PutOptions, PutPayload, PutResult,
+};
+use zarrow::store::ObjectStoreBackend;
+use zarrow::write::{WriteOptions, write_array, write_group_metadata};
+
+use crate::datafusion::{query, rows, runtime, write_table};
+
+/// An object store that counts the GETs of chunk values (not metadata) and
+/// holds each one `delay` (a slow remote store).
+#[derive(Debug)]
+struct Slow {
+    inner: Arc<dyn ObjectStore>,
+    delay: Duration,
+    chunk_gets: AtomicUsize,
+}
+
+impl fmt::Display for Slow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Slow({})", self.inner)
+    }
+}
+
+#[async_trait]
+impl ObjectStore for Slow {
+    async fn put_opts(
+        &self,
+        location: &Path,
+        payload: PutPayload,
+        opts: PutOptions,
+    ) -> object_store::Result<PutResult> {
+        self.inner.put_opts(location, payload, opts).await
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        location: &Path,
+        opts: PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn MultipartUpload>> {
+        self.inner.put_multipart_opts(location, opts).await
+    }
+
+    async fn get_opts(
+        &self,
+        location: &Path,
+        options: GetOptions,
+    ) -> object_store::Result<GetResult> {
+        let name = location.filename().unwrap_or("");
+        if !matches!(
+            name,
+            "zarr.json" | ".zarray" | ".zgroup" | ".zattrs" | ".zmetadata"
+        ) {
+            self.chunk_gets.fetch_add(1, Ordering::SeqCst);
+        }
+        tokio::time::sleep(self.delay).await;
+        self.inner.get_opts(location, options).await
+    }
+
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, object_store::Result<Path>>,
+    ) -> BoxStream<'static, object_store::Result<Path>> {
+        self.inner.delete_stream(locations)
+    }
+
+    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+        self.inner.list(prefix)
+    }
+
+    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
+        self.inner.list_with_delimiter(prefix).await
+    }
+
+    async fn copy_opts(
+        &self,
+        from: &Path,
+        to: &Path,
+        options: CopyOptions,
+    ) -> object_store::Result<()> {
+        self.inner.copy_opts(from, to, options).await
+    }
+}
+
+/// A session with `store` registered for `s3://mem` and the ZARR file type.
+fn session_over(store: Arc<dyn ObjectStore>, config: SessionConfig) -> SessionContext {
+    session_with(store, config, RuntimeEnvBuilder::new())
+}
+
+fn session_with(
+    store: Arc<dyn ObjectStore>,
+    config: SessionConfig,
+    runtime: RuntimeEnvBuilder,
+) -> SessionContext {
+    let ctx = SessionContext::new_with_config_rt(config, runtime.build_arc().unwrap());
+    ctx.register_object_store(&url::Url::parse("s3://mem").unwrap(), store);
+    zarrow::datafusion::register(&ctx);
+    ctx
+}
+
+/// datafusion.rs's table, written into `memory` under `t.zarr`.
+fn write_into(memory: Arc<dyn ObjectStore>) {
+    let backend = ObjectStoreBackend::new(memory, "t.zarr", "memory:///t.zarr").unwrap();
+    write_table(Arc::new(backend));
+}
+
+#[test]
+fn an_in_memory_store_registered_under_s3_answers_create_external_table() {
+    let memory: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    write_into(memory.clone());
+    // No credentials, no endpoint: any request outside the registered store fails.
+    let ctx = session_over(memory, SessionConfig::new().with_target_partitions(3));
+    let got = runtime().block_on(async {
+        query(
+            &ctx,
+            "CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION 's3://mem/t.zarr'",
+        )
+        .await;
+        query(
+            &ctx,
+            "SELECT kind, count(*) AS n, sum(id) AS s FROM t GROUP BY kind ORDER BY kind",
+        )
+        .await
+    });
+    let mut want: BTreeMap<String, (i64, i64)> = BTreeMap::new();
+    let (ids, _, kinds) = rows();
+    for (id, kind) in ids.iter().zip(kinds) {
+        let entry = want.entry(kind.to_string()).or_default();
+        entry.0 += 1;
+        entry.1 += id;
+    }
+    let mut have = BTreeMap::new();
+    for batch in &got {
+        let kind = datafusion::arrow::compute::cast(batch.column(0), &arrow_schema::DataType::Utf8)
+            .unwrap();
+        let kind = kind.as_string::<i32>();
+        let n = batch.column(1).as_primitive::<Int64Type>();
+        let s = batch.column(2).as_primitive::<Int64Type>();
+        for i in 0..batch.num_rows() {
+            have.insert(kind.value(i).to_string(), (n.value(i), s.value(i)));
+        }
+    }
+    assert_eq!(have, want);
+}
+
+#[test]
+fn explain_analyze_shows_what_the_scan_fetched_and_decoded() {
+    let memory: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    write_into(memory.clone());
+    let ctx = session_over(memory, SessionConfig::new().with_target_partitions(1));
+    let plan = runtime().block_on(async {
+        query(
+            &ctx,
+            "CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION 's3://mem/t.zarr'",
+        )
+        .await;
+        let batches = query(&ctx, "EXPLAIN ANALYZE SELECT max(name) FROM t").await;
+        datafusion::arrow::util::pretty::pretty_format_batches(&batches)
+            .unwrap()
+            .to_string()
+    });
+    let scan = plan
+        .lines()
+        .find(|l| l.contains("ZarrScanExec"))
+        .unwrap_or_else(|| panic!("no scan in {plan}"));
+    // `name` has 10,007 rows in chunks of 300: 34 chunks, one request each.
+    assert!(scan.contains("requests=34"), "{scan}");
+    assert!(scan.contains("bytes_fetched="), "{scan}");
+    assert!(!scan.contains("bytes_fetched=0,"), "{scan}");
+    assert!(scan.contains("decode_time="), "{scan}");
+}
+
+#[test]
+fn a_memory_limit_too_small_for_the_read_ahead_is_a_clean_error() {
+    let memory: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    write_into(memory.clone());
+    let ctx = session_with(
+        memory,
+        SessionConfig::new().with_target_partitions(1),
+        RuntimeEnvBuilder::new().with_memory_limit(16 << 10, 1.0),
+    );
+    let err = runtime().block_on(async {
+        query(
+            &ctx,
+            "CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION 's3://mem/t.zarr'",
+        )
+        .await;
+        ctx.sql("SELECT max(name) FROM t")
+            .await
+            .unwrap()
+            .collect()
+            .await
+            .unwrap_err()
+    });
+    assert!(
+        matches!(err.find_root(), DataFusionError::ResourcesExhausted(_)),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("ZarrScanExec"), "{err}");
+}
+
+#[test]
+fn a_limit_over_a_slow_store_stops_requesting_once_its_rows_are_in() {
+    const ROWS: usize = 100_000;
+    const CHUNK: u64 = 300;
+    let memory: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let backend =
+        Arc::new(ObjectStoreBackend::new(memory.clone(), "t.zarr", "memory:///t.zarr").unwrap());
+    let name: ArrayRef = Arc::new(StringArray::from_iter_values(
+        (0..ROWS).map(|i| format!("n{i}")),
+    ));
+    write_array(
+        backend.clone(),
+        "name",
+        &name,
+        WriteOptions::default().with_chunk_len(CHUNK as usize),
+    )
+    .unwrap();
+    write_group_metadata(backend.as_ref(), "", &["name".to_string()], 3).unwrap();
+    let chunks = (ROWS as u64).div_ceil(CHUNK) as usize;
+    let slow = Arc::new(Slow {
+        inner: memory,
+        delay: Duration::from_millis(20),
+        chunk_gets: AtomicUsize::new(0),
+    });
+    let ctx = session_over(slow.clone(), SessionConfig::new().with_target_partitions(1));
+    let rt = runtime();
+    let (got, asked) = rt.block_on(async {
+        query(
+            &ctx,
+            "CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION 's3://mem/t.zarr'",
+        )
+        .await;
+        // The filter is not pushed into the scan, so neither is the limit: the
+        // scan streams its whole range until the limit has its rows and drops it.
+        let mut stream = ctx
+            .sql("SELECT name FROM t WHERE name LIKE 'n1%' LIMIT 5")
+            .await
+            .unwrap()
+            .execute_stream()
+            .await
+            .unwrap();
+        let mut got: Vec<RecordBatch> = Vec::new();
+        while let Some(batch) = stream.next().await {
+            got.push(batch.unwrap());
+        }
+        drop(stream);
+        let asked = slow.chunk_gets.load(Ordering::SeqCst);
+        // Nothing more once the stream is gone.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        (got, asked)
+    });
+    let names: Vec<String> = got
+        .iter()
+        .flat_map(|b| {
+            let c = datafusion::arrow::compute::cast(b.column(0), &arrow_schema::DataType::Utf8)
+                .unwrap();
+            c.as_string::<i32>()
+                .iter()
+                .map(|s| s.unwrap().to_string())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(names, ["n1", "n10", "n11", "n12", "n13"]);
+    assert_eq!(slow.chunk_gets.load(Ordering::SeqCst), asked);
+    // The read-ahead window (32 requests in flight) at most, of 334 chunks.
+    assert!(asked <= 40, "{asked} of {chunks} chunks requested");
+}
