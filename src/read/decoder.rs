@@ -139,7 +139,24 @@ struct Job {
 /// state.
 type Outcome = (u64, Result<State>);
 
-/// The push decoder of a table's rows: see [the module](self).
+/// The push decoder of a table's rows, sans IO.
+///
+/// ```text
+///   try_decode() ──▶ NeedsData(requests) ──▶ the driver fetches each (any
+///        ▲                                    store, any order, concurrently)
+///        │        push(id, fetched) ◀───────────────┘
+///        │           └─▶ decoded on rayon (or inline when not parallel)
+///        └──────── Batch(RecordBatch) | Finished
+/// ```
+///
+/// It plans, in row order, the chunks each leaf array needs for the next batch
+/// and for a read-ahead window behind it (bounded in bytes), hands out their
+/// requests and assembles batches from the answers; a categorical's categories
+/// are read first, by the same requests. It never touches a store: the blocking
+/// [`BatchReader`](super::BatchReader) and the async stream
+/// ([`ReaderBuilder::into_stream`](super::ReaderBuilder)) drive it. An answer to
+/// no waiting request, or bytes that do not answer what was asked, is an error,
+/// never a panic.
 #[derive(Debug)]
 pub struct RowDecoder {
     schema: SchemaRef,
