@@ -85,6 +85,10 @@ impl RecordBatchReader for SqlReader {
 /// table that cannot be opened, bad SQL or a query that fails to plan; the
 /// store's errors.
 pub fn sql(query: &str, tables: &[(String, String)], options: &SqlOptions) -> Result<SqlReader> {
+    // A sync caller (the command line, Python) has no runtime to lend, and
+    // DataFusion needs one: the answer's runtime (an async caller uses
+    // `register` on its own session instead). Issue 26 leaves moving this to the
+    // caller.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
