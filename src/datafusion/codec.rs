@@ -2,9 +2,11 @@
 //! distributed engine (Ballista, or another built on datafusion-proto) can send
 //! a Zarr scan to other machines.
 //!
-//! What travels is the table's location and options, the columns and the row
-//! ranges, as JSON behind a tag: the receiving side opens the store again (by
-//! path or URL, credentials from its own environment) and reads the same rows.
+//! What travels is the table's location, its options and URL options, the
+//! metadata documents opening it read, the columns and the row ranges, as JSON
+//! behind a tag. The receiving side opens the store again (by path or URL,
+//! credentials from its own environment) with that metadata, so decoding a plan
+//! makes no request and starts no runtime; its scan then reads the same rows.
 //! Anything else goes to the codec these wrap (an engine's own, such as
 //! Ballista's, or datafusion-proto's default).
 
@@ -27,11 +29,15 @@ use datafusion_proto::logical_plan::{DefaultLogicalExtensionCodec, LogicalExtens
 use datafusion_proto::physical_plan::{
     DefaultPhysicalExtensionCodec, PhysicalExtensionCodec, PhysicalProtoConverterExtension,
 };
+use std::collections::BTreeMap;
+
+use arrow_buffer::Buffer;
 use serde::{Deserialize, Serialize};
 
 use super::df_err;
 use super::scan::ZarrScanExec;
 use super::table::{ZarrTable, ZarrTableOptions};
+use crate::store::{MetadataSnapshot, UrlOptions};
 
 /// Tags the bytes of a table (and of a scan) so that the codec tells its own
 /// from the wrapped codec's.
@@ -42,6 +48,46 @@ const SCAN_TAG: &[u8] = b"zarrow.scan.v1:";
 struct TableSpec {
     location: String,
     options: ZarrTableOptions,
+    url: UrlOptions,
+    metadata: MetadataSpec,
+}
+
+/// A [`MetadataSnapshot`] as JSON: each document as text (a metadata document
+/// is JSON, so UTF-8, or the table would not have opened).
+#[derive(Serialize, Deserialize)]
+struct MetadataSpec {
+    documents: BTreeMap<String, Option<String>>,
+    listings: BTreeMap<String, Vec<String>>,
+}
+
+impl MetadataSpec {
+    fn of(snapshot: MetadataSnapshot) -> DfResult<Self> {
+        let mut documents = BTreeMap::new();
+        for (key, doc) in snapshot.documents {
+            let text = match doc {
+                Some(bytes) => Some(String::from_utf8(bytes.to_vec()).map_err(|_| {
+                    DataFusionError::Internal(format!("metadata document {key} is not UTF-8"))
+                })?),
+                None => None,
+            };
+            documents.insert(key, text);
+        }
+        Ok(Self {
+            documents,
+            listings: snapshot.listings,
+        })
+    }
+
+    fn snapshot(self) -> MetadataSnapshot {
+        MetadataSnapshot {
+            documents: self
+                .documents
+                .into_iter()
+                .map(|(key, doc)| (key, doc.map(|d| Buffer::from(d.into_bytes()))))
+                .collect(),
+            listings: self.listings,
+        }
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -52,15 +98,24 @@ struct ScanSpec {
 }
 
 impl TableSpec {
-    fn of(table: &ZarrTable) -> Self {
-        Self {
+    fn of(table: &ZarrTable) -> DfResult<Self> {
+        Ok(Self {
             location: table.location().to_string(),
             options: table.options().clone(),
-        }
+            url: table.url_options().clone(),
+            metadata: MetadataSpec::of(table.metadata_snapshot())?,
+        })
     }
 
+    /// The table, opened from the metadata carried (no request).
     fn open(self) -> DfResult<ZarrTable> {
-        ZarrTable::open(&self.location, self.options).map_err(df_err)
+        ZarrTable::from_snapshot(
+            &self.location,
+            self.options,
+            &self.url,
+            self.metadata.snapshot(),
+        )
+        .map_err(df_err)
     }
 }
 
@@ -175,7 +230,7 @@ impl LogicalExtensionCodec for ZarrLogicalCodec {
         buf: &mut Vec<u8>,
     ) -> DfResult<()> {
         match node.downcast_ref::<ZarrTable>() {
-            Some(table) => encode(TABLE_TAG, &TableSpec::of(table), buf),
+            Some(table) => encode(TABLE_TAG, &TableSpec::of(table)?, buf),
             None => self.inner.try_encode_table_provider(table_ref, node, buf),
         }
     }
@@ -252,7 +307,7 @@ impl PhysicalExtensionCodec for ZarrPhysicalCodec {
             return self.inner.try_encode(node, buf, proto_converter);
         };
         let spec = ScanSpec {
-            table: TableSpec::of(scan.table()),
+            table: TableSpec::of(scan.table())?,
             columns: scan.columns().to_vec(),
             ranges: scan.ranges().iter().map(|r| (r.start, r.end)).collect(),
         };

@@ -15,7 +15,7 @@ use futures::StreamExt;
 use super::{ZarrTable, ZarrTableOptions};
 use crate::error::{Error, Result};
 use crate::read::Skipped;
-use crate::store::{UrlOptions, open_consolidated};
+use crate::store::UrlOptions;
 
 /// How [`sql`] opens its tables and plans the query.
 #[derive(Debug, Clone, Default)]
@@ -141,8 +141,7 @@ async fn register_table(
         ctx.register_csv(name, location, CsvReadOptions::new())
             .await
     } else {
-        let store = open_consolidated(path, &options.url)?;
-        let table = ZarrTable::from_store(store, location, options.table.clone())?;
+        let table = ZarrTable::open_url(location, options.table.clone(), &options.url)?;
         skipped.extend(
             table
                 .skipped()

@@ -21,7 +21,7 @@ use super::scan::ZarrScanExec;
 use super::{df_err, prune};
 use crate::error::{Error, Result};
 use crate::read::{DIMENSION_NAMES_KEY, ReaderBuilder, Skipped, aligned_splits};
-use crate::store::{UrlOptions, location_name, open_consolidated};
+use crate::store::{Consolidated, MetadataSnapshot, UrlOptions, location_name, open_consolidated};
 use crate::{NodeMetadata, ReadOptions, Store, StringType, ZarrArray, ZarrGroup, read_node};
 
 /// How a Zarr store is read as a table: what `CREATE EXTERNAL TABLE ... OPTIONS`
@@ -135,6 +135,11 @@ pub(crate) enum Source {
 pub struct ZarrTable {
     location: String,
     options: ZarrTableOptions,
+    /// How the location was opened (kept for another machine to open it alike).
+    url: UrlOptions,
+    /// The store's metadata as read when the table opened (sent with a plan, so
+    /// that another machine opens the table without reading it again).
+    metadata: Arc<Consolidated>,
     pub(crate) source: Source,
     schema: SchemaRef,
     rows: u64,
@@ -151,8 +156,40 @@ impl ZarrTable {
     /// # Errors
     /// As [`open_consolidated`](crate::store::open_consolidated) and [`ZarrTable::from_store`].
     pub fn open(location: &str, options: ZarrTableOptions) -> Result<Self> {
-        let store = open_consolidated(Path::new(location), &UrlOptions::default())?;
-        Self::from_store(store, location, options)
+        Self::open_url(location, options, &UrlOptions::default())
+    }
+
+    /// As [`ZarrTable::open`], a URL opened with `url` (anonymous, retries...).
+    ///
+    /// # Errors
+    /// As [`ZarrTable::open`].
+    pub fn open_url(location: &str, options: ZarrTableOptions, url: &UrlOptions) -> Result<Self> {
+        let store = open_consolidated(Path::new(location), url)?;
+        Ok(Self::from_store(store, location, options)?.with_url_options(url.clone()))
+    }
+
+    /// The table at `location` (opened with `url`) as it was when `metadata`
+    /// was read: no metadata request is made (how a distributed plan opens it
+    /// on another machine).
+    ///
+    /// # Errors
+    /// As [`ZarrTable::from_store`].
+    pub fn from_snapshot(
+        location: &str,
+        options: ZarrTableOptions,
+        url: &UrlOptions,
+        metadata: MetadataSnapshot,
+    ) -> Result<Self> {
+        let store = crate::store::open_location(Path::new(location), url)?;
+        let store = Arc::new(Consolidated::from_snapshot(store, metadata));
+        Ok(Self::from_store(store, location, options)?.with_url_options(url.clone()))
+    }
+
+    /// Record how the location's URL is opened, for another machine that opens
+    /// the table again (the default: [`UrlOptions::default`]).
+    pub fn with_url_options(mut self, url: UrlOptions) -> Self {
+        self.url = url;
+        self
     }
 
     /// The table over the root of `store`, which `location` names (in messages,
@@ -168,6 +205,8 @@ impl ZarrTable {
     ) -> Result<Self> {
         let read_options = options.read_options()?;
         let name = location_name(Path::new(location));
+        let metadata = Arc::new(Consolidated::remembering(store));
+        let store: Arc<dyn Store> = metadata.clone();
         let source = match read_node(store.as_ref(), "")? {
             NodeMetadata::Array(meta) if meta.shape.len() == 1 => {
                 let array = ZarrArray::open_with(store, "", read_options)?.with_column_name(name);
@@ -225,6 +264,8 @@ impl ZarrTable {
         Ok(Self {
             location: location.to_string(),
             options,
+            url: UrlOptions::default(),
+            metadata,
             source,
             schema,
             rows,
@@ -241,6 +282,16 @@ impl ZarrTable {
     /// The options it was opened with.
     pub fn options(&self) -> &ZarrTableOptions {
         &self.options
+    }
+
+    /// How its URL is opened.
+    pub fn url_options(&self) -> &UrlOptions {
+        &self.url
+    }
+
+    /// The metadata documents and listings opening the table read.
+    pub fn metadata_snapshot(&self) -> MetadataSnapshot {
+        self.metadata.snapshot()
     }
 
     /// Rows in the table.

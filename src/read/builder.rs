@@ -506,7 +506,7 @@ impl BatchReader {
             #[cfg(feature = "async")]
             Driver::Remote { stream, remote } => {
                 use futures::StreamExt;
-                remote.block_on(stream.next()).transpose()
+                remote.block_on(stream.next())?.transpose()
             }
         }
     }

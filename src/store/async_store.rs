@@ -14,13 +14,13 @@
 
 use std::fmt::Debug;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use arrow_buffer::Buffer;
 use futures::future::BoxFuture;
 
 use super::{ByteRange, RangeRead, Store};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// A key-value store of Zarr nodes and chunks, async (feature `async`): the
 /// methods of [`Store`] a read or a write needs, each a future that runs on the
@@ -129,7 +129,7 @@ pub struct Remote {
 
 impl Remote {
     /// Wait for `future`, from a sync caller.
-    pub(crate) fn block_on<F: Future + Send>(&self, future: F) -> F::Output
+    pub(crate) fn block_on<F: Future + Send>(&self, future: F) -> Result<F::Output>
     where
         F::Output: Send,
     {
@@ -150,10 +150,12 @@ enum BlockingRuntime {
     /// The caller's runtime.
     Handle(tokio::runtime::Handle),
     /// A runtime for a sync caller that has none (the command line, Python):
-    /// object_store's clients need one. Shut down without waiting when its last
+    /// object_store's clients need one. Started by the first blocking call, so
+    /// that a store only ever read async (a DataFusion scan, a plan decoded on
+    /// an executor) never starts it. Shut down without waiting when its last
     /// user is dropped on a thread of another runtime (where dropping a runtime
     /// the usual way panics).
-    Owned(Option<tokio::runtime::Runtime>),
+    Owned(OnceLock<tokio::runtime::Runtime>),
 }
 
 impl Drop for BlockingRuntime {
@@ -175,48 +177,61 @@ impl Blocking {
 
     /// A small runtime (two threads) for the I/O of a sync program that has
     /// none (the command line, Python's blocking reads): object_store's
-    /// clients need one to run on. Async callers never need it: they use
-    /// [`AsyncStore`] on their own runtime; a sync caller that has one passes
-    /// it with [`Blocking::on`].
-    ///
-    /// # Errors
-    /// The runtime cannot start.
-    pub fn owned() -> std::io::Result<Self> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("zarrow-io")
-            .enable_all()
-            .build()?;
-        Ok(Self(Arc::new(BlockingRuntime::Owned(Some(runtime)))))
+    /// clients need one to run on. It starts at the first blocking call, not
+    /// here. Async callers never need it: they use [`AsyncStore`] on their own
+    /// runtime; a sync caller that has one passes it with [`Blocking::on`].
+    pub fn owned() -> Self {
+        Self(Arc::new(BlockingRuntime::Owned(OnceLock::new())))
     }
 
-    fn handle(&self) -> tokio::runtime::Handle {
+    /// Whether this waits on a runtime of its own that has started.
+    pub fn started_runtime(&self) -> bool {
+        matches!(self.0.as_ref(), BlockingRuntime::Owned(r) if r.get().is_some())
+    }
+
+    fn handle(&self) -> Result<tokio::runtime::Handle> {
         match self.0.as_ref() {
-            BlockingRuntime::Handle(handle) => handle.clone(),
-            BlockingRuntime::Owned(runtime) => runtime
-                .as_ref()
-                .unwrap_or_else(|| unreachable!("the runtime is taken only on drop"))
-                .handle()
-                .clone(),
+            BlockingRuntime::Handle(handle) => Ok(handle.clone()),
+            BlockingRuntime::Owned(runtime) => {
+                if let Some(runtime) = runtime.get() {
+                    return Ok(runtime.handle().clone());
+                }
+                let started = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .thread_name("zarrow-io")
+                    .enable_all()
+                    .build()
+                    .map_err(|e| Error::io("a runtime for object store I/O", e))?;
+                // Two first calls at once: one runtime is kept, the other dropped
+                // (here, outside any runtime's thread or on a scoped one).
+                let _ = runtime.set(started);
+                Ok(runtime
+                    .get()
+                    .unwrap_or_else(|| unreachable!("set just above"))
+                    .handle()
+                    .clone())
+            }
         }
     }
 
     /// Run `future` and wait for it: from any thread, including a thread of a
     /// runtime (where it waits on a scoped thread rather than block that
     /// runtime's worker, which `block_on` refuses).
-    pub fn block_on<F: Future + Send>(&self, future: F) -> F::Output
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the runtime of its own cannot start.
+    pub fn block_on<F: Future + Send>(&self, future: F) -> Result<F::Output>
     where
         F::Output: Send,
     {
-        let handle = self.handle();
         if tokio::runtime::Handle::try_current().is_ok() {
             std::thread::scope(|s| {
-                s.spawn(|| handle.block_on(future))
+                s.spawn(|| Ok(self.handle()?.block_on(future)))
                     .join()
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
             })
         } else {
-            handle.block_on(future)
+            Ok(self.handle()?.block_on(future))
         }
     }
 }

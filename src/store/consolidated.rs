@@ -12,10 +12,15 @@
 //! keys and listings from them and passes every other key (the chunks) through.
 //! Without consolidated metadata it still answers the root's document from the
 //! one read it made (opening a node reads it more than once).
+//!
+//! It also remembers every other document and listing it reads: a
+//! [`MetadataSnapshot`] of what opening a table took travels in a distributed
+//! plan, and [`Consolidated::from_snapshot`] opens the same table again on
+//! another machine with no metadata request at all.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 
 use arrow_buffer::Buffer;
 use serde_json::{Map, Value, json};
@@ -27,15 +32,26 @@ use crate::metadata::MAX_METADATA_BYTES;
 /// The metadata document names.
 const DOCUMENTS: [&str; 4] = ["zarr.json", ".zarray", ".zgroup", ".zattrs"];
 
-/// A store whose metadata documents come from consolidated metadata.
+/// A store whose metadata documents come from consolidated metadata, or from
+/// what it read before.
 #[derive(Debug)]
 pub struct Consolidated {
     inner: Arc<dyn Store>,
-    /// Metadata documents by key (`None`: known absent).
-    documents: BTreeMap<String, Option<Buffer>>,
-    /// Whether `documents` holds every node's (consolidated metadata), or only
-    /// the root's, as read (each read once: a remote request costs a round trip).
+    known: RwLock<MetadataSnapshot>,
+    /// Whether `known.documents` holds every node's (consolidated metadata, a
+    /// snapshot), or only those read so far (each read once: a remote request
+    /// costs a round trip).
     complete: bool,
+}
+
+/// The metadata documents (by key; `None`: known absent) and child listings
+/// (by prefix) a [`Consolidated`] store has read or was given.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MetadataSnapshot {
+    /// Metadata documents by key (`None`: known absent).
+    pub documents: BTreeMap<String, Option<Buffer>>,
+    /// The children listed below each prefix.
+    pub listings: BTreeMap<String, Vec<String>>,
 }
 
 impl Consolidated {
@@ -98,18 +114,69 @@ impl Consolidated {
         };
         Ok(Arc::new(Self {
             inner: store,
-            documents,
+            known: RwLock::new(MetadataSnapshot {
+                documents,
+                listings: BTreeMap::new(),
+            }),
             complete,
         }))
     }
 
+    /// `store` as it is, nothing read yet: each metadata document and listing is
+    /// read once, when first asked for, and remembered.
+    pub fn remembering(store: Arc<dyn Store>) -> Self {
+        Self {
+            inner: store,
+            known: RwLock::default(),
+            complete: false,
+        }
+    }
+
+    /// `store` with the metadata of `snapshot` (taken from a store of the same
+    /// data, elsewhere), reading none: a document the snapshot does not hold is
+    /// absent, and a listing it does not hold is its documents' nodes.
+    pub fn from_snapshot(store: Arc<dyn Store>, snapshot: MetadataSnapshot) -> Self {
+        Self {
+            inner: store,
+            known: RwLock::new(snapshot),
+            complete: true,
+        }
+    }
+
+    /// The metadata documents and listings read (or given) so far.
+    pub fn snapshot(&self) -> MetadataSnapshot {
+        self.known
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
     /// The document at `key` as known: `Some(answer)` from the consolidated
-    /// metadata or the root read once; `None` to ask the store.
+    /// metadata or an earlier read; `None` to ask the store.
     fn known(&self, key: &str) -> Option<Option<Buffer>> {
-        if let Some(doc) = self.documents.get(key) {
+        let known = self.known.read().unwrap_or_else(PoisonError::into_inner);
+        if let Some(doc) = known.documents.get(key) {
             return Some(doc.clone());
         }
         (self.complete && Self::is_document(key)).then_some(None)
+    }
+
+    /// Remember what the store answered for document `key`.
+    fn remember(&self, key: &str, doc: &Option<Buffer>) {
+        if Self::is_document(key) {
+            self.known
+                .write()
+                .unwrap_or_else(PoisonError::into_inner)
+                .documents
+                .insert(key.to_string(), doc.clone());
+        }
+    }
+
+    /// Forget document `key` (written or deleted through this store).
+    fn forget(&self, key: &str) {
+        let mut known = self.known.write().unwrap_or_else(PoisonError::into_inner);
+        known.documents.remove(key);
+        known.listings.clear();
     }
 
     fn is_document(key: &str) -> bool {
@@ -145,7 +212,11 @@ impl Store for Consolidated {
     fn get(&self, key: &str) -> Result<Option<Buffer>> {
         match self.known(key) {
             Some(doc) => Ok(doc),
-            None => self.inner.get(key),
+            None => {
+                let doc = self.inner.get(key)?;
+                self.remember(key, &doc);
+                Ok(doc)
+            }
         }
     }
 
@@ -157,7 +228,11 @@ impl Store for Consolidated {
                 }
                 Ok(doc)
             }
-            None => self.inner.get_bounded(key, max_len),
+            None => {
+                let doc = self.inner.get_bounded(key, max_len)?;
+                self.remember(key, &doc);
+                Ok(doc)
+            }
         }
     }
 
@@ -174,10 +249,12 @@ impl Store for Consolidated {
     }
 
     fn set(&self, key: &str, value: &[u8]) -> Result<()> {
+        self.forget(key);
         self.inner.set(key, value)
     }
 
     fn delete(&self, key: &str) -> Result<()> {
+        self.forget(key);
         self.inner.delete(key)
     }
 
@@ -188,14 +265,26 @@ impl Store for Consolidated {
     /// The nodes the consolidated metadata names directly below `prefix` (the
     /// store's listing without it).
     fn list_children(&self, prefix: &str) -> Result<Vec<String>> {
-        if !self.complete {
-            return self.inner.list_children(prefix);
-        }
         let prefix = prefix.trim_matches('/');
-        let mut names: Vec<String> = self
+        let known = self.known.read().unwrap_or_else(PoisonError::into_inner);
+        if let Some(names) = known.listings.get(prefix) {
+            return Ok(names.clone());
+        }
+        if !self.complete {
+            drop(known);
+            let names = self.inner.list_children(prefix)?;
+            self.known
+                .write()
+                .unwrap_or_else(PoisonError::into_inner)
+                .listings
+                .insert(prefix.to_string(), names.clone());
+            return Ok(names);
+        }
+        let mut names: Vec<String> = known
             .documents
-            .keys()
-            .filter_map(|key| {
+            .iter()
+            .filter(|(_, doc)| doc.is_some())
+            .filter_map(|(key, _)| {
                 let rest = if prefix.is_empty() {
                     key.as_str()
                 } else {

@@ -27,7 +27,9 @@ use arrow_buffer::Buffer;
 
 #[cfg(feature = "async")]
 pub use async_store::{AsyncStore, Blocking, Remote, SyncAsAsync};
-pub use consolidated::{Consolidated, consolidated_metadata, consolidated_nodes, zmetadata};
+pub use consolidated::{
+    Consolidated, MetadataSnapshot, consolidated_metadata, consolidated_nodes, zmetadata,
+};
 pub use local::LocalStore;
 pub use memory::MemoryStore;
 #[cfg(feature = "object-store")]

@@ -384,16 +384,13 @@ impl AsyncStore for ObjectStoreAsync {
 impl ObjectStoreBackend {
     /// A backend over `store`, its keys under `prefix` (`""`: the store's root);
     /// `location` names it in messages (a URL). Its calls wait on a small
-    /// runtime of its own ([`Blocking::owned`]): a sync caller has none to lend.
-    ///
-    /// # Errors
-    /// [`Error::Remote`] when the runtime cannot start.
-    pub fn new(store: Arc<dyn ObjectStore>, prefix: &str, location: &str) -> Result<Self> {
-        let blocking = Blocking::owned().map_err(|e| remote(location, e))?;
-        Ok(Self::with_blocking(
+    /// runtime of its own ([`Blocking::owned`], started by the first call): a
+    /// sync caller has none to lend.
+    pub fn new(store: Arc<dyn ObjectStore>, prefix: &str, location: &str) -> Self {
+        Self::with_blocking(
             ObjectStoreAsync::new(store, prefix, location),
-            blocking,
-        ))
+            Blocking::owned(),
+        )
     }
 
     /// A backend over `store` whose calls wait on `blocking` (the caller's
@@ -428,11 +425,11 @@ impl ObjectStoreBackend {
         &self.inner
     }
 
-    fn block_on<F: std::future::Future + Send>(&self, future: F) -> F::Output
-    where
-        F::Output: Send,
-    {
-        self.blocking.block_on(future)
+    fn block_on<T: Send, F: std::future::Future<Output = Result<T>> + Send>(
+        &self,
+        future: F,
+    ) -> Result<T> {
+        self.blocking.block_on(future)?
     }
 }
 
@@ -513,7 +510,8 @@ impl std::fmt::Display for ShortRead {
 impl std::error::Error for ShortRead {}
 
 /// How to open a store by URL.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 #[non_exhaustive]
 pub struct UrlOptions {
     /// Do not sign requests (public buckets).
@@ -693,7 +691,7 @@ pub fn open_url(url: &str, options: &UrlOptions) -> Result<ObjectStoreBackend> {
             )));
         }
     };
-    let mut backend = ObjectStoreBackend::new(store, &prefix, url)?;
+    let mut backend = ObjectStoreBackend::new(store, &prefix, url);
     if let Some(n) = options.retries {
         backend = backend.with_body_retries(n);
     }
@@ -712,7 +710,11 @@ mod tests {
     #[test]
     fn a_backend_can_be_dropped_inside_another_runtime() {
         let store = Arc::new(object_store::memory::InMemory::new());
-        let backend = ObjectStoreBackend::new(store, "x.zarr", "memory:///x.zarr").unwrap();
+        let backend = ObjectStoreBackend::new(store, "x.zarr", "memory:///x.zarr");
+        // Nothing started until the first blocking call.
+        assert!(!backend.blocking.started_runtime());
+        assert!(backend.get("absent").unwrap().is_none());
+        assert!(backend.blocking.started_runtime());
         let clone = backend.clone();
         drop(backend);
         let outer = tokio::runtime::Builder::new_current_thread()

@@ -211,7 +211,7 @@ fn partitions_split_on_chunk_boundaries_in_row_order() {
     });
 }
 
-fn find_scan(plan: &Arc<dyn ExecutionPlan>) -> Option<&ZarrScanExec> {
+pub(crate) fn find_scan(plan: &Arc<dyn ExecutionPlan>) -> Option<&ZarrScanExec> {
     if let Some(scan) = (plan.as_ref() as &dyn std::any::Any).downcast_ref::<ZarrScanExec>() {
         return Some(scan);
     }

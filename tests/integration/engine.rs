@@ -122,7 +122,7 @@ fn session_with(
 
 /// datafusion.rs's table, written into `memory` under `t.zarr`.
 fn write_into(memory: Arc<dyn ObjectStore>) {
-    let backend = ObjectStoreBackend::new(memory, "t.zarr", "memory:///t.zarr").unwrap();
+    let backend = ObjectStoreBackend::new(memory, "t.zarr", "memory:///t.zarr");
     write_table(Arc::new(backend));
 }
 
@@ -226,8 +226,11 @@ fn a_limit_over_a_slow_store_stops_requesting_once_its_rows_are_in() {
     const ROWS: usize = 100_000;
     const CHUNK: u64 = 300;
     let memory: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
-    let backend =
-        Arc::new(ObjectStoreBackend::new(memory.clone(), "t.zarr", "memory:///t.zarr").unwrap());
+    let backend = Arc::new(ObjectStoreBackend::new(
+        memory.clone(),
+        "t.zarr",
+        "memory:///t.zarr",
+    ));
     let name: ArrayRef = Arc::new(StringArray::from_iter_values(
         (0..ROWS).map(|i| format!("n{i}")),
     ));
@@ -287,4 +290,92 @@ fn a_limit_over_a_slow_store_stops_requesting_once_its_rows_are_in() {
     assert_eq!(slow.chunk_gets.load(Ordering::SeqCst), asked);
     // The read-ahead window (32 requests in flight) at most, of 334 chunks.
     assert!(asked <= 40, "{asked} of {chunks} chunks requested");
+}
+
+/// Copy directory `from` to `to`, recursively.
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// Delete every Zarr metadata document below `dir`; how many there were.
+fn remove_metadata(dir: &std::path::Path) -> usize {
+    let mut removed = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name().to_string_lossy().to_string();
+        if entry.file_type().unwrap().is_dir() {
+            removed += remove_metadata(&entry.path());
+        } else if ["zarr.json", ".zarray", ".zattrs", ".zgroup", ".zmetadata"].contains(&&*name) {
+            std::fs::remove_file(entry.path()).unwrap();
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// A plan sent to another machine through datafusion-proto (as Ballista sends
+/// it) opens its table from the metadata it carries: with every metadata
+/// document gone from the store, the decoded plan still gives the same answer,
+/// and the URL options travel with it.
+#[test]
+fn a_decoded_plan_reads_no_metadata_and_keeps_its_url_options() {
+    use datafusion::arrow::util::pretty::pretty_format_batches;
+    use datafusion::physical_plan::collect;
+    use datafusion_proto::bytes::{
+        physical_plan_from_bytes_with_extension_codec, physical_plan_to_bytes_with_extension_codec,
+    };
+    use zarrow::datafusion::{ZarrPhysicalCodec, ZarrTable, ZarrTableOptions};
+    use zarrow::store::UrlOptions;
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("obs.zarr");
+    copy_dir(&crate::common::testdata().join("stores/obs.zarr"), &path);
+    let location = path.display().to_string();
+    let mut url = UrlOptions::default();
+    url.anonymous = true;
+    url.retries = Some(3);
+    let table = ZarrTable::open_url(&location, ZarrTableOptions::default(), &url).unwrap();
+    runtime().block_on(async {
+        let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(2));
+        ctx.register_table("obs", Arc::new(table)).unwrap();
+        let plan = ctx
+            .sql(
+                "SELECT cell_type, count(*) AS cells, sum(n_genes) AS genes, min(barcode) AS first \
+                 FROM obs GROUP BY cell_type ORDER BY cell_type",
+            )
+            .await
+            .unwrap()
+            .create_physical_plan()
+            .await
+            .unwrap();
+        let codec = ZarrPhysicalCodec::default();
+        let bytes = physical_plan_to_bytes_with_extension_codec(plan.clone(), &codec).unwrap();
+        let want = pretty_format_batches(&collect(plan, ctx.task_ctx()).await.unwrap())
+            .unwrap()
+            .to_string();
+
+        assert!(remove_metadata(&path) >= 5);
+        assert!(ZarrTable::open(&location, ZarrTableOptions::default()).is_err());
+
+        // A context that knows no table: everything comes from the bytes.
+        let other = SessionContext::new();
+        let decoded =
+            physical_plan_from_bytes_with_extension_codec(&bytes, &other.task_ctx(), &codec)
+                .unwrap();
+        let scan = crate::datafusion::find_scan(&decoded).expect("a Zarr scan");
+        assert_eq!(scan.table().url_options(), &url);
+        let got = pretty_format_batches(&collect(decoded, other.task_ctx()).await.unwrap())
+            .unwrap()
+            .to_string();
+        assert_eq!(got, want);
+    });
 }
