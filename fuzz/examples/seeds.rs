@@ -967,6 +967,38 @@ fn handmade_seeds(seeds: &mut Seeds) {
     }
 }
 
+/// push_decoder: a few tables (v3 chunked, v3 sharded, v2, one row) under drivers
+/// that answer honestly, and that take each adversarial action once.
+fn push_decoder_seeds(seeds: &mut Seeds) {
+    let tables: [[u8; 6]; 4] = [
+        [200, 0, 15, 0, 0, 49], // 200 rows, chunks of 16, v3, batches of 50
+        [200, 0, 15, 7, 0, 49], // the same in shards of 64
+        [137, 0, 9, 0, 1, 30],  // 138 rows, chunks of 10, v2, batches of 31
+        [0, 0, 0, 0, 0, 0],     // one row
+    ];
+    let drivers: [&[u8]; 10] = [
+        &[],
+        &[0, 0, 0, 4],
+        &[0, 5],
+        &[0, 0, 6],
+        &[7],
+        &[8, 5, 1, 2, 3, 4, 5],
+        &[0, 9],
+        &[0, 0, 10],
+        &[11, 12, 0, 0, 13],
+        &[0, 0, 0, 0, 0, 0, 0, 0, 6],
+    ];
+    for (t, table) in tables.iter().enumerate() {
+        for (d, driver) in drivers.iter().enumerate() {
+            seeds.add(
+                "push_decoder",
+                &format!("table{t}-driver{d}"),
+                header(table, driver),
+            );
+        }
+    }
+}
+
 fn main() {
     let fuzz = Path::new(env!("CARGO_MANIFEST_DIR"));
     let stores = fuzz.join("../testdata/stores");
@@ -974,6 +1006,7 @@ fn main() {
     testdata_seeds(&mut seeds, &stores);
     shard_seeds(&mut seeds);
     handmade_seeds(&mut seeds);
+    push_decoder_seeds(&mut seeds);
 
     for (name, target) in zarrow_fuzz::TARGETS {
         let dir = fuzz.join("corpus").join(name);

@@ -1793,11 +1793,283 @@ pub fn undo_bytes_codecs(chain: &BytesToBytes, encoded: &[u8]) -> Option<Vec<u8>
     Some(buffer.to_vec())
 }
 
+/// `push_decoder`: the push decoder ([`zarrow::read::RowDecoder`]) driven by an
+/// adversarial driver. A table (an int column, a string column and a categorical,
+/// anndata layout, v2 or v3, chunked or sharded) is written to memory; then each
+/// request the decoder hands out is answered by the next input byte:
+///
+/// - `0`-`3`: the store's answer (the honest driver);
+/// - `4`: cut short (half a value; a range one byte short);
+/// - `5`: too long (bytes appended);
+/// - `6`: a wrong number of ranges, or the whole value where ranges were asked;
+/// - `7`: the key absent;
+/// - `8`: bytes from the input instead;
+/// - `9`: an id no request has (must be refused);
+/// - `10`: the store's answer pushed twice (the second must be refused);
+/// - `11`-`15`: the store's answer, held back and pushed after the later ones.
+///
+/// Input: `[rows_lo, rows_hi, chunk, shard, cfg, batch, actions...]`; once the
+/// actions are used up, every answer is honest. zarrow misbehaves when it panics,
+/// hands out a batch that fails `validate_full`, accepts a push it must refuse,
+/// waits with nothing in flight (a hang), gives anything after an error but
+/// `Finished`, or, answered honestly throughout, gives other rows than the
+/// blocking reader.
+pub fn push_decoder(data: &[u8]) {
+    use arrow_array::RecordBatch;
+    use zarrow::read::{DecodeResult, Fetched, Request};
+    use zarrow::store::RangeRead;
+    use zarrow::write::{Layout, write_batches};
+
+    let Some(([r0, r1, chunk, shard, cfg, batch], actions)) = header::<6>(data) else {
+        return;
+    };
+    let rows = 1 + usize::from(u16::from_le_bytes([r0, r1])) % 600;
+    let chunk_len = 1 + usize::from(chunk) % 64;
+    let ids: Vec<i64> = (0..rows as i64).map(|i| i * 7 - 100).collect();
+    let names: Vec<String> = (0..rows)
+        .map(|i| "n".repeat(i % 13) + &i.to_string())
+        .collect();
+    let kinds = DictionaryArray::<arrow_array::types::Int8Type>::try_new(
+        (0..rows).map(|i| (i % 3) as i8).collect(),
+        Arc::new(StringArray::from(vec!["alpha", "beta", "gamma"])),
+    )
+    .expect("a valid dictionary");
+    let table = RecordBatch::try_from_iter([
+        ("id", Arc::new(Int64Array::from(ids)) as ArrayRef),
+        ("name", Arc::new(StringArray::from(names)) as ArrayRef),
+        ("kind", Arc::new(kinds) as ArrayRef),
+    ])
+    .expect("a valid batch");
+    let mut options = WriteOptions::default()
+        .with_layout(Layout::AnnData)
+        .with_zarr_format(if cfg & 1 == 0 { 3 } else { 2 })
+        .with_chunk_len(chunk_len);
+    if cfg & 1 == 0 && shard % 2 == 1 {
+        options = options.with_shard_len(chunk_len * (1 + usize::from(shard / 2) % 8));
+    }
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let schema = table.schema();
+    let input = arrow_array::RecordBatchIterator::new([Ok(table)], schema);
+    write_batches(input, store.clone(), "", options).expect("zarrow writes the table");
+    let Ok(group) = ZarrGroup::open(store.clone(), "") else {
+        panic!("the written table does not open");
+    };
+    let batch_size = 1 + usize::from(batch) % 97;
+    let builder = group.reader().with_batch_size(batch_size);
+    let expected: Vec<RecordBatch> = builder
+        .clone()
+        .build()
+        .expect("a blocking reader")
+        .collect::<Result<_, _>>()
+        .expect("the blocking reader reads the table");
+    let mut decoder = builder.build_decoder().expect("a decoder");
+
+    let honest = |request: &Request| -> Fetched {
+        match &request.ranges {
+            None => match store.get_bounded(&request.key, request.max_len) {
+                Ok(Some(bytes)) => Fetched::Whole(bytes),
+                _ => Fetched::Missing,
+            },
+            Some(ranges) => match store.get_ranges(&request.key, ranges) {
+                Ok(Some(read)) => Fetched::Ranges(read),
+                _ => Fetched::Missing,
+            },
+        }
+    };
+    let mut actions = actions.iter().copied();
+    let mut adversarial = false;
+    let mut failed = false;
+    let mut held: Vec<(u64, Fetched)> = Vec::new();
+    let mut outstanding = 0usize;
+    let mut got: Vec<RecordBatch> = Vec::new();
+    let mut next_wrong_id = u64::MAX;
+    for _ in 0..100_000 {
+        let step = decoder.try_decode();
+        if failed {
+            assert!(
+                matches!(step, Ok(DecodeResult::Finished)),
+                "after an error, the decoder gave {step:?} rather than Finished"
+            );
+            return;
+        }
+        let requests = match step {
+            Err(_) => {
+                failed = true;
+                continue;
+            }
+            Ok(DecodeResult::Finished) => break,
+            Ok(DecodeResult::Batch(batch)) => {
+                if let Err(e) = batch
+                    .columns()
+                    .iter()
+                    .try_for_each(|c| c.to_data().validate_full())
+                {
+                    panic!("a batch that arrow-rs refuses: {e}");
+                }
+                got.push(batch);
+                continue;
+            }
+            Ok(DecodeResult::NeedsData(requests)) => requests,
+        };
+        if requests.is_empty() {
+            if decoder.is_decoding() {
+                if decoder.wait().is_err() {
+                    failed = true;
+                }
+                continue;
+            }
+            if held.is_empty() {
+                assert!(
+                    outstanding > 0 || adversarial,
+                    "the decoder waits for nothing: every request answered, none decoding"
+                );
+                // The driver dropped an answer (answered another id): nothing
+                // more can come.
+                return;
+            }
+            for (id, fetched) in held.drain(..).rev() {
+                outstanding -= 1;
+                if decoder.push(id, fetched).is_err() {
+                    failed = true;
+                    break;
+                }
+            }
+            continue;
+        }
+        for request in requests {
+            outstanding += 1;
+            let action = actions.next().unwrap_or(0);
+            adversarial |= (4..=10).contains(&action);
+            let mut answer = honest(&request);
+            let id = request.id;
+            let pushed = match action {
+                4 => {
+                    answer = match answer {
+                        Fetched::Whole(b) => Fetched::Whole(b.slice_with_length(0, b.len() / 2)),
+                        Fetched::Ranges(mut r) => {
+                            if let Some(b) = r.buffers.first_mut() {
+                                *b = b.slice_with_length(0, b.len().saturating_sub(1));
+                            }
+                            Fetched::Ranges(r)
+                        }
+                        Fetched::Missing => Fetched::Missing,
+                    };
+                    decoder.push(id, answer)
+                }
+                5 => {
+                    answer = match answer {
+                        Fetched::Whole(b) => {
+                            let mut v = b.to_vec();
+                            v.extend_from_slice(&[0xff; 9]);
+                            Fetched::Whole(Buffer::from_vec(v))
+                        }
+                        Fetched::Ranges(mut r) => {
+                            if let Some(b) = r.buffers.last_mut() {
+                                let mut v = b.to_vec();
+                                v.extend_from_slice(&[0xff; 9]);
+                                *b = Buffer::from_vec(v);
+                            }
+                            Fetched::Ranges(r)
+                        }
+                        Fetched::Missing => Fetched::Whole(Buffer::from_vec(vec![0u8; 9])),
+                    };
+                    decoder.push(id, answer)
+                }
+                6 => {
+                    answer = match answer {
+                        Fetched::Ranges(mut r) if r.buffers.len() > 1 => {
+                            r.buffers.pop();
+                            Fetched::Ranges(r)
+                        }
+                        Fetched::Ranges(r) => {
+                            let value_len = r.value_len;
+                            Fetched::Whole(Buffer::from_vec(vec![1u8; value_len.min(64) as usize]))
+                        }
+                        Fetched::Whole(b) => Fetched::Ranges(RangeRead::new(vec![b], 0)),
+                        Fetched::Missing => Fetched::Missing,
+                    };
+                    decoder.push(id, answer)
+                }
+                7 => decoder.push(id, Fetched::Missing),
+                8 => {
+                    let len = usize::from(actions.next().unwrap_or(0));
+                    let bytes: Vec<u8> = actions.by_ref().take(len).collect();
+                    let answer = match &request.ranges {
+                        Some(ranges) => Fetched::Ranges(RangeRead::new(
+                            ranges
+                                .iter()
+                                .map(|_| Buffer::from_slice_ref(&bytes))
+                                .collect(),
+                            bytes.len() as u64,
+                        )),
+                        None => Fetched::Whole(Buffer::from_vec(bytes)),
+                    };
+                    decoder.push(id, answer)
+                }
+                9 => {
+                    next_wrong_id = next_wrong_id.wrapping_sub(1);
+                    let wrong = decoder.push(next_wrong_id, Fetched::Missing);
+                    assert!(
+                        wrong.is_err(),
+                        "a push to request {next_wrong_id}, never asked, was taken"
+                    );
+                    failed = true;
+                    break;
+                }
+                10 => {
+                    if decoder.push(id, answer).is_err() {
+                        failed = true;
+                        break;
+                    }
+                    let again = decoder.push(id, Fetched::Missing);
+                    assert!(again.is_err(), "a second answer to request {id} was taken");
+                    failed = true;
+                    break;
+                }
+                11..=15 => {
+                    held.push((id, answer));
+                    continue;
+                }
+                _ => decoder.push(id, answer),
+            };
+            outstanding -= 1;
+            if pushed.is_err() {
+                failed = true;
+                break;
+            }
+        }
+    }
+    if failed {
+        return;
+    }
+    assert!(
+        held.is_empty() || adversarial,
+        "the decoder finished with answers still held back"
+    );
+    if adversarial {
+        return;
+    }
+    let rows = |batches: &[RecordBatch]| -> Vec<String> {
+        let mut out = Vec::new();
+        for b in batches {
+            for i in 0..b.num_rows() {
+                out.push(format!("{:?}", b.slice(i, 1).columns()));
+            }
+        }
+        out
+    };
+    assert_eq!(
+        rows(&got),
+        rows(&expected),
+        "answered honestly, the push decoder gave other rows than the blocking reader"
+    );
+}
+
 /// A fuzz target's function.
 pub type Target = fn(&[u8]);
 
 /// Every target: its name and function.
-pub const TARGETS: [(&str, Target); 13] = [
+pub const TARGETS: [(&str, Target); 14] = [
     ("vlen_interleaved", vlen_interleaved),
     ("zarrs_vlen", zarrs_vlen),
     ("zep0007", zep0007),
@@ -1811,4 +2083,5 @@ pub const TARGETS: [(&str, Target); 13] = [
     ("linear_json", linear_json),
     ("linear_csv", linear_csv),
     ("write_roundtrip", write_roundtrip),
+    ("push_decoder", push_decoder),
 ];

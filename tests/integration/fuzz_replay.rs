@@ -99,4 +99,5 @@ replay_tests!(
     linear_json,
     linear_csv,
     write_roundtrip,
+    push_decoder,
 );
