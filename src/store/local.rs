@@ -334,7 +334,10 @@ impl Store for LocalStore {
         };
         let entries = match std::fs::read_dir(&dir) {
             Ok(entries) => entries,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
+            // Nothing there, or a value (a file): no children.
+            Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
+                return Ok(Vec::new());
+            }
             Err(e) => return Err(Error::io(dir, e)),
         };
         let mut out = Vec::new();

@@ -128,7 +128,9 @@ pub trait Store: Debug + Send + Sync {
     fn list_prefix(&self, prefix: &str) -> Result<Vec<String>>;
 
     /// The names directly below `prefix` (a node path, `""` for the root) that have
-    /// further keys under them, sorted: the candidate child nodes of a group.
+    /// further keys under them, sorted: the candidate child nodes of a group. A
+    /// backend that keeps directories (a local disk) may also name one that
+    /// deletes left empty: a candidate, which holds no node.
     fn list_children(&self, prefix: &str) -> Result<Vec<String>>;
 }
 

@@ -24,4 +24,6 @@ mod robustness;
 mod roundtrip;
 mod shard_reads;
 mod store;
+#[cfg(feature = "object-store")]
+mod store_conformance;
 mod zero_copy;

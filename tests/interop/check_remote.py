@@ -19,7 +19,9 @@ Usage: check_remote.py ZARROW_BIN [-k SUBSTRING]
 * --anonymous sends no Authorization header and needs no credentials (a recording
   proxy sees the requests): it reads a public Azure container and a GCS bucket,
   and a private Azure container refuses it;
-* file:// URLs convert, describe and write as the plain path.
+* file:// URLs convert, describe and write as the plain path;
+* the Rust store conformance suite (tests/integration/store_conformance.rs) runs
+  against the S3 server and a ranged HTTP server.
 
 Prints one line per case, then "N passed, M failed"; exits 1 if any failed.
 """
@@ -463,6 +465,27 @@ def main() -> int:
                 raise AssertionError(f"the chunks line: {chunks}")
             return chunks[0][:100]
         case("http info of an array (no listing)", http_info)
+
+        def store_conformance():
+            # The Rust store conformance suite (tests/integration/store_conformance.rs)
+            # against this moto and a ranged HTTP server: the same checks as for the
+            # local, memory and object_store backends. The test binary is the one
+            # `cargo test --profile ci --all-features` built (nothing rebuilds).
+            web_dir = tmp / "conformance-web"
+            web_dir.mkdir()
+            with http_server(web_dir) as conformance_web:
+                test_env = {**env, "ZARROW_CONFORMANCE_S3": f"s3://{BUCKET}",
+                            "ZARROW_CONFORMANCE_HTTP": conformance_web,
+                            "ZARROW_CONFORMANCE_HTTP_DIR": str(web_dir)}
+                p = subprocess.run(
+                    ["cargo", "test", "-q", "--profile", "ci", "--all-features", "--test", "integration",
+                     "store_conformance::", "--", "--ignored", "--test-threads=1"],
+                    cwd=REPO, env=test_env, capture_output=True, text=True, timeout=900)
+            ran = [ln for ln in p.stdout.splitlines() if ln.startswith("test result:")]
+            if p.returncode or "2 passed" not in " ".join(ran):
+                raise AssertionError(f"exit {p.returncode}: {(p.stdout + p.stderr)[-3000:]}")
+            return "s3 and http: " + " ".join(ran)
+        case("store conformance suite: s3 (moto) and http", store_conformance)
 
         # Groups over HTTP: an HTTP server cannot list, so they open through their
         # consolidated metadata (xarray's on zarr-python, and zarrow's own).
