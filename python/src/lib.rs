@@ -8,7 +8,7 @@ mod errors;
 mod stream;
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use arrow_array::{RecordBatchIterator, RecordBatchReader};
 use arrow_pyarrow::FromPyArrow;
@@ -19,7 +19,7 @@ use zarrow::convert::{ConvertOptions, Observer, Written, write_store};
 use zarrow::datafusion::SqlOptions;
 use zarrow::export::parse_parquet_compression;
 use zarrow::read::{TableOptions, describe_node, open_table};
-use zarrow::store::{UrlOptions, location_name, open_consolidated};
+use zarrow::store::{Blocking, UrlOptions, location_name, open_consolidated};
 use zarrow::write::{Compressor, Encoding, Layout, NullPolicy, WriteOptions, write_batches};
 use zarrow::{ReadOptions, StringType};
 
@@ -363,8 +363,9 @@ fn sql(
     options.table.categorical_values = categorical_values;
     options.partitions = partitions;
     options.url = url_options(anonymous);
+    let blocking = query_runtime()?;
     let reader = py
-        .detach(|| zarrow::datafusion::sql(query, &tables, &options))
+        .detach(|| zarrow::datafusion::sql(query, &tables, &options, &blocking))
         .map_err(to_py)?;
     let skipped = reader
         .skipped()
@@ -372,6 +373,28 @@ fn sql(
         .map(|(table, skipped)| format!("{table}: {skipped}"))
         .collect();
     Ok(Reader::new(Box::new(reader), None, skipped))
+}
+
+/// The package's runtime for `sql` (DataFusion runs on tokio, and Python lends
+/// none): one for the process, started by the first query, a worker per core.
+fn query_runtime() -> PyResult<Blocking> {
+    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    if let Some(runtime) = RUNTIME.get() {
+        return Ok(Blocking::on(runtime.handle().clone()));
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("zarrow-sql")
+        .build()
+        .map_err(|source| {
+            to_py(zarrow::Error::Io {
+                path: "a runtime for zarrow.sql".into(),
+                source,
+            })
+        })?;
+    Ok(Blocking::on(
+        RUNTIME.get_or_init(|| runtime).handle().clone(),
+    ))
 }
 
 #[pymodule]

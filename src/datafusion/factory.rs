@@ -1,6 +1,5 @@
 //! [`ZarrTableFactory`]: `CREATE EXTERNAL TABLE ... STORED AS ZARR`.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -11,9 +10,7 @@ use datafusion::logical_expr::{CreateExternalTable, Expr};
 
 use super::df_err;
 use super::table::{ZarrTable, ZarrTableOptions};
-use crate::store::{
-    Blocking, Consolidated, ObjectStoreAsync, ObjectStoreBackend, UrlOptions, open_consolidated,
-};
+use crate::store::{Blocking, Consolidated, ObjectStoreAsync, ObjectStoreBackend, UrlOptions};
 
 /// Makes a [`ZarrTable`] for `CREATE EXTERNAL TABLE name STORED AS ZARR LOCATION
 /// '...' [WITH ORDER (column ASC)] [OPTIONS (...)]` (see
@@ -65,18 +62,19 @@ impl TableProviderFactory for ZarrTableFactory {
         let location = location.clone();
         let handle = tokio::runtime::Handle::current();
         let table = tokio::task::spawn_blocking(move || {
-            let store = match registered {
-                // The session's store, on the session's runtime (no runtime of
-                // the table's own).
+            // Its metadata read blocking on the session's runtime (no runtime of
+            // the table's own), through the session's store when it has one.
+            let blocking = Blocking::on(handle);
+            match registered {
                 Some((store, prefix)) => {
-                    Consolidated::open(Arc::new(ObjectStoreBackend::with_blocking(
+                    let store = Consolidated::open(Arc::new(ObjectStoreBackend::with_blocking(
                         ObjectStoreAsync::new(store, &prefix, &location),
-                        Blocking::on(handle),
-                    )))?
+                        blocking,
+                    )))?;
+                    ZarrTable::from_store(store, &location, options)
                 }
-                None => open_consolidated(Path::new(&location), &UrlOptions::default())?,
-            };
-            ZarrTable::from_store(store, &location, options)
+                None => ZarrTable::open_with(&location, options, &UrlOptions::default(), blocking),
+            }
         })
         .await
         .map_err(|e| DataFusionError::External(Box::new(e)))?

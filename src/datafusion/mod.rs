@@ -47,7 +47,7 @@ use datafusion::prelude::SessionContext;
 
 pub use codec::{ZarrLogicalCodec, ZarrPhysicalCodec};
 pub use factory::ZarrTableFactory;
-pub use query::{SqlOptions, SqlReader, sql};
+pub use query::{SqlOptions, SqlReader, SqlStream, sql, sql_stream};
 pub use scan::ZarrScanExec;
 pub use table::{ZarrTable, ZarrTableOptions};
 

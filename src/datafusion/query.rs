@@ -15,7 +15,7 @@ use futures::StreamExt;
 use super::{ZarrTable, ZarrTableOptions};
 use crate::error::{Error, Result};
 use crate::read::Skipped;
-use crate::store::UrlOptions;
+use crate::store::{Blocking, UrlOptions};
 
 /// How [`sql`] opens its tables and plans the query.
 #[derive(Debug, Clone, Default)]
@@ -33,13 +33,12 @@ pub struct SqlOptions {
     pub url: UrlOptions,
 }
 
-/// The answer of [`sql`], batch by batch. Iterating drives the query on the
-/// reader's own tokio runtime: do not iterate it from inside another runtime.
+/// The answer of [`sql`], batch by batch. Iterating waits on the [`Blocking`]
+/// the query was given (the caller's runtime, where DataFusion's tasks run).
 pub struct SqlReader {
     schema: SchemaRef,
     stream: SendableRecordBatchStream,
-    // Declared last: dropped after the stream whose tasks it runs.
-    runtime: tokio::runtime::Runtime,
+    blocking: Blocking,
     skipped: Vec<(String, Skipped)>,
 }
 
@@ -64,8 +63,11 @@ impl Iterator for SqlReader {
     type Item = std::result::Result<RecordBatch, ArrowError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let next = self.runtime.block_on(self.stream.next())?;
-        Some(next.map_err(|e| ArrowError::ExternalError(Box::new(query_error(e)))))
+        let next = match self.blocking.block_on(self.stream.next()) {
+            Ok(next) => next?.map_err(query_error),
+            Err(e) => Err(e),
+        };
+        Some(next.map_err(|e| ArrowError::ExternalError(Box::new(e))))
     }
 }
 
@@ -75,24 +77,39 @@ impl RecordBatchReader for SqlReader {
     }
 }
 
+/// The answer of [`sql_stream`]: DataFusion's stream, on the caller's runtime.
+pub struct SqlStream {
+    /// The batches.
+    pub stream: SendableRecordBatchStream,
+    /// The children of the Zarr tables that are not columns, by table name.
+    pub skipped: Vec<(String, Skipped)>,
+}
+
+impl std::fmt::Debug for SqlStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqlStream")
+            .field("schema", &self.stream.schema())
+            .field("skipped", &self.skipped)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Run `query` (DataFusion's SQL) over `tables`, each a name and a location: a
 /// `.parquet`, `.arrow` / `.ipc` / `.feather` or `.csv` file, else a Zarr group
 /// or array (a directory or a URL). `CREATE EXTERNAL TABLE ... STORED AS ZARR`
-/// works too ([`register`](super::register)).
+/// works too ([`register`](super::register)). The query runs on the caller's
+/// runtime, as does the reading of the tables' metadata; the stream reads
+/// the Zarr tables async.
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] for a bad option; [`Error::Query`] (one line) for a
 /// table that cannot be opened, bad SQL or a query that fails to plan; the
 /// store's errors.
-pub fn sql(query: &str, tables: &[(String, String)], options: &SqlOptions) -> Result<SqlReader> {
-    // A sync caller (the command line, Python) has no runtime to lend, and
-    // DataFusion needs one: the answer's runtime (an async caller uses
-    // `register` on its own session instead). Issue 26 leaves moving this to the
-    // caller.
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Error::InvalidArgument(format!("starting the query runtime: {e}")))?;
+pub async fn sql_stream(
+    query: &str,
+    tables: &[(String, String)],
+    options: &SqlOptions,
+) -> Result<SqlStream> {
     let mut config = SessionConfig::new();
     if let Some(n) = options.partitions {
         config = config.with_target_partitions(n.max(1));
@@ -106,18 +123,34 @@ pub fn sql(query: &str, tables: &[(String, String)], options: &SqlOptions) -> Re
     super::register(&ctx);
     let mut skipped = Vec::new();
     for (name, location) in tables {
-        runtime.block_on(register_table(&ctx, name, location, options, &mut skipped))?;
+        register_table(&ctx, name, location, options, &mut skipped).await?;
     }
-    let stream = runtime
-        .block_on(async {
-            let frame = ctx.sql(query).await?;
-            frame.execute_stream().await
-        })
-        .map_err(|e| with_skipped(query_error(e), &skipped))?;
+    let stream = async {
+        let frame = ctx.sql(query).await?;
+        frame.execute_stream().await
+    }
+    .await
+    .map_err(|e| with_skipped(query_error(e), &skipped))?;
+    Ok(SqlStream { stream, skipped })
+}
+
+/// [`sql_stream`] for a sync caller: the query runs, and the reader waits, on
+/// `blocking` (the caller's runtime by [`Blocking::on`], which must outlive the
+/// reader; or [`Blocking::owned`]).
+///
+/// # Errors
+/// As [`sql_stream`].
+pub fn sql(
+    query: &str,
+    tables: &[(String, String)],
+    options: &SqlOptions,
+    blocking: &Blocking,
+) -> Result<SqlReader> {
+    let SqlStream { stream, skipped } = blocking.block_on(sql_stream(query, tables, options))??;
     Ok(SqlReader {
         schema: stream.schema(),
         stream,
-        runtime,
+        blocking: blocking.clone(),
         skipped,
     })
 }
@@ -141,7 +174,19 @@ async fn register_table(
         ctx.register_csv(name, location, CsvReadOptions::new())
             .await
     } else {
-        let table = ZarrTable::open_url(location, options.table.clone(), &options.url)?;
+        // Its metadata is read blocking, off the runtime's workers, waiting on
+        // the runtime (no runtime of the store's own).
+        let (location_owned, table_options, url) = (
+            location.to_string(),
+            options.table.clone(),
+            options.url.clone(),
+        );
+        let blocking = Blocking::on(tokio::runtime::Handle::current());
+        let table = tokio::task::spawn_blocking(move || {
+            ZarrTable::open_with(&location_owned, table_options, &url, blocking)
+        })
+        .await
+        .map_err(|e| Error::Query(format!("table {name} ({location}): {e}")))??;
         skipped.extend(
             table
                 .skipped()

@@ -21,7 +21,10 @@ use super::scan::ZarrScanExec;
 use super::{df_err, prune};
 use crate::error::{Error, Result};
 use crate::read::{DIMENSION_NAMES_KEY, ReaderBuilder, Skipped, aligned_splits};
-use crate::store::{Consolidated, MetadataSnapshot, UrlOptions, location_name, open_consolidated};
+use crate::store::{
+    Blocking, Consolidated, MetadataSnapshot, UrlOptions, location_name, open_consolidated,
+    open_location_with,
+};
 use crate::{NodeMetadata, ReadOptions, Store, StringType, ZarrArray, ZarrGroup, read_node};
 
 /// How a Zarr store is read as a table: what `CREATE EXTERNAL TABLE ... OPTIONS`
@@ -165,6 +168,22 @@ impl ZarrTable {
     /// As [`ZarrTable::open`].
     pub fn open_url(location: &str, options: ZarrTableOptions, url: &UrlOptions) -> Result<Self> {
         let store = open_consolidated(Path::new(location), url)?;
+        Ok(Self::from_store(store, location, options)?.with_url_options(url.clone()))
+    }
+
+    /// As [`ZarrTable::open_url`], a URL's blocking metadata reads waiting on
+    /// `blocking` (the caller's runtime: [`Blocking::on`]) rather than on a
+    /// runtime of the store's own. Its scans read async either way.
+    ///
+    /// # Errors
+    /// As [`ZarrTable::open`].
+    pub fn open_with(
+        location: &str,
+        options: ZarrTableOptions,
+        url: &UrlOptions,
+        blocking: Blocking,
+    ) -> Result<Self> {
+        let store = Consolidated::open(open_location_with(Path::new(location), url, blocking)?)?;
         Ok(Self::from_store(store, location, options)?.with_url_options(url.clone()))
     }
 

@@ -35,10 +35,10 @@ pub use memory::MemoryStore;
 #[cfg(feature = "object-store")]
 pub use object::{
     DEFAULT_CONCURRENCY, MULTIPART_CHUNK, MULTIPART_THRESHOLD, ObjectStoreAsync,
-    ObjectStoreBackend, UrlOptions, file_url_path, is_url, open_url,
+    ObjectStoreBackend, UrlOptions, file_url_path, is_url, open_url, open_url_with,
 };
 #[cfg(feature = "object-store")]
-pub use open::{location_name, open_consolidated, open_location};
+pub use open::{location_name, open_consolidated, open_location, open_location_with};
 pub use ranges::{ByteRange, COALESCE_GAP, RangeRead};
 pub(crate) use ranges::{read_coalesced, slice_ranges};
 

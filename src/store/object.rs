@@ -595,10 +595,26 @@ pub fn file_url_path(s: &str) -> Result<Option<std::path::PathBuf>> {
 /// `http://`, `https://`. A `file://` URL is a local directory: open
 /// [`file_url_path`]'s path with [`LocalStore`](super::LocalStore).
 ///
+/// Its blocking calls wait on a runtime of its own, started by the first
+/// ([`Blocking::owned`]); [`open_url_with`] takes the caller's.
+///
 /// # Errors
 /// [`Error::InvalidArgument`] for another scheme (`file` included);
 /// [`Error::Remote`] for a URL or configuration `object_store` refuses.
 pub fn open_url(url: &str, options: &UrlOptions) -> Result<ObjectStoreBackend> {
+    open_url_with(url, options, Blocking::owned())
+}
+
+/// [`open_url`], its blocking calls waiting on `blocking` (the caller's
+/// runtime: [`Blocking::on`]).
+///
+/// # Errors
+/// As [`open_url`].
+pub fn open_url_with(
+    url: &str,
+    options: &UrlOptions,
+    blocking: Blocking,
+) -> Result<ObjectStoreBackend> {
     use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
     use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
     use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
@@ -691,7 +707,8 @@ pub fn open_url(url: &str, options: &UrlOptions) -> Result<ObjectStoreBackend> {
             )));
         }
     };
-    let mut backend = ObjectStoreBackend::new(store, &prefix, url);
+    let mut backend =
+        ObjectStoreBackend::with_blocking(ObjectStoreAsync::new(store, &prefix, url), blocking);
     if let Some(n) = options.retries {
         backend = backend.with_body_retries(n);
     }

@@ -5,19 +5,34 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{Consolidated, LocalStore, Store, UrlOptions, file_url_path, is_url, open_url};
+use super::{
+    Blocking, Consolidated, LocalStore, Store, UrlOptions, file_url_path, is_url, open_url_with,
+};
 use crate::error::{Error, Result};
 
-/// The store at `location`: a URL through [`open_url`], else the directory
+/// The store at `location`: a URL through [`open_url`](super::open_url), else the directory
 /// `location` (read with ordinary reads; see [`LocalStore::new_memory_mapped`] for
 /// maps).
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] when `location` is neither a URL nor a directory;
-/// [`open_url`]'s errors.
+/// [`open_url`](super::open_url)'s errors.
 pub fn open_location(location: &Path, options: &UrlOptions) -> Result<Arc<dyn Store>> {
+    open_location_with(location, options, Blocking::owned())
+}
+
+/// [`open_location`], a URL's blocking calls waiting on `blocking` (the
+/// caller's runtime: [`Blocking::on`]).
+///
+/// # Errors
+/// As [`open_location`].
+pub fn open_location_with(
+    location: &Path,
+    options: &UrlOptions,
+    blocking: Blocking,
+) -> Result<Arc<dyn Store>> {
     if let Some(url) = location.to_str().filter(|p| is_url(p)) {
-        return Ok(Arc::new(open_url(url, options)?));
+        return Ok(Arc::new(open_url_with(url, options, blocking)?));
     }
     let local = local_path(location)?;
     let location = local.as_path();

@@ -103,7 +103,15 @@ pub(crate) fn sql(args: &SqlArgs) -> Result<()> {
     options.partitions = args.partitions;
     options.memory_limit = args.memory_limit;
     options.url = url_options(&args.remote)?;
-    let reader = zarrow::datafusion::sql(&args.query, &tables, &options)?;
+    // A sync program: the command's one runtime, which DataFusion's tasks and
+    // the object stores' requests run on (declared before the reader, so it
+    // outlives it).
+    let runtime = tokio::runtime::Runtime::new().map_err(|e| Error::Io {
+        path: "a runtime for the query".into(),
+        source: e,
+    })?;
+    let blocking = zarrow::store::Blocking::on(runtime.handle().clone());
+    let reader = zarrow::datafusion::sql(&args.query, &tables, &options, &blocking)?;
     // Nothing is dropped in silence: name every child that is not a column.
     for (name, skipped) in reader.skipped() {
         eprintln!("zarrow: {name}: not a column: {skipped}");
