@@ -194,6 +194,17 @@ impl CodecChain {
         self.array_to_array.is_empty() && self.bytes_to_bytes.is_empty()
     }
 
+    /// How a chunk of `ndim` dimensions is decoded in part from ranges of its
+    /// bytes, when the chain can: its array->bytes codec offers it, with no
+    /// other codec around (whose bytes would have to be decoded whole first).
+    pub(crate) fn partial(&self, ndim: usize) -> Option<&dyn super::PartialDecoder> {
+        if self.is_layout_only() {
+            self.array_to_bytes.partial(ndim)
+        } else {
+            None
+        }
+    }
+
     /// Decode one encoded chunk into an Arrow array of `ctx.elements` elements.
     ///
     /// # Errors

@@ -161,8 +161,59 @@ pub(crate) trait ArrayToBytesCodec: Debug + Send + Sync + Any {
     fn check_shape(&self, _shape: &[u64]) -> Result<(), String> {
         Ok(())
     }
-    /// For downcasting (the planner asks for `sharding_indexed`).
+    /// The codec's partial decoder for chunks of `ndim` dimensions, when it can
+    /// decode part of a chunk from ranges of its bytes (`sharding_indexed` with
+    /// 1-D inner chunks). `None` (the default): a chunk is fetched whole.
+    fn partial(&self, _ndim: usize) -> Option<&dyn PartialDecoder> {
+        None
+    }
+    /// For downcasting (the fused decoders ask for the codec they fuse).
     fn as_any(&self) -> &dyn Any;
+}
+
+/// Decoding part of a chunk from ranges of its bytes: the capability a codec
+/// offers the read planner ([`ArrayToBytesCodec::partial`]), which then reads a
+/// chunk in two steps (its index, then the parts the wanted elements lie in)
+/// without knowing the codec. A chunk's parts are runs of consecutive elements
+/// (a 1-D shard's inner chunks), each decoded alone.
+pub(crate) trait PartialDecoder: Debug + Send + Sync {
+    /// The elements of one part.
+    fn part_len(&self) -> u64;
+    /// For a chunk of `shape`: how many parts it has, and where its index lies.
+    ///
+    /// # Errors
+    /// An index whose size is not fixed (the planner then reads the chunk whole).
+    fn index(&self, shape: &[u64]) -> Result<(u64, IndexPosition), ChunkError>;
+    /// Decode `encoded`, exactly the index of a chunk of `n` parts and
+    /// `chunk_len` bytes, into each part's byte range (`None`: absent), each
+    /// checked to lie inside the chunk.
+    fn decode_index(
+        &self,
+        encoded: Buffer,
+        n: u64,
+        chunk_len: u64,
+    ) -> Result<Vec<Option<std::ops::Range<u64>>>, ChunkError>;
+    /// Decode consecutive parts (each one's bytes, `None` when absent) and keep
+    /// their first `elements` elements: as runs, one per part, or gathered into
+    /// one array.
+    fn decode_parts(
+        &self,
+        parts: Vec<Option<Buffer>>,
+        elements: u64,
+        ctx: &DecodeContext,
+        runs: bool,
+    ) -> Result<Vec<ArrayRef>, ChunkError>;
+    /// A whole chunk's bytes decoded as runs, one per part (no gathering copy).
+    fn decode_runs(&self, bytes: Buffer, ctx: &DecodeContext) -> Result<Vec<ArrayRef>, ChunkError>;
+}
+
+/// Where a chunk's index lies (see [`PartialDecoder::index`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum IndexPosition {
+    /// The first `len` bytes.
+    Prefix(u64),
+    /// The last `len` bytes.
+    Suffix(u64),
 }
 
 /// A bytes->bytes codec: compression or a checksum.

@@ -37,7 +37,10 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::bytes::{Bytes, is_big_endian};
-use super::{ArrayToBytesCodec, CodecChain, ConfigError, DecodeContext, IndexLocation, settings};
+use super::{
+    ArrayToBytesCodec, CodecChain, ConfigError, DecodeContext, IndexLocation, IndexPosition,
+    PartialDecoder, settings,
+};
 use crate::assemble::{Part, cut, gather, runs};
 use crate::error::ChunkError;
 use crate::fill::fill_array;
@@ -369,13 +372,52 @@ impl Sharding {
     }
 }
 
-/// Where a shard's index lies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum IndexPosition {
-    /// The first `len` bytes.
-    Prefix(u64),
-    /// The last `len` bytes.
-    Suffix(u64),
+/// A 1-D shard read in part: its parts are the inner chunks.
+impl PartialDecoder for Sharding {
+    fn part_len(&self) -> u64 {
+        self.chunk_shape.first().copied().unwrap_or(1).max(1)
+    }
+
+    fn index(&self, shape: &[u64]) -> Result<(u64, IndexPosition), ChunkError> {
+        let n = self.grid(shape).iter().product();
+        Ok((n, self.index_range(n)?))
+    }
+
+    fn decode_index(
+        &self,
+        encoded: Buffer,
+        n: u64,
+        chunk_len: u64,
+    ) -> Result<Vec<InnerRange>, ChunkError> {
+        let expected = self.index_len(n).unwrap_or(u64::MAX);
+        if encoded.len() as u64 != expected {
+            return Err(ChunkError::Truncated {
+                what: "shard index",
+                needed: expected,
+                available: encoded.len() as u64,
+            });
+        }
+        Sharding::decode_index(self, encoded, n, chunk_len)
+    }
+
+    fn decode_parts(
+        &self,
+        parts: Vec<Option<Buffer>>,
+        elements: u64,
+        ctx: &DecodeContext,
+        runs: bool,
+    ) -> Result<Vec<ArrayRef>, ChunkError> {
+        if runs {
+            self.decode_inner_runs(parts, elements, ctx)
+        } else {
+            let grid = [parts.len() as u64];
+            Ok(vec![self.decode_inner(parts, &grid, &[elements], ctx)?])
+        }
+    }
+
+    fn decode_runs(&self, bytes: Buffer, ctx: &DecodeContext) -> Result<Vec<ArrayRef>, ChunkError> {
+        Sharding::decode_runs(self, bytes, ctx)
+    }
 }
 
 impl ArrayToBytesCodec for Sharding {
@@ -402,6 +444,10 @@ impl ArrayToBytesCodec for Sharding {
 
     fn is_variable_length(&self) -> bool {
         self.codecs.array_to_bytes().is_variable_length()
+    }
+
+    fn partial(&self, ndim: usize) -> Option<&dyn PartialDecoder> {
+        (ndim == 1 && self.chunk_shape.len() == 1).then_some(self as &dyn PartialDecoder)
     }
 
     fn check_shape(&self, shape: &[u64]) -> Result<(), String> {

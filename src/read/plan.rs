@@ -19,8 +19,9 @@ use arrow_array::ArrayRef;
 use arrow_buffer::Buffer;
 
 use super::ZarrArray;
-use crate::codec::sharding::{IndexPosition, InnerRange, Sharding};
-use crate::codec::{CodecChain, DecodeContext};
+use crate::codec::DecodeContext;
+use crate::codec::sharding::InnerRange;
+use crate::codec::{IndexPosition, PartialDecoder};
 use crate::error::{ChunkError, Error, Result};
 use crate::store::{ByteRange, RangeRead, Store};
 
@@ -74,17 +75,6 @@ pub(crate) struct Decoded {
     pub runs: Vec<ArrayRef>,
 }
 
-/// The layout-only sharding codec of `codecs` (no other codec around it), when a
-/// 1-D array's shards have 1-D inner chunks: the shards that can be read in part
-/// and decoded as runs.
-pub(crate) fn sharding_1d(codecs: &CodecChain, ndim: usize) -> Option<&Sharding> {
-    let sharding = codecs
-        .is_layout_only()
-        .then(|| codecs.array_to_bytes().as_any().downcast_ref::<Sharding>())
-        .flatten()?;
-    (ndim == 1 && sharding.chunk_shape.len() == 1).then_some(sharding)
-}
-
 /// The next thing a chunk read needs.
 #[derive(Debug)]
 pub(crate) enum Step {
@@ -128,11 +118,12 @@ enum Stage {
 
 impl ChunkRead {
     /// A read of the chunk at grid `indices` of `array`, wanting elements `want`
-    /// of it (`None`: all). Only a 1-D shard whose codecs are sharding alone is
-    /// read in part; every other chunk is fetched whole (and the caller slices).
+    /// of it (`None`: all). A chunk whose codecs can decode it in part
+    /// (`CodecChain::partial`) is read in part; every other chunk is fetched
+    /// whole (and the caller slices).
     pub(crate) fn new(array: &ZarrArray, indices: &[u64], want: Option<Range<u64>>) -> Self {
         let shape = &array.metadata().chunk_shape;
-        let sharded = sharding_1d(array.codecs(), shape.len()).is_some();
+        let sharded = array.codecs().partial(shape.len()).is_some();
         let partial = match want {
             Some(want)
                 if sharded && !want.is_empty() && (want.start > 0 || want.end < shape[0]) =>
@@ -153,11 +144,12 @@ impl ChunkRead {
         }
     }
 
-    /// Decode a 1-D shard's inner chunks as separate runs instead of gathering
-    /// them into one array (a copy of every element). No effect on other chunks.
+    /// Decode a chunk's parts (a 1-D shard's inner chunks) as separate runs
+    /// instead of gathering them into one array (a copy of every element). No
+    /// effect on a chunk that has no parts.
     pub(crate) fn with_runs(mut self) -> Self {
         let shape = &self.array.metadata().chunk_shape;
-        self.runs = sharding_1d(self.array.codecs(), shape.len()).is_some();
+        self.runs = self.array.codecs().partial(shape.len()).is_some();
         self
     }
 
@@ -183,25 +175,25 @@ impl ChunkRead {
             array.string_type(),
             array.options().max_chunk_bytes,
         );
-        let sharding = sharding_1d(array.codecs(), ctx.shape.len());
+        let partial = array.codecs().partial(ctx.shape.len());
         match (stage, fetched) {
             (Stage::Start, _) => Ok(self.first_request()),
             (_, Fetched::Missing) => Ok(Step::Done(None)),
             (Stage::Whole, Fetched::Whole(bytes)) => {
-                let runs = match sharding.filter(|_| self.runs) {
-                    Some(sharding) => sharding.decode_runs(bytes, &ctx)?,
+                let runs = match partial.filter(|_| self.runs) {
+                    Some(partial) => partial.decode_runs(bytes, &ctx)?,
                     None => vec![array.codecs().decode(bytes, &ctx)?],
                 };
                 Ok(Step::Done(Some(Decoded { offset: 0, runs })))
             }
             (Stage::Index { n }, Fetched::Ranges(read)) => {
-                let (Some(sharding), Some(want)) = (sharding, self.partial.clone()) else {
+                let (Some(partial), Some(want)) = (partial, self.partial.clone()) else {
                     return Err(plan_error("an index read without a partial read"));
                 };
                 let (first, ranges, asked) =
-                    inner_ranges(sharding, n, want, read, self.max_encoded)?;
+                    inner_ranges(partial, n, want, read, self.max_encoded)?;
                 if asked.is_empty() {
-                    return decode_inner(sharding, &ctx, self.runs, first, &ranges, Vec::new());
+                    return decode_inner(partial, &ctx, self.runs, first, &ranges, Vec::new());
                 }
                 self.stage = Stage::Inner { first, ranges };
                 Ok(Step::Fetch(Request {
@@ -212,10 +204,10 @@ impl ChunkRead {
                 }))
             }
             (Stage::Inner { first, ranges }, Fetched::Ranges(read)) => {
-                let Some(sharding) = sharding.filter(|_| self.partial.is_some()) else {
+                let Some(partial) = partial.filter(|_| self.partial.is_some()) else {
                     return Err(plan_error("inner chunks without a partial read"));
                 };
-                decode_inner(sharding, &ctx, self.runs, first, &ranges, read.buffers)
+                decode_inner(partial, &ctx, self.runs, first, &ranges, read.buffers)
             }
             (stage, fetched) => Err(plan_error(&format!(
                 "{fetched:?} does not answer the request of {stage:?}"
@@ -225,8 +217,8 @@ impl ChunkRead {
 
     fn first_request(&mut self) -> Step {
         let shape = &self.array.metadata().chunk_shape;
-        let sharding = sharding_1d(self.array.codecs(), shape.len());
-        let (Some(sharding), Some(_)) = (sharding, &self.partial) else {
+        let partial = self.array.codecs().partial(shape.len());
+        let (Some(partial), Some(_)) = (partial, &self.partial) else {
             self.stage = Stage::Whole;
             return Step::Fetch(Request {
                 id: 0,
@@ -235,10 +227,9 @@ impl ChunkRead {
                 max_len: self.max_encoded,
             });
         };
-        let n = sharding.grid(shape).iter().product();
-        let range = match sharding.index_range(n) {
-            Ok(IndexPosition::Prefix(len)) => ByteRange::Bounded(0..len),
-            Ok(IndexPosition::Suffix(len)) => ByteRange::Suffix(len),
+        let (n, range) = match partial.index(shape) {
+            Ok((n, IndexPosition::Prefix(len))) => (n, ByteRange::Bounded(0..len)),
+            Ok((n, IndexPosition::Suffix(len))) => (n, ByteRange::Suffix(len)),
             // Validated metadata has a fixed-size index; fall back to a whole read.
             Err(_) => {
                 self.partial = None;
@@ -262,27 +253,25 @@ fn plan_error(message: &str) -> ChunkError {
     }
 }
 
-/// The index of a shard of `n` inner chunks is in: the inner chunks the wanted
-/// elements lie in (the first one's index, and where each lies), and the ranges
-/// to ask for (the present ones).
+/// The index of a chunk of `n` parts is in: the parts the wanted elements lie
+/// in (the first one's index, and where each lies), and the ranges to ask for
+/// (the present ones).
 fn inner_ranges(
-    sharding: &Sharding,
+    partial: &dyn PartialDecoder,
     n: u64,
     want: Range<u64>,
     read: RangeRead,
     max_encoded: u64,
 ) -> Result<(u64, Vec<InnerRange>, Vec<ByteRange>), ChunkError> {
-    let expected = sharding.index_len(n).unwrap_or(u64::MAX);
     let index = read.buffers.into_iter().next().unwrap_or_default();
-    if index.len() as u64 != expected {
-        return Err(ChunkError::Truncated {
-            what: "shard index",
-            needed: expected,
-            available: index.len() as u64,
-        });
+    let all = partial.decode_index(index, n, read.value_len)?;
+    if all.len() as u64 != n {
+        return Err(plan_error(&format!(
+            "an index of {} parts for {n}",
+            all.len()
+        )));
     }
-    let all = sharding.decode_index(index, n, read.value_len)?;
-    let inner = sharding.chunk_shape[0].max(1);
+    let inner = partial.part_len();
     let first = (want.start / inner).min(n);
     let last = want.end.div_ceil(inner).min(n).max(first);
     let ranges: Vec<InnerRange> = all[first as usize..last as usize].to_vec();
@@ -290,7 +279,7 @@ fn inner_ranges(
     for range in ranges.iter().flatten() {
         if range.end - range.start > max_encoded {
             return Err(ChunkError::TooLarge {
-                codec: "sharding_indexed inner chunk",
+                codec: "a chunk's part (sharding_indexed inner chunk)",
                 limit: max_encoded,
             });
         }
@@ -299,10 +288,10 @@ fn inner_ranges(
     Ok((first, ranges, asked))
 }
 
-/// Inner chunks `first..` of a shard are in (`buffers`: the present ones, in
-/// order): decode them, as runs when `runs`.
+/// Parts `first..` of a chunk are in (`buffers`: the present ones, in order):
+/// decode them, as runs when `runs`.
 fn decode_inner(
-    sharding: &Sharding,
+    partial: &dyn PartialDecoder,
     ctx: &DecodeContext<'_>,
     runs: bool,
     first: u64,
@@ -321,15 +310,10 @@ fn decode_inner(
         .iter()
         .map(|r| r.as_ref().and_then(|_| buffers.next()))
         .collect();
-    let inner = sharding.chunk_shape[0];
+    let inner = partial.part_len();
     let offset = first * inner;
     let elements = (ranges.len() as u64 * inner).min(ctx.shape[0].saturating_sub(offset));
-    let runs = if runs {
-        sharding.decode_inner_runs(parts, elements, ctx)?
-    } else {
-        let grid = [ranges.len() as u64];
-        vec![sharding.decode_inner(parts, &grid, &[elements], ctx)?]
-    };
+    let runs = partial.decode_parts(parts, elements, ctx, runs)?;
     Ok(Step::Done(Some(Decoded { offset, runs })))
 }
 
