@@ -66,7 +66,11 @@ fn settled() -> (u64, u64) {
 /// registered object store (partitioned), and a LIMIT whose stream is dropped
 /// after its first batch. Returns the aggregate's row count (checked).
 async fn scans(ctx: &SessionContext, i: usize) {
-    let table = if i % 2 == 0 { "local" } else { "remote" };
+    let table = if i.is_multiple_of(2) {
+        "local"
+    } else {
+        "remote"
+    };
     let batches = ctx
         .sql(&format!(
             "SELECT kind, count(*) AS n, sum(id) AS s, max(name) AS m FROM {table} GROUP BY kind"
