@@ -62,9 +62,9 @@ fn settled() -> (u64, u64) {
     (status("Threads"), status("VmRSS"))
 }
 
-/// One scan of each kind: a full aggregate over the local table and over the
-/// registered object store (partitioned), and a LIMIT whose stream is dropped
-/// after its first batch. Returns the aggregate's row count (checked).
+/// Two scans of the local table (even `i`) or of the one in the registered
+/// object store (odd): a partitioned aggregate, its row count checked, and a
+/// filter whose stream is dropped after its first batch.
 async fn scans(ctx: &SessionContext, i: usize) {
     let table = if i.is_multiple_of(2) {
         "local"
