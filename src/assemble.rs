@@ -16,6 +16,7 @@ use crate::grid::{ravel, unravel};
 
 /// One part: its decoded elements (all `part_shape` of them, C order), or a
 /// one-element array holding the fill value for a part that is absent.
+#[derive(Debug)]
 pub(crate) enum Part {
     Present(ArrayRef),
     Missing(ArrayRef),

@@ -210,36 +210,35 @@ impl ExecutionPlan for ZarrScanExec {
             row_counts(schema.clone(), range.end - range.start).boxed()
         } else {
             let names = self.names();
-            match self.table.source.clone() {
-                Source::Rows(builder) => {
-                    let (store, concurrency) = self.read_store(&context, &builder)?;
-                    let reservation = MemoryConsumer::new(format!("ZarrScanExec[{partition}]"))
-                        .register(context.memory_pool());
-                    let (stream, stats) = builder
-                        .with_projection(names)
-                        .with_row_range(range)
-                        .into_stream_within(
-                            store,
-                            concurrency,
-                            Some(Box::new(PoolBudget(reservation))),
-                        )
-                        .map_err(df_err)?;
-                    let mut metrics = ScanMetrics::new(&self.metrics, partition, stats);
-                    stream
-                        .map(move |batch| {
-                            metrics.update();
-                            let batch = batch.map_err(scan_err)?;
-                            // The reader's schema may carry table metadata (pandas'):
-                            // the plan's is the projected table schema.
-                            Ok(RecordBatch::try_new(
-                                schema.clone(),
-                                batch.columns().to_vec(),
-                            )?)
-                        })
-                        .boxed()
+            let builder = match self.table.source.clone() {
+                Source::Rows(builder) => builder,
+                // An N-d array: its elements in C order, a batch per slab.
+                Source::Flat(array) => {
+                    let slab = usize::try_from(array.row_chunk_len()).unwrap_or(usize::MAX);
+                    array.reader().with_batch_size(slab)
                 }
-                Source::Flat(array) => flat(array, range, schema.clone()).boxed(),
-            }
+            };
+            let (store, concurrency) = self.read_store(&context, &builder)?;
+            let reservation = MemoryConsumer::new(format!("ZarrScanExec[{partition}]"))
+                .register(context.memory_pool());
+            let (stream, stats) = builder
+                .with_projection(names)
+                .with_row_range(range)
+                .into_stream_within(store, concurrency, Some(Box::new(PoolBudget(reservation))))
+                .map_err(df_err)?;
+            let mut metrics = ScanMetrics::new(&self.metrics, partition, stats);
+            stream
+                .map(move |batch| {
+                    metrics.update();
+                    let batch = batch.map_err(scan_err)?;
+                    // The reader's schema may carry table metadata (pandas'):
+                    // the plan's is the projected table schema.
+                    Ok(RecordBatch::try_new(
+                        schema.clone(),
+                        batch.columns().to_vec(),
+                    )?)
+                })
+                .boxed()
         };
         Ok(Box::pin(RecordBatchStreamAdapter::new(
             self.schema.clone(),
@@ -263,39 +262,6 @@ impl ExecutionPlan for ZarrScanExec {
         }
         Ok(Arc::new(stats))
     }
-}
-
-/// The batches of `range` of an N-d array flattened in C order, slab by slab:
-/// each slab read by the blocking reader on the runtime's blocking threads (the
-/// caller's; the N-d region read is not yet a push decoder).
-fn flat(
-    array: crate::ZarrArray,
-    range: Range<u64>,
-    schema: SchemaRef,
-) -> impl futures::Stream<Item = DfResult<RecordBatch>> + Send + 'static {
-    // Ranges start on slab boundaries; a LIMIT may end one inside a slab.
-    let per_slab = array.slab_len(0).max(1);
-    let slabs = range.start / per_slab..range.end.div_ceil(per_slab);
-    let reader = array.batches().with_slabs(slabs);
-    let left = range.end - range.start;
-    futures::stream::try_unfold((reader, left), move |(mut reader, left)| {
-        let schema = schema.clone();
-        async move {
-            if left == 0 {
-                return Ok(None);
-            }
-            let (next, reader) = tokio::task::spawn_blocking(move || (reader.next(), reader))
-                .await
-                .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
-            let Some(batch) = next.transpose()? else {
-                return Ok(None);
-            };
-            let n = (batch.num_rows() as u64).min(left);
-            let batch =
-                RecordBatch::try_new(schema, batch.slice(0, n as usize).columns().to_vec())?;
-            Ok(Some((batch, (reader, left - n))))
-        }
-    })
 }
 
 /// A zarrow error from a scan as DataFusion's: running out of the memory pool is

@@ -276,7 +276,7 @@ impl ZarrArray {
         Ok(Decoded { offset, runs })
     }
 
-    fn fill(&self, n: usize) -> Result<ArrayRef> {
+    pub(crate) fn fill(&self, n: usize) -> Result<ArrayRef> {
         let m = &self.meta;
         fill_array(
             &m.data_type,
@@ -374,6 +374,20 @@ impl ZarrArray {
         (inner >= MIN_RUN_LEN && inner < self.meta.chunk_shape[0]).then_some(inner)
     }
 
+    /// The elements of one full chunk row (a slab, flattened in C order): a
+    /// chunk's length for a 1-D array, the chunk's first extent times the
+    /// array's other extents for an N-d one; 1 for a 0-d array.
+    pub(crate) fn row_chunk_len(&self) -> u64 {
+        let shape = &self.meta.shape;
+        match self.meta.chunk_shape.first() {
+            None => 1,
+            Some(&c) => shape[1..]
+                .iter()
+                .fold(c, |acc, &d| acc.saturating_mul(d))
+                .max(1),
+        }
+    }
+
     /// Number of slabs: chunks along the first dimension (1 for a 0-d array).
     pub fn num_slabs(&self) -> u64 {
         if self.meta.shape.is_empty() {
@@ -408,12 +422,25 @@ impl ZarrArray {
     }
 
     fn read_slab_nd(&self, s: u64) -> Result<ArrayRef> {
+        let reads = self.plan_slab(s)?;
+        let run = |read| self.finish_part(plan::run(self.store.as_ref(), read)?);
+        let parts: Vec<Part> = if self.options.parallel && reads.len() > 1 {
+            reads.into_par_iter().map(run).collect::<Result<_>>()?
+        } else {
+            reads.into_iter().map(run).collect::<Result<_>>()?
+        };
+        self.finish_slab(s, parts)
+    }
+
+    /// The chunk reads of slab `s` of an N-d array (every chunk of its chunk
+    /// row, whole, in C order): refused when the slab's Arrow structures alone
+    /// would exceed the byte limit, as a slab spans the whole extent of the
+    /// other dimensions.
+    pub(crate) fn plan_slab(&self, s: u64) -> Result<Vec<ChunkRead>> {
         let shape = &self.meta.shape;
         let chunk_shape = &self.meta.chunk_shape;
         let grid_rest: Vec<u64> = self.grid.grid_shape()[1..].to_vec();
         let n_chunks: u64 = grid_rest.iter().product();
-        // A slab spans the whole extent of the other dimensions: refuse one whose
-        // Arrow structures alone would exceed the byte limit.
         let rows = chunk_shape[0].min(shape[0].saturating_sub(s * chunk_shape[0]));
         let elements = shape[1..]
             .iter()
@@ -429,19 +456,37 @@ impl ZarrArray {
                 },
             });
         }
-        let parts: Vec<Part> = self.map_maybe_parallel(0..n_chunks, |j| {
-            let mut indices = vec![s];
-            indices.extend(unravel(j, &grid_rest));
-            self.chunk(&indices)
-        })?;
+        Ok((0..n_chunks)
+            .map(|j| {
+                let mut indices = vec![s];
+                indices.extend(unravel(j, &grid_rest));
+                ChunkRead::new(self, &indices, None)
+            })
+            .collect())
+    }
+
+    /// One chunk of a slab from what its read decoded (the fill value when
+    /// missing).
+    pub(crate) fn finish_part(&self, decoded: Option<Decoded>) -> Result<Part> {
+        Ok(match decoded {
+            Some(decoded) => Part::Present(self.concat(self.retyped(decoded)?.runs)?),
+            None => Part::Missing(self.fill(1)?),
+        })
+    }
+
+    /// Slab `s` from its chunks, in the order [`ZarrArray::plan_slab`] gave.
+    pub(crate) fn finish_slab(&self, s: u64, parts: Vec<Part>) -> Result<ArrayRef> {
         if parts.is_empty() {
             return self.fill(0);
         }
+        let shape = &self.meta.shape;
+        let chunk_shape = &self.meta.chunk_shape;
+        let rows = chunk_shape[0].min(shape[0].saturating_sub(s * chunk_shape[0]));
         // The slab: this chunk row's rows, and the whole extent of the other dims.
         let mut region = vec![rows];
         region.extend_from_slice(&shape[1..]);
         let mut grid = vec![1];
-        grid.extend_from_slice(&grid_rest);
+        grid.extend_from_slice(&self.grid.grid_shape()[1..]);
         Ok(gather(&parts, &grid, chunk_shape, &region)?)
     }
 

@@ -172,15 +172,9 @@ impl ReaderBuilder {
     pub fn columns(&self) -> Result<Vec<Column>> {
         let (available, skipped): (Vec<Column>, &[Skipped]) = match &self.source {
             Source::Group(group) => (group.columns().to_vec(), group.skipped()),
-            Source::Array(array) if array.metadata().shape.len() == 1 => {
-                (vec![Column::array(array.clone())?], &[])
-            }
-            Source::Array(array) => {
-                return Err(self.table_err(format!(
-                    "a reader needs 1-D arrays; this one has shape {:?} (read it with ZarrArray::batches)",
-                    array.metadata().shape
-                )));
-            }
+            // An N-d array's rows are its elements, flattened in C order (read
+            // slab by slab).
+            Source::Array(array) => (vec![Column::array(array.clone())?], &[]),
         };
         let columns = match &self.projection {
             None => {
@@ -428,7 +422,7 @@ fn longest_run(columns: &[Column]) -> u64 {
     columns
         .iter()
         .flat_map(|c| c.leaves())
-        .map(|a| a.run_len().unwrap_or(a.metadata().chunk_shape[0]))
+        .map(|a| a.run_len().unwrap_or_else(|| a.row_chunk_len()))
         .max()
         .unwrap_or(1)
         .max(1)

@@ -193,7 +193,7 @@ impl Column {
     pub(crate) fn chunk_len(&self) -> u64 {
         self.leaves()
             .iter()
-            .map(|a| a.metadata().chunk_shape[0])
+            .map(|a| a.row_chunk_len())
             .max()
             .unwrap_or(1)
     }

@@ -36,8 +36,9 @@ use std::time::Instant;
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::SchemaRef;
 
-use super::plan::{ChunkRead, Step};
+use super::plan::{ChunkRead, Decoded, Step};
 use super::{Column, ZarrArray};
+use crate::assemble::Part;
 use crate::error::{Error, Result};
 use crate::rows::RowQueue;
 
@@ -73,7 +74,14 @@ pub struct ReadStats {
 #[derive(Debug)]
 pub(crate) struct Cursor {
     array: ZarrArray,
+    /// The rows of one chunk row: a chunk of a 1-D array, a slab of an N-d
+    /// one (its rows: its elements, flattened in C order).
     chunk_len: u64,
+    /// Whether the array is N-d (or 0-d): a chunk row is a slab of several
+    /// chunks, gathered once they are all in.
+    slabs: bool,
+    /// The chunks of the slab being gathered, in order.
+    parts: Vec<Part>,
     /// The rows of one decoded run: the chunk, or a shard's inner chunk.
     run_len: u64,
     /// The first chunk not yet planned.
@@ -85,9 +93,11 @@ pub(crate) struct Cursor {
 
 impl Cursor {
     pub(crate) fn new(array: ZarrArray, start: u64) -> Self {
-        let chunk_len = array.metadata().chunk_shape[0].max(1);
+        let chunk_len = array.row_chunk_len().max(1);
         let run_len = array.run_len().unwrap_or(chunk_len).max(1);
         Self {
+            slabs: array.metadata().shape.len() != 1,
+            parts: Vec::new(),
             array,
             chunk_len,
             run_len,
@@ -121,15 +131,21 @@ enum State {
     Decoding,
     /// Its rows.
     Done(Vec<ArrayRef>),
+    /// One chunk of a slab, decoded.
+    DonePart(Part),
 }
 
 #[derive(Debug)]
 struct Job {
     owner: Owner,
     array: ZarrArray,
+    /// The chunk (of a 1-D array) or the slab (of an N-d one).
     chunk: u64,
-    /// The rows wanted, within the chunk.
+    /// The rows wanted, within the chunk (or slab).
     rows: Range<u64>,
+    /// For a chunk of a slab: its place among the slab's chunks, and how many
+    /// there are.
+    part: Option<(usize, usize)>,
     /// The Arrow bytes its rows take, estimated from the type.
     estimate: u64,
     state: State,
@@ -363,7 +379,7 @@ impl RowDecoder {
             return Ok(DecodeResult::Finished);
         }
         let n = self.next_len();
-        self.plan((self.done + n).saturating_add(self.lookahead));
+        self.plan((self.done + n).saturating_add(self.lookahead))?;
         Ok(DecodeResult::NeedsData(self.take_requests()?))
     }
 
@@ -387,7 +403,7 @@ impl RowDecoder {
             return Ok(());
         }
         let array = job.array.clone();
-        let (chunk, rows) = (job.chunk, job.rows.clone());
+        let (chunk, rows, part) = (job.chunk, job.rows.clone(), job.part);
         let sender = self.sender.clone();
         let waker = self.waker.clone();
         let stats = self.stats.clone();
@@ -395,7 +411,7 @@ impl RowDecoder {
         rayon::spawn(move || {
             let started = Instant::now();
             let state = catch_unwind(AssertUnwindSafe(|| {
-                resume(&array, chunk, rows, read, fetched)
+                resume(&array, chunk, rows, part, read, fetched)
             }))
             .unwrap_or(Err(Error::Panicked {
                 task: "chunk decoder",
@@ -443,7 +459,14 @@ impl RowDecoder {
                     unreachable!("checked above")
                 };
                 let started = Instant::now();
-                job.state = resume(&job.array, job.chunk, job.rows.clone(), read, fetched)?;
+                job.state = resume(
+                    &job.array,
+                    job.chunk,
+                    job.rows.clone(),
+                    job.part,
+                    read,
+                    fetched,
+                )?;
                 let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
                 self.stats.decode_nanos.fetch_add(nanos, Ordering::Relaxed);
             }
@@ -457,7 +480,7 @@ impl RowDecoder {
         while matches!(
             self.jobs.front(),
             Some(Job {
-                state: State::Done(_),
+                state: State::Done(_) | State::DonePart(_),
                 ..
             })
         ) {
@@ -465,8 +488,35 @@ impl RowDecoder {
                 break;
             };
             self.first_seq += 1;
-            let State::Done(runs) = job.state else {
-                unreachable!("checked above")
+            let runs = match job.state {
+                State::Done(runs) => runs,
+                State::DonePart(part) => {
+                    let Owner::Leaf(i) = job.owner else {
+                        unreachable!("only a leaf's slab has parts")
+                    };
+                    let leaf = &mut self.leaves[i];
+                    leaf.parts.push(part);
+                    let (index, of) = job.part.unwrap_or((0, 1));
+                    if index + 1 < of {
+                        continue;
+                    }
+                    let slab = job
+                        .array
+                        .finish_slab(job.chunk, std::mem::take(&mut leaf.parts))?;
+                    let (lo, hi) = (job.rows.start as usize, job.rows.end as usize);
+                    if hi > slab.len() || lo > hi {
+                        return Err(Error::Chunk {
+                            key: job.array.chunk_key(&[job.chunk]),
+                            source: crate::error::ChunkError::Truncated {
+                                what: "slab elements",
+                                needed: hi as u64,
+                                available: slab.len() as u64,
+                            },
+                        });
+                    }
+                    vec![slab.slice(lo, hi - lo)]
+                }
+                _ => unreachable!("checked above"),
             };
             match job.owner {
                 Owner::Leaf(i) => {
@@ -504,6 +554,7 @@ impl RowDecoder {
                     chunk,
                     estimate: estimate(categories, planned.hi - planned.lo),
                     rows: planned.lo..planned.hi,
+                    part: None,
                     state: State::Ready(planned.read),
                 });
             }
@@ -544,32 +595,58 @@ impl RowDecoder {
     }
 
     /// Plan the chunks every leaf needs for rows up to `upto`, in row order
-    /// across the leaves (the order the rows are wanted in).
-    fn plan(&mut self, upto: u64) {
+    /// across the leaves (the order the rows are wanted in). An N-d leaf's
+    /// chunk row is a slab: every chunk of it, read whole.
+    fn plan(&mut self, upto: u64) -> Result<()> {
         let end = self.rows.end;
         let mut jobs = Vec::new();
         for (i, leaf) in self.leaves.iter_mut().enumerate() {
             while leaf.covered < upto.min(end) {
                 let chunk = leaf.next_chunk;
+                let chunk_start = chunk * leaf.chunk_len;
                 let chunk_end = ((chunk + 1) * leaf.chunk_len).min(end);
-                let planned = leaf.array.plan_rows(chunk, leaf.covered..chunk_end, true);
-                jobs.push((
-                    leaf.covered,
-                    Job {
-                        owner: Owner::Leaf(i),
-                        array: leaf.array.clone(),
-                        chunk,
-                        estimate: estimate(&leaf.array, planned.hi - planned.lo),
-                        rows: planned.lo..planned.hi,
-                        state: State::Ready(planned.read),
-                    },
-                ));
+                if leaf.slabs {
+                    let rows = leaf.covered - chunk_start..chunk_end - chunk_start;
+                    let reads = leaf.array.plan_slab(chunk)?;
+                    let of = reads.len();
+                    let per_part = estimate(&leaf.array, leaf.chunk_len) / of.max(1) as u64;
+                    for (index, read) in reads.into_iter().enumerate() {
+                        jobs.push((
+                            leaf.covered,
+                            Job {
+                                owner: Owner::Leaf(i),
+                                array: leaf.array.clone(),
+                                chunk,
+                                estimate: per_part,
+                                rows: rows.clone(),
+                                part: Some((index, of)),
+                                state: State::Ready(read),
+                            },
+                        ));
+                    }
+                } else {
+                    let planned = leaf.array.plan_rows(chunk, leaf.covered..chunk_end, true);
+                    jobs.push((
+                        leaf.covered,
+                        Job {
+                            owner: Owner::Leaf(i),
+                            array: leaf.array.clone(),
+                            chunk,
+                            estimate: estimate(&leaf.array, planned.hi - planned.lo),
+                            rows: planned.lo..planned.hi,
+                            part: None,
+                            state: State::Ready(planned.read),
+                        },
+                    ));
+                }
                 leaf.covered = chunk_end;
                 leaf.next_chunk += 1;
             }
         }
+        // Stable: a slab's chunks stay together, in order.
         jobs.sort_by_key(|(start, _)| *start);
         self.jobs.extend(jobs.into_iter().map(|(_, job)| job));
+        Ok(())
     }
 
     /// The requests not yet handed out, each numbered by its job.
@@ -587,11 +664,9 @@ impl RowDecoder {
                         requests.push(Request { id: seq, ..request });
                         State::Waiting(read)
                     }
-                    Step::Done(decoded) => State::Done(job.array.finish_rows(
-                        job.chunk,
-                        job.rows.clone(),
-                        decoded,
-                    )?),
+                    Step::Done(decoded) => {
+                        finished(&job.array, job.chunk, job.rows.clone(), job.part, decoded)?
+                    }
                 },
                 State::Next(read, request) => {
                     requests.push(Request { id: seq, ..request });
@@ -653,6 +728,7 @@ fn resume(
     array: &ZarrArray,
     chunk: u64,
     rows: Range<u64>,
+    part: Option<(usize, usize)>,
     mut read: ChunkRead,
     fetched: Fetched,
 ) -> Result<State> {
@@ -661,6 +737,20 @@ fn resume(
         source,
     })? {
         Step::Fetch(request) => Ok(State::Next(read, request)),
-        Step::Done(decoded) => Ok(State::Done(array.finish_rows(chunk, rows, decoded)?)),
+        Step::Done(decoded) => finished(array, chunk, rows, part, decoded),
     }
+}
+
+/// A finished chunk read as its rows, or as one chunk of a slab.
+fn finished(
+    array: &ZarrArray,
+    chunk: u64,
+    rows: Range<u64>,
+    part: Option<(usize, usize)>,
+    decoded: Option<Decoded>,
+) -> Result<State> {
+    Ok(match part {
+        Some(_) => State::DonePart(array.finish_part(decoded)?),
+        None => State::Done(array.finish_rows(chunk, rows, decoded)?),
+    })
 }

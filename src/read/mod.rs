@@ -23,11 +23,10 @@ mod plan;
 mod stream;
 mod table;
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 use arrow_array::{RecordBatch, RecordBatchReader};
-use arrow_schema::{ArrowError, Field, Schema, SchemaRef};
+use arrow_schema::{ArrowError, Schema, SchemaRef};
 
 pub use array::ZarrArray;
 #[cfg(feature = "datafusion")]
@@ -45,7 +44,6 @@ pub use node::read_node;
 pub use stream::ReadBudget;
 pub use table::{TableOptions, TableReader, open_table};
 
-use crate::conventions::cf::CfDecode;
 use crate::error::{Error, Result};
 use crate::metadata::StringType;
 
@@ -160,82 +158,62 @@ impl ReadOptions {
 pub struct ArrayBatchReader {
     array: ZarrArray,
     schema: SchemaRef,
-    cf: Option<CfDecode>,
-    /// Why the CF attributes cannot be decoded: the first batch's error.
-    cf_error: Option<Error>,
-    next_slab: u64,
-    /// The slab after the last one read.
-    end_slab: u64,
-    ready: VecDeque<arrow_array::ArrayRef>,
+    /// The reader, or why there is none (a CF attribute that cannot be decoded),
+    /// given by the first batch.
+    reader: std::result::Result<BatchReader, Option<Error>>,
+    total: u64,
 }
 
 impl ArrayBatchReader {
     fn new(array: ZarrArray) -> Self {
-        let (cf, cf_error) = match array.cf_decode() {
-            Ok(cf) => (cf, None),
-            Err(e) => (None, Some(e)),
-        };
-        let field = match &cf {
-            Some(cf) => Field::new(array.column_name(), cf.data_type().clone(), true),
-            None => array.field(),
-        };
-        let schema = Arc::new(Schema::new(vec![field]));
-        let end_slab = array.num_slabs();
-        Self {
-            end_slab,
-            array,
-            schema,
-            cf,
-            cf_error,
-            next_slab: 0,
-            ready: VecDeque::new(),
+        let slabs = array.num_slabs();
+        Self::of_slabs(array, 0..slabs)
+    }
+
+    /// The reader of slabs `slabs` (clamped to the array's): the rows of the
+    /// push decoder, one batch per slab.
+    fn of_slabs(array: ZarrArray, slabs: std::ops::Range<u64>) -> Self {
+        let end = slabs.end.min(array.num_slabs());
+        let start = slabs.start.min(end);
+        let per_slab = array.row_chunk_len();
+        let rows = (start.saturating_mul(per_slab)).min(array.len())
+            ..(end.saturating_mul(per_slab)).min(array.len());
+        let total = rows.end - rows.start;
+        let fallback = || Arc::new(Schema::new(vec![array.field()]));
+        let batch = usize::try_from(per_slab).unwrap_or(usize::MAX).max(1);
+        match array
+            .reader()
+            .with_row_range(rows)
+            .with_batch_size(batch)
+            .build()
+        {
+            Ok(reader) => Self {
+                schema: reader.schema(),
+                reader: Ok(reader),
+                array,
+                total,
+            },
+            Err(e) => Self {
+                schema: fallback(),
+                reader: Err(Some(e)),
+                array,
+                total,
+            },
         }
     }
 
     /// Read slabs `range` only (a slab: the elements whose first index falls in
     /// one chunk row; see [`ZarrArray::read_slab`]), clamped to the array's.
-    pub fn with_slabs(mut self, range: std::ops::Range<u64>) -> Self {
-        self.end_slab = range.end.min(self.array.num_slabs());
-        self.next_slab = range.start.min(self.end_slab);
-        self
+    pub fn with_slabs(self, range: std::ops::Range<u64>) -> Self {
+        match self.reader {
+            Ok(_) => Self::of_slabs(self.array, range),
+            Err(_) => self,
+        }
     }
 
     /// Total rows this reader yields.
     pub fn total_rows(&self) -> u64 {
-        (self.next_slab..self.end_slab)
-            .map(|s| self.array.slab_len(s))
-            .sum()
-    }
-
-    fn next_inner(&mut self) -> Result<Option<RecordBatch>> {
-        if let Some(e) = self.cf_error.take() {
-            return Err(e);
-        }
-        if self.ready.is_empty() {
-            let end = self
-                .next_slab
-                .saturating_add(self.array.options().read_ahead() as u64)
-                .min(self.end_slab);
-            if self.next_slab >= end {
-                return Ok(None);
-            }
-            self.ready
-                .extend(self.array.read_slabs(self.next_slab..end)?);
-            self.next_slab = end;
-        }
-        let Some(column) = self.ready.pop_front() else {
-            return Ok(None);
-        };
-        let column = match &self.cf {
-            Some(cf) => cf
-                .decode(&column)
-                .map_err(|m| self.array.convention_err(m))?,
-            None => column,
-        };
-        Ok(Some(RecordBatch::try_new(
-            self.schema.clone(),
-            vec![column],
-        )?))
+        self.total
     }
 }
 
@@ -243,13 +221,10 @@ impl Iterator for ArrayBatchReader {
     type Item = Result<RecordBatch, ArrowError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let result = self.next_inner();
-        if result.is_err() {
-            // Stop after the first error.
-            self.next_slab = u64::MAX;
-            self.ready.clear();
+        match &mut self.reader {
+            Ok(reader) => reader.next(),
+            Err(e) => e.take().map(|e| Err(ArrowError::from(e))),
         }
-        result.map_err(ArrowError::from).transpose()
     }
 }
 

@@ -379,3 +379,56 @@ fn a_decoded_plan_reads_no_metadata_and_keeps_its_url_options() {
         assert_eq!(got, want);
     });
 }
+
+/// An N-d array is read by the same push decoder on the session's runtime
+/// (slab by slab, every chunk of a slab one request): its elements in C order,
+/// with the scan's metrics.
+#[test]
+fn an_nd_array_streams_through_the_registered_store() {
+    use arrow_array::Int64Array;
+    use zarrow::write::write_nd_array;
+
+    let memory: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let backend = ObjectStoreBackend::new(memory.clone(), "grid.zarr", "memory:///grid.zarr");
+    // A 10 x 6 grid whose element (r, c) is r * 6 + c: in C order, 0..60.
+    let values: ArrayRef = Arc::new(Int64Array::from_iter_values(0..60));
+    let options = WriteOptions::default().with_chunk_shape(vec![3, 4]);
+    write_nd_array(Arc::new(backend), "", &values, &[10, 6], options).unwrap();
+    let ctx = session_over(memory, SessionConfig::new().with_target_partitions(3));
+    let (sums, head, plan) = runtime().block_on(async {
+        query(
+            &ctx,
+            "CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION 's3://mem/grid.zarr'",
+        )
+        .await;
+        let sums = query(&ctx, "SELECT sum(grid), min(grid), max(grid) FROM t").await;
+        let head = query(&ctx, "SELECT grid FROM t LIMIT 7").await;
+        let plan = query(&ctx, "EXPLAIN ANALYZE SELECT sum(grid) FROM t").await;
+        let plan = datafusion::arrow::util::pretty::pretty_format_batches(&plan)
+            .unwrap()
+            .to_string();
+        (sums, head, plan)
+    });
+    let got: Vec<i64> = (0..3)
+        .map(|i| sums[0].column(i).as_primitive::<Int64Type>().value(0))
+        .collect();
+    assert_eq!(got, [(0..60).sum::<i64>(), 0, 59]);
+    let head: Vec<i64> = head
+        .iter()
+        .flat_map(|b| b.column(0).as_primitive::<Int64Type>().values().to_vec())
+        .collect();
+    assert_eq!(head, (0..7).collect::<Vec<i64>>());
+    // 4 slabs (chunk rows of 3) of 2 chunks each: 8 requests over the partitions.
+    let requests: u64 = plan
+        .lines()
+        .filter(|l| l.contains("ZarrScanExec"))
+        .filter_map(|l| l.split("requests=").nth(1))
+        .filter_map(|r| {
+            r.split(|c: char| !c.is_ascii_digit())
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum();
+    assert_eq!(requests, 8, "{plan}");
+}
