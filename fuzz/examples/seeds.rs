@@ -997,6 +997,17 @@ fn push_decoder_seeds(seeds: &mut Seeds) {
             );
         }
     }
+    // 2-D grids (cfg & 2): 200 ids on 40 x 5 (v3), 138 on 34 x 4 (v2).
+    let grids: [[u8; 6]; 2] = [[200, 0, 15, 0, 2, 49], [137, 0, 9, 3, 3, 30]];
+    for (g, grid) in grids.iter().enumerate() {
+        for (d, driver) in drivers.iter().enumerate().filter(|(d, _)| ![3, 9].contains(d)) {
+            seeds.add(
+                "push_decoder",
+                &format!("grid{g}-driver{d}"),
+                header(grid, driver),
+            );
+        }
+    }
 }
 
 fn main() {

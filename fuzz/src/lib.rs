@@ -1808,6 +1808,9 @@ pub fn undo_bytes_codecs(chain: &BytesToBytes, encoded: &[u8]) -> Option<Vec<u8>
 /// - `10`: the store's answer pushed twice (the second must be refused);
 /// - `11`-`15`: the store's answer, held back and pushed after the later ones.
 ///
+/// With `cfg & 2`, the table is a 2-D array instead (its elements in C order,
+/// read slab by slab; the expected rows: `read_all`).
+///
 /// Input: `[rows_lo, rows_hi, chunk, shard, cfg, batch, actions...]`; once the
 /// actions are used up, every answer is honest. zarrow misbehaves when it panics,
 /// hands out a batch that fails `validate_full`, accepts a push it must refuse,
@@ -1848,20 +1851,48 @@ pub fn push_decoder(data: &[u8]) {
         options = options.with_shard_len(chunk_len * (1 + usize::from(shard / 2) % 8));
     }
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
-    let schema = table.schema();
-    let input = arrow_array::RecordBatchIterator::new([Ok(table)], schema);
-    write_batches(input, store.clone(), "", options).expect("zarrow writes the table");
-    let Ok(group) = ZarrGroup::open(store.clone(), "") else {
-        panic!("the written table does not open");
-    };
     let batch_size = 1 + usize::from(batch) % 97;
-    let builder = group.reader().with_batch_size(batch_size);
-    let expected: Vec<RecordBatch> = builder
-        .clone()
-        .build()
-        .expect("a blocking reader")
-        .collect::<Result<_, _>>()
-        .expect("the blocking reader reads the table");
+    let (builder, expected): (zarrow::ReaderBuilder, Vec<RecordBatch>) = if cfg & 2 == 0 {
+        let schema = table.schema();
+        let input = arrow_array::RecordBatchIterator::new([Ok(table)], schema);
+        write_batches(input, store.clone(), "", options).expect("zarrow writes the table");
+        let Ok(group) = ZarrGroup::open(store.clone(), "") else {
+            panic!("the written table does not open");
+        };
+        let builder = group.reader().with_batch_size(batch_size);
+        let expected = builder
+            .clone()
+            .build()
+            .expect("a blocking reader")
+            .collect::<Result<_, _>>()
+            .expect("the blocking reader reads the table");
+        (builder, expected)
+    } else {
+        // An N-d array: its ids on a grid of `rows / cols` rows, chunked in both
+        // dimensions; its rows are its elements in C order, read slab by slab.
+        let cols = 1 + usize::from(shard) % 5;
+        let rows = rows / cols;
+        if rows == 0 {
+            return;
+        }
+        let values: ArrayRef = Arc::new(Int64Array::from_iter_values(0..(rows * cols) as i64));
+        let nd = WriteOptions::default()
+            .with_zarr_format(if cfg & 1 == 0 { 3 } else { 2 })
+            .with_chunk_shape(vec![1 + chunk_len as u64 % 7, 1 + u64::from(chunk) % 3]);
+        let shape = [rows as u64, cols as u64];
+        zarrow::write::write_nd_array(store.clone(), "a", &values, &shape, nd)
+            .expect("zarrow writes the grid");
+        let array = ZarrArray::open(store.clone(), "a").expect("the grid opens");
+        let whole = array.read_all().expect("the grid reads whole");
+        let expected = vec![
+            RecordBatch::try_new(
+                arrow_array::RecordBatchReader::schema(&array.batches()),
+                vec![whole],
+            )
+            .expect("a batch"),
+        ];
+        (array.reader().with_batch_size(batch_size), expected)
+    };
     let mut decoder = builder.build_decoder().expect("a decoder");
 
     let honest = |request: &Request| -> Fetched {

@@ -10,10 +10,8 @@
 //!
 //! [`Consolidated::open`] reads them once; the store it returns answers metadata
 //! keys and listings from them and passes every other key (the chunks) through.
-//! Without consolidated metadata it still answers the root's document from the
-//! one read it made (opening a node reads it more than once).
-//!
-//! It also remembers every other document and listing it reads: a
+//! Without consolidated metadata it reads each document (and listing) once,
+//! when first asked for, and remembers it: a
 //! [`MetadataSnapshot`] of what opening a table took travels in a distributed
 //! plan, and [`Consolidated::from_snapshot`] opens the same table again on
 //! another machine with no metadata request at all.
