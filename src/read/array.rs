@@ -439,6 +439,10 @@ impl ZarrArray {
     pub(crate) fn plan_slab(&self, s: u64) -> Result<Vec<ChunkRead>> {
         let shape = &self.meta.shape;
         let chunk_shape = &self.meta.chunk_shape;
+        if shape.is_empty() {
+            // A 0-d array: its one chunk.
+            return Ok(vec![ChunkRead::new(self, &[], None)]);
+        }
         let grid_rest: Vec<u64> = self.grid.grid_shape()[1..].to_vec();
         let n_chunks: u64 = grid_rest.iter().product();
         let rows = chunk_shape[0].min(shape[0].saturating_sub(s * chunk_shape[0]));
@@ -475,11 +479,17 @@ impl ZarrArray {
     }
 
     /// Slab `s` from its chunks, in the order [`ZarrArray::plan_slab`] gave.
-    pub(crate) fn finish_slab(&self, s: u64, parts: Vec<Part>) -> Result<ArrayRef> {
+    pub(crate) fn finish_slab(&self, s: u64, mut parts: Vec<Part>) -> Result<ArrayRef> {
+        let shape = &self.meta.shape;
         if parts.is_empty() {
             return self.fill(0);
         }
-        let shape = &self.meta.shape;
+        if shape.is_empty() {
+            // A 0-d array: the first element of its one chunk.
+            return Ok(match parts.swap_remove(0) {
+                Part::Present(a) | Part::Missing(a) => a.slice(0, a.len().min(1)),
+            });
+        }
         let chunk_shape = &self.meta.chunk_shape;
         let rows = chunk_shape[0].min(shape[0].saturating_sub(s * chunk_shape[0]));
         // The slab: this chunk row's rows, and the whole extent of the other dims.
@@ -526,8 +536,7 @@ impl ZarrArray {
             )));
         }
         self.check_read_size(self.len())?;
-        let parts = self.read_slabs(0..self.num_slabs())?;
-        self.concat(parts)
+        self.read_rows(0..self.len())
     }
 
     /// Elements `range` of a 1-D array, touching only the chunks that hold them.
@@ -552,9 +561,24 @@ impl ZarrArray {
             return self.fill(0);
         }
         self.check_read_size(range.end - range.start)?;
-        let c = self.meta.chunk_shape[0];
-        let chunks = range.start / c..(range.end - 1) / c + 1;
-        let parts = self.map_maybe_parallel(chunks, |i| self.chunk_rows(i, range.clone()))?;
+        self.read_rows(range)
+    }
+
+    /// Elements `rows` (a 1-D array's rows, an N-d array's elements in C order)
+    /// read by the push decoder's blocking driver: many requests in flight on a
+    /// remote store, chunks decoded on rayon, raw values (no CF decoding)
+    /// concatenated once.
+    fn read_rows(&self, rows: Range<u64>) -> Result<ArrayRef> {
+        let mut raw = self.clone();
+        raw.options.decode_cf = false;
+        let mut reader = raw.reader().with_row_range(rows).build()?;
+        let mut parts = Vec::new();
+        while let Some(batch) = reader.next_batch()? {
+            parts.push(batch.column(0).clone());
+        }
+        if parts.is_empty() {
+            return self.fill(0);
+        }
         self.concat(parts)
     }
 

@@ -475,7 +475,8 @@ impl BatchReader {
         self.rows.clone()
     }
 
-    fn next_inner(&mut self) -> Result<Option<RecordBatch>> {
+    /// The next batch, with zarrow's error.
+    pub(crate) fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
         match &mut self.driver {
             Driver::Local { decoder, store } => loop {
                 match decoder.try_decode()? {
@@ -579,7 +580,7 @@ impl Iterator for BatchReader {
         if self.failed {
             return None;
         }
-        let result = self.next_inner();
+        let result = self.next_batch();
         self.failed = result.is_err();
         result.map_err(ArrowError::from).transpose()
     }

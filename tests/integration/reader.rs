@@ -358,3 +358,19 @@ fn long_inner_chunks_of_a_shard_are_batches_of_their_own() {
             .eq(names.iter())
     );
 }
+
+/// A 0-d array reads as one row, by its batches and whole.
+#[test]
+fn a_zero_dimensional_array_is_one_row() {
+    let store: Arc<dyn zarrow::Store> = Arc::new(MemoryStore::new());
+    let value: ArrayRef = Arc::new(StringArray::from(vec!["only"]));
+    zarrow::write::write_nd_array(store.clone(), "a", &value, &[], WriteOptions::default())
+        .unwrap();
+    let array = ZarrArray::open(store, "a").unwrap();
+    let batches: Vec<RecordBatch> = array.batches().collect::<Result<_, _>>().unwrap();
+    assert_eq!(batches.len(), 1);
+    let text = batches[0].column(0).as_string::<i32>();
+    assert_eq!(text.iter().collect::<Vec<_>>(), [Some("only")]);
+    let whole = array.read_all().unwrap();
+    assert_eq!(whole.len(), 1);
+}
