@@ -393,6 +393,7 @@ impl ReaderBuilder {
                 failed: false,
             });
         }
+        let parallel = self.options.parallel;
         let decoder = self.build_decoder()?;
         Ok(BatchReader {
             schema: decoder.schema(),
@@ -400,6 +401,7 @@ impl ReaderBuilder {
             driver: Driver::Local {
                 decoder: Box::new(decoder),
                 store,
+                fetches: parallel.then(LocalFetches::default),
             },
             failed: false,
         })
@@ -443,10 +445,61 @@ pub struct BatchReader {
     failed: bool,
 }
 
+/// The values a parallel blocking read of a local store is reading on rayon.
+struct LocalFetches {
+    sender: std::sync::mpsc::Sender<(u64, Result<plan::Fetched>)>,
+    receiver: std::sync::mpsc::Receiver<(u64, Result<plan::Fetched>)>,
+    pending: usize,
+}
+
+impl Default for LocalFetches {
+    fn default() -> Self {
+        let (sender, receiver) = std::sync::mpsc::channel();
+        Self {
+            sender,
+            receiver,
+            pending: 0,
+        }
+    }
+}
+
+impl LocalFetches {
+    /// Read each of `requests` on rayon.
+    fn spawn(&mut self, store: &Arc<dyn crate::Store>, requests: Vec<plan::Request>) {
+        for request in requests {
+            let (store, sender) = (store.clone(), self.sender.clone());
+            self.pending += 1;
+            rayon::spawn(move || {
+                let fetched = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    plan::fetch(store.as_ref(), &request)
+                }))
+                .unwrap_or(Err(Error::Panicked { task: "store read" }));
+                // The reader may be gone (dropped early): nobody to tell.
+                let _ = sender.send((request.id, fetched));
+            });
+        }
+    }
+
+    /// The next value read, waiting for one; `None` when none is being read.
+    fn next(&mut self) -> Result<Option<(u64, Result<plan::Fetched>)>> {
+        if self.pending == 0 {
+            return Ok(None);
+        }
+        let value = self
+            .receiver
+            .recv()
+            .map_err(|_| Error::Panicked { task: "store read" })?;
+        self.pending -= 1;
+        Ok(Some(value))
+    }
+}
+
 enum Driver {
     Local {
         decoder: Box<RowDecoder>,
         store: Arc<dyn crate::Store>,
+        /// Values read on rayon (a parallel read), not yet pushed.
+        fetches: Option<LocalFetches>,
     },
     #[cfg(feature = "async")]
     Remote {
@@ -478,11 +531,22 @@ impl BatchReader {
     /// The next batch, with zarrow's error.
     pub(crate) fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
         match &mut self.driver {
-            Driver::Local { decoder, store } => loop {
+            Driver::Local {
+                decoder,
+                store,
+                fetches,
+            } => loop {
                 match decoder.try_decode()? {
                     DecodeResult::Batch(batch) => return Ok(Some(batch)),
                     DecodeResult::Finished => return Ok(None),
                     DecodeResult::NeedsData(requests) if requests.is_empty() => {
+                        // A value read on rayon: push it (its decode starts).
+                        if let Some(fetches) = fetches.as_mut()
+                            && let Some((id, fetched)) = fetches.next()?
+                        {
+                            decoder.push(id, fetched?)?;
+                            continue;
+                        }
                         if !decoder.is_decoding() {
                             return Err(Error::Panicked {
                                 task: "row decoder (waiting for nothing)",
@@ -490,12 +554,17 @@ impl BatchReader {
                         }
                         decoder.wait()?;
                     }
-                    DecodeResult::NeedsData(requests) => {
-                        for request in requests {
-                            let fetched = plan::fetch(store.as_ref(), &request)?;
-                            decoder.push(request.id, fetched)?;
+                    DecodeResult::NeedsData(requests) => match fetches.as_mut() {
+                        // Reading a file is part of the work to share: each
+                        // value is read on rayon, as its decode then runs.
+                        Some(fetches) => fetches.spawn(store, requests),
+                        None => {
+                            for request in requests {
+                                let fetched = plan::fetch(store.as_ref(), &request)?;
+                                decoder.push(request.id, fetched)?;
+                            }
                         }
-                    }
+                    },
                 }
             },
             #[cfg(feature = "async")]
