@@ -332,8 +332,9 @@ impl ReaderBuilder {
                 .into(),
             );
         }
-        // Read ahead at least one batch, and at least one of the longest chunks per
-        // thread: decoding then overlaps with the caller's work on earlier batches.
+        // The read-ahead window, from the first row not yet given: at least one
+        // batch, and one of the longest chunks per thread (as many decode at once
+        // as there are threads; more only queue, and hold memory).
         // A remote store wants many requests in flight: as many chunks ahead, but
         // no more than fit in READ_AHEAD_BYTES (estimated from the types): memory
         // is bounded by that window whatever the store's size.

@@ -190,7 +190,8 @@ pub struct RowDecoder {
     batch_size: usize,
     /// Whether batches end early at run boundaries.
     aligned: bool,
-    /// Rows past the current batch whose chunks are planned ahead.
+    /// Rows from the first not yet given whose chunks are planned (at least
+    /// the next batch's): the read-ahead window, the batch being built in it.
     lookahead: u64,
     parallel: bool,
     /// The chunk reads in flight, in the order planned; the first has sequence
@@ -379,7 +380,7 @@ impl RowDecoder {
             return Ok(DecodeResult::Finished);
         }
         let n = self.next_len();
-        self.plan((self.done + n).saturating_add(self.lookahead))?;
+        self.plan(self.done.saturating_add(n.max(self.lookahead)))?;
         Ok(DecodeResult::NeedsData(self.take_requests()?))
     }
 
