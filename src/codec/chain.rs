@@ -188,21 +188,24 @@ impl CodecChain {
         !self.array_to_array.is_empty()
     }
 
-    /// Whether the chain is its layout codec alone (no reordering, no compression
-    /// around it): a shard's inner chunks can then be fetched on their own.
-    pub(crate) fn is_layout_only(&self) -> bool {
-        self.array_to_array.is_empty() && self.bytes_to_bytes.is_empty()
-    }
-
     /// How a chunk of `ndim` dimensions is decoded in part from ranges of its
-    /// bytes, when the chain can: its array->bytes codec offers it, with no
-    /// other codec around (whose bytes would have to be decoded whole first).
-    pub(crate) fn partial(&self, ndim: usize) -> Option<&dyn super::PartialDecoder> {
-        if self.is_layout_only() {
-            self.array_to_bytes.partial(ndim)
-        } else {
-            None
+    /// bytes, when the chain can: its array->bytes codec offers it, no
+    /// array->array codec reorders the elements, and every bytes->bytes codec
+    /// only appends bytes (`crc32c`), which ranges pass through.
+    pub(crate) fn partial(&self, ndim: usize) -> Option<ChainPartial<'_>> {
+        if !self.array_to_array.is_empty() {
+            return None;
         }
+        let inner = self.array_to_bytes.partial(ndim)?;
+        let mut trailing = 0u64;
+        for codec in &self.bytes_to_bytes {
+            trailing = trailing.checked_add(codec.trailing_bytes()?)?;
+        }
+        Some(ChainPartial {
+            inner,
+            chain: self,
+            trailing,
+        })
     }
 
     /// Decode one encoded chunk into an Arrow array of `ctx.elements` elements.
@@ -462,5 +465,90 @@ mod tests {
         let (codec, message) = chain.encode(&part, &[2, 2]).unwrap_err();
         assert_eq!(codec, "transpose");
         assert!(message.contains("3 of 4"), "{message}");
+    }
+}
+
+/// A chain's partial decoder: its array->bytes codec's, the ranges shifted past
+/// the bytes its bytes->bytes codecs append (see [`CodecChain::partial`]).
+pub(crate) struct ChainPartial<'a> {
+    inner: &'a dyn super::PartialDecoder,
+    chain: &'a CodecChain,
+    /// Bytes appended after the array->bytes codec's output.
+    trailing: u64,
+}
+
+impl std::fmt::Debug for ChainPartial<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChainPartial")
+            .field("inner", &self.inner)
+            .field("trailing", &self.trailing)
+            .finish()
+    }
+}
+
+impl super::PartialDecoder for ChainPartial<'_> {
+    fn part_len(&self) -> u64 {
+        self.inner.part_len()
+    }
+
+    fn index(&self, shape: &[u64]) -> Result<(u64, super::IndexPosition), ChunkError> {
+        let (n, position) = self.inner.index(shape)?;
+        Ok(match position {
+            // The index ends where the appended bytes begin.
+            super::IndexPosition::Suffix(len) => (
+                n,
+                super::IndexPosition::Suffix(len.saturating_add(self.trailing)),
+            ),
+            prefix => (n, prefix),
+        })
+    }
+
+    fn index_at_end(&self) -> bool {
+        self.inner.index_at_end()
+    }
+
+    fn decode_index(
+        &self,
+        encoded: Buffer,
+        n: u64,
+        chunk_len: u64,
+    ) -> Result<Vec<Option<std::ops::Range<u64>>>, ChunkError> {
+        let content = chunk_len
+            .checked_sub(self.trailing)
+            .ok_or(ChunkError::Truncated {
+                what: "a chunk's appended bytes (crc32c)",
+                needed: self.trailing,
+                available: chunk_len,
+            })?;
+        let encoded = if self.inner.index_at_end() && self.trailing > 0 {
+            let keep =
+                (encoded.len() as u64)
+                    .checked_sub(self.trailing)
+                    .ok_or(ChunkError::Truncated {
+                        what: "shard index",
+                        needed: self.trailing,
+                        available: encoded.len() as u64,
+                    })?;
+            encoded.slice_with_length(0, keep as usize)
+        } else {
+            encoded
+        };
+        self.inner.decode_index(encoded, n, content)
+    }
+
+    fn decode_parts(
+        &self,
+        parts: Vec<Option<Buffer>>,
+        elements: u64,
+        ctx: &DecodeContext,
+        runs: bool,
+    ) -> Result<Vec<ArrayRef>, ChunkError> {
+        self.inner.decode_parts(parts, elements, ctx, runs)
+    }
+
+    fn decode_runs(&self, bytes: Buffer, ctx: &DecodeContext) -> Result<Vec<ArrayRef>, ChunkError> {
+        // A whole chunk: its appended bytes checked (crc32c) and removed first.
+        let content = self.chain.decode_bytes(bytes, ctx.max_bytes)?;
+        self.inner.decode_runs(content, ctx)
     }
 }

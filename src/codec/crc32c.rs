@@ -47,6 +47,10 @@ impl BytesToBytesCodec for Crc32c {
         Some(4)
     }
 
+    fn trailing_bytes(&self) -> Option<u64> {
+        Some(4)
+    }
+
     fn as_any(&self) -> &dyn Any {
         self
     }

@@ -184,6 +184,9 @@ pub(crate) trait PartialDecoder: Debug + Send + Sync {
     /// # Errors
     /// An index whose size is not fixed (the planner then reads the chunk whole).
     fn index(&self, shape: &[u64]) -> Result<(u64, IndexPosition), ChunkError>;
+    /// Whether the index is at the end of the chunk (then a codec that appends
+    /// bytes moves it).
+    fn index_at_end(&self) -> bool;
     /// Decode `encoded`, exactly the index of a chunk of `n` parts and
     /// `chunk_len` bytes, into each part's byte range (`None`: absent), each
     /// checked to lie inside the chunk.
@@ -226,6 +229,13 @@ pub(crate) trait BytesToBytesCodec: Debug + Send + Sync + Any {
     fn metadata(&self, zarr_format: u8) -> Value;
     /// The bytes the codec adds whatever its input, when fixed (`crc32c`: 4).
     fn fixed_overhead(&self) -> Option<u64> {
+        None
+    }
+    /// When the codec only appends bytes after its input (`crc32c`: its 4-byte
+    /// checksum), their count: a range of the input is the same range of the
+    /// output, so a partial read passes through it (unchecked: the checksum
+    /// covers the whole value).
+    fn trailing_bytes(&self) -> Option<u64> {
         None
     }
     /// For downcasting (the fused vlen + zstd decoder asks for `zstd`).

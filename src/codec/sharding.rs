@@ -383,6 +383,10 @@ impl PartialDecoder for Sharding {
         Ok((n, self.index_range(n)?))
     }
 
+    fn index_at_end(&self) -> bool {
+        matches!(self.index_location, IndexLocation::End)
+    }
+
     fn decode_index(
         &self,
         encoded: Buffer,

@@ -370,7 +370,8 @@ impl ZarrArray {
     /// (see [`ZarrArray::chunk_row_runs`]), when each run would be at least
     /// [`MIN_RUN_LEN`] elements; else `None` (the shard is gathered into one array).
     pub(crate) fn run_len(&self) -> Option<u64> {
-        let inner = self.codecs.partial(self.meta.shape.len())?.part_len();
+        let inner =
+            crate::codec::PartialDecoder::part_len(&self.codecs.partial(self.meta.shape.len())?);
         (inner >= MIN_RUN_LEN && inner < self.meta.chunk_shape[0]).then_some(inner)
     }
 

@@ -191,9 +191,9 @@ impl ChunkRead {
                     return Err(plan_error("an index read without a partial read"));
                 };
                 let (first, ranges, asked) =
-                    inner_ranges(partial, n, want, read, self.max_encoded)?;
+                    inner_ranges(&partial, n, want, read, self.max_encoded)?;
                 if asked.is_empty() {
-                    return decode_inner(partial, &ctx, self.runs, first, &ranges, Vec::new());
+                    return decode_inner(&partial, &ctx, self.runs, first, &ranges, Vec::new());
                 }
                 self.stage = Stage::Inner { first, ranges };
                 Ok(Step::Fetch(Request {
@@ -207,7 +207,7 @@ impl ChunkRead {
                 let Some(partial) = partial.filter(|_| self.partial.is_some()) else {
                     return Err(plan_error("inner chunks without a partial read"));
                 };
-                decode_inner(partial, &ctx, self.runs, first, &ranges, read.buffers)
+                decode_inner(&partial, &ctx, self.runs, first, &ranges, read.buffers)
             }
             (stage, fetched) => Err(plan_error(&format!(
                 "{fetched:?} does not answer the request of {stage:?}"

@@ -157,3 +157,57 @@ fn an_index_entry_outside_the_shard_is_a_typed_error() {
     // Other shards are intact.
     assert_eq!(array.read_range(10_000..10_010).unwrap().len(), 10);
 }
+
+/// A shard behind a checksum (codecs `[sharding_indexed, crc32c]`) is still read
+/// in part: crc32c only appends 4 bytes, so the ranges pass through it (a part
+/// cannot be checked against a checksum of the whole). A whole read checks it.
+#[test]
+fn a_checksummed_shard_is_read_in_part_and_checked_whole() {
+    let (store, values) = sharded();
+    let mut meta: serde_json::Value =
+        serde_json::from_slice(&store.get("s/zarr.json").unwrap().unwrap()).unwrap();
+    meta["codecs"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"name": "crc32c"}));
+    store
+        .set("s/zarr.json", &serde_json::to_vec(&meta).unwrap())
+        .unwrap();
+    let keys: Vec<String> = store.list_prefix("s/c/").unwrap().into_iter().collect();
+    assert_eq!(keys.len(), 3);
+    let mut first = Vec::new();
+    for key in &keys {
+        let mut shard = store.get(key).unwrap().unwrap().to_vec();
+        if first.is_empty() {
+            first = shard.clone();
+        }
+        let checksum = crc32c::crc32c(&shard);
+        shard.extend_from_slice(&checksum.to_le_bytes());
+        store.set(key, &shard).unwrap();
+    }
+    let index = shard_index(&first, SHARD / INNER);
+    let counting = Observed::new(store.clone());
+    let array = ZarrArray::open(counting.clone(), "s").unwrap();
+    counting.take_counts();
+
+    let got = array.read_range(0..10).unwrap();
+    assert_eq!(strings(&got), values[..10]);
+    // The index with its own crc32c and the shard's 4 bytes, then one inner chunk.
+    assert_eq!(counting.take_counts(), (2, (16 * 100 + 4 + 4) + index[0].1));
+    let got = array.read_range(24_990..25_000).unwrap();
+    assert_eq!(strings(&got), values[24_990..]);
+
+    let all = array.read_all().unwrap();
+    assert_eq!(strings(&all), values);
+
+    // A wrong checksum: the whole read fails on it, naming the shard.
+    let mut shard = store.get("s/c/1").unwrap().unwrap().to_vec();
+    let last = shard.len() - 1;
+    shard[last] ^= 0xff;
+    store.set("s/c/1", &shard).unwrap();
+    let err = array.read_all().unwrap_err();
+    assert!(
+        matches!(&err, Error::Chunk { key, .. } if key == "s/c/1"),
+        "{err}"
+    );
+}
