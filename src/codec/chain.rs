@@ -379,6 +379,91 @@ impl fmt::Display for CodecChain {
     }
 }
 
+/// A chain's partial decoder: its array->bytes codec's, the ranges shifted past
+/// the bytes its bytes->bytes codecs append (see [`CodecChain::partial`]).
+pub(crate) struct ChainPartial<'a> {
+    inner: &'a dyn super::PartialDecoder,
+    chain: &'a CodecChain,
+    /// Bytes appended after the array->bytes codec's output.
+    trailing: u64,
+}
+
+impl std::fmt::Debug for ChainPartial<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChainPartial")
+            .field("inner", &self.inner)
+            .field("trailing", &self.trailing)
+            .finish()
+    }
+}
+
+impl super::PartialDecoder for ChainPartial<'_> {
+    fn part_len(&self) -> u64 {
+        self.inner.part_len()
+    }
+
+    fn index(&self, shape: &[u64]) -> Result<(u64, super::IndexPosition), ChunkError> {
+        let (n, position) = self.inner.index(shape)?;
+        Ok(match position {
+            // The index ends where the appended bytes begin.
+            super::IndexPosition::Suffix(len) => (
+                n,
+                super::IndexPosition::Suffix(len.saturating_add(self.trailing)),
+            ),
+            prefix => (n, prefix),
+        })
+    }
+
+    fn index_at_end(&self) -> bool {
+        self.inner.index_at_end()
+    }
+
+    fn decode_index(
+        &self,
+        encoded: Buffer,
+        n: u64,
+        chunk_len: u64,
+    ) -> Result<Vec<Option<std::ops::Range<u64>>>, ChunkError> {
+        let content = chunk_len
+            .checked_sub(self.trailing)
+            .ok_or(ChunkError::Truncated {
+                what: "a chunk's appended bytes (crc32c)",
+                needed: self.trailing,
+                available: chunk_len,
+            })?;
+        let encoded = if self.inner.index_at_end() && self.trailing > 0 {
+            let keep =
+                (encoded.len() as u64)
+                    .checked_sub(self.trailing)
+                    .ok_or(ChunkError::Truncated {
+                        what: "shard index",
+                        needed: self.trailing,
+                        available: encoded.len() as u64,
+                    })?;
+            encoded.slice_with_length(0, keep as usize)
+        } else {
+            encoded
+        };
+        self.inner.decode_index(encoded, n, content)
+    }
+
+    fn decode_parts(
+        &self,
+        parts: Vec<Option<Buffer>>,
+        elements: u64,
+        ctx: &DecodeContext,
+        runs: bool,
+    ) -> Result<Vec<ArrayRef>, ChunkError> {
+        self.inner.decode_parts(parts, elements, ctx, runs)
+    }
+
+    fn decode_runs(&self, bytes: Buffer, ctx: &DecodeContext) -> Result<Vec<ArrayRef>, ChunkError> {
+        // A whole chunk: its appended bytes checked (crc32c) and removed first.
+        let content = self.chain.decode_bytes(bytes, ctx.max_bytes)?;
+        self.inner.decode_runs(content, ctx)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -465,90 +550,5 @@ mod tests {
         let (codec, message) = chain.encode(&part, &[2, 2]).unwrap_err();
         assert_eq!(codec, "transpose");
         assert!(message.contains("3 of 4"), "{message}");
-    }
-}
-
-/// A chain's partial decoder: its array->bytes codec's, the ranges shifted past
-/// the bytes its bytes->bytes codecs append (see [`CodecChain::partial`]).
-pub(crate) struct ChainPartial<'a> {
-    inner: &'a dyn super::PartialDecoder,
-    chain: &'a CodecChain,
-    /// Bytes appended after the array->bytes codec's output.
-    trailing: u64,
-}
-
-impl std::fmt::Debug for ChainPartial<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ChainPartial")
-            .field("inner", &self.inner)
-            .field("trailing", &self.trailing)
-            .finish()
-    }
-}
-
-impl super::PartialDecoder for ChainPartial<'_> {
-    fn part_len(&self) -> u64 {
-        self.inner.part_len()
-    }
-
-    fn index(&self, shape: &[u64]) -> Result<(u64, super::IndexPosition), ChunkError> {
-        let (n, position) = self.inner.index(shape)?;
-        Ok(match position {
-            // The index ends where the appended bytes begin.
-            super::IndexPosition::Suffix(len) => (
-                n,
-                super::IndexPosition::Suffix(len.saturating_add(self.trailing)),
-            ),
-            prefix => (n, prefix),
-        })
-    }
-
-    fn index_at_end(&self) -> bool {
-        self.inner.index_at_end()
-    }
-
-    fn decode_index(
-        &self,
-        encoded: Buffer,
-        n: u64,
-        chunk_len: u64,
-    ) -> Result<Vec<Option<std::ops::Range<u64>>>, ChunkError> {
-        let content = chunk_len
-            .checked_sub(self.trailing)
-            .ok_or(ChunkError::Truncated {
-                what: "a chunk's appended bytes (crc32c)",
-                needed: self.trailing,
-                available: chunk_len,
-            })?;
-        let encoded = if self.inner.index_at_end() && self.trailing > 0 {
-            let keep =
-                (encoded.len() as u64)
-                    .checked_sub(self.trailing)
-                    .ok_or(ChunkError::Truncated {
-                        what: "shard index",
-                        needed: self.trailing,
-                        available: encoded.len() as u64,
-                    })?;
-            encoded.slice_with_length(0, keep as usize)
-        } else {
-            encoded
-        };
-        self.inner.decode_index(encoded, n, content)
-    }
-
-    fn decode_parts(
-        &self,
-        parts: Vec<Option<Buffer>>,
-        elements: u64,
-        ctx: &DecodeContext,
-        runs: bool,
-    ) -> Result<Vec<ArrayRef>, ChunkError> {
-        self.inner.decode_parts(parts, elements, ctx, runs)
-    }
-
-    fn decode_runs(&self, bytes: Buffer, ctx: &DecodeContext) -> Result<Vec<ArrayRef>, ChunkError> {
-        // A whole chunk: its appended bytes checked (crc32c) and removed first.
-        let content = self.chain.decode_bytes(bytes, ctx.max_bytes)?;
-        self.inner.decode_runs(content, ctx)
     }
 }
