@@ -1000,11 +1000,36 @@ fn push_decoder_seeds(seeds: &mut Seeds) {
     // 2-D grids (cfg & 2): 200 ids on 40 x 5 (v3), 138 on 34 x 4 (v2).
     let grids: [[u8; 6]; 2] = [[200, 0, 15, 0, 2, 49], [137, 0, 9, 3, 3, 30]];
     for (g, grid) in grids.iter().enumerate() {
-        for (d, driver) in drivers.iter().enumerate().filter(|(d, _)| ![3, 9].contains(d)) {
+        for (d, driver) in drivers
+            .iter()
+            .enumerate()
+            .filter(|(d, _)| ![3, 9].contains(d))
+        {
             seeds.add(
                 "push_decoder",
                 &format!("grid{g}-driver{d}"),
                 header(grid, driver),
+            );
+        }
+    }
+    // Partial reads (cfg & 8: a row range): a sharded zarrs.vlen table (cfg &
+    // 4), rows 150..152 of 407; a 2-D grid of 203 x 2 in shards of 9 x 2 made
+    // of 3 x 1 chunks, elements 150..152 and 150..351.
+    let partial: [[u8; 6]; 3] = [
+        [150, 1, 15, 7, 12, 49],
+        [150, 1, 15, 1, 14, 2],
+        [150, 200, 15, 1, 14, 2],
+    ];
+    for (p, case) in partial.iter().enumerate() {
+        for (d, driver) in drivers
+            .iter()
+            .enumerate()
+            .filter(|(d, _)| ![3, 9].contains(d))
+        {
+            seeds.add(
+                "push_decoder",
+                &format!("partial{p}-driver{d}"),
+                header(case, driver),
             );
         }
     }

@@ -1850,6 +1850,15 @@ pub fn push_decoder(data: &[u8]) {
     if cfg & 1 == 0 && shard % 2 == 1 {
         options = options.with_shard_len(chunk_len * (1 + usize::from(shard / 2) % 8));
     }
+    if cfg & 1 == 0 && cfg & 4 != 0 {
+        // Offsets and values apart: `zarrs.vlen` reads some rows in part.
+        options = options.with_encoding(zarrow::write::Encoding::ZarrsVlen);
+    }
+    // Some rows only (cfg & 8): partial reads of the chunks at either end.
+    let row_range = |total: usize| {
+        let lo = usize::from(r0) % total;
+        lo..lo + 1 + usize::from(r1) % (total - lo)
+    };
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
     let batch_size = 1 + usize::from(batch) % 97;
     let (builder, expected): (zarrow::ReaderBuilder, Vec<RecordBatch>) = if cfg & 2 == 0 {
@@ -1859,7 +1868,11 @@ pub fn push_decoder(data: &[u8]) {
         let Ok(group) = ZarrGroup::open(store.clone(), "") else {
             panic!("the written table does not open");
         };
-        let builder = group.reader().with_batch_size(batch_size);
+        let mut builder = group.reader().with_batch_size(batch_size);
+        if cfg & 8 != 0 {
+            let range = row_range(rows);
+            builder = builder.with_row_range(range.start as u64..range.end as u64);
+        }
         let expected = builder
             .clone()
             .build()
@@ -1876,14 +1889,26 @@ pub fn push_decoder(data: &[u8]) {
             return;
         }
         let values: ArrayRef = Arc::new(Int64Array::from_iter_values(0..(rows * cols) as i64));
-        let nd = WriteOptions::default()
+        let inner = vec![1 + chunk_len as u64 % 7, 1 + u64::from(chunk) % 3];
+        let mut nd = WriteOptions::default()
             .with_zarr_format(if cfg & 1 == 0 { 3 } else { 2 })
-            .with_chunk_shape(vec![1 + chunk_len as u64 % 7, 1 + u64::from(chunk) % 3]);
+            .with_chunk_shape(inner.clone());
+        if cfg & 1 == 0 && cfg & 4 != 0 {
+            // N-d shards, read in part for a row range.
+            let rows_of = 1 + u64::from(batch) % 3;
+            nd = nd.with_shard_shape(vec![inner[0] * rows_of, inner[1] * (1 + u64::from(r1) % 2)]);
+        }
         let shape = [rows as u64, cols as u64];
         zarrow::write::write_nd_array(store.clone(), "a", &values, &shape, nd)
             .expect("zarrow writes the grid");
         let array = ZarrArray::open(store.clone(), "a").expect("the grid opens");
-        let whole = array.read_all().expect("the grid reads whole");
+        let mut whole = array.read_all().expect("the grid reads whole");
+        let mut builder = array.reader().with_batch_size(batch_size);
+        if cfg & 8 != 0 {
+            let range = row_range(rows * cols);
+            whole = whole.slice(range.start, range.len());
+            builder = builder.with_row_range(range.start as u64..range.end as u64);
+        }
         let expected = vec![
             RecordBatch::try_new(
                 arrow_array::RecordBatchReader::schema(&array.batches()),
@@ -1891,7 +1916,7 @@ pub fn push_decoder(data: &[u8]) {
             )
             .expect("a batch"),
         ];
-        (array.reader().with_batch_size(batch_size), expected)
+        (builder, expected)
     };
     let mut decoder = builder.build_decoder().expect("a decoder");
 

@@ -8,8 +8,8 @@ use arrow_buffer::Buffer;
 use serde_json::Value;
 
 use super::{
-    ArrayToArrayCodec, ArrayToBytesCodec, Builder, BytesToBytesCodec, CODECS, ConfigError,
-    DecodeContext, vlen, zep0007, zstd,
+    ArrayToArrayCodec, ArrayToBytesCodec, Builder, BytesToBytesCodec, CODECS, ChunkRange,
+    ConfigError, DecodeContext, PartialDecoder, PartialRead, PartialStep, vlen, zep0007, zstd,
 };
 use crate::error::{ChunkError, Error, Result};
 use crate::metadata::{ArrayMetadata, CodecMetadata, Zep0007Offsets};
@@ -382,7 +382,7 @@ impl fmt::Display for CodecChain {
 /// A chain's partial decoder: its array->bytes codec's, the ranges shifted past
 /// the bytes its bytes->bytes codecs append (see [`CodecChain::partial`]).
 pub(crate) struct ChainPartial<'a> {
-    inner: &'a dyn super::PartialDecoder,
+    inner: &'a dyn PartialDecoder,
     chain: &'a CodecChain,
     /// Bytes appended after the array->bytes codec's output.
     trailing: u64,
@@ -397,70 +397,100 @@ impl std::fmt::Debug for ChainPartial<'_> {
     }
 }
 
-impl super::PartialDecoder for ChainPartial<'_> {
-    fn part_len(&self) -> u64 {
-        self.inner.part_len()
+impl PartialDecoder for ChainPartial<'_> {
+    fn part_rows(&self) -> u64 {
+        self.inner.part_rows()
     }
 
-    fn index(&self, shape: &[u64]) -> Result<(u64, super::IndexPosition), ChunkError> {
-        let (n, position) = self.inner.index(shape)?;
-        Ok(match position {
-            // The index ends where the appended bytes begin.
-            super::IndexPosition::Suffix(len) => (
-                n,
-                super::IndexPosition::Suffix(len.saturating_add(self.trailing)),
-            ),
-            prefix => (n, prefix),
-        })
-    }
-
-    fn index_at_end(&self) -> bool {
-        self.inner.index_at_end()
-    }
-
-    fn decode_index(
+    fn plan(
         &self,
-        encoded: Buffer,
-        n: u64,
-        chunk_len: u64,
-    ) -> Result<Vec<Option<std::ops::Range<u64>>>, ChunkError> {
-        let content = chunk_len
-            .checked_sub(self.trailing)
-            .ok_or(ChunkError::Truncated {
-                what: "a chunk's appended bytes (crc32c)",
-                needed: self.trailing,
-                available: chunk_len,
-            })?;
-        let encoded = if self.inner.index_at_end() && self.trailing > 0 {
-            let keep =
-                (encoded.len() as u64)
-                    .checked_sub(self.trailing)
-                    .ok_or(ChunkError::Truncated {
-                        what: "shard index",
-                        needed: self.trailing,
-                        available: encoded.len() as u64,
-                    })?;
-            encoded.slice_with_length(0, keep as usize)
-        } else {
-            encoded
-        };
-        self.inner.decode_index(encoded, n, content)
-    }
-
-    fn decode_parts(
-        &self,
-        parts: Vec<Option<Buffer>>,
-        elements: u64,
-        ctx: &DecodeContext,
+        shape: &[u64],
+        want: std::ops::Range<u64>,
         runs: bool,
-    ) -> Result<Vec<ArrayRef>, ChunkError> {
-        self.inner.decode_parts(parts, elements, ctx, runs)
+    ) -> Result<Box<dyn PartialRead>, ChunkError> {
+        let inner = self.inner.plan(shape, want, runs)?;
+        if self.trailing == 0 {
+            return Ok(inner);
+        }
+        Ok(Box::new(TrailingRead {
+            inner,
+            trailing: self.trailing,
+            suffixes: Vec::new(),
+        }))
     }
 
     fn decode_runs(&self, bytes: Buffer, ctx: &DecodeContext) -> Result<Vec<ArrayRef>, ChunkError> {
         // A whole chunk: its appended bytes checked (crc32c) and removed first.
         let content = self.chain.decode_bytes(bytes, ctx.max_bytes)?;
         self.inner.decode_runs(content, ctx)
+    }
+}
+
+/// A partial read through codecs that append `trailing` bytes (`crc32c`): the
+/// inner read's ranges pass through, a suffix moved before the appended bytes
+/// (which a partial read cannot check: the checksum covers the whole value).
+#[derive(Debug)]
+struct TrailingRead {
+    inner: Box<dyn PartialRead>,
+    trailing: u64,
+    /// Which of the ranges asked for are suffixes (their last `trailing` bytes
+    /// are the appended ones).
+    suffixes: Vec<bool>,
+}
+
+impl TrailingRead {
+    fn ask(&mut self, ranges: Vec<ChunkRange>) -> Vec<ChunkRange> {
+        self.suffixes = ranges
+            .iter()
+            .map(|r| matches!(r, ChunkRange::Suffix(_)))
+            .collect();
+        ranges
+            .into_iter()
+            .map(|r| match r {
+                ChunkRange::Suffix(n) => ChunkRange::Suffix(n.saturating_add(self.trailing)),
+                bounded => bounded,
+            })
+            .collect()
+    }
+}
+
+impl PartialRead for TrailingRead {
+    fn start(&mut self) -> Vec<ChunkRange> {
+        let ranges = self.inner.start();
+        self.ask(ranges)
+    }
+
+    fn resume(
+        &mut self,
+        buffers: Vec<Buffer>,
+        chunk_len: u64,
+        ctx: &DecodeContext,
+    ) -> Result<PartialStep, ChunkError> {
+        let truncated = |available| ChunkError::Truncated {
+            what: "a chunk's appended bytes (crc32c)",
+            needed: self.trailing,
+            available,
+        };
+        let content = chunk_len
+            .checked_sub(self.trailing)
+            .ok_or_else(|| truncated(chunk_len))?;
+        let buffers = buffers
+            .into_iter()
+            .enumerate()
+            .map(|(i, b)| {
+                if !self.suffixes.get(i).copied().unwrap_or(false) {
+                    return Ok(b);
+                }
+                let keep = (b.len() as u64)
+                    .checked_sub(self.trailing)
+                    .ok_or_else(|| truncated(b.len() as u64))?;
+                Ok(b.slice_with_length(0, keep as usize))
+            })
+            .collect::<Result<Vec<_>, ChunkError>>()?;
+        match self.inner.resume(buffers, content, ctx)? {
+            PartialStep::Fetch(ranges) => Ok(PartialStep::Fetch(self.ask(ranges))),
+            done => Ok(done),
+        }
     }
 }
 

@@ -162,8 +162,8 @@ pub(crate) trait ArrayToBytesCodec: Debug + Send + Sync + Any {
         Ok(())
     }
     /// The codec's partial decoder for chunks of `ndim` dimensions, when it can
-    /// decode part of a chunk from ranges of its bytes (`sharding_indexed` with
-    /// 1-D inner chunks). `None` (the default): a chunk is fetched whole.
+    /// decode part of a chunk from ranges of its bytes (`sharding_indexed`).
+    /// `None` (the default): a chunk is fetched whole.
     fn partial(&self, _ndim: usize) -> Option<&dyn PartialDecoder> {
         None
     }
@@ -172,51 +172,69 @@ pub(crate) trait ArrayToBytesCodec: Debug + Send + Sync + Any {
 }
 
 /// Decoding part of a chunk from ranges of its bytes: the capability a codec
-/// offers the read planner ([`ArrayToBytesCodec::partial`]), which then reads a
-/// chunk in two steps (its index, then the parts the wanted elements lie in)
-/// without knowing the codec. A chunk's parts are runs of consecutive elements
-/// (a 1-D shard's inner chunks), each decoded alone.
+/// offers the read planner ([`ArrayToBytesCodec::partial`]). For a read of some
+/// rows of a chunk (a range along its first dimension) the codec gives a
+/// sub-plan ([`PartialRead`]): the ranges to fetch, step by step, and the rows
+/// decoded from them. The planner drives it without knowing the codec.
 pub(crate) trait PartialDecoder: Debug + Send + Sync {
-    /// The elements of one part.
-    fn part_len(&self) -> u64;
-    /// For a chunk of `shape`: how many parts it has, and where its index lies.
+    /// The rows a partial read decodes come in whole multiples of this (a
+    /// shard's inner chunks' first extent; 1 for a codec that reads any row).
+    fn part_rows(&self) -> u64;
+    /// The sub-plan reading rows `want` of a chunk of `shape`: rows from
+    /// `want.start` rounded down to a multiple of [`PartialDecoder::part_rows`]
+    /// to `want.end` rounded up (within the chunk), with the chunk's whole
+    /// extent of the other dimensions. With `runs`, a 1-D chunk may be
+    /// decoded as consecutive runs instead of one array.
     ///
     /// # Errors
-    /// An index whose size is not fixed (the planner then reads the chunk whole).
-    fn index(&self, shape: &[u64]) -> Result<(u64, IndexPosition), ChunkError>;
-    /// Whether the index is at the end of the chunk (then a codec that appends
-    /// bytes moves it).
-    fn index_at_end(&self) -> bool;
-    /// Decode `encoded`, exactly the index of a chunk of `n` parts and
-    /// `chunk_len` bytes, into each part's byte range (`None`: absent), each
-    /// checked to lie inside the chunk.
-    fn decode_index(
+    /// When this chunk cannot be read in part (the planner reads it whole).
+    fn plan(
         &self,
-        encoded: Buffer,
-        n: u64,
-        chunk_len: u64,
-    ) -> Result<Vec<Option<std::ops::Range<u64>>>, ChunkError>;
-    /// Decode consecutive parts (each one's bytes, `None` when absent) and keep
-    /// their first `elements` elements: as runs, one per part, or gathered into
-    /// one array.
-    fn decode_parts(
-        &self,
-        parts: Vec<Option<Buffer>>,
-        elements: u64,
-        ctx: &DecodeContext,
+        shape: &[u64],
+        want: std::ops::Range<u64>,
         runs: bool,
-    ) -> Result<Vec<ArrayRef>, ChunkError>;
-    /// A whole chunk's bytes decoded as runs, one per part (no gathering copy).
+    ) -> Result<Box<dyn PartialRead>, ChunkError>;
+    /// A whole 1-D chunk's bytes decoded as runs (a shard: one per inner chunk,
+    /// no gathering copy).
     fn decode_runs(&self, bytes: Buffer, ctx: &DecodeContext) -> Result<Vec<ArrayRef>, ChunkError>;
 }
 
-/// Where a chunk's index lies (see [`PartialDecoder::index`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum IndexPosition {
-    /// The first `len` bytes.
-    Prefix(u64),
-    /// The last `len` bytes.
+/// A chunk read in part: a codec's sub-plan (see [`PartialDecoder::plan`]).
+/// It owns what it needs, so that a reader can keep it between fetches and move
+/// it to a decoding thread.
+pub(crate) trait PartialRead: Debug + Send {
+    /// The first ranges to fetch.
+    fn start(&mut self) -> Vec<ChunkRange>;
+    /// The ranges last asked for are in (`buffers`, one per range, in order; the
+    /// chunk is `chunk_len` bytes long): the next ranges, or the decoded rows.
+    ///
+    /// # Errors
+    /// Corrupt or truncated bytes.
+    fn resume(
+        &mut self,
+        buffers: Vec<Buffer>,
+        chunk_len: u64,
+        ctx: &DecodeContext,
+    ) -> Result<PartialStep, ChunkError>;
+}
+
+/// A range of a chunk's bytes that a [`PartialRead`] asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ChunkRange {
+    /// These bytes.
+    Bounded(std::ops::Range<u64>),
+    /// The last this many bytes.
     Suffix(u64),
+}
+
+/// The next step of a [`PartialRead`].
+#[derive(Debug)]
+pub(crate) enum PartialStep {
+    /// Fetch these ranges and resume.
+    Fetch(Vec<ChunkRange>),
+    /// The rows read: C order elements from element `offset` of the chunk, as
+    /// one array or consecutive runs.
+    Done { offset: u64, runs: Vec<ArrayRef> },
 }
 
 /// A bytes->bytes codec: compression or a checksum.

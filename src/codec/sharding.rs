@@ -21,11 +21,12 @@
 //! a 1-D shard, handed on as runs, one per inner chunk ([`Sharding::decode_runs`]:
 //! no copy; the table reader's batches are then slices of them).
 //!
-//! Partial reads: a reader that wants some elements of a shard fetches the index
-//! alone ([`Sharding::index_range`], a suffix range when it sits at the end),
-//! decodes it ([`Sharding::decode_index`]), then fetches only the inner chunks it
-//! needs and decodes them ([`Sharding::decode_inner`]); the rest never leaves the
-//! store.
+//! Partial reads: a reader that wants some rows of a shard (a range along its
+//! first dimension, 1-D or N-d) fetches the index alone
+//! ([`Sharding::index_range`], a suffix range when it sits at the end), decodes
+//! it ([`Sharding::decode_index`]), then fetches only the rows of inner chunks
+//! that hold those rows and decodes them ([`Sharding::decode_inner`]); the rest
+//! never leaves the store.
 
 use std::any::Any;
 use std::ops::Range;
@@ -38,8 +39,8 @@ use serde_json::{Map, Value, json};
 
 use super::bytes::{Bytes, is_big_endian};
 use super::{
-    ArrayToBytesCodec, CodecChain, ConfigError, DecodeContext, IndexLocation, IndexPosition,
-    PartialDecoder, settings,
+    ArrayToBytesCodec, ChunkRange, CodecChain, ConfigError, DecodeContext, IndexLocation,
+    PartialDecoder, PartialRead, PartialStep, settings,
 };
 use crate::assemble::{Part, cut, gather, runs};
 use crate::error::ChunkError;
@@ -109,6 +110,15 @@ pub(super) fn build(
         );
     }
     Ok(Arc::new(sharding))
+}
+
+/// Where a chunk's index lies .
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum IndexPosition {
+    /// The first `len` bytes.
+    Prefix(u64),
+    /// The last `len` bytes.
+    Suffix(u64),
 }
 
 /// Where one inner chunk lies in its shard: `None` when absent (fill value).
@@ -372,55 +382,189 @@ impl Sharding {
     }
 }
 
-/// A 1-D shard read in part: its parts are the inner chunks.
+/// A shard read in part: its index, then the rows of inner chunks that hold
+/// the rows wanted.
 impl PartialDecoder for Sharding {
-    fn part_len(&self) -> u64 {
+    fn part_rows(&self) -> u64 {
         self.chunk_shape.first().copied().unwrap_or(1).max(1)
     }
 
-    fn index(&self, shape: &[u64]) -> Result<(u64, IndexPosition), ChunkError> {
-        let n = self.grid(shape).iter().product();
-        Ok((n, self.index_range(n)?))
-    }
-
-    fn index_at_end(&self) -> bool {
-        matches!(self.index_location, IndexLocation::End)
-    }
-
-    fn decode_index(
+    fn plan(
         &self,
-        encoded: Buffer,
-        n: u64,
-        chunk_len: u64,
-    ) -> Result<Vec<InnerRange>, ChunkError> {
-        let expected = self.index_len(n).unwrap_or(u64::MAX);
-        if encoded.len() as u64 != expected {
-            return Err(ChunkError::Truncated {
-                what: "shard index",
-                needed: expected,
-                available: encoded.len() as u64,
+        shape: &[u64],
+        want: Range<u64>,
+        runs: bool,
+    ) -> Result<Box<dyn PartialRead>, ChunkError> {
+        if shape.is_empty() || shape.len() != self.chunk_shape.len() {
+            return Err(ChunkError::Decompress {
+                codec: "sharding_indexed",
+                message: format!(
+                    "inner chunk shape {:?} does not fit shard shape {shape:?}",
+                    self.chunk_shape
+                ),
             });
         }
-        Sharding::decode_index(self, encoded, n, chunk_len)
-    }
-
-    fn decode_parts(
-        &self,
-        parts: Vec<Option<Buffer>>,
-        elements: u64,
-        ctx: &DecodeContext,
-        runs: bool,
-    ) -> Result<Vec<ArrayRef>, ChunkError> {
-        if runs {
-            self.decode_inner_runs(parts, elements, ctx)
-        } else {
-            let grid = [parts.len() as u64];
-            Ok(vec![self.decode_inner(parts, &grid, &[elements], ctx)?])
-        }
+        let grid = self.grid(shape);
+        let n = grid.iter().product();
+        let index = self.index_range(n)?;
+        Ok(Box::new(ShardRead {
+            sharding: self.clone(),
+            per_row: grid[1..].iter().product::<u64>().max(1),
+            n,
+            index,
+            want,
+            runs: runs && shape.len() == 1,
+            stage: ShardStage::Index,
+        }))
     }
 
     fn decode_runs(&self, bytes: Buffer, ctx: &DecodeContext) -> Result<Vec<ArrayRef>, ChunkError> {
         Sharding::decode_runs(self, bytes, ctx)
+    }
+}
+
+/// Some rows of one shard (see [`Sharding::plan`](PartialDecoder::plan)).
+#[derive(Debug)]
+struct ShardRead {
+    sharding: Sharding,
+    /// Inner chunks in one row of them, and in all.
+    per_row: u64,
+    n: u64,
+    index: IndexPosition,
+    /// The rows wanted.
+    want: Range<u64>,
+    runs: bool,
+    stage: ShardStage,
+}
+
+#[derive(Debug)]
+enum ShardStage {
+    Index,
+    /// Rows of inner chunks from `first` on: where each inner chunk lies.
+    Inner {
+        first: u64,
+        ranges: Vec<InnerRange>,
+    },
+    Finished,
+}
+
+impl PartialRead for ShardRead {
+    fn start(&mut self) -> Vec<ChunkRange> {
+        vec![match self.index {
+            IndexPosition::Prefix(len) => ChunkRange::Bounded(0..len),
+            IndexPosition::Suffix(len) => ChunkRange::Suffix(len),
+        }]
+    }
+
+    fn resume(
+        &mut self,
+        buffers: Vec<Buffer>,
+        chunk_len: u64,
+        ctx: &DecodeContext,
+    ) -> Result<PartialStep, ChunkError> {
+        match std::mem::replace(&mut self.stage, ShardStage::Finished) {
+            ShardStage::Index => {
+                let index = buffers.into_iter().next().unwrap_or_default();
+                let (first, ranges) = self.inner_ranges(index, chunk_len)?;
+                // An encoded inner chunk is at most its decoded size plus overhead.
+                let limit = (ctx.max_bytes as u64).saturating_add(1 << 20);
+                let mut asked = Vec::new();
+                for range in ranges.iter().flatten() {
+                    if range.end - range.start > limit {
+                        return Err(ChunkError::TooLarge {
+                            codec: "sharding_indexed inner chunk",
+                            limit,
+                        });
+                    }
+                    asked.push(ChunkRange::Bounded(range.clone()));
+                }
+                if asked.is_empty() {
+                    return self.decode(first, &ranges, Vec::new(), ctx);
+                }
+                self.stage = ShardStage::Inner { first, ranges };
+                Ok(PartialStep::Fetch(asked))
+            }
+            ShardStage::Inner { first, ranges } => self.decode(first, &ranges, buffers, ctx),
+            ShardStage::Finished => Err(ChunkError::Decompress {
+                codec: "sharding_indexed",
+                message: "a partial read resumed after it finished".into(),
+            }),
+        }
+    }
+}
+
+impl ShardRead {
+    /// The index is in: the first row of inner chunks the wanted rows lie in,
+    /// and where each inner chunk of those rows lies.
+    fn inner_ranges(
+        &self,
+        index: Buffer,
+        chunk_len: u64,
+    ) -> Result<(u64, Vec<InnerRange>), ChunkError> {
+        let expected = self.sharding.index_len(self.n).unwrap_or(u64::MAX);
+        if index.len() as u64 != expected {
+            return Err(ChunkError::Truncated {
+                what: "shard index",
+                needed: expected,
+                available: index.len() as u64,
+            });
+        }
+        let all = self.sharding.decode_index(index, self.n, chunk_len)?;
+        let part_rows = self.sharding.part_rows();
+        let rows_of_parts = self.n / self.per_row;
+        let first = (self.want.start / part_rows).min(rows_of_parts);
+        let last = self
+            .want
+            .end
+            .div_ceil(part_rows)
+            .min(rows_of_parts)
+            .max(first);
+        let ranges = all[(first * self.per_row) as usize..(last * self.per_row) as usize].to_vec();
+        Ok((first, ranges))
+    }
+
+    /// The inner chunks of the rows of them from `first` on are in
+    /// (`buffers`: the present ones, in order): decode them.
+    fn decode(
+        &self,
+        first: u64,
+        ranges: &[InnerRange],
+        buffers: Vec<Buffer>,
+        ctx: &DecodeContext,
+    ) -> Result<PartialStep, ChunkError> {
+        let present = ranges.iter().flatten().count();
+        if buffers.len() != present {
+            return Err(ChunkError::CountMismatch {
+                expected: present as u64,
+                found: buffers.len() as u64,
+            });
+        }
+        let mut buffers = buffers.into_iter();
+        let parts: Vec<Option<Buffer>> = ranges
+            .iter()
+            .map(|r| r.as_ref().and_then(|_| buffers.next()))
+            .collect();
+        let part_rows = self.sharding.part_rows();
+        let first_row = first.saturating_mul(part_rows);
+        let row_count = ranges.len() as u64 / self.per_row;
+        let rows = row_count
+            .saturating_mul(part_rows)
+            .min(ctx.shape[0].saturating_sub(first_row));
+        // The rows of inner chunks span every other dimension: the first
+        // element decoded is the first row's, in C order.
+        let offset = ctx.shape[1..]
+            .iter()
+            .fold(first_row, |acc, &d| acc.saturating_mul(d));
+        let runs = if self.runs {
+            self.sharding.decode_inner_runs(parts, rows, ctx)?
+        } else {
+            let mut grid = self.sharding.grid(ctx.shape);
+            grid[0] = row_count;
+            let mut region = ctx.shape.to_vec();
+            region[0] = rows;
+            vec![self.sharding.decode_inner(parts, &grid, &region, ctx)?]
+        };
+        Ok(PartialStep::Done { offset, runs })
     }
 }
 
@@ -451,7 +595,7 @@ impl ArrayToBytesCodec for Sharding {
     }
 
     fn partial(&self, ndim: usize) -> Option<&dyn PartialDecoder> {
-        (ndim == 1 && self.chunk_shape.len() == 1).then_some(self as &dyn PartialDecoder)
+        (ndim >= 1 && self.chunk_shape.len() == ndim).then_some(self as &dyn PartialDecoder)
     }
 
     fn check_shape(&self, shape: &[u64]) -> Result<(), String> {

@@ -18,11 +18,17 @@
 //! ```
 //!
 //! The draft 0.0 configuration has no `index_location` (it means `start`).
+//!
+//! Partial reads, when the data codecs do not compress: the index length, the
+//! index (in one request with the length when the index is not compressed
+//! either: its size is then known), then only the values the wanted elements
+//! span.
 //! Copies: with plain `bytes` index and data codecs, none: the offsets and values
 //! are slices of the decoded chunk (aligned when the chunk buffer is, since the
 //! index starts at byte 8); compressed sections are decompressed once.
 
 use std::any::Any;
+use std::ops::Range;
 use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef};
@@ -33,7 +39,8 @@ use serde_json::{Map, Value, json};
 use super::arrow_values::offsets_and_values;
 use super::bytes::{Bytes, is_big_endian, swap_endian, swap_endian_in_place};
 use super::{
-    ArrayToBytesCodec, CodecChain, ConfigError, DecodeContext, IndexLocation, padding, settings,
+    ArrayToBytesCodec, ChunkRange, CodecChain, ConfigError, DecodeContext, IndexLocation,
+    PartialDecoder, PartialRead, PartialStep, padding, settings,
 };
 use crate::error::ChunkError;
 use crate::metadata::{CodecMetadata, Endian};
@@ -183,9 +190,256 @@ impl ArrayToBytesCodec for ZarrsVlen {
         true
     }
 
+    fn partial(&self, ndim: usize) -> Option<&dyn PartialDecoder> {
+        // Compressed values are fetched whole anyway; a checksum after them
+        // (`crc32c`) lets ranges of them through.
+        (ndim >= 1 && data_trailing(&self.data_codecs).is_some())
+            .then_some(self as &dyn PartialDecoder)
+    }
+
     fn as_any(&self) -> &dyn Any {
         self
     }
+}
+
+/// Any rows of a chunk: the offsets, then the values they span.
+impl PartialDecoder for ZarrsVlen {
+    fn part_rows(&self) -> u64 {
+        1
+    }
+
+    fn plan(
+        &self,
+        shape: &[u64],
+        want: Range<u64>,
+        _runs: bool,
+    ) -> Result<Box<dyn PartialRead>, ChunkError> {
+        let row_len: u64 = shape.iter().skip(1).product();
+        let n: u64 = shape.iter().product();
+        let elements =
+            want.start.saturating_mul(row_len).min(n)..want.end.saturating_mul(row_len).min(n);
+        let width = match self.index_data_type {
+            OffsetWidth::U32 => 4,
+            OffsetWidth::U64 => 8,
+        };
+        // An index that is not compressed has a known size.
+        let index_len = || {
+            let mut len = n.checked_add(1)?.checked_mul(width)?;
+            for codec in self.index_codecs.bytes_to_bytes() {
+                len = len.checked_add(codec.fixed_overhead()?)?;
+            }
+            Some(len)
+        };
+        let index_len = index_len();
+        let trailing = data_trailing(&self.data_codecs).ok_or_else(|| ChunkError::Decompress {
+            codec: "zarrs.vlen",
+            message: "compressed values cannot be read in part".into(),
+        })?;
+        Ok(Box::new(VlenRead {
+            codec: self.clone(),
+            n,
+            elements,
+            index_len,
+            trailing,
+            stage: VlenStage::Length,
+        }))
+    }
+
+    fn decode_runs(&self, bytes: Buffer, ctx: &DecodeContext) -> Result<Vec<ArrayRef>, ChunkError> {
+        Ok(vec![decode(self, bytes, ctx)?])
+    }
+}
+
+/// Some elements of one `zarrs.vlen` chunk (see [`PartialDecoder::plan`]).
+#[derive(Debug)]
+struct VlenRead {
+    codec: ZarrsVlen,
+    /// The chunk's elements, and those wanted.
+    n: u64,
+    elements: Range<u64>,
+    /// The encoded index's size, when known before reading it.
+    index_len: Option<u64>,
+    /// The bytes the data codecs append after the values (`crc32c`).
+    trailing: u64,
+    stage: VlenStage,
+}
+
+#[derive(Debug)]
+enum VlenStage {
+    /// The index length (and the index, when its size is known) was asked for.
+    Length,
+    /// The index of `len` bytes was asked for.
+    Index {
+        len: u64,
+    },
+    /// The values of the wanted elements were asked for.
+    Values {
+        offsets: RawOffsets,
+    },
+    Finished,
+}
+
+impl VlenRead {
+    /// The ranges of the index length, and of the index after it when `len`
+    /// is known.
+    fn head(&self, len: Option<u64>) -> ChunkRange {
+        let with = 8 + len.unwrap_or(0);
+        match self.codec.index_location {
+            IndexLocation::Start => ChunkRange::Bounded(0..with),
+            IndexLocation::End => ChunkRange::Suffix(with),
+        }
+    }
+
+    /// The encoded index of `len` bytes is in `index`: the offsets of the wanted
+    /// elements, and the range of their values in the chunk.
+    fn offsets(
+        &self,
+        index: Buffer,
+        len: u64,
+        chunk_len: u64,
+        ctx: &DecodeContext,
+    ) -> Result<(RawOffsets, Range<u64>), ChunkError> {
+        let (kind, width) = match self.codec.index_data_type {
+            OffsetWidth::U32 => (OffsetKind::U32, 4u64),
+            OffsetWidth::U64 => (OffsetKind::U64, 8u64),
+        };
+        let limit = usize::try_from(self.n.saturating_add(1).saturating_mul(width))
+            .unwrap_or(usize::MAX)
+            .min(ctx.max_bytes);
+        let mut decoded = self.codec.index_codecs.decode_bytes(index, limit)?;
+        if is_big_endian(&self.codec.index_codecs) {
+            decoded = swap_endian(&decoded, width as usize);
+        }
+        let n = usize::try_from(self.n).unwrap_or(usize::MAX);
+        let all = RawOffsets::new(decoded, kind, n)?;
+        let (lo, hi) = (self.elements.start as usize, self.elements.end as usize);
+        let (offsets, values) = all.window(lo..hi)?;
+        // The data section (after the index, or before it), and in it the
+        // values, before any appended bytes.
+        let data = match self.codec.index_location {
+            IndexLocation::Start => 8 + len..chunk_len,
+            IndexLocation::End => 0..chunk_len - 8 - len,
+        };
+        let data = data.start..data.end.saturating_sub(self.trailing).max(data.start);
+        let range = data.start.saturating_add(values.start)..data.start.saturating_add(values.end);
+        if range.end > data.end {
+            return Err(ChunkError::OffsetOutOfBounds {
+                index: hi,
+                offset: values.end,
+                data_len: data.end - data.start,
+            });
+        }
+        Ok((offsets, range))
+    }
+
+    /// The index length is in `head` (the first or last 8 bytes of it).
+    fn length(&self, head: &Buffer, chunk_len: u64) -> Result<u64, ChunkError> {
+        let at = match self.codec.index_location {
+            IndexLocation::Start => 0,
+            IndexLocation::End => head.len().saturating_sub(8),
+        };
+        let len = read_u64(head.as_slice(), at)?;
+        if len > chunk_len.saturating_sub(8) {
+            return Err(ChunkError::Truncated {
+                what: "zarrs.vlen index",
+                needed: len,
+                available: chunk_len.saturating_sub(8),
+            });
+        }
+        Ok(len)
+    }
+}
+
+impl PartialRead for VlenRead {
+    fn start(&mut self) -> Vec<ChunkRange> {
+        vec![self.head(self.index_len)]
+    }
+
+    fn resume(
+        &mut self,
+        buffers: Vec<Buffer>,
+        chunk_len: u64,
+        ctx: &DecodeContext,
+    ) -> Result<PartialStep, ChunkError> {
+        let first = buffers.into_iter().next().unwrap_or_default();
+        let offsets = match std::mem::replace(&mut self.stage, VlenStage::Finished) {
+            VlenStage::Length => {
+                let len = self.length(&first, chunk_len)?;
+                match self.index_len {
+                    // The index came with its length: it must be the size expected.
+                    Some(expected) => {
+                        if len != expected || first.len() as u64 != 8 + len {
+                            return Err(ChunkError::SizeMismatch {
+                                expected,
+                                found: len,
+                            });
+                        }
+                        let at = match self.codec.index_location {
+                            IndexLocation::Start => 8,
+                            IndexLocation::End => 0,
+                        };
+                        let index = first.slice_with_length(at, len as usize);
+                        self.offsets(index, len, chunk_len, ctx)?
+                    }
+                    None => {
+                        let range = match self.codec.index_location {
+                            IndexLocation::Start => 8..8 + len,
+                            IndexLocation::End => chunk_len - 8 - len..chunk_len - 8,
+                        };
+                        self.stage = VlenStage::Index { len };
+                        return Ok(PartialStep::Fetch(vec![ChunkRange::Bounded(range)]));
+                    }
+                }
+            }
+            VlenStage::Index { len } => {
+                if first.len() as u64 != len {
+                    return Err(ChunkError::Truncated {
+                        what: "zarrs.vlen index",
+                        needed: len,
+                        available: first.len() as u64,
+                    });
+                }
+                self.offsets(first, len, chunk_len, ctx)?
+            }
+            VlenStage::Values { offsets } => {
+                let array = from_offsets(offsets, first, ctx.data_type.is_text(), ctx.string_type)?;
+                return Ok(PartialStep::Done {
+                    offset: self.elements.start,
+                    runs: vec![array],
+                });
+            }
+            VlenStage::Finished => {
+                return Err(ChunkError::Decompress {
+                    codec: "zarrs.vlen",
+                    message: "a partial read resumed after it finished".into(),
+                });
+            }
+        };
+        let (offsets, range) = offsets;
+        if range.is_empty() {
+            let array = from_offsets(
+                offsets,
+                Buffer::from(MutableBuffer::new(0)),
+                ctx.data_type.is_text(),
+                ctx.string_type,
+            )?;
+            return Ok(PartialStep::Done {
+                offset: self.elements.start,
+                runs: vec![array],
+            });
+        }
+        self.stage = VlenStage::Values { offsets };
+        Ok(PartialStep::Fetch(vec![ChunkRange::Bounded(range)]))
+    }
+}
+
+/// The bytes `codecs` append after the values, when each of them only appends
+/// (`crc32c`); `None` when one transforms them (compression).
+fn data_trailing(codecs: &CodecChain) -> Option<u64> {
+    codecs
+        .bytes_to_bytes()
+        .iter()
+        .try_fold(0u64, |sum, codec| sum.checked_add(codec.trailing_bytes()?))
 }
 
 fn read_u64(bytes: &[u8], pos: usize) -> Result<u64, ChunkError> {

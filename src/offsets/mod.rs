@@ -24,6 +24,7 @@
 //! The builders for layouts whose values must be copied (the interleaved `vlen-*`
 //! chunks) are in `copy.rs`; the view builders in `views.rs`.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use arrow_array::types::{ByteArrayType, GenericBinaryType, GenericStringType};
@@ -87,6 +88,58 @@ impl RawOffsets {
 
     fn len(&self) -> usize {
         self.buffer.len() / self.width.size()
+    }
+
+    /// Offset `i` as u64 (a negative signed one as `u64::MAX`).
+    fn get(&self, i: usize) -> u64 {
+        let size = self.width.size();
+        let bytes = &self.buffer.as_slice()[i * size..(i + 1) * size];
+        match self.width {
+            OffsetKind::I32 => i32::from_le_bytes(bytes.try_into().unwrap_or_default()).to_u64(),
+            OffsetKind::U32 => u32::from_le_bytes(bytes.try_into().unwrap_or_default()).to_u64(),
+            OffsetKind::I64 => i64::from_le_bytes(bytes.try_into().unwrap_or_default()).to_u64(),
+            OffsetKind::U64 => u64::from_le_bytes(bytes.try_into().unwrap_or_default()),
+        }
+    }
+
+    /// Elements `elements` alone: their offsets moved to start at 0 (one copy
+    /// of them, as `u64`), and the range of the values they span, for a read of
+    /// those values only.
+    ///
+    /// # Errors
+    /// Elements past the offsets, or offsets that decrease among them.
+    pub(crate) fn window(
+        &self,
+        elements: Range<usize>,
+    ) -> Result<(RawOffsets, Range<u64>), ChunkError> {
+        let n = self.len().saturating_sub(1);
+        if elements.start > elements.end || elements.end > n {
+            return Err(ChunkError::Truncated {
+                what: "offsets",
+                needed: elements.end as u64 + 1,
+                available: self.len() as u64,
+            });
+        }
+        let first = self.get(elements.start);
+        let mut out = MutableBuffer::new((elements.len() + 1) * 8);
+        let mut prev = first;
+        for i in elements.start..=elements.end {
+            let off = self.get(i);
+            if off < prev {
+                return Err(ChunkError::OffsetsDecrease {
+                    element: i - 1,
+                    start: prev,
+                    end: off,
+                });
+            }
+            out.push(off - first);
+            prev = off;
+        }
+        let raw = RawOffsets {
+            buffer: out.into(),
+            width: OffsetKind::U64,
+        };
+        Ok((raw, first..prev))
     }
 }
 

@@ -370,8 +370,10 @@ impl ZarrArray {
     /// (see [`ZarrArray::chunk_row_runs`]), when each run would be at least
     /// [`MIN_RUN_LEN`] elements; else `None` (the shard is gathered into one array).
     pub(crate) fn run_len(&self) -> Option<u64> {
-        let inner =
-            crate::codec::PartialDecoder::part_len(&self.codecs.partial(self.meta.shape.len())?);
+        if self.meta.shape.len() != 1 {
+            return None;
+        }
+        let inner = crate::codec::PartialDecoder::part_rows(&self.codecs.partial(1)?);
         (inner >= MIN_RUN_LEN && inner < self.meta.chunk_shape[0]).then_some(inner)
     }
 
@@ -423,33 +425,37 @@ impl ZarrArray {
     }
 
     fn read_slab_nd(&self, s: u64) -> Result<ArrayRef> {
-        let reads = self.plan_slab(s)?;
+        let within = 0..self.slab_len(s);
+        let reads = self.plan_slab(s, within.clone())?;
         let run = |read| self.finish_part(plan::run(self.store.as_ref(), read)?);
         let parts: Vec<Part> = if self.options.parallel && reads.len() > 1 {
             reads.into_par_iter().map(run).collect::<Result<_>>()?
         } else {
             reads.into_iter().map(run).collect::<Result<_>>()?
         };
-        self.finish_slab(s, parts)
+        self.finish_slab(s, within, parts)
     }
 
-    /// The chunk reads of slab `s` of an N-d array (every chunk of its chunk
-    /// row, whole, in C order): refused when the slab's Arrow structures alone
-    /// would exceed the byte limit, as a slab spans the whole extent of the
-    /// other dimensions.
-    pub(crate) fn plan_slab(&self, s: u64) -> Result<Vec<ChunkRead>> {
+    /// The chunk reads of elements `within` (C order) of slab `s` of an N-d
+    /// array: every chunk of its chunk row, in C order, whole, or, when its
+    /// codecs decode part of a chunk (a shard), only the rows of inner chunks
+    /// that hold the rows `within` touches. Refused when the slab's Arrow
+    /// structures alone would exceed the byte limit, as a slab spans the whole
+    /// extent of the other dimensions.
+    pub(crate) fn plan_slab(&self, s: u64, within: Range<u64>) -> Result<Vec<ChunkRead>> {
         let shape = &self.meta.shape;
-        let chunk_shape = &self.meta.chunk_shape;
         if shape.is_empty() {
             // A 0-d array: its one chunk.
             return Ok(vec![ChunkRead::new(self, &[], None)]);
         }
         let grid_rest: Vec<u64> = self.grid.grid_shape()[1..].to_vec();
         let n_chunks: u64 = grid_rest.iter().product();
-        let rows = chunk_shape[0].min(shape[0].saturating_sub(s * chunk_shape[0]));
+        let window = self.slab_window(s, within);
         let elements = shape[1..]
             .iter()
-            .fold(rows, |acc, &d| acc.saturating_mul(d));
+            .fold(window.rows.end - window.rows.start, |acc, &d| {
+                acc.saturating_mul(d)
+            });
         if elements.saturating_mul(ARROW_BYTES_PER_ELEMENT as u64)
             > self.options.max_chunk_bytes as u64
         {
@@ -465,9 +471,46 @@ impl ZarrArray {
             .map(|j| {
                 let mut indices = vec![s];
                 indices.extend(unravel(j, &grid_rest));
-                ChunkRead::new(self, &indices, None)
+                ChunkRead::new(self, &indices, window.want.clone())
             })
             .collect())
+    }
+
+    /// What reading elements `within` (C order) of slab `s` takes: see
+    /// [`SlabWindow`].
+    fn slab_window(&self, s: u64, within: Range<u64>) -> SlabWindow {
+        let shape = &self.meta.shape;
+        let chunk_rows = self.meta.chunk_shape[0];
+        let valid = chunk_rows.min(shape[0].saturating_sub(s.saturating_mul(chunk_rows)));
+        let whole = SlabWindow {
+            want: None,
+            rows: 0..valid,
+            decoded_rows: chunk_rows,
+        };
+        let row_len: u64 = shape[1..].iter().product();
+        let Some(partial) = self.codecs.partial(shape.len()) else {
+            return whole;
+        };
+        if row_len == 0 {
+            return whole;
+        }
+        let lo = (within.start / row_len).min(valid);
+        let hi = within.end.div_ceil(row_len).min(valid).max(lo);
+        if (lo == 0 && hi == valid) || lo == hi {
+            return whole;
+        }
+        // The rows of inner chunks that hold rows lo..hi.
+        let part_rows = crate::codec::PartialDecoder::part_rows(&partial);
+        let first = lo / part_rows * part_rows;
+        let end = hi
+            .div_ceil(part_rows)
+            .saturating_mul(part_rows)
+            .min(chunk_rows);
+        SlabWindow {
+            want: Some(lo..hi),
+            rows: first..end.min(valid),
+            decoded_rows: end - first,
+        }
     }
 
     /// One chunk of a slab from what its read decoded (the fill value when
@@ -479,8 +522,14 @@ impl ZarrArray {
         })
     }
 
-    /// Slab `s` from its chunks, in the order [`ZarrArray::plan_slab`] gave.
-    pub(crate) fn finish_slab(&self, s: u64, mut parts: Vec<Part>) -> Result<ArrayRef> {
+    /// Elements `within` (C order) of slab `s`, from its chunks as
+    /// [`ZarrArray::plan_slab`] planned them for `within`.
+    pub(crate) fn finish_slab(
+        &self,
+        s: u64,
+        within: Range<u64>,
+        mut parts: Vec<Part>,
+    ) -> Result<ArrayRef> {
         let shape = &self.meta.shape;
         if parts.is_empty() {
             return self.fill(0);
@@ -488,17 +537,54 @@ impl ZarrArray {
         if shape.is_empty() {
             // A 0-d array: the first element of its one chunk.
             return Ok(match parts.swap_remove(0) {
-                Part::Present(a) | Part::Missing(a) => a.slice(0, a.len().min(1)),
+                Part::Present(a) | Part::Missing(a) => {
+                    let n = a.len().min(1);
+                    let lo = (within.start as usize).min(n);
+                    a.slice(lo, (within.end as usize).clamp(lo, n) - lo)
+                }
             });
         }
-        let chunk_shape = &self.meta.chunk_shape;
-        let rows = chunk_shape[0].min(shape[0].saturating_sub(s * chunk_shape[0]));
-        // The slab: this chunk row's rows, and the whole extent of the other dims.
-        let mut region = vec![rows];
+        let window = self.slab_window(s, within.clone());
+        // Each chunk decoded these rows, with its whole extent of the others.
+        let mut part_shape = vec![window.decoded_rows];
+        part_shape.extend_from_slice(&self.meta.chunk_shape[1..]);
+        let part_len: u64 = part_shape.iter().product();
+        if let Some(Part::Present(bad)) = parts
+            .iter()
+            .find(|p| matches!(p, Part::Present(a) if a.len() as u64 != part_len))
+        {
+            return Err(Error::Chunk {
+                key: self.chunk_key(&[s]),
+                source: ChunkError::CountMismatch {
+                    expected: part_len,
+                    found: bad.len() as u64,
+                },
+            });
+        }
+        // The rows decoded, and the whole extent of the other dimensions.
+        let mut region = vec![window.rows.end - window.rows.start];
         region.extend_from_slice(&shape[1..]);
         let mut grid = vec![1];
         grid.extend_from_slice(&self.grid.grid_shape()[1..]);
-        Ok(gather(&parts, &grid, chunk_shape, &region)?)
+        let slab = gather(&parts, &grid, &part_shape, &region)?;
+        // `slab` starts at the first row decoded.
+        let row_len: u64 = shape[1..].iter().product();
+        let base = window.rows.start.saturating_mul(row_len);
+        let (lo, hi) = (
+            within.start.saturating_sub(base),
+            within.end.saturating_sub(base),
+        );
+        if within.start < base || hi > slab.len() as u64 || lo > hi {
+            return Err(Error::Chunk {
+                key: self.chunk_key(&[s]),
+                source: ChunkError::Truncated {
+                    what: "slab elements",
+                    needed: within.end,
+                    available: base + slab.len() as u64,
+                },
+            });
+        }
+        Ok(slab.slice(lo as usize, (hi - lo) as usize))
     }
 
     fn map_maybe_parallel<T: Send>(
@@ -636,6 +722,19 @@ pub(crate) struct RowsRead {
 /// own (DataFusion's default batch size): shorter inner chunks would make batches
 /// too small to be worth their overhead, so their shard is gathered instead.
 pub(crate) const MIN_RUN_LEN: u64 = 8192;
+
+/// What a read of some elements of an N-d slab takes (see
+/// [`ZarrArray::plan_slab`]).
+#[derive(Debug)]
+struct SlabWindow {
+    /// The rows each chunk of the chunk row is read for (`None`: whole).
+    want: Option<Range<u64>>,
+    /// The rows of the slab decoded (whole rows of inner chunks, within the
+    /// array).
+    rows: Range<u64>,
+    /// The rows each chunk decodes (to its own extent, past the array's).
+    decoded_rows: u64,
+}
 
 /// `take` elements of `runs` from element `skip` on, as slices of the runs.
 fn slice_runs(runs: Vec<ArrayRef>, mut skip: usize, mut take: usize) -> Vec<ArrayRef> {

@@ -501,21 +501,11 @@ impl RowDecoder {
                     if index + 1 < of {
                         continue;
                     }
-                    let slab = job
-                        .array
-                        .finish_slab(job.chunk, std::mem::take(&mut leaf.parts))?;
-                    let (lo, hi) = (job.rows.start as usize, job.rows.end as usize);
-                    if hi > slab.len() || lo > hi {
-                        return Err(Error::Chunk {
-                            key: job.array.chunk_key(&[job.chunk]),
-                            source: crate::error::ChunkError::Truncated {
-                                what: "slab elements",
-                                needed: hi as u64,
-                                available: slab.len() as u64,
-                            },
-                        });
-                    }
-                    vec![slab.slice(lo, hi - lo)]
+                    vec![job.array.finish_slab(
+                        job.chunk,
+                        job.rows.clone(),
+                        std::mem::take(&mut leaf.parts),
+                    )?]
                 }
                 _ => unreachable!("checked above"),
             };
@@ -597,7 +587,7 @@ impl RowDecoder {
 
     /// Plan the chunks every leaf needs for rows up to `upto`, in row order
     /// across the leaves (the order the rows are wanted in). An N-d leaf's
-    /// chunk row is a slab: every chunk of it, read whole.
+    /// chunk row is a slab: every chunk of it, read for the rows wanted of it.
     fn plan(&mut self, upto: u64) -> Result<()> {
         let end = self.rows.end;
         let mut jobs = Vec::new();
@@ -608,7 +598,7 @@ impl RowDecoder {
                 let chunk_end = ((chunk + 1) * leaf.chunk_len).min(end);
                 if leaf.slabs {
                     let rows = leaf.covered - chunk_start..chunk_end - chunk_start;
-                    let reads = leaf.array.plan_slab(chunk)?;
+                    let reads = leaf.array.plan_slab(chunk, rows.clone())?;
                     let of = reads.len();
                     let per_part = estimate(&leaf.array, leaf.chunk_len) / of.max(1) as u64;
                     for (index, read) in reads.into_iter().enumerate() {

@@ -8,10 +8,13 @@
 //!        └── ChunkRead::resume(Fetched) ──▶ … ──▶ Step::Done(Decoded)
 //! ```
 //!
-//! An unsharded chunk is one whole-value fetch. A shard of which only some inner
-//! chunks are wanted is two: its index (a suffix range when it sits at the end),
-//! then the inner chunks the wanted elements lie in, as coalesced ranges. Decoding
-//! is a pure function of the fetched bytes.
+//! A chunk is one whole-value fetch, unless only some of its rows are wanted (a
+//! range along its first dimension, 1-D or N-d) and its codecs can decode it in
+//! part: then the codec's sub-plan ([`PartialRead`]) says which ranges to fetch,
+//! step by step. A shard asks for its index (a suffix range when it sits at the
+//! end), then for the rows of inner chunks the wanted rows lie in, as coalesced
+//! ranges; `zarrs.vlen` for its offsets, then for the values they span.
+//! Decoding is a pure function of the fetched bytes.
 
 use std::ops::Range;
 
@@ -19,9 +22,7 @@ use arrow_array::ArrayRef;
 use arrow_buffer::Buffer;
 
 use super::ZarrArray;
-use crate::codec::DecodeContext;
-use crate::codec::sharding::InnerRange;
-use crate::codec::{IndexPosition, PartialDecoder};
+use crate::codec::{ChunkRange, DecodeContext, PartialDecoder, PartialRead, PartialStep};
 use crate::error::{ChunkError, Error, Result};
 use crate::store::{ByteRange, RangeRead, Store};
 
@@ -91,7 +92,7 @@ pub(crate) enum Step {
 pub(crate) struct ChunkRead {
     array: ZarrArray,
     key: String,
-    /// The elements wanted, for a partial read of a 1-D shard.
+    /// The rows wanted (along the first dimension), for a partial read.
     partial: Option<Range<u64>>,
     /// A 1-D shard decoded as runs, one per inner chunk (no gathering copy).
     runs: bool,
@@ -104,23 +105,19 @@ pub(crate) struct ChunkRead {
 enum Stage {
     Start,
     Whole,
-    /// The index of a shard of `n` inner chunks.
-    Index {
-        n: u64,
-    },
-    Inner {
-        /// Inner chunks `first..first + ranges.len()` and where each lies.
-        first: u64,
-        ranges: Vec<InnerRange>,
+    /// The codec's sub-plan, which asked for `asked` ranges.
+    Partial {
+        read: Box<dyn PartialRead>,
+        asked: usize,
     },
     Finished,
 }
 
 impl ChunkRead {
-    /// A read of the chunk at grid `indices` of `array`, wanting elements `want`
-    /// of it (`None`: all). A chunk whose codecs can decode it in part
-    /// (`CodecChain::partial`) is read in part; every other chunk is fetched
-    /// whole (and the caller slices).
+    /// A read of the chunk at grid `indices` of `array`, wanting rows `want`
+    /// of it (along its first dimension; `None`: all). A chunk whose codecs can
+    /// decode it in part (`CodecChain::partial`) is read in part; every other
+    /// chunk is fetched whole (and the caller slices).
     pub(crate) fn new(array: &ZarrArray, indices: &[u64], want: Option<Range<u64>>) -> Self {
         let shape = &array.metadata().chunk_shape;
         let sharded = array.codecs().partial(shape.len()).is_some();
@@ -146,10 +143,10 @@ impl ChunkRead {
 
     /// Decode a chunk's parts (a 1-D shard's inner chunks) as separate runs
     /// instead of gathering them into one array (a copy of every element). No
-    /// effect on a chunk that has no parts.
+    /// effect on a chunk that has no parts or more than one dimension.
     pub(crate) fn with_runs(mut self) -> Self {
         let shape = &self.array.metadata().chunk_shape;
-        self.runs = self.array.codecs().partial(shape.len()).is_some();
+        self.runs = shape.len() == 1 && self.array.codecs().partial(1).is_some();
         self
     }
 
@@ -175,39 +172,30 @@ impl ChunkRead {
             array.string_type(),
             array.options().max_chunk_bytes,
         );
-        let partial = array.codecs().partial(ctx.shape.len());
         match (stage, fetched) {
             (Stage::Start, _) => Ok(self.first_request()),
             (_, Fetched::Missing) => Ok(Step::Done(None)),
             (Stage::Whole, Fetched::Whole(bytes)) => {
+                let partial = array.codecs().partial(ctx.shape.len());
                 let runs = match partial.filter(|_| self.runs) {
                     Some(partial) => partial.decode_runs(bytes, &ctx)?,
                     None => vec![array.codecs().decode(bytes, &ctx)?],
                 };
                 Ok(Step::Done(Some(Decoded { offset: 0, runs })))
             }
-            (Stage::Index { n }, Fetched::Ranges(read)) => {
-                let (Some(partial), Some(want)) = (partial, self.partial.clone()) else {
-                    return Err(plan_error("an index read without a partial read"));
-                };
-                let (first, ranges, asked) =
-                    inner_ranges(&partial, n, want, read, self.max_encoded)?;
-                if asked.is_empty() {
-                    return decode_inner(&partial, &ctx, self.runs, first, &ranges, Vec::new());
+            (Stage::Partial { mut read, asked }, Fetched::Ranges(got)) => {
+                if got.buffers.len() != asked {
+                    return Err(plan_error(&format!(
+                        "the store returned {} ranges for {asked}",
+                        got.buffers.len()
+                    )));
                 }
-                self.stage = Stage::Inner { first, ranges };
-                Ok(Step::Fetch(Request {
-                    id: 0,
-                    key: self.key.clone(),
-                    ranges: Some(asked),
-                    max_len: self.max_encoded,
-                }))
-            }
-            (Stage::Inner { first, ranges }, Fetched::Ranges(read)) => {
-                let Some(partial) = partial.filter(|_| self.partial.is_some()) else {
-                    return Err(plan_error("inner chunks without a partial read"));
-                };
-                decode_inner(&partial, &ctx, self.runs, first, &ranges, read.buffers)
+                match read.resume(got.buffers, got.value_len, &ctx)? {
+                    PartialStep::Done { offset, runs } => {
+                        Ok(Step::Done(Some(Decoded { offset, runs })))
+                    }
+                    PartialStep::Fetch(ranges) => Ok(self.ask(read, ranges)),
+                }
             }
             (stage, fetched) => Err(plan_error(&format!(
                 "{fetched:?} does not answer the request of {stage:?}"
@@ -217,8 +205,13 @@ impl ChunkRead {
 
     fn first_request(&mut self) -> Step {
         let shape = &self.array.metadata().chunk_shape;
-        let partial = self.array.codecs().partial(shape.len());
-        let (Some(partial), Some(_)) = (partial, &self.partial) else {
+        let read = match (self.array.codecs().partial(shape.len()), &self.partial) {
+            (Some(partial), Some(want)) => partial.plan(shape, want.clone(), self.runs).ok(),
+            _ => None,
+        };
+        // No partial read (or none possible for this chunk): the whole value.
+        let Some(mut read) = read else {
+            self.partial = None;
             self.stage = Stage::Whole;
             return Step::Fetch(Request {
                 id: 0,
@@ -227,20 +220,27 @@ impl ChunkRead {
                 max_len: self.max_encoded,
             });
         };
-        let (n, range) = match partial.index(shape) {
-            Ok((n, IndexPosition::Prefix(len))) => (n, ByteRange::Bounded(0..len)),
-            Ok((n, IndexPosition::Suffix(len))) => (n, ByteRange::Suffix(len)),
-            // Validated metadata has a fixed-size index; fall back to a whole read.
-            Err(_) => {
-                self.partial = None;
-                return self.first_request();
-            }
+        let ranges = read.start();
+        self.ask(read, ranges)
+    }
+
+    /// Ask for `ranges` on behalf of the codec's sub-plan `read`.
+    fn ask(&mut self, read: Box<dyn PartialRead>, ranges: Vec<ChunkRange>) -> Step {
+        let ranges: Vec<ByteRange> = ranges
+            .into_iter()
+            .map(|r| match r {
+                ChunkRange::Bounded(r) => ByteRange::Bounded(r),
+                ChunkRange::Suffix(n) => ByteRange::Suffix(n),
+            })
+            .collect();
+        self.stage = Stage::Partial {
+            read,
+            asked: ranges.len(),
         };
-        self.stage = Stage::Index { n };
         Step::Fetch(Request {
             id: 0,
             key: self.key.clone(),
-            ranges: Some(vec![range]),
+            ranges: Some(ranges),
             max_len: self.max_encoded,
         })
     }
@@ -251,70 +251,6 @@ fn plan_error(message: &str) -> ChunkError {
         codec: "read plan",
         message: message.to_string(),
     }
-}
-
-/// The index of a chunk of `n` parts is in: the parts the wanted elements lie
-/// in (the first one's index, and where each lies), and the ranges to ask for
-/// (the present ones).
-fn inner_ranges(
-    partial: &dyn PartialDecoder,
-    n: u64,
-    want: Range<u64>,
-    read: RangeRead,
-    max_encoded: u64,
-) -> Result<(u64, Vec<InnerRange>, Vec<ByteRange>), ChunkError> {
-    let index = read.buffers.into_iter().next().unwrap_or_default();
-    let all = partial.decode_index(index, n, read.value_len)?;
-    if all.len() as u64 != n {
-        return Err(plan_error(&format!(
-            "an index of {} parts for {n}",
-            all.len()
-        )));
-    }
-    let inner = partial.part_len();
-    let first = (want.start / inner).min(n);
-    let last = want.end.div_ceil(inner).min(n).max(first);
-    let ranges: Vec<InnerRange> = all[first as usize..last as usize].to_vec();
-    let mut asked = Vec::new();
-    for range in ranges.iter().flatten() {
-        if range.end - range.start > max_encoded {
-            return Err(ChunkError::TooLarge {
-                codec: "a chunk's part (sharding_indexed inner chunk)",
-                limit: max_encoded,
-            });
-        }
-        asked.push(ByteRange::Bounded(range.clone()));
-    }
-    Ok((first, ranges, asked))
-}
-
-/// Parts `first..` of a chunk are in (`buffers`: the present ones, in order):
-/// decode them, as runs when `runs`.
-fn decode_inner(
-    partial: &dyn PartialDecoder,
-    ctx: &DecodeContext<'_>,
-    runs: bool,
-    first: u64,
-    ranges: &[InnerRange],
-    buffers: Vec<Buffer>,
-) -> Result<Step, ChunkError> {
-    let present = ranges.iter().flatten().count();
-    if buffers.len() != present {
-        return Err(plan_error(&format!(
-            "the store returned {} ranges for {present} inner chunks",
-            buffers.len()
-        )));
-    }
-    let mut buffers = buffers.into_iter();
-    let parts: Vec<Option<Buffer>> = ranges
-        .iter()
-        .map(|r| r.as_ref().and_then(|_| buffers.next()))
-        .collect();
-    let inner = partial.part_len();
-    let offset = first * inner;
-    let elements = (ranges.len() as u64 * inner).min(ctx.shape[0].saturating_sub(offset));
-    let runs = partial.decode_parts(parts, elements, ctx, runs)?;
-    Ok(Step::Done(Some(Decoded { offset, runs })))
 }
 
 /// What the store gives for `request`: the sync fetch every blocking read uses.

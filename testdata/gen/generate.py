@@ -245,6 +245,21 @@ def v3_string_cases():
                    "shard c/2 is the edge shard (inner chunks past the array end are not written).")
 
 
+    # N-d sharding: shards (4, 6) of inner chunks (2, 3). Rows 4..6 x columns 0..3 are all
+    # '' (the fill value), so that inner chunk of shard c/1/0 is absent from its index;
+    # shard c/2/0 is the edge shard (its second row of inner chunks lies past the end).
+    case = "v3_string_sharded_2d"
+    vals = [f"r{i // 6}c{i % 6}-\u00e9" for i in range(60)]
+    for r in range(4, 6):
+        for c in range(3):
+            vals[r * 6 + c] = ""
+    path, _ = array_case(case, obj(vals).reshape(10, 6), "", chunks=(2, 3), shards=(4, 6), dtype=str)
+    assert chunk_keys(path) == ["c/0/0", "c/1/0", "c/2/0"], chunk_keys(path)
+    write_expected(case, "EXTRA: v3 string 2-D with sharding_indexed: shape (10, 6), shards (4, 6), inner "
+                   "chunks (2, 3), inner codecs vlen-utf8 + zstd, index bytes + crc32c at the end; inner "
+                   "chunk (0, 0) of shard c/1/0 is all '' (absent in the index); shard c/2/0 is the edge "
+                   "shard; expected column is the C-order flattening.")
+
 def v3_bytes_cases():
     print("v3 bytes / fixed width")
     case = "v3_vlen_bytes"

@@ -383,6 +383,72 @@ fn a_decoded_plan_reads_no_metadata_and_keeps_its_url_options() {
 /// An N-d array is read by the same push decoder on the session's runtime
 /// (slab by slab, every chunk of a slab one request): its elements in C order,
 /// with the scan's metrics.
+/// The named metric of the scans in an `EXPLAIN ANALYZE` plan, summed.
+fn scan_metric(plan: &str, name: &str) -> u64 {
+    plan.lines()
+        .filter(|l| l.contains("ZarrScanExec"))
+        .filter_map(|l| l.split(&format!("{name}=")).nth(1))
+        .filter_map(|r| {
+            r.split(|c: char| !c.is_ascii_digit())
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum()
+}
+
+/// A `LIMIT` over an N-d sharded array reads each shard's index and the first
+/// row of inner chunks only (N-d partial reads), through the session's store.
+#[test]
+fn a_limit_over_nd_shards_reads_the_first_inner_chunks_only() {
+    use arrow_array::Int64Array;
+    use zarrow::write::write_nd_array;
+
+    let memory: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let backend = ObjectStoreBackend::new(memory.clone(), "grid.zarr", "memory:///grid.zarr");
+    // An 8 x 6 grid whose element (r, c) is r * 6 + c, in shards of 4 x 6 made
+    // of inner chunks of 2 x 3.
+    let values: ArrayRef = Arc::new(Int64Array::from_iter_values(0..48));
+    let options = WriteOptions::default()
+        .with_chunk_shape(vec![2, 3])
+        .with_shard_shape(vec![4, 6]);
+    write_nd_array(Arc::new(backend), "", &values, &[8, 6], options).unwrap();
+    let shard = runtime()
+        .block_on(object_store::ObjectStoreExt::head(
+            &memory,
+            &object_store::path::Path::from("grid.zarr/c/0/0"),
+        ))
+        .unwrap()
+        .size;
+    let ctx = session_over(memory, SessionConfig::new().with_target_partitions(2));
+    let (head, plan) = runtime().block_on(async {
+        query(
+            &ctx,
+            "CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION 's3://mem/grid.zarr'",
+        )
+        .await;
+        let head = query(&ctx, "SELECT grid FROM t LIMIT 7").await;
+        let plan = query(&ctx, "EXPLAIN ANALYZE SELECT grid FROM t LIMIT 7").await;
+        let plan = datafusion::arrow::util::pretty::pretty_format_batches(&plan)
+            .unwrap()
+            .to_string();
+        (head, plan)
+    });
+    let head: Vec<i64> = head
+        .iter()
+        .flat_map(|b| b.column(0).as_primitive::<Int64Type>().values().to_vec())
+        .collect();
+    assert_eq!(head, (0..7).collect::<Vec<i64>>());
+    // Elements 0..7 are rows 0 and 1: the index of shard c/0/0, then its two
+    // inner chunks of rows 0..2 (neighbours: one request).
+    assert_eq!(scan_metric(&plan, "requests"), 2, "{plan}");
+    let bytes = scan_metric(&plan, "bytes_fetched");
+    assert!(
+        bytes < shard,
+        "{bytes} bytes of a {shard}-byte shard: {plan}"
+    );
+}
+
 #[test]
 fn an_nd_array_streams_through_the_registered_store() {
     use arrow_array::Int64Array;
@@ -419,16 +485,5 @@ fn an_nd_array_streams_through_the_registered_store() {
         .collect();
     assert_eq!(head, (0..7).collect::<Vec<i64>>());
     // 4 slabs (chunk rows of 3) of 2 chunks each: 8 requests over the partitions.
-    let requests: u64 = plan
-        .lines()
-        .filter(|l| l.contains("ZarrScanExec"))
-        .filter_map(|l| l.split("requests=").nth(1))
-        .filter_map(|r| {
-            r.split(|c: char| !c.is_ascii_digit())
-                .next()?
-                .parse::<u64>()
-                .ok()
-        })
-        .sum();
-    assert_eq!(requests, 8, "{plan}");
+    assert_eq!(scan_metric(&plan, "requests"), 8, "{plan}");
 }

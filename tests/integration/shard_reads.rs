@@ -211,3 +211,185 @@ fn a_checksummed_shard_is_read_in_part_and_checked_whole() {
         "{err}"
     );
 }
+
+/// Elements `rows` (C order) of `array`, through the reader.
+fn read_rows(array: &ZarrArray, rows: std::ops::Range<u64>) -> Vec<String> {
+    let reader = array.reader().with_row_range(rows).build().unwrap();
+    let mut got = Vec::new();
+    for batch in reader {
+        got.extend(strings(batch.unwrap().column(0)));
+    }
+    got
+}
+
+/// zarr-python's 2-D sharded store: shape (10, 6), shards (4, 6) of inner chunks
+/// (2, 3). Some rows of a shard fetch its index, then only the rows of inner
+/// chunks that hold them.
+#[test]
+fn zarr_python_nd_shards_read_in_part() {
+    let root = testdata().join("stores/v3_string_sharded_2d.zarr");
+    let expected = column(
+        &read_ipc(&testdata().join("expected/v3_string_sharded_2d.arrow")),
+        "v3_string_sharded_2d",
+    );
+    let expected = strings(&expected);
+    assert_eq!(expected.len(), 60);
+    let shard = |key: &str| std::fs::read(root.join(key)).unwrap();
+    // Every shard has 2 x 2 inner chunks; its index is 4 entries + crc32c.
+    let index_len = 4 * 16 + 4;
+    let first = shard_index(&shard("c/0/0"), 4);
+    let second = shard_index(&shard("c/1/0"), 4);
+    assert_eq!(
+        second[0],
+        (u64::MAX, u64::MAX),
+        "the fixture's absent inner chunk"
+    );
+
+    let counting = Observed::new(Arc::new(LocalStore::new(&root)));
+    let array = ZarrArray::open(counting.clone(), "").unwrap();
+    counting.take_counts();
+
+    // Row 1 (elements 6..12) lies in the first row of inner chunks of c/0/0:
+    // the index, then inner chunks 0 and 1 (neighbours: one request).
+    assert_eq!(read_rows(&array, 6..12), expected[6..12]);
+    assert_eq!(
+        counting.take_counts(),
+        (2, index_len + first[0].1 + first[1].1)
+    );
+    // Part of row 3 (elements 20..22): the second row of inner chunks only.
+    assert_eq!(read_rows(&array, 20..22), expected[20..22]);
+    assert_eq!(
+        counting.take_counts(),
+        (2, index_len + first[2].1 + first[3].1)
+    );
+    // Rows 4..5 of c/1/0: one inner chunk absent (the fill value), one present.
+    assert_eq!(read_rows(&array, 24..36), expected[24..36]);
+    assert_eq!(counting.take_counts(), (2, index_len + second[1].1));
+    // Rows 3..5 span two shards: two partial reads of a row of inner chunks.
+    assert_eq!(read_rows(&array, 18..30), expected[18..30]);
+    assert_eq!(counting.take_counts().0, 4);
+    // The edge shard (rows 8..10) wanted whole: one request.
+    assert_eq!(read_rows(&array, 48..60), expected[48..60]);
+    assert_eq!(counting.take_counts().0, 1);
+    // Everything: each shard whole, once, and exactly zarr-python's values.
+    assert_eq!(read_rows(&array, 0..60), expected);
+    let total: u64 = ["c/0/0", "c/1/0", "c/2/0"]
+        .iter()
+        .map(|k| shard(k).len() as u64)
+        .sum();
+    assert_eq!(counting.take_counts(), (3, total));
+    assert_eq!(strings(&array.read_all().unwrap()), expected);
+}
+
+/// Elements `range` of the expected column of `case`, as byte strings.
+fn expected_bytes(case: &str) -> Vec<Vec<u8>> {
+    let column = column(
+        &read_ipc(&testdata().join(format!("expected/{case}.arrow"))),
+        case,
+    );
+    if let Some(s) = column.as_string_opt::<i32>() {
+        return s.iter().map(|v| v.unwrap().as_bytes().to_vec()).collect();
+    }
+    let b = column.as_binary::<i32>();
+    b.iter().map(|v| v.unwrap().to_vec()).collect()
+}
+
+fn bytes_of(array: &ArrayRef) -> Vec<Vec<u8>> {
+    if let Some(s) = array.as_string_opt::<i32>() {
+        return s.iter().map(|v| v.unwrap().as_bytes().to_vec()).collect();
+    }
+    let b = array.as_binary::<i32>();
+    b.iter().map(|v| v.unwrap().to_vec()).collect()
+}
+
+/// The index length at the start of a `zarrs.vlen` chunk (its first `u64`).
+fn index_len(case: &str, key: &str) -> u64 {
+    let chunk = std::fs::read(testdata().join(format!("stores/{case}.zarr/{key}"))).unwrap();
+    u64::from_le_bytes(chunk[..8].try_into().unwrap())
+}
+
+/// zarrs' `zarrs.vlen` chunks (zarrs 0.23 wrote them) read in part: the index
+/// length and the index (one request when the index is not compressed, so its
+/// size is known), then only the values the wanted elements span. The values'
+/// bytes are counted from what zarrs read back; the index sizes from the
+/// layout (`u64` length, then `(n + 1)` offsets).
+#[test]
+fn zarrs_vlen_chunks_read_in_part() {
+    // (case, elements read, requests, index bytes asked for)
+    let cases: &[(&str, std::ops::Range<u64>, u64, u64)] = &[
+        // Index at the start, plain u64 offsets of a 4-element chunk.
+        ("zarrs_vlen_bytes", 1..3, 2, 8 + 5 * 8),
+        // Index at the end, u32 offsets of a 3-element chunk.
+        ("zarrs_vlen_bytes_fill", 2..3, 2, 8 + 4 * 4),
+        // A compressed index (zstd + crc32c): its length first, then it; the
+        // values end in a crc32c, which their range skips.
+        (
+            "zarrs_vlen_index_zstd",
+            5..7,
+            3,
+            8 + index_len("zarrs_vlen_index_zstd", "c/1"),
+        ),
+    ];
+    for (case, range, requests, index) in cases {
+        let expected = expected_bytes(case);
+        let root = testdata().join(format!("stores/{case}.zarr"));
+        let counting = Observed::new(Arc::new(LocalStore::new(&root)));
+        let array = ZarrArray::open(counting.clone(), "").unwrap();
+        counting.take_counts();
+        let got = array.read_range(range.clone()).unwrap();
+        let want = &expected[range.start as usize..range.end as usize];
+        assert_eq!(bytes_of(&got), want, "{case}");
+        let values: u64 = want.iter().map(|v| v.len() as u64).sum();
+        assert_eq!(
+            counting.take_counts(),
+            (*requests, index + values),
+            "{case}: requests and bytes"
+        );
+        // The whole array is still read a chunk a request, equal to zarrs.
+        assert_eq!(bytes_of(&array.read_all().unwrap()), expected, "{case}");
+    }
+    // A missing chunk read in part is the fill value (zarrs_vlen_bytes_fill
+    // has no c/1).
+    let case = "zarrs_vlen_bytes_fill";
+    let root = testdata().join(format!("stores/{case}.zarr"));
+    assert!(!root.join("c/1").exists());
+    let array = ZarrArray::open(Arc::new(LocalStore::new(&root)), "").unwrap();
+    assert_eq!(
+        bytes_of(&array.read_range(4..5).unwrap()),
+        expected_bytes(case)[4..5]
+    );
+}
+
+/// A `zarrs.vlen` index whose offsets run past the values, or decrease, is a
+/// typed error in a partial read too, never a panic or an out-of-bounds read.
+#[test]
+fn a_corrupt_zarrs_vlen_index_read_in_part_is_a_typed_error() {
+    let source = testdata().join("stores/zarrs_vlen_bytes.zarr");
+    // Elements 1..3 use offsets 1..=3 (of 0, 0, 3, 4, 9).
+    for (offset, value) in [(3usize, 1_000_000u64), (2, 5), (1, u64::MAX)] {
+        let store = Arc::new(MemoryStore::new());
+        store
+            .set(
+                "zarr.json",
+                &std::fs::read(source.join("zarr.json")).unwrap(),
+            )
+            .unwrap();
+        let mut chunk = std::fs::read(source.join("c/0")).unwrap();
+        let at = 8 + offset * 8; // after the u64 index length
+        chunk[at..at + 8].copy_from_slice(&value.to_le_bytes());
+        store.set("c/0", &chunk).unwrap();
+        let array = ZarrArray::open(store, "").unwrap();
+        let err = array.read_range(1..3).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::Chunk {
+                    source: ChunkError::OffsetOutOfBounds { .. }
+                        | ChunkError::OffsetsDecrease { .. },
+                    ..
+                }
+            ),
+            "offset {offset} = {value}: {err:?}"
+        );
+    }
+}
