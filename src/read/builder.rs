@@ -352,6 +352,8 @@ impl ReaderBuilder {
             .flat_map(|c| c.leaves().into_iter().cloned())
             .map(|array| Cursor::new(array, rows.start))
             .collect();
+        // One chunk to read: on this thread (no pool to wake, no hand-off).
+        let parallel = self.options.parallel && chunks_to_read(&columns, &rows) > 1;
         RowDecoder::new(DecoderParts {
             schema: Arc::new(schema),
             columns,
@@ -361,7 +363,7 @@ impl ReaderBuilder {
             batch_size,
             aligned,
             lookahead,
-            parallel: self.options.parallel,
+            parallel,
         })
     }
 
@@ -394,8 +396,8 @@ impl ReaderBuilder {
                 failed: false,
             });
         }
-        let parallel = self.options.parallel;
         let decoder = self.build_decoder()?;
+        let parallel = decoder.is_parallel();
         Ok(BatchReader {
             schema: decoder.schema(),
             rows: decoder.row_range(),
@@ -407,6 +409,27 @@ impl ReaderBuilder {
             failed: false,
         })
     }
+}
+
+/// How many chunks reading `rows` of `columns` takes (at most 2 counted: the
+/// question is whether there is more than one).
+fn chunks_to_read(columns: &[Column], rows: &Range<u64>) -> u64 {
+    let mut chunks = 0u64;
+    for column in columns {
+        if column.categories().is_some() {
+            chunks += 1;
+        }
+        for leaf in column.leaves() {
+            let per_row = leaf.row_chunk_len().max(1);
+            let slabs = rows.end.div_ceil(per_row) - rows.start / per_row;
+            let per_slab: u64 = leaf.grid().grid_shape().iter().skip(1).product();
+            chunks = chunks.saturating_add(slabs.saturating_mul(per_slab.max(1)));
+            if chunks > 1 {
+                return chunks;
+            }
+        }
+    }
+    chunks
 }
 
 /// The longest chunk (shard) length among `columns`, at least 1.

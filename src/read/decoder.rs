@@ -273,6 +273,11 @@ impl RowDecoder {
         &self.stats
     }
 
+    /// Whether answers are decoded on rayon (else on the pushing thread).
+    pub fn is_parallel(&self) -> bool {
+        self.parallel
+    }
+
     /// The Arrow bytes of the chunks planned and not yet handed out in batches,
     /// estimated from their types: what the read-ahead holds (or will, once
     /// fetched and decoded). An engine reserves this much of its memory pool.

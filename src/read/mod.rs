@@ -143,12 +143,22 @@ impl ReadOptions {
 
     /// How many chunks a reader decodes ahead: one per thread when parallel.
     pub fn read_ahead(&self) -> usize {
-        if self.parallel {
-            rayon::current_num_threads().max(1)
-        } else {
-            1
-        }
+        if self.parallel { decode_threads() } else { 1 }
     }
+}
+
+/// The threads rayon decodes on, without starting its global pool to ask (a
+/// read of one chunk never needs it): the current pool's inside one, else what
+/// the global pool has or would have (`RAYON_NUM_THREADS`, or the cores).
+fn decode_threads() -> usize {
+    if rayon::current_thread_index().is_some() {
+        return rayon::current_num_threads().max(1);
+    }
+    std::env::var("RAYON_NUM_THREADS")
+        .ok()
+        .and_then(|n| n.parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// A [`RecordBatchReader`] over one array: a single column named after the array,
