@@ -62,6 +62,16 @@ pub(crate) enum OffsetWidth {
     U64,
 }
 
+impl OffsetWidth {
+    /// The offsets as stored, and their width in bytes.
+    fn kind(self) -> (OffsetKind, u64) {
+        match self {
+            OffsetWidth::U32 => (OffsetKind::U32, 4),
+            OffsetWidth::U64 => (OffsetKind::U64, 8),
+        }
+    }
+}
+
 /// The `zarrs.vlen` codec.
 #[derive(Debug, Clone)]
 pub(crate) struct ZarrsVlen {
@@ -90,6 +100,43 @@ impl ZarrsVlen {
             index_codecs: bytes(Some(Endian::Little)),
             data_codecs: bytes(None),
         }
+    }
+
+    /// The index length stored in the first or last 8 bytes of `head` (of a
+    /// chunk of `chunk_len` bytes), checked to fit in the chunk.
+    fn stored_index_len(&self, head: &[u8], chunk_len: u64) -> Result<u64, ChunkError> {
+        let at = match self.index_location {
+            IndexLocation::Start => 0,
+            IndexLocation::End => head.len().saturating_sub(8),
+        };
+        let len = read_u64(head, at)?;
+        if len > chunk_len.saturating_sub(8) {
+            return Err(ChunkError::Truncated {
+                what: "zarrs.vlen index",
+                needed: len,
+                available: chunk_len.saturating_sub(8),
+            });
+        }
+        Ok(len)
+    }
+
+    /// Decode `encoded`, the index of a chunk of `n` elements, into its `n + 1`
+    /// offsets.
+    fn decode_offsets(
+        &self,
+        encoded: Buffer,
+        n: usize,
+        max_bytes: usize,
+    ) -> Result<RawOffsets, ChunkError> {
+        let (kind, width) = self.index_data_type.kind();
+        let limit = usize::try_from((n as u64).saturating_add(1).saturating_mul(width))
+            .unwrap_or(usize::MAX)
+            .min(max_bytes);
+        let mut index = self.index_codecs.decode_bytes(encoded, limit)?;
+        if is_big_endian(&self.index_codecs) {
+            index = swap_endian(&index, width as usize);
+        }
+        RawOffsets::new(index, kind, n)
     }
 }
 
@@ -142,10 +189,7 @@ impl ArrayToBytesCodec for ZarrsVlen {
 
     fn encode(&self, array: &dyn Array, shape: &[u64]) -> Result<Vec<u8>, String> {
         let (elements, pad) = padding(array, shape)?;
-        let width = match self.index_data_type {
-            OffsetWidth::U32 => 4,
-            OffsetWidth::U64 => 8,
-        };
+        let width = self.index_data_type.kind().1 as usize;
         let mut index = Vec::with_capacity((elements + 1) * width);
         let mut data = Vec::new();
         offsets_and_values(array, width, pad, &mut index, &mut data)?;
@@ -218,10 +262,7 @@ impl PartialDecoder for ZarrsVlen {
         let n: u64 = shape.iter().product();
         let elements =
             want.start.saturating_mul(row_len).min(n)..want.end.saturating_mul(row_len).min(n);
-        let width = match self.index_data_type {
-            OffsetWidth::U32 => 4,
-            OffsetWidth::U64 => 8,
-        };
+        let width = self.index_data_type.kind().1;
         // An index that is not compressed has a known size.
         let index_len = || {
             let mut len = n.checked_add(1)?.checked_mul(width)?;
@@ -299,19 +340,8 @@ impl VlenRead {
         chunk_len: u64,
         ctx: &DecodeContext,
     ) -> Result<(RawOffsets, Range<u64>), ChunkError> {
-        let (kind, width) = match self.codec.index_data_type {
-            OffsetWidth::U32 => (OffsetKind::U32, 4u64),
-            OffsetWidth::U64 => (OffsetKind::U64, 8u64),
-        };
-        let limit = usize::try_from(self.n.saturating_add(1).saturating_mul(width))
-            .unwrap_or(usize::MAX)
-            .min(ctx.max_bytes);
-        let mut decoded = self.codec.index_codecs.decode_bytes(index, limit)?;
-        if is_big_endian(&self.codec.index_codecs) {
-            decoded = swap_endian(&decoded, width as usize);
-        }
         let n = usize::try_from(self.n).unwrap_or(usize::MAX);
-        let all = RawOffsets::new(decoded, kind, n)?;
+        let all = self.codec.decode_offsets(index, n, ctx.max_bytes)?;
         let (lo, hi) = (self.elements.start as usize, self.elements.end as usize);
         let (offsets, values) = all.window(lo..hi)?;
         // The data section (after the index, or before it), and in it the
@@ -331,23 +361,6 @@ impl VlenRead {
         }
         Ok((offsets, range))
     }
-
-    /// The index length is in `head` (the first or last 8 bytes of it).
-    fn length(&self, head: &Buffer, chunk_len: u64) -> Result<u64, ChunkError> {
-        let at = match self.codec.index_location {
-            IndexLocation::Start => 0,
-            IndexLocation::End => head.len().saturating_sub(8),
-        };
-        let len = read_u64(head.as_slice(), at)?;
-        if len > chunk_len.saturating_sub(8) {
-            return Err(ChunkError::Truncated {
-                what: "zarrs.vlen index",
-                needed: len,
-                available: chunk_len.saturating_sub(8),
-            });
-        }
-        Ok(len)
-    }
 }
 
 impl PartialRead for VlenRead {
@@ -364,7 +377,7 @@ impl PartialRead for VlenRead {
         let first = buffers.into_iter().next().unwrap_or_default();
         let offsets = match std::mem::replace(&mut self.stage, VlenStage::Finished) {
             VlenStage::Length => {
-                let len = self.length(&first, chunk_len)?;
+                let len = self.codec.stored_index_len(first.as_slice(), chunk_len)?;
                 match self.index_len {
                     // The index came with its length: it must be the size expected.
                     Some(expected) => {
@@ -456,29 +469,14 @@ fn read_u64(bytes: &[u8], pos: usize) -> Result<u64, ChunkError> {
 
 /// Decode one chunk.
 fn decode(config: &ZarrsVlen, bytes: Buffer, ctx: &DecodeContext) -> Result<ArrayRef, ChunkError> {
-    let n = ctx.elements;
     let len = bytes.len() as u64;
-    let truncated = |needed| ChunkError::Truncated {
-        what: "zarrs.vlen index",
-        needed,
-        available: len.saturating_sub(8),
-    };
+    let l = config.stored_index_len(bytes.as_slice(), len)?;
     let (index_enc, data_enc) = match config.index_location {
-        IndexLocation::Start => {
-            let l = read_u64(bytes.as_slice(), 0)?;
-            if l > len - 8 {
-                return Err(truncated(l));
-            }
-            (
-                bytes.slice_with_length(8, l as usize),
-                bytes.slice(8 + l as usize),
-            )
-        }
+        IndexLocation::Start => (
+            bytes.slice_with_length(8, l as usize),
+            bytes.slice(8 + l as usize),
+        ),
         IndexLocation::End => {
-            let l = read_u64(bytes.as_slice(), bytes.len().saturating_sub(8))?;
-            if l > len - 8 {
-                return Err(truncated(l));
-            }
             let data_len = (len - 8 - l) as usize;
             (
                 bytes.slice_with_length(data_len, l as usize),
@@ -486,19 +484,7 @@ fn decode(config: &ZarrsVlen, bytes: Buffer, ctx: &DecodeContext) -> Result<Arra
             )
         }
     };
-    let (kind, width) = match config.index_data_type {
-        OffsetWidth::U32 => (OffsetKind::U32, 4u64),
-        OffsetWidth::U64 => (OffsetKind::U64, 8u64),
-    };
-    let index_len = (n as u64 + 1) * width;
-    let limit = usize::try_from(index_len)
-        .unwrap_or(usize::MAX)
-        .min(ctx.max_bytes);
-    let mut index = config.index_codecs.decode_bytes(index_enc, limit)?;
-    if is_big_endian(&config.index_codecs) {
-        index = swap_endian(&index, width as usize);
-    }
-    let offsets = RawOffsets::new(index, kind, n)?;
+    let offsets = config.decode_offsets(index_enc, ctx.elements, ctx.max_bytes)?;
     let values = if data_enc.is_empty() {
         Buffer::from(MutableBuffer::new(0))
     } else {

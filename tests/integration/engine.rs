@@ -292,20 +292,6 @@ fn a_limit_over_a_slow_store_stops_requesting_once_its_rows_are_in() {
     assert!(asked <= 40, "{asked} of {chunks} chunks requested");
 }
 
-/// Copy directory `from` to `to`, recursively.
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
-
 /// Delete every Zarr metadata document below `dir`; how many there were.
 fn remove_metadata(dir: &std::path::Path) -> usize {
     let mut removed = 0;
@@ -338,7 +324,7 @@ fn a_decoded_plan_reads_no_metadata_and_keeps_its_url_options() {
 
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("obs.zarr");
-    copy_dir(&crate::common::testdata().join("stores/obs.zarr"), &path);
+    crate::common::copy_dir(&crate::common::testdata().join("stores/obs.zarr"), &path);
     let location = path.display().to_string();
     let mut url = UrlOptions::default();
     url.anonymous = true;

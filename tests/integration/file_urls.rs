@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::{testdata, zarrow};
+use crate::common::{copy_dir, testdata, zarrow};
 
 /// A `file://` URL, percent-escapes and all, is the plain path: the same output
 /// from reading, the same `info`, the same files written; a host other than
@@ -70,19 +70,6 @@ fn file_urls_are_plain_paths() {
     let refused = zarrow(&["info", "file://server/share/x.zarr"]);
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr).contains("names no local path"));
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let path = entry.unwrap().path();
-        let target = to.join(path.file_name().unwrap());
-        if path.is_dir() {
-            copy_dir(&path, &target);
-        } else {
-            std::fs::copy(&path, &target).unwrap();
-        }
-    }
 }
 
 /// Every file under `root`: relative path -> bytes.

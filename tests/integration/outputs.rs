@@ -14,7 +14,7 @@ use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 use zarrow::{LocalStore, ZarrGroup};
 
-use crate::common::{read_output, zarrow};
+use crate::common::{copy_dir, read_output, zarrow};
 
 /// A Parquet file of `rows` rows: a string and an int column whose values depend
 /// on `seed`, so two tables are told apart by any value.
@@ -395,19 +395,6 @@ fn a_fifo_chunk_is_refused_not_waited_on() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success());
     assert!(stderr.contains("not a regular file"), "{stderr}");
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 #[test]

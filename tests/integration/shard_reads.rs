@@ -281,17 +281,12 @@ fn zarr_python_nd_shards_read_in_part() {
     assert_eq!(strings(&array.read_all().unwrap()), expected);
 }
 
-/// Elements `range` of the expected column of `case`, as byte strings.
+/// The expected column of `case`, as byte strings.
 fn expected_bytes(case: &str) -> Vec<Vec<u8>> {
-    let column = column(
+    bytes_of(&column(
         &read_ipc(&testdata().join(format!("expected/{case}.arrow"))),
         case,
-    );
-    if let Some(s) = column.as_string_opt::<i32>() {
-        return s.iter().map(|v| v.unwrap().as_bytes().to_vec()).collect();
-    }
-    let b = column.as_binary::<i32>();
-    b.iter().map(|v| v.unwrap().to_vec()).collect()
+    ))
 }
 
 fn bytes_of(array: &ArrayRef) -> Vec<Vec<u8>> {
