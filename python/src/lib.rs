@@ -4,6 +4,7 @@
 //! Every function releases the GIL while zarrow opens, reads, decodes or writes;
 //! record batches cross as the Arrow C stream (see `stream.rs`), never copied.
 
+mod datafusion;
 mod errors;
 mod stream;
 
@@ -375,26 +376,29 @@ fn sql(
     Ok(Reader::new(Box::new(reader), None, skipped))
 }
 
-/// The package's runtime for `sql` (DataFusion runs on tokio, and Python lends
-/// none): one for the process, started by the first query, a worker per core.
-fn query_runtime() -> PyResult<Blocking> {
+/// The package's runtime, for `sql` and the datafusion-python tables
+/// (DataFusion runs on tokio, and Python lends none): one for the process,
+/// started by the first use, a worker per core.
+fn runtime() -> PyResult<tokio::runtime::Handle> {
     static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
     if let Some(runtime) = RUNTIME.get() {
-        return Ok(Blocking::on(runtime.handle().clone()));
+        return Ok(runtime.handle().clone());
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
-        .thread_name("zarrow-sql")
+        .thread_name("zarrow")
         .build()
         .map_err(|source| {
             to_py(zarrow::Error::Io {
-                path: "a runtime for zarrow.sql".into(),
+                path: "a runtime for zarrow".into(),
                 source,
             })
         })?;
-    Ok(Blocking::on(
-        RUNTIME.get_or_init(|| runtime).handle().clone(),
-    ))
+    Ok(RUNTIME.get_or_init(|| runtime).handle().clone())
+}
+
+fn query_runtime() -> PyResult<Blocking> {
+    Ok(Blocking::on(runtime()?))
 }
 
 #[pymodule]
@@ -407,5 +411,8 @@ fn zarrow_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write, m)?)?;
     m.add_function(wrap_pyfunction!(convert, m)?)?;
     m.add_function(wrap_pyfunction!(sql, m)?)?;
+    m.add_class::<datafusion::Table>()?;
+    m.add_class::<datafusion::Factory>()?;
+    m.add_function(wrap_pyfunction!(datafusion::table, m)?)?;
     Ok(())
 }

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 
 use arrow_array::ffi::FFI_ArrowSchema;
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
-use arrow_array::{RecordBatch, RecordBatchReader};
+use arrow_array::{RecordBatch, RecordBatchIterator, RecordBatchReader};
 use arrow_pyarrow::ToPyArrow;
 use arrow_schema::{ArrowError, SchemaRef};
 use pyo3::exceptions::PyKeyboardInterrupt;
@@ -250,6 +250,29 @@ impl Reader {
                 Ok(None)
             }
             Some(Ok(batch)) => batch.to_pyarrow(py).map(Some),
+            Some(Err(e)) => Err(crate::errors::arrow_error(e)),
+        }
+    }
+
+    /// The next batch as a stream of its own (`__arrow_c_stream__`), for a
+    /// consumer without pyarrow (`pl.DataFrame(r._next_stream())`, zero-copy);
+    /// `None` at the end.
+    fn _next_stream(&self, py: Python<'_>) -> PyResult<Option<Reader>> {
+        py.check_signals()?;
+        let mut guard = self.lock()?;
+        let Some(reader) = guard.as_mut() else {
+            return Ok(None);
+        };
+        match py.detach(|| reader.next()) {
+            None => {
+                *guard = None;
+                Ok(None)
+            }
+            Some(Ok(batch)) => {
+                let rows = batch.num_rows() as u64;
+                let one = RecordBatchIterator::new([Ok(batch)], self.schema.clone());
+                Ok(Some(Reader::new(Box::new(one), Some(rows), Vec::new())))
+            }
             Some(Err(e)) => Err(crate::errors::arrow_error(e)),
         }
     }

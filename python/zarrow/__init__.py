@@ -43,10 +43,27 @@ class ZarrowWarning(UserWarning):
     dictionaries."""
 
 
-from ._zarrow import Reader  # noqa: E402
+from ._zarrow import Reader, Table, TableFactory  # noqa: E402
 from . import _zarrow  # noqa: E402
+from ._polars import scan  # noqa: E402
 
-__all__ = ["Reader", "ZarrowError", "ZarrowIOError", "ZarrowWarning", "convert", "info", "read", "sql", "write"]
+__all__ = [
+    "Reader",
+    "Table",
+    "TableFactory",
+    "ZarrowError",
+    "ZarrowIOError",
+    "ZarrowWarning",
+    "convert",
+    "dataset",
+    "info",
+    "read",
+    "register",
+    "scan",
+    "sql",
+    "table",
+    "write",
+]
 __version__ = "0.1.0"
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -114,7 +131,37 @@ def read(
     ``duckdb.from_arrow(r)``, or ``for batch in r``. Children of a group that are
     not columns are named in ``r.skipped`` and in a ``ZarrowWarning``.
     """
-    reader = _zarrow.read(
+    reader = _open(
+        path_or_url,
+        columns,
+        rows,
+        string_type,
+        batch_size,
+        limit=limit,
+        long=long,
+        decode_cf=decode_cf,
+        categorical_values=categorical_values,
+        anonymous=anonymous,
+    )
+    _warn_skipped(reader, stacklevel=2)
+    return reader
+
+
+def _open(
+    path_or_url: PathLike,
+    columns: Optional[Sequence[str]] = None,
+    rows: Any = None,
+    string_type: Optional[str] = None,
+    batch_size: Optional[int] = None,
+    *,
+    limit: Optional[int] = None,
+    long: bool = False,
+    decode_cf: bool = True,
+    categorical_values: bool = False,
+    anonymous: bool = False,
+) -> Reader:
+    """``read`` without its warnings (the engines' scans warn once, when opened)."""
+    return _zarrow.read(
         os.fspath(path_or_url),
         _columns(columns),
         _rows(rows),
@@ -126,9 +173,11 @@ def read(
         categorical_values,
         anonymous,
     )
+
+
+def _warn_skipped(reader: Reader, stacklevel: int) -> None:
     for skipped in reader.skipped:
-        warnings.warn(f"not read: {skipped}", ZarrowWarning, stacklevel=2)
-    return reader
+        warnings.warn(f"not read: {skipped}", ZarrowWarning, stacklevel=stacklevel + 1)
 
 
 def info(path: PathLike, string_type: Optional[str] = None, *, anonymous: bool = False) -> dict:
@@ -250,3 +299,56 @@ def sql(
     for skipped in reader.skipped:
         warnings.warn(f"not read: {skipped}", ZarrowWarning, stacklevel=2)
     return reader
+
+
+def table(
+    path_or_url: PathLike,
+    *,
+    columns: Optional[Sequence[str]] = None,
+    string_type: Optional[str] = None,
+    sorted: Optional[Sequence[str]] = None,
+    decode_cf: bool = True,
+    categorical_values: Optional[bool] = None,
+    anonymous: bool = False,
+) -> Table:
+    """A Zarr group or array as a datafusion-python (55) table, its metadata read
+    now: ``ctx.register_table("obs", zarrow.table("atlas.zarr/obs"))``. Queries
+    push their projection, ``LIMIT`` and filters on sorted columns into it, as
+    in Rust; it runs on zarrow's runtime, polled by DataFusion's.
+
+    columns: of a group, only these columns, in this order.
+    string_type: as ``read`` (default: as zarrow's writer recorded it, else
+        utf8; categoricals' values as utf8-view).
+    sorted: columns whose values never decrease: a filter on one of them reads
+        only the rows between its first and last match (xarray dimension
+        coordinates count without being named).
+    decode_cf, categorical_values, anonymous: as ``sql``.
+
+    A datafusion-python of another major version than zarrow's DataFusion is a
+    ``ZarrowError`` when the table is registered (their FFI differs).
+    """
+    options = [("raw", "false" if decode_cf else "true")]
+    if columns is not None:
+        options.append(("columns", ",".join(_columns(columns))))
+    if string_type is not None:
+        options.append(("string_type", string_type))
+    if sorted is not None:
+        options.append(("sorted", ",".join(_columns(sorted))))
+    if categorical_values is not None:
+        options.append(("categorical_values", "true" if categorical_values else "false"))
+    return _zarrow.table(os.fspath(path_or_url), options, anonymous)
+
+
+def register(ctx: Any) -> None:
+    """Make ``CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '...' [OPTIONS
+    (...)]`` work in a datafusion-python (55) ``SessionContext``, with
+    ``CREATE EXTERNAL TABLE``'s options as in ``zarrow sql``."""
+    ctx.register_table_factory("ZARR", TableFactory())
+
+
+def dataset(path_or_url: PathLike, **options: Any) -> Any:
+    """See :func:`zarrow._dataset.dataset` (imported on first use: it needs
+    pyarrow)."""
+    from ._dataset import dataset as make
+
+    return make(path_or_url, **options)

@@ -30,6 +30,19 @@ class Reader:
     def __next__(self) -> Any:
         """The next batch, as a ``pyarrow.RecordBatch`` (needs pyarrow)."""
 
+class Table:
+    """A Zarr table for datafusion-python 55: ``ctx.register_table(name, t)``."""
+
+    def __datafusion_table_provider__(self, session: Any) -> object: ...
+    @property
+    def schema(self) -> Any: ...
+
+class TableFactory:
+    """``STORED AS ZARR`` for datafusion-python 55 (see ``register``)."""
+
+    def __init__(self) -> None: ...
+    def __datafusion_table_provider_factory__(self, codec: Any) -> object: ...
+
 class ArrayInfo(TypedDict):
     node: Literal["array"]
     zarr_format: int
@@ -98,3 +111,23 @@ def sql(
     decode_cf: bool = True,
     anonymous: bool = False,
 ) -> Reader: ...
+def scan(
+    path_or_url: PathLike,
+    *,
+    columns: Optional[Sequence[str]] = None,
+    string_type: Optional[StringType] = None,
+    anonymous: bool = False,
+    **options: Any,
+) -> Any: ...
+def table(
+    path_or_url: PathLike,
+    *,
+    columns: Optional[Sequence[str]] = None,
+    string_type: Optional[StringType] = None,
+    sorted: Optional[Sequence[str]] = None,
+    decode_cf: bool = True,
+    categorical_values: Optional[bool] = None,
+    anonymous: bool = False,
+) -> Table: ...
+def register(ctx: Any) -> None: ...
+def dataset(path_or_url: PathLike, *, anonymous: bool = False, **options: Any) -> Any: ...

@@ -13,10 +13,11 @@ use std::ops::Range;
 use arrow_array::Array;
 use arrow_array::cast::AsArray;
 use datafusion::catalog::Session;
-use datafusion::common::{DFSchema, DataFusionError};
+use datafusion::common::DFSchema;
 use datafusion::error::Result as DfResult;
 use datafusion::logical_expr::expr_rewriter::unnormalize_col;
 use datafusion::logical_expr::{Expr, utils::conjunction};
+use futures::StreamExt;
 
 use super::df_err;
 use super::table::{Source, ZarrTable};
@@ -68,32 +69,29 @@ pub(crate) async fn matching_rows(
         let schema = DFSchema::try_from(arrow_schema::Schema::new(vec![field]))?;
         let predicate = state.create_physical_expr(predicate, &schema)?;
         let builder = builder.clone().with_projection([column]);
-        let found = tokio::task::spawn_blocking(move || -> DfResult<Range<u64>> {
-            let reader = builder.build().map_err(df_err)?;
-            let mut row = reader.row_range().start;
-            let (mut first, mut last) = (None, 0);
-            for batch in reader {
-                let batch = batch?;
-                let n = batch.num_rows();
-                let mask = predicate.evaluate(&batch)?.into_array(n)?;
-                let mask = mask.as_boolean_opt().ok_or_else(|| {
-                    df_err(Error::InvalidArgument(
-                        "a filter did not evaluate to booleans".into(),
-                    ))
-                })?;
-                let matches = |i: &usize| mask.is_valid(*i) && mask.value(*i);
-                if let Some(i) = (0..n).find(matches) {
-                    first.get_or_insert(row + i as u64);
-                }
-                if let Some(i) = (0..n).rev().find(matches) {
-                    last = row + i as u64 + 1;
-                }
-                row += n as u64;
+        let mut row = builder.rows().map_err(df_err)?.start;
+        // Read on the caller's runtime, as the scan itself is.
+        let mut batches = builder.into_stream();
+        let (mut first, mut last) = (None, 0);
+        while let Some(batch) = batches.next().await {
+            let batch = batch.map_err(df_err)?;
+            let n = batch.num_rows();
+            let mask = predicate.evaluate(&batch)?.into_array(n)?;
+            let mask = mask.as_boolean_opt().ok_or_else(|| {
+                df_err(Error::InvalidArgument(
+                    "a filter did not evaluate to booleans".into(),
+                ))
+            })?;
+            let matches = |i: &usize| mask.is_valid(*i) && mask.value(*i);
+            if let Some(i) = (0..n).find(matches) {
+                first.get_or_insert(row + i as u64);
             }
-            Ok(first.map_or(0..0, |first| first..last))
-        })
-        .await
-        .map_err(|e| DataFusionError::External(Box::new(e)))??;
+            if let Some(i) = (0..n).rev().find(matches) {
+                last = row + i as u64 + 1;
+            }
+            row += n as u64;
+        }
+        let found = first.map_or(0..0, |first| first..last);
         rows = Some(match rows {
             None => found,
             Some(r) => {

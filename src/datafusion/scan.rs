@@ -132,7 +132,7 @@ impl ZarrScanExec {
         let concurrency = store.concurrency();
         Ok(match store.remote() {
             Some(remote) => (remote.store, concurrency),
-            None => (Arc::new(SyncAsAsync::new(store)), concurrency),
+            None => (Arc::new(SyncAsAsync::reading_on_rayon(store)), concurrency),
         })
     }
 

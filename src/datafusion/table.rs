@@ -385,15 +385,10 @@ impl datafusion::catalog::TableProvider for ZarrTable {
                 let end = rows.end.min(rows.start.saturating_add(n as u64));
                 std::iter::once(rows.start..end).collect()
             }
-            None => {
-                let table = self.clone();
-                let target = state.config().target_partitions();
-                let rows = rows.clone();
-                tokio::task::spawn_blocking(move || table.splits(rows, target))
-                    .await
-                    .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?
-                    .map_err(df_err)?
-            }
+            // From the metadata alone: no I/O.
+            None => self
+                .splits(rows.clone(), state.config().target_partitions())
+                .map_err(df_err)?,
         };
         if columns.iter().any(|&i| i >= self.schema.fields().len()) {
             return plan_err!("projection {columns:?} is outside the table's columns");

@@ -61,23 +61,61 @@ pub trait AsyncStore: Debug + Send + Sync {
     fn list_children<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<Vec<String>>>;
 }
 
-/// A sync [`Store`] as an [`AsyncStore`]: each call runs inline, when its future
-/// is first polled. For local and memory stores, whose reads are short (a file
-/// read, a memory map); a store that waits on a network has an async form of its
-/// own ([`Store::remote`]).
+/// A sync [`Store`] as an [`AsyncStore`], for local and memory stores, whose
+/// reads are short (a file read, a memory map); a store that waits on a network
+/// has an async form of its own ([`Store::remote`]). Each call runs inline, when
+/// its future is first polled, except the values' reads of a store made with
+/// [`SyncAsAsync::reading_on_rayon`].
 #[derive(Debug, Clone)]
-pub struct SyncAsAsync(Arc<dyn Store>);
+pub struct SyncAsAsync {
+    store: Arc<dyn Store>,
+    on_rayon: bool,
+}
 
 impl SyncAsAsync {
-    /// `store` as an async store.
+    /// `store` as an async store, read inline.
     pub fn new(store: Arc<dyn Store>) -> Self {
-        Self(store)
+        Self {
+            store,
+            on_rayon: false,
+        }
+    }
+
+    /// `store` as an async store whose values (`get_bounded`, `get_ranges`) are
+    /// read on rayon: a scan's consumer (a DataFusion operator) goes on while
+    /// the next chunks are read, as the blocking reader's values are.
+    pub fn reading_on_rayon(store: Arc<dyn Store>) -> Self {
+        Self {
+            store,
+            on_rayon: true,
+        }
+    }
+
+    /// `read` on rayon when so made, else inline.
+    fn read<T: Send + 'static>(
+        &self,
+        read: impl FnOnce(&dyn Store) -> Result<T> + Send + 'static,
+    ) -> BoxFuture<'static, Result<T>> {
+        let store = self.store.clone();
+        if !self.on_rayon {
+            return Box::pin(async move { read(store.as_ref()) });
+        }
+        let (sender, receiver) = futures::channel::oneshot::channel();
+        rayon::spawn(move || {
+            // The reader may be gone (a dropped stream): nobody to tell.
+            let _ = sender.send(read(store.as_ref()));
+        });
+        Box::pin(async move {
+            receiver.await.map_err(|_| Error::Panicked {
+                task: "a local read on rayon",
+            })?
+        })
     }
 }
 
 impl AsyncStore for SyncAsAsync {
     fn location(&self) -> String {
-        self.0.location()
+        self.store.location()
     }
 
     fn get_bounded<'a>(
@@ -85,7 +123,8 @@ impl AsyncStore for SyncAsAsync {
         key: &'a str,
         max_len: u64,
     ) -> BoxFuture<'a, Result<Option<Buffer>>> {
-        Box::pin(async move { self.0.get_bounded(key, max_len) })
+        let key = key.to_owned();
+        self.read(move |store| store.get_bounded(&key, max_len))
     }
 
     fn get_ranges<'a>(
@@ -93,27 +132,28 @@ impl AsyncStore for SyncAsAsync {
         key: &'a str,
         ranges: &'a [ByteRange],
     ) -> BoxFuture<'a, Result<Option<RangeRead>>> {
-        Box::pin(async move { self.0.get_ranges(key, ranges) })
+        let (key, ranges) = (key.to_owned(), ranges.to_vec());
+        self.read(move |store| store.get_ranges(&key, &ranges))
     }
 
     fn value_len<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<u64>>> {
-        Box::pin(async move { self.0.value_len(key) })
+        Box::pin(async move { self.store.value_len(key) })
     }
 
     fn put<'a>(&'a self, key: &'a str, value: bytes::Bytes) -> BoxFuture<'a, Result<()>> {
-        Box::pin(async move { self.0.set(key, &value) })
+        Box::pin(async move { self.store.set(key, &value) })
     }
 
     fn delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<()>> {
-        Box::pin(async move { self.0.delete(key) })
+        Box::pin(async move { self.store.delete(key) })
     }
 
     fn list_prefix<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<Vec<String>>> {
-        Box::pin(async move { self.0.list_prefix(prefix) })
+        Box::pin(async move { self.store.list_prefix(prefix) })
     }
 
     fn list_children<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<Vec<String>>> {
-        Box::pin(async move { self.0.list_children(prefix) })
+        Box::pin(async move { self.store.list_children(prefix) })
     }
 }
 

@@ -227,26 +227,7 @@ fn parse_string_type(s: &str) -> std::result::Result<StringType, String> {
         .ok_or_else(|| format!("unknown string type {s:?} (utf8, large-utf8, utf8-view)"))
 }
 
-/// Bound glibc's malloc arenas. It makes one per thread that allocates, up to 8
-/// per core; a remote read runs `--concurrency` fetch threads (32 by default),
-/// and freed chunks left in that many arenas were measured to double the peak
-/// memory of a read 10x as long (W9 in benches/RESULTS.md). Two per core keeps
-/// the allocator's concurrency.
-fn limit_malloc_arenas() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let arenas = i32::try_from(cores * 2).unwrap_or(i32::MAX);
-        // SAFETY: mallopt only sets a tuning parameter of glibc's allocator; it is
-        // called first thing in main, before any other thread exists.
-        unsafe {
-            libc::mallopt(libc::M_ARENA_MAX, arenas);
-        }
-    }
-}
-
 fn main() -> ExitCode {
-    limit_malloc_arenas();
     let cli = Cli::parse();
     output::remove_partials_on_signals();
     let result = match cli.command {

@@ -1,0 +1,209 @@
+"""``zarrow.dataset``: a Zarr group or array as a ``pyarrow.dataset.Dataset``, for
+DuckDB (which pushes its projection and filters into it) and
+``pl.scan_pyarrow_dataset``.
+
+Both engines trust a filter they hand over: neither applies it again. So the
+scanner reads the projected columns plus the filter's, and pyarrow's own
+scanner (``Scanner.from_batches``) applies the filter exactly and projects.
+
+pyarrow's ``Dataset`` is a C++ object: a Python subclass that leaves its base
+uninitialised must override every method a caller may reach (a base method would
+dereference nothing). ``ZarrDataset`` overrides them all, and refuses the ones
+that have no meaning here.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Iterator, Optional, Sequence
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+
+
+def _referenced(schema: pa.Schema, expression: ds.Expression) -> list[str]:
+    """The columns `expression` reads (pyarrow has no public accessor: a column is
+    referenced when binding the expression to the schema without it fails)."""
+    names = []
+    for field in schema:
+        others = pa.schema([f for f in schema if f.name != field.name])
+        try:
+            ds.Scanner.from_batches(iter(()), schema=others, filter=expression)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            names.append(field.name)
+    return names
+
+
+class ZarrDataset(ds.Dataset):
+    """A Zarr group or array as a ``pyarrow.dataset.Dataset``: ``schema``,
+    ``scanner``, ``to_batches``, ``to_table``, ``to_reader``, ``count_rows``,
+    ``head``. Each scan reads the store again."""
+
+    def __init__(self, path: str, options: dict, schema: pa.Schema, rows: int) -> None:
+        # The C++ base is left uninitialised on purpose (see the module's doc).
+        self._path = path
+        self._options = options
+        self._schema = schema
+        self._rows = rows
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self._schema
+
+    def __repr__(self) -> str:
+        return f"zarrow.ZarrDataset({self._path!r}, {self._rows} rows)"
+
+    def scanner(
+        self,
+        columns: Optional[Sequence[str]] = None,
+        filter: Optional[ds.Expression] = None,
+        batch_size: Optional[int] = None,
+        **_: Any,
+    ) -> "ZarrScanner":
+        if columns is not None and not isinstance(columns, (list, tuple)):
+            raise TypeError("zarrow.ZarrDataset.scanner: columns are a list of names")
+        return ZarrScanner(self, None if columns is None else list(columns), filter, batch_size)
+
+    def to_batches(self, **kwargs: Any) -> Iterator[pa.RecordBatch]:
+        return self.scanner(**kwargs).to_batches()
+
+    def to_table(self, **kwargs: Any) -> pa.Table:
+        return self.scanner(**kwargs).to_table()
+
+    def to_reader(self, **kwargs: Any) -> pa.RecordBatchReader:
+        return self.scanner(**kwargs).to_reader()
+
+    def count_rows(self, **kwargs: Any) -> int:
+        return self.scanner(**kwargs).count_rows()
+
+    def head(self, num_rows: int, **kwargs: Any) -> pa.Table:
+        return self.scanner(**kwargs).head(num_rows)
+
+    def take(self, *_: Any, **__: Any) -> pa.Table:
+        raise NotImplementedError("zarrow.ZarrDataset: take is not supported (scan with a filter)")
+
+    def get_fragments(self, *_: Any, **__: Any) -> Any:
+        raise NotImplementedError("zarrow.ZarrDataset has no fragments")
+
+    def replace_schema(self, *_: Any, **__: Any) -> Any:
+        raise NotImplementedError("zarrow.ZarrDataset: the schema is the store's")
+
+    def filter(self, *_: Any, **__: Any) -> Any:
+        raise NotImplementedError("zarrow.ZarrDataset: pass filter= to scanner()")
+
+    def join(self, *_: Any, **__: Any) -> Any:
+        raise NotImplementedError("zarrow.ZarrDataset: join is not supported")
+
+    def join_asof(self, *_: Any, **__: Any) -> Any:
+        raise NotImplementedError("zarrow.ZarrDataset: join_asof is not supported")
+
+    def sort_by(self, *_: Any, **__: Any) -> Any:
+        raise NotImplementedError("zarrow.ZarrDataset: sort_by is not supported")
+
+    @property
+    def partition_expression(self) -> ds.Expression:
+        return ds.scalar(True)
+
+
+class ZarrScanner:
+    """One scan of a :class:`ZarrDataset`: the columns it yields, in order, and
+    the filter it applies exactly."""
+
+    def __init__(
+        self,
+        dataset: ZarrDataset,
+        columns: Optional[list[str]],
+        filter: Optional[ds.Expression],
+        batch_size: Optional[int],
+    ) -> None:
+        schema = dataset.schema
+        names = schema.names if columns is None else columns
+        for name in names:
+            if schema.get_field_index(name) < 0:
+                raise KeyError(f"zarrow.ZarrDataset: no column named {name!r} (have: {', '.join(schema.names)})")
+        read = list(names)
+        if filter is not None:
+            read += [c for c in _referenced(schema, filter) if c not in read]
+        self._dataset = dataset
+        self._columns = list(names)
+        self._read = read
+        self._filter = filter
+        self._batch_size = batch_size
+
+    @property
+    def projected_schema(self) -> pa.Schema:
+        return pa.schema([self._dataset.schema.field(n) for n in self._columns])
+
+    def _open(self, limit: Optional[int] = None) -> Any:
+        from . import _open
+
+        d = self._dataset
+        # A scan that reads no column still needs rows: the first column's.
+        columns = self._read or d.schema.names[:1]
+        # All of them: no selection (an array's one column has no name to select).
+        if columns == d.schema.names:
+            columns = None
+        return _open(d._path, columns, limit=limit, batch_size=self._batch_size, **d._options)
+
+    def to_reader(self) -> pa.RecordBatchReader:
+        stream = self._open()
+        if self._filter is None and self._read == self._columns and self._columns:
+            return pa.RecordBatchReader.from_stream(stream)
+        scanner = ds.Scanner.from_batches(stream, columns=self._columns, filter=self._filter)
+        return scanner.to_reader()
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        return self.to_reader().__arrow_c_stream__(requested_schema)
+
+    def to_batches(self) -> Iterator[pa.RecordBatch]:
+        return iter(self.to_reader())
+
+    def to_table(self) -> pa.Table:
+        return self.to_reader().read_all()
+
+    def count_rows(self) -> int:
+        if self._filter is None:
+            return self._dataset._rows
+        return self.to_table().num_rows
+
+    def head(self, num_rows: int) -> pa.Table:
+        if self._filter is None:
+            # The first rows only: only the chunks they lie in are read.
+            stream = self._open(limit=num_rows)
+            return pa.table(stream).select(self._columns)
+        batches, seen = [], 0
+        for batch in self.to_batches():
+            batches.append(batch.slice(0, num_rows - seen))
+            seen += batches[-1].num_rows
+            if seen >= num_rows:
+                break
+        return pa.Table.from_batches(batches, schema=self.projected_schema)
+
+
+def dataset(path_or_url: Any, *, anonymous: bool = False, **options: Any) -> ZarrDataset:
+    """A Zarr group (one column per 1-D array) or array as a
+    ``pyarrow.dataset.Dataset``: DuckDB (``duckdb.sql("SELECT ... FROM ds")``)
+    and ``pl.scan_pyarrow_dataset(ds)`` push their projection and filters into
+    it, and it reads only the columns they use.
+
+    options: as ``zarrow.read``: ``columns``, ``string_type``, ``decode_cf``,
+    ``long``, ``categorical_values``. Strings are "utf8" unless
+    ``string_type`` says otherwise: pyarrow cannot filter "utf8-view", and
+    DuckDB pushes no filter into a dataset that has such a column.
+
+    >>> import duckdb, zarrow
+    >>> ds = zarrow.dataset(STORES / "v2_string_zstd.zarr")
+    >>> duckdb.sql("SELECT count(*) FROM ds WHERE values LIKE 'a%'").fetchone()[0] >= 0
+    True
+    """
+    from . import _open, _warn_skipped
+
+    path = os.fspath(path_or_url)
+    columns = options.pop("columns", None)
+    options = dict(options, string_type=options.get("string_type") or "utf8", anonymous=anonymous)
+    probe = _open(path, columns, limit=0, **options)
+    _warn_skipped(probe, stacklevel=2)
+    schema = probe.schema
+    # Opening a reader reads metadata only; its row count is the table's.
+    rows = _open(path, columns, **options).total_rows
+    return ZarrDataset(path, options, schema, rows)
