@@ -180,6 +180,24 @@ impl Reader {
         }
     }
 
+    /// The next batch, read with the GIL released; `None` at the end (the
+    /// reader is then dropped).
+    fn next_batch(&self, py: Python<'_>) -> PyResult<Option<RecordBatch>> {
+        py.check_signals()?;
+        let mut guard = self.lock()?;
+        let Some(reader) = guard.as_mut() else {
+            return Ok(None);
+        };
+        match py.detach(|| reader.next()) {
+            None => {
+                *guard = None;
+                Ok(None)
+            }
+            Some(Ok(batch)) => Ok(Some(batch)),
+            Some(Err(e)) => Err(crate::errors::arrow_error(e)),
+        }
+    }
+
     fn take(&self) -> PyResult<Box<dyn RecordBatchReader + Send>> {
         self.lock()?.take().ok_or_else(|| {
             zarrow_error(
@@ -239,18 +257,9 @@ impl Reader {
 
     /// The next batch, as a `pyarrow.RecordBatch` (needs pyarrow).
     fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        py.check_signals()?;
-        let mut guard = self.lock()?;
-        let Some(reader) = guard.as_mut() else {
-            return Ok(None);
-        };
-        match py.detach(|| reader.next()) {
-            None => {
-                *guard = None;
-                Ok(None)
-            }
-            Some(Ok(batch)) => batch.to_pyarrow(py).map(Some),
-            Some(Err(e)) => Err(crate::errors::arrow_error(e)),
+        match self.next_batch(py)? {
+            Some(batch) => batch.to_pyarrow(py).map(Some),
+            None => Ok(None),
         }
     }
 
@@ -258,23 +267,11 @@ impl Reader {
     /// consumer without pyarrow (`pl.DataFrame(r._next_stream())`, zero-copy);
     /// `None` at the end.
     fn _next_stream(&self, py: Python<'_>) -> PyResult<Option<Reader>> {
-        py.check_signals()?;
-        let mut guard = self.lock()?;
-        let Some(reader) = guard.as_mut() else {
-            return Ok(None);
-        };
-        match py.detach(|| reader.next()) {
-            None => {
-                *guard = None;
-                Ok(None)
-            }
-            Some(Ok(batch)) => {
-                let rows = batch.num_rows() as u64;
-                let one = RecordBatchIterator::new([Ok(batch)], self.schema.clone());
-                Ok(Some(Reader::new(Box::new(one), Some(rows), Vec::new())))
-            }
-            Some(Err(e)) => Err(crate::errors::arrow_error(e)),
-        }
+        Ok(self.next_batch(py)?.map(|batch| {
+            let rows = batch.num_rows() as u64;
+            let one = RecordBatchIterator::new([Ok(batch)], self.schema.clone());
+            Reader::new(Box::new(one), Some(rows), Vec::new())
+        }))
     }
 
     fn __repr__(&self) -> String {
