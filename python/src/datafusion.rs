@@ -30,6 +30,7 @@ use zarrow::datafusion::{ZarrTable, ZarrTableFactory, ZarrTableOptions};
 use zarrow::store::Blocking;
 
 use crate::errors::{to_py, zarrow_error};
+use crate::location::Location;
 
 /// The DataFusion version zarrow was built against (its major must be
 /// datafusion-python's: the FFI's structs differ between majors).
@@ -42,14 +43,14 @@ pub(crate) struct Table {
     table: Arc<ZarrTable>,
 }
 
-/// Open the table at `location` (its metadata only) with `CREATE EXTERNAL
-/// TABLE`'s options (`string_type`, `columns`, `sorted`, `raw`,
-/// `categorical_values`).
+/// Open the table at `location` (a directory, a URL or an obstore store; its
+/// metadata only) with `CREATE EXTERNAL TABLE`'s options (`string_type`,
+/// `columns`, `sorted`, `raw`, `categorical_values`).
 #[pyfunction]
 #[pyo3(signature = (location, options, anonymous))]
 pub(crate) fn table(
     py: Python<'_>,
-    location: &str,
+    location: Location,
     options: Vec<(String, String)>,
     anonymous: bool,
 ) -> PyResult<Table> {
@@ -58,7 +59,17 @@ pub(crate) fn table(
     let url = crate::url_options(anonymous);
     let blocking = Blocking::on(crate::runtime()?);
     let table = py
-        .detach(|| ZarrTable::open_with(location, options, &url, blocking))
+        .detach(|| match &location {
+            Location::Path(path) => {
+                ZarrTable::open_with(&path.to_string_lossy(), options, &url, blocking)
+            }
+            // Its scans read the store itself: the session's registry has no
+            // `obstore://` store.
+            Location::Store { location: name, .. } => {
+                let (store, _) = location.open(anonymous)?;
+                ZarrTable::from_store(store, name, options)
+            }
+        })
         .map_err(to_py)?;
     Ok(Table {
         table: Arc::new(table),
@@ -91,6 +102,17 @@ impl Table {
     fn schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         use arrow_pyarrow::ToPyArrow;
         self.table.schema().as_ref().to_pyarrow(py)
+    }
+
+    /// The columns a filter narrows the rows by: those declared `sorted`, and
+    /// xarray dimension coordinates.
+    #[getter]
+    fn sorted_columns(&self) -> Vec<String> {
+        self.table
+            .sorted_columns()
+            .into_iter()
+            .map(str::to_string)
+            .collect()
     }
 
     fn __repr__(&self) -> String {

@@ -6,6 +6,8 @@
 
 mod datafusion;
 mod errors;
+mod keep;
+mod location;
 mod stream;
 
 use std::path::PathBuf;
@@ -20,11 +22,12 @@ use zarrow::convert::{ConvertOptions, Observer, Written, write_store};
 use zarrow::datafusion::SqlOptions;
 use zarrow::export::parse_parquet_compression;
 use zarrow::read::{TableOptions, describe_node, open_table};
-use zarrow::store::{Blocking, UrlOptions, location_name, open_consolidated};
+use zarrow::store::{Blocking, UrlOptions};
 use zarrow::write::{Compressor, Encoding, Layout, NullPolicy, WriteOptions, write_batches};
 use zarrow::{ReadOptions, StringType};
 
 use errors::{to_py, zarrow_error};
+use location::Location;
 use stream::{Interruptible, Reader};
 
 fn url_options(anonymous: bool) -> UrlOptions {
@@ -53,13 +56,15 @@ fn read_options(
     }
 }
 
-/// Open the node at `path` (a directory or URL) as a stream of record batches.
+/// Open the node at `path` (a directory, a URL or an obstore store) as a
+/// stream of record batches; with `keep`, only the rows whose categorical
+/// columns hold one of the listed categories (the Polars scan's prefilter).
 #[pyfunction]
-#[pyo3(signature = (path, columns, rows, limit, string_type, batch_size, long, decode_cf, categorical_values, anonymous))]
+#[pyo3(signature = (path, columns, rows, limit, string_type, batch_size, long, decode_cf, categorical_values, anonymous, keep=None))]
 #[allow(clippy::too_many_arguments)]
 fn read(
     py: Python<'_>,
-    path: PathBuf,
+    path: Location,
     columns: Option<Vec<String>>,
     rows: Option<(u64, u64)>,
     limit: Option<u64>,
@@ -69,6 +74,7 @@ fn read(
     decode_cf: bool,
     categorical_values: bool,
     anonymous: bool,
+    keep: Option<Vec<(String, Vec<String>)>>,
 ) -> PyResult<Reader> {
     let options = read_options(string_type, decode_cf, categorical_values)?;
     let mut table = TableOptions::default().with_long(long);
@@ -94,13 +100,19 @@ fn read(
     }
     let reader = py
         .detach(|| {
-            let store = open_consolidated(&path, &url_options(anonymous))?;
-            open_table(store, &location_name(&path), options, &table)
+            let (store, name) = path.open(anonymous)?;
+            open_table(store, &name, options, &table)
         })
         .map_err(to_py)?;
     let skipped = reader.skipped().iter().map(ToString::to_string).collect();
     let total_rows = reader.total_rows();
-    Ok(Reader::new(reader.into_inner(), Some(total_rows), skipped))
+    let Some(keep) = keep else {
+        return Ok(Reader::new(reader.into_inner(), Some(total_rows), skipped));
+    };
+    let kept =
+        keep::KeepCategories::new(reader.into_inner(), keep).map_err(|e| zarrow_error(&e))?;
+    // The rows are not known before the filter has run.
+    Ok(Reader::new(Box::new(kept), None, skipped))
 }
 
 /// The node at `path` described, as JSON.
@@ -108,15 +120,15 @@ fn read(
 #[pyo3(signature = (path, string_type, anonymous))]
 fn info(
     py: Python<'_>,
-    path: PathBuf,
+    path: Location,
     string_type: Option<&str>,
     anonymous: bool,
 ) -> PyResult<String> {
     let options = read_options(string_type, true, false)?;
     let info = py
         .detach(|| {
-            let store = open_consolidated(&path, &url_options(anonymous))?;
-            describe_node(store, &location_name(&path), options)
+            let (store, name) = path.open(anonymous)?;
+            describe_node(store, &name, options)
         })
         .map_err(to_py)?;
     serde_json::to_string(&info).map_err(|e| zarrow_error(&e.to_string()))

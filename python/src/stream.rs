@@ -152,6 +152,8 @@ pub(crate) struct Reader {
     schema: SchemaRef,
     total_rows: Option<u64>,
     skipped: Vec<String>,
+    /// Whether the exported stream runs signal handlers (see `to_polars`).
+    interruptible: bool,
 }
 
 impl Reader {
@@ -165,6 +167,7 @@ impl Reader {
             reader: Mutex::new(Some(reader)),
             total_rows,
             skipped,
+            interruptible: true,
         }
     }
 
@@ -219,8 +222,12 @@ impl Reader {
         requested_schema: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyCapsule>> {
         let _ = requested_schema;
-        let reader = Interruptible::exported(self.take()?);
-        let stream = FFI_ArrowArrayStream::new(Box::new(reader));
+        let reader = self.take()?;
+        let stream = if self.interruptible {
+            FFI_ArrowArrayStream::new(Box::new(Interruptible::exported(reader)))
+        } else {
+            FFI_ArrowArrayStream::new(reader)
+        };
         PyCapsule::new_with_value(py, stream, c"arrow_array_stream")
     }
 
@@ -261,6 +268,19 @@ impl Reader {
             Some(batch) => batch.to_pyarrow(py).map(Some),
             None => Ok(None),
         }
+    }
+
+    /// The whole stream as a `polars.DataFrame` (needs polars), as
+    /// `pl.DataFrame(reader)`: the batches cross zero-copy.
+    ///
+    /// Its stream runs no signal handlers: Polars pulls it with the GIL
+    /// released by its own PyO3, under this method, where ours still counts
+    /// the GIL as held and would run them without it.
+    fn to_polars<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        // A reader of its own: Polars pulls it while this one stays free.
+        let mut rest = Reader::new(self.take()?, self.total_rows, Vec::new());
+        rest.interruptible = false;
+        py.import("polars")?.getattr("DataFrame")?.call1((rest,))
     }
 
     /// The next batch as a stream of its own (`__arrow_c_stream__`), for a

@@ -88,6 +88,46 @@ def test_scan_queries_equal_polars_over_anndata(query):
     same_frames(got, want)
 
 
+@pytest.mark.parametrize(
+    "predicate",
+    [
+        pl.col("cell_type") == "B",
+        pl.lit("B") == pl.col("cell_type"),
+        pl.col("cell_type").is_in(["B", "T", "not a category"]),
+        (pl.col("cell_type") == "nothing") | pl.col("n_genes").is_null(),  # an `|`: not narrowed
+        (pl.col("cell_type").is_in(["B", "T"])) & (pl.col("cell_type") == "T") & (pl.col("n_genes") > 0),
+        pl.col("cell_type") == "not a category",
+    ],
+)
+def test_scan_compares_categories_once_and_filters_exactly(predicate):
+    want = anndata_obs().filter(predicate)
+    got = zarrow.scan(OBS).filter(predicate).collect()
+    same_frames(got.select(want.columns), want)
+
+
+def test_the_categorical_prefilter_keeps_exactly_the_rows_with_those_categories():
+    """What the scan's prefilter hands Polars: every row whose categories are
+    among those listed (nulls never are), in order."""
+    want = anndata_obs().filter(pl.col("cell_type").cast(pl.String).is_in(["B", "T"]))
+    reader = zarrow._open(OBS, ["cell_id", "cell_type"], keep=[("cell_type", ["B", "T", "absent"])])
+    got = reader.to_polars()
+    assert got["cell_id"].to_list() == want["cell_id"].to_list()
+    assert values(got["cell_type"]) == values(want["cell_type"])
+    with pytest.raises(zarrow.ZarrowError, match="not a dictionary"):
+        zarrow._open(OBS, ["cell_id"], keep=[("cell_id", ["x"])])
+
+
+def test_reader_to_polars_is_the_eager_frame():
+    want = anndata_obs()
+    reader = zarrow.read(OBS)
+    got = reader.to_polars()
+    assert isinstance(got, pl.DataFrame)
+    same_frames(got.select(want.columns), want)
+    assert got["cell_type"].dtype == pl.Categorical
+    with pytest.raises(zarrow.ZarrowError, match="consumed"):
+        reader.to_polars()
+
+
 def test_scan_of_an_array():
     lf = zarrow.scan(STORES / "v2_string_zstd.zarr")
     assert lf.collect_schema().dtypes() == [pl.String]
@@ -247,6 +287,127 @@ def test_each_engine_fetches_only_what_the_query_needs(served):
     kept = table.filter(pc.field("i") > 0).group_by("s").aggregate([("s", "count")]).sort_by("s")
     assert rows == list(zip(kept.column("s").to_pylist(), kept.column("s_count").to_pylist()))
     assert set(fetched) == {"s", "i"}
+
+
+@pytest.fixture(scope="module")
+def served_sorted(tmp_path_factory):
+    """Two columns, 100 rows in chunks of 10 (`t` = 0..99 sorted, `v` random),
+    served over HTTP through a proxy that records every request."""
+    root = tmp_path_factory.mktemp("served_sorted")
+    rng = np.random.default_rng(8)
+    table = pa.table({"t": pa.array(np.arange(100), pa.int64()), "v": pa.array(rng.random(100))})
+    zarrow.write(table, root / "t.zarr", chunk_len=10)
+    with http_server(root) as web:
+        proxy = FaultProxy(web)
+        with proxy.serve() as url:
+            yield f"{url}/t.zarr", proxy, pl.from_arrow(table)
+
+
+@pytest.mark.parametrize(
+    "predicate, chunks",
+    [
+        # Rows 35..51 lie in chunks 3, 4 and 5; the conjunct on `v` narrows nothing.
+        ((pl.col("t") >= 35) & (pl.col("t") < 52) & (pl.col("v") > 0.5), {"c/3", "c/4", "c/5"}),
+        (pl.col("t").is_between(95, 1000), {"c/9"}),
+        (pl.col("t") == 1000, set()),  # no match: no chunk of `v` at all
+    ],
+)
+def test_scan_reads_only_the_rows_a_sorted_column_filter_matches(served_sorted, predicate, chunks):
+    url, proxy, table = served_sorted
+    with counting(proxy) as fetched:
+        got = zarrow.scan(url, sorted=["t"]).filter(predicate).select("v", "t").collect()
+    assert got.equals(table.filter(predicate).select("v", "t"))
+    assert fetched.get("v", set()) == chunks
+    # An `|` with another column is not split: applied exactly, it narrows nothing.
+    either = predicate | (pl.col("v") < 0.05)
+    with counting(proxy) as fetched:
+        got = zarrow.scan(url, sorted=["t"]).filter(either).collect()
+    assert got.equals(table.filter(either))
+    assert len(fetched["v"]) == 10
+
+
+def test_scan_narrows_by_an_xarray_dimension_coordinate(tmp_path):
+    import xarray as xr
+
+    rng = np.random.default_rng(9)
+    time = np.arange(50, dtype="int64") * 10
+    xr.Dataset(
+        {"temp": ("time", rng.random(50)), "site": ("time", [f"s{k % 4}" for k in range(50)])},
+        coords={"time": time},
+    ).to_zarr(tmp_path / "x.zarr", zarr_format=3, encoding={"temp": {"chunks": (5,)}, "time": {"chunks": (5,)}})
+    want = xr.open_zarr(tmp_path / "x.zarr").to_dataframe().reset_index()
+    predicate = (pl.col("time") > 120) & (pl.col("time") <= 200) & (pl.col("site") != "s1")
+    got = zarrow.scan(tmp_path / "x.zarr").filter(predicate).select("time", "temp", "site").collect()
+    expected = pl.from_pandas(want).filter(predicate).select("time", "temp", "site")
+    assert got["time"].to_list() == expected["time"].to_list()
+    assert got["temp"].to_list() == expected["temp"].to_list()
+    assert got["site"].to_list() == expected["site"].to_list()
+
+
+@pytest.mark.parametrize("string_type, dtype", [("utf8-view", pl.String), ("utf8", pl.String), ("large-utf8", pl.String)])
+def test_scan_every_string_type_equals_zarr_python(string_type, dtype):
+    store = STORES / "v3_fixed_utf32.zarr"
+    lf = zarrow.scan(store, string_type=string_type)
+    assert lf.collect_schema().dtypes() == [dtype]
+    want = np.asarray(zarr.open_array(str(store), mode="r")[:]).tolist()
+    assert lf.collect().to_series().to_list() == want
+    assert lf.filter(pl.col(lf.collect_schema().names()[0]) == want[1]).collect().height == want.count(want[1])
+
+
+@pytest.fixture(scope="module")
+def big_strings(tmp_path_factory):
+    """2,000,000 strings in one chunk: one decode long enough to time."""
+    path = tmp_path_factory.mktemp("big") / "big.zarr"
+    n = 2_000_000
+    zarrow.write(pa.table({"s": pa.array([f"value-{i}" for i in range(n)])}), path, chunk_len=n)
+    return path
+
+
+def run_scan(path: Path) -> int:
+    return zarrow.scan(path).select(pl.col("s").str.len_bytes().sum()).collect().item()
+
+
+def run_datafusion(path: Path) -> int:
+    from datafusion import SessionContext
+
+    ctx = SessionContext()
+    ctx.register_table("t", zarrow.table(path))
+    return ctx.sql("SELECT sum(length(s)) FROM t").to_arrow_table().column(0)[0].as_py()
+
+
+def run_duckdb(path: Path) -> int:
+    ds = zarrow.dataset(path)  # noqa: F841
+    return duckdb.sql("SELECT sum(strlen(s)) FROM ds").fetchall()[0][0]
+
+
+@pytest.mark.parametrize("engine", [run_scan, run_datafusion, run_duckdb])
+def test_each_engine_releases_the_gil_while_it_decodes(big_strings, engine):
+    """A second Python thread keeps running while an engine decodes: its longest
+    stall is a small part of the query's time (were the GIL held through the
+    decode, the stall would be the decode's whole length)."""
+    import threading
+    import time
+
+    worst, done = [0.0], threading.Event()
+
+    def count():
+        last = time.perf_counter()
+        while not done.is_set():
+            now = time.perf_counter()
+            worst[0], last = max(worst[0], now - last), now
+
+    thread = threading.Thread(target=count)
+    thread.start()
+    try:
+        start = time.perf_counter()
+        total = engine(big_strings)
+        took = time.perf_counter() - start
+    finally:
+        done.set()
+        thread.join()
+    assert total == sum(len(f"value-{i}") for i in range(2_000_000))
+    assert took > 0.05, f"the query took {took:.3f} s: too short to tell"
+    assert worst[0] < took / 2, f"the other thread stalled {worst[0]:.3f} s of {took:.3f} s"
 
 
 # ------------------------------------------------------------------ errors

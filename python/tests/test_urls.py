@@ -116,3 +116,73 @@ def test_sql_over_http_group(tmp_path):
 def test_a_missing_bucket_raises_zarrow_error(s3_env):
     with pytest.raises(zarrow.ZarrowError):
         pa.table(zarrow.read("s3://no-such-bucket/x.zarr"))
+
+
+# ------------------------------------------------ obstore stores as locations
+
+
+def test_an_obstore_s3_store_is_read_with_its_own_credentials(s3, tmp_path):
+    """The store's credentials and endpoint come from obstore alone: no AWS_*
+    variable is set (the s3_env fixture is not used)."""
+    import duckdb
+    import polars as pl
+    from obstore.store import S3Store
+
+    endpoint, client = s3
+    want = table()
+    zarrow.write(want, tmp_path / "o.zarr", chunk_len=700)
+    for path in (tmp_path / "o.zarr").rglob("*"):
+        if path.is_file():
+            client.upload_file(str(path), BUCKET, f"ob/{path.relative_to(tmp_path)}")
+    store = S3Store(
+        BUCKET,
+        prefix="ob/o.zarr",
+        endpoint=endpoint,
+        access_key_id="test",
+        secret_access_key="test",
+        region="us-east-1",
+        client_options={"allow_http": True},
+    )
+    local = zarr.open_group(str(tmp_path / "o.zarr"), mode="r")
+    expected = {name: np.asarray(local[name][:]).tolist() for name in want.column_names}
+
+    got = pa.table(zarrow.read(store, columns=["kind", "n"], rows=(100, 2100)))
+    assert got.column("kind").to_pylist() == expected["kind"][100:2100]
+    assert got.column("n").to_pylist() == expected["n"][100:2100]
+    assert zarrow.info(store)["node"] == "group"
+
+    frame = pl.DataFrame(expected)
+    lazy = zarrow.scan(store).filter(pl.col("kind") == "bb").select("name", "n").collect()
+    assert lazy.equals(frame.filter(pl.col("kind") == "bb").select("name", "n"))
+
+    ds = zarrow.dataset(store)  # noqa: F841
+    assert duckdb.sql("SELECT count(*) FROM ds WHERE n >= 4000").fetchall() == [(1000,)]
+
+    from datafusion import SessionContext
+
+    ctx = SessionContext()
+    ctx.register_table("t", zarrow.table(store))
+    got = ctx.sql("SELECT kind, count(*) AS c FROM t WHERE n < 10 GROUP BY kind ORDER BY kind").to_pydict()
+    assert got == {"kind": ["a", "bb", "ccc"], "c": [4, 3, 3]}
+
+    with pytest.raises(zarrow.ZarrowError, match="anonymous"):
+        zarrow.read(store, anonymous=True)
+
+
+def test_an_obstore_local_store_names_a_root_array_by_its_prefix():
+    from obstore.store import LocalStore
+
+    path = STORES / "v2_string_zstd.zarr"
+    got = pa.table(zarrow.read(LocalStore(prefix=str(path))))
+    assert got.column_names == ["v2_string_zstd"]
+    assert got.column(0).to_pylist() == np.asarray(zarr.open_array(str(path), mode="r")[:]).tolist()
+
+
+def test_a_location_that_is_no_store_is_a_type_error():
+    from obstore.store import MemoryStore
+
+    with pytest.raises(TypeError, match="path, a URL or an obstore store"):
+        zarrow.read(42)
+    # obstore's memory store lives in obstore's own module: it cannot be shared.
+    with pytest.raises((TypeError, ValueError)):
+        zarrow.read(MemoryStore())

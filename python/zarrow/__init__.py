@@ -1,9 +1,14 @@
 """Zarr arrays and groups to and from Apache Arrow.
 
->>> import zarrow, pyarrow as pa, polars as pl
->>> t = pa.table(zarrow.read("atlas.zarr/obs", columns=["cell_type"], rows=(0, 1_000_000)))
->>> df = pl.DataFrame(zarrow.read("atlas.zarr/obs"))
->>> zarrow.write(t, "out.zarr", encoding="zarrs-vlen")
+>>> import tempfile, zarrow, pyarrow as pa, polars as pl
+>>> obs = "testdata/stores/obs.zarr"  # the sample data, from the repository's root
+>>> t = pa.table(zarrow.read(obs, columns=["barcode", "cell_type"], rows=(0, 100)))
+>>> t.num_rows, t.column_names
+(100, ['barcode', 'cell_type'])
+>>> pl.DataFrame(zarrow.read(obs, columns=["n_genes"])).height
+1000
+>>> zarrow.write(t, f"{tempfile.mkdtemp()}/out.zarr", encoding="zarrs-vlen")
+100
 
 ``read`` returns a :class:`Reader`, a stream of record batches in the Arrow
 PyCapsule protocol (``__arrow_c_stream__``): pyarrow, Polars, DuckDB and any other
@@ -109,7 +114,10 @@ def read(
     batches.
 
     path_or_url: a directory or a URL (s3://, gs://, az://, abfs://, http(s)://;
-        credentials, region and endpoint from the environment).
+        credentials, region and endpoint from the environment), or an obstore
+        store (``obstore.store.S3Store(bucket, prefix="atlas.zarr/obs", ...)``:
+        its own configuration and credentials apply). Wherever a location is
+        taken (``info``, ``scan``, ``table``, ``dataset``), so is a store.
     columns: of a group, these columns in this order (default: every 1-D array).
     rows: only rows ``(start, end)`` (or ``range(start, end)``): only the chunks
         they lie in are read.
@@ -147,6 +155,12 @@ def read(
     return reader
 
 
+def _location(path_or_url: Any) -> Any:
+    """A path or URL as a string; anything else (an obstore store) as it is,
+    for the native module to take or refuse."""
+    return os.fspath(path_or_url) if isinstance(path_or_url, (str, os.PathLike)) else path_or_url
+
+
 def _open(
     path_or_url: PathLike,
     columns: Optional[Sequence[str]] = None,
@@ -159,10 +173,13 @@ def _open(
     decode_cf: bool = True,
     categorical_values: bool = False,
     anonymous: bool = False,
+    keep: Optional[list] = None,
 ) -> Reader:
-    """``read`` without its warnings (the engines' scans warn once, when opened)."""
+    """``read`` without its warnings (the engines' scans warn once, when opened);
+    ``keep``: ``[(column, [category, ...])]``, only rows whose categorical
+    columns hold one of these (a prefilter the scan narrows with)."""
     return _zarrow.read(
-        os.fspath(path_or_url),
+        _location(path_or_url),
         _columns(columns),
         _rows(rows),
         limit,
@@ -172,6 +189,7 @@ def _open(
         decode_cf,
         categorical_values,
         anonymous,
+        keep,
     )
 
 
@@ -191,7 +209,7 @@ def info(path: PathLike, string_type: Optional[str] = None, *, anonymous: bool =
     "zarr_format", "anndata", "attributes", "children": [{"name", "node", ...}],
     "columns": [{"name", "arrow_type", "rows"}], "not_columns": [reason, ...]}``.
     """
-    return json.loads(_zarrow.info(os.fspath(path), string_type, anonymous))
+    return json.loads(_zarrow.info(_location(path), string_type, anonymous))
 
 
 def write(
@@ -326,6 +344,12 @@ def table(
 
     A datafusion-python of another major version than zarrow's DataFusion is a
     ``ZarrowError`` when the table is registered (their FFI differs).
+
+    >>> from datafusion import SessionContext
+    >>> ctx = SessionContext()
+    >>> ctx.register_table("obs", zarrow.table("testdata/stores/obs.zarr", columns=["cell_type", "n_genes"]))
+    >>> ctx.sql("SELECT count(*) AS n FROM obs WHERE n_genes > 2000").to_pydict()
+    {'n': [628]}
     """
     options = [("raw", "false" if decode_cf else "true")]
     if columns is not None:
@@ -336,13 +360,22 @@ def table(
         options.append(("sorted", ",".join(_columns(sorted))))
     if categorical_values is not None:
         options.append(("categorical_values", "true" if categorical_values else "false"))
-    return _zarrow.table(os.fspath(path_or_url), options, anonymous)
+    return _zarrow.table(_location(path_or_url), options, anonymous)
 
 
 def register(ctx: Any) -> None:
     """Make ``CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '...' [OPTIONS
     (...)]`` work in a datafusion-python (55) ``SessionContext``, with
-    ``CREATE EXTERNAL TABLE``'s options as in ``zarrow sql``."""
+    ``CREATE EXTERNAL TABLE``'s options as in ``zarrow sql``.
+
+    >>> from datafusion import SessionContext
+    >>> ctx = SessionContext()
+    >>> zarrow.register(ctx)
+    >>> _ = ctx.sql("CREATE EXTERNAL TABLE obs STORED AS ZARR "
+    ...             "LOCATION 'testdata/stores/obs.zarr' OPTIONS ('columns' 'cell_type')")
+    >>> ctx.sql("SELECT count(DISTINCT cell_type) AS k FROM obs").to_pydict()
+    {'k': [10]}
+    """
     ctx.register_table_factory("ZARR", TableFactory())
 
 

@@ -4,6 +4,9 @@ from typing import Any, Iterator, Literal, Mapping, Optional, Sequence, Tuple, T
 __version__: str
 
 PathLike = Union[str, os.PathLike[str]]
+# A path, a URL, or an obstore store (obstore.store.S3Store, GCSStore, AzureStore,
+# HTTPStore, LocalStore).
+Location = Union[str, os.PathLike[str], Any]
 StringType = Literal["utf8", "large-utf8", "large_utf8", "utf8-view", "utf8_view"]
 Rows = Union[Tuple[int, int], range, slice]
 
@@ -27,6 +30,8 @@ class Reader:
     def skipped(self) -> list[str]:
         """The children of the group that are not columns, each with the reason."""
     def __iter__(self) -> Iterator[Any]: ...
+    def to_polars(self) -> Any:
+        """The whole stream as a ``polars.DataFrame`` (needs polars)."""
     def __next__(self) -> Any:
         """The next batch, as a ``pyarrow.RecordBatch`` (needs pyarrow)."""
 
@@ -36,6 +41,8 @@ class Table:
     def __datafusion_table_provider__(self, session: Any) -> object: ...
     @property
     def schema(self) -> Any: ...
+    @property
+    def sorted_columns(self) -> list[str]: ...
 
 class TableFactory:
     """``STORED AS ZARR`` for datafusion-python 55 (see ``register``)."""
@@ -72,7 +79,7 @@ class GroupInfo(TypedDict):
     not_columns: list[str]
 
 def read(
-    path_or_url: PathLike,
+    path_or_url: Location,
     columns: Optional[Sequence[str]] = None,
     rows: Optional[Rows] = None,
     string_type: Optional[StringType] = None,
@@ -84,7 +91,7 @@ def read(
     anonymous: bool = False,
 ) -> Reader: ...
 def info(
-    path: PathLike, string_type: Optional[StringType] = None, *, anonymous: bool = False
+    path: Location, string_type: Optional[StringType] = None, *, anonymous: bool = False
 ) -> Union[ArrayInfo, GroupInfo]: ...
 def write(
     data: Any,
@@ -112,15 +119,16 @@ def sql(
     anonymous: bool = False,
 ) -> Reader: ...
 def scan(
-    path_or_url: PathLike,
+    path_or_url: Location,
     *,
     columns: Optional[Sequence[str]] = None,
     string_type: Optional[StringType] = None,
+    sorted: Optional[Sequence[str]] = None,
     anonymous: bool = False,
     **options: Any,
 ) -> Any: ...
 def table(
-    path_or_url: PathLike,
+    path_or_url: Location,
     *,
     columns: Optional[Sequence[str]] = None,
     string_type: Optional[StringType] = None,
@@ -130,4 +138,4 @@ def table(
     anonymous: bool = False,
 ) -> Table: ...
 def register(ctx: Any) -> None: ...
-def dataset(path_or_url: PathLike, *, anonymous: bool = False, **options: Any) -> Any: ...
+def dataset(path_or_url: Location, *, anonymous: bool = False, **options: Any) -> Any: ...

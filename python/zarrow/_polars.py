@@ -7,8 +7,8 @@ and rows, and filters each batch with the predicate exactly.
 
 from __future__ import annotations
 
-import os
-from typing import Any, Iterator, Optional, Sequence
+import json
+from typing import Any, Iterator, Optional, Sequence, Tuple
 
 
 
@@ -17,6 +17,7 @@ def scan(
     *,
     columns: Optional[Sequence[str]] = None,
     string_type: Optional[str] = None,
+    sorted: Optional[Sequence[str]] = None,
     anonymous: bool = False,
     **options: Any,
 ) -> Any:
@@ -25,30 +26,39 @@ def scan(
     The schema comes from the metadata alone (``collect_schema()`` reads no
     chunk). A query reads only the columns it uses and, with ``head(n)`` or
     ``n_rows``, only the chunks those rows lie in; its filter is applied to
-    each batch as it arrives.
+    each batch as it arrives. A filter on a sorted column (``sorted``, or an
+    xarray dimension coordinate) first reads that column alone, then only the
+    rows between its first and last match.
 
     columns: of a group, only these columns, in this order.
     string_type: strings as "utf8-view" (the default: Polars' own string
         layout, no conversion), "utf8" or "large-utf8".
+    sorted: columns whose values never decrease, as ``zarrow.table``.
     anonymous: do not sign object store requests (a public bucket).
     options: as ``zarrow.read``: ``decode_cf``, ``long``, ``categorical_values``.
 
     anndata categoricals arrive as ``pl.Categorical`` (their codes and
     categories, unless ``categorical_values=True``), nullable columns with their
-    nulls. Children of a group that are not columns are named once, in a
+    nulls; Polars compares a categorical with a string on its codes, once the
+    string is found among the categories. Children of a group that are not columns are named once, in a
     ``ZarrowWarning``.
 
     >>> import polars as pl, zarrow
-    >>> lf = zarrow.scan(STORES / "v2_string_zstd.zarr")
-    >>> lf.filter(pl.col("values").str.starts_with("a")).head(2).collect().height
-    2
+    >>> lf = zarrow.scan("testdata/stores/obs.zarr", columns=["barcode", "cell_type", "n_genes"])
+    >>> lf.collect_schema()
+    Schema([('barcode', String), ('cell_type', String), ('n_genes', Int32)])
+    >>> lf.head(2).collect().rows()
+    [('GGATATCCATGCTAAC-1', 'Dendritic cell', 1896), ('CCCTTCAGGTATCCTA-1', 'CD4 T cell', 3601)]
+    >>> big = lf.filter(pl.col("n_genes") > 2000).group_by("cell_type").agg(pl.len())
+    >>> big.sort("cell_type").head(3).collect().rows()
+    [('B cell', 69), ('CD14 Monocyte', 74), ('CD4 T cell', 62)]
     """
     import polars as pl
     from polars.io.plugins import register_io_source
 
-    from . import _open, _warn_skipped
+    from . import _location, _open, _warn_skipped
 
-    path = os.fspath(path_or_url)
+    path = _location(path_or_url)
     opened = dict(options, string_type=string_type or "utf8-view", anonymous=anonymous)
     # No row: the metadata alone gives the schema.
     probe = _open(path, columns, limit=0, **opened)
@@ -70,9 +80,20 @@ def scan(
         if n_rows == 0:
             return
         # `n_rows` comes before the predicate: the first n rows, then filtered.
-        # All of them: no selection (an array's one column has no name to select).
-        selection = None if read_columns == names else read_columns
-        reader = _open(path, selection, limit=n_rows, batch_size=batch_size, **opened)
+        rows: Optional[Tuple[int, int]] = None
+        if predicate is not None and not opened.get("long"):
+            rows = _matching_rows(path, predicate, columns, names, sorted, opened)
+        if rows is not None and n_rows is not None:
+            end = min(rows[1], n_rows)
+            rows = (min(rows[0], end), end)
+        if rows is not None and rows[0] == rows[1]:
+            return
+        # All of them: the scan's own selection (an array's one column has no
+        # name to select).
+        selection = columns if read_columns == names else read_columns
+        limit = None if rows is not None else n_rows
+        keep = _kept_categories(predicate, schema) if predicate is not None else None
+        reader = _open(path, selection, rows, limit=limit, batch_size=batch_size, keep=keep, **opened)
         while (batch := reader._next_stream()) is not None:
             frame = pl.DataFrame(batch)
             if predicate is not None:
@@ -81,4 +102,120 @@ def scan(
                 frame = frame.select(wanted)
             yield frame
 
-    return register_io_source(source, schema=schema, is_pure=True, explain_name="zarrow", explain_detail=path)
+    return register_io_source(source, schema=schema, is_pure=True, explain_name="zarrow", explain_detail=str(path))
+
+
+def _conjuncts(predicate: Any) -> list:
+    """`predicate` split at its top-level ``&``s (Polars' expression tree, read
+    through its JSON form: the operator is not otherwise exposed)."""
+    tree = json.loads(predicate.meta.serialize(format="json"))
+    binary = tree.get("BinaryExpr") if isinstance(tree, dict) else None
+    if binary is None or binary.get("op") not in ("And", "LogicalAnd"):
+        return [predicate]
+    return [part for side in predicate.meta.pop() for part in _conjuncts(side)]
+
+
+def _kept_categories(predicate: Any, schema: Any) -> Optional[list]:
+    """For each categorical column a conjunct compares with strings
+    (``== "x"``, ``.is_in([...])``), the categories a matching row can hold:
+    zarrow compares them with the column's categories once, then keeps only
+    the rows whose codes name one (``None``: no such conjunct)."""
+    import polars as pl
+
+    categorical = {n for n, t in schema.items() if t == pl.Categorical or isinstance(t, pl.Enum)}
+    keep: dict = {}
+    for part in _conjuncts(predicate):
+        found = _compared_strings(part, categorical)
+        if found is not None:
+            column, values = found
+            keep[column] = keep[column] & values if column in keep else values
+    return [(column, sorted(values)) for column, values in keep.items()] or None
+
+
+def _compared_strings(part: Any, categorical: set) -> Optional[Tuple[str, set]]:
+    """``(column, strings)`` when `part` is ``col == "x"`` (either way round) or
+    ``col.is_in([...])`` (nulls never equal) with `col` categorical."""
+    import polars as pl
+
+    tree = json.loads(part.meta.serialize(format="json"))
+    if not isinstance(tree, dict):
+        return None
+    binary = tree.get("BinaryExpr")
+    if binary is not None and binary.get("op") == "Eq":
+        for column, literal in ((binary["left"], binary["right"]), (binary["right"], binary["left"])):
+            name = column.get("Column") if isinstance(column, dict) else None
+            scalar = literal.get("Literal", {}).get("Scalar", {}) if isinstance(literal, dict) else {}
+            value = scalar.get("String") if isinstance(scalar, dict) else None
+            if name in categorical and isinstance(value, str):
+                return name, {value}
+        return None
+    function = tree.get("Function")
+    if function is None or function.get("function") != {"Boolean": {"IsIn": {"nulls_equal": False}}}:
+        return None
+    inputs = function.get("input", [])
+    name = inputs[0].get("Column") if inputs and isinstance(inputs[0], dict) else None
+    if name not in categorical or len(inputs) != 2 or "Literal" not in inputs[1]:
+        return None
+    # The literal's values, evaluated by Polars itself (`meta.pop` gives the
+    # inputs last first).
+    values = pl.select(part.meta.pop()[0]).to_series()
+    if values.dtype == pl.List(pl.String):
+        values = values.explode()
+    if values.dtype != pl.String:
+        return None
+    return name, {v for v in values.to_list() if v is not None}
+
+
+def _matching_rows(
+    path: str,
+    predicate: Any,
+    columns: Optional[Sequence[str]],
+    names: list,
+    sorted: Optional[Sequence[str]],
+    opened: dict,
+) -> Optional[Tuple[int, int]]:
+    """The rows outside of which no row matches `predicate` (``None``: nothing
+    narrows them), as the DataFusion table finds them: each sorted column that
+    a conjunct reads alone is read once, and the conjuncts on it evaluated.
+    Narrowing to the first and last match is sound whatever the column holds."""
+    import polars as pl
+
+    from . import _zarrow
+
+    by_column: dict = {}
+    for part in _conjuncts(predicate):
+        roots = set(part.meta.root_names())
+        if len(roots) == 1 and next(iter(roots)) in names:
+            by_column.setdefault(next(iter(roots)), []).append(part)
+    if not by_column:
+        return None
+    options = [] if columns is None else [("columns", ",".join(columns))]
+    if sorted is not None:
+        options.append(("sorted", ",".join(sorted)))
+    if not opened.get("decode_cf", True):
+        options.append(("raw", "true"))
+    sorted_columns = set(_zarrow.table(path, options, opened["anonymous"]).sorted_columns)
+    from . import _open
+
+    rows: Optional[Tuple[int, int]] = None
+    for column, parts in by_column.items():
+        if column not in sorted_columns:
+            continue
+        reader = _open(path, columns if [column] == names else [column], **opened)
+        first, last, row = None, 0, 0
+        while (batch := reader._next_stream()) is not None:
+            frame = pl.DataFrame(batch)
+            mask = frame.select(pl.all_horizontal(parts).fill_null(False)).to_series()
+            hits = mask.arg_true()
+            if hits.len():
+                if first is None:
+                    first = row + hits[0]
+                last = row + hits[-1] + 1
+            row += frame.height
+        found = (0, 0) if first is None else (first, last)
+        if rows is None:
+            rows = found
+        else:
+            start = max(rows[0], found[0])
+            rows = (start, max(start, min(rows[1], found[1])))
+    return rows

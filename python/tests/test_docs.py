@@ -1,0 +1,28 @@
+"""The docs' examples run: python/README.md's `>>>` examples and the package's
+docstrings, from the repository's root (where their paths point)."""
+
+from __future__ import annotations
+
+import doctest
+
+import pytest
+
+import zarrow
+import zarrow._dataset
+import zarrow._polars
+from conftest import REPO
+
+FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+
+
+def test_readme_examples(monkeypatch):
+    monkeypatch.chdir(REPO)
+    result = doctest.testfile(str(REPO / "python" / "README.md"), module_relative=False, optionflags=FLAGS)
+    assert result.attempted >= 10 and result.failed == 0
+
+
+@pytest.mark.parametrize("module", [zarrow, zarrow._polars, zarrow._dataset], ids=lambda m: m.__name__)
+def test_docstring_examples(module, monkeypatch):
+    monkeypatch.chdir(REPO)
+    result = doctest.testmod(module, extraglobs={"zarrow": zarrow}, optionflags=FLAGS)
+    assert result.attempted > 0 and result.failed == 0
