@@ -128,6 +128,17 @@ def test_reader_to_polars_is_the_eager_frame():
         reader.to_polars()
 
 
+@pytest.mark.parametrize("store", ["v2_string_2d.zarr", "v3_int32_transpose.zarr"])
+def test_scan_of_an_nd_array_is_its_elements_in_c_order(store):
+    want = np.asarray(zarr.open_array(str(STORES / store), mode="r")[:]).ravel().tolist()
+    lf = zarrow.scan(STORES / store)
+    name = lf.collect_schema().names()[0]
+    assert lf.collect()[name].to_list() == want
+    assert lf.head(4).collect()[name].to_list() == want[:4]
+    kept = [v for v in want[:7] if v != want[0]]
+    assert lf.head(7).filter(pl.col(name) != want[0]).collect()[name].to_list() == kept
+
+
 def test_scan_of_an_array():
     lf = zarrow.scan(STORES / "v2_string_zstd.zarr")
     assert lf.collect_schema().dtypes() == [pl.String]

@@ -56,12 +56,21 @@ def scan(
     import polars as pl
     from polars.io.plugins import register_io_source
 
-    from . import _location, _open, _warn_skipped
+    from . import ZarrowError, _location, _open, _warn_skipped, info
 
     path = _location(path_or_url)
     opened = dict(options, string_type=string_type or "utf8-view", anonymous=anonymous)
     # No row: the metadata alone gives the schema.
-    probe = _open(path, columns, limit=0, **opened)
+    try:
+        probe = _open(path, columns, limit=0, **opened)
+        flat = False
+    except ZarrowError:
+        # An N-d array reads as its elements in C order, with no row selection:
+        # its rows are counted off here instead.
+        node = info(path, anonymous=anonymous)
+        if node.get("node") != "array" or len(node.get("shape", ())) < 2:
+            raise
+        probe, flat = _open(path, columns, **opened), True
     _warn_skipped(probe, stacklevel=2)
     schema = pl.DataFrame(probe).schema
     names = list(schema.names())
@@ -81,7 +90,7 @@ def scan(
             return
         # `n_rows` comes before the predicate: the first n rows, then filtered.
         rows: Optional[Tuple[int, int]] = None
-        if predicate is not None and not opened.get("long"):
+        if predicate is not None and not opened.get("long") and not flat:
             rows = _matching_rows(path, predicate, columns, names, sorted, opened)
         if rows is not None and n_rows is not None:
             end = min(rows[1], n_rows)
@@ -91,16 +100,23 @@ def scan(
         # All of them: the scan's own selection (an array's one column has no
         # name to select).
         selection = columns if read_columns == names else read_columns
-        limit = None if rows is not None else n_rows
-        keep = _kept_categories(predicate, schema) if predicate is not None else None
+        limit = None if rows is not None or flat else n_rows
+        keep = _kept_categories(predicate, schema) if predicate is not None and not flat else None
+        # An N-d array's batches are its chunk rows: no batch size applies.
+        batch_size = None if flat else batch_size
         reader = _open(path, selection, rows, limit=limit, batch_size=batch_size, keep=keep, **opened)
+        left = n_rows if flat else None
         while (batch := reader._next_stream()) is not None:
             frame = pl.DataFrame(batch)
+            if left is not None:
+                frame, left = frame.head(left), left - min(left, frame.height)
             if predicate is not None:
                 frame = frame.filter(predicate)
             if len(read_columns) != len(wanted):
                 frame = frame.select(wanted)
             yield frame
+            if left == 0:
+                return
 
     return register_io_source(source, schema=schema, is_pure=True, explain_name="zarrow", explain_detail=str(path))
 
