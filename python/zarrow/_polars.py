@@ -39,9 +39,10 @@ def scan(
 
     anndata categoricals arrive as ``pl.Categorical`` (their codes and
     categories, unless ``categorical_values=True``), nullable columns with their
-    nulls; Polars compares a categorical with a string on its codes, once the
-    string is found among the categories. Children of a group that are not columns are named once, in a
-    ``ZarrowWarning``.
+    nulls. A filter comparing a categorical with strings (``==``, ``is_in``)
+    is first evaluated on its categories, once, and rows whose codes name none
+    of them never cross to Polars. Children of a group that are not columns
+    are named once, in a ``ZarrowWarning``.
 
     >>> import polars as pl, zarrow
     >>> lf = zarrow.scan("testdata/stores/obs.zarr", columns=["barcode", "cell_type", "n_genes"])
