@@ -115,6 +115,18 @@ pub enum Error {
         /// The first null row.
         row: u64,
     },
+    /// Another writer holds the store: it was still held when the wait ran out.
+    #[error(
+        "another writer is writing to {store} (its lock {lock} was still held after {waited_ms} ms): try again later, or wait longer (lock_timeout)"
+    )]
+    Busy {
+        /// The store.
+        store: String,
+        /// What is held: a lock file, a lease object.
+        lock: String,
+        /// How long this writer waited.
+        waited_ms: u64,
+    },
     /// The node to write exists already.
     #[error("{path:?} exists already (WriteOptions::with_overwrite replaces it)")]
     AlreadyExists {

@@ -10,7 +10,6 @@ mod keep;
 mod location;
 mod stream;
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use arrow_array::{RecordBatchIterator, RecordBatchReader};
@@ -18,8 +17,11 @@ use arrow_pyarrow::FromPyArrow;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use zarrow::convert::{ConvertOptions, Observer, Written, write_store};
-use zarrow::datafusion::SqlOptions;
+use zarrow::convert::{
+    ConvertOptions, End, Observer, Written, convert_ends, open_for_append, write_into_store,
+    write_store,
+};
+use zarrow::datafusion::{SqlOptions, ZarrTable};
 use zarrow::export::parse_parquet_compression;
 use zarrow::read::{TableOptions, describe_node, open_table};
 use zarrow::store::{Blocking, UrlOptions};
@@ -162,14 +164,15 @@ fn parse<T>(
     parse(value).ok_or_else(|| zarrow_error(&format!("unknown {what} {value:?} ({allowed})")))
 }
 
-/// Write `data` as a Zarr group at `path` (a directory or URL); the rows written.
+/// Write `data` as a Zarr group at `path` (a directory, a URL or an obstore
+/// store); the rows written.
 #[pyfunction]
-#[pyo3(signature = (data, path, zarr_format, encoding, compressor, level, chunk_len, shard_len, nulls, layout, overwrite, anonymous))]
+#[pyo3(signature = (data, path, zarr_format, encoding, compressor, level, chunk_len, shard_len, nulls, layout, overwrite, anonymous, append=false, lock_timeout=None))]
 #[allow(clippy::too_many_arguments)]
 fn write(
     py: Python<'_>,
     data: &Bound<'_, PyAny>,
-    path: PathBuf,
+    path: Location,
     zarr_format: u8,
     encoding: &str,
     compressor: &str,
@@ -180,6 +183,8 @@ fn write(
     layout: &str,
     overwrite: bool,
     anonymous: bool,
+    append: bool,
+    lock_timeout: Option<f64>,
 ) -> PyResult<u64> {
     let nulls = parse("nulls", nulls, "error, fill", |s| match s {
         "error" => Some(NullPolicy::Error),
@@ -211,21 +216,45 @@ fn write(
     if let Some(len) = shard_len {
         options = options.with_shard_len(len);
     }
+    options = options.with_append(append);
+    if let Some(secs) = lock_timeout {
+        options = options.with_lock_timeout(seconds(secs)?);
+    }
     let raised = Arc::new(Mutex::new(None));
     let reader = Interruptible::driven(batches(data)?, raised.clone());
     let url = url_options(anonymous);
     // As `zarrow convert` writes: a directory whole or not at all (an existing
-    // one replaced only with `overwrite`, and only if it is a Zarr store).
+    // one replaced only with `overwrite`, and only if it is a Zarr store); a
+    // URL or obstore store with every node's metadata after its chunks. An
+    // append writes in place, the writer keeping a reader's view whole.
     let written = py.detach(|| {
-        write_store(&path, overwrite, &url, |store| {
-            write_batches(reader, store, "", options)
-        })
+        if append {
+            let (store, node) = match path.end(anonymous)? {
+                End::Path(path) => open_for_append(path, &url)?,
+                End::Store { store, .. } => (store, String::new()),
+            };
+            return write_batches(reader, store, &node, options);
+        }
+        let write = |store| write_batches(reader, store, "", options);
+        match path.end(anonymous)? {
+            End::Path(path) => write_store(path, overwrite, &url, write),
+            End::Store { store, name } => write_into_store(store, name, overwrite, write),
+        }
     });
     // An interrupt (Ctrl-C) while the input was read: raised as itself.
     if let Some(err) = take(&raised) {
         return Err(err);
     }
     written.map_err(to_py)
+}
+
+/// A wait in seconds, as a `Duration`.
+fn seconds(secs: f64) -> PyResult<std::time::Duration> {
+    std::time::Duration::try_from_secs_f64(secs).map_err(|_| {
+        zarrow_error(&format!(
+            "lock_timeout {secs}: not a number of seconds (0 or more)"
+        ))
+    })
 }
 
 fn take(raised: &Mutex<Option<PyErr>>) -> Option<PyErr> {
@@ -268,6 +297,8 @@ fn convert_options(options: &Bound<'_, PyDict>) -> PyResult<ConvertOptions> {
         };
         match key.as_str() {
             "overwrite" => out.overwrite = value.extract().map_err(bad)?,
+            "append" => out.append = value.extract().map_err(bad)?,
+            "lock_timeout" => out.lock_timeout = seconds(value.extract().map_err(bad)?)?,
             "anonymous" => out.url.anonymous = value.extract().map_err(bad)?,
             "string_type" => {
                 let name: Option<String> = value.extract().map_err(bad)?;
@@ -329,16 +360,20 @@ fn convert_options(options: &Bound<'_, PyDict>) -> PyResult<ConvertOptions> {
 #[pyfunction]
 fn convert(
     py: Python<'_>,
-    src: PathBuf,
-    dst: PathBuf,
+    src: Location,
+    dst: Location,
     options: &Bound<'_, PyDict>,
 ) -> PyResult<(&'static str, u64, Vec<String>)> {
     let options = convert_options(options)?;
+    let anonymous = options.url.anonymous;
     let observed = Observed {
         raised: Arc::new(Mutex::new(None)),
         notes: Mutex::new(Vec::new()),
     };
-    let written = py.detach(|| zarrow::convert::convert(&src, &dst, &options, &observed));
+    let written = py.detach(|| {
+        let (src, dst) = (src.end(anonymous)?, dst.end(anonymous)?);
+        convert_ends(src, dst, &options, &observed)
+    });
     if let Some(err) = take(&observed.raised) {
         return Err(err);
     }
@@ -353,15 +388,15 @@ fn convert(
     }
 }
 
-/// Answer `query` (DataFusion's SQL) over `tables` (name, location) as a
-/// stream of record batches.
+/// Answer `query` (DataFusion's SQL) over `tables` (name, location: a path, a
+/// URL or an obstore store) as a stream of record batches.
 #[pyfunction]
 #[pyo3(signature = (query, tables, string_type, partitions, decode_cf, categorical_values, anonymous))]
 #[allow(clippy::too_many_arguments)]
 fn sql(
     py: Python<'_>,
     query: &str,
-    tables: Vec<(String, String)>,
+    tables: Vec<(String, Location)>,
     string_type: Option<String>,
     partitions: Option<usize>,
     decode_cf: bool,
@@ -378,7 +413,26 @@ fn sql(
     options.url = url_options(anonymous);
     let blocking = query_runtime()?;
     let reader = py
-        .detach(|| zarrow::datafusion::sql(query, &tables, &options, &blocking))
+        .detach(|| {
+            // An obstore store's table reads the store itself: the session's
+            // registry has no `obstore://` store.
+            let mut located = Vec::new();
+            for (name, location) in tables {
+                match location {
+                    Location::Path(path) => {
+                        located.push((name, path.to_string_lossy().into_owned()));
+                    }
+                    Location::Store {
+                        location: ref at, ..
+                    } => {
+                        let (store, _) = location.open(anonymous)?;
+                        let table = ZarrTable::from_store(store, at, options.table.clone())?;
+                        options.opened.push((name, Arc::new(table)));
+                    }
+                }
+            }
+            zarrow::datafusion::sql(query, &located, &options, &blocking)
+        })
         .map_err(to_py)?;
     let skipped = reader
         .skipped()

@@ -9,6 +9,7 @@ use object_store::ObjectStore;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3_object_store::AnyObjectStore;
+use zarrow::convert::End;
 use zarrow::store::{
     Blocking, Consolidated, ObjectStoreAsync, ObjectStoreBackend, Store, location_name,
     open_consolidated,
@@ -75,28 +76,48 @@ impl Location {
                 open_consolidated(path, &crate::url_options(anonymous))?,
                 location_name(path),
             )),
-            Self::Store {
-                store,
-                label,
-                location,
-            } => {
-                if anonymous {
-                    return Err(zarrow::Error::InvalidArgument(format!(
-                        "anonymous applies to URLs: {label} signs its requests as obstore \
-                         was configured (skip_signature=True for a public bucket)"
-                    )));
-                }
-                let runtime =
-                    crate::runtime().map_err(|e| zarrow::Error::InvalidArgument(e.to_string()))?;
-                let backend = ObjectStoreBackend::with_blocking(
-                    ObjectStoreAsync::new(store.clone(), "", label),
-                    Blocking::on(runtime),
-                );
-                Ok((
-                    Consolidated::open(Arc::new(backend))?,
-                    location_name(Path::new(location)),
-                ))
-            }
+            Self::Store { location, .. } => Ok((
+                Consolidated::open(self.backend(anonymous)?)?,
+                location_name(Path::new(location)),
+            )),
         }
+    }
+
+    /// The node as one end of a conversion or write: the path or URL, or
+    /// the obstore store's keys (no consolidated metadata read) and the name
+    /// it goes by.
+    ///
+    /// # Errors
+    /// As [`open`](Self::open).
+    pub(crate) fn end(&self, anonymous: bool) -> zarrow::Result<End<'_>> {
+        match self {
+            Self::Path(path) => Ok(End::Path(path)),
+            Self::Store { location, .. } => Ok(End::Store {
+                store: self.backend(anonymous)?,
+                name: Path::new(location.as_str()),
+            }),
+        }
+    }
+
+    /// The obstore store's backend; its blocking calls wait on the package's
+    /// runtime.
+    fn backend(&self, anonymous: bool) -> zarrow::Result<Arc<dyn Store>> {
+        let Self::Store { store, label, .. } = self else {
+            return Err(zarrow::Error::InvalidArgument(
+                "a path has no obstore store".into(),
+            ));
+        };
+        if anonymous {
+            return Err(zarrow::Error::InvalidArgument(format!(
+                "anonymous applies to URLs: {label} signs its requests as obstore \
+                 was configured (skip_signature=True for a public bucket)"
+            )));
+        }
+        let runtime =
+            crate::runtime().map_err(|e| zarrow::Error::InvalidArgument(e.to_string()))?;
+        Ok(Arc::new(ObjectStoreBackend::with_blocking(
+            ObjectStoreAsync::new(store.clone(), "", label),
+            Blocking::on(runtime),
+        )))
     }
 }

@@ -169,6 +169,78 @@ def test_an_obstore_s3_store_is_read_with_its_own_credentials(s3, tmp_path):
         zarrow.read(store, anonymous=True)
 
 
+def obstore_s3(endpoint: str, prefix: str):
+    from obstore.store import S3Store
+
+    return S3Store(
+        BUCKET,
+        prefix=prefix,
+        endpoint=endpoint,
+        access_key_id="test",
+        secret_access_key="test",
+        region="us-east-1",
+        client_options={"allow_http": True},
+    )
+
+
+def keys(client, prefix: str) -> dict:
+    """Every object under ``prefix``, by key, with its bytes."""
+    out = {}
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix):
+        for obj in page.get("Contents", []):
+            out[obj["Key"]] = client.get_object(Bucket=BUCKET, Key=obj["Key"])["Body"].read()
+    return out
+
+
+def test_write_convert_and_sql_through_an_obstore_s3_store(s3, tmp_path):
+    """write, convert (both ways) and sql take an obstore store where they take a
+    URL, with the store's own credentials (no AWS_* variable is set). What was
+    written is downloaded with boto3 and read by zarr-python; what was converted
+    out is read by pyarrow; the query's answer is pyarrow's."""
+    endpoint, client = s3
+    want = table()
+
+    # write: the objects zarr-python reads as the table; again without
+    # overwrite: refused, and the store is as it was.
+    store = obstore_s3(endpoint, "obw/w.zarr")
+    assert zarrow.write(want, store, chunk_len=1000) == want.num_rows
+    download(client, "obw/w.zarr/", tmp_path)
+    group = zarr.open_group(str(tmp_path / "obw" / "w.zarr"), mode="r")
+    for name in want.column_names:
+        assert np.asarray(group[name][:]).tolist() == want.column(name).to_pylist(), name
+    before = keys(client, "obw/w.zarr/")
+    with pytest.raises(zarrow.ZarrowError, match="exists"):
+        zarrow.write(want.slice(0, 10), store)
+    assert keys(client, "obw/w.zarr/") == before
+
+    # convert a Parquet file into a store, then that store out to Parquet.
+    import pyarrow.parquet as pq
+
+    pq.write_table(want, tmp_path / "in.parquet")
+    into = obstore_s3(endpoint, "obw/c.zarr")
+    assert zarrow.convert(tmp_path / "in.parquet", into, zarr_format=2, chunk_len=600) == {"rows": want.num_rows}
+    download(client, "obw/c.zarr/", tmp_path)
+    converted = zarr.open_group(str(tmp_path / "obw" / "c.zarr"), mode="r")
+    assert converted.metadata.zarr_format == 2
+    assert np.asarray(converted["name"][:]).tolist() == want.column("name").to_pylist()
+    assert zarrow.convert(into, tmp_path / "out.parquet", columns=["kind", "n"]) == {"rows": want.num_rows}
+    assert pq.read_table(tmp_path / "out.parquet").to_pydict() == want.select(["kind", "n"]).to_pydict()
+    with pytest.raises(zarrow.ZarrowError, match="both Zarr stores"):
+        zarrow.convert(into, store)
+
+    # sql: a store's table beside a local Parquet file.
+    got = pa.table(
+        zarrow.sql(
+            "SELECT t.kind, count(*) AS c FROM t JOIN p ON t.n = p.n WHERE t.n % 2 = 0 GROUP BY t.kind ORDER BY t.kind",
+            {"t": store, "p": tmp_path / "in.parquet"},
+        )
+    )
+    even = want.filter(pc.equal(pc.bit_wise_and(want.column("n"), 1), 0))
+    expected = even.group_by("kind").aggregate([("kind", "count")]).sort_by("kind")
+    assert got.column("kind").to_pylist() == expected.column("kind").to_pylist()
+    assert got.column("c").to_pylist() == expected.column("kind_count").to_pylist()
+
+
 def test_an_obstore_local_store_names_a_root_array_by_its_prefix():
     from obstore.store import LocalStore
 

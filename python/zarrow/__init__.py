@@ -215,17 +215,19 @@ def info(path: PathLike, string_type: Optional[str] = None, *, anonymous: bool =
 def write(
     data: Any,
     path: PathLike,
-    zarr_format: int = 3,
-    encoding: str = "default",
-    compressor: str = "zstd",
+    zarr_format: Optional[int] = None,
+    encoding: Optional[str] = None,
+    compressor: Optional[str] = None,
     chunk_len: Optional[int] = None,
     nulls: str = "error",
     overwrite: bool = False,
     *,
     level: Optional[int] = None,
     shard_len: Optional[int] = None,
-    layout: str = "plain",
+    layout: Optional[str] = None,
     anonymous: bool = False,
+    mode: Optional[str] = None,
+    lock_timeout: Optional[float] = None,
 ) -> int:
     """Write a table as a Zarr group, one 1-D array per column; returns the rows
     written.
@@ -234,31 +236,68 @@ def write(
         RecordBatchReader, a Polars DataFrame, a zarrow Reader...) or
         ``__arrow_c_array__`` (a pyarrow RecordBatch). Streams are written batch
         by batch.
-    path: a directory or a URL.
-    zarr_format: 3 or 2.
+    path: a directory, a URL or an obstore store (written at its prefix).
+    zarr_format: 3 (the default) or 2.
     encoding: strings and bytes as "default" (vlen-utf8 / vlen-bytes, as
         zarr-python writes), "zarrs-vlen" or "zep0007" (experimental draft).
-    compressor: "zstd", "gzip", "blosc" or "none" (``level``: its level).
+    compressor: "zstd" (the default), "gzip", "blosc" or "none" (``level``: its
+        level).
     chunk_len: elements per chunk (default: about 4 MiB of values); with
         ``shard_len``, per inner chunk of sharding_indexed shards (Zarr v3).
     nulls: "error" refuses a column with nulls; "fill" writes each null as the
         fill value ("" / 0 / NaN / false), so the nulls are lost.
-    overwrite: replace an existing Zarr node at ``path``.
-    layout: "plain" or "anndata" (an anndata dataframe).
+    overwrite: replace an existing Zarr node at ``path`` (``mode="overwrite"``).
+    layout: "plain" (the default) or "anndata" (an anndata dataframe).
+    mode: "create" (the default: an existing node is an error), "overwrite", or
+        "append": the rows are added to the group at ``path`` (made when
+        absent), whose columns must be the table's by names and types; the
+        group's own format, codecs and chunks apply (so ``zarr_format``,
+        ``encoding``, ``compressor``, ``level``, ``chunk_len`` and
+        ``shard_len`` may not be given). A reader sees the old rows or all of
+        them. A second writer appending at once waits for the first, up to
+        ``lock_timeout`` seconds (default 60), then raises ``ZarrowError``.
     """
+    modes = ("create", "overwrite", "append")
+    if mode is not None and mode not in modes:
+        raise ZarrowError(f"unknown mode {mode!r} (create, overwrite, append)")
+    if mode == "overwrite" or (mode is None and overwrite):
+        mode = "overwrite"
+    elif overwrite:
+        raise ZarrowError(f"overwrite=True contradicts mode={mode!r}")
+    append = mode == "append"
+    formats = {
+        "zarr_format": zarr_format,
+        "encoding": encoding,
+        "compressor": compressor,
+        "level": level,
+        "chunk_len": chunk_len,
+        "shard_len": shard_len,
+    }
+    if append:
+        given = [name for name, value in formats.items() if value is not None]
+        if given:
+            raise ZarrowError(
+                "an append writes with the table's own format, codecs and chunks: "
+                + ", ".join(given)
+                + " may not be given"
+            )
+    elif lock_timeout is not None:
+        raise ZarrowError("lock_timeout applies to mode='append'")
     return _zarrow.write(
         data,
-        os.fspath(path),
-        zarr_format,
-        encoding,
-        compressor,
+        _location(path),
+        3 if zarr_format is None else zarr_format,
+        encoding or "default",
+        compressor or "zstd",
         level,
         chunk_len,
         shard_len,
         nulls,
-        layout,
-        overwrite,
+        layout or "plain",
+        mode == "overwrite",
         anonymous,
+        append,
+        lock_timeout,
     )
 
 
@@ -269,15 +308,19 @@ def convert(src: PathLike, dst: PathLike, **options: Any) -> dict:
 
     SRC: a Zarr directory or URL, a .parquet / .arrow / .ipc / .feather / .arrows
     file, or a linear-format .json / .csv; DST's extension picks the format (a
-    table file, .json / .csv, else a Zarr directory or URL). The output appears
-    whole or not at all. Returns ``{"rows": n}`` (or ``{"arrays": n}`` for a
+    table file, .json / .csv, else a Zarr directory or URL). Either end may be an
+    obstore store, the Zarr side of the conversion. The output appears whole or
+    not at all (a URL's or store's with every node's metadata after its chunks).
+    ``append=True`` adds the rows to the Zarr group at DST instead, as
+    ``write(..., mode="append")`` does (``lock_timeout``: seconds to wait for
+    another writer). Returns ``{"rows": n}`` (or ``{"arrays": n}`` for a
     linear-format output); notes (a child not converted) are ``ZarrowWarning``s.
     """
     if "rows" in options:
         options["rows"] = _rows(options["rows"])
     if "columns" in options:
         options["columns"] = _columns(options["columns"])
-    what, n, notes = _zarrow.convert(os.fspath(src), os.fspath(dst), options)
+    what, n, notes = _zarrow.convert(_location(src), _location(dst), options)
     for note in notes:
         warnings.warn(note, ZarrowWarning, stacklevel=2)
     return {what: n}
@@ -296,8 +339,8 @@ def sql(
     """Answer a SQL query (DataFusion's dialect) as a stream of record batches, as
     ``zarrow sql`` does.
 
-    tables: ``{name: location}``: a Zarr group or array (a directory or a URL),
-        or a .parquet, .arrow / .ipc / .feather or .csv file. A query may also
+    tables: ``{name: location}``: a Zarr group or array (a directory, a URL or
+        an obstore store), or a .parquet, .arrow / .ipc / .feather or .csv file. A query may also
         open one itself: ``CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '...'``.
     string_type: the Arrow layout of the Zarr tables' strings and bytes (as
         ``read``).
@@ -312,7 +355,7 @@ def sql(
     The query runs while the stream is read. Children of a Zarr table that are not
     columns are named in ``r.skipped`` and in a ``ZarrowWarning``.
     """
-    pairs = [(str(name), os.fspath(location)) for name, location in (tables or {}).items()]
+    pairs = [(str(name), _location(location)) for name, location in (tables or {}).items()]
     reader = _zarrow.sql(query, pairs, string_type, partitions, decode_cf, categorical_values, anonymous)
     for skipped in reader.skipped:
         warnings.warn(f"not read: {skipped}", ZarrowWarning, stacklevel=2)

@@ -95,27 +95,30 @@ def info(
 ) -> Union[ArrayInfo, GroupInfo]: ...
 def write(
     data: Any,
-    path: PathLike,
-    zarr_format: Literal[2, 3] = 3,
-    encoding: Literal["default", "zarrs-vlen", "zep0007"] = "default",
-    compressor: Literal["zstd", "gzip", "blosc", "none"] = "zstd",
+    path: Location,
+    zarr_format: Optional[Literal[2, 3]] = None,
+    encoding: Optional[Literal["default", "zarrs-vlen", "zep0007"]] = None,
+    compressor: Optional[Literal["zstd", "gzip", "blosc", "none"]] = None,
     chunk_len: Optional[int] = None,
     nulls: Literal["error", "fill"] = "error",
     overwrite: bool = False,
     *,
     level: Optional[int] = None,
     shard_len: Optional[int] = None,
-    layout: Literal["plain", "anndata"] = "plain",
+    layout: Optional[Literal["plain", "anndata"]] = None,
     anonymous: bool = False,
+    mode: Optional[Literal["create", "overwrite", "append"]] = None,
+    lock_timeout: Optional[float] = None,
 ) -> int: ...
-def convert(src: PathLike, dst: PathLike, **options: Any) -> dict[str, int]: ...
+def convert(src: Location, dst: Location, **options: Any) -> dict[str, int]: ...
 def sql(
     query: str,
-    tables: Optional[Mapping[str, PathLike]] = None,
+    tables: Optional[Mapping[str, Location]] = None,
     *,
     string_type: Optional[StringType] = None,
     partitions: Optional[int] = None,
     decode_cf: bool = True,
+    categorical_values: Optional[bool] = None,
     anonymous: bool = False,
 ) -> Reader: ...
 def scan(

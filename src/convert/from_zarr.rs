@@ -3,13 +3,18 @@
 use arrow_array::RecordBatchReader;
 
 use super::output::Partial;
-use super::{Job, Written, limits, open_store};
+use super::{Job, Written, limits};
 use crate::error::{Error, Result};
 use crate::export::{ExportFormat, write_file};
 use crate::read::{TableOptions, open_table};
 use crate::store::location_name;
 
 pub(super) fn convert(args: &Job<'_>) -> Result<Written> {
+    if args.append {
+        return Err(Error::InvalidArgument(
+            "--append applies to a Zarr output (rows added to its group)".into(),
+        ));
+    }
     let (src, dst) = (args.src, args.dst);
     let format = ExportFormat::from_path(dst).ok_or_else(|| {
         Error::InvalidArgument(format!(
@@ -17,7 +22,7 @@ pub(super) fn convert(args: &Job<'_>) -> Result<Written> {
             dst.display()
         ))
     })?;
-    let store = open_store(src, args.mmap, &args.url)?;
+    let store = args.open_src()?;
     let options = match args.string_type {
         Some(t) => args.read_options().with_string_type(t),
         None => args.read_options(),

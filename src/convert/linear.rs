@@ -10,8 +10,8 @@ use arrow_array::{Array, ArrayRef, RecordBatch, RecordBatchIterator};
 use arrow_schema::{Field, Schema};
 
 use super::output::Partial;
-use super::to_zarr::{options, write_store};
-use super::{Job, Written, limits, open_store};
+use super::to_zarr::options;
+use super::{Job, Written, limits};
 use crate::error::{Error, Result};
 use crate::export::{self, ExportFormat};
 use crate::linear::{parse_json, read_csv, write_csv, write_json};
@@ -54,7 +54,7 @@ fn write_file(
 /// The arrays of a group in the order zarrow recorded, else by name; or the array.
 fn arrays(args: &Job<'_>) -> Result<Vec<(String, ZarrArray)>> {
     let (src, options) = (args.src, args.read_options());
-    let store = open_store(src, args.mmap, &args.url)?;
+    let store = args.open_src()?;
     match read_node(store.as_ref(), "")? {
         NodeMetadata::Array(_) => {
             let name = crate::store::location_name(src);
@@ -88,6 +88,11 @@ fn arrays(args: &Job<'_>) -> Result<Vec<(String, ZarrArray)>> {
 
 /// Zarr (array or group) to `.json` (one array) or `.csv`.
 pub(super) fn export(args: &Job<'_>, kind: Kind) -> Result<Written> {
+    if args.append {
+        return Err(Error::InvalidArgument(
+            "--append applies to a Zarr output (rows added to its group)".into(),
+        ));
+    }
     // The linear format holds whole arrays: a selection would be dropped.
     if args.columns.is_some() || args.rows.is_some() || args.limit.is_some() || args.long {
         return Err(Error::InvalidArgument(
@@ -133,20 +138,29 @@ pub(super) fn export(args: &Job<'_>, kind: Kind) -> Result<Written> {
 /// `.json` to Zarr (an N-d array) or a table file (one flattened column); `.csv` to
 /// a Zarr group (one array per column).
 pub(super) fn import(args: &Job<'_>, kind: Kind) -> Result<Written> {
+    if args.append {
+        return Err(Error::InvalidArgument(
+            "an append takes a table file (.parquet, .arrow / .ipc / .feather, .arrows): a linear-format file holds whole arrays".into(),
+        ));
+    }
     let open = || {
         File::open(args.src)
             .map(BufReader::new)
             .map_err(|e| Error::InvalidArgument(format!("{}: {e}", args.src.display())))
     };
     let write_options = options(args)?;
-    let table = ExportFormat::from_path(args.dst);
+    // A store the caller opened is a Zarr output, whatever it is called.
+    let table = match args.dst_store {
+        Some(_) => None,
+        None => ExportFormat::from_path(args.dst),
+    };
     match (kind, table) {
         (Kind::Json, None) => {
             // Everything is parsed and checked before anything is written.
             let linear = parse_json(open()?)?;
             let shape = linear.shape.clone();
             let values = linear.into_arrow()?;
-            write_store(args.dst, args.overwrite, &args.url, |store| write_nd_array(store, "", &values, &shape, write_options)).map(Written::Rows)
+            args.write_dst(|store, _| write_nd_array(store, "", &values, &shape, write_options)).map(Written::Rows)
         }
         (Kind::Json, Some(format)) => {
             let values = parse_json(open()?)?.into_arrow()?;
@@ -169,7 +183,7 @@ pub(super) fn import(args: &Job<'_>, kind: Kind) -> Result<Written> {
                 })
                 .collect::<Result<Vec<_>>>()?;
             let format = write_options.zarr_format;
-            write_store(args.dst, args.overwrite, &args.url, |store| {
+            args.write_dst(|store, _| {
                 let mut rows = 0;
                 for (name, values, shape) in &arrays {
                     rows = rows.max(write_nd_array(store.clone(), name, values, shape, write_options.clone())?);

@@ -44,6 +44,11 @@ pub struct ConvertOptions {
     pub url: UrlOptions,
     /// Replace the output if it exists (a Zarr output only if it is a Zarr store).
     pub overwrite: bool,
+    /// [to Zarr] Append the rows to the Zarr group at the output (made when
+    /// absent), in place (see [`WriteOptions::append`](crate::write::WriteOptions::append)).
+    pub append: bool,
+    /// [to Zarr] With `append`: how long to wait for another writer.
+    pub lock_timeout: std::time::Duration,
     /// Memory-map local chunk files (see [`with_mmap`](Self::with_mmap)).
     mmap: bool,
     /// [to a table] The Arrow layout of strings and bytes (default: as zarrow's
@@ -97,6 +102,8 @@ impl Default for ConvertOptions {
         Self {
             url: UrlOptions::default(),
             overwrite: false,
+            append: false,
+            lock_timeout: crate::write::DEFAULT_LOCK_TIMEOUT,
             mmap: false,
             string_type: None,
             max_rows: limits::DEFAULT_MAX_ROWS,
@@ -195,12 +202,79 @@ impl std::fmt::Display for Written {
     }
 }
 
+/// One end of a conversion: a path or URL, or a store the caller opened (an
+/// obstore store from Python, say), its Zarr node at the store's root.
+#[derive(Debug, Clone)]
+pub enum End<'a> {
+    /// A file, a directory or a URL (see [`convert`]).
+    Path(&'a Path),
+    /// A Zarr node at the root of `store`; `name` names it in messages and
+    /// gives a root array's column its name (as a path's last segment does).
+    Store {
+        /// The store, not read through consolidated metadata (the conversion
+        /// does that where the store has it).
+        store: Arc<dyn Store>,
+        /// What the store is called.
+        name: &'a Path,
+    },
+}
+
+impl<'a> End<'a> {
+    fn name(&self) -> &'a Path {
+        match self {
+            Self::Path(path) | Self::Store { name: path, .. } => path,
+        }
+    }
+
+    fn store(&self) -> Option<Arc<dyn Store>> {
+        match self {
+            Self::Path(_) => None,
+            Self::Store { store, .. } => Some(store.clone()),
+        }
+    }
+}
+
 /// One conversion's input, output, options and observer.
 struct Job<'a> {
     src: &'a Path,
     dst: &'a Path,
+    /// The Zarr input's store, when the caller opened it.
+    src_store: Option<Arc<dyn Store>>,
+    /// The Zarr output's store, when the caller opened it.
+    dst_store: Option<Arc<dyn Store>>,
     options: &'a ConvertOptions,
     observer: &'a dyn Observer,
+}
+
+impl Job<'_> {
+    /// The Zarr input, through its consolidated metadata when it has some.
+    fn open_src(&self) -> Result<Arc<dyn Store>> {
+        match &self.src_store {
+            Some(_) if self.mmap => Err(Error::InvalidArgument(
+                "--mmap applies to local stores only".into(),
+            )),
+            Some(store) => Consolidated::open(store.clone()),
+            None => open_store(self.src, self.mmap, &self.url),
+        }
+    }
+
+    /// Write the Zarr output through `write`, whole or not at all (see
+    /// [`write_store`]); when appending, in place (the writer keeps a reader's
+    /// view whole), at the node [`open_for_append`] finds.
+    fn write_dst(&self, write: impl FnOnce(Arc<dyn Store>, &str) -> Result<u64>) -> Result<u64> {
+        if self.append {
+            let (store, node) = match &self.dst_store {
+                Some(store) => (store.clone(), String::new()),
+                None => open_for_append(self.dst, &self.url)?,
+            };
+            return write(store, &node);
+        }
+        let write = |store| write(store, "");
+        match &self.dst_store {
+            Some(store) => to_zarr::replace_store(store.clone(), self.dst, self.overwrite, write),
+            None => to_zarr::write_store(self.dst, self.overwrite, &self.url, write),
+        }
+    }
 }
 
 impl Deref for Job<'_> {
@@ -224,14 +298,61 @@ pub fn convert(
     options: &ConvertOptions,
     observer: &dyn Observer,
 ) -> Result<Written> {
-    let (src, dst) = (local(src)?, local(dst)?);
+    convert_ends(End::Path(src), End::Path(dst), options, observer)
+}
+
+/// [`convert`], either end of which may be a store the caller opened: a Zarr
+/// input read from it, or a Zarr output written into it (its keys replaced
+/// only with `overwrite`, and only if it holds a Zarr store).
+///
+/// # Errors
+/// As [`convert`]; both ends stores (Zarr to Zarr is no conversion); a store
+/// output of an input that is not a table or linear-format file.
+pub fn convert_ends(
+    src: End<'_>,
+    dst: End<'_>,
+    options: &ConvertOptions,
+    observer: &dyn Observer,
+) -> Result<Written> {
+    let (src_store, dst_store) = (src.store(), dst.store());
+    let (src, dst) = (local(src.name())?, local(dst.name())?);
     let (src, dst) = (src.as_ref(), dst.as_ref());
     let args = Job {
         src,
         dst,
+        src_store,
+        dst_store,
         options,
         observer,
     };
+    match (&args.src_store, &args.dst_store) {
+        (Some(_), Some(_)) => {
+            return Err(Error::InvalidArgument(format!(
+                "{} and {} are both Zarr stores: zarrow converts Zarr to a table file or a table file to Zarr",
+                src.display(),
+                dst.display()
+            )));
+        }
+        (Some(_), None) => {
+            return match linear::kind(dst) {
+                Some(kind) => linear::export(&args, kind),
+                None => from_zarr::convert(&args),
+            };
+        }
+        (None, Some(_)) => {
+            return if let Some(kind) = linear::kind(src) {
+                linear::import(&args, kind)
+            } else if to_zarr::is_table_file(src) {
+                to_zarr::convert(&args)
+            } else {
+                Err(Error::InvalidArgument(format!(
+                    "{} is not a .parquet / .arrow / .ipc / .feather / .arrows / .json / .csv file: a store output is written from a table file",
+                    src.display()
+                )))
+            };
+        }
+        (None, None) => {}
+    }
     if is_url_path(src) {
         return match linear::kind(dst) {
             Some(kind) => linear::export(&args, kind),
@@ -275,6 +396,68 @@ pub fn write_store(
     write: impl FnOnce(Arc<dyn Store>) -> Result<u64>,
 ) -> Result<u64> {
     to_zarr::write_store(&local(dst)?, overwrite, url, write)
+}
+
+/// Write a Zarr node into `store` (the caller's, named `name` in messages)
+/// through `write`, as [`write_store`] writes to a URL: every node's metadata
+/// after its chunks, and every key removed again if `write` fails. A store
+/// that holds keys needs `overwrite` and must hold a Zarr store (its keys are
+/// deleted first).
+///
+/// # Errors
+/// A store with keys without `overwrite`, or with keys but no Zarr store;
+/// `write`'s errors.
+pub fn write_into_store(
+    store: Arc<dyn Store>,
+    name: &Path,
+    overwrite: bool,
+    write: impl FnOnce(Arc<dyn Store>) -> Result<u64>,
+) -> Result<u64> {
+    to_zarr::replace_store(store, name, overwrite, write)
+}
+
+/// The store to append to the group at `dst` (a directory, made when absent,
+/// or a URL) in place, and the group's node path in it: `dst` inside a Zarr
+/// hierarchy (a group under groups) is written as a node of the hierarchy's
+/// root, so that the root's consolidated metadata grows too. What `convert`
+/// with `append` writes into (see
+/// [`WriteOptions::append`](crate::write::WriteOptions::append)).
+///
+/// # Errors
+/// A URL that cannot be opened; store errors.
+pub fn open_for_append(dst: &Path, url: &UrlOptions) -> Result<(Arc<dyn Store>, String)> {
+    let dst = local(dst)?;
+    let url_path = is_url_path(&dst);
+    let open = |path: &Path| -> Result<Arc<dyn Store>> {
+        if url_path {
+            open_plain_store(path, false, url)
+        } else {
+            Ok(Arc::new(LocalStore::new(path)))
+        }
+    };
+    let text = dst.to_string_lossy();
+    let mut root = text.trim_end_matches('/').to_string();
+    let mut node: Vec<String> = Vec::new();
+    // Climb while the parent is a Zarr group.
+    while let Some((parent, name)) = root.rsplit_once('/') {
+        if parent.is_empty() || parent.ends_with(":/") || parent.ends_with("//") {
+            break;
+        }
+        let store = open(Path::new(parent))?;
+        let group = match crate::read::read_node(store.as_ref(), "") {
+            Ok(crate::NodeMetadata::Group(_)) => true,
+            Ok(_) | Err(Error::NodeNotFound { .. }) => false,
+            // A parent that cannot be read (a bucket's root, a directory
+            // without access) is no group of ours.
+            Err(_) => false,
+        };
+        if !group {
+            break;
+        }
+        node.insert(0, name.to_string());
+        root = parent.to_string();
+    }
+    Ok((open(Path::new(&root))?, node.join("/")))
 }
 
 /// `path`, or the local path a `file://` URL names (see [`file_url_path`]).

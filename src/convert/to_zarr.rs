@@ -82,6 +82,26 @@ pub(super) fn options(args: &Job<'_>) -> Result<WriteOptions> {
     let bad = |what: &str, value: &str, allowed: &str| {
         Error::InvalidArgument(format!("unknown {what} {value:?} ({allowed})"))
     };
+    if args.append {
+        let given = [
+            ("zarr_format", args.zarr_format != 3),
+            ("encoding", args.encoding != "default"),
+            ("compressor", args.compressor != "zstd"),
+            ("level", args.level.is_some()),
+            ("chunk_len", args.chunk_len.is_some()),
+            ("shard_len", args.shard_len.is_some()),
+            ("chunk_shape", args.chunk_shape.is_some()),
+            ("shard_shape", args.shard_shape.is_some()),
+            ("overwrite", args.overwrite),
+        ];
+        let given: Vec<&str> = given.iter().filter(|(_, g)| *g).map(|(n, _)| *n).collect();
+        if !given.is_empty() {
+            return Err(Error::InvalidArgument(format!(
+                "an append writes with the table's own format, codecs and chunks: {} do(es) not apply",
+                given.join(", ")
+            )));
+        }
+    }
     let encoding = Encoding::parse(&args.encoding)
         .ok_or_else(|| bad("encoding", &args.encoding, "default, zarrs-vlen, zep0007"))?;
     let compressor = Compressor::parse(&args.compressor)
@@ -94,6 +114,8 @@ pub(super) fn options(args: &Job<'_>) -> Result<WriteOptions> {
     let layout =
         Layout::parse(&args.layout).ok_or_else(|| bad("layout", &args.layout, "plain, anndata"))?;
     let mut options = WriteOptions::default()
+        .with_append(args.append)
+        .with_lock_timeout(args.lock_timeout)
         .with_zarr_format(args.zarr_format)
         .with_encoding(encoding)
         .with_compressor(compressor)
@@ -128,7 +150,7 @@ pub(super) fn convert(args: &Job<'_>) -> Result<Written> {
         ));
     }
     let dst = args.dst;
-    if ExportFormat::from_path(dst).is_some() {
+    if args.dst_store.is_none() && ExportFormat::from_path(dst).is_some() {
         return Err(Error::InvalidArgument(format!(
             "{} names a table file; a Zarr output is a directory (NAME.zarr)",
             dst.display()
@@ -136,8 +158,8 @@ pub(super) fn convert(args: &Job<'_>) -> Result<Written> {
     }
     let options = options(args)?;
     let (reader, total) = open_table(args.src)?;
-    let rows = write_store(dst, args.overwrite, &args.url, |store| {
-        write_batches(args.observer.reader(reader, total), store, "", options)
+    let rows = args.write_dst(|store, node| {
+        write_batches(args.observer.reader(reader, total), store, node, options)
     })?;
     Ok(Written::Rows(rows))
 }
@@ -171,7 +193,16 @@ fn write_remote(
     url: &UrlOptions,
     write: impl FnOnce(Arc<dyn Store>) -> Result<u64>,
 ) -> Result<u64> {
-    let store = open_plain_store(dst, false, url)?;
+    replace_store(open_plain_store(dst, false, url)?, dst, overwrite, write)
+}
+
+/// Write a Zarr store into `store` (named `dst`) as [`write_remote`] does.
+pub(super) fn replace_store(
+    store: Arc<dyn Store>,
+    dst: &Path,
+    overwrite: bool,
+    write: impl FnOnce(Arc<dyn Store>) -> Result<u64>,
+) -> Result<u64> {
     let existing = store.list_prefix("")?;
     if !existing.is_empty() {
         if !overwrite {

@@ -31,6 +31,9 @@ pub struct SqlOptions {
     pub memory_limit: Option<u64>,
     /// How a Zarr table at a URL is reached (credentials, concurrency, retries).
     pub url: UrlOptions,
+    /// Zarr tables the caller opened (over a store it built, such as an
+    /// obstore store from Python), registered by name beside the located ones.
+    pub opened: Vec<(String, Arc<ZarrTable>)>,
 }
 
 /// The answer of [`sql`], batch by batch. Iterating waits on the [`Blocking`]
@@ -124,6 +127,11 @@ pub async fn sql_stream(
     let mut skipped = Vec::new();
     for (name, location) in tables {
         register_table(&ctx, name, location, options, &mut skipped).await?;
+    }
+    for (name, table) in &options.opened {
+        skipped.extend(table.skipped().iter().map(|s| (name.clone(), s.clone())));
+        ctx.register_table(name.as_str(), table.clone())
+            .map_err(|e| Error::Query(format!("table {name}: {}", one_line(&e))))?;
     }
     let stream = async {
         let frame = ctx.sql(query).await?;

@@ -198,6 +198,10 @@ impl Store for Consolidated {
         self.inner.location()
     }
 
+    fn lock(&self, wait: std::time::Duration) -> Result<Option<super::WriteLock>> {
+        self.inner.lock(wait)
+    }
+
     fn concurrency(&self) -> usize {
         self.inner.concurrency()
     }

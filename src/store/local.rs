@@ -7,12 +7,13 @@ use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use arrow_buffer::Buffer;
 
 use super::{
-    ByteRange, RangeRead, Store, check_range, check_size, read_coalesced, slice_ranges,
-    validate_key,
+    ByteRange, RangeRead, Store, WriteLock, check_range, check_size, read_coalesced, slice_ranges,
+    validate_key, wait_for_lock,
 };
 use crate::error::{Error, Result};
 
@@ -298,6 +299,38 @@ impl Store for LocalStore {
             let _ = std::fs::remove_file(&temp);
             Error::io(&path, e)
         })
+    }
+
+    /// A lock file beside the store's directory (`.NAME.zarrow-lock`, kept
+    /// after use), held with the operating system's advisory lock: released
+    /// when the writer's process ends, however it ends.
+    fn lock(&self, wait: Duration) -> Result<Option<WriteLock>> {
+        let root = std::path::absolute(&self.root).map_err(|e| Error::io(&self.root, e))?;
+        let path = match (root.parent(), root.file_name()) {
+            (Some(parent), Some(name)) => {
+                parent.join(format!(".{}.zarrow-lock", name.to_string_lossy()))
+            }
+            _ => root.join(".zarrow-lock"),
+        };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        }
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| Error::io(&path, e))?;
+        let name = path.display().to_string();
+        let file = wait_for_lock(&root.display().to_string(), &name, wait, || {
+            match file.try_lock() {
+                Ok(()) => Ok(Some(())),
+                Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+                Err(std::fs::TryLockError::Error(e)) => Err(Error::io(&path, e)),
+            }
+        })
+        .map(|()| file)?;
+        Ok(Some(WriteLock::new(name, file)))
     }
 
     fn delete(&self, key: &str) -> Result<()> {

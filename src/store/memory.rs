@@ -2,17 +2,31 @@
 
 use std::collections::BTreeMap;
 use std::ops::Range;
-use std::sync::RwLock;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
 
 use arrow_buffer::Buffer;
 
-use super::{ByteRange, RangeRead, Store, check_range, slice_ranges, validate_key};
+use super::{
+    ByteRange, RangeRead, Store, WriteLock, check_range, slice_ranges, validate_key, wait_for_lock,
+};
 use crate::error::Result;
 
 /// A [`Store`] that keeps every value in memory, in a sorted map.
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     map: RwLock<BTreeMap<String, Buffer>>,
+    /// Whether a writer holds the store (see [`Store::lock`]).
+    held: Arc<Mutex<bool>>,
+}
+
+/// A [`MemoryStore`]'s writer lock, given back when dropped.
+struct Held(Arc<Mutex<bool>>);
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = false;
+    }
 }
 
 impl MemoryStore {
@@ -33,6 +47,17 @@ impl MemoryStore {
 }
 
 impl Store for MemoryStore {
+    fn lock(&self, wait: Duration) -> Result<Option<WriteLock>> {
+        wait_for_lock("a memory store", "its writer lock", wait, || {
+            let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+            Ok((!*held).then(|| {
+                *held = true;
+                Held(self.held.clone())
+            }))
+        })
+        .map(|held| Some(WriteLock::new("a memory store's writer lock", held)))
+    }
+
     fn get(&self, key: &str) -> Result<Option<Buffer>> {
         validate_key(key)?;
         Ok(self.read().get(key).cloned())

@@ -12,6 +12,8 @@
 #[cfg(feature = "async")]
 mod async_store;
 mod consolidated;
+#[cfg(feature = "object-store")]
+mod lease;
 mod local;
 mod memory;
 #[cfg(feature = "object-store")]
@@ -22,6 +24,7 @@ mod ranges;
 
 use std::fmt::Debug;
 use std::ops::Range;
+use std::time::Duration;
 
 use arrow_buffer::Buffer;
 
@@ -30,6 +33,8 @@ pub use async_store::{AsyncStore, Blocking, Remote, SyncAsAsync};
 pub use consolidated::{
     Consolidated, MetadataSnapshot, consolidated_metadata, consolidated_nodes, zmetadata,
 };
+#[cfg(feature = "object-store")]
+pub use lease::DEFAULT_LEASE_TTL;
 pub use local::LocalStore;
 pub use memory::MemoryStore;
 #[cfg(feature = "object-store")]
@@ -127,11 +132,77 @@ pub trait Store: Debug + Send + Sync {
     /// Every key that starts with `prefix`, sorted. A `prefix` of `""` lists all.
     fn list_prefix(&self, prefix: &str) -> Result<Vec<String>>;
 
+    /// Keep other writers of this store out until the returned lock drops,
+    /// waiting up to `wait` while another writer holds it. `Ok(None)` (the
+    /// default): the store cannot keep writers out, and two writers at once may
+    /// lose each other's rows.
+    ///
+    /// # Errors
+    /// [`Error::Busy`] when another writer still holds the store after `wait`;
+    /// the store's errors.
+    fn lock(&self, wait: Duration) -> Result<Option<WriteLock>> {
+        let _ = wait;
+        Ok(None)
+    }
+
     /// The names directly below `prefix` (a node path, `""` for the root) that have
     /// further keys under them, sorted: the candidate child nodes of a group. A
     /// backend that keeps directories (a local disk) may also name one that
     /// deletes left empty: a candidate, which holds no node.
     fn list_children(&self, prefix: &str) -> Result<Vec<String>>;
+}
+
+/// A writer's hold on a store (see [`Store::lock`]): released when dropped.
+pub struct WriteLock {
+    what: String,
+    _held: Box<dyn Send + Sync>,
+}
+
+impl WriteLock {
+    /// A lock named `what` (a lock file's path, say), released when `held`
+    /// drops.
+    pub fn new(what: impl Into<String>, held: impl Send + Sync + 'static) -> Self {
+        Self {
+            what: what.into(),
+            _held: Box::new(held),
+        }
+    }
+}
+
+impl Debug for WriteLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("WriteLock").field(&self.what).finish()
+    }
+}
+
+/// Poll `try_take` until it holds the lock (`Some`) or `wait` has passed.
+///
+/// # Errors
+/// [`Error::Busy`] (naming `store` and `lock`) when `wait` passes first;
+/// `try_take`'s errors.
+pub(crate) fn wait_for_lock<T>(
+    store: &str,
+    lock: &str,
+    wait: Duration,
+    mut try_take: impl FnMut() -> Result<Option<T>>,
+) -> Result<T> {
+    let start = std::time::Instant::now();
+    let mut pause = Duration::from_millis(5);
+    loop {
+        if let Some(held) = try_take()? {
+            return Ok(held);
+        }
+        let waited = start.elapsed();
+        if waited >= wait {
+            return Err(Error::Busy {
+                store: store.to_string(),
+                lock: lock.to_string(),
+                waited_ms: u64::try_from(waited.as_millis()).unwrap_or(u64::MAX),
+            });
+        }
+        std::thread::sleep(pause.min(wait - waited));
+        pause = (pause * 2).min(Duration::from_millis(100));
+    }
 }
 
 /// Conveniences built on [`Store`]'s required methods.

@@ -16,6 +16,7 @@
 //! | `set` | `put`; values over [`MULTIPART_THRESHOLD`] as a multipart upload |
 //! | `delete` | `delete` (absent: not an error) |
 //! | `list_prefix`, `list_children` | `list`, `list_with_delimiter` |
+//! | `lock` | a lease object beside the prefix, `put_opts` with `PutMode::Create` (`store/lease.rs`) |
 //!
 //! A 404 is an absent key (a missing chunk reads as the fill value); every other
 //! error (403, a 500 that outlived object_store's retries) is [`Error::Remote`]
@@ -23,6 +24,7 @@
 
 use std::ops::Range;
 use std::sync::Arc;
+use std::time::Duration;
 
 use arrow_buffer::Buffer;
 use futures::TryStreamExt;
@@ -34,8 +36,11 @@ use object_store::{
 use futures::future::BoxFuture;
 
 use super::async_store::{AsyncStore, Blocking, Remote};
+use super::lease::{DEFAULT_LEASE_TTL, lease_path, take};
 use super::ranges::{coalesce, split};
-use super::{ByteRange, COALESCE_GAP, RangeRead, Store, check_range, check_size, validate_key};
+use super::{
+    ByteRange, COALESCE_GAP, RangeRead, Store, WriteLock, check_range, check_size, validate_key,
+};
 use crate::error::{Error, Result};
 
 /// Values larger than this are uploaded in parts (S3 needs parts of 5 MiB at
@@ -68,6 +73,8 @@ pub struct ObjectStoreBackend {
     inner: Arc<ObjectStoreAsync>,
     blocking: Blocking,
     concurrency: usize,
+    /// How long a writer's lease lasts (see [`Store::lock`]).
+    lease_ttl: Duration,
 }
 
 impl ObjectStoreAsync {
@@ -400,7 +407,15 @@ impl ObjectStoreBackend {
             inner: Arc::new(store),
             blocking,
             concurrency: DEFAULT_CONCURRENCY,
+            lease_ttl: DEFAULT_LEASE_TTL,
         }
+    }
+
+    /// A writer's lease runs out after `ttl` (see [`Store::lock`]): a writer
+    /// that died holding it blocks others this long.
+    pub fn with_lease_ttl(mut self, ttl: Duration) -> Self {
+        self.lease_ttl = ttl;
+        self
     }
 
     /// Retry a response body cut off mid-way up to `n` times.
@@ -486,6 +501,21 @@ impl Store for ObjectStoreBackend {
 
     fn delete(&self, key: &str) -> Result<()> {
         self.block_on(self.inner.delete_inner(key))
+    }
+
+    /// A lease object beside the prefix, created only if absent
+    /// (`store/lease.rs`).
+    fn lock(&self, wait: Duration) -> Result<Option<WriteLock>> {
+        let path = lease_path(&self.inner.prefix)?;
+        take(
+            self.inner.store.clone(),
+            path,
+            &self.inner.location,
+            self.lease_ttl,
+            wait,
+            self.blocking.clone(),
+        )
+        .map(Some)
     }
 
     fn list_prefix(&self, prefix: &str) -> Result<Vec<String>> {

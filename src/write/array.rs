@@ -7,6 +7,7 @@ use arrow_array::{Array, ArrayRef, BooleanArray, Scalar, new_empty_array};
 use arrow_schema::DataType as ArrowType;
 use serde_json::{Map, Value, json};
 
+use super::append::Existing;
 use super::metadata::{ArraySpec, write_documents};
 use super::pipeline::Pipeline;
 use super::{DEFAULT_CHUNK_BYTES, NullPolicy, WriteOptions};
@@ -40,6 +41,10 @@ pub struct ArrayWriter {
     attributes: Map<String, Value>,
     /// The dimension's name, for xarray (`dimension_names` / `_ARRAY_DIMENSIONS`).
     dimension: Option<String>,
+    /// How chunk indices become keys.
+    key_encoding: ChunkKeyEncoding,
+    /// The stored array this writer appends to, whose metadata it updates.
+    existing: Option<Existing>,
 }
 
 /// A chunk ready to be encoded and stored.
@@ -95,6 +100,7 @@ impl ArrayWriter {
             other => other,
         };
         let spec = Arc::new(ArraySpec::new(&name, value_type, &options)?);
+        let key_encoding = key_encoding(&options);
         Ok(Self {
             store,
             path,
@@ -109,7 +115,56 @@ impl ArrayWriter {
             rows: 0,
             attributes: Map::new(),
             dimension: None,
+            key_encoding,
+            existing: None,
         })
+    }
+
+    /// A writer that appends values of `arrow_type` to the stored array
+    /// `existing` at `path` (prepared by its group), continuing its chunk grid
+    /// with its codecs: the last chunk, when partly filled, is stored again
+    /// with the new rows after its old ones.
+    ///
+    /// # Errors
+    /// A type whose Zarr data type is not the array's; reading the last chunk.
+    pub(crate) fn appending(
+        store: Arc<dyn Store>,
+        path: String,
+        arrow_type: &ArrowType,
+        options: WriteOptions,
+        existing: Existing,
+    ) -> Result<Self> {
+        let mut writer = Self::create(store, path, arrow_type, options)?;
+        let stored = existing.metadata().data_type;
+        if writer.spec.data_type != stored {
+            return Err(Error::InvalidArgument(format!(
+                "column {:?}: the table holds {} values, the input {} ({})",
+                writer.name,
+                stored.zarr_name(),
+                writer.spec.data_type.zarr_name(),
+                arrow_type
+            )));
+        }
+        existing.clear_debris(writer.store.as_ref())?;
+        let grid_len = existing.grid_len();
+        let rows = existing.rows();
+        let len = usize::try_from(grid_len).map_err(|_| {
+            Error::InvalidArgument(format!(
+                "column {:?}: chunks of {grid_len} elements",
+                writer.name
+            ))
+        })?;
+        writer.chunk_len = Some(len);
+        writer.chunking = Some((len, existing.codecs()));
+        writer.key_encoding = existing.key_encoding();
+        writer.next_chunk = rows / grid_len;
+        writer.rows = rows - rows % grid_len;
+        if let Some(head) = existing.head(&writer.spec.arrow_type)? {
+            writer.rows += head.len() as u64;
+            writer.queued.push(head);
+        }
+        writer.existing = Some(existing);
+        Ok(writer)
     }
 
     /// Write these attributes too.
@@ -185,7 +240,7 @@ impl ArrayWriter {
         let index = self.next_chunk;
         self.next_chunk += 1;
         ReadyChunk {
-            key: join_key(&self.path, &key_encoding(&self.options).key(&[index])),
+            key: join_key(&self.path, &self.key_encoding.key(&[index])),
             shape: vec![len as u64],
             values,
             codecs,
@@ -241,6 +296,10 @@ impl ArrayWriter {
 
     /// Write the metadata documents (after every chunk is stored).
     pub(crate) fn finish_metadata(&mut self) -> Result<u64> {
+        if let Some(existing) = &self.existing {
+            existing.commit(self.store.as_ref(), self.rows)?;
+            return Ok(self.rows);
+        }
         // With no rows written, the default chunk length comes from an empty sample.
         let (len, codecs) = self.chunking(&new_empty_array(&self.spec.arrow_type));
         let mut documents = self.spec.documents(

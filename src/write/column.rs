@@ -10,14 +10,18 @@ use arrow_array::{Array, ArrayRef, BooleanArray, Int32Array, Int64Array};
 use arrow_buffer::BooleanBuffer;
 use arrow_schema::{DataType as ArrowType, Field};
 
+use super::append::Existing;
 use super::array::ArrayWriter;
 use super::metadata::write_group_documents;
 use super::pipeline::Pipeline;
 use super::{Layout, NullPolicy, WriteOptions};
 use crate::conventions::anndata::{
-    array_encoding, categorical_attributes, element_attributes, nullable_encoding,
+    Encoding, Nullable as NullableKind, array_encoding, categorical_attributes, element_attributes,
+    encoding, nullable_encoding,
 };
 use crate::error::{Error, Result};
+use crate::metadata::NodeMetadata;
+use crate::read::read_node;
 use crate::store::{Store, join_key};
 
 /// How a column with nulls is written under the anndata layout.
@@ -42,11 +46,18 @@ pub(crate) enum ColumnWriter {
     /// last.
     Categorical {
         codes: ArrayWriter,
+        /// The codes' type (Int32, or a stored element's own).
+        codes_type: ArrowType,
         categories: Categories,
         store: Arc<dyn Store>,
         path: String,
         options: WriteOptions,
         ordered: bool,
+        /// Appending: the stored categories, which new ones follow (taken
+        /// when they are written).
+        stored: Option<Existing>,
+        /// Appending to a stored element (whose group documents stay).
+        appending: bool,
     },
     /// anndata `nullable-*`: values (nulls filled) and the mask (true: missing).
     Nullable {
@@ -56,6 +67,8 @@ pub(crate) enum ColumnWriter {
         path: String,
         zarr_format: u8,
         kind: &'static str,
+        /// Appending to a stored element (whose group documents stay).
+        appending: bool,
     },
     /// A RangeIndex: the row numbers, as anndata writes a pandas RangeIndex.
     RowNumbers(ArrayWriter),
@@ -90,11 +103,14 @@ impl ColumnWriter {
                 )?;
                 Ok(Self::Categorical {
                     codes: element(codes, "array"),
+                    codes_type: ArrowType::Int32,
                     categories: Categories::new(field.name(), values)?,
                     store: store.clone(),
                     path,
                     options: options.clone(),
                     ordered: field.dict_is_ordered().unwrap_or(false),
+                    stored: None,
+                    appending: false,
                 })
             }
             t if let (Nullability::Element, Some(nullable)) = (nullable, nullable_encoding(t)) => {
@@ -115,6 +131,7 @@ impl ColumnWriter {
                     path,
                     zarr_format: options.zarr_format,
                     kind: nullable,
+                    appending: false,
                 })
             }
             t => {
@@ -133,6 +150,137 @@ impl ColumnWriter {
         }
     }
 
+    /// The writer that appends `field`'s values to the element stored at
+    /// `path` as it is stored: an array, an anndata `categorical` (new
+    /// categories added after the stored ones, the codes in the stored codes'
+    /// type) or `nullable-*` element. `row_numbers`: the field is a RangeIndex,
+    /// continued.
+    pub(crate) fn appending(
+        store: &Arc<dyn Store>,
+        path: String,
+        field: &Field,
+        options: &WriteOptions,
+    ) -> Result<Self> {
+        let data_type = field.data_type();
+        let value_type = match data_type {
+            ArrowType::Dictionary(_, values) => values.as_ref(),
+            other => other,
+        };
+        let leaf = |key: String, t: &ArrowType, options: WriteOptions| -> Result<ArrayWriter> {
+            let existing = Existing::open(store, &key, leaf_type(t))?;
+            ArrayWriter::appending(store.clone(), key, t, options, existing)
+        };
+        let anndata = options.layout == Layout::AnnData;
+        let node = read_node(store.as_ref(), &path)?;
+        let encoding = match &node {
+            NodeMetadata::Array(meta) => encoding(&meta.attributes),
+            NodeMetadata::Group(meta) => encoding(&meta.attributes),
+        };
+        match (node, encoding) {
+            (NodeMetadata::Array(_), _) => {
+                // pandas marks a missing float as NaN.
+                let options = if anndata && value_type.is_floating() {
+                    options.clone().with_nulls(NullPolicy::Fill)
+                } else {
+                    options.clone()
+                };
+                Ok(Self::Array(leaf(path, data_type, options)?))
+            }
+            (_, Some(Encoding::Categorical { ordered })) => {
+                let ArrowType::Dictionary(_, values) = data_type else {
+                    return Err(Error::InvalidArgument(format!(
+                        "column {:?} is categorical in the table: give it as a dictionary (a pandas Categorical), not {data_type}",
+                        field.name()
+                    )));
+                };
+                let codes_key = join_key(&path, "codes");
+                let stored_codes = Existing::open(store, &codes_key, &ArrowType::Int32)?;
+                let codes_type = stored_codes
+                    .metadata()
+                    .data_type
+                    .arrow_type(Default::default());
+                if !codes_type.is_integer() || codes_type.is_unsigned_integer() {
+                    return Err(Error::InvalidArgument(format!(
+                        "column {:?}: its stored codes are {codes_type}, not signed integers",
+                        field.name()
+                    )));
+                }
+                let codes = ArrayWriter::appending(
+                    store.clone(),
+                    codes_key,
+                    &codes_type,
+                    options.clone(),
+                    stored_codes,
+                )?;
+                let stored = Existing::open(store, &join_key(&path, "categories"), values)?;
+                let categories = Categories::seeded(field.name(), values, stored.read_all()?)?;
+                Ok(Self::Categorical {
+                    codes,
+                    codes_type,
+                    categories,
+                    store: store.clone(),
+                    path,
+                    options: options.clone(),
+                    ordered,
+                    stored: Some(stored),
+                    appending: true,
+                })
+            }
+            (_, Some(Encoding::Nullable(kind))) => {
+                let fill = options.clone().with_nulls(NullPolicy::Fill);
+                let values = leaf(join_key(&path, "values"), value_type, fill)?;
+                let mask = leaf(
+                    join_key(&path, "mask"),
+                    &ArrowType::Boolean,
+                    options.clone(),
+                )?;
+                Ok(Self::Nullable {
+                    values,
+                    mask,
+                    store: store.clone(),
+                    path,
+                    zarr_format: options.zarr_format,
+                    kind: match kind {
+                        NullableKind::Integer => "nullable-integer",
+                        NullableKind::Boolean => "nullable-boolean",
+                        NullableKind::String => "nullable-string-array",
+                    },
+                    appending: true,
+                })
+            }
+            (_, other) => Err(Error::InvalidArgument(format!(
+                "column {:?} is stored as a group ({}) that zarrow does not append rows to",
+                field.name(),
+                match other {
+                    Some(Encoding::Other(kind)) => kind,
+                    _ => "no anndata element".to_string(),
+                }
+            ))),
+        }
+    }
+
+    /// The stored RangeIndex `_index` at `path`, continued.
+    pub(crate) fn row_numbers_appending(
+        store: &Arc<dyn Store>,
+        path: String,
+        options: &WriteOptions,
+    ) -> Result<Self> {
+        let existing = Existing::open(store, &path, &ArrowType::Int64)?;
+        if existing.metadata().data_type != crate::metadata::DataType::Int64 {
+            return Err(Error::InvalidArgument(format!(
+                "the table's index {path:?} holds {} labels: give the new rows' labels (the pandas index, or a column named as it)",
+                existing.metadata().data_type.zarr_name()
+            )));
+        }
+        Ok(Self::RowNumbers(ArrayWriter::appending(
+            store.clone(),
+            path,
+            &ArrowType::Int64,
+            options.clone(),
+            existing,
+        )?))
+    }
+
     /// A RangeIndex `_index` column at `path`: the row numbers.
     pub(crate) fn row_numbers(
         store: &Arc<dyn Store>,
@@ -143,6 +291,11 @@ impl ColumnWriter {
         Ok(Self::RowNumbers(
             writer.with_attributes(element_attributes("array")),
         ))
+    }
+
+    /// The rows each array written row by row holds so far.
+    pub(crate) fn rows(&mut self) -> Vec<u64> {
+        self.leaves().iter().map(|w| w.rows()).collect()
     }
 
     /// The arrays written row by row.
@@ -168,7 +321,14 @@ impl ColumnWriter {
                 (first_row..first_row + rows as u64).map(|r| r as i64),
             ))],
             (Self::Array(_), Some(a)) => vec![a.clone()],
-            (Self::Categorical { categories, .. }, Some(a)) => vec![categories.codes(a)?],
+            (
+                Self::Categorical {
+                    categories,
+                    codes_type,
+                    ..
+                },
+                Some(a),
+            ) => vec![narrow_codes(categories.codes(a)?, codes_type, categories)?],
             (Self::Nullable { .. }, Some(a)) => {
                 let missing = match a.logical_nulls() {
                     Some(nulls) => !nulls.inner(),
@@ -203,6 +363,31 @@ impl ColumnWriter {
     /// After every chunk is stored: the leaves' metadata, a categorical's
     /// categories, and an element group's metadata. Returns the rows.
     pub(crate) fn finish_metadata(&mut self) -> Result<u64> {
+        // Appending, a categorical's categories grow first: no stored code
+        // points past them.
+        if let Self::Categorical {
+            categories,
+            store,
+            path,
+            options,
+            stored,
+            ..
+        } = self
+            && let Some(stored) = stored.take()
+        {
+            let known = usize::try_from(stored.rows()).unwrap_or(usize::MAX);
+            let values = categories.values()?;
+            let key = join_key(path, "categories");
+            let mut writer = ArrayWriter::appending(
+                store.clone(),
+                key,
+                values.data_type(),
+                options.clone(),
+                stored,
+            )?;
+            writer.write(&values.slice(known, values.len().saturating_sub(known)))?;
+            writer.finish()?;
+        }
         let mut rows = 0;
         for writer in self.leaves() {
             rows = writer.finish_metadata()?;
@@ -214,6 +399,7 @@ impl ColumnWriter {
                 path,
                 options,
                 ordered,
+                appending: false,
                 ..
             } => {
                 let values = categories.values()?;
@@ -241,6 +427,7 @@ impl ColumnWriter {
                 path,
                 zarr_format,
                 kind,
+                appending: false,
                 ..
             } => {
                 write_group_documents(
@@ -255,6 +442,52 @@ impl ColumnWriter {
         }
         Ok(rows)
     }
+}
+
+/// The Arrow type a stored leaf's values are read as, to go before `t`'s: a
+/// dictionary's values.
+fn leaf_type(t: &ArrowType) -> &ArrowType {
+    match t {
+        ArrowType::Dictionary(_, values) => values,
+        other => other,
+    }
+}
+
+/// Int32 `codes` (-1: missing) as `codes_type`, a stored element's own code
+/// type (anndata writes pandas' smallest).
+fn narrow_codes(
+    codes: ArrayRef,
+    codes_type: &ArrowType,
+    categories: &Categories,
+) -> Result<ArrayRef> {
+    use arrow_array::{Int8Array, Int16Array};
+    let codes = codes.as_primitive::<arrow_array::types::Int32Type>();
+    let too_many = || {
+        categories.err(&format!(
+            "its stored codes are {codes_type}: the categories no longer fit"
+        ))
+    };
+    Ok(match codes_type {
+        ArrowType::Int32 => Arc::new(codes.clone()),
+        ArrowType::Int64 => Arc::new(Int64Array::from_iter_values(
+            codes.values().iter().map(|&c| i64::from(c)),
+        )),
+        ArrowType::Int16 => Arc::new(
+            codes
+                .values()
+                .iter()
+                .map(|&c| i16::try_from(c).map_err(|_| too_many()))
+                .collect::<Result<Int16Array>>()?,
+        ),
+        ArrowType::Int8 => Arc::new(
+            codes
+                .values()
+                .iter()
+                .map(|&c| i8::try_from(c).map_err(|_| too_many()))
+                .collect::<Result<Int8Array>>()?,
+        ),
+        other => return Err(categories.err(&format!("codes of type {other}"))),
+    })
 }
 
 /// A categorical column's categories, unified across batches: each distinct
@@ -273,6 +506,27 @@ pub(crate) struct Categories {
 }
 
 impl Categories {
+    /// The categories stored already (`stored`, in code order), which new ones
+    /// follow.
+    fn seeded(column: &str, values: &ArrowType, stored: ArrayRef) -> Result<Self> {
+        let mut categories = Self::new(column, values)?;
+        for i in 0..stored.len() {
+            if stored.is_null(i) {
+                return Err(categories.err("a stored category is missing"));
+            }
+            let code = i32::try_from(i).map_err(|_| categories.err("more than 2^31 categories"))?;
+            if categories
+                .codes
+                .insert(value_key(&stored, i), code)
+                .is_some()
+            {
+                return Err(categories.err("a stored category appears twice"));
+            }
+            categories.parts.push(stored.slice(i, 1));
+        }
+        Ok(categories)
+    }
+
     fn new(column: &str, values: &ArrowType) -> Result<Self> {
         let supported = values.is_primitive()
             || matches!(

@@ -4,13 +4,17 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use super::append::reconsolidate;
 use super::array::prepare_node;
 use super::column::{ColumnWriter, Nullability};
 use super::metadata::{columns_attributes, write_group_documents};
 use super::pipeline::Pipeline;
 use super::{Layout, WriteOptions};
+use crate::conventions::anndata;
 use crate::error::{Error, Result};
-use crate::store::{Store, join_key};
+use crate::metadata::NodeMetadata;
+use crate::read::{ReadOptions, ZarrGroup, read_node};
+use crate::store::{Store, WriteLock, join_key, node_label};
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::Schema;
 use serde_json::Value;
@@ -36,6 +40,10 @@ pub struct GroupWriter {
     rows: u64,
     /// Chunks of every column are encoded and stored here.
     pipeline: Pipeline,
+    /// The rows the group held before (0 unless appending).
+    appended_to: Option<u64>,
+    /// The store's writer lock, held until the metadata is written.
+    lock: Option<WriteLock>,
 }
 
 impl GroupWriter {
@@ -59,6 +67,31 @@ impl GroupWriter {
             return Err(Error::InvalidArgument(format!(
                 "column name {dup:?} appears twice"
             )));
+        }
+        let mut lock = None;
+        let mut options = options;
+        if options.append {
+            if options.overwrite {
+                return Err(Error::InvalidArgument(
+                    "append and overwrite exclude each other".into(),
+                ));
+            }
+            lock = store.lock(options.lock_timeout)?;
+            match read_node(store.as_ref(), &path) {
+                Ok(NodeMetadata::Group(_)) => {
+                    return Self::appending(store, path, schema, options, lock);
+                }
+                Ok(NodeMetadata::Array(_)) => {
+                    return Err(Error::InvalidArgument(format!(
+                        "{:?} is an array: rows are appended to a group",
+                        node_label(store.as_ref(), &path)
+                    )));
+                }
+                // Nothing to append to: the group is made, and what a write
+                // that did not finish left there is cleared.
+                Err(Error::NodeNotFound { .. }) => options.overwrite = true,
+                Err(e) => return Err(e),
+            }
         }
         if let Some(bad) = names.iter().find(|n| n.contains('/')) {
             return Err(Error::InvalidArgument(format!(
@@ -121,6 +154,120 @@ impl GroupWriter {
             index,
             rows: 0,
             pipeline: Pipeline::default(),
+            appended_to: None,
+            lock,
+        })
+    }
+
+    /// A writer that appends batches of `schema` to the stored group at `path`
+    /// (see [`WriteOptions::append`]): its columns, by names and Zarr data
+    /// types, must be the schema's. An anndata dataframe's index is the
+    /// input's pandas index (or its column named as the index); a RangeIndex
+    /// stored as row numbers continues.
+    fn appending(
+        store: Arc<dyn Store>,
+        path: String,
+        schema: &Schema,
+        mut options: WriteOptions,
+        lock: Option<WriteLock>,
+    ) -> Result<Self> {
+        let raw = ReadOptions::default().with_decode_cf(false);
+        let group = ZarrGroup::open_with(store.clone(), &path, raw)?;
+        let label = group.label();
+        let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
+        let dataframe = anndata::encoding(&group.metadata().attributes);
+        let (stored, index): (Vec<String>, Option<String>) = match dataframe {
+            Some(anndata::Encoding::DataFrame {
+                index,
+                column_order,
+            }) => {
+                options.layout = Layout::AnnData;
+                (column_order, Some(index.unwrap_or_else(|| "_index".into())))
+            }
+            _ if options.layout == Layout::AnnData => {
+                return Err(Error::InvalidArgument(format!(
+                    "{label} is not an anndata dataframe: the anndata layout does not apply to it"
+                )));
+            }
+            _ => (
+                group
+                    .columns()
+                    .iter()
+                    .map(|c| c.name().to_string())
+                    .collect(),
+                None,
+            ),
+        };
+        // The input's column that holds the index labels, if it has one.
+        let input_index = index.as_ref().and_then(|index| {
+            PandasInfo::new(schema)
+                .index
+                .or_else(|| names.iter().find(|n| *n == index).cloned())
+        });
+        let given: Vec<&String> = names
+            .iter()
+            .filter(|n| Some(*n) != input_index.as_ref())
+            .collect();
+        let missing: Vec<&String> = stored.iter().filter(|s| !given.contains(s)).collect();
+        let extra: Vec<&String> = given
+            .iter()
+            .copied()
+            .filter(|n| !stored.contains(n))
+            .collect();
+        if !missing.is_empty() || !extra.is_empty() {
+            return Err(Error::InvalidArgument(format!(
+                "the input's columns are not {label}'s: missing {missing:?}, not in the table {extra:?}"
+            )));
+        }
+        let mut columns = Vec::new();
+        if let (Some(index), None) = (&index, &input_index) {
+            let key = join_key(&path, index);
+            columns.push((
+                None,
+                ColumnWriter::row_numbers_appending(&store, key, &options)?,
+            ));
+        }
+        for (i, field) in schema.fields().iter().enumerate() {
+            let node = match (&index, &input_index) {
+                (Some(index), Some(input)) if input == field.name() => index,
+                _ => field.name(),
+            };
+            let key = join_key(&path, node);
+            columns.push((
+                Some(i),
+                ColumnWriter::appending(&store, key, field, &options)?,
+            ));
+        }
+        // Every column holds the same rows (a table).
+        let mut rows: Option<(u64, &str)> = None;
+        for (source, writer) in &mut columns {
+            let name = match source {
+                Some(i) => names[*i].as_str(),
+                None => index.as_deref().unwrap_or("_index"),
+            };
+            for n in writer.rows() {
+                match rows {
+                    Some((m, other)) if m != n => {
+                        return Err(Error::InvalidArgument(format!(
+                            "{label} is no table: its column {other:?} holds {m} rows, {name:?} {n}"
+                        )));
+                    }
+                    _ => rows = Some((n, name)),
+                }
+            }
+        }
+        let rows = rows.map_or(0, |(n, _)| n);
+        Ok(Self {
+            store,
+            path,
+            options,
+            names,
+            columns,
+            index,
+            rows,
+            pipeline: Pipeline::default(),
+            appended_to: Some(rows),
+            lock,
         })
     }
 
@@ -147,7 +294,8 @@ impl GroupWriter {
     }
 
     /// Store every column's last chunk, wait for every chunk, then write each
-    /// column's metadata and the group's. Returns the rows written.
+    /// column's metadata and the group's (when appending: the consolidated
+    /// metadata, last). Returns the rows written (appended).
     pub fn finish(mut self) -> Result<u64> {
         for (_, writer) in &mut self.columns {
             writer.flush(&mut self.pipeline)?;
@@ -156,6 +304,11 @@ impl GroupWriter {
         let mut rows = 0;
         for (_, writer) in &mut self.columns {
             rows = writer.finish_metadata()?;
+        }
+        if let Some(before) = self.appended_to {
+            reconsolidate(self.store.as_ref(), &self.path)?;
+            drop(self.lock.take());
+            return Ok(self.rows - before);
         }
         let attributes = match &self.index {
             Some(index) => {
@@ -171,6 +324,7 @@ impl GroupWriter {
             attributes,
             true,
         )?;
+        drop(self.lock.take());
         Ok(rows)
     }
 }

@@ -13,6 +13,7 @@
 //! its arrays), so a reader never sees a complete-looking node with chunks still
 //! missing.
 
+mod append;
 mod array;
 mod column;
 mod group;
@@ -23,6 +24,7 @@ pub use array::{ArrayWriter, write_array, write_nd_array};
 pub use group::{GroupWriter, write_batches, write_group_metadata};
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::codec::{Blosc, BloscShuffle, BytesToBytesCodec, Gzip, Zstd};
 use crate::error::{Error, Result};
@@ -190,7 +192,21 @@ pub struct WriteOptions {
     pub overwrite: bool,
     /// How a table becomes a group.
     pub layout: Layout,
+    /// Append the rows to the group's stored columns (making the group when
+    /// there is none): the group's own format, codecs and chunks apply, and its
+    /// columns must be the input's by names and Zarr data types. A partly
+    /// filled last chunk is stored again whole, new chunks follow, and the
+    /// metadata is updated last (the consolidated metadata last of all): a
+    /// reader sees the old table or the new one.
+    pub append: bool,
+    /// How long an appending writer waits for another to finish (see
+    /// [`Store::lock`](crate::Store::lock)) before it gives up with
+    /// [`Error::Busy`].
+    pub lock_timeout: Duration,
 }
+
+/// How long a writer waits for another by default: a minute.
+pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(60);
 
 impl Default for WriteOptions {
     fn default() -> Self {
@@ -206,6 +222,8 @@ impl Default for WriteOptions {
             nulls: NullPolicy::Error,
             overwrite: false,
             layout: Layout::Plain,
+            append: false,
+            lock_timeout: DEFAULT_LOCK_TIMEOUT,
         }
     }
 }
@@ -285,6 +303,18 @@ impl WriteOptions {
     /// Set how a table becomes a group.
     pub fn with_layout(mut self, layout: Layout) -> Self {
         self.layout = layout;
+        self
+    }
+
+    /// Append to the stored group (see [`WriteOptions::append`]).
+    pub fn with_append(mut self, append: bool) -> Self {
+        self.append = append;
+        self
+    }
+
+    /// Wait this long for another writer (see [`WriteOptions::lock_timeout`]).
+    pub fn with_lock_timeout(mut self, wait: Duration) -> Self {
+        self.lock_timeout = wait;
         self
     }
 

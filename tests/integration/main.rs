@@ -1,5 +1,6 @@
 //! zarrow's integration tests: one binary, one module per concern.
 
+mod append;
 mod bad_data;
 #[cfg(feature = "ballista")]
 mod ballista;

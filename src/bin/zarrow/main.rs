@@ -105,6 +105,16 @@ struct ConvertArgs {
     /// Replace DST if it exists (a Zarr DST is replaced only if it is a Zarr store).
     #[arg(long)]
     overwrite: bool,
+    /// [to Zarr] Append the rows to the group at DST (made when absent): its
+    /// columns must be the input's, by names and types, and its own format,
+    /// codecs and chunks apply. Readers see the old rows or all of them; a
+    /// second writer appending at once waits for the first (--lock-timeout).
+    #[arg(long, conflicts_with_all = ["overwrite", "zarr_format", "encoding", "compressor", "level", "chunk_len", "shard_len", "chunk_shape", "shard_shape"])]
+    append: bool,
+    /// [to Zarr] With --append: seconds to wait while another writer appends
+    /// to DST before giving up.
+    #[arg(long, default_value_t = 60.0, requires = "append", value_parser = parse_seconds)]
+    lock_timeout: f64,
 
     /// [from Zarr] Memory-map the chunk files instead of reading them: uncompressed
     /// zarrs.vlen and ZEP0007 chunks then become Arrow arrays with no copy. The
@@ -222,6 +232,13 @@ fn parse_rows(s: &str) -> std::result::Result<Range<u64>, String> {
     Ok(start..end)
 }
 
+fn parse_seconds(s: &str) -> std::result::Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(secs) if secs.is_finite() && secs >= 0.0 => Ok(secs),
+        _ => Err(format!("{s:?} is not a number of seconds (0 or more)")),
+    }
+}
+
 fn parse_string_type(s: &str) -> std::result::Result<StringType, String> {
     StringType::parse(s)
         .ok_or_else(|| format!("unknown string type {s:?} (utf8, large-utf8, utf8-view)"))
@@ -257,7 +274,10 @@ fn main() -> ExitCode {
 fn hint(e: &Error) -> Option<&'static str> {
     match e {
         Error::Nulls { .. } => Some("pass --nulls fill to write nulls as the fill value"),
-        Error::AlreadyExists { .. } => Some("pass --overwrite to replace it"),
+        Error::AlreadyExists { .. } => {
+            Some("pass --overwrite to replace it, or --append to add the rows to it")
+        }
+        Error::Busy { .. } => Some("pass --lock-timeout SECS to wait longer"),
         Error::ReadTooLarge { .. } => Some("or select fewer rows with --rows / --limit"),
         Error::Table { message, .. } if message.contains("differ in length") => {
             Some("pick equal-length columns with --columns, or read a gridded dataset with --long")
@@ -285,6 +305,8 @@ fn convert(args: &ConvertArgs) -> Result<()> {
     let mut options = ConvertOptions::default();
     options.url = url_options(&args.remote)?;
     options.overwrite = args.overwrite;
+    options.append = args.append;
+    options.lock_timeout = std::time::Duration::from_secs_f64(args.lock_timeout);
     options.string_type = args.string_type;
     options.max_rows = args.max_rows;
     options.max_bytes = args.max_bytes;
