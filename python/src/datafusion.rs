@@ -67,7 +67,8 @@ pub(crate) fn table(
             // `obstore://` store.
             Location::Store { location: name, .. } => {
                 let (store, _) = location.open(anonymous)?;
-                ZarrTable::from_store(store, name, options)
+                let plain = location.backend(anonymous)?;
+                Ok(ZarrTable::from_store(store, name, options)?.with_store_for_writes(plain))
             }
         })
         .map_err(to_py)?;

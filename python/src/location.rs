@@ -101,7 +101,7 @@ impl Location {
 
     /// The obstore store's backend; its blocking calls wait on the package's
     /// runtime.
-    fn backend(&self, anonymous: bool) -> zarrow::Result<Arc<dyn Store>> {
+    pub(crate) fn backend(&self, anonymous: bool) -> zarrow::Result<Arc<dyn Store>> {
         let Self::Store { store, label, .. } = self else {
             return Err(zarrow::Error::InvalidArgument(
                 "a path has no obstore store".into(),

@@ -251,11 +251,12 @@ def write(
     mode: "create" (the default: an existing node is an error), "overwrite", or
         "append": the rows are added to the group at ``path`` (made when
         absent), whose columns must be the table's by names and types; the
-        group's own format, codecs and chunks apply (so ``zarr_format``,
+        group's own format, codecs and chunks apply (``zarr_format``,
         ``encoding``, ``compressor``, ``level``, ``chunk_len`` and
-        ``shard_len`` may not be given). A reader sees the old rows or all of
-        them. A second writer appending at once waits for the first, up to
-        ``lock_timeout`` seconds (default 60), then raises ``ZarrowError``.
+        ``shard_len`` only shape a group the append makes). A reader sees
+        the old rows or all of them. A second writer appending at once waits
+        for the first, up to ``lock_timeout`` seconds (default 60), then
+        raises ``ZarrowError``.
     """
     modes = ("create", "overwrite", "append")
     if mode is not None and mode not in modes:
@@ -265,23 +266,7 @@ def write(
     elif overwrite:
         raise ZarrowError(f"overwrite=True contradicts mode={mode!r}")
     append = mode == "append"
-    formats = {
-        "zarr_format": zarr_format,
-        "encoding": encoding,
-        "compressor": compressor,
-        "level": level,
-        "chunk_len": chunk_len,
-        "shard_len": shard_len,
-    }
-    if append:
-        given = [name for name, value in formats.items() if value is not None]
-        if given:
-            raise ZarrowError(
-                "an append writes with the table's own format, codecs and chunks: "
-                + ", ".join(given)
-                + " may not be given"
-            )
-    elif lock_timeout is not None:
+    if not append and lock_timeout is not None:
         raise ZarrowError("lock_timeout applies to mode='append'")
     return _zarrow.write(
         data,

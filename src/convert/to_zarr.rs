@@ -18,7 +18,7 @@ use super::{Job, Written, is_url_path, open_plain_store};
 use crate::error::{Error, Result};
 use crate::export::ExportFormat;
 use crate::store::{LocalStore, Store, UrlOptions};
-use crate::write::{Compressor, Encoding, Layout, NullPolicy, WriteOptions, write_batches};
+use crate::write::{WriteOptions, write_batches};
 
 /// Whether `path` is a file in a table format zarrow reads.
 pub(super) fn is_table_file(path: &Path) -> bool {
@@ -79,48 +79,21 @@ fn open_table(path: &Path) -> Result<(Reader, Option<u64>)> {
 }
 
 pub(super) fn options(args: &Job<'_>) -> Result<WriteOptions> {
-    let bad = |what: &str, value: &str, allowed: &str| {
-        Error::InvalidArgument(format!("unknown {what} {value:?} ({allowed})"))
-    };
-    if args.append {
-        let given = [
-            ("zarr_format", args.zarr_format != 3),
-            ("encoding", args.encoding != "default"),
-            ("compressor", args.compressor != "zstd"),
-            ("level", args.level.is_some()),
-            ("chunk_len", args.chunk_len.is_some()),
-            ("shard_len", args.shard_len.is_some()),
-            ("chunk_shape", args.chunk_shape.is_some()),
-            ("shard_shape", args.shard_shape.is_some()),
-            ("overwrite", args.overwrite),
-        ];
-        let given: Vec<&str> = given.iter().filter(|(_, g)| *g).map(|(n, _)| *n).collect();
-        if !given.is_empty() {
-            return Err(Error::InvalidArgument(format!(
-                "an append writes with the table's own format, codecs and chunks: {} do(es) not apply",
-                given.join(", ")
-            )));
-        }
+    // An append refuses the format options itself (the group's own apply),
+    // when there is a group.
+    if args.append && (args.overwrite || args.chunk_shape.is_some() || args.shard_shape.is_some()) {
+        return Err(Error::InvalidArgument(
+            "an append takes neither overwrite nor chunk_shape / shard_shape".into(),
+        ));
     }
-    let encoding = Encoding::parse(&args.encoding)
-        .ok_or_else(|| bad("encoding", &args.encoding, "default, zarrs-vlen, zep0007"))?;
-    let compressor = Compressor::parse(&args.compressor)
-        .ok_or_else(|| bad("compressor", &args.compressor, "zstd, gzip, blosc, none"))?;
-    let nulls = match args.nulls.as_str() {
-        "error" => NullPolicy::Error,
-        "fill" => NullPolicy::Fill,
-        other => return Err(bad("null policy", other, "error, fill")),
-    };
-    let layout =
-        Layout::parse(&args.layout).ok_or_else(|| bad("layout", &args.layout, "plain, anndata"))?;
     let mut options = WriteOptions::default()
         .with_append(args.append)
         .with_lock_timeout(args.lock_timeout)
-        .with_zarr_format(args.zarr_format)
-        .with_encoding(encoding)
-        .with_compressor(compressor)
-        .with_nulls(nulls)
-        .with_layout(layout);
+        .with_zarr_format(args.zarr_format);
+    options.set("encoding", &args.encoding)?;
+    options.set("compressor", &args.compressor)?;
+    options.set("nulls", &args.nulls)?;
+    options.set("layout", &args.layout)?;
     if let Some(level) = args.level {
         options = options.with_level(level);
     }

@@ -10,6 +10,7 @@ use datafusion::logical_expr::{CreateExternalTable, Expr};
 
 use super::df_err;
 use super::table::{ZarrTable, ZarrTableOptions};
+use crate::Store;
 use crate::store::{Blocking, Consolidated, ObjectStoreAsync, ObjectStoreBackend, UrlOptions};
 
 /// Makes a [`ZarrTable`] for `CREATE EXTERNAL TABLE name STORED AS ZARR LOCATION
@@ -67,11 +68,13 @@ impl TableProviderFactory for ZarrTableFactory {
             let blocking = Blocking::on(handle);
             match registered {
                 Some((store, prefix)) => {
-                    let store = Consolidated::open(Arc::new(ObjectStoreBackend::with_blocking(
+                    let plain: Arc<dyn Store> = Arc::new(ObjectStoreBackend::with_blocking(
                         ObjectStoreAsync::new(store, &prefix, &location),
                         blocking,
-                    )))?;
-                    ZarrTable::from_store(store, &location, options)
+                    ));
+                    let store = Consolidated::open(plain.clone())?;
+                    Ok(ZarrTable::from_store(store, &location, options)?
+                        .with_store_for_writes(plain))
                 }
                 None => ZarrTable::open_with(&location, options, &UrlOptions::default(), blocking),
             }

@@ -38,6 +38,7 @@ mod factory;
 mod prune;
 mod query;
 mod scan;
+mod sink;
 mod table;
 
 use std::sync::Arc;
@@ -49,6 +50,7 @@ pub use codec::{ZarrLogicalCodec, ZarrPhysicalCodec};
 pub use factory::ZarrTableFactory;
 pub use query::{SqlOptions, SqlReader, SqlStream, sql, sql_stream};
 pub use scan::ZarrScanExec;
+pub use sink::ZarrFormatFactory;
 pub use table::{ZarrTable, ZarrTableOptions};
 
 /// The file type `CREATE EXTERNAL TABLE ... STORED AS` names for Zarr.
@@ -56,12 +58,16 @@ pub const FILE_TYPE: &str = "ZARR";
 
 /// Add the `ZARR` file type to `ctx`, so that `CREATE EXTERNAL TABLE name STORED
 /// AS ZARR LOCATION '...'` opens a Zarr group or array (a directory or an object
-/// store URL) as a table.
+/// store URL) as a table, and `COPY (query) TO 'x.zarr' [STORED AS ZARR]
+/// [OPTIONS (...)]` writes one ([`ZarrFormatFactory`]).
 pub fn register(ctx: &SessionContext) {
-    ctx.state_ref()
-        .write()
+    let state = ctx.state_ref();
+    let mut state = state.write();
+    state
         .table_factories_mut()
         .insert(FILE_TYPE.to_string(), Arc::new(ZarrTableFactory::new()));
+    // Replacing a `zarr` format registered before (zarrow's own) cannot fail.
+    let _ = state.register_file_format(Arc::new(ZarrFormatFactory::new()), true);
 }
 
 /// The object store `runtime` has registered for `location`'s scheme and

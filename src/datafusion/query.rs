@@ -10,6 +10,7 @@ use datafusion::error::DataFusionError;
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::prelude::{CsvReadOptions, ParquetReadOptions, SessionConfig, SessionContext};
+use datafusion::sql::parser::DFParser;
 use futures::StreamExt;
 
 use super::{ZarrTable, ZarrTableOptions};
@@ -133,13 +134,32 @@ pub async fn sql_stream(
         ctx.register_table(name.as_str(), table.clone())
             .map_err(|e| Error::Query(format!("table {name}: {}", one_line(&e))))?;
     }
-    let stream = async {
-        let frame = ctx.sql(query).await?;
-        frame.execute_stream().await
-    }
-    .await
-    .map_err(|e| with_skipped(query_error(e), &skipped))?;
+    let stream = run_statements(&ctx, query)
+        .await
+        .map_err(|e| with_skipped(query_error(e), &skipped))?;
     Ok(SqlStream { stream, skipped })
+}
+
+/// Run the `;`-separated statements of `query` in order, as datafusion-cli
+/// does: each but the last to its end (a `CREATE`, a `COPY`, an `INSERT`), the
+/// last as the answer's stream.
+async fn run_statements(
+    ctx: &SessionContext,
+    query: &str,
+) -> datafusion::error::Result<SendableRecordBatchStream> {
+    let statements = DFParser::parse_sql(query)?;
+    let Some(last) = statements.len().checked_sub(1) else {
+        return Err(DataFusionError::Plan("no SQL statement".into()));
+    };
+    for (i, statement) in statements.into_iter().enumerate() {
+        let plan = ctx.state().statement_to_plan(statement).await?;
+        let frame = ctx.execute_logical_plan(plan).await?;
+        if i == last {
+            return frame.execute_stream().await;
+        }
+        frame.collect().await?;
+    }
+    Err(DataFusionError::Plan("no SQL statement".into()))
 }
 
 /// [`sql_stream`] for a sync caller: the query runs, and the reader waits, on

@@ -3,28 +3,33 @@
 
 use std::ops::Range;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 
 use arrow_array::RecordBatchReader;
 use arrow_schema::{Schema, SchemaRef};
 use async_trait::async_trait;
 use datafusion::catalog::Session;
 use datafusion::common::stats::Precision;
-use datafusion::common::{Statistics, plan_err};
+use datafusion::common::{DataFusionError, Statistics, not_impl_err, plan_err};
 use datafusion::datasource::TableType;
+use datafusion::datasource::sink::DataSinkExec;
 use datafusion::error::Result as DfResult;
+use datafusion::logical_expr::dml::InsertOp;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_plan::ExecutionPlan;
 use serde::{Deserialize, Serialize};
 
 use super::scan::ZarrScanExec;
+use super::sink::{Mode, Target, ZarrSink};
 use super::{df_err, prune};
+use crate::convert::open_for_append;
 use crate::error::{Error, Result};
 use crate::read::{DIMENSION_NAMES_KEY, ReaderBuilder, Skipped, aligned_splits};
 use crate::store::{
-    Blocking, Consolidated, MetadataSnapshot, UrlOptions, location_name, open_consolidated,
+    Blocking, Consolidated, MetadataSnapshot, UrlOptions, is_url, location_name, open_location,
     open_location_with,
 };
+use crate::write::{Layout, WriteOptions};
 use crate::{NodeMetadata, ReadOptions, Store, StringType, ZarrArray, ZarrGroup, read_node};
 
 /// How a Zarr store is read as a table: what `CREATE EXTERNAL TABLE ... OPTIONS`
@@ -150,6 +155,12 @@ pub struct ZarrTable {
     /// dimension coordinates).
     sorted: Vec<usize>,
     skipped: Vec<Skipped>,
+    /// The store `INSERT INTO` writes through (its keys, before any
+    /// consolidated metadata is read), when the table knows it.
+    writable: Option<Arc<dyn Store>>,
+    /// The table as the last `INSERT INTO` left it (`None`: as opened);
+    /// shared by clones, so the session's table sees it.
+    newer: Arc<RwLock<Option<Arc<ZarrTable>>>>,
 }
 
 impl ZarrTable {
@@ -167,8 +178,11 @@ impl ZarrTable {
     /// # Errors
     /// As [`ZarrTable::open`].
     pub fn open_url(location: &str, options: ZarrTableOptions, url: &UrlOptions) -> Result<Self> {
-        let store = open_consolidated(Path::new(location), url)?;
-        Ok(Self::from_store(store, location, options)?.with_url_options(url.clone()))
+        let plain = open_location(Path::new(location), url)?;
+        let store = Consolidated::open(plain.clone())?;
+        Ok(Self::from_store(store, location, options)?
+            .with_url_options(url.clone())
+            .with_store_for_writes(plain))
     }
 
     /// As [`ZarrTable::open_url`], a URL's blocking metadata reads waiting on
@@ -183,8 +197,11 @@ impl ZarrTable {
         url: &UrlOptions,
         blocking: Blocking,
     ) -> Result<Self> {
-        let store = Consolidated::open(open_location_with(Path::new(location), url, blocking)?)?;
-        Ok(Self::from_store(store, location, options)?.with_url_options(url.clone()))
+        let plain = open_location_with(Path::new(location), url, blocking)?;
+        let store = Consolidated::open(plain.clone())?;
+        Ok(Self::from_store(store, location, options)?
+            .with_url_options(url.clone())
+            .with_store_for_writes(plain))
     }
 
     /// The table at `location` (opened with `url`) as it was when `metadata`
@@ -199,9 +216,19 @@ impl ZarrTable {
         url: &UrlOptions,
         metadata: MetadataSnapshot,
     ) -> Result<Self> {
-        let store = crate::store::open_location(Path::new(location), url)?;
-        let store = Arc::new(Consolidated::from_snapshot(store, metadata));
-        Ok(Self::from_store(store, location, options)?.with_url_options(url.clone()))
+        let plain = open_location(Path::new(location), url)?;
+        let store = Arc::new(Consolidated::from_snapshot(plain.clone(), metadata));
+        Ok(Self::from_store(store, location, options)?
+            .with_url_options(url.clone())
+            .with_store_for_writes(plain))
+    }
+
+    /// Write `INSERT INTO` through `store`: the table's store as it is, before
+    /// any consolidated metadata is read (the table opened by location knows
+    /// it; one opened over a store by [`ZarrTable::from_store`] needs it).
+    pub fn with_store_for_writes(mut self, store: Arc<dyn Store>) -> Self {
+        self.writable = Some(store);
+        self
     }
 
     /// Record how the location's URL is opened, for another machine that opens
@@ -290,7 +317,33 @@ impl ZarrTable {
             rows,
             sorted,
             skipped,
+            writable: None,
+            newer: Arc::default(),
         })
+    }
+
+    /// The table as the last `INSERT INTO` through it left it, if one did.
+    fn newest(&self) -> Option<Arc<ZarrTable>> {
+        let newer = self
+            .newer
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()?;
+        Some(newer.newest().unwrap_or(newer))
+    }
+
+    /// After a write through this table: open it again, so that the scans
+    /// that follow see the rows.
+    pub(crate) fn reopen(&self) -> Result<()> {
+        let Some(plain) = &self.writable else {
+            return Ok(());
+        };
+        let store = Consolidated::open(plain.clone())?;
+        let fresh = Self::from_store(store, &self.location, self.options.clone())?
+            .with_url_options(self.url.clone())
+            .with_store_for_writes(plain.clone());
+        *self.newer.write().unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(fresh));
+        Ok(())
     }
 
     /// Where the table reads from, as given.
@@ -313,9 +366,9 @@ impl ZarrTable {
         self.metadata.snapshot()
     }
 
-    /// Rows in the table.
+    /// Rows in the table (after the last `INSERT INTO` through it).
     pub fn num_rows(&self) -> u64 {
-        self.rows
+        self.newest().map_or(self.rows, |t| t.rows)
     }
 
     /// The group's children that are not columns of the table, each with the
@@ -354,7 +407,10 @@ impl ZarrTable {
 #[async_trait]
 impl datafusion::catalog::TableProvider for ZarrTable {
     fn schema(&self) -> SchemaRef {
-        self.schema.clone()
+        match self.newest() {
+            Some(newest) => newest.schema.clone(),
+            None => self.schema.clone(),
+        }
     }
 
     fn table_type(&self) -> TableType {
@@ -368,6 +424,9 @@ impl datafusion::catalog::TableProvider for ZarrTable {
         filters: &[Expr],
         limit: Option<usize>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        if let Some(newest) = self.newest() {
+            return newest.scan(state, projection, filters, limit).await;
+        }
         let columns: Vec<usize> = match projection {
             Some(p) => p.clone(),
             None => (0..self.schema.fields().len()).collect(),
@@ -404,6 +463,9 @@ impl datafusion::catalog::TableProvider for ZarrTable {
         &self,
         filters: &[&Expr],
     ) -> DfResult<Vec<TableProviderFilterPushDown>> {
+        if let Some(newest) = self.newest() {
+            return newest.supports_filters_pushdown(filters);
+        }
         Ok(filters
             .iter()
             .map(|f| {
@@ -417,9 +479,94 @@ impl datafusion::catalog::TableProvider for ZarrTable {
     }
 
     fn statistics(&self) -> Option<Statistics> {
+        if let Some(newest) = self.newest() {
+            return newest.statistics();
+        }
         Some(
             Statistics::new_unknown(&self.schema)
                 .with_num_rows(Precision::Exact(usize::try_from(self.rows).ok()?)),
         )
+    }
+
+    /// `INSERT INTO t ...` appends the rows (as `zarrow convert --append`
+    /// does); `INSERT OVERWRITE` replaces a local table whole, in one step.
+    /// Either commits once, when every row is written: a statement that fails
+    /// leaves the table as it was.
+    async fn insert_into(
+        &self,
+        _state: &dyn Session,
+        input: Arc<dyn ExecutionPlan>,
+        insert_op: InsertOp,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        if let Some(newest) = self.newest() {
+            return newest.insert_into(_state, input, insert_op).await;
+        }
+        let mode = match insert_op {
+            InsertOp::Append => Mode::Append,
+            InsertOp::Overwrite => Mode::Overwrite,
+            InsertOp::Replace => {
+                return not_impl_err!(
+                    "a Zarr table has no key to replace rows by: INSERT INTO appends, INSERT OVERWRITE replaces the table"
+                );
+            }
+        };
+        let local = !is_url(&self.location) && !self.location.starts_with("obstore://");
+        let target = match (&self.writable, local, mode) {
+            (_, true, Mode::Overwrite) => {
+                let (_, node) =
+                    open_for_append(Path::new(&self.location), &self.url).map_err(df_err)?;
+                if !node.is_empty() {
+                    return not_impl_err!(
+                        "{} is a group inside a Zarr hierarchy: INSERT OVERWRITE replaces a whole store only",
+                        self.location
+                    );
+                }
+                Target::Local(self.location.clone().into())
+            }
+            (_, true, _) => Target::Local(self.location.clone().into()),
+            (None, false, _) => {
+                return not_impl_err!(
+                    "{} was opened over a store zarrow cannot write through (ZarrTable::with_store_for_writes)",
+                    self.location
+                );
+            }
+            (Some(_), false, Mode::Overwrite) => {
+                return not_impl_err!(
+                    "INSERT OVERWRITE replaces a local table in one step; an object store has no rename to do that with: COPY to a new location instead"
+                );
+            }
+            (Some(store), false, _) => Target::Store {
+                store: store.clone(),
+                name: self.location.clone(),
+            },
+        };
+        let mut options = WriteOptions::default();
+        if mode == Mode::Overwrite {
+            // The table keeps its format and layout.
+            let plain = self.writable.clone().ok_or_else(|| {
+                DataFusionError::Plan(format!("{}: no store to write through", self.location))
+            })?;
+            let root = read_node(plain.as_ref(), "").map_err(df_err)?;
+            let (format, attributes) = match &root {
+                NodeMetadata::Group(g) => (g.zarr_format, Some(&g.attributes)),
+                NodeMetadata::Array(a) => (a.zarr_format, None),
+            };
+            options = options.with_zarr_format(format);
+            if attributes
+                .and_then(|a| a.get("encoding-type"))
+                .and_then(|v| v.as_str())
+                == Some("dataframe")
+            {
+                options = options.with_layout(Layout::AnnData);
+            }
+        }
+        let sink = ZarrSink {
+            schema: self.schema.clone(),
+            target,
+            mode,
+            options,
+            written: Some(Arc::new(self.clone())),
+        };
+        Ok(Arc::new(DataSinkExec::new(input, Arc::new(sink), None)))
     }
 }

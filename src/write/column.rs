@@ -187,12 +187,9 @@ impl ColumnWriter {
                 Ok(Self::Array(leaf(path, data_type, options)?))
             }
             (_, Some(Encoding::Categorical { ordered })) => {
-                let ArrowType::Dictionary(_, values) = data_type else {
-                    return Err(Error::InvalidArgument(format!(
-                        "column {:?} is categorical in the table: give it as a dictionary (a pandas Categorical), not {data_type}",
-                        field.name()
-                    )));
-                };
+                // A dictionary (a pandas Categorical), or the values themselves
+                // (what a SQL engine reads a categorical as).
+                let values = value_type;
                 let codes_key = join_key(&path, "codes");
                 let stored_codes = Existing::open(store, &codes_key, &ArrowType::Int32)?;
                 let codes_type = stored_codes
@@ -497,6 +494,8 @@ fn narrow_codes(
 #[derive(Debug)]
 pub(crate) struct Categories {
     column: String,
+    /// The categories' type.
+    value_type: ArrowType,
     /// The categories in code order, one slice per value.
     parts: Vec<ArrayRef>,
     /// Each category's bytes (the value's, or its fixed-width encoding) to code.
@@ -545,6 +544,7 @@ impl Categories {
         }
         Ok(Self {
             column: column.to_string(),
+            value_type: values.clone(),
             parts: Vec::new(),
             codes: HashMap::new(),
             first: None,
@@ -562,6 +562,23 @@ impl Categories {
         {
             return Ok(codes.clone());
         }
+        let out = self.entry_codes_uncached(values)?;
+        if self.first.is_none() {
+            self.first = Some((values.clone(), out.clone()));
+        }
+        Ok(out)
+    }
+
+    /// The code of each of `values` (-1 for a null), new values taking the
+    /// next codes.
+    fn entry_codes_uncached(&mut self, values: &ArrayRef) -> Result<Vec<i32>> {
+        if values.data_type() != &self.value_type {
+            return Err(self.err(&format!(
+                "categories are {}, not {}",
+                self.value_type,
+                values.data_type()
+            )));
+        }
         let mut out = Vec::with_capacity(values.len());
         for i in 0..values.len() {
             if values.is_null(i) {
@@ -576,16 +593,15 @@ impl Categories {
             }
             out.push(code);
         }
-        if self.first.is_none() {
-            self.first = Some((values.clone(), out.clone()));
-        }
         Ok(out)
     }
 
-    /// The codes (-1: missing) of one batch's dictionary array.
+    /// The codes (-1: missing) of one batch's dictionary array, or of its
+    /// values one by one (an append of a column given as values).
     fn codes(&mut self, array: &ArrayRef) -> Result<ArrayRef> {
         let Some(dict) = array.as_any_dictionary_opt() else {
-            return Err(self.err(&format!("expected a dictionary, got {}", array.data_type())));
+            let codes = self.entry_codes_uncached(array)?;
+            return Ok(Arc::new(Int32Array::from(codes)));
         };
         let map = self.entry_codes(dict.values())?;
         let keys = widen_keys(dict.keys())?;

@@ -79,6 +79,13 @@ impl GroupWriter {
             lock = store.lock(options.lock_timeout)?;
             match read_node(store.as_ref(), &path) {
                 Ok(NodeMetadata::Group(_)) => {
+                    let given = options.set_for_a_new_group();
+                    if !given.is_empty() {
+                        return Err(Error::InvalidArgument(format!(
+                            "an append writes with the table's own format, codecs and chunks, not with {}",
+                            given.join(", ")
+                        )));
+                    }
                     return Self::appending(store, path, schema, options, lock);
                 }
                 Ok(NodeMetadata::Array(_)) => {

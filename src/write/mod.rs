@@ -318,6 +318,101 @@ impl WriteOptions {
         self
     }
 
+    /// Set the option named `key` (as `zarrow convert`'s flag without the
+    /// dashes, or a DataFusion `COPY ... OPTIONS` key) from its text `value`:
+    /// `zarr_format`, `encoding`, `compressor`, `level`, `chunk_len`,
+    /// `shard_len`, `layout`, `nulls`, `overwrite`, `append`, `lock_timeout`
+    /// (seconds).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the key and what it takes.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
+        let bad = |takes: &str| {
+            Error::InvalidArgument(format!("write option {key} = {value:?}: {takes}"))
+        };
+        let number = |takes: &str| value.trim().parse::<usize>().map_err(|_| bad(takes));
+        let flag = || match value.trim().to_ascii_lowercase().as_str() {
+            "true" | "1" | "yes" => Ok(true),
+            "false" | "0" | "no" => Ok(false),
+            _ => Err(bad("true or false")),
+        };
+        match key {
+            "zarr_format" => {
+                self.zarr_format = match value.trim() {
+                    "2" => 2,
+                    "3" => 3,
+                    _ => return Err(bad("2 or 3")),
+                };
+            }
+            "encoding" => {
+                self.encoding =
+                    Encoding::parse(value).ok_or_else(|| bad("default, zarrs-vlen or zep0007"))?;
+            }
+            "compressor" => {
+                self.compressor =
+                    Compressor::parse(value).ok_or_else(|| bad("zstd, gzip, blosc or none"))?;
+            }
+            "level" => {
+                self.level = Some(value.trim().parse().map_err(|_| bad("an integer"))?);
+            }
+            "chunk_len" => self.chunk_len = Some(number("a number of elements")?),
+            "shard_len" => self.shard_len = Some(number("a number of elements")?),
+            "layout" => {
+                self.layout = Layout::parse(value).ok_or_else(|| bad("plain or anndata"))?
+            }
+            "nulls" => {
+                self.nulls = match value.trim() {
+                    "error" => NullPolicy::Error,
+                    "fill" => NullPolicy::Fill,
+                    _ => return Err(bad("error or fill")),
+                };
+            }
+            "overwrite" => self.overwrite = flag()?,
+            "append" => self.append = flag()?,
+            "lock_timeout" => {
+                self.lock_timeout = value
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+                    .and_then(|s| Duration::try_from_secs_f64(s).ok())
+                    .ok_or_else(|| bad("a number of seconds"))?;
+            }
+            _ => {
+                return Err(Error::InvalidArgument(format!(
+                    "unknown write option {key:?} (zarr_format, encoding, compressor, level, chunk_len, shard_len, layout, nulls, overwrite, append, lock_timeout)"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The options the group's own metadata decides when appending (format,
+    /// codecs, chunks) that differ from the defaults: set, they would be
+    /// ignored.
+    pub(crate) fn set_for_a_new_group(&self) -> Vec<&'static str> {
+        let defaults = Self::default();
+        let mut given = Vec::new();
+        if self.zarr_format != defaults.zarr_format {
+            given.push("zarr_format");
+        }
+        if self.encoding != defaults.encoding {
+            given.push("encoding");
+        }
+        if self.compressor != defaults.compressor {
+            given.push("compressor");
+        }
+        if self.level.is_some() {
+            given.push("level");
+        }
+        if self.chunk_len.is_some() {
+            given.push("chunk_len");
+        }
+        if self.shard_len.is_some() {
+            given.push("shard_len");
+        }
+        given
+    }
+
     /// Allow replacing an existing node.
     pub fn with_overwrite(mut self, overwrite: bool) -> Self {
         self.overwrite = overwrite;

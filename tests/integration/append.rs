@@ -87,7 +87,8 @@ fn a_failed_append_leaves_the_table_and_the_next_one_clears_its_chunks() {
     let keys_before = store.list_prefix("").unwrap();
 
     // 40 rows go in (five new chunks are stored), then a null is refused.
-    let append = options.clone().with_append(true);
+    // The table's own chunks apply: the append sets none.
+    let append = WriteOptions::default().with_append(true);
     let mut writer =
         GroupWriter::try_new(store.clone(), "", &first.schema(), append.clone()).unwrap();
     writer.write(&batch(21, 40, None)).unwrap();
@@ -118,7 +119,7 @@ fn an_append_waits_for_the_writer_that_holds_the_store() {
         options.clone(),
     )
     .unwrap();
-    let append = options
+    let append = WriteOptions::default()
         .with_append(true)
         .with_lock_timeout(Duration::from_millis(100));
     let holder = GroupWriter::try_new(store.clone(), "", &first.schema(), append.clone()).unwrap();
@@ -265,4 +266,46 @@ fn an_object_store_lease_keeps_a_second_writer_out_until_released_or_run_out() {
     let taken = b.lock(Duration::from_secs(5)).unwrap().expect("taken over");
     assert!(start.elapsed() < Duration::from_secs(2));
     drop(taken);
+}
+
+/// `zarrow sql` runs `;`-separated statements in order and prints the last
+/// one's answer: a COPY, then an INSERT through the table the COPY wrote.
+#[cfg(feature = "datafusion")]
+#[test]
+fn zarrow_sql_runs_statements_in_order_and_prints_the_last() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("c.zarr");
+    let obs = crate::common::testdata().join("stores").join("obs.zarr");
+    let query = format!(
+        "COPY (SELECT cell_type, n_genes FROM obs WHERE n_genes > 1000) TO '{o}' STORED AS ZARR OPTIONS (chunk_len 64); \
+         CREATE EXTERNAL TABLE c STORED AS ZARR LOCATION '{o}'; \
+         INSERT INTO c SELECT cell_type, n_genes FROM obs WHERE n_genes <= 1000; \
+         SELECT count(*) AS rows FROM c",
+        o = out.display()
+    );
+    let result = zarrow(&["sql", &query, "--table", &format!("obs={}", obs.display())]);
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    assert!(
+        result.status.success(),
+        "{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    // Every obs row, once: the COPY's and the INSERT's.
+    let rows = open_table(
+        Consolidated::open(Arc::new(LocalStore::new(&obs))).unwrap(),
+        "obs",
+        ReadOptions::default(),
+        &TableOptions::default(),
+    )
+    .unwrap()
+    .total_rows();
+    assert!(stdout.contains(&format!("| {rows} ")), "{stdout}");
+    let written = open_table(
+        Consolidated::open(Arc::new(LocalStore::new(&out))).unwrap(),
+        "c",
+        ReadOptions::default(),
+        &TableOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(written.total_rows(), rows);
 }

@@ -1,0 +1,408 @@
+//! Writing Zarr from DataFusion: `COPY (query) TO 'x.zarr' STORED AS ZARR
+//! [OPTIONS (...)]` ([`ZarrFormatFactory`]) and `INSERT INTO` a Zarr table
+//! ([`ZarrTable`](super::ZarrTable)'s `insert_into`).
+//!
+//! ```text
+//! input partitions ─▶ (DataFusion coalesces them) ─▶ ZarrSink::write_all
+//!   batches ─▶ channel ─▶ blocking writer (GroupWriter: chunks encoded on rayon)
+//!   ─▶ one commit at the end: a local directory moved into place, or each
+//!      node's metadata after its chunks, or an append's metadata last
+//! ```
+//!
+//! A statement that fails (a bad row, an error upstream, a dropped stream)
+//! commits nothing: the table is as it was. Where it writes: a local path
+//! directly (atomic, as `zarrow convert` writes), a URL through the session's
+//! object store for it (`RuntimeEnv::object_store`).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::{RecordBatch, RecordBatchReader};
+use arrow_schema::{ArrowError, SchemaRef};
+use async_trait::async_trait;
+use datafusion::catalog::Session;
+use datafusion::common::{GetExt, Statistics, not_impl_err, plan_err};
+use datafusion::datasource::file_format::file_compression_type::FileCompressionType;
+use datafusion::datasource::file_format::{FileFormat, FileFormatFactory};
+use datafusion::datasource::physical_plan::{
+    FileOpener, FileScanConfig, FileSinkConfig, FileSource,
+};
+use datafusion::datasource::sink::{DataSink, DataSinkExec};
+use datafusion::datasource::table_schema::TableSchema;
+use datafusion::error::{DataFusionError, Result as DfResult};
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_expr::LexRequirement;
+use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
+use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan};
+use futures::StreamExt;
+use object_store::{ObjectMeta, ObjectStore};
+
+use super::df_err;
+use crate::convert::{open_for_append, write_into_store, write_store};
+use crate::error::{Error, Result};
+use crate::store::{Blocking, ObjectStoreAsync, ObjectStoreBackend, Store, UrlOptions};
+use crate::write::{WriteOptions, write_batches};
+
+/// `STORED AS ZARR` for `COPY ... TO`: registered by
+/// [`register`](super::register) under the extension `zarr` (so a target named
+/// `x.zarr` needs no `STORED AS`). Its `OPTIONS` are `zarrow convert`'s write
+/// options by the same names (see [`WriteOptions::set`]), with `overwrite` and
+/// `append`.
+#[derive(Debug, Default)]
+pub struct ZarrFormatFactory {}
+
+impl ZarrFormatFactory {
+    /// The factory.
+    pub fn new() -> Self {
+        Self {}
+    }
+}
+
+impl GetExt for ZarrFormatFactory {
+    fn get_ext(&self) -> String {
+        "zarr".into()
+    }
+}
+
+impl FileFormatFactory for ZarrFormatFactory {
+    fn create(
+        &self,
+        _state: &dyn Session,
+        format_options: &HashMap<String, String>,
+    ) -> DfResult<Arc<dyn FileFormat>> {
+        let mut options = WriteOptions::default();
+        let mut keys: Vec<&String> = format_options.keys().collect();
+        keys.sort();
+        for key in keys {
+            let name = key.strip_prefix("format.").unwrap_or(key);
+            options.set(name, &format_options[key]).map_err(df_err)?;
+        }
+        Ok(Arc::new(ZarrFormat { options }))
+    }
+
+    fn default(&self) -> Arc<dyn FileFormat> {
+        Arc::new(ZarrFormat {
+            options: WriteOptions::default(),
+        })
+    }
+}
+
+/// The Zarr "file" format: it writes groups; zarrow reads Zarr through its
+/// table ([`ZarrTable`](super::ZarrTable)), not as files.
+#[derive(Debug)]
+struct ZarrFormat {
+    options: WriteOptions,
+}
+
+const READ_THROUGH_TABLE: &str = "Zarr is read through a Zarr table (CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '...'), not as files";
+
+#[async_trait]
+impl FileFormat for ZarrFormat {
+    fn get_ext(&self) -> String {
+        "zarr".into()
+    }
+
+    fn get_ext_with_compression(&self, _compression: &FileCompressionType) -> DfResult<String> {
+        Ok(self.get_ext())
+    }
+
+    fn compression_type(&self) -> Option<FileCompressionType> {
+        None
+    }
+
+    async fn infer_schema(
+        &self,
+        _state: &dyn Session,
+        _store: &Arc<dyn ObjectStore>,
+        _objects: &[ObjectMeta],
+    ) -> DfResult<SchemaRef> {
+        not_impl_err!("{READ_THROUGH_TABLE}")
+    }
+
+    async fn infer_stats(
+        &self,
+        _state: &dyn Session,
+        _store: &Arc<dyn ObjectStore>,
+        _table_schema: SchemaRef,
+        _object: &ObjectMeta,
+    ) -> DfResult<Statistics> {
+        not_impl_err!("{READ_THROUGH_TABLE}")
+    }
+
+    async fn create_physical_plan(
+        &self,
+        _state: &dyn Session,
+        _conf: FileScanConfig,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        not_impl_err!("{READ_THROUGH_TABLE}")
+    }
+
+    async fn create_writer_physical_plan(
+        &self,
+        input: Arc<dyn ExecutionPlan>,
+        _state: &dyn Session,
+        conf: FileSinkConfig,
+        order_requirements: Option<LexRequirement>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        if !conf.table_partition_cols.is_empty() {
+            return plan_err!(
+                "a Zarr group is one table: COPY ... STORED AS ZARR takes no PARTITIONED BY"
+            );
+        }
+        let Some(table) = conf.table_paths.first() else {
+            return plan_err!("COPY ... STORED AS ZARR needs a target");
+        };
+        let target = if table.scheme() == "file" {
+            let path = url_path(table.as_str())?;
+            Target::Local(path)
+        } else {
+            Target::Registered {
+                url: conf.object_store_url.clone(),
+                prefix: table.prefix().as_ref().to_string(),
+                location: conf.original_url.clone(),
+            }
+        };
+        let mode = if self.options.append {
+            Mode::Append
+        } else if self.options.overwrite {
+            Mode::Overwrite
+        } else {
+            Mode::Create
+        };
+        let sink = ZarrSink {
+            schema: conf.output_schema().clone(),
+            target,
+            mode,
+            options: self.options.clone(),
+            written: None,
+        };
+        Ok(Arc::new(DataSinkExec::new(
+            input,
+            Arc::new(sink),
+            order_requirements,
+        )))
+    }
+
+    fn file_source(&self, table_schema: TableSchema) -> Arc<dyn FileSource> {
+        Arc::new(WriteOnly {
+            table_schema,
+            metrics: ExecutionPlanMetricsSet::new(),
+        })
+    }
+}
+
+/// The local path of a `file://` URL.
+fn url_path(url: &str) -> DfResult<PathBuf> {
+    url::Url::parse(url)
+        .ok()
+        .and_then(|u| u.to_file_path().ok())
+        .ok_or_else(|| DataFusionError::Plan(format!("{url} is not a local path")))
+}
+
+/// The file source of a format that is not read as files.
+struct WriteOnly {
+    table_schema: TableSchema,
+    metrics: ExecutionPlanMetricsSet,
+}
+
+impl FileSource for WriteOnly {
+    fn create_file_opener(
+        &self,
+        _store: Arc<dyn ObjectStore>,
+        _config: &FileScanConfig,
+        _partition: usize,
+    ) -> DfResult<Arc<dyn FileOpener>> {
+        not_impl_err!("{READ_THROUGH_TABLE}")
+    }
+
+    fn table_schema(&self) -> &TableSchema {
+        &self.table_schema
+    }
+
+    fn with_batch_size(&self, _batch_size: usize) -> Arc<dyn FileSource> {
+        Arc::new(Self {
+            table_schema: self.table_schema.clone(),
+            metrics: self.metrics.clone(),
+        })
+    }
+
+    fn metrics(&self) -> &ExecutionPlanMetricsSet {
+        &self.metrics
+    }
+
+    fn file_type(&self) -> &str {
+        "zarr"
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(
+            &Arc<dyn datafusion::physical_expr::PhysicalExpr>,
+        ) -> DfResult<datafusion::common::tree_node::TreeNodeRecursion>,
+    ) -> DfResult<datafusion::common::tree_node::TreeNodeRecursion> {
+        // No expression: nothing is read.
+        Ok(datafusion::common::tree_node::TreeNodeRecursion::Continue)
+    }
+}
+
+/// Where a sink writes.
+#[derive(Debug, Clone)]
+pub(crate) enum Target {
+    /// A local directory.
+    Local(PathBuf),
+    /// A URL, through the session's object store for it.
+    Registered {
+        url: datafusion::execution::object_store::ObjectStoreUrl,
+        prefix: String,
+        location: String,
+    },
+    /// A store the table was opened over (its keys, no consolidated metadata).
+    Store { store: Arc<dyn Store>, name: String },
+}
+
+/// What a sink does to an existing table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Refuse it.
+    Create,
+    /// Replace it whole.
+    Overwrite,
+    /// Add the rows to it.
+    Append,
+}
+
+/// Writes a statement's batches as a Zarr group, committed once at the end.
+#[derive(Debug)]
+pub(crate) struct ZarrSink {
+    pub(crate) schema: SchemaRef,
+    pub(crate) target: Target,
+    pub(crate) mode: Mode,
+    pub(crate) options: WriteOptions,
+    /// The table written to (`INSERT INTO`), opened again after the commit.
+    pub(crate) written: Option<Arc<super::ZarrTable>>,
+}
+
+impl DisplayAs for ZarrSink {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let to = match &self.target {
+            Target::Local(path) => path.display().to_string(),
+            Target::Registered { location, .. } => location.clone(),
+            Target::Store { name, .. } => name.clone(),
+        };
+        write!(f, "ZarrSink: {:?} to {to}", self.mode)
+    }
+}
+
+#[async_trait]
+impl DataSink for ZarrSink {
+    fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    async fn write_all(
+        &self,
+        mut data: SendableRecordBatchStream,
+        context: &Arc<TaskContext>,
+    ) -> DfResult<u64> {
+        let target = match &self.target {
+            Target::Registered {
+                url,
+                prefix,
+                location,
+            } => {
+                let store = context.runtime_env().object_store(url)?;
+                let blocking = Blocking::on(tokio::runtime::Handle::current());
+                let backend = ObjectStoreBackend::with_blocking(
+                    ObjectStoreAsync::new(store, prefix, location),
+                    blocking,
+                );
+                Target::Store {
+                    store: Arc::new(backend),
+                    name: location.clone(),
+                }
+            }
+            other => other.clone(),
+        };
+        let (sender, receiver) = tokio::sync::mpsc::channel(2);
+        let reader = Received {
+            schema: data.schema(),
+            receiver,
+        };
+        let (mode, options, table) = (self.mode, self.options.clone(), self.written.clone());
+        let writer = tokio::task::spawn_blocking(move || {
+            let rows = write(target, mode, options, reader)?;
+            if let Some(table) = table {
+                table.reopen()?;
+            }
+            Ok(rows)
+        });
+        while let Some(batch) = data.next().await {
+            // A writer that stopped has failed: it says why below.
+            if sender.send(batch).await.is_err() {
+                break;
+            }
+        }
+        drop(sender);
+        writer
+            .await
+            .map_err(|e| DataFusionError::External(Box::new(e)))?
+            .map_err(df_err)
+    }
+}
+
+/// The batches a statement sends, as a blocking reader for the writer.
+struct Received {
+    schema: SchemaRef,
+    receiver: tokio::sync::mpsc::Receiver<DfResult<RecordBatch>>,
+}
+
+impl Iterator for Received {
+    type Item = std::result::Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let batch = self.receiver.blocking_recv()?;
+        Some(batch.map_err(|e| ArrowError::ExternalError(Box::new(e))))
+    }
+}
+
+impl RecordBatchReader for Received {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+}
+
+/// Write `reader` to `target`: the rows written.
+fn write(target: Target, mode: Mode, options: WriteOptions, reader: Received) -> Result<u64> {
+    let options = options.with_append(false).with_overwrite(false);
+    match (target, mode) {
+        (Target::Local(path), Mode::Append) => {
+            let (store, node) = open_for_append(&path, &UrlOptions::default())?;
+            write_batches(reader, store, &node, options.with_append(true))
+        }
+        (Target::Local(path), Mode::Create) if path.exists() => {
+            Err(Error::InvalidArgument(format!(
+                "{} exists: OPTIONS (overwrite true) replaces it, OPTIONS (append true) adds the rows to it",
+                path.display()
+            )))
+        }
+        (Target::Local(path), mode) => write_store(
+            &path,
+            mode == Mode::Overwrite,
+            &UrlOptions::default(),
+            |store| write_batches(reader, store, "", options),
+        ),
+        (Target::Store { store, .. }, Mode::Append) => {
+            write_batches(reader, store, "", options.with_append(true))
+        }
+        (Target::Store { store, name }, mode) => {
+            write_into_store(store, Path::new(&name), mode == Mode::Overwrite, |store| {
+                write_batches(reader, store, "", options)
+            })
+        }
+        (Target::Registered { location, .. }, _) => Err(Error::InvalidArgument(format!(
+            "{location}: the session's object store was not resolved"
+        ))),
+    }
+}
