@@ -60,6 +60,7 @@ pub mod convert;
 pub mod datafusion;
 mod error;
 pub mod export;
+mod failpoint;
 mod fill;
 pub mod grid;
 pub mod linear;

@@ -1784,6 +1784,143 @@ pub fn write_roundtrip(data: &[u8]) {
     }
 }
 
+/// `append_roundtrip`: a column of arbitrary values split in up to four parts;
+/// the first written as a one-column group (v2 or v3, any compressor, chunked
+/// or sharded), each other part appended to it (`WriteOptions::append`, the
+/// group's own codecs and chunks). Read back through the consolidated
+/// metadata, the column must hold every part's values in order (a null as the
+/// fill value), and the array must hold exactly one object per chunk (shard) of
+/// its grid.
+///
+/// Input: `[opts, chunk, shard, cut1, cut2, cut3]` then the values
+/// (`arbitrary`). `opts & 1`: nulls; `& 2`: Zarr v2; `& 4`: sharded (v3);
+/// `>> 3 & 3`: the compressor.
+pub fn append_roundtrip(data: &[u8]) {
+    use arrow_array::{RecordBatch, RecordBatchIterator};
+    use arrow_schema::{Field, Schema};
+    use zarrow::read::{TableOptions, open_table};
+    use zarrow::store::Consolidated;
+    use zarrow::write::write_batches;
+
+    let Some(([opts, chunk, shard, c1, c2, c3], rest)) = header::<6>(data) else {
+        return;
+    };
+    let Ok(values) = Values::arbitrary(&mut Unstructured::new(rest)) else {
+        return;
+    };
+    let input = values.into_array(opts & 1 != 0);
+    let n = input.len();
+    let mut cuts = [c1, c2, c3].map(|c| usize::from(c) * n / 255);
+    cuts.sort_unstable();
+    let bounds = [0, cuts[0], cuts[1], cuts[2], n];
+    let v2 = opts & 2 != 0;
+    let sharded = !v2 && opts & 4 != 0;
+    let compressor = match (opts >> 3) % 4 {
+        0 => Compressor::Zstd,
+        1 => Compressor::Gzip,
+        2 => Compressor::Blosc,
+        _ => Compressor::None,
+    };
+    let chunk_len = usize::from(chunk % 32) + 1;
+    let mut create = WriteOptions::default()
+        .with_zarr_format(if v2 { 2 } else { 3 })
+        .with_compressor(compressor)
+        .with_chunk_len(chunk_len)
+        .with_nulls(NullPolicy::Fill);
+    let mut grid = chunk_len;
+    if sharded {
+        grid = chunk_len * (usize::from(shard % 4) + 1);
+        create = create.with_shard_len(grid);
+    }
+    let schema = Arc::new(Schema::new(vec![Field::new(
+        "v",
+        input.data_type().clone(),
+        true,
+    )]));
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    for (i, part) in bounds.windows(2).enumerate() {
+        let values = input.slice(part[0], part[1] - part[0]);
+        let batch = RecordBatch::try_new(schema.clone(), vec![values]).expect("a batch");
+        let reader = RecordBatchIterator::new([Ok(batch)], schema.clone());
+        let options = if i == 0 {
+            create.clone()
+        } else {
+            WriteOptions::default()
+                .with_append(true)
+                .with_nulls(NullPolicy::Fill)
+        };
+        match write_batches(reader, store.clone(), "", options) {
+            Ok(rows) => assert_eq!(rows, (part[1] - part[0]) as u64, "part {i}: rows counted"),
+            Err(e) => panic!(
+                "part {i} ({} values of {}, {create:?}) refused: {e}",
+                part[1] - part[0],
+                input.data_type()
+            ),
+        }
+    }
+    let written_type = match input.data_type() {
+        ArrowType::Dictionary(_, values) => values.as_ref().clone(),
+        other => other.clone(),
+    };
+    let string_type = match written_type {
+        ArrowType::LargeUtf8 | ArrowType::LargeBinary => StringType::LargeUtf8,
+        ArrowType::Utf8View | ArrowType::BinaryView => StringType::Utf8View,
+        _ => StringType::Utf8,
+    };
+    let committed = Consolidated::open(store.clone()).expect("consolidated metadata");
+    let reader = open_table(
+        committed,
+        "v",
+        read_options(string_type).with_decode_cf(false),
+        &TableOptions::default(),
+    )
+    .unwrap_or_else(|e| panic!("cannot open the grown table ({create:?}): {e}"));
+    let mut parts = Vec::new();
+    for batch in reader {
+        let batch = batch.unwrap_or_else(|e| panic!("cannot read the grown table: {e}"));
+        parts.push(batch.column(0).clone());
+    }
+    let refs: Vec<&dyn Array> = parts.iter().map(AsRef::as_ref).collect();
+    let back = if refs.is_empty() {
+        arrow_array::new_empty_array(&written_type)
+    } else {
+        arrow_select::concat::concat(&refs).expect("batches of one type")
+    };
+    check(
+        "append_roundtrip",
+        back.as_ref(),
+        &written_type,
+        Some(n as u64),
+    );
+    let fill = fill_scalar(input.data_type());
+    let expected: Vec<Scalar> = scalars(input.as_ref())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|s| if s == Scalar::Null { fill.clone() } else { s })
+        .collect();
+    let got = scalars(back.as_ref()).unwrap_or_default();
+    if expected != got {
+        let first = expected.iter().zip(&got).position(|(a, b)| a != b);
+        panic!(
+            "appending changed the values ({create:?}, parts at {bounds:?}, {n} values of {}): first difference at {first:?}",
+            input.data_type()
+        );
+    }
+    let chunks = store
+        .list_prefix("v/")
+        .expect("a listing")
+        .into_iter()
+        .filter(|k| {
+            !k.ends_with("zarr.json") && !k.rsplit('/').next().unwrap_or("").starts_with(".z")
+        })
+        .count();
+    assert_eq!(
+        chunks,
+        n.div_ceil(grid),
+        "chunk objects of {n} values in a grid of {grid}"
+    );
+}
+
 /// Undo the bytes->bytes codecs of `chain` on `encoded`: the seed builder's way
 /// from a stored chunk to the layout bytes.
 pub fn undo_bytes_codecs(chain: &BytesToBytes, encoded: &[u8]) -> Option<Vec<u8>> {
@@ -2125,7 +2262,7 @@ pub fn push_decoder(data: &[u8]) {
 pub type Target = fn(&[u8]);
 
 /// Every target: its name and function.
-pub const TARGETS: [(&str, Target); 14] = [
+pub const TARGETS: [(&str, Target); 15] = [
     ("vlen_interleaved", vlen_interleaved),
     ("zarrs_vlen", zarrs_vlen),
     ("zep0007", zep0007),
@@ -2140,4 +2277,5 @@ pub const TARGETS: [(&str, Target); 14] = [
     ("linear_csv", linear_csv),
     ("write_roundtrip", write_roundtrip),
     ("push_decoder", push_decoder),
+    ("append_roundtrip", append_roundtrip),
 ];

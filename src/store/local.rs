@@ -130,7 +130,9 @@ impl LocalStore {
         }
     }
 
-    fn walk(&self, dir: &Path, rel: &str, out: &mut Vec<String>) -> Result<()> {
+    /// The keys under `dir` (key `rel`) that may start with `prefix`: a
+    /// directory that cannot hold one is not entered.
+    fn walk(&self, dir: &Path, rel: &str, prefix: &str, out: &mut Vec<String>) -> Result<()> {
         let entries = match std::fs::read_dir(dir) {
             Ok(entries) => entries,
             Err(e) if e.kind() == ErrorKind::NotFound || e.kind() == ErrorKind::NotADirectory => {
@@ -150,7 +152,13 @@ impl LocalStore {
             };
             let file_type = entry.file_type().map_err(|e| Error::io(entry.path(), e))?;
             if file_type.is_dir() {
-                self.walk(&entry.path(), &key, out)?;
+                let inside = key.starts_with(prefix)
+                    || prefix
+                        .strip_prefix(key.as_str())
+                        .is_some_and(|rest| rest.starts_with('/'));
+                if inside {
+                    self.walk(&entry.path(), &key, prefix, out)?;
+                }
             } else {
                 out.push(key);
             }
@@ -293,6 +301,7 @@ impl Store for LocalStore {
             let mut file = File::create(&temp)?;
             file.write_all(value)?;
             file.sync_data()?;
+            crate::failpoint::hit("store-write");
             std::fs::rename(&temp, &path)
         };
         write().map_err(|e| {
@@ -352,7 +361,7 @@ impl Store for LocalStore {
             validate_key(dir_part)?;
         }
         let mut out = Vec::new();
-        self.walk(&self.root.join(dir_part), dir_part, &mut out)?;
+        self.walk(&self.root.join(dir_part), dir_part, prefix, &mut out)?;
         out.retain(|k| k.starts_with(prefix));
         out.sort();
         Ok(out)

@@ -194,6 +194,30 @@ fn retype(values: ArrayRef, arrow_type: &ArrowType, label: &str) -> Result<Array
     Ok(make_array(data))
 }
 
+/// Remove the temporary files a killed write left beside the metadata of the
+/// group at `path` and of every group above it (where an append writes
+/// documents).
+///
+/// # Errors
+/// Store errors.
+pub(crate) fn clear_temporary(store: &dyn Store, path: &str) -> Result<()> {
+    let mut at = Some(path.trim_matches('/'));
+    while let Some(group) = at {
+        let prefix = join_key(group, ".");
+        for key in store.list_prefix(&prefix)? {
+            let name = &key[prefix.len() - 1..];
+            if !name.contains('/') && name.ends_with(".tmp") {
+                store.delete(&key)?;
+            }
+        }
+        at = match group {
+            "" => None,
+            _ => Some(group.rsplit_once('/').map_or("", |(parent, _)| parent)),
+        };
+    }
+    Ok(())
+}
+
 /// Write the consolidated metadata again of the group at `path` and of every
 /// group above it that has some (the root last: what readers open).
 ///

@@ -155,8 +155,11 @@ impl ColumnWriter {
     /// categories added after the stored ones, the codes in the stored codes'
     /// type) or `nullable-*` element. `row_numbers`: the field is a RangeIndex,
     /// continued.
+    /// `store` is written to; `committed` reads what the table holds (its
+    /// consolidated metadata, when it has some).
     pub(crate) fn appending(
         store: &Arc<dyn Store>,
+        committed: &Arc<dyn Store>,
         path: String,
         field: &Field,
         options: &WriteOptions,
@@ -167,11 +170,11 @@ impl ColumnWriter {
             other => other,
         };
         let leaf = |key: String, t: &ArrowType, options: WriteOptions| -> Result<ArrayWriter> {
-            let existing = Existing::open(store, &key, leaf_type(t))?;
+            let existing = Existing::open(committed, &key, leaf_type(t))?;
             ArrayWriter::appending(store.clone(), key, t, options, existing)
         };
         let anndata = options.layout == Layout::AnnData;
-        let node = read_node(store.as_ref(), &path)?;
+        let node = read_node(committed.as_ref(), &path)?;
         let encoding = match &node {
             NodeMetadata::Array(meta) => encoding(&meta.attributes),
             NodeMetadata::Group(meta) => encoding(&meta.attributes),
@@ -191,7 +194,7 @@ impl ColumnWriter {
                 // (what a SQL engine reads a categorical as).
                 let values = value_type;
                 let codes_key = join_key(&path, "codes");
-                let stored_codes = Existing::open(store, &codes_key, &ArrowType::Int32)?;
+                let stored_codes = Existing::open(committed, &codes_key, &ArrowType::Int32)?;
                 let codes_type = stored_codes
                     .metadata()
                     .data_type
@@ -209,7 +212,7 @@ impl ColumnWriter {
                     options.clone(),
                     stored_codes,
                 )?;
-                let stored = Existing::open(store, &join_key(&path, "categories"), values)?;
+                let stored = Existing::open(committed, &join_key(&path, "categories"), values)?;
                 let categories = Categories::seeded(field.name(), values, stored.read_all()?)?;
                 Ok(Self::Categorical {
                     codes,
@@ -259,10 +262,11 @@ impl ColumnWriter {
     /// The stored RangeIndex `_index` at `path`, continued.
     pub(crate) fn row_numbers_appending(
         store: &Arc<dyn Store>,
+        committed: &Arc<dyn Store>,
         path: String,
         options: &WriteOptions,
     ) -> Result<Self> {
-        let existing = Existing::open(store, &path, &ArrowType::Int64)?;
+        let existing = Existing::open(committed, &path, &ArrowType::Int64)?;
         if existing.metadata().data_type != crate::metadata::DataType::Int64 {
             return Err(Error::InvalidArgument(format!(
                 "the table's index {path:?} holds {} labels: give the new rows' labels (the pandas index, or a column named as it)",

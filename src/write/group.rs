@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::append::reconsolidate;
+use super::append::{clear_temporary, reconsolidate};
 use super::array::prepare_node;
 use super::column::{ColumnWriter, Nullability};
 use super::metadata::{columns_attributes, write_group_documents};
@@ -14,7 +14,7 @@ use crate::conventions::anndata;
 use crate::error::{Error, Result};
 use crate::metadata::NodeMetadata;
 use crate::read::{ReadOptions, ZarrGroup, read_node};
-use crate::store::{Store, WriteLock, join_key, node_label};
+use crate::store::{Consolidated, Store, WriteLock, join_key, node_label};
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::Schema;
 use serde_json::Value;
@@ -178,8 +178,13 @@ impl GroupWriter {
         mut options: WriteOptions,
         lock: Option<WriteLock>,
     ) -> Result<Self> {
+        // What is committed: the consolidated metadata when the store has
+        // some (an append killed after some arrays' documents were written
+        // left those ahead of it), else each array's own.
+        clear_temporary(store.as_ref(), &path)?;
+        let committed = Consolidated::open(store.clone())?;
         let raw = ReadOptions::default().with_decode_cf(false);
-        let group = ZarrGroup::open_with(store.clone(), &path, raw)?;
+        let group = ZarrGroup::open_with(committed.clone(), &path, raw)?;
         let label = group.label();
         let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
         let dataframe = anndata::encoding(&group.metadata().attributes);
@@ -231,7 +236,7 @@ impl GroupWriter {
             let key = join_key(&path, index);
             columns.push((
                 None,
-                ColumnWriter::row_numbers_appending(&store, key, &options)?,
+                ColumnWriter::row_numbers_appending(&store, &committed, key, &options)?,
             ));
         }
         for (i, field) in schema.fields().iter().enumerate() {
@@ -242,7 +247,7 @@ impl GroupWriter {
             let key = join_key(&path, node);
             columns.push((
                 Some(i),
-                ColumnWriter::appending(&store, key, field, &options)?,
+                ColumnWriter::appending(&store, &committed, key, field, &options)?,
             ));
         }
         // Every column holds the same rows (a table).

@@ -100,4 +100,5 @@ replay_tests!(
     linear_csv,
     write_roundtrip,
     push_decoder,
+    append_roundtrip,
 );

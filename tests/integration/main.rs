@@ -9,6 +9,8 @@ mod cli_options;
 mod common;
 mod consolidated;
 mod conventions;
+#[cfg(all(feature = "failpoints", unix))]
+mod crash;
 mod data_types;
 #[cfg(feature = "datafusion")]
 mod datafusion;

@@ -1,0 +1,35 @@
+//! Failpoints for the crash tests (feature `failpoints`; tests only): with
+//! `ZARROW_KILL_AT=NAME:N` in the environment, the process ends by SIGKILL
+//! (`kill -9`: no destructor, no flush, no signal handler runs) the N-th time it
+//! reaches the point NAME. Without the feature, a point compiles to nothing.
+//!
+//! Points: `store-write`, in [`LocalStore`](crate::LocalStore)'s `set`, after
+//! a value's temporary file is written and before it is renamed over its key.
+
+#[cfg(all(feature = "failpoints", unix))]
+pub(crate) fn hit(name: &str) {
+    use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    static AT: OnceLock<Option<(String, u64)>> = OnceLock::new();
+    static HITS: AtomicU64 = AtomicU64::new(0);
+    let at = AT.get_or_init(|| {
+        let spec = std::env::var("ZARROW_KILL_AT").ok()?;
+        let (point, n) = spec.rsplit_once(':')?;
+        Some((point.to_string(), n.parse().ok()?))
+    });
+    if let Some((point, n)) = at
+        && point == name
+        && HITS.fetch_add(1, Ordering::SeqCst) + 1 == *n
+    {
+        // SAFETY: kill(2) with this process's id and a valid signal number
+        // touches no memory of ours.
+        unsafe {
+            libc::kill(libc::getpid(), libc::SIGKILL);
+        }
+    }
+}
+
+#[cfg(not(all(feature = "failpoints", unix)))]
+#[inline(always)]
+pub(crate) fn hit(_name: &str) {}
