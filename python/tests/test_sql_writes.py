@@ -177,3 +177,44 @@ def test_insert_into_an_anndata_obs_read_by_anndata(tmp_path):
     want = pd.concat([obs, copy])
     want["cell_type"] = pd.Categorical(want["cell_type"], categories=obs["cell_type"].cat.categories)
     pd.testing.assert_frame_equal(got, want, check_index_type=False)
+
+
+def test_copy_and_insert_on_s3(tmp_path, parquet, monkeypatch):
+    """COPY to an s3:// URL and INSERT INTO a table there (moto on loopback;
+    credentials from the environment, as the command line takes them): the
+    objects, downloaded with boto3, read by zarr-python as pyarrow's rows."""
+    import boto3
+
+    from remote_servers import moto_server
+
+    with moto_server() as endpoint:
+        for key, value in {
+            "AWS_ENDPOINT_URL": endpoint,
+            "AWS_ACCESS_KEY_ID": "test",
+            "AWS_SECRET_ACCESS_KEY": "test",
+            "AWS_REGION": "us-east-1",
+        }.items():
+            monkeypatch.setenv(key, value)
+        client = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="test",
+                              aws_secret_access_key="test", region_name="us-east-1")
+        client.create_bucket(Bucket="sqlw")
+        url = "s3://sqlw/copied.zarr"
+        answer = run(zarrow.sql(
+            f"COPY (SELECT n, kind FROM p WHERE n < 1000) TO '{url}' STORED AS ZARR OPTIONS (chunk_len 300); "
+            f"CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '{url}'; "
+            "INSERT INTO t SELECT n, kind FROM p WHERE n >= 2900; "
+            "SELECT count(*) AS c FROM t",
+            {"p": parquet},
+        ))
+        assert answer.column("c").to_pylist() == [1100]
+        with pytest.raises(zarrow.ZarrowError, match="overwrite true"):
+            run(zarrow.sql(f"COPY (SELECT n, kind FROM p) TO '{url}'", {"p": parquet}))
+        for page in client.get_paginator("list_objects_v2").paginate(Bucket="sqlw"):
+            for obj in page.get("Contents", []):
+                path = tmp_path / "s3" / obj["Key"]
+                path.parent.mkdir(parents=True, exist_ok=True)
+                client.download_file("sqlw", obj["Key"], str(path))
+    got = zarr_python(tmp_path / "s3" / "copied.zarr")
+    t = source()
+    want = pa.concat_tables([t.slice(0, 1000), t.slice(2900)]).select(["n", "kind"])
+    assert rows(got, ["n", "kind"]) == rows(want.to_pydict(), ["n", "kind"])

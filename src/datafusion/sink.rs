@@ -12,7 +12,8 @@
 //! A statement that fails (a bad row, an error upstream, a dropped stream)
 //! commits nothing: the table is as it was. Where it writes: a local path
 //! directly (atomic, as `zarrow convert` writes), a URL through the session's
-//! object store for it (`RuntimeEnv::object_store`).
+//! object store for it (`RuntimeEnv::object_store`), else through one opened
+//! from the environment (as the command line opens a URL).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -42,7 +43,9 @@ use object_store::{ObjectMeta, ObjectStore};
 use super::df_err;
 use crate::convert::{open_for_append, write_into_store, write_store};
 use crate::error::{Error, Result};
-use crate::store::{Blocking, ObjectStoreAsync, ObjectStoreBackend, Store, UrlOptions};
+use crate::store::{
+    Blocking, ObjectStoreAsync, ObjectStoreBackend, Store, UrlOptions, open_location_with,
+};
 use crate::write::{WriteOptions, write_batches};
 
 /// `STORED AS ZARR` for `COPY ... TO`: registered by
@@ -312,14 +315,21 @@ impl DataSink for ZarrSink {
                 prefix,
                 location,
             } => {
-                let store = context.runtime_env().object_store(url)?;
                 let blocking = Blocking::on(tokio::runtime::Handle::current());
-                let backend = ObjectStoreBackend::with_blocking(
-                    ObjectStoreAsync::new(store, prefix, location),
-                    blocking,
-                );
+                // The session's store for the URL, else one opened from the
+                // environment, as the command line opens a URL.
+                let store: Arc<dyn Store> = match context.runtime_env().object_store(url) {
+                    Ok(store) => Arc::new(ObjectStoreBackend::with_blocking(
+                        ObjectStoreAsync::new(store, prefix, location),
+                        blocking,
+                    )),
+                    Err(_) => {
+                        open_location_with(Path::new(location), &UrlOptions::default(), blocking)
+                            .map_err(df_err)?
+                    }
+                };
                 Target::Store {
-                    store: Arc::new(backend),
+                    store,
                     name: location.clone(),
                 }
             }
@@ -373,6 +383,13 @@ impl RecordBatchReader for Received {
     }
 }
 
+/// A COPY's target that exists.
+fn exists(target: &str) -> Error {
+    Error::InvalidArgument(format!(
+        "{target} exists: OPTIONS (overwrite true) replaces it, OPTIONS (append true) adds the rows to it"
+    ))
+}
+
 /// Write `reader` to `target`: the rows written.
 fn write(target: Target, mode: Mode, options: WriteOptions, reader: Received) -> Result<u64> {
     let options = options.with_append(false).with_overwrite(false);
@@ -382,10 +399,7 @@ fn write(target: Target, mode: Mode, options: WriteOptions, reader: Received) ->
             write_batches(reader, store, &node, options.with_append(true))
         }
         (Target::Local(path), Mode::Create) if path.exists() => {
-            Err(Error::InvalidArgument(format!(
-                "{} exists: OPTIONS (overwrite true) replaces it, OPTIONS (append true) adds the rows to it",
-                path.display()
-            )))
+            Err(exists(&path.display().to_string()))
         }
         (Target::Local(path), mode) => write_store(
             &path,
@@ -399,6 +413,10 @@ fn write(target: Target, mode: Mode, options: WriteOptions, reader: Received) ->
         (Target::Store { store, name }, mode) => {
             write_into_store(store, Path::new(&name), mode == Mode::Overwrite, |store| {
                 write_batches(reader, store, "", options)
+            })
+            .map_err(|e| match e {
+                Error::AlreadyExists { .. } => exists(&name),
+                e => e,
             })
         }
         (Target::Registered { location, .. }, _) => Err(Error::InvalidArgument(format!(
