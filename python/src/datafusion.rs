@@ -18,6 +18,7 @@ use async_trait::async_trait;
 use datafusion::catalog::{Session, TableProvider, TableProviderFactory};
 use datafusion::datasource::TableType;
 use datafusion::error::Result as DfResult;
+use datafusion::logical_expr::dml::InsertOp;
 use datafusion::logical_expr::{CreateExternalTable, Expr, TableProviderFilterPushDown};
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion_ffi::proto::logical_extension_codec::FFI_LogicalExtensionCodec;
@@ -258,6 +259,16 @@ impl TableProvider for OnRuntime<dyn TableProvider> {
 
     fn statistics(&self) -> Option<datafusion::common::Statistics> {
         self.inner.statistics()
+    }
+
+    async fn insert_into(
+        &self,
+        state: &dyn Session,
+        input: Arc<dyn ExecutionPlan>,
+        insert_op: InsertOp,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        self.entered(self.inner.insert_into(state, input, insert_op))
+            .await
     }
 }
 

@@ -218,3 +218,20 @@ def test_copy_and_insert_on_s3(tmp_path, parquet, monkeypatch):
     t = source()
     want = pa.concat_tables([t.slice(0, 1000), t.slice(2900)]).select(["n", "kind"])
     assert rows(got, ["n", "kind"]) == rows(want.to_pydict(), ["n", "kind"])
+
+
+def test_insert_into_a_datafusion_python_table(tmp_path):
+    """datafusion-python 55 inserts through zarrow.table's provider (the FFI):
+    zarr-python reads the rows, and the session's next scan sees them."""
+    from datafusion import SessionContext
+
+    path = tmp_path / "t.zarr"
+    zarrow.write(source(20), path, chunk_len=8)
+    ctx = SessionContext()
+    ctx.register_table("t", zarrow.table(path))
+    ctx.sql("INSERT INTO t VALUES (100, 'new', 1.0, 'one'), (101, 'new', 2.0, 'two')").collect()
+    got = zarr_python(path)
+    assert got["n"] == list(range(20)) + [100, 101]
+    assert got["name"][-2:] == ["one", "two"]
+    count = ctx.sql("SELECT count(*) AS c FROM t WHERE kind = 'new'").to_pydict()
+    assert count == {"c": [2]}
