@@ -341,3 +341,13 @@ def test_two_processes_append_twenty_rounds_each_on_s3(tmp_path):
         assert strings[start:start + rows] == [f"w{writer} r{r} i{i}" for i in range(rows)]
         seen.append(tag)
     assert sorted(seen) == sorted(w * 1000 + r for w in (1, 2) for r in range(rounds))
+
+
+def test_an_append_never_clears_a_directory_that_is_not_a_table(tmp_path):
+    path = tmp_path / "notes"
+    path.mkdir()
+    (path / "todo.txt").write_text("keep me")
+    with pytest.raises(zarrow.ZarrowError, match="no Zarr group"):
+        zarrow.write(part(0, 5), path, mode="append")
+    assert (path / "todo.txt").read_text() == "keep me"
+    assert sorted(p.name for p in path.iterdir()) == ["todo.txt"]

@@ -95,8 +95,32 @@ impl GroupWriter {
                     )));
                 }
                 // Nothing to append to: the group is made, and what a write
-                // that did not finish left there is cleared.
-                Err(Error::NodeNotFound { .. }) => options.overwrite = true,
+                // that did not finish left there (its columns' chunks, its
+                // temporary files) is cleared; anything else is refused.
+                Err(Error::NodeNotFound { .. }) => {
+                    let prefix = join_key(&path, "");
+                    let foreign: Vec<String> = store
+                        .list_prefix(&prefix)?
+                        .into_iter()
+                        .filter(|key| {
+                            let rest = &key[prefix.len()..];
+                            let first = rest.split('/').next().unwrap_or(rest);
+                            let temporary = rest
+                                .rsplit('/')
+                                .next()
+                                .is_some_and(|f| f.starts_with('.') && f.ends_with(".tmp"));
+                            !temporary && !names.iter().any(|n| n == first) && first != "_index"
+                        })
+                        .collect();
+                    if let Some(key) = foreign.first() {
+                        return Err(Error::InvalidArgument(format!(
+                            "{} holds {} keys but no Zarr group ({key}, ...): an append makes a group only where there is none",
+                            node_label(store.as_ref(), &path),
+                            foreign.len()
+                        )));
+                    }
+                    options.overwrite = true;
+                }
                 Err(e) => return Err(e),
             }
         }
