@@ -170,6 +170,7 @@ WRITER = textwrap.dedent("""
     import zarrow
 
     path, writer, rounds, rows = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    wait = float(sys.argv[5]) if len(sys.argv) > 5 else 120.0
     for r in range(rounds):
         tag = writer * 1000 + r
         table = pa.table({
@@ -177,11 +178,19 @@ WRITER = textwrap.dedent("""
             "i": pa.array(range(rows), pa.int64()),
             "s": pa.array([f"w{writer} r{r} i{i}" for i in range(rows)]),
         })
-        assert zarrow.write(table, path, mode="append", lock_timeout=120) == rows
+        try:
+            assert zarrow.write(table, path, mode="append", lock_timeout=wait) == rows
+            print(f"won {tag}", flush=True)
+        except zarrow.ZarrowError as e:
+            print(f"lost {tag}: {e}", flush=True)
 """)
 
-
-def test_two_processes_append_twenty_rounds_each_and_lose_nothing(tmp_path):
+@pytest.mark.parametrize("wait", [120.0, 0.0])
+def test_two_processes_append_twenty_rounds_each_and_lose_nothing(tmp_path, wait):
+    """Two processes append 20 rounds each. Waiting for the lock, every round
+    lands; without waiting, a round that finds the store held fails and says
+    why. Either way the table holds exactly the rounds that succeeded, whole,
+    after the first rows as written."""
     path = tmp_path / "shared.zarr"
     first = pa.table({
         "tag": pa.array([-1] * 5, pa.int64()),
@@ -193,18 +202,30 @@ def test_two_processes_append_twenty_rounds_each_and_lose_nothing(tmp_path):
     script.write_text(WRITER)
     rounds, rows = 20, 11
     procs = [
-        subprocess.Popen([sys.executable, str(script), str(path), str(w), str(rounds), str(rows)],
+        subprocess.Popen([sys.executable, str(script), str(path), str(w), str(rounds), str(rows), str(wait)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for w in (1, 2)
     ]
+    won, lost = [], []
     for p in procs:
         out, err = p.communicate(timeout=300)
         assert p.returncode == 0, err
+        for line in out.splitlines():
+            outcome, rest = line.split(" ", 1)
+            if outcome == "won":
+                won.append(int(rest))
+            else:
+                tag, message = rest.split(": ", 1)
+                assert "another writer" in message, message
+                lost.append(int(tag))
+    assert len(won) + len(lost) == 2 * rounds
+    if wait:
+        assert not lost
     got = zarr.open_group(str(path), mode="r")
     tags = np.asarray(got["tag"][:]).tolist()
     index = np.asarray(got["i"][:]).tolist()
     strings = np.asarray(got["s"][:]).tolist()
-    assert len(tags) == 5 + 2 * rounds * rows
+    assert len(tags) == 5 + len(won) * rows
     # The first rows are as written, and each append is whole and in order.
     assert strings[:5] == [f"first {i}" for i in range(5)]
     seen = []
@@ -215,10 +236,10 @@ def test_two_processes_append_twenty_rounds_each_and_lose_nothing(tmp_path):
         assert index[start:start + rows] == list(range(rows))
         assert strings[start:start + rows] == [f"w{writer} r{r} i{i}" for i in range(rows)]
         seen.append(tag)
-    assert sorted(seen) == sorted(w * 1000 + r for w in (1, 2) for r in range(rounds))
+    assert sorted(seen) == sorted(won)
     # Each writer's rounds are in its own order.
     for w in (1, 2):
-        assert [t for t in seen if t // 1000 == w] == [w * 1000 + r for r in range(rounds)]
+        assert [t for t in seen if t // 1000 == w] == sorted(t for t in won if t // 1000 == w)
 
 
 def test_an_anndata_obs_written_by_anndata_gains_rows_and_categories(tmp_path):
