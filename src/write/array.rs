@@ -145,8 +145,19 @@ impl ArrayWriter {
                 arrow_type
             )));
         }
-        existing.clear_debris(writer.store.as_ref())?;
         let grid_len = existing.grid_len();
+        // A chunk is stored whole (its tail filled): one of a stored grid's
+        // size must be one zarrow would read back (the grid is the store's,
+        // which may be hostile).
+        let per_element = writer.spec.data_type.fixed_size().unwrap_or(4) as u64;
+        if grid_len.saturating_mul(per_element) > crate::read::DEFAULT_MAX_CHUNK_BYTES as u64 {
+            return Err(Error::InvalidArgument(format!(
+                "column {:?}: its chunks of {grid_len} elements are larger than zarrow writes ({} bytes)",
+                writer.name,
+                crate::read::DEFAULT_MAX_CHUNK_BYTES
+            )));
+        }
+        existing.clear_debris(writer.store.as_ref())?;
         let rows = existing.rows();
         let len = usize::try_from(grid_len).map_err(|_| {
             Error::InvalidArgument(format!(

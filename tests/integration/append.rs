@@ -309,3 +309,42 @@ fn zarrow_sql_runs_statements_in_order_and_prints_the_last() {
     .unwrap();
     assert_eq!(written.total_rows(), rows);
 }
+
+/// A stored chunk grid is the store's word, and the store may be hostile: an
+/// append to an array whose chunks would be a terabyte is refused up front,
+/// never allocated.
+#[test]
+fn an_append_to_a_hostile_chunk_grid_is_refused() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    store
+        .set(
+            "zarr.json",
+            br#"{"zarr_format": 3, "node_type": "group", "attributes": {}}"#,
+        )
+        .unwrap();
+    let array = serde_json::json!({
+        "zarr_format": 3, "node_type": "array", "shape": [3], "data_type": "int64",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [1u64 << 40]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+        "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]
+    });
+    store
+        .set("n/zarr.json", &serde_json::to_vec(&array).unwrap())
+        .unwrap();
+    let schema = Arc::new(Schema::new(vec![Field::new("n", DataType::Int64, false)]));
+    let err = GroupWriter::try_new(
+        store,
+        "",
+        &schema,
+        WriteOptions::default().with_append(true),
+    )
+    .unwrap_err();
+    // The reader leaves such an array out of the table (its chunks are past
+    // the read bound), or the writer refuses its grid: no chunk is allocated.
+    let message = err.to_string();
+    assert!(
+        message.contains("larger than zarrow writes") || message.contains("not in the table"),
+        "{message}"
+    );
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+}
