@@ -9,9 +9,13 @@ use std::borrow::Cow;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use arrow_array::cast::AsArray;
+use arrow_array::types::{TimestampMillisecondType, TimestampSecondType};
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_ipc::writer::{FileWriter, IpcWriteOptions, StreamWriter};
+use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef, TimeUnit};
 use parquet::basic::{Compression, GzipLevel, ZstdLevel};
 use parquet::errors::ParquetError;
 use parquet::file::properties::WriterProperties;
@@ -158,6 +162,7 @@ pub fn write_parquet<R: RecordBatchReader, W: Write + Send>(
     writer: W,
     compression: Compression,
 ) -> Result<u64> {
+    let reader = SecondsAsMillis::new(reader);
     let schema = reader.schema();
     let props = WriterProperties::builder()
         .set_compression(compression)
@@ -168,6 +173,83 @@ pub fn write_parquet<R: RecordBatchReader, W: Write + Send>(
     let rows = w.write_all(reader)?;
     w.close()?;
     Ok(rows)
+}
+
+/// Parquet has no unit of seconds: a timestamp in seconds would be stored as a
+/// bare INT64, which pyarrow reads as `int64`. Such columns are written in
+/// milliseconds, as pyarrow writes them (the same instants; an instant past
+/// what milliseconds hold in 64 bits is an error).
+struct SecondsAsMillis<R> {
+    reader: R,
+    schema: SchemaRef,
+    /// The columns converted.
+    columns: Vec<usize>,
+}
+
+impl<R: RecordBatchReader> SecondsAsMillis<R> {
+    fn new(reader: R) -> Self {
+        let original = reader.schema();
+        let mut columns = Vec::new();
+        let fields: Vec<Field> = original
+            .fields()
+            .iter()
+            .enumerate()
+            .map(|(i, f)| match f.data_type() {
+                DataType::Timestamp(TimeUnit::Second, tz) => {
+                    columns.push(i);
+                    f.as_ref()
+                        .clone()
+                        .with_data_type(DataType::Timestamp(TimeUnit::Millisecond, tz.clone()))
+                }
+                _ => f.as_ref().clone(),
+            })
+            .collect();
+        let schema = Arc::new(Schema::new_with_metadata(
+            fields,
+            original.metadata().clone(),
+        ));
+        Self {
+            reader,
+            schema,
+            columns,
+        }
+    }
+
+    fn convert(&self, batch: RecordBatch) -> std::result::Result<RecordBatch, ArrowError> {
+        if self.columns.is_empty() {
+            return Ok(batch);
+        }
+        let mut arrays = batch.columns().to_vec();
+        for &i in &self.columns {
+            let seconds = arrays[i].as_primitive::<TimestampSecondType>();
+            let millis = seconds
+                .try_unary::<_, TimestampMillisecondType, _>(|s| {
+                    s.checked_mul(1000).ok_or_else(|| {
+                        ArrowError::ComputeError(format!(
+                            "timestamp {s} s is past what Parquet's milliseconds hold"
+                        ))
+                    })
+                })?
+                .with_timezone_opt(seconds.timezone());
+            arrays[i] = Arc::new(millis);
+        }
+        RecordBatch::try_new(self.schema.clone(), arrays)
+    }
+}
+
+impl<R: RecordBatchReader> Iterator for SecondsAsMillis<R> {
+    type Item = std::result::Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let batch = self.reader.next()?;
+        Some(batch.and_then(|b| self.convert(b)))
+    }
+}
+
+impl<R: RecordBatchReader> RecordBatchReader for SecondsAsMillis<R> {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
 }
 
 /// Write `reader` to `path` in `format`. The file appears only when complete: it

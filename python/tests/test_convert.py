@@ -79,3 +79,49 @@ def test_categorical_values_equal_anndatas(tmp_path):
         assert table.column(name).to_pylist() == want, name
         if obs[name].cat.categories.dtype == object:
             assert table.schema.field(name).type == pa.string_view(), name
+
+
+@pytest.mark.parametrize("unit", ["s", "ms", "us", "ns"])
+def test_datetime64_of_every_unit_is_a_parquet_timestamp_for_pyarrow(tmp_path, unit):
+    """zarr-python writes datetime64[unit] (with NaT); pyarrow reads zarrow's
+    Parquet as a timestamp holding the same instants (seconds are stored in
+    milliseconds, as pyarrow itself writes them: Parquet has no seconds)."""
+    import numpy as np
+    import zarr
+
+    values = np.array(["1970-01-01T00:00:00", "2020-02-29T12:34:56", "NaT", "2262-04-11T00:00:00"],
+                      dtype=f"datetime64[{unit}]")
+    if unit == "ns":
+        values[-1] = np.datetime64("2262-04-11T00:00:00", "ns")
+    array = zarr.create_array(str(tmp_path / "t.zarr"), shape=values.shape, dtype=values.dtype, chunks=(2,))
+    array[:] = values
+    zarrow.convert(tmp_path / "t.zarr", tmp_path / "t.parquet")
+    column = pq.read_table(tmp_path / "t.parquet").column(0)
+    assert pa.types.is_timestamp(column.type), column.type
+    got = column.to_numpy(zero_copy_only=False)
+    assert np.array_equal(got.astype(f"datetime64[{unit}]"), values, equal_nan=True)
+
+
+def test_long_table_of_a_time_variable_with_nat(tmp_path):
+    """A 2-D numpy.datetime64 variable holding NaT (zarr-python writes it, with
+    dimension names and coordinates, as xarray lays a dataset out); `long=True`
+    reads it as xarray's to_dataframe does, NaT a null, where it used to fail
+    on a non-nullable field."""
+    import xarray as xr
+
+    times = np.array([["2020-01-01", "NaT", "2020-01-03"], ["NaT", "2021-05-05", "2022-12-31"]],
+                     dtype="datetime64[ns]")
+    group = zarr.open_group(str(tmp_path / "g.zarr"), mode="w", zarr_format=3)
+    group.create_array("y", shape=(2,), dtype="int64", dimension_names=["y"])[:] = [10, 20]
+    group.create_array("x", shape=(3,), dtype="int64", dimension_names=["x"])[:] = [1, 2, 3]
+    group.create_array("t", shape=(2, 3), dtype="datetime64[ns]", dimension_names=["y", "x"])[:] = times
+    zarr.consolidate_metadata(str(tmp_path / "g.zarr"))
+    zarrow.convert(tmp_path / "g.zarr", tmp_path / "g.parquet", long=True)
+    got = pq.read_table(tmp_path / "g.parquet")
+    want = xr.open_zarr(tmp_path / "g.zarr").to_dataframe().reset_index()
+    assert got.column("y").to_pylist() == want["y"].tolist()
+    assert got.column("x").to_pylist() == want["x"].tolist()
+    column = got.column("t")
+    assert column.null_count == 2
+    assert np.array_equal(column.to_numpy(zero_copy_only=False).astype("datetime64[ns]"),
+                          want["t"].to_numpy(), equal_nan=True)

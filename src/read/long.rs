@@ -255,8 +255,13 @@ fn read_decoded(array: &ZarrArray) -> Result<(Field, ArrayRef)> {
                 values,
             )
         }
+        // Times hold NaT, read as nulls.
         None => (
-            Field::new(array.column_name(), raw.data_type().clone(), false),
+            Field::new(
+                array.column_name(),
+                raw.data_type().clone(),
+                array.metadata().data_type.has_nat(),
+            ),
             raw,
         ),
     })
