@@ -18,6 +18,9 @@
 //!                                                        chunks (laid out beforehand,
 //!                                                        untimed), nothing else
 //! zarrow_compare parquet-read IN.parquet                 read the Parquet file only
+//! zarrow_compare table STORE COLUMNS [warm]           a group's columns (comma-separated)
+//!                                                        as one table (`open_table`, what
+//!                                                        the Python package reads)
 //! zarrow_compare head STORE N                            W7: rows 0..N with `read_range`
 //!                                                        through a store that counts
 //!                                                        what it fetches; prints
@@ -40,6 +43,7 @@ use rayon::prelude::*;
 use zarrow::CodecChain;
 use zarrow::export::write_parquet;
 use zarrow::metadata::CodecMetadata;
+use zarrow::read::{TableOptions, open_table};
 use zarrow::write::{Encoding, WriteOptions, write_batches};
 use zarrow::{LocalStore, ReadOptions, Store, StringType, ZarrArray};
 
@@ -57,6 +61,11 @@ fn main() -> Res<()> {
             return timed(|| read(arg(2), arg(3), ""));
         }
         "read" => read(arg(2), arg(3), arg(4))?,
+        "table" if arg(4) == "warm" => {
+            table(arg(2), arg(3))?;
+            return timed(|| table(arg(2), arg(3)));
+        }
+        "table" => table(arg(2), arg(3))?,
         "bound" => bound(arg(2))?,
         "to-parquet" => to_parquet(arg(2), arg(3))?,
         "from-parquet" => from_parquet(arg(2), arg(3), arg(4))?,
@@ -99,6 +108,22 @@ fn read(path: &str, string_type: &str, mode: &str) -> Res<u64> {
     let array = open(path, string_type, mode == "mmap")?;
     let mut rows = 0;
     for batch in array.batches() {
+        rows += batch?.num_rows() as u64;
+    }
+    Ok(rows)
+}
+
+fn table(path: &str, columns: &str) -> Res<u64> {
+    let columns = columns.split(',').map(str::to_string).collect();
+    let options = ReadOptions::default().with_string_type(StringType::Utf8View);
+    let reader = open_table(
+        Arc::new(LocalStore::new(path)),
+        "",
+        options,
+        &TableOptions::default().with_columns(columns),
+    )?;
+    let mut rows = 0;
+    for batch in reader {
         rows += batch?.num_rows() as u64;
     }
     Ok(rows)

@@ -3,19 +3,38 @@
 //! and is dropped before it crosses to Python. The categories are compared
 //! once (per dictionary), then each row's code is looked up. The scan still
 //! applies its whole filter to the rows that remain: this only narrows them.
+//!
+//! The rows kept from consecutive batches are gathered into batches of at least
+//! the reader's batch size before they cross: a selective filter would
+//! otherwise hand Polars hundreds of batches of a few hundred rows, each paying
+//! the import of its categoricals and a Python round. A dictionary column whose
+//! batches share their categories (a reader's do) is gathered by its codes
+//! alone, the categories kept once.
 
 use std::collections::HashSet;
 
+use std::sync::Arc;
+
 use arrow_array::cast::AsArray;
-use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, RecordBatchReader};
+use arrow_array::types::{
+    ArrowDictionaryKeyType, Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type, UInt16Type,
+    UInt32Type, UInt64Type,
+};
+use arrow_array::{Array, ArrayRef, BooleanArray, DictionaryArray, RecordBatch, RecordBatchReader};
 use arrow_buffer::BooleanBuffer;
 use arrow_schema::{ArrowError, DataType, SchemaRef};
+use arrow_select::concat::concat;
 
 /// Rows of `inner` whose every listed categorical column holds one of its
 /// listed categories.
 pub(crate) struct KeepCategories {
     inner: Box<dyn RecordBatchReader + Send>,
     columns: Vec<Kept>,
+    /// Kept rows not yet handed on, and how many.
+    pending: Vec<RecordBatch>,
+    pending_rows: usize,
+    /// Rows per batch handed on (at least; the last may hold fewer).
+    batch_rows: usize,
 }
 
 struct Kept {
@@ -32,6 +51,7 @@ impl KeepCategories {
     pub(crate) fn new(
         inner: Box<dyn RecordBatchReader + Send>,
         keep: Vec<(String, Vec<String>)>,
+        batch_rows: usize,
     ) -> Result<Self, String> {
         let schema = inner.schema();
         let mut columns = Vec::with_capacity(keep.len());
@@ -57,7 +77,26 @@ impl KeepCategories {
                 seen: None,
             });
         }
-        Ok(Self { inner, columns })
+        Ok(Self {
+            inner,
+            columns,
+            pending: Vec::new(),
+            pending_rows: 0,
+            batch_rows: batch_rows.max(1),
+        })
+    }
+
+    /// The pending rows as one batch (none pending: `None`).
+    fn gathered(&mut self) -> Option<Result<RecordBatch, ArrowError>> {
+        self.pending_rows = 0;
+        match self.pending.len() {
+            0 => None,
+            1 => self.pending.pop().map(Ok),
+            _ => Some(gather(
+                &self.inner.schema(),
+                std::mem::take(&mut self.pending),
+            )),
+        }
     }
 
     fn keep(&mut self, batch: RecordBatch) -> Result<RecordBatch, ArrowError> {
@@ -115,19 +154,81 @@ fn kept_entries(values: &dyn Array, categories: &HashSet<String>) -> Result<Vec<
     })
 }
 
+/// `batches` (of `schema`) as one.
+fn gather(schema: &SchemaRef, batches: Vec<RecordBatch>) -> Result<RecordBatch, ArrowError> {
+    let columns = (0..schema.fields().len())
+        .map(|i| {
+            let parts: Vec<&dyn Array> = batches.iter().map(|b| b.column(i).as_ref()).collect();
+            gather_column(&parts)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    RecordBatch::try_new(schema.clone(), columns)
+}
+
+/// `parts` end to end. Dictionaries sharing one values array keep it, their
+/// keys concatenated (arrow's `concat` would concatenate the values too, or
+/// merge them).
+fn gather_column(parts: &[&dyn Array]) -> Result<ArrayRef, ArrowError> {
+    match parts[0].data_type() {
+        DataType::Dictionary(key, _) => match key.as_ref() {
+            DataType::Int8 => gather_dictionaries::<Int8Type>(parts),
+            DataType::Int16 => gather_dictionaries::<Int16Type>(parts),
+            DataType::Int32 => gather_dictionaries::<Int32Type>(parts),
+            DataType::Int64 => gather_dictionaries::<Int64Type>(parts),
+            DataType::UInt8 => gather_dictionaries::<UInt8Type>(parts),
+            DataType::UInt16 => gather_dictionaries::<UInt16Type>(parts),
+            DataType::UInt32 => gather_dictionaries::<UInt32Type>(parts),
+            DataType::UInt64 => gather_dictionaries::<UInt64Type>(parts),
+            _ => concat(parts),
+        },
+        _ => concat(parts),
+    }
+}
+
+fn gather_dictionaries<K: ArrowDictionaryKeyType>(
+    parts: &[&dyn Array],
+) -> Result<ArrayRef, ArrowError> {
+    let values = parts[0].as_dictionary::<K>().values();
+    if !parts
+        .iter()
+        .all(|p| Arc::ptr_eq(p.as_dictionary::<K>().values(), values))
+    {
+        return concat(parts);
+    }
+    let keys: Vec<&dyn Array> = parts
+        .iter()
+        .map(|p| p.as_dictionary::<K>().keys() as &dyn Array)
+        .collect();
+    let keys = concat(&keys)?.as_primitive::<K>().clone();
+    Ok(Arc::new(DictionaryArray::<K>::try_new(
+        keys,
+        values.clone(),
+    )?))
+}
+
 impl Iterator for KeepCategories {
     type Item = Result<RecordBatch, ArrowError>;
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            let batch = match self.inner.next()? {
-                Ok(batch) => batch,
+            let Some(batch) = self.inner.next() else {
+                return self.gathered();
+            };
+            let kept = match batch.and_then(|b| self.keep(b)) {
+                Ok(kept) => kept,
                 Err(e) => return Some(Err(e)),
             };
-            match self.keep(batch) {
-                // Nothing kept: no batch crosses.
-                Ok(kept) if kept.num_rows() == 0 => continue,
-                other => return Some(other),
+            // Nothing kept: no batch crosses.
+            if kept.num_rows() == 0 {
+                continue;
+            }
+            if self.pending.is_empty() && kept.num_rows() >= self.batch_rows {
+                return Some(Ok(kept));
+            }
+            self.pending_rows += kept.num_rows();
+            self.pending.push(kept);
+            if self.pending_rows >= self.batch_rows {
+                return self.gathered();
             }
         }
     }

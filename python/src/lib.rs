@@ -111,8 +111,14 @@ fn read(
     let Some(keep) = keep else {
         return Ok(Reader::new(reader.into_inner(), Some(total_rows), skipped));
     };
-    let kept =
-        keep::KeepCategories::new(reader.into_inner(), keep).map_err(|e| zarrow_error(&e))?;
+    // Kept rows gathered into batches of the size asked for (or the readers'
+    // largest default).
+    let kept = keep::KeepCategories::new(
+        reader.into_inner(),
+        keep,
+        batch_size.unwrap_or(zarrow::read::DEFAULT_MAX_BATCH_ROWS),
+    )
+    .map_err(|e| zarrow_error(&e))?;
     // The rows are not known before the filter has run.
     Ok(Reader::new(Box::new(kept), None, skipped))
 }

@@ -117,6 +117,20 @@ def test_the_categorical_prefilter_keeps_exactly_the_rows_with_those_categories(
         zarrow._open(OBS, ["cell_id"], keep=[("cell_id", ["x"])])
 
 
+def test_the_prefilter_gathers_the_kept_rows_of_small_batches():
+    """Read in batches of 4 rows, the kept rows of several batches cross as one
+    batch of at least 4 rows (the last may hold fewer), with their nulls and
+    categories: the rows anndata reads, in order."""
+    want = anndata_obs().filter(pl.col("cell_type").cast(pl.String).is_in(["B", "T"]))
+    columns = ["cell_id", "cell_type", "batch", "n_umis", "pct_mito"]
+    reader = zarrow._open(OBS, columns, batch_size=4, keep=[("cell_type", ["B", "T"])])
+    frames = [pl.DataFrame(batch) for batch in iter(reader._next_stream, None)]
+    assert len(frames) > 1
+    assert all(frame.height >= 4 for frame in frames[:-1])
+    got = pl.concat(frames)
+    same_frames(got, want.select(columns))
+
+
 def test_reader_to_polars_is_the_eager_frame():
     want = anndata_obs()
     reader = zarrow.read(OBS)

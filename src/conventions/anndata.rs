@@ -9,12 +9,9 @@
 //! | `nullable-integer`, `nullable-boolean`, `nullable-string-array` | group: `values`, `mask` (true: missing) | the values' type, null where the mask is set |
 //! | `array`, `string-array` | a 1-D array | the array's type |
 
-use std::sync::Arc;
-
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int8Type, Int16Type, Int32Type, Int64Type};
-use arrow_array::{Array, ArrayRef, DictionaryArray, PrimitiveArray};
-use arrow_buffer::{BooleanBuffer, NullBuffer};
+use arrow_array::{Array, ArrayRef, PrimitiveArray};
 use arrow_schema::{DataType as ArrowType, Field};
 use serde_json::{Map, Value, json};
 
@@ -188,36 +185,18 @@ pub fn categorical_values(codes: &ArrayRef, categories: &ArrayRef) -> Result<Arr
 fn dictionary<K>(codes: &ArrayRef, categories: &ArrayRef) -> Result<ArrayRef, String>
 where
     K: arrow_array::types::ArrowDictionaryKeyType,
-    K::Native: TryInto<i64> + Copy,
+    K::Native: Into<i64> + Ord,
 {
-    let keys = keys::<K>(codes, categories)?;
-    DictionaryArray::<K>::try_new(keys, categories.clone())
-        .map(|d| Arc::new(d) as ArrayRef)
-        .map_err(|e| e.to_string())
+    crate::offsets::keys::dictionary(codes.as_primitive::<K>(), categories)
 }
 
 /// The codes as keys into `categories`: checked to lie in them, -1 a null.
 fn keys<K>(codes: &ArrayRef, categories: &ArrayRef) -> Result<PrimitiveArray<K>, String>
 where
-    K: arrow_array::types::ArrowPrimitiveType,
-    K::Native: TryInto<i64> + Copy,
+    K: arrow_array::types::ArrowDictionaryKeyType,
+    K::Native: Into<i64> + Ord,
 {
-    let codes = codes.as_primitive::<K>();
-    let n = categories.len() as i64;
-    let as_i64 = |c: K::Native| c.try_into().unwrap_or(i64::MIN);
-    if let Some(bad) = codes
-        .values()
-        .iter()
-        .map(|&c| as_i64(c))
-        .find(|&c| c < -1 || c >= n)
-    {
-        return Err(format!(
-            "categorical code {bad} is outside the {n} categories (codes are 0..{n}, or -1 for missing)"
-        ));
-    }
-    let valid = BooleanBuffer::collect_bool(codes.len(), |i| as_i64(codes.values()[i]) != -1);
-    let nulls = NullBuffer::union(codes.nulls(), Some(&NullBuffer::new(valid)));
-    Ok(PrimitiveArray::<K>::new(codes.values().clone(), nulls))
+    crate::offsets::keys::codes_as_keys(codes.as_primitive::<K>(), categories.len())
 }
 
 /// `values` with a null wherever `mask` is true (anndata's mask marks missing
@@ -354,6 +333,8 @@ pub fn pandas_metadata(index: &[&str], columns: &[PandasColumn<'_>]) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
     use arrow_array::{ArrayAccessor, BooleanArray, Int8Array, Int64Array, StringArray};
 

@@ -1,4 +1,5 @@
-//! The only place where untrusted offsets become Arrow arrays.
+//! The only place where untrusted offsets (and dictionary keys, `keys.rs`)
+//! become Arrow arrays.
 //!
 //! Every variable-length layout ends here. Offsets read from a chunk are checked
 //! (right count, non-decreasing, in bounds, fit the target offset width), strings
@@ -35,6 +36,7 @@ use crate::error::ChunkError;
 use crate::metadata::StringType;
 
 mod copy;
+pub(crate) mod keys;
 mod views;
 
 pub(crate) use copy::{CopyBuilder, ValuesBuilder};
