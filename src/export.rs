@@ -36,15 +36,50 @@ pub enum ExportFormat {
 }
 
 impl ExportFormat {
-    /// The format a file extension names: `.parquet`; `.arrow`, `.ipc`, `.feather`
-    /// (IPC file); `.arrows` (IPC stream).
+    /// The format a file extension names: `.parquet`, `.pq`; `.arrow`, `.ipc`,
+    /// `.feather` (IPC file); `.arrows` (IPC stream). See [`FileFormat`].
     pub fn from_path(path: &Path) -> Option<Self> {
-        match path.extension()?.to_str()?.to_ascii_lowercase().as_str() {
-            "parquet" | "pq" => Some(Self::Parquet),
-            "arrow" | "ipc" | "feather" => Some(Self::IpcFile),
-            "arrows" => Some(Self::IpcStream),
-            _ => None,
+        match FileFormat::from_path(path)? {
+            FileFormat::Table(format) => Some(format),
+            FileFormat::Csv | FileFormat::Json => None,
         }
+    }
+}
+
+/// What a file's extension says it holds: every decision zarrow makes by
+/// extension (convert's input and output, `zarrow sql`'s tables and output) is
+/// made here. A path with none of these extensions is a Zarr store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FileFormat {
+    /// A table file: Parquet or Arrow IPC.
+    Table(ExportFormat),
+    /// `.csv`: comma-separated values.
+    Csv,
+    /// `.json`: the linear format's JSON (an N-d array's values and shape).
+    Json,
+}
+
+impl FileFormat {
+    /// The format of `path` by its extension (any case), if it names one.
+    ///
+    /// ```
+    /// # use std::path::Path;
+    /// use zarrow::export::{ExportFormat, FileFormat};
+    /// assert_eq!(FileFormat::from_path(Path::new("t.PQ")), Some(FileFormat::Table(ExportFormat::Parquet)));
+    /// assert_eq!(FileFormat::from_path(Path::new("t.arrows")), Some(FileFormat::Table(ExportFormat::IpcStream)));
+    /// assert_eq!(FileFormat::from_path(Path::new("obs.zarr")), None);
+    /// ```
+    pub fn from_path(path: &Path) -> Option<Self> {
+        let extension = path.extension()?.to_str()?.to_ascii_lowercase();
+        Some(match extension.as_str() {
+            "parquet" | "pq" => Self::Table(ExportFormat::Parquet),
+            "arrow" | "ipc" | "feather" => Self::Table(ExportFormat::IpcFile),
+            "arrows" => Self::Table(ExportFormat::IpcStream),
+            "csv" => Self::Csv,
+            "json" => Self::Json,
+            _ => return None,
+        })
     }
 }
 

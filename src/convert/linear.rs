@@ -13,7 +13,7 @@ use super::output::Partial;
 use super::to_zarr::options;
 use super::{Job, Written, limits};
 use crate::error::{Error, Result};
-use crate::export::{self, ExportFormat};
+use crate::export::{self, ExportFormat, FileFormat};
 use crate::linear::{parse_json, read_csv, write_csv, write_json};
 use crate::metadata::{NodeMetadata, recorded_columns};
 use crate::read::{ZarrArray, ZarrGroup, read_node};
@@ -27,9 +27,9 @@ pub(super) enum Kind {
 }
 
 pub(super) fn kind(path: &Path) -> Option<Kind> {
-    match path.extension()?.to_str()?.to_ascii_lowercase().as_str() {
-        "json" => Some(Kind::Json),
-        "csv" => Some(Kind::Csv),
+    match FileFormat::from_path(path)? {
+        FileFormat::Json => Some(Kind::Json),
+        FileFormat::Csv => Some(Kind::Csv),
         _ => None,
     }
 }

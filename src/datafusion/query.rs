@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
+use datafusion::datasource::file_format::options::ArrowReadOptions;
 use datafusion::error::DataFusionError;
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
@@ -15,6 +16,7 @@ use futures::StreamExt;
 
 use super::{ZarrTable, ZarrTableOptions};
 use crate::error::{Error, Result};
+use crate::export::{ExportFormat, FileFormat};
 use crate::read::Skipped;
 use crate::store::{Blocking, UrlOptions};
 
@@ -193,14 +195,33 @@ async fn register_table(
     skipped: &mut Vec<(String, Skipped)>,
 ) -> Result<()> {
     let path = Path::new(location);
-    let registered = if has_extension(path, &["parquet"]) {
-        ctx.register_parquet(name, location, ParquetReadOptions::default())
-            .await
-    } else if has_extension(path, &["arrow", "ipc", "feather"]) {
-        ctx.register_arrow(name, location, Default::default()).await
-    } else if has_extension(path, &["csv"]) {
-        ctx.register_csv(name, location, CsvReadOptions::new())
-            .await
+    // DataFusion lists a table's files by extension: the location's own.
+    let extension = path
+        .extension()
+        .map(|e| format!(".{}", e.to_string_lossy()))
+        .unwrap_or_default();
+    let format = FileFormat::from_path(path);
+    let registered = if let Some(FileFormat::Table(ExportFormat::Parquet)) = format {
+        let options = ParquetReadOptions {
+            file_extension: &extension,
+            ..Default::default()
+        };
+        ctx.register_parquet(name, location, options).await
+    } else if let Some(FileFormat::Table(ExportFormat::IpcFile | ExportFormat::IpcStream)) = format
+    {
+        // DataFusion's Arrow format reads the IPC file and stream formats.
+        let options = ArrowReadOptions {
+            file_extension: &extension,
+            ..Default::default()
+        };
+        ctx.register_arrow(name, location, options).await
+    } else if let Some(FileFormat::Csv) = format {
+        let options = CsvReadOptions::new().file_extension(&extension);
+        ctx.register_csv(name, location, options).await
+    } else if format.is_some() {
+        return Err(Error::InvalidArgument(format!(
+            "table {name} ({location}): a .json file holds the linear format (an N-d array), not a table; tables are Zarr stores and .parquet / .pq, .arrow / .ipc / .feather / .arrows and .csv files"
+        )));
     } else {
         // Its metadata is read blocking, off the runtime's workers, waiting on
         // the runtime (no runtime of the store's own).
@@ -224,13 +245,6 @@ async fn register_table(
         ctx.register_table(name, Arc::new(table)).map(|_| ())
     };
     registered.map_err(|e| Error::Query(format!("table {name} ({location}): {}", one_line(&e))))
-}
-
-/// Whether `path` ends in one of `extensions` (any case).
-fn has_extension(path: &Path, extensions: &[&str]) -> bool {
-    path.extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| extensions.iter().any(|x| e.eq_ignore_ascii_case(x)))
 }
 
 /// A DataFusion error as zarrow's, one line; a zarrow error inside it by its own

@@ -231,6 +231,31 @@ def main() -> int:
 
         case("outputs: .parquet, .arrows, .csv", formats)
 
+        def table_files():
+            # A table is told by its extension, one rule for every decision:
+            # pyarrow's own files under each name zarrow reads as a table.
+            source = pq.read_table(tmp / "weights.parquet")
+
+            def ipc_file(path: Path, new=ipc.new_file) -> None:
+                with new(path, source.schema) as writer:
+                    writer.write_table(source)
+
+            writers = {".pq": lambda p: pq.write_table(source, p),
+                       ".PARQUET": lambda p: pq.write_table(source, p),
+                       ".feather": ipc_file,
+                       ".arrows": lambda p: ipc_file(p, ipc.new_stream)}
+            for suffix, write in writers.items():
+                path = tmp / f"w{suffix}"
+                write(path)
+                got = query(zarrow, "SELECT cell_type, weight FROM w", {"w": path}, tmp / "out.arrow")
+                same_rows(got, source)
+            # A linear-format JSON file is no table: said so, not read as a store.
+            (tmp / "a.json").write_text('{"shape": [1], "values": [1]}')
+            done = run(zarrow, ["SELECT * FROM a", "--table", f"a={tmp / 'a.json'}"])
+            assert done.returncode != 0 and "not a table" in done.stderr, done.stderr
+
+        case("tables: .pq, .PARQUET, .feather, .arrows (pyarrow's files); .json refused", table_files)
+
         def categorical_groups():
             # A GROUP BY over an anndata categorical gives dictionary batches, one
             # dictionary each (a partition each): .arrow holds their values, said on

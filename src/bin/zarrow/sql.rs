@@ -12,7 +12,7 @@ use clap::Args;
 use datafusion::arrow::compute::cast;
 use parquet::basic::Compression;
 use zarrow::datafusion::{SqlOptions, SqlReader};
-use zarrow::export::{DEFAULT_PARQUET_COMPRESSION, ExportFormat, write_file};
+use zarrow::export::{DEFAULT_PARQUET_COMPRESSION, ExportFormat, FileFormat, write_file};
 use zarrow::{Error, Result};
 
 use crate::{RemoteArgs, parse_compression, url_options};
@@ -74,17 +74,16 @@ pub(crate) fn sql(args: &SqlArgs) -> Result<()> {
     // Check the output before any work.
     let format = match &args.output {
         None => None,
-        Some(path) if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv")) => {
-            Some(Output::Csv)
-        }
-        Some(path) => Some(Output::Export(ExportFormat::from_path(path).ok_or_else(
-            || {
-                Error::InvalidArgument(format!(
-                    "cannot tell the output format of {}: use .parquet, .arrow/.ipc/.feather, .arrows or .csv",
+        Some(path) => Some(match FileFormat::from_path(path) {
+            Some(FileFormat::Table(format)) => Output::Export(format),
+            Some(FileFormat::Csv) => Output::Csv,
+            _ => {
+                return Err(Error::InvalidArgument(format!(
+                    "cannot tell the output format of {}: use .parquet / .pq, .arrow / .ipc / .feather, .arrows or .csv",
                     path.display()
-                ))
-            },
-        )?)),
+                )));
+            }
+        }),
     };
     let tables = args
         .tables
