@@ -17,15 +17,12 @@ use arrow_pyarrow::FromPyArrow;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use zarrow::convert::{
-    ConvertOptions, End, Observer, Written, convert_ends, open_for_append, write_into_store,
-    write_store,
-};
+use zarrow::convert::{ConvertOptions, Observer, Written, convert_ends, write_zarr};
 use zarrow::datafusion::{SqlOptions, ZarrTable};
 use zarrow::export::parse_parquet_compression;
 use zarrow::read::{TableOptions, describe_node, open_table};
 use zarrow::store::{Blocking, UrlOptions};
-use zarrow::write::{Compressor, Encoding, Layout, NullPolicy, WriteOptions, write_batches};
+use zarrow::write::{WriteOptions, write_batches};
 use zarrow::{ReadOptions, StringType};
 
 use errors::{to_py, zarrow_error};
@@ -160,16 +157,6 @@ fn batches(data: &Bound<'_, PyAny>) -> PyResult<Box<dyn RecordBatchReader + Send
     )))
 }
 
-/// Parse a name into one of zarrow's option values.
-fn parse<T>(
-    what: &str,
-    value: &str,
-    allowed: &str,
-    parse: impl Fn(&str) -> Option<T>,
-) -> PyResult<T> {
-    parse(value).ok_or_else(|| zarrow_error(&format!("unknown {what} {value:?} ({allowed})")))
-}
-
 /// Write `data` as a Zarr group at `path` (a directory, a URL or an obstore
 /// store); the rows written.
 #[pyfunction]
@@ -179,40 +166,35 @@ fn write(
     py: Python<'_>,
     data: &Bound<'_, PyAny>,
     path: Location,
-    zarr_format: u8,
-    encoding: &str,
-    compressor: &str,
+    zarr_format: Option<u8>,
+    encoding: Option<&str>,
+    compressor: Option<&str>,
     level: Option<i32>,
     chunk_len: Option<usize>,
     shard_len: Option<usize>,
     nulls: &str,
-    layout: &str,
+    layout: Option<&str>,
     overwrite: bool,
     anonymous: bool,
     append: bool,
     lock_timeout: Option<f64>,
 ) -> PyResult<u64> {
-    let nulls = parse("nulls", nulls, "error, fill", |s| match s {
-        "error" => Some(NullPolicy::Error),
-        "fill" => Some(NullPolicy::Fill),
-        _ => None,
-    })?;
-    let mut options = WriteOptions::default()
-        .with_zarr_format(zarr_format)
-        .with_encoding(parse(
-            "encoding",
-            encoding,
-            "default, zarrs-vlen, zep0007",
-            Encoding::parse,
-        )?)
-        .with_compressor(parse(
-            "compressor",
-            compressor,
-            "zstd, gzip, blosc, none",
-            Compressor::parse,
-        )?)
-        .with_nulls(nulls)
-        .with_layout(parse("layout", layout, "plain, anndata", Layout::parse)?);
+    // The option names and values of `zarrow convert` and COPY's OPTIONS;
+    // those not given keep the library's defaults.
+    let mut options = WriteOptions::default();
+    if let Some(format) = zarr_format {
+        options = options.with_zarr_format(format);
+    }
+    for (key, value) in [
+        ("encoding", encoding),
+        ("compressor", compressor),
+        ("nulls", Some(nulls)),
+        ("layout", layout),
+    ] {
+        if let Some(value) = value {
+            options.set(key, value).map_err(to_py)?;
+        }
+    }
     if let Some(level) = level {
         options = options.with_level(level);
     }
@@ -234,18 +216,8 @@ fn write(
     // URL or obstore store with every node's metadata after its chunks. An
     // append writes in place, the writer keeping a reader's view whole.
     let written = py.detach(|| {
-        if append {
-            let (store, node) = match path.end(anonymous)? {
-                End::Path(path) => open_for_append(path, &url)?,
-                End::Store { store, .. } => (store, String::new()),
-            };
-            return write_batches(reader, store, &node, options);
-        }
-        let write = |store| write_batches(reader, store, "", options);
-        match path.end(anonymous)? {
-            End::Path(path) => write_store(path, overwrite, &url, write),
-            End::Store { store, name } => write_into_store(store, name, overwrite, write),
-        }
+        let write = |store, node: &str| write_batches(reader, store, node, options);
+        write_zarr(path.end(anonymous)?, overwrite, append, &url, write)
     });
     // An interrupt (Ctrl-C) while the input was read: raised as itself.
     if let Some(err) = take(&raised) {

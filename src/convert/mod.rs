@@ -258,22 +258,16 @@ impl Job<'_> {
         }
     }
 
-    /// Write the Zarr output through `write`, whole or not at all (see
-    /// [`write_store`]); when appending, in place (the writer keeps a reader's
-    /// view whole), at the node [`open_for_append`] finds.
+    /// Write the Zarr output through `write` (see [`write_zarr`]).
     fn write_dst(&self, write: impl FnOnce(Arc<dyn Store>, &str) -> Result<u64>) -> Result<u64> {
-        if self.append {
-            let (store, node) = match &self.dst_store {
-                Some(store) => (store.clone(), String::new()),
-                None => open_for_append(self.dst, &self.url)?,
-            };
-            return write(store, &node);
-        }
-        let write = |store| write(store, "");
-        match &self.dst_store {
-            Some(store) => to_zarr::replace_store(store.clone(), self.dst, self.overwrite, write),
-            None => to_zarr::write_store(self.dst, self.overwrite, &self.url, write),
-        }
+        let dst = match &self.dst_store {
+            Some(store) => End::Store {
+                store: store.clone(),
+                name: self.dst,
+            },
+            None => End::Path(self.dst),
+        };
+        write_zarr(dst, self.overwrite, self.append, &self.url, write)
     }
 }
 
@@ -396,6 +390,38 @@ pub fn write_store(
     write: impl FnOnce(Arc<dyn Store>) -> Result<u64>,
 ) -> Result<u64> {
     to_zarr::write_store(&local(dst)?, overwrite, url, write)
+}
+
+/// Write a Zarr node at `dst` through `write`, which is given the store and
+/// the node's path in it: whole or not at all (see [`write_store`] and
+/// [`write_into_store`]: an existing output is replaced only with
+/// `overwrite`); with `append`, in place (the writer keeps a reader's view
+/// whole), at the node [`open_for_append`] finds for a path, at a store's root.
+/// What `zarrow convert`, `zarrow.write` and DataFusion's COPY and INSERT write
+/// a Zarr output through.
+///
+/// # Errors
+/// As [`write_store`], [`write_into_store`] and [`open_for_append`]; `write`'s
+/// errors.
+pub fn write_zarr(
+    dst: End<'_>,
+    overwrite: bool,
+    append: bool,
+    url: &UrlOptions,
+    write: impl FnOnce(Arc<dyn Store>, &str) -> Result<u64>,
+) -> Result<u64> {
+    if append {
+        let (store, node) = match dst {
+            End::Store { store, .. } => (store, String::new()),
+            End::Path(path) => open_for_append(path, url)?,
+        };
+        return write(store, &node);
+    }
+    let write = |store| write(store, "");
+    match dst {
+        End::Store { store, name } => to_zarr::replace_store(store, name, overwrite, write),
+        End::Path(path) => to_zarr::write_store(&local(path)?, overwrite, url, write),
+    }
 }
 
 /// Write a Zarr node into `store` (the caller's, named `name` in messages)

@@ -41,7 +41,7 @@ use futures::StreamExt;
 use object_store::{ObjectMeta, ObjectStore};
 
 use super::df_err;
-use crate::convert::{open_for_append, write_into_store, write_store};
+use crate::convert::{End, write_zarr};
 use crate::error::{Error, Result};
 use crate::store::{
     Blocking, ObjectStoreAsync, ObjectStoreBackend, Store, UrlOptions, open_location_with,
@@ -392,35 +392,36 @@ fn exists(target: &str) -> Error {
 
 /// Write `reader` to `target`: the rows written.
 fn write(target: Target, mode: Mode, options: WriteOptions, reader: Received) -> Result<u64> {
-    let options = options.with_append(false).with_overwrite(false);
-    match (target, mode) {
-        (Target::Local(path), Mode::Append) => {
-            let (store, node) = open_for_append(&path, &UrlOptions::default())?;
-            write_batches(reader, store, &node, options.with_append(true))
+    let (dst, name) = match &target {
+        Target::Local(path) if mode == Mode::Create && path.exists() => {
+            return Err(exists(&path.display().to_string()));
         }
-        (Target::Local(path), Mode::Create) if path.exists() => {
-            Err(exists(&path.display().to_string()))
-        }
-        (Target::Local(path), mode) => write_store(
-            &path,
-            mode == Mode::Overwrite,
-            &UrlOptions::default(),
-            |store| write_batches(reader, store, "", options),
+        Target::Local(path) => (End::Path(path), path.display().to_string()),
+        Target::Store { store, name } => (
+            End::Store {
+                store: store.clone(),
+                name: Path::new(name),
+            },
+            name.clone(),
         ),
-        (Target::Store { store, .. }, Mode::Append) => {
-            write_batches(reader, store, "", options.with_append(true))
+        Target::Registered { location, .. } => {
+            return Err(Error::InvalidArgument(format!(
+                "{location}: the session's object store was not resolved"
+            )));
         }
-        (Target::Store { store, name }, mode) => {
-            write_into_store(store, Path::new(&name), mode == Mode::Overwrite, |store| {
-                write_batches(reader, store, "", options)
-            })
-            .map_err(|e| match e {
-                Error::AlreadyExists { .. } => exists(&name),
-                e => e,
-            })
-        }
-        (Target::Registered { location, .. }, _) => Err(Error::InvalidArgument(format!(
-            "{location}: the session's object store was not resolved"
-        ))),
-    }
+    };
+    let append = mode == Mode::Append;
+    let options = options.with_append(append).with_overwrite(false);
+    let write = |store, node: &str| write_batches(reader, store, node, options);
+    write_zarr(
+        dst,
+        mode == Mode::Overwrite,
+        append,
+        &UrlOptions::default(),
+        write,
+    )
+    .map_err(|e| match e {
+        Error::AlreadyExists { .. } => exists(&name),
+        e => e,
+    })
 }
