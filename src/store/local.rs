@@ -228,6 +228,13 @@ impl LocalStore {
     }
 }
 
+/// Whether `file` (a key's last segment) is the temporary file
+/// [`LocalStore::set`] writes before renaming it into place: a killed write
+/// leaves one behind.
+pub(crate) fn is_temporary(file: &str) -> bool {
+    file.starts_with('.') && file.ends_with(".tmp")
+}
+
 impl Store for LocalStore {
     fn location(&self) -> String {
         self.root.display().to_string()

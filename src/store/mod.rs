@@ -36,6 +36,7 @@ pub use consolidated::{
 #[cfg(feature = "object-store")]
 pub use lease::DEFAULT_LEASE_TTL;
 pub use local::LocalStore;
+pub(crate) use local::is_temporary;
 pub use memory::MemoryStore;
 #[cfg(feature = "object-store")]
 pub use object::{

@@ -25,17 +25,20 @@ use super::metadata::write_documents;
 use crate::codec::CodecChain;
 use crate::error::{Error, Result};
 use crate::grid::{ChunkKeyEncoding, KeyKind};
-use crate::metadata::{ArrayMetadata, MAX_METADATA_BYTES, StringType};
+use crate::metadata::{ArrayMetadata, MAX_METADATA_BYTES, StringType, parse_json};
 use crate::read::{ReadOptions, ZarrArray};
-use crate::store::{Store, consolidated_metadata, consolidated_nodes, join_key, zmetadata};
+use crate::store::{
+    Store, consolidated_metadata, consolidated_nodes, is_temporary, join_key, zmetadata,
+};
 
 /// One stored 1-D array that grows: its metadata as stored, and how its chunks
 /// are laid out.
 #[derive(Debug)]
 pub(crate) struct Existing {
     array: ZarrArray,
-    /// The metadata document as stored.
+    /// The metadata document as stored, and its name.
     doc: Map<String, Value>,
+    doc_name: &'static str,
 }
 
 impl Existing {
@@ -61,21 +64,21 @@ impl Existing {
                 array.metadata().shape
             )));
         }
-        let name = if array.metadata().zarr_format == 2 {
+        let doc_name = if array.metadata().zarr_format == 2 {
             ".zarray"
         } else {
             "zarr.json"
         };
-        let key = join_key(path, name);
+        let key = join_key(path, doc_name);
         let bytes = store
             .get_bounded(&key, MAX_METADATA_BYTES)?
             .ok_or_else(|| Error::metadata(&key, "removed while it was being appended to"))?;
-        let doc = match serde_json::from_slice(&bytes) {
-            Ok(Value::Object(doc)) => doc,
-            Ok(_) => return Err(Error::metadata(&key, "not a JSON object")),
-            Err(source) => return Err(Error::Json { key, source }),
-        };
-        Ok(Self { array, doc })
+        let doc = parse_json(&key, &bytes)?;
+        Ok(Self {
+            array,
+            doc,
+            doc_name,
+        })
     }
 
     pub(crate) fn metadata(&self) -> &ArrayMetadata {
@@ -135,7 +138,7 @@ impl Existing {
         for key in store.list_prefix(&prefix)? {
             let name = &key[prefix.len()..];
             let file = name.rsplit('/').next().unwrap_or(name);
-            let temporary = file.starts_with('.') && file.ends_with(".tmp");
+            let temporary = is_temporary(file);
             let past_end = chunk_index(name, encoding).is_some_and(|i| i >= chunks);
             if temporary || past_end {
                 store.delete(&key)?;
@@ -151,12 +154,11 @@ impl Existing {
     pub(crate) fn commit(&self, store: &dyn Store, rows: u64) -> Result<()> {
         let mut doc = self.doc.clone();
         doc.insert("shape".into(), json!([rows]));
-        let name = if self.metadata().zarr_format == 2 {
-            ".zarray"
-        } else {
-            "zarr.json"
-        };
-        write_documents(store, self.array.path(), vec![(name, Value::Object(doc))])
+        write_documents(
+            store,
+            self.array.path(),
+            vec![(self.doc_name, Value::Object(doc))],
+        )
     }
 }
 
@@ -201,21 +203,24 @@ fn retype(values: ArrayRef, arrow_type: &ArrowType, label: &str) -> Result<Array
 /// # Errors
 /// Store errors.
 pub(crate) fn clear_temporary(store: &dyn Store, path: &str) -> Result<()> {
-    let mut at = Some(path.trim_matches('/'));
-    while let Some(group) = at {
+    for group in groups_up(path) {
         let prefix = join_key(group, ".");
         for key in store.list_prefix(&prefix)? {
             let name = &key[prefix.len() - 1..];
-            if !name.contains('/') && name.ends_with(".tmp") {
+            if !name.contains('/') && is_temporary(name) {
                 store.delete(&key)?;
             }
         }
-        at = match group {
-            "" => None,
-            _ => Some(group.rsplit_once('/').map_or("", |(parent, _)| parent)),
-        };
     }
     Ok(())
+}
+
+/// The group at `path` and every group above it, the root (`""`) last.
+fn groups_up(path: &str) -> impl Iterator<Item = &str> {
+    std::iter::successors(Some(path.trim_matches('/')), |group| match *group {
+        "" => None,
+        _ => Some(group.rsplit_once('/').map_or("", |(parent, _)| parent)),
+    })
 }
 
 /// Write the consolidated metadata again of the group at `path` and of every
@@ -224,15 +229,10 @@ pub(crate) fn clear_temporary(store: &dyn Store, path: &str) -> Result<()> {
 /// # Errors
 /// Store errors; invalid metadata documents.
 pub(crate) fn reconsolidate(store: &dyn Store, path: &str) -> Result<()> {
-    let mut at = Some(path.trim_matches('/'));
-    while let Some(group) = at {
+    for group in groups_up(path) {
         let v3 = join_key(group, "zarr.json");
         if let Some(bytes) = store.get_bounded(&v3, MAX_METADATA_BYTES)? {
-            let mut doc: Map<String, Value> = match serde_json::from_slice(&bytes) {
-                Ok(Value::Object(doc)) => doc,
-                Ok(_) => return Err(Error::metadata(&v3, "not a JSON object")),
-                Err(source) => return Err(Error::Json { key: v3, source }),
-            };
+            let mut doc = parse_json(&v3, &bytes)?;
             let consolidated = doc
                 .get("consolidated_metadata")
                 .is_some_and(|c| !c.is_null());
@@ -245,10 +245,6 @@ pub(crate) fn reconsolidate(store: &dyn Store, path: &str) -> Result<()> {
             let nodes = consolidated_nodes(store, group, 2)?;
             write_documents(store, group, vec![(".zmetadata", zmetadata(nodes))])?;
         }
-        at = match group {
-            "" => None,
-            _ => Some(group.rsplit_once('/').map_or("", |(parent, _)| parent)),
-        };
     }
     Ok(())
 }

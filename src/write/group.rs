@@ -14,7 +14,7 @@ use crate::conventions::anndata;
 use crate::error::{Error, Result};
 use crate::metadata::NodeMetadata;
 use crate::read::{ReadOptions, ZarrGroup, read_node};
-use crate::store::{Consolidated, Store, WriteLock, join_key, node_label};
+use crate::store::{Consolidated, Store, WriteLock, is_temporary, join_key, node_label};
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::Schema;
 use serde_json::Value;
@@ -105,10 +105,7 @@ impl GroupWriter {
                         .filter(|key| {
                             let rest = &key[prefix.len()..];
                             let first = rest.split('/').next().unwrap_or(rest);
-                            let temporary = rest
-                                .rsplit('/')
-                                .next()
-                                .is_some_and(|f| f.starts_with('.') && f.ends_with(".tmp"));
+                            let temporary = rest.rsplit('/').next().is_some_and(is_temporary);
                             !temporary && !names.iter().any(|n| n == first) && first != "_index"
                         })
                         .collect();
