@@ -95,11 +95,7 @@ impl ArrayWriter {
         options: WriteOptions,
     ) -> Result<Self> {
         let name = path.rsplit('/').next().unwrap_or("").to_string();
-        let value_type = match arrow_type {
-            ArrowType::Dictionary(_, values) => values.as_ref(),
-            other => other,
-        };
-        let spec = Arc::new(ArraySpec::new(&name, value_type, &options)?);
+        let spec = Arc::new(ArraySpec::new(&name, value_type(arrow_type), &options)?);
         let key_encoding = key_encoding(&options);
         Ok(Self {
             store,
@@ -586,4 +582,13 @@ fn fill_value(data_type: &ArrowType) -> Result<ArrayRef> {
             )));
         }
     })
+}
+
+/// The type of the values an array of `arrow_type` stores: a dictionary's
+/// values (their codes are not stored), any other type itself.
+pub(super) fn value_type(arrow_type: &ArrowType) -> &ArrowType {
+    match arrow_type {
+        ArrowType::Dictionary(_, values) => values,
+        other => other,
+    }
 }

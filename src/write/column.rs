@@ -11,7 +11,7 @@ use arrow_buffer::BooleanBuffer;
 use arrow_schema::{DataType as ArrowType, Field};
 
 use super::append::Existing;
-use super::array::ArrayWriter;
+use super::array::{ArrayWriter, value_type};
 use super::metadata::write_group_documents;
 use super::pipeline::Pipeline;
 use super::{Layout, NullPolicy, WriteOptions};
@@ -165,12 +165,9 @@ impl ColumnWriter {
         options: &WriteOptions,
     ) -> Result<Self> {
         let data_type = field.data_type();
-        let value_type = match data_type {
-            ArrowType::Dictionary(_, values) => values.as_ref(),
-            other => other,
-        };
+        let element_type = value_type(data_type);
         let leaf = |key: String, t: &ArrowType, options: WriteOptions| -> Result<ArrayWriter> {
-            let existing = Existing::open(committed, &key, leaf_type(t))?;
+            let existing = Existing::open(committed, &key, value_type(t))?;
             ArrayWriter::appending(store.clone(), key, t, options, existing)
         };
         let anndata = options.layout == Layout::AnnData;
@@ -182,7 +179,7 @@ impl ColumnWriter {
         match (node, encoding) {
             (NodeMetadata::Array(_), _) => {
                 // pandas marks a missing float as NaN.
-                let options = if anndata && value_type.is_floating() {
+                let options = if anndata && element_type.is_floating() {
                     options.clone().with_nulls(NullPolicy::Fill)
                 } else {
                     options.clone()
@@ -192,7 +189,7 @@ impl ColumnWriter {
             (_, Some(Encoding::Categorical { ordered })) => {
                 // A dictionary (a pandas Categorical), or the values themselves
                 // (what a SQL engine reads a categorical as).
-                let values = value_type;
+                let values = element_type;
                 let codes_key = join_key(&path, "codes");
                 let stored_codes = Existing::open(committed, &codes_key, &ArrowType::Int32)?;
                 let codes_type = stored_codes
@@ -228,7 +225,7 @@ impl ColumnWriter {
             }
             (_, Some(Encoding::Nullable(kind))) => {
                 let fill = options.clone().with_nulls(NullPolicy::Fill);
-                let values = leaf(join_key(&path, "values"), value_type, fill)?;
+                let values = leaf(join_key(&path, "values"), element_type, fill)?;
                 let mask = leaf(
                     join_key(&path, "mask"),
                     &ArrowType::Boolean,
@@ -442,15 +439,6 @@ impl ColumnWriter {
             _ => {}
         }
         Ok(rows)
-    }
-}
-
-/// The Arrow type a stored leaf's values are read as, to go before `t`'s: a
-/// dictionary's values.
-fn leaf_type(t: &ArrowType) -> &ArrowType {
-    match t {
-        ArrowType::Dictionary(_, values) => values,
-        other => other,
     }
 }
 
