@@ -28,7 +28,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 use tokio::runtime::Handle;
 use zarrow::datafusion::{ZarrTable, ZarrTableFactory, ZarrTableOptions};
-use zarrow::store::Blocking;
+use zarrow::store::{Blocking, Consolidated};
 
 use crate::errors::{to_py, zarrow_error};
 use crate::location::Location;
@@ -67,8 +67,8 @@ pub(crate) fn table(
             // Its scans read the store itself: the session's registry has no
             // `obstore://` store.
             Location::Store { location: name, .. } => {
-                let (store, _) = location.open(anonymous)?;
                 let plain = location.backend(anonymous)?;
+                let store = Consolidated::open(plain.clone())?;
                 Ok(ZarrTable::from_store(store, name, options)?.with_store_for_writes(plain))
             }
         })

@@ -494,12 +494,12 @@ impl datafusion::catalog::TableProvider for ZarrTable {
     /// leaves the table as it was.
     async fn insert_into(
         &self,
-        _state: &dyn Session,
+        state: &dyn Session,
         input: Arc<dyn ExecutionPlan>,
         insert_op: InsertOp,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
         if let Some(newest) = self.newest() {
-            return newest.insert_into(_state, input, insert_op).await;
+            return newest.insert_into(state, input, insert_op).await;
         }
         let mode = match insert_op {
             InsertOp::Append => Mode::Append,

@@ -236,6 +236,9 @@ impl Blocking {
                 if let Some(runtime) = runtime.get() {
                     return Ok(runtime.handle().clone());
                 }
+                // Only a sync caller without a runtime (`owned`) gets here:
+                // there is no caller's runtime to serve, and object_store's
+                // clients cannot run without one.
                 let started = tokio::runtime::Builder::new_multi_thread()
                     .worker_threads(2)
                     .thread_name("zarrow-io")
@@ -265,6 +268,9 @@ impl Blocking {
         F::Output: Send,
     {
         if tokio::runtime::Handle::try_current().is_ok() {
+            // A runtime's worker must not block on a future (tokio panics):
+            // the runtime this waits on (the caller's, or its own) runs it,
+            // waited on from a scoped thread that ends with the call.
             std::thread::scope(|s| {
                 s.spawn(|| Ok(self.handle()?.block_on(future)))
                     .join()

@@ -148,7 +148,7 @@ pub(crate) fn take(
     ))
 }
 
-/// One try: `true` when the lease is now `owner`'s.
+/// One try: `Some` when the lease is now `owner`'s, `None` when another holds it.
 async fn try_take(
     store: &dyn ObjectStore,
     path: &Path,
