@@ -25,6 +25,7 @@ use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr_common::physical_expr::proto_decode::PhysicalExprDecodeCtx;
 use datafusion::physical_expr_common::physical_expr::proto_encode::PhysicalExprEncodeCtx;
 use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::limit::LocalLimitExec;
 use datafusion_proto::logical_plan::{DefaultLogicalExtensionCodec, LogicalExtensionCodec};
 use datafusion_proto::physical_plan::{
     DefaultPhysicalExtensionCodec, PhysicalExtensionCodec, PhysicalProtoConverterExtension,
@@ -35,6 +36,7 @@ use arrow_buffer::Buffer;
 use serde::{Deserialize, Serialize};
 
 use super::df_err;
+use super::distributed::sliced_scan;
 use super::scan::ZarrScanExec;
 use super::table::{ZarrTable, ZarrTableOptions};
 use crate::store::{MetadataSnapshot, UrlOptions};
@@ -95,6 +97,9 @@ struct ScanSpec {
     table: TableSpec,
     columns: Vec<usize>,
     ranges: Vec<(u64, u64)>,
+    /// The most rows each partition yields (a file scan's limit).
+    #[serde(default)]
+    limit: Option<usize>,
 }
 
 impl TableSpec {
@@ -216,7 +221,9 @@ impl LogicalExtensionCodec for ZarrLogicalCodec {
         ctx: &TaskContext,
     ) -> DfResult<Arc<dyn TableProvider>> {
         match buf.strip_prefix(TABLE_TAG) {
-            Some(json) => Ok(Arc::new(decode::<TableSpec>(json)?.open()?)),
+            // A table in a logical plan is planned by the engine's scheduler:
+            // its scans in the form the engine hands out in slices.
+            Some(json) => Ok(Arc::new(decode::<TableSpec>(json)?.open()?.sliceable())),
             None => self
                 .inner
                 .try_decode_table_provider(buf, table_ref, schema, ctx),
@@ -289,11 +296,12 @@ impl PhysicalExtensionCodec for ZarrPhysicalCodec {
         let spec: ScanSpec = decode(json)?;
         let table = Arc::new(spec.table.open()?);
         let ranges: Vec<Range<u64>> = spec.ranges.iter().map(|&(a, b)| a..b).collect();
-        Ok(Arc::new(ZarrScanExec::try_new(
-            table,
-            spec.columns,
-            ranges,
-        )?))
+        let scan: Arc<dyn ExecutionPlan> =
+            Arc::new(ZarrScanExec::try_new(table, spec.columns, ranges)?);
+        Ok(match spec.limit {
+            Some(n) => Arc::new(LocalLimitExec::new(scan, n)),
+            None => scan,
+        })
     }
 
     fn try_encode(
@@ -302,14 +310,19 @@ impl PhysicalExtensionCodec for ZarrPhysicalCodec {
         buf: &mut Vec<u8>,
         proto_converter: &dyn PhysicalProtoConverterExtension,
     ) -> DfResult<()> {
-        let Some(scan) = (node.as_ref() as &dyn std::any::Any).downcast_ref::<ZarrScanExec>()
-        else {
-            return self.inner.try_encode(node, buf, proto_converter);
+        // A scan, or one in the file form a distributed engine slices
+        // (SliceableScans), sent as a scan of its ranges.
+        let sliced = sliced_scan(&node)?;
+        let (scan, limit) = match (&sliced, node.downcast_ref::<ZarrScanExec>()) {
+            (Some((scan, limit)), _) => (scan, *limit),
+            (None, Some(scan)) => (scan, None),
+            (None, None) => return self.inner.try_encode(node, buf, proto_converter),
         };
         let spec = ScanSpec {
             table: TableSpec::of(scan.table())?,
             columns: scan.columns().to_vec(),
             ranges: scan.ranges().iter().map(|r| (r.start, r.end)).collect(),
+            limit,
         };
         encode(SCAN_TAG, &spec, buf)
     }

@@ -34,6 +34,7 @@
 //! ```
 
 mod codec;
+mod distributed;
 mod factory;
 mod prune;
 mod query;
@@ -48,7 +49,7 @@ use datafusion::prelude::SessionContext;
 
 pub use codec::{ZarrLogicalCodec, ZarrPhysicalCodec};
 pub use factory::ZarrTableFactory;
-pub use query::{SqlOptions, SqlReader, SqlStream, sql, sql_stream};
+pub use query::{SqlOptions, SqlReader, SqlStream, sql, sql_in, sql_stream, sql_stream_in};
 pub use scan::ZarrScanExec;
 pub use sink::ZarrFormatFactory;
 pub use table::{ZarrTable, ZarrTableOptions};

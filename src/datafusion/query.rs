@@ -126,17 +126,34 @@ pub async fn sql_stream(
     }
     let env = env.build_arc().map_err(|e| Error::Query(one_line(&e)))?;
     let ctx = SessionContext::new_with_config_rt(config, env);
-    super::register(&ctx);
+    sql_stream_in(&ctx, query, tables, options).await
+}
+
+/// [`sql_stream`] in the caller's session `ctx` (a distributed engine's client
+/// session, such as Ballista's `SessionContext::remote_with_state`, with
+/// zarrow's codecs): zarrow's table factory and format are added to it
+/// ([`register`](super::register)) and the tables registered. `options`'
+/// `partitions` and `memory_limit` are the session's own to set.
+///
+/// # Errors
+/// As [`sql_stream`].
+pub async fn sql_stream_in(
+    ctx: &SessionContext,
+    query: &str,
+    tables: &[(String, String)],
+    options: &SqlOptions,
+) -> Result<SqlStream> {
+    super::register(ctx);
     let mut skipped = Vec::new();
     for (name, location) in tables {
-        register_table(&ctx, name, location, options, &mut skipped).await?;
+        register_table(ctx, name, location, options, &mut skipped).await?;
     }
     for (name, table) in &options.opened {
         skipped.extend(table.skipped().iter().map(|s| (name.clone(), s.clone())));
         ctx.register_table(name.as_str(), table.clone())
             .map_err(|e| Error::Query(format!("table {name}: {}", one_line(&e))))?;
     }
-    let stream = run_statements(&ctx, query)
+    let stream = run_statements(ctx, query)
         .await
         .map_err(|e| with_skipped(query_error(e), &skipped))?;
     Ok(SqlStream { stream, skipped })
@@ -176,13 +193,35 @@ pub fn sql(
     options: &SqlOptions,
     blocking: &Blocking,
 ) -> Result<SqlReader> {
-    let SqlStream { stream, skipped } = blocking.block_on(sql_stream(query, tables, options))??;
-    Ok(SqlReader {
-        schema: stream.schema(),
-        stream,
-        blocking: blocking.clone(),
-        skipped,
-    })
+    let answer = blocking.block_on(sql_stream(query, tables, options))??;
+    Ok(SqlReader::new(answer, blocking))
+}
+
+/// [`sql_stream_in`] for a sync caller, as [`sql`] is for [`sql_stream`].
+///
+/// # Errors
+/// As [`sql_stream`].
+pub fn sql_in(
+    ctx: SessionContext,
+    query: &str,
+    tables: &[(String, String)],
+    options: &SqlOptions,
+    blocking: &Blocking,
+) -> Result<SqlReader> {
+    let answer =
+        blocking.block_on(async move { sql_stream_in(&ctx, query, tables, options).await })??;
+    Ok(SqlReader::new(answer, blocking))
+}
+
+impl SqlReader {
+    fn new(SqlStream { stream, skipped }: SqlStream, blocking: &Blocking) -> Self {
+        Self {
+            schema: stream.schema(),
+            stream,
+            blocking: blocking.clone(),
+            skipped,
+        }
+    }
 }
 
 /// Register the table `name` over `location`: a Zarr store unless its extension

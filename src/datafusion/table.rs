@@ -161,6 +161,10 @@ pub struct ZarrTable {
     /// The table as the last `INSERT INTO` left it (`None`: as opened);
     /// shared by clones, so the session's table sees it.
     newer: Arc<RwLock<Option<Arc<ZarrTable>>>>,
+    /// Plan scans in the form a distributed engine hands out in slices (a file
+    /// group per row range): the table was decoded from a plan, so a
+    /// scheduler plans it ([`distributed`](super::distributed)).
+    sliceable: bool,
 }
 
 impl ZarrTable {
@@ -221,6 +225,13 @@ impl ZarrTable {
         Ok(Self::from_store(store, location, options)?
             .with_url_options(url.clone())
             .with_store_for_writes(plain))
+    }
+
+    /// Plan scans as file groups, one per row range, which a distributed
+    /// engine slices for its tasks (see [`distributed`](super::distributed)).
+    pub(crate) fn sliceable(mut self) -> Self {
+        self.sliceable = true;
+        self
     }
 
     /// Write `INSERT INTO` through `store`: the table's store as it is, before
@@ -319,6 +330,7 @@ impl ZarrTable {
             skipped,
             writable: None,
             newer: Arc::default(),
+            sliceable: false,
         })
     }
 
@@ -452,11 +464,11 @@ impl datafusion::catalog::TableProvider for ZarrTable {
         if columns.iter().any(|&i| i >= self.schema.fields().len()) {
             return plan_err!("projection {columns:?} is outside the table's columns");
         }
-        Ok(Arc::new(ZarrScanExec::try_new(
-            Arc::new(self.clone()),
-            columns,
-            ranges,
-        )?))
+        let scan = ZarrScanExec::try_new(Arc::new(self.clone()), columns, ranges)?;
+        if self.sliceable {
+            return super::distributed::as_file_scan(&scan);
+        }
+        Ok(Arc::new(scan))
     }
 
     fn supports_filters_pushdown(

@@ -2,7 +2,7 @@
 
 mod append;
 mod bad_data;
-#[cfg(feature = "ballista")]
+#[cfg(feature = "cluster")]
 mod ballista;
 mod cli;
 mod cli_options;

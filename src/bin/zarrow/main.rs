@@ -1,6 +1,8 @@
 //! The `zarrow` command line: `info` and `convert` (Zarr to Parquet / Arrow IPC,
 //! and Parquet / Arrow IPC to Zarr).
 
+#[cfg(feature = "cluster")]
+mod cluster;
 mod info;
 mod limits;
 mod output;
@@ -64,6 +66,14 @@ enum Command {
     /// Example: zarrow sql "SELECT cell_type, count(*) FROM obs GROUP BY 1"
     /// --table obs=atlas.zarr/obs
     Sql(Box<sql::SqlArgs>),
+    /// Run a process of a Ballista cluster that reads and writes Zarr: a
+    /// scheduler, or an executor; `zarrow sql --cluster df://HOST:PORT` is the
+    /// client.
+    #[cfg(feature = "cluster")]
+    Cluster {
+        #[command(subcommand)]
+        command: cluster::ClusterCommand,
+    },
 }
 
 /// How a store named by URL (s3://, gs://, az://, http(s)://) is opened.
@@ -255,6 +265,8 @@ fn main() -> ExitCode {
         } => info::info(&path, string_type, &remote),
         Command::Convert(args) => convert(&args),
         Command::Sql(args) => sql::sql(&args),
+        #[cfg(feature = "cluster")]
+        Command::Cluster { command } => cluster::run(&command),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

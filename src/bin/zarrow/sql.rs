@@ -60,6 +60,12 @@ pub(crate) struct SqlArgs {
     /// [--output .parquet] Compression, as for convert.
     #[arg(long, default_value = DEFAULT_PARQUET_COMPRESSION, value_parser = parse_compression)]
     compression: Compression,
+    /// Run the query on a Ballista cluster: its scheduler's address
+    /// (`zarrow cluster scheduler --bind HOST:PORT`). The tables' locations must
+    /// be reachable from every executor.
+    #[cfg(feature = "cluster")]
+    #[arg(long, value_name = "df://HOST:PORT")]
+    cluster: Option<String>,
     #[command(flatten)]
     remote: RemoteArgs,
 }
@@ -110,7 +116,10 @@ pub(crate) fn sql(args: &SqlArgs) -> Result<()> {
         source: e,
     })?;
     let blocking = zarrow::store::Blocking::on(runtime.handle().clone());
-    let reader = zarrow::datafusion::sql(&args.query, &tables, &options, &blocking)?;
+    let reader = match session(args, &blocking)? {
+        Some(ctx) => zarrow::datafusion::sql_in(ctx, &args.query, &tables, &options, &blocking)?,
+        None => zarrow::datafusion::sql(&args.query, &tables, &options, &blocking)?,
+    };
     // Nothing is dropped in silence: name every child that is not a column.
     for (name, skipped) in reader.skipped() {
         eprintln!("zarrow: {name}: not a column: {skipped}");
@@ -119,6 +128,36 @@ pub(crate) fn sql(args: &SqlArgs) -> Result<()> {
         (Some(path), Some(format)) => write(reader, path, format, args),
         _ => print(reader),
     }
+}
+
+/// The session a --cluster query runs in (none: a local one).
+#[cfg(feature = "cluster")]
+fn session(
+    args: &SqlArgs,
+    blocking: &zarrow::store::Blocking,
+) -> Result<Option<datafusion::prelude::SessionContext>> {
+    let Some(url) = &args.cluster else {
+        return Ok(None);
+    };
+    if args.memory_limit.is_some() {
+        return Err(Error::InvalidArgument(
+            "--memory-limit with --cluster: the executors hold the memory; give each its own \
+             (zarrow cluster executor --memory-limit)"
+                .into(),
+        ));
+    }
+    Ok(Some(blocking.block_on(crate::cluster::client(
+        url,
+        args.partitions,
+    ))??))
+}
+
+#[cfg(not(feature = "cluster"))]
+fn session(
+    _args: &SqlArgs,
+    _blocking: &zarrow::store::Blocking,
+) -> Result<Option<datafusion::prelude::SessionContext>> {
+    Ok(None)
 }
 
 /// Print the result as a table on stdout.

@@ -1,0 +1,224 @@
+//! A Zarr scan in the form a distributed engine can hand out in slices.
+//!
+//! Ballista 55 gives each task a slice of a stage's partitions and cuts the
+//! stage's plan down to that slice on the scheduler. It knows how to cut only
+//! its own readers and DataFusion's file and memory scans; any other leaf keeps
+//! all its partitions, so every task of the stage would read the whole scan (a
+//! query's rows counted several times). A [`ZarrTable`] that
+//! [`ZarrLogicalCodec`](super::ZarrLogicalCodec) decoded (on a scheduler)
+//! therefore plans its scan as a `DataSourceExec` over a [`FileScanConfig`]
+//! with one file group per row range (a "file" whose range is the rows) and a
+//! [`ZarrRanges`] source; the engine slices its file groups like any file
+//! scan's, and [`ZarrPhysicalCodec`](super::ZarrPhysicalCodec) sends the slice
+//! to the executor as a `ZarrScanExec` of just those ranges (which reads with
+//! the executor's memory pool, object stores and metrics).
+//!
+//! ```text
+//! client:    ZarrTable ─ZarrLogicalCodec─▶ scheduler: ZarrTable (sliceable)
+//! scheduler: scan ─▶ DataSourceExec(files r0 r1 r2 r3)
+//!            task 1 gets partitions [2, 3] ─▶ DataSourceExec(files r2 r3)
+//! executor:  ─ZarrPhysicalCodec─▶ ZarrScanExec(r2 r3)
+//! ```
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use datafusion::common::stats::Precision;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::{Statistics, internal_err};
+use datafusion::datasource::listing::PartitionedFile;
+use datafusion::datasource::physical_plan::{
+    FileGroup, FileOpener, FileScanConfig, FileScanConfigBuilder, FileSource,
+};
+use datafusion::datasource::source::DataSourceExec;
+use datafusion::datasource::table_schema::TableSchema;
+use datafusion::error::Result as DfResult;
+use datafusion::execution::object_store::ObjectStoreUrl;
+use datafusion::physical_expr::LexOrdering;
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
+use object_store::ObjectStore;
+
+use super::ZarrTable;
+use super::scan::ZarrScanExec;
+
+/// `scan` as a file scan: one group of one "file" per row range.
+pub(crate) fn as_file_scan(scan: &ZarrScanExec) -> DfResult<Arc<dyn ExecutionPlan>> {
+    let schema = scan.schema();
+    let source = ZarrRanges {
+        table: scan.table().clone(),
+        columns: scan.columns().to_vec(),
+        table_schema: TableSchema::from(schema.clone()),
+        metrics: ExecutionPlanMetricsSet::new(),
+    };
+    let location = scan.table().location().to_string();
+    let groups = scan
+        .ranges()
+        .iter()
+        .map(|rows| {
+            let (Ok(start), Ok(end)) = (i64::try_from(rows.start), i64::try_from(rows.end)) else {
+                return internal_err!("row range {rows:?} past i64");
+            };
+            let stats = Statistics::new_unknown(&schema)
+                .with_num_rows(Precision::Exact((rows.end - rows.start) as usize));
+            let file = PartitionedFile::new_with_range(location.clone(), rows.end, start, end)
+                .with_statistics(Arc::new(stats));
+            Ok(FileGroup::new(vec![file]))
+        })
+        .collect::<DfResult<Vec<_>>>()?;
+    let config = FileScanConfigBuilder::new(ObjectStoreUrl::local_filesystem(), Arc::new(source))
+        .with_file_groups(groups)
+        .build();
+    Ok(DataSourceExec::from_data_source(config))
+}
+
+/// The scan [`SliceableScans`] made of a [`ZarrScanExec`], back as one over the
+/// row ranges of its file groups (a slice of them, after the engine cut it),
+/// with its limit; `None` if `plan` is not one.
+pub(crate) fn sliced_scan(
+    plan: &Arc<dyn ExecutionPlan>,
+) -> DfResult<Option<(ZarrScanExec, Option<usize>)>> {
+    let Some(exec) = plan.downcast_ref::<DataSourceExec>() else {
+        return Ok(None);
+    };
+    let Some(config) = exec.data_source().downcast_ref::<FileScanConfig>() else {
+        return Ok(None);
+    };
+    let Some(source) = config.file_source().downcast_ref::<ZarrRanges>() else {
+        return Ok(None);
+    };
+    let mut ranges: Vec<Range<u64>> = Vec::with_capacity(config.file_groups.len());
+    for group in &config.file_groups {
+        // One file per group, as made: a partition is one row range.
+        let [file] = group.files() else {
+            return internal_err!(
+                "a Zarr scan's file group holds {} files, not one row range",
+                group.files().len()
+            );
+        };
+        let Some(range) = &file.range else {
+            return internal_err!("a Zarr scan's file has no row range");
+        };
+        let (Ok(start), Ok(end)) = (u64::try_from(range.start), u64::try_from(range.end)) else {
+            return internal_err!("a Zarr scan's row range {range:?} is negative");
+        };
+        ranges.push(start..end);
+    }
+    let scan = ZarrScanExec::try_new(source.table.clone(), source.columns.clone(), ranges)?;
+    Ok(Some((scan, config.limit)))
+}
+
+/// The source of a Zarr scan in file form: what it reads, carried to the
+/// codec. It opens nothing itself (the executor runs the `ZarrScanExec` the
+/// codec makes of it).
+pub(crate) struct ZarrRanges {
+    table: Arc<ZarrTable>,
+    columns: Vec<usize>,
+    table_schema: TableSchema,
+    metrics: ExecutionPlanMetricsSet,
+}
+
+impl FileSource for ZarrRanges {
+    fn create_file_opener(
+        &self,
+        _store: Arc<dyn ObjectStore>,
+        _config: &FileScanConfig,
+        _partition: usize,
+    ) -> DfResult<Arc<dyn FileOpener>> {
+        internal_err!(
+            "a Zarr scan in file form runs only as the ZarrScanExec zarrow's physical codec makes of it: \
+             give the executors ZarrPhysicalCodec"
+        )
+    }
+
+    fn table_schema(&self) -> &TableSchema {
+        &self.table_schema
+    }
+
+    fn with_batch_size(&self, _batch_size: usize) -> Arc<dyn FileSource> {
+        Arc::new(Self {
+            table: self.table.clone(),
+            columns: self.columns.clone(),
+            table_schema: self.table_schema.clone(),
+            metrics: self.metrics.clone(),
+        })
+    }
+
+    fn metrics(&self) -> &ExecutionPlanMetricsSet {
+        &self.metrics
+    }
+
+    fn file_type(&self) -> &str {
+        "zarr"
+    }
+
+    fn supports_repartitioning(&self) -> bool {
+        false
+    }
+
+    // A row range is not a byte range: never split by size.
+    fn repartitioned(
+        &self,
+        _target_partitions: usize,
+        _repartition_file_min_size: usize,
+        _output_ordering: Option<LexOrdering>,
+        _config: &FileScanConfig,
+    ) -> DfResult<Option<FileScanConfig>> {
+        Ok(None)
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> DfResult<TreeNodeRecursion>,
+    ) -> DfResult<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datafusion::ZarrTableOptions;
+
+    fn scan(ranges: Vec<Range<u64>>) -> ZarrScanExec {
+        let store = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/stores/obs.zarr");
+        let table = ZarrTable::open(store, ZarrTableOptions::default()).unwrap();
+        ZarrScanExec::try_new(Arc::new(table), vec![0, 1], ranges).unwrap()
+    }
+
+    fn plan_scan(plan: &Arc<dyn ExecutionPlan>) -> ZarrScanExec {
+        plan.downcast_ref::<ZarrScanExec>().unwrap().clone()
+    }
+
+    #[test]
+    fn a_file_group_per_range_and_back() {
+        let ranges = vec![0..300, 300..700, 700..1000];
+        let plan: Arc<dyn ExecutionPlan> = Arc::new(scan(ranges.clone()));
+        let files = as_file_scan(&plan_scan(&plan)).unwrap();
+        assert!(files.downcast_ref::<DataSourceExec>().is_some());
+        assert_eq!(files.properties().partitioning.partition_count(), 3);
+        let (back, limit) = sliced_scan(&files).unwrap().unwrap();
+        assert_eq!(back.ranges(), ranges.as_slice());
+        assert_eq!(back.columns(), &[0, 1]);
+        assert_eq!(limit, None);
+    }
+
+    #[test]
+    fn a_slice_of_the_groups_is_a_scan_of_those_ranges() {
+        // What Ballista does to a task's plan: keep some file groups.
+        let plan: Arc<dyn ExecutionPlan> = Arc::new(scan(vec![0..300, 300..700, 700..1000]));
+        let files = as_file_scan(&plan_scan(&plan)).unwrap();
+        let exec = files.downcast_ref::<DataSourceExec>().unwrap();
+        let config = exec.data_source().downcast_ref::<FileScanConfig>().unwrap();
+        let kept = vec![config.file_groups[2].clone(), config.file_groups[0].clone()];
+        let sliced = DataSourceExec::from_data_source(
+            FileScanConfigBuilder::from(config.clone())
+                .with_file_groups(kept)
+                .build(),
+        );
+        let sliced: Arc<dyn ExecutionPlan> = sliced;
+        let (back, _) = sliced_scan(&sliced).unwrap().unwrap();
+        assert_eq!(back.ranges(), &[700..1000, 0..300]);
+    }
+}
