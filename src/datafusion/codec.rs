@@ -16,6 +16,7 @@ use std::sync::Arc;
 use datafusion::catalog::TableProvider;
 use datafusion::common::{DataFusionError, TableReference};
 use datafusion::datasource::file_format::FileFormatFactory;
+use datafusion::datasource::sink::DataSinkExec;
 use datafusion::error::Result as DfResult;
 use datafusion::execution::TaskContext;
 use datafusion::logical_expr::{
@@ -38,6 +39,7 @@ use serde::{Deserialize, Serialize};
 use super::df_err;
 use super::distributed::sliced_scan;
 use super::scan::ZarrScanExec;
+use super::sink::{SinkSpec, ZarrFormatFactory, ZarrSink};
 use super::table::{ZarrTable, ZarrTableOptions};
 use crate::store::{MetadataSnapshot, UrlOptions};
 
@@ -45,6 +47,10 @@ use crate::store::{MetadataSnapshot, UrlOptions};
 /// from the wrapped codec's.
 const TABLE_TAG: &[u8] = b"zarrow.table.v1:";
 const SCAN_TAG: &[u8] = b"zarrow.scan.v1:";
+/// Tags a `COPY ... STORED AS ZARR`'s format (with its options) and a Zarr
+/// sink (`COPY`, `INSERT INTO`).
+const FORMAT_TAG: &[u8] = b"zarrow.format.v1:";
+const SINK_TAG: &[u8] = b"zarrow.sink.v1:";
 
 #[derive(Serialize, Deserialize)]
 struct TableSpec {
@@ -104,6 +110,9 @@ struct ScanSpec {
 
 impl TableSpec {
     fn of(table: &ZarrTable) -> DfResult<Self> {
+        // As the last INSERT through it left it.
+        let newest = table.newest();
+        let table = newest.as_deref().unwrap_or(table);
         Ok(Self {
             location: table.location().to_string(),
             options: table.options().clone(),
@@ -249,7 +258,10 @@ impl LogicalExtensionCodec for ZarrLogicalCodec {
         buf: &[u8],
         ctx: &TaskContext,
     ) -> DfResult<Arc<dyn FileFormatFactory>> {
-        self.inner.try_decode_file_format(buf, ctx)
+        match buf.strip_prefix(FORMAT_TAG) {
+            Some(json) => Ok(Arc::new(ZarrFormatFactory::with_options(decode(json)?))),
+            None => self.inner.try_decode_file_format(buf, ctx),
+        }
     }
 
     fn try_encode_file_format(
@@ -257,7 +269,10 @@ impl LogicalExtensionCodec for ZarrLogicalCodec {
         buf: &mut Vec<u8>,
         node: Arc<dyn FileFormatFactory>,
     ) -> DfResult<()> {
-        self.inner.try_encode_file_format(buf, node)
+        match node.downcast_ref::<ZarrFormatFactory>() {
+            Some(format) => encode(FORMAT_TAG, &format.options(), buf),
+            None => self.inner.try_encode_file_format(buf, node),
+        }
     }
 
     delegate_functions!();
@@ -290,6 +305,20 @@ impl PhysicalExtensionCodec for ZarrPhysicalCodec {
         ctx: &TaskContext,
         proto_converter: &dyn PhysicalProtoConverterExtension,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        if let Some(json) = buf.strip_prefix(SINK_TAG) {
+            let [input] = inputs else {
+                return Err(DataFusionError::Internal(format!(
+                    "a Zarr sink with {} inputs",
+                    inputs.len()
+                )));
+            };
+            let sink = decode::<SinkSpec>(json)?.sink(input.schema())?;
+            return Ok(Arc::new(DataSinkExec::new(
+                input.clone(),
+                Arc::new(sink),
+                None,
+            )));
+        }
         let Some(json) = buf.strip_prefix(SCAN_TAG) else {
             return self.inner.try_decode(buf, inputs, ctx, proto_converter);
         };
@@ -310,6 +339,17 @@ impl PhysicalExtensionCodec for ZarrPhysicalCodec {
         buf: &mut Vec<u8>,
         proto_converter: &dyn PhysicalProtoConverterExtension,
     ) -> DfResult<()> {
+        if let Some(exec) = node.downcast_ref::<DataSinkExec>()
+            && let Some(sink) = (exec.sink() as &dyn std::any::Any).downcast_ref::<ZarrSink>()
+        {
+            if exec.sort_order().is_some() {
+                return Err(DataFusionError::NotImplemented(
+                    "a Zarr sink with a required sort order cannot be sent to another machine"
+                        .into(),
+                ));
+            }
+            return encode(SINK_TAG, &sink.spec()?, buf);
+        }
         // A scan, or one in the file form a distributed engine slices
         // (SliceableScans), sent as a scan of its ranges.
         let sliced = sliced_scan(&node)?;

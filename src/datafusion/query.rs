@@ -6,10 +6,12 @@ use std::sync::Arc;
 
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
+use datafusion::common::TableReference;
 use datafusion::datasource::file_format::options::ArrowReadOptions;
 use datafusion::error::DataFusionError;
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::{CsvReadOptions, ParquetReadOptions, SessionConfig, SessionContext};
 use datafusion::sql::parser::DFParser;
 use futures::StreamExt;
@@ -159,6 +161,22 @@ pub async fn sql_stream_in(
     Ok(SqlStream { stream, skipped })
 }
 
+/// After an `INSERT` into the Zarr table `name`: its metadata read again, so
+/// that the statements after it see the rows (a sink that wrote in this
+/// process did so already; one on another machine, a distributed engine's
+/// executor, could not).
+async fn reopen(ctx: &SessionContext, name: TableReference) -> datafusion::error::Result<()> {
+    let provider = ctx.table_provider(name).await?;
+    let Some(table) = provider.downcast_ref::<ZarrTable>() else {
+        return Ok(());
+    };
+    let table = table.clone();
+    tokio::task::spawn_blocking(move || table.reopen())
+        .await
+        .map_err(|e| DataFusionError::External(Box::new(e)))?
+        .map_err(super::df_err)
+}
+
 /// Run the `;`-separated statements of `query` in order, as datafusion-cli
 /// does: each but the last to its end (a `CREATE`, a `COPY`, an `INSERT`), the
 /// last as the answer's stream.
@@ -172,11 +190,18 @@ async fn run_statements(
     };
     for (i, statement) in statements.into_iter().enumerate() {
         let plan = ctx.state().statement_to_plan(statement).await?;
+        let written = match &plan {
+            LogicalPlan::Dml(dml) => Some(dml.table_name.clone()),
+            _ => None,
+        };
         let frame = ctx.execute_logical_plan(plan).await?;
         if i == last {
             return frame.execute_stream().await;
         }
         frame.collect().await?;
+        if let Some(name) = written {
+            reopen(ctx, name).await?;
+        }
     }
     Err(DataFusionError::Plan("no SQL statement".into()))
 }

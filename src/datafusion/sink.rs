@@ -24,7 +24,10 @@ use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
 use async_trait::async_trait;
 use datafusion::catalog::Session;
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{GetExt, Statistics, not_impl_err, plan_err};
+use datafusion::datasource::file_format::DefaultFileType;
 use datafusion::datasource::file_format::file_compression_type::FileCompressionType;
 use datafusion::datasource::file_format::{FileFormat, FileFormatFactory};
 use datafusion::datasource::physical_plan::{
@@ -34,11 +37,15 @@ use datafusion::datasource::sink::{DataSink, DataSinkExec};
 use datafusion::datasource::table_schema::TableSchema;
 use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::logical_expr::dml::CopyTo;
+use datafusion::optimizer::AnalyzerRule;
 use datafusion::physical_expr::LexRequirement;
 use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan};
 use futures::StreamExt;
 use object_store::{ObjectMeta, ObjectStore};
+use serde::{Deserialize, Serialize};
 
 use super::df_err;
 use crate::convert::{End, write_zarr};
@@ -53,13 +60,33 @@ use crate::write::{WriteOptions, write_batches};
 /// `x.zarr` needs no `STORED AS`). Its `OPTIONS` are `zarrow convert`'s write
 /// options by the same names (see [`WriteOptions::set`]), with `overwrite` and
 /// `append`.
+///
+/// A factory may carry options of its own, set before the statement's: a
+/// `COPY`'s `OPTIONS` ride in the factory to a distributed engine's scheduler
+/// (datafusion-proto sends the format, not the statement's options), which
+/// [`register`](super::register)'s analyzer rule arranges.
 #[derive(Debug, Default)]
-pub struct ZarrFormatFactory {}
+pub struct ZarrFormatFactory {
+    options: Vec<(String, String)>,
+}
 
 impl ZarrFormatFactory {
     /// The factory.
     pub fn new() -> Self {
-        Self {}
+        Self {
+            options: Vec::new(),
+        }
+    }
+
+    /// The factory with `options` (`COPY ... OPTIONS` keys and values), set
+    /// before the statement's own.
+    pub fn with_options(options: Vec<(String, String)>) -> Self {
+        Self { options }
+    }
+
+    /// The options it carries.
+    pub fn options(&self) -> &[(String, String)] {
+        &self.options
     }
 }
 
@@ -78,9 +105,11 @@ impl FileFormatFactory for ZarrFormatFactory {
         let mut options = WriteOptions::default();
         let mut keys: Vec<&String> = format_options.keys().collect();
         keys.sort();
-        for key in keys {
+        let carried = self.options.iter().map(|(k, v)| (k, v));
+        let given = keys.into_iter().map(|k| (k, &format_options[k]));
+        for (key, value) in carried.chain(given) {
             let name = key.strip_prefix("format.").unwrap_or(key);
-            options.set(name, &format_options[key]).map_err(df_err)?;
+            options.set(name, value).map_err(df_err)?;
         }
         Ok(Arc::new(ZarrFormat { options }))
     }
@@ -89,6 +118,62 @@ impl FileFormatFactory for ZarrFormatFactory {
         Arc::new(ZarrFormat {
             options: WriteOptions::default(),
         })
+    }
+}
+
+/// Moves a `COPY ... STORED AS ZARR`'s `OPTIONS` into the format it names
+/// ([`ZarrFormatFactory::with_options`]), so that they reach a distributed
+/// engine's scheduler with the plan (datafusion-proto sends a `COPY`'s format,
+/// not its options). Added by [`register`](super::register); locally the
+/// statement means the same with it or without.
+#[derive(Debug, Default)]
+pub(crate) struct CopyOptionsIntoFormat {}
+
+impl CopyOptionsIntoFormat {
+    pub(crate) const NAME: &str = "zarrow_copy_options_into_format";
+}
+
+impl AnalyzerRule for CopyOptionsIntoFormat {
+    fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> DfResult<LogicalPlan> {
+        plan.transform_up(|node| {
+            let LogicalPlan::Copy(copy) = &node else {
+                return Ok(Transformed::no(node));
+            };
+            let carried = copy
+                .file_type
+                .as_any()
+                .downcast_ref::<DefaultFileType>()
+                .and_then(|t| t.as_format_factory().downcast_ref::<ZarrFormatFactory>());
+            let Some(format) = carried else {
+                return Ok(Transformed::no(node));
+            };
+            if copy.options.is_empty() {
+                return Ok(Transformed::no(node));
+            }
+            let mut given: Vec<(String, String)> = copy
+                .options
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            given.sort();
+            let mut options = format.options().to_vec();
+            options.extend(given);
+            let file_type = Arc::new(DefaultFileType::new(Arc::new(
+                ZarrFormatFactory::with_options(options),
+            )));
+            Ok(Transformed::yes(LogicalPlan::Copy(CopyTo::new(
+                copy.input.clone(),
+                copy.output_url.clone(),
+                copy.partition_by.clone(),
+                file_type,
+                HashMap::new(),
+            ))))
+        })
+        .map(|t| t.data)
+    }
+
+    fn name(&self) -> &str {
+        Self::NAME
     }
 }
 
@@ -261,12 +346,17 @@ pub(crate) enum Target {
         prefix: String,
         location: String,
     },
-    /// A store the table was opened over (its keys, no consolidated metadata).
-    Store { store: Arc<dyn Store>, name: String },
+    /// A store the table was opened over (its keys, no consolidated metadata):
+    /// `name` is its location, `url` how it was opened.
+    Store {
+        store: Arc<dyn Store>,
+        name: String,
+        url: UrlOptions,
+    },
 }
 
 /// What a sink does to an existing table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) enum Mode {
     /// Refuse it.
     Create,
@@ -331,6 +421,7 @@ impl DataSink for ZarrSink {
                 Target::Store {
                     store,
                     name: location.clone(),
+                    url: UrlOptions::default(),
                 }
             }
             other => other.clone(),
@@ -359,6 +450,106 @@ impl DataSink for ZarrSink {
             .await
             .map_err(|e| DataFusionError::External(Box::new(e)))?
             .map_err(df_err)
+    }
+}
+
+/// A [`ZarrSink`] as a plan carries it to another machine: where it writes
+/// (a local path, or a URL opened there from the environment), how, and the
+/// write options as [`WriteOptions::pairs`].
+#[derive(Serialize, Deserialize)]
+pub(crate) struct SinkSpec {
+    target: TargetSpec,
+    mode: Mode,
+    options: Vec<(String, String)>,
+}
+
+#[derive(Serialize, Deserialize)]
+enum TargetSpec {
+    Local(PathBuf),
+    Url {
+        url: String,
+        prefix: String,
+        location: String,
+    },
+    Store {
+        location: String,
+        url: UrlOptions,
+    },
+}
+
+impl ZarrSink {
+    /// What another machine needs to write as this sink does.
+    pub(crate) fn spec(&self) -> DfResult<SinkSpec> {
+        let target = match &self.target {
+            Target::Local(path) => TargetSpec::Local(path.clone()),
+            Target::Registered {
+                url,
+                prefix,
+                location,
+            } => TargetSpec::Url {
+                url: url.as_str().to_string(),
+                prefix: prefix.clone(),
+                location: location.clone(),
+            },
+            Target::Store { name, url, .. } if !name.starts_with("obstore://") => {
+                TargetSpec::Store {
+                    location: name.clone(),
+                    url: url.clone(),
+                }
+            }
+            Target::Store { name, .. } => {
+                return not_impl_err!(
+                    "{name}: a store opened in this process (an obstore store) cannot be written from another machine"
+                );
+            }
+        };
+        let options = self
+            .options
+            .pairs()
+            .map_err(df_err)?
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        Ok(SinkSpec {
+            target,
+            mode: self.mode,
+            options,
+        })
+    }
+}
+
+impl SinkSpec {
+    /// The sink, writing rows of `schema`; a store named by location is
+    /// opened here, from this machine's environment.
+    pub(crate) fn sink(self, schema: SchemaRef) -> DfResult<ZarrSink> {
+        let mut options = WriteOptions::default();
+        for (key, value) in &self.options {
+            options.set(key, value).map_err(df_err)?;
+        }
+        let target = match self.target {
+            TargetSpec::Local(path) => Target::Local(path),
+            TargetSpec::Url {
+                url,
+                prefix,
+                location,
+            } => Target::Registered {
+                url: datafusion::execution::object_store::ObjectStoreUrl::parse(url)?,
+                prefix,
+                location,
+            },
+            TargetSpec::Store { location, url } => Target::Store {
+                store: crate::store::open_location(Path::new(&location), &url).map_err(df_err)?,
+                name: location,
+                url,
+            },
+        };
+        Ok(ZarrSink {
+            schema,
+            target,
+            mode: self.mode,
+            options,
+            written: None,
+        })
     }
 }
 
@@ -397,7 +588,7 @@ fn write(target: Target, mode: Mode, options: WriteOptions, reader: Received) ->
             return Err(exists(&path.display().to_string()));
         }
         Target::Local(path) => (End::Path(path), path.display().to_string()),
-        Target::Store { store, name } => (
+        Target::Store { store, name, .. } => (
             End::Store {
                 store: store.clone(),
                 name: Path::new(name),

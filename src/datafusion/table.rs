@@ -335,7 +335,7 @@ impl ZarrTable {
     }
 
     /// The table as the last `INSERT INTO` through it left it, if one did.
-    fn newest(&self) -> Option<Arc<ZarrTable>> {
+    pub(crate) fn newest(&self) -> Option<Arc<ZarrTable>> {
         let newer = self
             .newer
             .read()
@@ -550,6 +550,7 @@ impl datafusion::catalog::TableProvider for ZarrTable {
             (Some(store), false, _) => Target::Store {
                 store: store.clone(),
                 name: self.location.clone(),
+                url: self.url.clone(),
             },
         };
         let mut options = WriteOptions::default();

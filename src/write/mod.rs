@@ -61,6 +61,15 @@ impl Encoding {
             _ => None,
         }
     }
+
+    /// The spelling [`Encoding::parse`] reads back.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Default => "default",
+            Self::ZarrsVlen => "zarrs-vlen",
+            Self::Zep0007 => "zep0007",
+        }
+    }
 }
 
 /// The compressor applied to every chunk.
@@ -86,6 +95,16 @@ impl Compressor {
             "blosc" => Some(Self::Blosc),
             "none" => Some(Self::None),
             _ => None,
+        }
+    }
+
+    /// The spelling [`Compressor::parse`] reads back.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Zstd => "zstd",
+            Self::Gzip => "gzip",
+            Self::Blosc => "blosc",
+            Self::None => "none",
         }
     }
 
@@ -157,6 +176,14 @@ impl Layout {
             "plain" | "default" => Some(Self::Plain),
             "anndata" => Some(Self::AnnData),
             _ => None,
+        }
+    }
+
+    /// The spelling [`Layout::parse`] reads back.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Plain => "plain",
+            Self::AnnData => "anndata",
         }
     }
 }
@@ -386,6 +413,47 @@ impl WriteOptions {
         Ok(())
     }
 
+    /// These options as the `(key, value)` pairs [`WriteOptions::set`] takes,
+    /// each set one given: set in order on the defaults, they make these
+    /// options again (how a plan carries them to another machine).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for `chunk_shape` or `shard_shape`, which
+    /// `set` has no key for.
+    pub fn pairs(&self) -> Result<Vec<(&'static str, String)>> {
+        if self.chunk_shape.is_some() || self.shard_shape.is_some() {
+            return Err(Error::InvalidArgument(
+                "chunk_shape and shard_shape have no key to set them by".into(),
+            ));
+        }
+        let mut pairs = vec![
+            ("zarr_format", self.zarr_format.to_string()),
+            ("encoding", self.encoding.name().to_string()),
+            ("compressor", self.compressor.name().to_string()),
+        ];
+        if let Some(level) = self.level {
+            pairs.push(("level", level.to_string()));
+        }
+        if let Some(n) = self.chunk_len {
+            pairs.push(("chunk_len", n.to_string()));
+        }
+        if let Some(n) = self.shard_len {
+            pairs.push(("shard_len", n.to_string()));
+        }
+        let nulls = match self.nulls {
+            NullPolicy::Error => "error",
+            NullPolicy::Fill => "fill",
+        };
+        pairs.extend([
+            ("layout", self.layout.name().to_string()),
+            ("nulls", nulls.to_string()),
+            ("overwrite", self.overwrite.to_string()),
+            ("append", self.append.to_string()),
+            ("lock_timeout", self.lock_timeout.as_secs_f64().to_string()),
+        ]);
+        Ok(pairs)
+    }
+
     /// The options the group's own metadata decides when appending (format,
     /// codecs, chunks) that differ from the defaults: set, they would be
     /// ignored.
@@ -455,5 +523,53 @@ impl WriteOptions {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Setting the pairs on the defaults makes the same options.
+        #[test]
+        fn pairs_set_back_to_the_same_options(
+            format in prop_oneof![Just(2u8), Just(3u8)],
+            encoding in prop_oneof![Just(Encoding::Default), Just(Encoding::ZarrsVlen), Just(Encoding::Zep0007)],
+            compressor in prop_oneof![Just(Compressor::Zstd), Just(Compressor::Gzip), Just(Compressor::Blosc), Just(Compressor::None)],
+            level in proptest::option::of(-5i32..22),
+            chunk_len in proptest::option::of(1usize..1 << 30),
+            shard_len in proptest::option::of(1usize..1 << 30),
+            anndata: bool,
+            fill: bool,
+            overwrite: bool,
+            append: bool,
+            wait_ms in 0u64..10_000_000,
+        ) {
+            let mut options = WriteOptions::default()
+                .with_zarr_format(format)
+                .with_encoding(encoding)
+                .with_compressor(compressor)
+                .with_layout(if anndata { Layout::AnnData } else { Layout::Plain })
+                .with_nulls(if fill { NullPolicy::Fill } else { NullPolicy::Error })
+                .with_overwrite(overwrite)
+                .with_append(append)
+                .with_lock_timeout(Duration::from_millis(wait_ms));
+            options.level = level;
+            options.chunk_len = chunk_len;
+            options.shard_len = shard_len;
+            let mut back = WriteOptions::default();
+            for (key, value) in options.pairs().unwrap() {
+                back.set(key, &value).unwrap();
+            }
+            prop_assert_eq!(back, options);
+        }
+    }
+
+    #[test]
+    fn n_d_shapes_have_no_pairs() {
+        let options = WriteOptions::default().with_chunk_shape(vec![10, 10]);
+        assert!(matches!(options.pairs(), Err(Error::InvalidArgument(_))));
     }
 }

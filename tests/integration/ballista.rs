@@ -1,7 +1,8 @@
 //! The Zarr scan on Ballista 55 in standalone mode (a scheduler and an executor
 //! started in this process, plans sent between them through datafusion-proto
 //! with zarrow's codecs): the rows are zarr-python's, grouped in Rust, and the
-//! same as a local DataFusion context gives.
+//! same as a local DataFusion context gives. The processes of a real cluster:
+//! tests/interop/check_cluster.py.
 
 use std::sync::Arc;
 
@@ -40,8 +41,12 @@ fn a_zarr_query_on_ballista_returns_the_local_rows() {
         .build()
         .unwrap();
     rt.block_on(async {
+        // Four partitions (obs' arrays hold four chunks) on two task slots:
+        // each task gets a slice of the scan's partitions, which it must
+        // read alone (Ballista cuts file scans down to a task's slice; a
+        // Zarr scan planned by the scheduler is one).
         let config = SessionConfig::new_with_ballista()
-            .with_target_partitions(2)
+            .with_target_partitions(4)
             .with_ballista_standalone_parallelism(2)
             .with_ballista_logical_extension_codec(Arc::new(ZarrLogicalCodec::new(Arc::new(
                 BallistaLogicalExtensionCodec::default(),

@@ -287,6 +287,62 @@ def main() -> int:
                 return f"tasks per executor {ran}; {len(chunks)} chunks, each fetched once; {len(meta)} metadata requests"
             case("tasks spread over both executors, disjoint reads", spread)
 
+            def copy_to_s3():
+                # COPY run on the cluster to S3, its OPTIONS kept (they travel in
+                # the format), then an append: read back by zarr-python.
+                target = f"s3://{BUCKET}/copied.zarr"
+                query = ("COPY (SELECT cell_type, value, id FROM events WHERE id % 7 = 0) TO '{t}' "
+                         "STORED AS ZARR OPTIONS ({o})")
+                tables = {"events": f"s3://{BUCKET}/events.zarr"}
+                for options in ("zarr_format 2, chunk_len 5000", "append true"):
+                    done = sql(zarrow, query.format(t=target, o=options), tables, tmp / "copy.parquet", env,
+                               cluster.url, "--partitions", "6")
+                    if done.returncode != 0:
+                        raise AssertionError(f"COPY ({options}) failed: {done.stderr.strip()[-800:]}")
+                local = tmp / "copied.zarr"
+                pages = s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix="copied.zarr/")
+                for key in [o["Key"] for page in pages for o in page.get("Contents", [])]:
+                    dest = tmp / key
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    dest.write_bytes(s3.get_object(Bucket=BUCKET, Key=key)["Body"].read())
+                group = zarr.open_group(str(local), mode="r")
+                assert group.metadata.zarr_format == 2, group.metadata.zarr_format
+                assert group["id"].chunks == (5000,), group["id"].chunks
+                got = zarr_table(local, ["cell_type", "value", "id"])
+                once = events.filter(pc.equal(pc.subtract(events["id"], pc.multiply(pc.divide(events["id"], 7), 7)), 0))
+                want = pa.concat_tables([once, once])
+                same_rows(got, want)
+                return f"{got.num_rows} rows (twice {once.num_rows}), zarr_format 2, chunks of 5000"
+            case("COPY ... STORED AS ZARR on the cluster (OPTIONS, then an append) to S3", copy_to_s3)
+
+            def insert_then_select():
+                # INSERT INTO a local Zarr table on the cluster (an executor
+                # writes), then a SELECT in the same run sees the rows.
+                table = tmp / "inserted.zarr"
+                first = ("COPY (SELECT cell_type, id FROM events WHERE id < 1000) TO '{t}' STORED AS ZARR; "
+                         "INSERT INTO t SELECT cell_type, id FROM events WHERE id >= 599000; "
+                         "SELECT count(*) AS n, sum(id) AS s FROM t")
+                args = [zarrow, "sql", first.format(t=table), "--output", str(tmp / "ins.parquet"), "--overwrite",
+                        "--table", f"events={tmp / 'web' / 'events.zarr'}", "--cluster", cluster.url,
+                        "--partitions", "4"]
+                # `t` is registered after the COPY made it: a second run.
+                done = subprocess.run(args[:2] + [first.split("; ")[0].format(t=table)] + args[3:],
+                                      capture_output=True, text=True, timeout=300, env=env)
+                if done.returncode != 0:
+                    raise AssertionError(f"COPY failed: {done.stderr.strip()[-800:]}")
+                rest = "; ".join(first.split("; ")[1:])
+                done = subprocess.run(args[:2] + [rest] + args[3:] + ["--table", f"t={table}"],
+                                      capture_output=True, text=True, timeout=300, env=env)
+                if done.returncode != 0:
+                    raise AssertionError(f"INSERT failed: {done.stderr.strip()[-800:]}")
+                got = pq.read_table(tmp / "ins.parquet").to_pylist()
+                ids = list(range(1000)) + list(range(599_000, EVENTS_ROWS))
+                assert got == [{"n": len(ids), "s": sum(ids)}], got
+                back = zarr_table(table, ["id"]).column("id").to_pylist()
+                assert sorted(back) == ids, "zarr-python reads other rows"
+                return f"{len(ids)} rows after the INSERT, seen by the next statement and by zarr-python"
+            case("INSERT INTO a Zarr table on the cluster, then SELECT", insert_then_select)
+
             def killed():
                 # 24 tasks over S3; executor-2 is killed once it runs one of them.
                 query = "SELECT cell_type, count(*) AS n, sum(id) AS s FROM events GROUP BY cell_type"
