@@ -114,7 +114,7 @@ impl TableSpec {
         let newest = table.newest();
         let table = newest.as_deref().unwrap_or(table);
         Ok(Self {
-            location: table.location().to_string(),
+            location: absolute(table.location()),
             options: table.options().clone(),
             url: table.url_options().clone(),
             metadata: MetadataSpec::of(table.metadata_snapshot())?,
@@ -131,6 +131,18 @@ impl TableSpec {
         )
         .map_err(df_err)
     }
+}
+
+/// `location` as the receiving machine (another working directory) must read
+/// it: a relative path made absolute; a URL as it is.
+pub(crate) fn absolute(location: &str) -> String {
+    if crate::store::is_url(location) || location.contains("://") {
+        return location.to_string();
+    }
+    std::path::absolute(location).map_or_else(
+        |_| location.to_string(),
+        |p| p.to_string_lossy().into_owned(),
+    )
 }
 
 fn encode(tag: &[u8], value: &impl Serialize, buf: &mut Vec<u8>) -> DfResult<()> {

@@ -60,9 +60,9 @@ pub const FILE_TYPE: &str = "ZARR";
 /// Add the `ZARR` file type to `ctx`, so that `CREATE EXTERNAL TABLE name STORED
 /// AS ZARR LOCATION '...'` opens a Zarr group or array (a directory or an object
 /// store URL) as a table, and `COPY (query) TO 'x.zarr' [STORED AS ZARR]
-/// [OPTIONS (...)]` writes one ([`ZarrFormatFactory`]; its options are moved
-/// into the format by an analyzer rule, so that they travel with a plan to a
-/// distributed engine's scheduler).
+/// [OPTIONS (...)]` writes one ([`ZarrFormatFactory`]; an analyzer rule moves
+/// a `COPY`'s options into its format and makes a relative target absolute, so
+/// that a distributed engine's scheduler plans the same statement).
 pub fn register(ctx: &SessionContext) {
     let state = ctx.state_ref();
     let mut state = state.write();
@@ -71,10 +71,11 @@ pub fn register(ctx: &SessionContext) {
         .insert(FILE_TYPE.to_string(), Arc::new(ZarrTableFactory::new()));
     // Replacing a `zarr` format registered before (zarrow's own) cannot fail.
     let _ = state.register_file_format(Arc::new(ZarrFormatFactory::new()), true);
-    // A COPY's OPTIONS ride in its format to a distributed engine's scheduler.
-    let name = sink::CopyOptionsIntoFormat::NAME;
+    // A COPY as a distributed engine's scheduler must plan it (its OPTIONS in
+    // its format, its target absolute).
+    let name = sink::PortableCopy::NAME;
     if !state.analyzer().rules.iter().any(|r| r.name() == name) {
-        state.add_analyzer_rule(Arc::new(sink::CopyOptionsIntoFormat::default()));
+        state.add_analyzer_rule(Arc::new(sink::PortableCopy::default()));
     }
 }
 

@@ -25,6 +25,7 @@ use arrow_schema::{ArrowError, SchemaRef};
 use async_trait::async_trait;
 use datafusion::catalog::Session;
 use datafusion::common::config::ConfigOptions;
+use datafusion::common::file_options::file_type::FileType;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{GetExt, Statistics, not_impl_err, plan_err};
 use datafusion::datasource::file_format::DefaultFileType;
@@ -121,52 +122,55 @@ impl FileFormatFactory for ZarrFormatFactory {
     }
 }
 
-/// Moves a `COPY ... STORED AS ZARR`'s `OPTIONS` into the format it names
-/// ([`ZarrFormatFactory::with_options`]), so that they reach a distributed
-/// engine's scheduler with the plan (datafusion-proto sends a `COPY`'s format,
-/// not its options). Added by [`register`](super::register); locally the
-/// statement means the same with it or without.
+/// A `COPY` as another machine (a distributed engine's scheduler, in another
+/// working directory) must plan it: the `OPTIONS` of a `COPY ... STORED AS ZARR`
+/// moved into the format it names ([`ZarrFormatFactory::with_options`]), since
+/// datafusion-proto sends a `COPY`'s format, not its options; and a relative
+/// target path made absolute. Added by [`register`](super::register); locally
+/// a statement means the same with it or without.
 #[derive(Debug, Default)]
-pub(crate) struct CopyOptionsIntoFormat {}
+pub(crate) struct PortableCopy {}
 
-impl CopyOptionsIntoFormat {
-    pub(crate) const NAME: &str = "zarrow_copy_options_into_format";
+impl PortableCopy {
+    pub(crate) const NAME: &str = "zarrow_portable_copy";
 }
 
-impl AnalyzerRule for CopyOptionsIntoFormat {
+impl AnalyzerRule for PortableCopy {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> DfResult<LogicalPlan> {
         plan.transform_up(|node| {
             let LogicalPlan::Copy(copy) = &node else {
                 return Ok(Transformed::no(node));
             };
-            let carried = copy
+            let output_url = super::codec::absolute(&copy.output_url);
+            let zarr = copy
                 .file_type
                 .as_any()
                 .downcast_ref::<DefaultFileType>()
                 .and_then(|t| t.as_format_factory().downcast_ref::<ZarrFormatFactory>());
-            let Some(format) = carried else {
-                return Ok(Transformed::no(node));
+            let (file_type, options) = match zarr {
+                Some(format) if !copy.options.is_empty() => {
+                    let mut given: Vec<(String, String)> = copy
+                        .options
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect();
+                    given.sort();
+                    let mut options = format.options().to_vec();
+                    options.extend(given);
+                    let format: Arc<dyn FileType> = Arc::new(DefaultFileType::new(Arc::new(
+                        ZarrFormatFactory::with_options(options),
+                    )));
+                    (format, HashMap::new())
+                }
+                _ if output_url == copy.output_url => return Ok(Transformed::no(node)),
+                _ => (copy.file_type.clone(), copy.options.clone()),
             };
-            if copy.options.is_empty() {
-                return Ok(Transformed::no(node));
-            }
-            let mut given: Vec<(String, String)> = copy
-                .options
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
-            given.sort();
-            let mut options = format.options().to_vec();
-            options.extend(given);
-            let file_type = Arc::new(DefaultFileType::new(Arc::new(
-                ZarrFormatFactory::with_options(options),
-            )));
             Ok(Transformed::yes(LogicalPlan::Copy(CopyTo::new(
                 copy.input.clone(),
-                copy.output_url.clone(),
+                output_url,
                 copy.partition_by.clone(),
                 file_type,
-                HashMap::new(),
+                options,
             ))))
         })
         .map(|t| t.data)
@@ -481,7 +485,9 @@ impl ZarrSink {
     /// What another machine needs to write as this sink does.
     pub(crate) fn spec(&self) -> DfResult<SinkSpec> {
         let target = match &self.target {
-            Target::Local(path) => TargetSpec::Local(path.clone()),
+            Target::Local(path) => {
+                TargetSpec::Local(std::path::absolute(path).unwrap_or_else(|_| path.clone()))
+            }
             Target::Registered {
                 url,
                 prefix,
@@ -493,7 +499,7 @@ impl ZarrSink {
             },
             Target::Store { name, url, .. } if !name.starts_with("obstore://") => {
                 TargetSpec::Store {
-                    location: name.clone(),
+                    location: super::codec::absolute(name),
                     url: url.clone(),
                 }
             }

@@ -41,10 +41,7 @@ fn a_zarr_query_on_ballista_returns_the_local_rows() {
         .build()
         .unwrap();
     rt.block_on(async {
-        // Four partitions (obs' arrays hold four chunks) on two task slots:
-        // each task gets a slice of the scan's partitions, which it must
-        // read alone (Ballista cuts file scans down to a task's slice; a
-        // Zarr scan planned by the scheduler is one).
+        // Four partitions: obs' arrays hold four chunks.
         let config = SessionConfig::new_with_ballista()
             .with_target_partitions(4)
             .with_ballista_standalone_parallelism(2)

@@ -26,6 +26,7 @@ import argparse
 import contextlib
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -69,9 +70,13 @@ class Cluster:
 
     def start(self, args: list[str], log: Path) -> subprocess.Popen:
         with open(log, "w") as out:
+            # A working directory of their own: a client's relative path
+            # means nothing there.
+            cwd = self.tmp / "processes"
+            cwd.mkdir(exist_ok=True)
             proc = subprocess.Popen(["timeout", "-k", "5", str(SERVER_LIFETIME), self.zarrow, "cluster", *args],
                                     stdout=out, stderr=subprocess.STDOUT, env={**self.env, "RUST_LOG": "info"},
-                                    start_new_session=True)
+                                    start_new_session=True, cwd=cwd)
         self.procs.append(proc)
         return proc
 
@@ -286,6 +291,25 @@ def main() -> int:
                 assert not twice, f"fetched more than once: {sorted(twice)[:5]}"
                 return f"tasks per executor {ran}; {len(chunks)} chunks, each fetched once; {len(meta)} metadata requests"
             case("tasks spread over both executors, disjoint reads", spread)
+
+            def relative_paths():
+                # The client's relative paths (a Zarr table, a Parquet table, a
+                # COPY target) are its working directory's, not the executors'.
+                query = ("COPY (SELECT e.cell_type, count(*) AS n FROM events e JOIN weights w "
+                         "ON e.cell_type = w.cell_type GROUP BY e.cell_type) TO 'counts.zarr' STORED AS ZARR")
+                shutil.copy(weights_path, tmp / "w.parquet")
+                done = subprocess.run([zarrow, "sql", query, "--table", "events=web/events.zarr",
+                                       "--table", "weights=w.parquet", "--cluster", cluster.url,
+                                       "--partitions", "4"], capture_output=True, text=True, timeout=300,
+                                      env=env, cwd=tmp)
+                if done.returncode != 0:
+                    raise AssertionError(f"failed: {done.stderr.strip()[-800:]}")
+                got = zarr_table(tmp / "counts.zarr", ["cell_type", "n"])
+                joined = events.join(weights, "cell_type", join_type="inner")
+                want = grouped(joined, "cell_type", [([], "count_all")]).rename_columns(["cell_type", "n"])
+                same_rows(got, want.select(["cell_type", "n"]))
+                return f"{got.num_rows} rows written to the client's counts.zarr"
+            case("relative paths are the client's", relative_paths)
 
             def copy_to_s3():
                 # COPY run on the cluster to S3, its OPTIONS kept (they travel in
