@@ -28,16 +28,18 @@ use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{Statistics, internal_err};
 use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::{
-    FileGroup, FileOpener, FileScanConfig, FileScanConfigBuilder, FileSource,
+    FileGroup, FileOpenFuture, FileOpener, FileScanConfig, FileScanConfigBuilder, FileSource,
 };
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::datasource::table_schema::TableSchema;
 use datafusion::error::Result as DfResult;
+use datafusion::execution::TaskContext;
 use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::physical_expr::LexOrdering;
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
+use futures::StreamExt;
 use object_store::ObjectStore;
 
 use super::ZarrTable;
@@ -110,13 +112,36 @@ pub(crate) fn sliced_scan(
 }
 
 /// The source of a Zarr scan in file form: what it reads, carried to the
-/// codec. It opens nothing itself (the executor runs the `ZarrScanExec` the
-/// codec makes of it).
+/// codec (an executor runs the `ZarrScanExec` the codec makes of it). Run where
+/// it stands (a plan executed where it was planned), each "file" is read as a
+/// `ZarrScanExec` of its rows in a context of its own: no memory pool, no
+/// registered object store, no metrics.
 pub(crate) struct ZarrRanges {
     table: Arc<ZarrTable>,
     columns: Vec<usize>,
     table_schema: TableSchema,
     metrics: ExecutionPlanMetricsSet,
+}
+
+/// Opens a "file" of a [`ZarrRanges`] scan: its row range.
+struct RangeOpener {
+    table: Arc<ZarrTable>,
+    columns: Vec<usize>,
+}
+
+impl FileOpener for RangeOpener {
+    fn open(&self, file: PartitionedFile) -> DfResult<FileOpenFuture> {
+        let rows = match &file.range {
+            Some(r) => match (u64::try_from(r.start), u64::try_from(r.end)) {
+                (Ok(start), Ok(end)) => start..end,
+                _ => return internal_err!("a Zarr scan's row range {r:?} is negative"),
+            },
+            None => return internal_err!("a Zarr scan's file has no row range"),
+        };
+        let scan = ZarrScanExec::try_new(self.table.clone(), self.columns.clone(), vec![rows])?;
+        let stream = scan.execute(0, Arc::new(TaskContext::default()))?;
+        Ok(Box::pin(async move { Ok(stream.boxed()) }))
+    }
 }
 
 impl FileSource for ZarrRanges {
@@ -126,10 +151,10 @@ impl FileSource for ZarrRanges {
         _config: &FileScanConfig,
         _partition: usize,
     ) -> DfResult<Arc<dyn FileOpener>> {
-        internal_err!(
-            "a Zarr scan in file form runs only as the ZarrScanExec zarrow's physical codec makes of it: \
-             give the executors ZarrPhysicalCodec"
-        )
+        Ok(Arc::new(RangeOpener {
+            table: self.table.clone(),
+            columns: self.columns.clone(),
+        }))
     }
 
     fn table_schema(&self) -> &TableSchema {
@@ -202,6 +227,20 @@ mod tests {
         assert_eq!(back.ranges(), ranges.as_slice());
         assert_eq!(back.columns(), &[0, 1]);
         assert_eq!(limit, None);
+    }
+
+    #[tokio::test]
+    async fn the_file_form_run_where_it_stands_reads_its_ranges() {
+        let plan: Arc<dyn ExecutionPlan> = Arc::new(scan(vec![0..300, 300..700, 700..1000]));
+        let files = as_file_scan(&plan_scan(&plan)).unwrap();
+        let ctx = Arc::new(TaskContext::default());
+        let rows: Vec<usize> = datafusion::physical_plan::collect_partitioned(files, ctx)
+            .await
+            .unwrap()
+            .iter()
+            .map(|p| p.iter().map(|b| b.num_rows()).sum())
+            .collect();
+        assert_eq!(rows, [300, 400, 300]);
     }
 
     #[test]
