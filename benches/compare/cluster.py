@@ -48,7 +48,8 @@ def cluster(zarrow: str, tmp: Path, slots: list[int]):
 
     def start(args: list[str], log: Path) -> subprocess.Popen:
         with open(log, "w") as out:
-            proc = subprocess.Popen([zarrow, "cluster", *args], stdout=out, stderr=subprocess.STDOUT,
+            proc = subprocess.Popen(["timeout", "-k", "5", "3600", zarrow, "cluster", *args],
+                                    stdout=out, stderr=subprocess.STDOUT,
                                     env={**os.environ, "RUST_LOG": "warn,ballista_executor=info"},
                                     start_new_session=True)
         procs.append(proc)
@@ -72,7 +73,12 @@ def cluster(zarrow: str, tmp: Path, slots: list[int]):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGTERM)
         for proc in procs:
-            proc.wait(20)
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
 
 
 def main() -> int:

@@ -37,7 +37,7 @@ use arrow_buffer::Buffer;
 use serde::{Deserialize, Serialize};
 
 use super::df_err;
-use super::distributed::sliced_scan;
+use super::distributed::{as_file_scan, sliced_scan};
 use super::scan::ZarrScanExec;
 use super::sink::{SinkSpec, ZarrFormatFactory, ZarrSink};
 use super::table::{ZarrTable, ZarrTableOptions};
@@ -46,7 +46,14 @@ use crate::store::{MetadataSnapshot, UrlOptions};
 /// Tags the bytes of a table (and of a scan) so that the codec tells its own
 /// from the wrapped codec's.
 const TABLE_TAG: &[u8] = b"zarrow.table.v1:";
+/// A scan as a client (or any local session) planned it: decoded in the file
+/// form a distributed engine slices, so that a scheduler receiving it as a
+/// physical plan hands each task its slice.
 const SCAN_TAG: &[u8] = b"zarrow.scan.v1:";
+/// A scan in the file form (a scheduler's, cut down to a task's slice):
+/// decoded as the `ZarrScanExec` of exactly those ranges, which an executor
+/// runs with its memory pool, object stores and metrics.
+const SLICE_TAG: &[u8] = b"zarrow.slice.v1:";
 /// Tags a `COPY ... STORED AS ZARR`'s format (with its options) and a Zarr
 /// sink (`COPY`, `INSERT INTO`).
 const FORMAT_TAG: &[u8] = b"zarrow.format.v1:";
@@ -114,7 +121,7 @@ impl TableSpec {
         let newest = table.newest();
         let table = newest.as_deref().unwrap_or(table);
         Ok(Self {
-            location: absolute(table.location()),
+            location: crate::store::portable_location(table.location()),
             options: table.options().clone(),
             url: table.url_options().clone(),
             metadata: MetadataSpec::of(table.metadata_snapshot())?,
@@ -131,18 +138,6 @@ impl TableSpec {
         )
         .map_err(df_err)
     }
-}
-
-/// `location` as the receiving machine (another working directory) must read
-/// it: a relative path made absolute; a URL as it is.
-pub(crate) fn absolute(location: &str) -> String {
-    if crate::store::is_url(location) || location.contains("://") {
-        return location.to_string();
-    }
-    std::path::absolute(location).map_or_else(
-        |_| location.to_string(),
-        |p| p.to_string_lossy().into_owned(),
-    )
 }
 
 fn encode(tag: &[u8], value: &impl Serialize, buf: &mut Vec<u8>) -> DfResult<()> {
@@ -331,14 +326,20 @@ impl PhysicalExtensionCodec for ZarrPhysicalCodec {
                 None,
             )));
         }
-        let Some(json) = buf.strip_prefix(SCAN_TAG) else {
-            return self.inner.try_decode(buf, inputs, ctx, proto_converter);
+        let (json, planned) = match (buf.strip_prefix(SCAN_TAG), buf.strip_prefix(SLICE_TAG)) {
+            (Some(json), _) => (json, true),
+            (None, Some(json)) => (json, false),
+            (None, None) => return self.inner.try_decode(buf, inputs, ctx, proto_converter),
         };
         let spec: ScanSpec = decode(json)?;
         let table = Arc::new(spec.table.open()?);
         let ranges: Vec<Range<u64>> = spec.ranges.iter().map(|&(a, b)| a..b).collect();
-        let scan: Arc<dyn ExecutionPlan> =
-            Arc::new(ZarrScanExec::try_new(table, spec.columns, ranges)?);
+        let scan = ZarrScanExec::with_partitions(table, spec.columns, ranges)?;
+        let scan: Arc<dyn ExecutionPlan> = if planned {
+            as_file_scan(&scan)?
+        } else {
+            Arc::new(scan)
+        };
         Ok(match spec.limit {
             Some(n) => Arc::new(LocalLimitExec::new(scan, n)),
             None => scan,
@@ -354,20 +355,16 @@ impl PhysicalExtensionCodec for ZarrPhysicalCodec {
         if let Some(exec) = node.downcast_ref::<DataSinkExec>()
             && let Some(sink) = (exec.sink() as &dyn std::any::Any).downcast_ref::<ZarrSink>()
         {
-            if exec.sort_order().is_some() {
-                return Err(DataFusionError::NotImplemented(
-                    "a Zarr sink with a required sort order cannot be sent to another machine"
-                        .into(),
-                ));
-            }
+            // Its required order is not sent: the plan below it, planned to
+            // meet it, is.
             return encode(SINK_TAG, &sink.spec()?, buf);
         }
         // A scan, or one in the file form a distributed engine slices
         // (SliceableScans), sent as a scan of its ranges.
         let sliced = sliced_scan(&node)?;
-        let (scan, limit) = match (&sliced, node.downcast_ref::<ZarrScanExec>()) {
-            (Some((scan, limit)), _) => (scan, *limit),
-            (None, Some(scan)) => (scan, None),
+        let (scan, limit, tag) = match (&sliced, node.downcast_ref::<ZarrScanExec>()) {
+            (Some((scan, limit)), _) => (scan, *limit, SLICE_TAG),
+            (None, Some(scan)) => (scan, None, SCAN_TAG),
             (None, None) => return self.inner.try_encode(node, buf, proto_converter),
         };
         let spec = ScanSpec {
@@ -376,7 +373,7 @@ impl PhysicalExtensionCodec for ZarrPhysicalCodec {
             ranges: scan.ranges().iter().map(|r| (r.start, r.end)).collect(),
             limit,
         };
-        encode(SCAN_TAG, &spec, buf)
+        encode(tag, &spec, buf)
     }
 
     // The rest is the wrapped codec's.

@@ -107,7 +107,7 @@ pub(crate) fn sliced_scan(
         };
         ranges.push(start..end);
     }
-    let scan = ZarrScanExec::try_new(source.table.clone(), source.columns.clone(), ranges)?;
+    let scan = ZarrScanExec::with_partitions(source.table.clone(), source.columns.clone(), ranges)?;
     Ok(Some((scan, config.limit)))
 }
 

@@ -12,6 +12,7 @@ use datafusion::error::DataFusionError;
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::logical_expr::LogicalPlan;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::prelude::{CsvReadOptions, ParquetReadOptions, SessionConfig, SessionContext};
 use datafusion::sql::parser::DFParser;
 use futures::StreamExt;
@@ -162,9 +163,10 @@ pub async fn sql_stream_in(
 }
 
 /// After an `INSERT` into the Zarr table `name`: its metadata read again, so
-/// that the statements after it see the rows (a sink that wrote in this
-/// process did so already; one on another machine, a distributed engine's
-/// executor, could not).
+/// that later statements (and later queries in this session) see the rows. A
+/// sink that wrote in this process did so already (this reads the metadata a
+/// second time); one on another machine, a distributed engine's executor,
+/// could not.
 async fn reopen(ctx: &SessionContext, name: TableReference) -> datafusion::error::Result<()> {
     let provider = ctx.table_provider(name).await?;
     let Some(table) = provider.downcast_ref::<ZarrTable>() else {
@@ -195,12 +197,20 @@ async fn run_statements(
             _ => None,
         };
         let frame = ctx.execute_logical_plan(plan).await?;
+        let Some(name) = written else {
+            if i == last {
+                return frame.execute_stream().await;
+            }
+            frame.collect().await?;
+            continue;
+        };
+        // An INSERT: its count, then the table read again.
+        let schema = frame.schema().inner().clone();
+        let counts = frame.collect().await?;
+        reopen(ctx, name).await?;
         if i == last {
-            return frame.execute_stream().await;
-        }
-        frame.collect().await?;
-        if let Some(name) = written {
-            reopen(ctx, name).await?;
+            let stream = futures::stream::iter(counts.into_iter().map(Ok));
+            return Ok(Box::pin(RecordBatchStreamAdapter::new(schema, stream)));
         }
     }
     Err(DataFusionError::Plan("no SQL statement".into()))

@@ -63,14 +63,24 @@ impl ZarrScanExec {
         columns: Vec<usize>,
         ranges: Vec<Range<u64>>,
     ) -> DfResult<Self> {
-        let table_schema = datafusion::catalog::TableProvider::schema(table.as_ref());
-        // Field by field (the table's schema carries no metadata of its own).
-        let schema = Arc::new(table_schema.project(&columns)?);
         let ranges = if ranges.is_empty() {
             std::iter::once(0..0).collect()
         } else {
             ranges
         };
+        Self::with_partitions(table, columns, ranges)
+    }
+
+    /// The scan with exactly one partition per range, none for none (a slice of
+    /// a scan that a distributed engine gave a task no part of).
+    pub(crate) fn with_partitions(
+        table: Arc<ZarrTable>,
+        columns: Vec<usize>,
+        ranges: Vec<Range<u64>>,
+    ) -> DfResult<Self> {
+        let table_schema = datafusion::catalog::TableProvider::schema(table.as_ref());
+        // Field by field (the table's schema carries no metadata of its own).
+        let schema = Arc::new(table_schema.project(&columns)?);
         let properties = PlanProperties::new(
             EquivalenceProperties::new(schema.clone()),
             Partitioning::UnknownPartitioning(ranges.len()),
@@ -85,6 +95,19 @@ impl ZarrScanExec {
             properties: Arc::new(properties),
             metrics: ExecutionPlanMetricsSet::new(),
         })
+    }
+
+    /// The Zarr scan `plan` is: a `ZarrScanExec`, or the file form a table
+    /// decoded from a plan (on a distributed engine's scheduler) plans, as a
+    /// scan of its row ranges; `None` for any other node.
+    ///
+    /// # Errors
+    /// A file form whose files are not row ranges.
+    pub fn of_plan(plan: &Arc<dyn ExecutionPlan>) -> DfResult<Option<Self>> {
+        if let Some(scan) = plan.downcast_ref::<Self>() {
+            return Ok(Some(scan.clone()));
+        }
+        Ok(super::distributed::sliced_scan(plan)?.map(|(scan, _)| scan))
     }
 
     /// The table scanned.

@@ -65,7 +65,9 @@ use crate::write::{WriteOptions, write_batches};
 /// A factory may carry options of its own, set before the statement's: a
 /// `COPY`'s `OPTIONS` ride in the factory to a distributed engine's scheduler
 /// (datafusion-proto sends the format, not the statement's options), which
-/// [`register`](super::register)'s analyzer rule arranges.
+/// [`register`](super::register)'s analyzer rule arranges. A distributed
+/// client must therefore be set up with `register`, not by registering this
+/// factory alone: without the rule the scheduler never sees the options.
 #[derive(Debug, Default)]
 pub struct ZarrFormatFactory {
     options: Vec<(String, String)>,
@@ -141,7 +143,7 @@ impl AnalyzerRule for PortableCopy {
             let LogicalPlan::Copy(copy) = &node else {
                 return Ok(Transformed::no(node));
             };
-            let output_url = super::codec::absolute(&copy.output_url);
+            let output_url = crate::store::portable_location(&copy.output_url);
             let zarr = copy
                 .file_type
                 .as_any()
@@ -499,7 +501,7 @@ impl ZarrSink {
             },
             Target::Store { name, url, .. } if !name.starts_with("obstore://") => {
                 TargetSpec::Store {
-                    location: super::codec::absolute(name),
+                    location: crate::store::portable_location(name),
                     url: url.clone(),
                 }
             }

@@ -344,16 +344,23 @@ impl ZarrTable {
         Some(newer.newest().unwrap_or(newer))
     }
 
-    /// After a write through this table: open it again, so that the scans
-    /// that follow see the rows.
-    pub(crate) fn reopen(&self) -> Result<()> {
+    /// Read the table's metadata again, so that the scans that follow (and the
+    /// plans that carry it) see the rows written since it opened. An `INSERT`
+    /// through this table in this process does it; call it after one that ran
+    /// elsewhere (a distributed engine's executor). A table opened over a store
+    /// it cannot write through keeps what it read.
+    ///
+    /// # Errors
+    /// The store's.
+    pub fn reopen(&self) -> Result<()> {
         let Some(plain) = &self.writable else {
             return Ok(());
         };
         let store = Consolidated::open(plain.clone())?;
-        let fresh = Self::from_store(store, &self.location, self.options.clone())?
+        let mut fresh = Self::from_store(store, &self.location, self.options.clone())?
             .with_url_options(self.url.clone())
             .with_store_for_writes(plain.clone());
+        fresh.sliceable = self.sliceable;
         *self.newer.write().unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(fresh));
         Ok(())
     }

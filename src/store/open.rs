@@ -110,3 +110,16 @@ mod tests {
         );
     }
 }
+
+/// `location` as another process (another working directory, another machine
+/// mounting the same filesystem) must name it: a relative path made absolute;
+/// a URL (`s3://`, `file://`, `obstore://`...) as it is.
+pub(crate) fn portable_location(location: &str) -> String {
+    if location.contains("://") {
+        return location.to_string();
+    }
+    std::path::absolute(location).map_or_else(
+        |_| location.to_string(),
+        |p| p.to_string_lossy().into_owned(),
+    )
+}

@@ -152,6 +152,25 @@ pub enum NullPolicy {
     Fill,
 }
 
+impl NullPolicy {
+    /// Parse the CLI spelling: `error`, `fill`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "error" => Some(Self::Error),
+            "fill" => Some(Self::Fill),
+            _ => None,
+        }
+    }
+
+    /// The spelling [`NullPolicy::parse`] reads back.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Error => "error",
+            Self::Fill => "fill",
+        }
+    }
+}
+
 /// How a table becomes a group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
@@ -388,11 +407,7 @@ impl WriteOptions {
                 self.layout = Layout::parse(value).ok_or_else(|| bad("plain or anndata"))?
             }
             "nulls" => {
-                self.nulls = match value.trim() {
-                    "error" => NullPolicy::Error,
-                    "fill" => NullPolicy::Fill,
-                    _ => return Err(bad("error or fill")),
-                };
+                self.nulls = NullPolicy::parse(value.trim()).ok_or_else(|| bad("error or fill"))?;
             }
             "overwrite" => self.overwrite = flag()?,
             "append" => self.append = flag()?,
@@ -440,13 +455,9 @@ impl WriteOptions {
         if let Some(n) = self.shard_len {
             pairs.push(("shard_len", n.to_string()));
         }
-        let nulls = match self.nulls {
-            NullPolicy::Error => "error",
-            NullPolicy::Fill => "fill",
-        };
         pairs.extend([
             ("layout", self.layout.name().to_string()),
-            ("nulls", nulls.to_string()),
+            ("nulls", self.nulls.name().to_string()),
             ("overwrite", self.overwrite.to_string()),
             ("append", self.append.to_string()),
             ("lock_timeout", self.lock_timeout.as_secs_f64().to_string()),

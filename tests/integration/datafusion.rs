@@ -211,8 +211,10 @@ fn partitions_split_on_chunk_boundaries_in_row_order() {
     });
 }
 
-pub(crate) fn find_scan(plan: &Arc<dyn ExecutionPlan>) -> Option<&ZarrScanExec> {
-    if let Some(scan) = (plan.as_ref() as &dyn std::any::Any).downcast_ref::<ZarrScanExec>() {
+/// The Zarr scan in `plan`: a `ZarrScanExec`, or the file form a plan
+/// decoded by the codec holds.
+pub(crate) fn find_scan(plan: &Arc<dyn ExecutionPlan>) -> Option<ZarrScanExec> {
+    if let Some(scan) = ZarrScanExec::of_plan(plan).unwrap() {
         return Some(scan);
     }
     plan.children().into_iter().find_map(find_scan)

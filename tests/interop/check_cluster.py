@@ -263,6 +263,18 @@ def main() -> int:
                             {"events": f"{http}/events.zarr"}, want, "--partitions", "6", ordered=True)
             case("ORDER BY ... LIMIT over HTTP", top)
 
+            def union_all():
+                # Two Zarr scans under one UNION ALL: Ballista hands each branch
+                # its own slice of the partitions (some tasks none of a branch).
+                query = ("SELECT cell_type, count(*) AS n, sum(id) AS s FROM "
+                         "(SELECT cell_type, id FROM events WHERE id < 300000 UNION ALL "
+                         "SELECT cell_type, id FROM events2 WHERE id >= 300000) GROUP BY cell_type")
+                want = grouped(events, "cell_type", [([], "count_all"), ("id", "sum")])
+                want = want.rename_columns(["cell_type", "n", "s"]).select(["cell_type", "n", "s"])
+                return both(query, {"events": f"s3://{BUCKET}/events.zarr", "events2": f"{http}/events.zarr"},
+                            want, "--partitions", "5")
+            case("UNION ALL of two Zarr scans", union_all)
+
             def spread():
                 # A scan of the HTTP table in 8 tasks: both executors run some, each
                 # chunk is fetched once across the cluster, and no executor reads
@@ -315,8 +327,10 @@ def main() -> int:
                 # COPY run on the cluster to S3, its OPTIONS kept (they travel in
                 # the format), then an append: read back by zarr-python.
                 target = f"s3://{BUCKET}/copied.zarr"
-                query = ("COPY (SELECT cell_type, value, id FROM events WHERE id % 7 = 0) TO '{t}' "
-                         "STORED AS ZARR OPTIONS ({o})")
+                # Ordered (by id descending): the sink's input is sorted, and the
+                # sort's requirement stays on the scheduler.
+                query = ("COPY (SELECT cell_type, value, id FROM events WHERE id % 7 = 0 ORDER BY id DESC) "
+                         "TO '{t}' STORED AS ZARR OPTIONS ({o})")
                 tables = {"events": f"s3://{BUCKET}/events.zarr"}
                 for options in ("zarr_format 2, chunk_len 5000", "append true"):
                     done = sql(zarrow, query.format(t=target, o=options), tables, tmp / "copy.parquet", env,
@@ -334,7 +348,9 @@ def main() -> int:
                 assert group["id"].chunks == (5000,), group["id"].chunks
                 got = zarr_table(local, ["cell_type", "value", "id"])
                 once = events.filter(pc.equal(pc.subtract(events["id"], pc.multiply(pc.divide(events["id"], 7), 7)), 0))
+                once = once.sort_by([("id", "descending")])
                 want = pa.concat_tables([once, once])
+                assert got.column("id").to_pylist() == want.column("id").to_pylist(), "not in the query's order"
                 same_rows(got, want)
                 return f"{got.num_rows} rows (twice {once.num_rows}), zarr_format 2, chunks of 5000"
             case("COPY ... STORED AS ZARR on the cluster (OPTIONS, then an append) to S3", copy_to_s3)
@@ -381,9 +397,13 @@ def main() -> int:
                 deadline = time.monotonic() + 120
                 while cluster.tasks()[1] == before:
                     if client.poll() is not None or time.monotonic() > deadline:
+                        client.kill()
+                        client.wait()
                         raise AssertionError("executor-2 ran no task of the query before it ended")
                     time.sleep(0.02)
                 os.killpg(victim.pid, signal.SIGKILL)
+                # The kill landed while the query ran.
+                assert client.poll() is None, "the query had ended before the kill"
                 try:
                     stdout, stderr = client.communicate(timeout=180)
                 except subprocess.TimeoutExpired:
