@@ -383,6 +383,23 @@ def main() -> int:
                 return f"{len(ids)} rows after the INSERT, seen by the next statement and by zarr-python"
             case("INSERT INTO a Zarr table on the cluster, then SELECT", insert_then_select)
 
+            def insert_into_s3():
+                # The same on S3: the executor appends through the store it opens
+                # from the location and its own environment.
+                target = f"s3://{BUCKET}/inserted.zarr"
+                tables = {"events": f"s3://{BUCKET}/events.zarr"}
+                done = sql(zarrow, f"COPY (SELECT cell_type, id FROM events WHERE id < 500) TO '{target}' "
+                           "STORED AS ZARR", tables, tmp / "c.parquet", env, cluster.url, "--partitions", "3")
+                if done.returncode != 0:
+                    raise AssertionError(f"COPY failed: {done.stderr.strip()[-800:]}")
+                got = answer(zarrow, "INSERT INTO t SELECT cell_type, id FROM events WHERE id >= 599500; "
+                             "SELECT count(*) AS n, sum(id) AS s FROM t", {**tables, "t": target},
+                             tmp / "i.parquet", env, cluster.url, "--partitions", "3").to_pylist()
+                ids = list(range(500)) + list(range(599_500, EVENTS_ROWS))
+                assert got == [{"n": len(ids), "s": sum(ids)}], got
+                return f"{len(ids)} rows"
+            case("INSERT INTO a Zarr table on S3 on the cluster, then SELECT", insert_into_s3)
+
             def killed():
                 # 24 tasks over S3; executor-2 is killed once it runs one of them.
                 query = "SELECT cell_type, count(*) AS n, sum(id) AS s FROM events GROUP BY cell_type"
