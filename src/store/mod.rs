@@ -43,6 +43,7 @@ pub use object::{
     DEFAULT_CONCURRENCY, MULTIPART_CHUNK, MULTIPART_THRESHOLD, ObjectStoreAsync,
     ObjectStoreBackend, UrlOptions, file_url_path, is_url, open_url, open_url_with,
 };
+#[cfg(feature = "datafusion")]
 pub(crate) use open::portable_location;
 #[cfg(feature = "object-store")]
 pub use open::{location_name, open_consolidated, open_location, open_location_with};

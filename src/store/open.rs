@@ -83,6 +83,20 @@ pub fn location_name(location: &Path) -> String {
     name.strip_suffix(".zarr").unwrap_or(&name).to_string()
 }
 
+/// `location` as another process (another working directory, another machine
+/// mounting the same filesystem) must name it: a relative path made absolute;
+/// a URL (`s3://`, `file://`, `obstore://`...) as it is.
+#[cfg(feature = "datafusion")]
+pub(crate) fn portable_location(location: &str) -> String {
+    if location.contains("://") {
+        return location.to_string();
+    }
+    std::path::absolute(location).map_or_else(
+        |_| location.to_string(),
+        |p| p.to_string_lossy().into_owned(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,17 +123,4 @@ mod tests {
                 .contains("not a Zarr array or group directory")
         );
     }
-}
-
-/// `location` as another process (another working directory, another machine
-/// mounting the same filesystem) must name it: a relative path made absolute;
-/// a URL (`s3://`, `file://`, `obstore://`...) as it is.
-pub(crate) fn portable_location(location: &str) -> String {
-    if location.contains("://") {
-        return location.to_string();
-    }
-    std::path::absolute(location).map_or_else(
-        |_| location.to_string(),
-        |p| p.to_string_lossy().into_owned(),
-    )
 }
