@@ -11,6 +11,29 @@ use arrow_schema::ArrowError;
 /// A `Result` with zarrow's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// A value an option does not take: which option, the value, and the values it
+/// takes. What every option type's `FromStr` returns.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{option} {value:?}: use {allowed}")]
+pub struct ParseOptionError {
+    /// The option (`encoding`, `string_type`...).
+    pub option: &'static str,
+    /// The value given.
+    pub value: String,
+    /// The values it takes, as a phrase (`zstd, gzip, blosc or none`).
+    pub allowed: &'static str,
+}
+
+impl ParseOptionError {
+    pub(crate) fn new(option: &'static str, value: &str, allowed: &'static str) -> Self {
+        Self {
+            option,
+            value: value.to_string(),
+            allowed,
+        }
+    }
+}
+
 /// Everything that can go wrong in zarrow.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -194,6 +217,9 @@ pub enum Error {
         message: String,
     },
 
+    /// An option's value that is not one it takes.
+    #[error(transparent)]
+    Option(#[from] ParseOptionError),
     /// A SQL query failed: planning or running it (feature `datafusion`).
     #[error("query: {}", Cut(.0))]
     Query(String),

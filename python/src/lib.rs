@@ -45,13 +45,10 @@ fn read_options(
         .with_categorical_values(categorical_values);
     match string_type {
         None => Ok(options),
-        Some(name) => StringType::parse(name)
+        Some(name) => name
+            .parse::<StringType>()
             .map(|t| options.with_string_type(t))
-            .ok_or_else(|| {
-                zarrow_error(&format!(
-                    "unknown string_type {name:?} (utf8, large-utf8, utf8-view)"
-                ))
-            }),
+            .map_err(|e| zarrow_error(&e.to_string())),
     }
 }
 
@@ -282,11 +279,10 @@ fn convert_options(options: &Bound<'_, PyDict>) -> PyResult<ConvertOptions> {
                 let name: Option<String> = value.extract().map_err(bad)?;
                 out.string_type = match name {
                     None => None,
-                    Some(name) => Some(StringType::parse(&name).ok_or_else(|| {
-                        zarrow_error(&format!(
-                            "unknown string_type {name:?} (utf8, large-utf8, utf8-view)"
-                        ))
-                    })?),
+                    Some(name) => Some(
+                        name.parse::<StringType>()
+                            .map_err(|e| zarrow_error(&e.to_string()))?,
+                    ),
                 };
             }
             "max_rows" => out.max_rows = value.extract().map_err(bad)?,

@@ -3,7 +3,7 @@
 //! reads as the fill value), so a few bytes of metadata could otherwise make a
 //! conversion run for hours and fill the disk.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ParseOptionError, Result};
 use arrow_schema::DataType;
 
 /// Default for `--max-rows`: the largest row count Arrow's 32-bit lengths and most
@@ -49,15 +49,21 @@ pub(crate) fn check<'a>(
     Ok(())
 }
 
+/// What a byte count takes (the error of [`parse_size`]).
+const SIZE: &str =
+    "a byte count below 2^64: a number with an optional K, M, G or T (500000000, 512M, 64GiB)";
+
 /// A byte count: a number with an optional binary suffix (K, M, G, T, with or
 /// without `iB`/`B`).
-pub fn parse_size(text: &str) -> std::result::Result<u64, String> {
+///
+/// # Errors
+/// [`ParseOptionError`] (option `size`) naming what a byte count is.
+pub fn parse_size(text: &str) -> std::result::Result<u64, ParseOptionError> {
+    let bad = || ParseOptionError::new("size", text, SIZE);
     let t = text.trim();
     let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (number, suffix) = t.split_at(digits);
-    let number: u64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a byte count (such as 500000000, 512M or 64GiB)"))?;
+    let number: u64 = number.parse().map_err(|_| bad())?;
     let shift = match suffix
         .trim()
         .to_ascii_uppercase()
@@ -69,11 +75,9 @@ pub fn parse_size(text: &str) -> std::result::Result<u64, String> {
         "M" => 20,
         "G" => 30,
         "T" => 40,
-        _ => return Err(format!("{text:?}: unknown unit {suffix:?} (K, M, G or T)")),
+        _ => return Err(bad()),
     };
-    number
-        .checked_mul(1 << shift)
-        .ok_or_else(|| format!("{text:?} is more than 2^64 bytes"))
+    number.checked_mul(1 << shift).ok_or_else(bad)
 }
 
 #[cfg(test)]
@@ -86,7 +90,8 @@ mod tests {
         assert_eq!(parse_size("64GiB"), Ok(64 << 30));
         assert_eq!(parse_size("512M"), Ok(512 << 20));
         assert_eq!(parse_size("2kb"), Ok(2048));
-        assert!(parse_size("12X").is_err());
+        let e = parse_size("12X").unwrap_err();
+        assert_eq!((e.option, e.value.as_str()), ("size", "12X"));
         assert!(parse_size("G").is_err());
         assert!(parse_size("99999999999T").is_err());
     }

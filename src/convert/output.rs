@@ -13,7 +13,7 @@
 //!
 //! A partial output is locked (`flock`) by the process writing it for as long as it
 //! lives. The command line removes the partial outputs on SIGINT, SIGTERM and
-//! SIGHUP ([`remove_partials_and_exit`]) before the process exits; a partial left
+//! SIGHUP ([`remove_partials`]) before the process exits; a partial left
 //! by a killed process (whose lock the kernel released) is removed by the next
 //! conversion to the same destination, and a partial that a live process holds is
 //! never touched.
@@ -36,19 +36,28 @@ fn partials() -> MutexGuard<'static, Vec<PathBuf>> {
     PARTIALS.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Remove every partial output, then exit the process with `code`: for a signal
-/// handler (the `zarrow` command line's, on SIGINT, SIGTERM and SIGHUP). It keeps
-/// the registry locked until the process is gone, so no commit races the removal.
-pub fn remove_partials_and_exit(code: i32) -> ! {
+/// Remove every partial output and keep the registry locked for as long as the
+/// returned guard lives: for a signal handler that then ends the process (the
+/// `zarrow` command line's, on SIGINT, SIGTERM and SIGHUP, exits holding it), so
+/// that no commit races the removal. A commit waits while the guard lives.
+#[must_use = "the registry stays locked only while the guard lives"]
+pub fn remove_partials() -> PartialsRemoved {
     let held = partials();
     for path in held.iter() {
         remove_all(path);
     }
-    let _ = writeln!(
-        std::io::stderr(),
-        "zarrow: interrupted; removed the partial output"
-    );
-    std::process::exit(code);
+    PartialsRemoved { _held: held }
+}
+
+/// The partial-output registry, locked ([`remove_partials`]).
+pub struct PartialsRemoved {
+    _held: MutexGuard<'static, Vec<PathBuf>>,
+}
+
+impl std::fmt::Debug for PartialsRemoved {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PartialsRemoved").finish_non_exhaustive()
+    }
 }
 
 /// Remove a file or directory tree, retrying while writer threads of this process

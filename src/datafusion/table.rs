@@ -84,11 +84,7 @@ impl ZarrTableOptions {
             let key = key.to_ascii_lowercase();
             match key.strip_prefix("format.").unwrap_or(&key) {
                 "string_type" => {
-                    if StringType::parse(value).is_none() {
-                        return Err(Error::InvalidArgument(format!(
-                            "string_type {value:?}: use utf8, large-utf8 or utf8-view"
-                        )));
-                    }
+                    value.parse::<StringType>()?;
                     out.string_type = Some(value.to_string());
                 }
                 "columns" => out.columns = Some(list(value)),
@@ -113,12 +109,7 @@ impl ZarrTableOptions {
             .with_decode_cf(!self.raw)
             .with_categorical_values(self.categorical_values.unwrap_or(true));
         if let Some(name) = &self.string_type {
-            let t = StringType::parse(name).ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "string_type {name:?}: use utf8, large-utf8 or utf8-view"
-                ))
-            })?;
-            options = options.with_string_type(t);
+            options = options.with_string_type(name.parse()?);
         }
         Ok(options)
     }

@@ -34,6 +34,16 @@ pub enum StringType {
     Utf8View,
 }
 
+impl std::str::FromStr for StringType {
+    type Err = crate::ParseOptionError;
+
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
+        Self::parse(s.trim()).ok_or_else(|| {
+            crate::ParseOptionError::new("string_type", s, "utf8, large-utf8 or utf8-view")
+        })
+    }
+}
+
 impl StringType {
     /// Parse the CLI spelling: `utf8`, `large-utf8` or `utf8-view`.
     pub fn parse(s: &str) -> Option<Self> {

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::codec::{Blosc, BloscShuffle, BytesToBytesCodec, Gzip, Zstd};
-use crate::error::{Error, Result};
+use crate::error::{Error, ParseOptionError, Result};
 
 /// The default target size of one chunk's values: 4 MiB.
 ///
@@ -49,6 +49,15 @@ pub enum Encoding {
     ZarrsVlen,
     /// The ZEP0007 draft layout (experimental; zarrow only).
     Zep0007,
+}
+
+impl std::str::FromStr for Encoding {
+    type Err = ParseOptionError;
+
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
+        Self::parse(s.trim())
+            .ok_or_else(|| ParseOptionError::new("encoding", s, "default, zarrs-vlen or zep0007"))
+    }
 }
 
 impl Encoding {
@@ -84,6 +93,15 @@ pub enum Compressor {
     Blosc,
     /// No compression.
     None,
+}
+
+impl std::str::FromStr for Compressor {
+    type Err = ParseOptionError;
+
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
+        Self::parse(s.trim())
+            .ok_or_else(|| ParseOptionError::new("compressor", s, "zstd, gzip, blosc or none"))
+    }
 }
 
 impl Compressor {
@@ -152,6 +170,14 @@ pub enum NullPolicy {
     Fill,
 }
 
+impl std::str::FromStr for NullPolicy {
+    type Err = ParseOptionError;
+
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
+        Self::parse(s.trim()).ok_or_else(|| ParseOptionError::new("nulls", s, "error or fill"))
+    }
+}
+
 impl NullPolicy {
     /// Parse the CLI spelling: `error`, `fill`.
     pub fn parse(s: &str) -> Option<Self> {
@@ -186,6 +212,14 @@ pub enum Layout {
     /// (values and mask); floats with nulls hold NaN; the pandas index (from
     /// pyarrow's `pandas` schema metadata, else the row numbers) is `_index`.
     AnnData,
+}
+
+impl std::str::FromStr for Layout {
+    type Err = ParseOptionError;
+
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
+        Self::parse(s.trim()).ok_or_else(|| ParseOptionError::new("layout", s, "plain or anndata"))
+    }
 }
 
 impl Layout {
@@ -390,25 +424,15 @@ impl WriteOptions {
                     _ => return Err(bad("2 or 3")),
                 };
             }
-            "encoding" => {
-                self.encoding =
-                    Encoding::parse(value).ok_or_else(|| bad("default, zarrs-vlen or zep0007"))?;
-            }
-            "compressor" => {
-                self.compressor =
-                    Compressor::parse(value).ok_or_else(|| bad("zstd, gzip, blosc or none"))?;
-            }
+            "encoding" => self.encoding = value.parse()?,
+            "compressor" => self.compressor = value.parse()?,
             "level" => {
                 self.level = Some(value.trim().parse().map_err(|_| bad("an integer"))?);
             }
             "chunk_len" => self.chunk_len = Some(number("a number of elements")?),
             "shard_len" => self.shard_len = Some(number("a number of elements")?),
-            "layout" => {
-                self.layout = Layout::parse(value).ok_or_else(|| bad("plain or anndata"))?
-            }
-            "nulls" => {
-                self.nulls = NullPolicy::parse(value.trim()).ok_or_else(|| bad("error or fill"))?;
-            }
+            "layout" => self.layout = value.parse()?,
+            "nulls" => self.nulls = value.parse()?,
             "overwrite" => self.overwrite = flag()?,
             "append" => self.append = flag()?,
             "lock_timeout" => {
@@ -576,6 +600,44 @@ mod tests {
             }
             prop_assert_eq!(back, options);
         }
+    }
+
+    #[test]
+    fn every_option_reads_its_names_and_names_what_it_takes() {
+        for e in [Encoding::Default, Encoding::ZarrsVlen, Encoding::Zep0007] {
+            assert_eq!(e.name().parse::<Encoding>(), Ok(e));
+        }
+        for c in [
+            Compressor::Zstd,
+            Compressor::Gzip,
+            Compressor::Blosc,
+            Compressor::None,
+        ] {
+            assert_eq!(c.name().parse::<Compressor>(), Ok(c));
+        }
+        for l in [Layout::Plain, Layout::AnnData] {
+            assert_eq!(l.name().parse::<Layout>(), Ok(l));
+        }
+        for n in [NullPolicy::Error, NullPolicy::Fill] {
+            assert_eq!(n.name().parse::<NullPolicy>(), Ok(n));
+        }
+        let e = "lz5".parse::<Compressor>().unwrap_err();
+        assert_eq!(
+            (e.option, e.value.as_str(), e.allowed),
+            ("compressor", "lz5", "zstd, gzip, blosc or none")
+        );
+        assert_eq!(
+            "vlen2".parse::<Encoding>().unwrap_err().to_string(),
+            "encoding \"vlen2\": use default, zarrs-vlen or zep0007"
+        );
+        let mut options = WriteOptions::default();
+        assert!(matches!(
+            options.set("layout", "wide"),
+            Err(Error::Option(ParseOptionError {
+                option: "layout",
+                ..
+            }))
+        ));
     }
 
     #[test]

@@ -13,6 +13,7 @@ use std::io::Write as _;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::str::FromStr as _;
 
 use arrow_array::RecordBatchReader;
 use clap::{Args, Parser, Subcommand};
@@ -40,7 +41,7 @@ enum Command {
         path: PathBuf,
         /// The Arrow string layout to report: utf8, large-utf8 or utf8-view
         /// (default: as recorded by zarrow's writer, else utf8).
-        #[arg(long, value_parser = parse_string_type)]
+        #[arg(long, value_parser = StringType::from_str)]
         string_type: Option<StringType>,
         #[command(flatten)]
         remote: RemoteArgs,
@@ -136,7 +137,7 @@ struct ConvertArgs {
 
     /// [to a table] Arrow layout of string and bytes columns: utf8, large-utf8 or
     /// utf8-view (default: as recorded by zarrow's writer, else utf8).
-    #[arg(long, value_parser = parse_string_type)]
+    #[arg(long, value_parser = StringType::from_str)]
     string_type: Option<StringType>,
     /// [from Zarr] Refuse an input of more rows than this (a store's shape may
     /// promise far more than it stores: missing chunks read as the fill value).
@@ -247,11 +248,6 @@ fn parse_seconds(s: &str) -> std::result::Result<f64, String> {
         Ok(secs) if secs.is_finite() && secs >= 0.0 => Ok(secs),
         _ => Err(format!("{s:?} is not a number of seconds (0 or more)")),
     }
-}
-
-fn parse_string_type(s: &str) -> std::result::Result<StringType, String> {
-    StringType::parse(s)
-        .ok_or_else(|| format!("unknown string type {s:?} (utf8, large-utf8, utf8-view)"))
 }
 
 fn main() -> ExitCode {

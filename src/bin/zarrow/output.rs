@@ -5,13 +5,21 @@
 /// report (128 + the signal number), on SIGINT, SIGTERM and SIGHUP.
 #[cfg(unix)]
 pub(crate) fn remove_partials_on_signals() {
+    use std::io::Write as _;
+
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
         return;
     };
     std::thread::spawn(move || {
         if let Some(signal) = signals.forever().next() {
-            zarrow::convert::output::remove_partials_and_exit(128 + signal);
+            // Held until the process is gone: no commit races the removal.
+            let _held = zarrow::convert::output::remove_partials();
+            let _ = writeln!(
+                std::io::stderr(),
+                "zarrow: interrupted; removed the partial output"
+            );
+            std::process::exit(128 + signal);
         }
     });
 }
