@@ -15,6 +15,8 @@ use arrow_array::{Array, ArrayRef, PrimitiveArray};
 use arrow_schema::{DataType as ArrowType, Field};
 use serde_json::{Map, Value, json};
 
+use super::ConventionError;
+
 /// How anndata says a node is to be read: its `encoding-type` attribute.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -150,15 +152,13 @@ pub fn dictionary_type(codes: &ArrowType, categories: &ArrowType) -> Option<Arro
 ///
 /// # Errors
 /// A code below -1 or past the last category, or codes of a non-integer type.
-pub fn categorical(codes: &ArrayRef, categories: &ArrayRef) -> Result<ArrayRef, String> {
+pub fn categorical(codes: &ArrayRef, categories: &ArrayRef) -> Result<ArrayRef, ConventionError> {
     match codes.data_type() {
         ArrowType::Int8 => dictionary::<Int8Type>(codes, categories),
         ArrowType::Int16 => dictionary::<Int16Type>(codes, categories),
         ArrowType::Int32 => dictionary::<Int32Type>(codes, categories),
         ArrowType::Int64 => dictionary::<Int64Type>(codes, categories),
-        other => Err(format!(
-            "categorical codes must be signed integers, not {other}"
-        )),
+        other => Err(ConventionError::CodeType(other.clone())),
     }
 }
 
@@ -167,22 +167,21 @@ pub fn categorical(codes: &ArrayRef, categories: &ArrayRef) -> Result<ArrayRef, 
 ///
 /// # Errors
 /// As [`categorical`].
-pub fn categorical_values(codes: &ArrayRef, categories: &ArrayRef) -> Result<ArrayRef, String> {
-    let take = |keys: &dyn Array| {
-        arrow_select::take::take(categories.as_ref(), keys, None).map_err(|e| e.to_string())
-    };
+pub fn categorical_values(
+    codes: &ArrayRef,
+    categories: &ArrayRef,
+) -> Result<ArrayRef, ConventionError> {
+    let take = |keys: &dyn Array| Ok(arrow_select::take::take(categories.as_ref(), keys, None)?);
     match codes.data_type() {
         ArrowType::Int8 => take(&keys::<Int8Type>(codes, categories)?),
         ArrowType::Int16 => take(&keys::<Int16Type>(codes, categories)?),
         ArrowType::Int32 => take(&keys::<Int32Type>(codes, categories)?),
         ArrowType::Int64 => take(&keys::<Int64Type>(codes, categories)?),
-        other => Err(format!(
-            "categorical codes must be signed integers, not {other}"
-        )),
+        other => Err(ConventionError::CodeType(other.clone())),
     }
 }
 
-fn dictionary<K>(codes: &ArrayRef, categories: &ArrayRef) -> Result<ArrayRef, String>
+fn dictionary<K>(codes: &ArrayRef, categories: &ArrayRef) -> Result<ArrayRef, ConventionError>
 where
     K: arrow_array::types::ArrowDictionaryKeyType,
     K::Native: Into<i64> + Ord,
@@ -191,7 +190,7 @@ where
 }
 
 /// The codes as keys into `categories`: checked to lie in them, -1 a null.
-fn keys<K>(codes: &ArrayRef, categories: &ArrayRef) -> Result<PrimitiveArray<K>, String>
+fn keys<K>(codes: &ArrayRef, categories: &ArrayRef) -> Result<PrimitiveArray<K>, ConventionError>
 where
     K: arrow_array::types::ArrowDictionaryKeyType,
     K::Native: Into<i64> + Ord,
@@ -205,18 +204,17 @@ where
 ///
 /// # Errors
 /// A mask that is not boolean or not as long as the values.
-pub fn masked(values: &ArrayRef, mask: &ArrayRef) -> Result<ArrayRef, String> {
+pub fn masked(values: &ArrayRef, mask: &ArrayRef) -> Result<ArrayRef, ConventionError> {
     let Some(mask) = mask.as_boolean_opt() else {
-        return Err(format!("the mask must be bool, not {}", mask.data_type()));
+        return Err(ConventionError::MaskType(mask.data_type().clone()));
     };
     if mask.len() != values.len() {
-        return Err(format!(
-            "the mask has {} rows, the values {}",
-            mask.len(),
-            values.len()
-        ));
+        return Err(ConventionError::MaskLength {
+            mask: mask.len(),
+            values: values.len(),
+        });
     }
-    arrow_select::nullif::nullif(values.as_ref(), mask).map_err(|e| e.to_string())
+    Ok(arrow_select::nullif::nullif(values.as_ref(), mask)?)
 }
 
 /// pandas' names for an Arrow column: (`pandas_type`, `numpy_type`), as pyarrow
@@ -380,7 +378,10 @@ mod tests {
         for bad in [2i8, -2] {
             let codes: ArrayRef = Arc::new(Int8Array::from(vec![0, bad]));
             let err = categorical(&codes, &categories).unwrap_err();
-            assert!(err.contains(&bad.to_string()), "{err}");
+            assert!(
+                matches!(err, ConventionError::CodeOutOfRange { code, categories: 2 } if code == i64::from(bad)),
+                "{err}"
+            );
         }
     }
 
@@ -394,7 +395,10 @@ mod tests {
             vec![Some(1), None, Some(3)]
         );
         let short: ArrayRef = Arc::new(BooleanArray::from(vec![false]));
-        assert!(masked(&values, &short).is_err());
+        assert!(matches!(
+            masked(&values, &short),
+            Err(ConventionError::MaskLength { mask: 1, values: 3 })
+        ));
     }
 
     #[test]

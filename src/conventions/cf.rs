@@ -23,6 +23,7 @@ use arrow_buffer::NullBuffer;
 use arrow_schema::{DataType as ArrowType, TimeUnit};
 use serde_json::{Map, Value};
 
+use super::ConventionError;
 use crate::metadata::{ArrayMetadata, FillValue};
 
 /// The dimension names of an array: v3 `dimension_names`, else v2 xarray's
@@ -124,8 +125,9 @@ impl CfDecode {
     ///
     /// # Errors
     /// A time that does not fit a 64-bit nanosecond timestamp.
-    pub fn decode(&self, raw: &ArrayRef) -> Result<ArrayRef, String> {
-        let values = to_f64(raw).ok_or_else(|| format!("cannot CF-decode {}", raw.data_type()))?;
+    pub fn decode(&self, raw: &ArrayRef) -> Result<ArrayRef, ConventionError> {
+        let values =
+            to_f64(raw).ok_or_else(|| ConventionError::NotNumeric(raw.data_type().clone()))?;
         let is_missing = |v: f64| {
             self.missing
                 .iter()
@@ -148,12 +150,7 @@ impl CfDecode {
                     }
                 }
                 .and_then(|ns| i64::try_from(ns + time.reference_ns).ok())
-                .ok_or_else(|| {
-                    format!(
-                        "time value {} is outside what a nanosecond timestamp holds",
-                        values[i]
-                    )
-                })?;
+                .ok_or(ConventionError::TimeOutOfRange(values[i]))?;
                 out.push(ns);
             }
             let nulls = NullBuffer::from_iter((0..values.len()).map(valid));

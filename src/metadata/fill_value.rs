@@ -33,6 +33,11 @@ pub enum FillValue {
     Bytes(Vec<u8>),
 }
 
+/// A fill value that does not fit its data type ([`FillValue::parse`]): why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidFillValue(String);
+
 impl FillValue {
     /// The fill value zarrow uses when metadata gives none (v2 `null`).
     pub fn default_for(data_type: &DataType) -> Self {
@@ -64,8 +69,12 @@ impl FillValue {
     /// Parse `value` for `data_type`. `v2` enables the Zarr v2 leniencies.
     ///
     /// # Errors
-    /// A message saying why the value does not fit the type.
-    pub fn parse(value: &Value, data_type: &DataType, v2: bool) -> Result<Self, String> {
+    /// [`InvalidFillValue`], saying why the value does not fit the type.
+    pub fn parse(value: &Value, data_type: &DataType, v2: bool) -> Result<Self, InvalidFillValue> {
+        Self::parse_checked(value, data_type, v2).map_err(InvalidFillValue)
+    }
+
+    fn parse_checked(value: &Value, data_type: &DataType, v2: bool) -> Result<Self, String> {
         let fill = Self::parse_raw(value, data_type, v2)?;
         // Fixed-width values read back with trailing NULs stripped (numpy's rule);
         // the fill value must read back the same way, and must fit the width.

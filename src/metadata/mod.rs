@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 
 pub(crate) use data_type::{ARROW_BYTES_PER_ELEMENT, unsupported_time_unit};
 pub use data_type::{DataType, DateTimeUnit, Endian, StringType};
-pub use fill_value::FillValue;
+pub use fill_value::{FillValue, InvalidFillValue};
 pub(crate) use v2::parse_dtype;
 pub use v2::{parse_zarray, parse_zattrs, parse_zgroup};
 pub use v3::parse_zarr_json;

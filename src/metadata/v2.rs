@@ -297,7 +297,7 @@ pub fn parse_zarray(
         &data_type,
         true,
     )
-    .map_err(|m| Error::metadata(key, m))?;
+    .map_err(|e| Error::metadata(key, e.to_string()))?;
     let meta = ArrayMetadata {
         zarr_format: 2,
         shape: doc.shape,

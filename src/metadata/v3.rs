@@ -251,7 +251,7 @@ fn parse_array(
         &data_type,
         false,
     )
-    .map_err(|m| Error::metadata(key, m))?;
+    .map_err(|e| Error::metadata(key, e.to_string()))?;
     if let Some(transformers) = doc.storage_transformers.filter(|t| !t.is_empty()) {
         return Err(Error::metadata(
             key,

@@ -13,6 +13,8 @@ use arrow_array::types::ArrowDictionaryKeyType;
 use arrow_array::{Array, ArrayRef, DictionaryArray, PrimitiveArray};
 use arrow_buffer::{BooleanBuffer, NullBuffer};
 
+use crate::conventions::ConventionError;
+
 /// `codes` as keys into `categories` entries: `-1` a null, every other code
 /// checked to lie in `0..categories`.
 ///
@@ -21,7 +23,7 @@ use arrow_buffer::{BooleanBuffer, NullBuffer};
 pub(crate) fn codes_as_keys<K>(
     codes: &PrimitiveArray<K>,
     categories: usize,
-) -> Result<PrimitiveArray<K>, String>
+) -> Result<PrimitiveArray<K>, ConventionError>
 where
     K: ArrowDictionaryKeyType,
     K::Native: Into<i64> + Ord,
@@ -38,9 +40,10 @@ where
             .map(|&c| c.into())
             .find(|&c: &i64| c < -1 || c >= n)
             .unwrap_or(low);
-        return Err(format!(
-            "categorical code {bad} is outside the {n} categories (codes are 0..{n}, or -1 for missing)"
-        ));
+        return Err(ConventionError::CodeOutOfRange {
+            code: bad,
+            categories: n,
+        });
     }
     if low >= 0 {
         return Ok(codes.clone());
@@ -69,7 +72,7 @@ fn bounds<T: Copy + Ord>(values: &[T]) -> Option<(T, T)> {
 pub(crate) fn dictionary<K>(
     codes: &PrimitiveArray<K>,
     categories: &ArrayRef,
-) -> Result<ArrayRef, String>
+) -> Result<ArrayRef, ConventionError>
 where
     K: ArrowDictionaryKeyType,
     K::Native: Into<i64> + Ord,
@@ -124,7 +127,7 @@ mod tests {
         for (codes, bad) in [(vec![0, 3, 1], 3), (vec![1, -2, 5], -2), (vec![-5], -5)] {
             let error = codes_as_keys::<Int8Type>(&Int8Array::from(codes), 3).unwrap_err();
             assert!(
-                error.contains(&format!("code {bad} is outside the 3 categories")),
+                matches!(error, ConventionError::CodeOutOfRange { code, categories: 3 } if code == bad),
                 "{error}"
             );
         }

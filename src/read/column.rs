@@ -14,6 +14,7 @@ use arrow_schema::{DataType as ArrowType, Field};
 
 use super::ZarrArray;
 use crate::StringType;
+use crate::conventions::ConventionError;
 use crate::conventions::anndata::{self, Nullable, PandasColumn};
 use crate::conventions::cf::{self, CfDecode};
 use crate::error::Result;
@@ -213,7 +214,7 @@ impl Column {
         prepared: Option<&ArrayRef>,
         mut leaves: Vec<ArrayRef>,
     ) -> Result<ArrayRef> {
-        let err = |array: &ZarrArray, message: String| array.convention_err(message);
+        let err = |array: &ZarrArray, e: ConventionError| array.convention_err(e.to_string());
         match &self.kind {
             Kind::Array { cf: None, .. } => Ok(leaves.swap_remove(0)),
             Kind::Array {
@@ -226,7 +227,7 @@ impl Column {
                 values,
             } => {
                 let Some(dictionary) = prepared else {
-                    return Err(err(categories, "categories not read".into()));
+                    return Err(categories.convention_err("categories not read".into()));
                 };
                 let assemble = if *values {
                     anndata::categorical_values

@@ -249,7 +249,9 @@ fn read_decoded(array: &ZarrArray) -> Result<(Field, ArrayRef)> {
     let cf = array.cf_decode()?;
     Ok(match cf {
         Some(cf) => {
-            let values = cf.decode(&raw).map_err(|m| array.convention_err(m))?;
+            let values = cf
+                .decode(&raw)
+                .map_err(|e| array.convention_err(e.to_string()))?;
             (
                 Field::new(array.column_name(), cf.data_type().clone(), true),
                 values,
