@@ -102,7 +102,11 @@ fn max_chunk_bytes_reaches_the_reader() {
         "12X",
     ]);
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown unit"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("size \"12X\"") && stderr.contains("K, M, G or T"),
+        "{stderr}"
+    );
 }
 
 /// The Parquet compression of column 0 of the file at `path`.
