@@ -231,6 +231,34 @@ pub enum Error {
         /// Why not.
         message: String,
     },
+    /// The 1-D arrays of a group differ in length: they are no table's columns.
+    #[error(
+        "{path:?} cannot be read as a table: columns differ in length: {first} has {first_rows} rows, {other} has {other_rows} (select equal-length columns)"
+    )]
+    LengthsDiffer {
+        /// The group: the store's location and the node path.
+        path: String,
+        /// The first column.
+        first: String,
+        /// Its rows.
+        first_rows: u64,
+        /// A column of another length.
+        other: String,
+        /// Its rows.
+        other_rows: u64,
+    },
+    /// A group with no 1-D array to read as a column.
+    #[error(
+        "{path:?} cannot be read as a table: it has no 1-D arrays{}",
+        skipped_list(skipped)
+    )]
+    NoColumns {
+        /// The group: the store's location and the node path.
+        path: String,
+        /// Its children that are not columns, and why; one without a name is
+        /// the group itself (an anndata element that is not a table).
+        skipped: Vec<crate::read::Skipped>,
+    },
     /// A node's anndata or CF attributes ask for something zarrow cannot do (a
     /// calendar other than the Gregorian one, a categorical code past its
     /// categories).
@@ -238,6 +266,8 @@ pub enum Error {
     Convention {
         /// The array or group: the store's location and the node path.
         path: String,
+        /// Whose convention.
+        convention: Convention,
         /// What and why.
         message: String,
     },
@@ -261,6 +291,25 @@ pub enum Error {
 /// The most characters of an input-derived string (a data type or codec name, a
 /// message quoting metadata) that an error message shows.
 const MAX_ECHO_CHARS: usize = 200;
+
+/// The conventions zarrow applies on top of Zarr ([`Error::Convention`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Convention {
+    /// anndata's element encodings (categoricals, nullable arrays, dataframes).
+    AnnData,
+    /// CF attributes (xarray's scale, offset, missing values and times).
+    Cf,
+}
+
+/// ` (skipped: a; b)` for a non-empty list.
+fn skipped_list(skipped: &[crate::read::Skipped]) -> String {
+    if skipped.is_empty() {
+        return String::new();
+    }
+    let names: Vec<String> = skipped.iter().map(ToString::to_string).collect();
+    format!(" (skipped: {})", names.join("; "))
+}
 
 /// Displays a string cut to [`MAX_ECHO_CHARS`] characters, saying how much was left
 /// out: a hostile document's million-character name must not flood a terminal. The

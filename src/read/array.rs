@@ -13,6 +13,7 @@ use super::read_node;
 use crate::assemble::{Part, gather};
 use crate::codec::CodecChain;
 use crate::conventions::cf::CfDecode;
+use crate::error::Convention;
 use crate::error::{ChunkError, Error, Result};
 use crate::fill::fill_array;
 use crate::grid::{Grid, unravel};
@@ -185,13 +186,14 @@ impl ZarrArray {
             return Ok(None);
         }
         CfDecode::from_metadata(&self.meta, &self.arrow_type())
-            .map_err(|message| self.convention_err(message))
+            .map_err(|message| self.convention_err(Convention::Cf, message))
     }
 
     /// An [`Error::Convention`] about this array.
-    pub(crate) fn convention_err(&self, message: String) -> Error {
+    pub(crate) fn convention_err(&self, convention: Convention, message: String) -> Error {
         Error::Convention {
             path: self.label(),
+            convention,
             message,
         }
     }

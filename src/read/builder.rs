@@ -182,6 +182,7 @@ impl ReaderBuilder {
                 if let Some(s) = skipped.iter().find(|s| s.convention) {
                     return Err(Error::Convention {
                         path: self.label(),
+                        convention: crate::Convention::Cf,
                         message: format!("{s} (leave it out with a projection)"),
                     });
                 }
@@ -208,28 +209,19 @@ impl ReaderBuilder {
                 .collect::<Result<Vec<_>>>()?,
         };
         let Some(first) = columns.first() else {
-            let mut message = "it has no 1-D arrays".to_string();
-            if !skipped.is_empty() {
-                message.push_str(" (skipped: ");
-                message.push_str(
-                    &skipped
-                        .iter()
-                        .map(ToString::to_string)
-                        .collect::<Vec<_>>()
-                        .join("; "),
-                );
-                message.push(')');
-            }
-            return Err(self.table_err(message));
+            return Err(Error::NoColumns {
+                path: self.label(),
+                skipped: skipped.to_vec(),
+            });
         };
         if let Some(other) = columns.iter().find(|c| c.len() != first.len()) {
-            return Err(self.table_err(format!(
-                "columns differ in length: {} has {} rows, {} has {} (select equal-length columns)",
-                first.name(),
-                first.len(),
-                other.name(),
-                other.len()
-            )));
+            return Err(Error::LengthsDiffer {
+                path: self.label(),
+                first: first.name().to_string(),
+                first_rows: first.len(),
+                other: other.name().to_string(),
+                other_rows: other.len(),
+            });
         }
         Ok(columns)
     }

@@ -17,6 +17,7 @@ use crate::StringType;
 use crate::conventions::ConventionError;
 use crate::conventions::anndata::{self, Nullable, PandasColumn};
 use crate::conventions::cf::{self, CfDecode};
+use crate::error::Convention;
 use crate::error::Result;
 
 /// The field metadata key under which a column's dimension names are recorded
@@ -214,30 +215,35 @@ impl Column {
         prepared: Option<&ArrayRef>,
         mut leaves: Vec<ArrayRef>,
     ) -> Result<ArrayRef> {
-        let err = |array: &ZarrArray, e: ConventionError| array.convention_err(e.to_string());
+        let anndata = |array: &ZarrArray, e: ConventionError| {
+            array.convention_err(Convention::AnnData, e.to_string())
+        };
         match &self.kind {
             Kind::Array { cf: None, .. } => Ok(leaves.swap_remove(0)),
             Kind::Array {
                 array,
                 cf: Some(cf),
-            } => cf.decode(&leaves[0]).map_err(|m| err(array, m)),
+            } => cf
+                .decode(&leaves[0])
+                .map_err(|e| array.convention_err(Convention::Cf, e.to_string())),
             Kind::Categorical {
                 codes,
                 categories,
                 values,
             } => {
                 let Some(dictionary) = prepared else {
-                    return Err(categories.convention_err("categories not read".into()));
+                    return Err(categories
+                        .convention_err(Convention::AnnData, "categories not read".into()));
                 };
                 let assemble = if *values {
                     anndata::categorical_values
                 } else {
                     anndata::categorical
                 };
-                assemble(&leaves[0], dictionary).map_err(|m| err(codes, m))
+                assemble(&leaves[0], dictionary).map_err(|e| anndata(codes, e))
             }
             Kind::Masked { values, .. } => {
-                anndata::masked(&leaves[0], &leaves[1]).map_err(|m| err(values, m))
+                anndata::masked(&leaves[0], &leaves[1]).map_err(|e| anndata(values, e))
             }
         }
     }

@@ -189,6 +189,7 @@ impl ZarrGroup {
         if let Some(column) = self.element(name) {
             self.columns = Arc::new(vec![column.map_err(|reason| Error::Convention {
                 path: self.label(),
+                convention: crate::Convention::AnnData,
                 message: reason,
             })?]);
         }

@@ -251,7 +251,7 @@ fn read_decoded(array: &ZarrArray) -> Result<(Field, ArrayRef)> {
         Some(cf) => {
             let values = cf
                 .decode(&raw)
-                .map_err(|e| array.convention_err(e.to_string()))?;
+                .map_err(|e| array.convention_err(crate::Convention::Cf, e.to_string()))?;
             (
                 Field::new(array.column_name(), cf.data_type().clone(), true),
                 values,

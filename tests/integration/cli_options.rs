@@ -242,3 +242,66 @@ fn rows_and_limit_select_rows() {
     assert!(!run.status.success());
     assert!(String::from_utf8_lossy(&run.stderr).contains("1-D"));
 }
+
+/// The command line's hints follow the error's kind: columns of different
+/// lengths, a group without a column, CF attributes zarrow cannot decode.
+#[test]
+fn hints_follow_the_kind_of_error() {
+    use arrow_array::{ArrayRef, Int64Array};
+    use zarrow::write::{WriteOptions, write_array, write_group_metadata};
+    use zarrow::{LocalStore, Store};
+
+    let tmp = tempfile::tempdir().unwrap();
+    let convert = |store: &Path| {
+        let out = zarrow(&[
+            "convert",
+            store.to_str().unwrap(),
+            tmp.path().join("x.parquet").to_str().unwrap(),
+        ]);
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+
+    // Two 1-D arrays of 3 and 4 rows.
+    let uneven = tmp.path().join("uneven.zarr");
+    std::fs::create_dir(&uneven).unwrap();
+    let store: Arc<dyn Store> = Arc::new(LocalStore::new(&uneven));
+    for (name, n) in [("a", 3), ("b", 4)] {
+        let values: ArrayRef = Arc::new(Int64Array::from_iter_values(0..n));
+        write_array(store.clone(), name, &values, WriteOptions::default()).unwrap();
+    }
+    write_group_metadata(store.as_ref(), "", &["a".into(), "b".into()], 3).unwrap();
+    let stderr = convert(&uneven);
+    assert!(stderr.contains("columns differ in length"), "{stderr}");
+    assert!(
+        stderr.contains("pick equal-length columns with --columns"),
+        "{stderr}"
+    );
+
+    // A group whose one child is a group: no column.
+    let nested = tmp.path().join("nested.zarr");
+    std::fs::create_dir(&nested).unwrap();
+    let store: Arc<dyn Store> = Arc::new(LocalStore::new(&nested));
+    write_group_metadata(store.as_ref(), "inner", &[], 3).unwrap();
+    write_group_metadata(store.as_ref(), "", &[], 3).unwrap();
+    let stderr = convert(&nested);
+    assert!(stderr.contains("no 1-D arrays"), "{stderr}");
+    assert!(stderr.contains("convert a child on its own"), "{stderr}");
+
+    // A CF calendar zarrow does not decode.
+    let cf = tmp.path().join("noleap.zarr");
+    std::fs::create_dir(&cf).unwrap();
+    let store: Arc<dyn Store> = Arc::new(LocalStore::new(&cf));
+    let values: ArrayRef = Arc::new(Int64Array::from_iter_values(0..3));
+    write_array(store.clone(), "time", &values, WriteOptions::default()).unwrap();
+    let key = "time/zarr.json";
+    let mut doc: serde_json::Value =
+        serde_json::from_slice(&store.get(key).unwrap().unwrap()).unwrap();
+    doc["attributes"]["units"] = "days since 2000-01-01".into();
+    doc["attributes"]["calendar"] = "noleap".into();
+    store.set(key, &serde_json::to_vec(&doc).unwrap()).unwrap();
+    write_group_metadata(store.as_ref(), "", &["time".into()], 3).unwrap();
+    let stderr = convert(&cf);
+    assert!(stderr.contains("noleap"), "{stderr}");
+    assert!(stderr.contains("pass --no-cf"), "{stderr}");
+}

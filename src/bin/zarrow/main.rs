@@ -21,7 +21,7 @@ use parquet::basic::Compression;
 use zarrow::convert::{ConvertOptions, Observer};
 use zarrow::export::{DEFAULT_PARQUET_COMPRESSION, parse_parquet_compression};
 use zarrow::read::DEFAULT_MAX_CHUNK_BYTES;
-use zarrow::{ChunkError, Error, Result, StringType};
+use zarrow::{ChunkError, Convention, Error, Result, StringType};
 
 /// Move variable-length data between Zarr and Apache Arrow.
 #[derive(Parser, Debug)]
@@ -287,19 +287,17 @@ fn hint(e: &Error) -> Option<&'static str> {
         }
         Error::Busy { .. } => Some("pass --lock-timeout SECS to wait longer"),
         Error::ReadTooLarge { .. } => Some("or select fewer rows with --rows / --limit"),
-        Error::Table { message, .. } if message.contains("differ in length") => {
+        Error::LengthsDiffer { .. } => {
             Some("pick equal-length columns with --columns, or read a gridded dataset with --long")
         }
-        Error::Table { message, .. }
-            if message.contains("no 1-D arrays") && !message.contains("anndata") =>
-        {
+        // Not for a group that is itself an anndata element (a sparse matrix).
+        Error::NoColumns { skipped, .. } if !skipped.iter().any(|s| s.name.is_empty()) => {
             Some("convert a child on its own, or read a gridded dataset with --long")
         }
-        Error::Convention { message, .. }
-            if message.contains("calendar") || message.contains("CF") =>
-        {
-            Some("pass --no-cf to read the raw values")
-        }
+        Error::Convention {
+            convention: Convention::Cf,
+            ..
+        } => Some("pass --no-cf to read the raw values"),
         Error::Chunk { source, .. } => match source {
             ChunkError::OffsetOverflow { .. } => Some("read with --string-type large-utf8"),
             ChunkError::TooLarge { .. } => Some("raise --max-chunk-bytes if the chunk is sound"),
