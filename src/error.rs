@@ -221,8 +221,14 @@ pub enum Error {
     #[error(transparent)]
     Option(#[from] ParseOptionError),
     /// A SQL query failed: planning or running it (feature `datafusion`).
-    #[error("query: {}", Cut(.0))]
-    Query(String),
+    #[error("query: {}", Cut(message))]
+    Query {
+        /// What failed, on one line (with the cause's own message).
+        message: String,
+        /// DataFusion's error, when the failure is one (its whole chain).
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
     /// The arrays of a group cannot form one table.
     #[error("{path:?} cannot be read as a table: {}", Cut(message))]
     Table {
@@ -349,6 +355,10 @@ impl Error {
     /// joined by `": "`: the one line the command line and the Python package show.
     pub fn with_sources(&self) -> String {
         let mut message = self.to_string();
+        // A query's message already holds its cause, on one line.
+        if matches!(self, Error::Query { .. }) {
+            return message;
+        }
         let mut source = std::error::Error::source(self);
         while let Some(s) = source {
             let text = s.to_string();
@@ -359,6 +369,14 @@ impl Error {
             source = s.source();
         }
         message
+    }
+
+    /// A query error of zarrow's own (no DataFusion error under it).
+    pub(crate) fn query(message: impl Into<String>) -> Self {
+        Error::Query {
+            message: message.into(),
+            source: None,
+        }
     }
 
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {

@@ -127,7 +127,7 @@ pub async fn sql_stream(
     if let Some(limit) = options.memory_limit {
         env = env.with_memory_limit(usize::try_from(limit).unwrap_or(usize::MAX), 1.0);
     }
-    let env = env.build_arc().map_err(|e| Error::Query(one_line(&e)))?;
+    let env = env.build_arc().map_err(|e| query_error(e))?;
     let ctx = SessionContext::new_with_config_rt(config, env);
     sql_stream_in(&ctx, query, tables, options).await
 }
@@ -154,7 +154,7 @@ pub async fn sql_stream_in(
     for (name, table) in &options.opened {
         skipped.extend(table.skipped().iter().map(|s| (name.clone(), s.clone())));
         ctx.register_table(name.as_str(), table.clone())
-            .map_err(|e| Error::Query(format!("table {name}: {}", one_line(&e))))?;
+            .map_err(|e| in_table(query_error(e), &format!("table {name}")))?;
     }
     let stream = run_statements(ctx, query)
         .await
@@ -309,7 +309,7 @@ async fn register_table(
             ZarrTable::open_with(&location_owned, table_options, &url, blocking)
         })
         .await
-        .map_err(|e| Error::Query(format!("table {name} ({location}): {e}")))??;
+        .map_err(|e| Error::query(format!("table {name} ({location}): {e}")))??;
         skipped.extend(
             table
                 .skipped()
@@ -318,30 +318,48 @@ async fn register_table(
         );
         ctx.register_table(name, Arc::new(table)).map(|_| ())
     };
-    registered.map_err(|e| Error::Query(format!("table {name} ({location}): {}", one_line(&e))))
+    registered.map_err(|e| in_table(query_error(e), &format!("table {name} ({location})")))
 }
 
 /// A DataFusion error as zarrow's, one line; a zarrow error inside it by its own
 /// message.
 fn query_error(e: DataFusionError) -> Error {
-    if let DataFusionError::External(inner) = e.find_root()
-        && inner.downcast_ref::<Error>().is_some()
-    {
-        return Error::Query(inner.to_string().replace('\n', " "));
+    let message = match e.find_root() {
+        DataFusionError::External(inner) if inner.downcast_ref::<Error>().is_some() => {
+            inner.to_string().replace('\n', " ")
+        }
+        _ => one_line(&e),
+    };
+    Error::Query {
+        message,
+        source: Some(Box::new(e)),
     }
-    Error::Query(one_line(&e))
+}
+
+/// `err` (a query error) with what it concerns before its message.
+fn in_table(err: Error, what: &str) -> Error {
+    match err {
+        Error::Query { message, source } => Error::Query {
+            message: format!("{what}: {message}"),
+            source,
+        },
+        err => err,
+    }
 }
 
 /// A query's error with the children its tables left out named: a query that
 /// fails on a column that was not read says why.
 fn with_skipped(err: Error, skipped: &[(String, Skipped)]) -> Error {
     match err {
-        Error::Query(message) if !skipped.is_empty() => {
+        Error::Query { message, source } if !skipped.is_empty() => {
             let names: Vec<String> = skipped
                 .iter()
                 .map(|(table, skipped)| format!("{table}: {skipped}"))
                 .collect();
-            Error::Query(format!("{message} (not columns: {})", names.join("; ")))
+            Error::Query {
+                message: format!("{message} (not columns: {})", names.join("; ")),
+                source,
+            }
         }
         err => err,
     }
@@ -349,4 +367,30 @@ fn with_skipped(err: Error, skipped: &[(String, Skipped)]) -> Error {
 
 fn one_line(e: &DataFusionError) -> String {
     e.to_string().replace('\n', " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_failed_query_keeps_datafusions_error_under_its_one_line() {
+        for (query, word) in [("SELEC 1", "SELEC"), ("SELECT * FROM nowhere", "nowhere")] {
+            let err = sql_stream(query, &[], &SqlOptions::default())
+                .await
+                .unwrap_err();
+            let Error::Query { message, source } = &err else {
+                panic!("{err}");
+            };
+            assert!(!message.contains('\n'), "{message}");
+            let source = source.as_ref().expect("DataFusion's error");
+            let df = source
+                .downcast_ref::<DataFusionError>()
+                .expect("a DataFusionError");
+            // DataFusion's own error, whole (the cause under its diagnostics).
+            assert!(df.to_string().contains(word), "{df:?}");
+            // The command line's text is the one line.
+            assert_eq!(err.with_sources(), err.to_string());
+        }
+    }
 }
