@@ -372,6 +372,7 @@ impl Error {
     }
 
     /// A query error of zarrow's own (no DataFusion error under it).
+    #[cfg(feature = "datafusion")]
     pub(crate) fn query(message: impl Into<String>) -> Self {
         Error::Query {
             message: message.into(),

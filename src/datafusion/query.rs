@@ -127,7 +127,7 @@ pub async fn sql_stream(
     if let Some(limit) = options.memory_limit {
         env = env.with_memory_limit(usize::try_from(limit).unwrap_or(usize::MAX), 1.0);
     }
-    let env = env.build_arc().map_err(|e| query_error(e))?;
+    let env = env.build_arc().map_err(query_error)?;
     let ctx = SessionContext::new_with_config_rt(config, env);
     sql_stream_in(&ctx, query, tables, options).await
 }
