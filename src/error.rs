@@ -239,7 +239,9 @@ pub enum Error {
     },
     /// The 1-D arrays of a group differ in length: they are no table's columns.
     #[error(
-        "{path:?} cannot be read as a table: columns differ in length: {first} has {first_rows} rows, {other} has {other_rows} (select equal-length columns)"
+        "{path:?} cannot be read as a table: columns differ in length: {} has {first_rows} rows, {} has {other_rows} (select equal-length columns)",
+        Cut(first),
+        Cut(other)
     )]
     LengthsDiffer {
         /// The group: the store's location and the node path.
@@ -256,7 +258,7 @@ pub enum Error {
     /// A group with no 1-D array to read as a column.
     #[error(
         "{path:?} cannot be read as a table: it has no 1-D arrays{}",
-        skipped_list(skipped)
+        Cut(&skipped_list(skipped))
     )]
     NoColumns {
         /// The group: the store's location and the node path.
@@ -558,5 +560,27 @@ mod tests {
             key: "k".into(),
         };
         assert_eq!(short.to_string(), "unsupported codec \"lz5\" in k");
+        // Column names from a store, in the table errors.
+        let lengths = Error::LengthsDiffer {
+            path: "g".into(),
+            first: name.clone(),
+            first_rows: 1,
+            other: name.clone(),
+            other_rows: 2,
+        };
+        assert!(
+            lengths.to_string().len() < 700,
+            "{}",
+            lengths.to_string().len()
+        );
+        let none = Error::NoColumns {
+            path: "g".into(),
+            skipped: vec![crate::read::Skipped {
+                name: name.clone(),
+                reason: "a group".into(),
+                convention: false,
+            }],
+        };
+        assert!(none.to_string().len() < 400, "{}", none.to_string().len());
     }
 }
