@@ -360,7 +360,7 @@ impl PhysicalExtensionCodec for ZarrPhysicalCodec {
             return encode(SINK_TAG, &sink.spec()?, buf);
         }
         // A scan, or one in the file form a distributed engine slices
-        // (SliceableScans), sent as a scan of its ranges.
+        // (`distributed`), sent as a scan of its ranges.
         let sliced = sliced_scan(&node)?;
         let (scan, limit, tag) = match (&sliced, node.downcast_ref::<ZarrScanExec>()) {
             (Some((scan, limit)), _) => (scan, *limit, SLICE_TAG),

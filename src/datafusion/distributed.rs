@@ -6,7 +6,7 @@
 //! all its partitions, so every task of the stage would read the whole scan (a
 //! query's rows counted several times). A [`ZarrTable`] that
 //! [`ZarrLogicalCodec`](super::ZarrLogicalCodec) decoded (on a scheduler)
-//! therefore plans its scan as a `DataSourceExec` over a [`FileScanConfig`]
+//! therefore plans its scan (and a scan a client planned is decoded so) as a `DataSourceExec` over a [`FileScanConfig`]
 //! with one file group per row range (a "file" whose range is the rows) and a
 //! [`ZarrRanges`] source; the engine slices its file groups like any file
 //! scan's, and [`ZarrPhysicalCodec`](super::ZarrPhysicalCodec) sends the slice
@@ -62,8 +62,9 @@ pub(crate) fn as_file_scan(scan: &ZarrScanExec) -> DfResult<Arc<dyn ExecutionPla
             let (Ok(start), Ok(end)) = (i64::try_from(rows.start), i64::try_from(rows.end)) else {
                 return internal_err!("row range {rows:?} past i64");
             };
-            let stats = Statistics::new_unknown(&schema)
-                .with_num_rows(Precision::Exact((rows.end - rows.start) as usize));
+            let stats = Statistics::new_unknown(&schema).with_num_rows(Precision::Exact(
+                usize::try_from(rows.end.saturating_sub(rows.start)).unwrap_or(usize::MAX),
+            ));
             let file = PartitionedFile::new_with_range(location.clone(), rows.end, start, end)
                 .with_statistics(Arc::new(stats));
             Ok(FileGroup::new(vec![file]))
@@ -241,6 +242,28 @@ mod tests {
             .map(|p| p.iter().map(|b| b.num_rows()).sum())
             .collect();
         assert_eq!(rows, [300, 400, 300]);
+    }
+
+    /// A range from another machine is not trusted: backwards or past the
+    /// table, it is an error when read, never a panic.
+    #[tokio::test]
+    async fn a_hostile_range_is_an_error() {
+        let store = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/stores/obs.zarr");
+        let table = Arc::new(ZarrTable::open(store, ZarrTableOptions::default()).unwrap());
+        // A backwards range, as a hostile plan may carry.
+        #[allow(clippy::reversed_empty_ranges)]
+        let backwards = 10..5;
+        for range in [backwards, 0..u64::MAX, u64::MAX - 1..u64::MAX] {
+            let scan = ZarrScanExec::with_partitions(table.clone(), vec![0], vec![range]).unwrap();
+            let ctx = Arc::new(TaskContext::default());
+            // The file form refuses it when planned (past i64) or when read.
+            if let Ok(files) = as_file_scan(&scan) {
+                let read = datafusion::physical_plan::collect(files, ctx.clone()).await;
+                assert!(read.is_err());
+            }
+            let direct = datafusion::physical_plan::collect(Arc::new(scan), ctx).await;
+            assert!(direct.is_err());
+        }
     }
 
     #[test]

@@ -161,8 +161,15 @@ impl ZarrScanExec {
 
     fn rows(&self, partition: Option<usize>) -> u64 {
         match partition {
-            Some(p) => self.ranges.get(p).map_or(0, |r| r.end - r.start),
-            None => self.ranges.iter().map(|r| r.end - r.start).sum(),
+            Some(p) => self
+                .ranges
+                .get(p)
+                .map_or(0, |r| r.end.saturating_sub(r.start)),
+            None => self
+                .ranges
+                .iter()
+                .map(|r| r.end.saturating_sub(r.start))
+                .fold(0, u64::saturating_add),
         }
     }
 }
