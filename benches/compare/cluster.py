@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -36,7 +35,7 @@ import pyarrow.parquet as pq
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parents[1] / "tests" / "interop"))
-from remote_servers import free_port, wait_for  # noqa: E402
+from remote_servers import free_port, stop_groups, wait_for  # noqa: E402
 from sql import DATA as W10, GROUP_BY  # noqa: E402
 
 
@@ -69,16 +68,7 @@ def cluster(zarrow: str, tmp: Path, slots: list[int]):
                 time.sleep(0.1)
         yield f"df://127.0.0.1:{port}", [tmp / f"executor-{port}-{i}.log" for i in range(len(slots))]
     finally:
-        for proc in procs:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in procs:
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        stop_groups(procs, wait=20)
 
 
 def main() -> int:

@@ -117,6 +117,7 @@ pub(crate) fn sliced_scan(
 /// it stands (a plan executed where it was planned), each "file" is read as a
 /// `ZarrScanExec` of its rows in a context of its own: no memory pool, no
 /// registered object store, no metrics.
+#[derive(Clone)]
 pub(crate) struct ZarrRanges {
     table: Arc<ZarrTable>,
     columns: Vec<usize>,
@@ -163,12 +164,7 @@ impl FileSource for ZarrRanges {
     }
 
     fn with_batch_size(&self, _batch_size: usize) -> Arc<dyn FileSource> {
-        Arc::new(Self {
-            table: self.table.clone(),
-            columns: self.columns.clone(),
-            table_schema: self.table_schema.clone(),
-            metrics: self.metrics.clone(),
-        })
+        Arc::new(self.clone())
     }
 
     fn metrics(&self) -> &ExecutionPlanMetricsSet {

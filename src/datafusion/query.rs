@@ -162,17 +162,28 @@ pub async fn sql_stream_in(
     Ok(SqlStream { stream, skipped })
 }
 
-/// After an `INSERT` into the Zarr table `name`: its metadata read again, so
-/// that later statements (and later queries in this session) see the rows. A
-/// sink that wrote in this process did so already (this reads the metadata a
-/// second time); one on another machine, a distributed engine's executor,
-/// could not.
-async fn reopen(ctx: &SessionContext, name: TableReference) -> datafusion::error::Result<()> {
+/// The Zarr table `name` an `INSERT` writes to, if it is one.
+async fn zarr_table(
+    ctx: &SessionContext,
+    name: TableReference,
+) -> datafusion::error::Result<Option<ZarrTable>> {
     let provider = ctx.table_provider(name).await?;
-    let Some(table) = provider.downcast_ref::<ZarrTable>() else {
-        return Ok(());
+    Ok(provider.downcast_ref::<ZarrTable>().cloned())
+}
+
+/// After an `INSERT` into `table` that left it as `before` (its newest state
+/// when the statement began): its metadata read again, so that later
+/// statements (and later queries in this session) see the rows. A sink that
+/// wrote in this process has done so (the table's newest state changed); one
+/// on another machine, a distributed engine's executor, could not.
+async fn reopen(table: ZarrTable, before: Option<Arc<ZarrTable>>) -> datafusion::error::Result<()> {
+    let reopened = match (table.newest(), before) {
+        (Some(now), Some(before)) => !Arc::ptr_eq(&now, &before),
+        (now, _) => now.is_some(),
     };
-    let table = table.clone();
+    if reopened {
+        return Ok(());
+    }
     tokio::task::spawn_blocking(move || table.reopen())
         .await
         .map_err(|e| DataFusionError::External(Box::new(e)))?
@@ -193,11 +204,18 @@ async fn run_statements(
     for (i, statement) in statements.into_iter().enumerate() {
         let plan = ctx.state().statement_to_plan(statement).await?;
         let written = match &plan {
-            LogicalPlan::Dml(dml) => Some(dml.table_name.clone()),
+            LogicalPlan::Dml(dml) => Some(zarr_table(ctx, dml.table_name.clone()).await?),
             _ => None,
         };
+        // The written Zarr table's state before the statement.
+        let before = written
+            .iter()
+            .flatten()
+            .map(ZarrTable::newest)
+            .next()
+            .flatten();
         let frame = ctx.execute_logical_plan(plan).await?;
-        let Some(name) = written else {
+        let Some(table) = written else {
             if i == last {
                 return frame.execute_stream().await;
             }
@@ -207,7 +225,9 @@ async fn run_statements(
         // An INSERT: its count, then the table read again.
         let schema = frame.schema().inner().clone();
         let counts = frame.collect().await?;
-        reopen(ctx, name).await?;
+        if let Some(table) = table {
+            reopen(table, before).await?;
+        }
         if i == last {
             let stream = futures::stream::iter(counts.into_iter().map(Ok));
             return Ok(Box::pin(RecordBatchStreamAdapter::new(schema, stream)));

@@ -45,7 +45,9 @@ import zarr
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from check_sql import OBS, plain, rows, same_rows, write_lineage, write_weights, zarr_table  # noqa: E402
-from remote_servers import SERVER_LIFETIME, FaultProxy, free_port, http_server, moto_server, wait_for  # noqa: E402
+from remote_servers import (  # noqa: E402
+    SERVER_LIFETIME, FaultProxy, free_port, http_server, moto_server, stop_groups, wait_for,
+)
 
 warnings.filterwarnings("ignore")
 
@@ -103,16 +105,7 @@ class Cluster:
         return [Counter(TASK_LINE.findall(log.read_text())) for _, log in self.executors]
 
     def stop(self) -> None:
-        for proc in self.procs:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in self.procs:
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        stop_groups(self.procs)
 
 
 def sql(zarrow: str, query: str, tables: dict[str, str], out: Path, env: dict, cluster: str | None,

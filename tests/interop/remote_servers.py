@@ -57,10 +57,18 @@ def server_process(args: list[str], port: int, cwd: Path | None = None):
         yield f"http://127.0.0.1:{port}"
     finally:
         # The server and `timeout` are the group this process started.
+        stop_groups([proc])
+
+
+def stop_groups(procs: list[subprocess.Popen], wait: float = 10) -> None:
+    """Stop processes each started with `start_new_session=True`: SIGTERM to every
+    group, then SIGKILL to a group still there after `wait` seconds."""
+    for proc in procs:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)
+    for proc in procs:
         try:
-            proc.wait(10)
+            proc.wait(wait)
         except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
