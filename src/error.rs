@@ -111,6 +111,20 @@ pub enum Error {
         /// The metadata key.
         key: String,
     },
+    /// A codec zarrow implements behind a cargo feature this build leaves out
+    /// (`blosc` and `lzma`, on by default, build C libraries).
+    #[error(
+        "codec {:?} in {key} needs zarrow's `{feature}` feature, which this build leaves out",
+        Cut(name)
+    )]
+    CodecNotBuilt {
+        /// The codec's name or id as written in the metadata.
+        name: String,
+        /// The cargo feature that builds it.
+        feature: &'static str,
+        /// The metadata key.
+        key: String,
+    },
     /// A data type that zarrow does not implement.
     #[error("unsupported data type {} in {key}", Cut(name))]
     UnsupportedDataType {

@@ -60,6 +60,11 @@ impl CodecChain {
                 key: key.to_string(),
             },
             ConfigError::Invalid(message) => Error::metadata(key, message),
+            ConfigError::NotBuilt { name, feature } => Error::CodecNotBuilt {
+                name,
+                feature,
+                key: key.to_string(),
+            },
         })?;
         if chain.array_to_bytes.is_variable_length() != meta.is_variable_length() {
             return Err(Error::metadata(
@@ -91,6 +96,11 @@ impl CodecChain {
                 key: "codecs".to_string(),
             },
             ConfigError::Invalid(message) => Error::metadata("codecs", message),
+            ConfigError::NotBuilt { name, feature } => Error::CodecNotBuilt {
+                name,
+                feature,
+                key: "codecs".to_string(),
+            },
         })
     }
 
@@ -580,5 +590,35 @@ mod tests {
         let (codec, message) = chain.encode(&part, &[2, 2]).unwrap_err();
         assert_eq!(codec, "transpose");
         assert!(message.contains("3 of 4"), "{message}");
+    }
+
+    /// A build without the C codecs' features reads every other codec, and names
+    /// the feature a blosc or lzma chain needs (CI runs this with
+    /// `--no-default-features`).
+    #[test]
+    fn a_codec_left_out_of_the_build_names_its_feature() {
+        for (name, feature, built) in [
+            ("blosc", "blosc", cfg!(feature = "blosc")),
+            ("numcodecs.lzma", "lzma", cfg!(feature = "lzma")),
+        ] {
+            let chain = CodecChain::from_codecs(&[
+                CodecMetadata::named("bytes"),
+                CodecMetadata::named(name),
+            ]);
+            match chain {
+                Ok(_) => assert!(built, "{name} built without its feature"),
+                Err(Error::CodecNotBuilt {
+                    name: got,
+                    feature: f,
+                    ..
+                }) => {
+                    assert!(!built, "{name} refused with its feature on");
+                    assert_eq!((got.as_str(), f), (name, feature));
+                }
+                Err(e) => panic!("{name}: {e}"),
+            }
+        }
+        let zstd = [CodecMetadata::named("bytes"), CodecMetadata::named("zstd")];
+        assert!(CodecChain::from_codecs(&zstd).is_ok());
     }
 }

@@ -13,13 +13,13 @@
 //! caller's limit. One copy into the aligned output.
 
 use std::any::Any;
-use std::io::Write;
 use std::sync::Arc;
 
 use arrow_buffer::Buffer;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+#[cfg(feature = "lzma")]
 use super::bounded::read_limited;
 use super::{BytesToBytesCodec, ConfigError, settings};
 use crate::error::ChunkError;
@@ -27,6 +27,7 @@ use crate::error::ChunkError;
 /// The most memory liblzma may use to decode one stream (its `memlimit`): four
 /// times what xz's largest preset (9, 64 MiB dictionary) needs. A stream whose
 /// header names a larger dictionary fails with liblzma's memory-limit error.
+#[cfg(feature = "lzma")]
 const MAX_DECODER_MEMORY: u64 = 256 << 20;
 
 /// The names of numcodecs' `LZMA`.
@@ -52,6 +53,12 @@ pub(super) fn build(
     name: &str,
     config: &Map<String, Value>,
 ) -> Result<Arc<dyn BytesToBytesCodec>, ConfigError> {
+    if cfg!(not(feature = "lzma")) {
+        return Err(ConfigError::NotBuilt {
+            name: name.to_string(),
+            feature: "lzma",
+        });
+    }
     let s = settings::<Settings>(name, config)?;
     let format = match s.format.unwrap_or(1) {
         1 => 1,
@@ -75,31 +82,11 @@ pub(super) fn build(
 
 impl BytesToBytesCodec for Lzma {
     fn decode(&self, input: Buffer, limit: usize) -> Result<Buffer, ChunkError> {
-        // Either container, whatever this codec says: the stream names its own.
-        let stream =
-            liblzma::stream::Stream::new_auto_decoder(MAX_DECODER_MEMORY, 0).map_err(|e| {
-                ChunkError::Decompress {
-                    codec: "lzma",
-                    message: e.to_string(),
-                }
-            })?;
-        let decoder = liblzma::read::XzDecoder::new_stream(input.as_slice(), stream);
-        read_limited(decoder, "lzma", limit, input.len().saturating_mul(4))
+        decode(&input, limit)
     }
 
     fn encode(&self, input: Vec<u8>) -> Result<Vec<u8>, String> {
-        let stream = match self.format {
-            2 => liblzma::stream::LzmaOptions::new_preset(self.preset)
-                .and_then(|o| liblzma::stream::Stream::new_lzma_encoder(&o)),
-            _ => liblzma::stream::Stream::new_easy_encoder(
-                self.preset,
-                liblzma::stream::Check::Crc64,
-            ),
-        }
-        .map_err(|e| e.to_string())?;
-        let mut enc = liblzma::write::XzEncoder::new_stream(Vec::new(), stream);
-        enc.write_all(&input).map_err(|e| e.to_string())?;
-        enc.finish().map_err(|e| e.to_string())
+        encode(&input, self)
     }
 
     fn metadata(&self, zarr_format: u8) -> Value {
@@ -120,7 +107,54 @@ impl BytesToBytesCodec for Lzma {
     }
 }
 
-#[cfg(test)]
+/// Decode one xz or `.lzma` stream: either container, whatever the metadata says
+/// (the stream names its own).
+#[cfg(feature = "lzma")]
+fn decode(input: &[u8], limit: usize) -> Result<Buffer, ChunkError> {
+    let stream = liblzma::stream::Stream::new_auto_decoder(MAX_DECODER_MEMORY, 0).map_err(|e| {
+        ChunkError::Decompress {
+            codec: "lzma",
+            message: e.to_string(),
+        }
+    })?;
+    let decoder = liblzma::read::XzDecoder::new_stream(input, stream);
+    read_limited(decoder, "lzma", limit, input.len().saturating_mul(4))
+}
+
+#[cfg(feature = "lzma")]
+fn encode(input: &[u8], config: &Lzma) -> Result<Vec<u8>, String> {
+    use std::io::Write as _;
+    let stream = match config.format {
+        2 => liblzma::stream::LzmaOptions::new_preset(config.preset)
+            .and_then(|o| liblzma::stream::Stream::new_lzma_encoder(&o)),
+        _ => {
+            liblzma::stream::Stream::new_easy_encoder(config.preset, liblzma::stream::Check::Crc64)
+        }
+    }
+    .map_err(|e| e.to_string())?;
+    let mut enc = liblzma::write::XzEncoder::new_stream(Vec::new(), stream);
+    enc.write_all(input).map_err(|e| e.to_string())?;
+    enc.finish().map_err(|e| e.to_string())
+}
+
+/// Without the `lzma` feature `build` refuses the codec, so no chain holds one.
+#[cfg(not(feature = "lzma"))]
+fn decode(_: &[u8], _: usize) -> Result<Buffer, ChunkError> {
+    Err(ChunkError::Decompress {
+        codec: "lzma",
+        message: NOT_BUILT.to_string(),
+    })
+}
+
+#[cfg(not(feature = "lzma"))]
+fn encode(_: &[u8], _: &Lzma) -> Result<Vec<u8>, String> {
+    Err(NOT_BUILT.to_string())
+}
+
+#[cfg(not(feature = "lzma"))]
+const NOT_BUILT: &str = "this zarrow was built without its `lzma` feature (liblzma)";
+
+#[cfg(all(test, feature = "lzma"))]
 mod tests {
     use super::*;
     use crate::codec::check_compressor;

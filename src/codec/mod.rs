@@ -267,6 +267,13 @@ pub(crate) enum ConfigError {
     Unsupported(String),
     /// The configuration is invalid.
     Invalid(String),
+    /// A codec zarrow implements behind a cargo feature this build leaves out.
+    NotBuilt {
+        /// The codec's name as written.
+        name: String,
+        /// The feature that builds it.
+        feature: &'static str,
+    },
 }
 
 impl From<String> for ConfigError {

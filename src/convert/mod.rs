@@ -10,7 +10,7 @@
 //! Outputs appear whole or not at all (`output.rs`); conversions from Zarr are
 //! bounded before anything is read (`limits.rs`).
 //!
-//! Needs the `cli` feature (its atomic directory replacement uses `rustix`).
+//! Needs the `convert` feature (its atomic directory replacement uses `rustix`).
 
 mod from_zarr;
 pub mod limits;

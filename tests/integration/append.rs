@@ -1,30 +1,18 @@
 //! Appending rows to a stored table: the writer lock, a failed append that
-//! leaves the table as it was, and `zarrow convert --append`. (zarr-python reads
-//! the grown stores in python/tests/test_append.py.)
+//! leaves the table as it was (`zarrow convert --append`: the command line's tests).
+//! (zarr-python reads the grown stores in python/tests/test_append.py.)
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use arrow_array::{ArrayRef, Int64Array, RecordBatch, RecordBatchReader, StringArray};
+use arrow_array::{Int64Array, RecordBatch, RecordBatchReader, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 use zarrow::read::{TableOptions, open_table};
 use zarrow::store::Consolidated;
 use zarrow::write::{GroupWriter, WriteOptions, write_batches};
 use zarrow::{Error, LocalStore, MemoryStore, ReadOptions, Store};
 
-use crate::common::{column, read_output, values, zarrow};
-
-fn batch(start: i64, n: i64, null_at: Option<i64>) -> RecordBatch {
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("n", DataType::Int64, true),
-        Field::new("s", DataType::Utf8, false),
-    ]));
-    let n_values: Int64Array = (start..start + n)
-        .map(|i| (Some(i) != null_at).then_some(i))
-        .collect();
-    let s: StringArray = (start..start + n).map(|i| Some(format!("v{i}"))).collect();
-    RecordBatch::try_new(schema, vec![Arc::new(n_values), Arc::new(s)]).unwrap()
-}
+use crate::common::numbered_batch as batch;
 
 /// The table as zarrow reads it through the consolidated metadata.
 fn read(store: &Arc<dyn Store>) -> RecordBatch {
@@ -132,93 +120,6 @@ fn an_append_waits_for_the_writer_that_holds_the_store() {
     assert_eq!(got(&read(&store)), expected(0..7));
 }
 
-#[test]
-fn convert_append_three_times_then_refusals() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("t.zarr");
-    let out_s = out.to_str().unwrap();
-    for (i, (start, n)) in [(0, 30), (30, 7), (37, 50)].into_iter().enumerate() {
-        let input = dir.path().join(format!("in{i}.parquet"));
-        let b = batch(start, n, None);
-        let mut w = parquet::arrow::ArrowWriter::try_new(
-            std::fs::File::create(&input).unwrap(),
-            b.schema(),
-            None,
-        )
-        .unwrap();
-        w.write(&b).unwrap();
-        w.close().unwrap();
-        let mut args = vec!["convert", input.to_str().unwrap(), out_s, "--append"];
-        if i == 0 {
-            // The first append makes the table (with its chunk length).
-            args = vec![
-                "convert",
-                input.to_str().unwrap(),
-                out_s,
-                "--chunk-len",
-                "16",
-            ];
-        }
-        let result = zarrow(&args);
-        assert!(
-            result.status.success(),
-            "{}",
-            String::from_utf8_lossy(&result.stderr)
-        );
-    }
-    let exported = dir.path().join("back.parquet");
-    let result = zarrow(&["convert", out_s, exported.to_str().unwrap()]);
-    assert!(result.status.success());
-    let back = read_output(&exported);
-    assert_eq!(
-        values(column(&back, "n").as_ref()),
-        values(&Int64Array::from_iter_values(0..87) as &dyn arrow_array::Array)
-    );
-    let s: ArrayRef = Arc::new(StringArray::from_iter_values(
-        (0..87).map(|i| format!("v{i}")),
-    ));
-    assert_eq!(values(column(&back, "s").as_ref()), values(s.as_ref()));
-
-    // Format options conflict with --append (the table's own apply).
-    let input = dir.path().join("in0.parquet");
-    let result = zarrow(&[
-        "convert",
-        input.to_str().unwrap(),
-        out_s,
-        "--append",
-        "--compressor",
-        "gzip",
-    ]);
-    assert!(!result.status.success());
-    assert!(String::from_utf8_lossy(&result.stderr).contains("--compressor"));
-    // A Zarr input is not appended anywhere.
-    let result = zarrow(&[
-        "convert",
-        out_s,
-        dir.path().join("x.parquet").to_str().unwrap(),
-        "--append",
-    ]);
-    assert!(!result.status.success());
-    assert!(String::from_utf8_lossy(&result.stderr).contains("--append applies to a Zarr output"));
-    // A held lock: the CLI gives up, says why and how to wait longer.
-    let lock = LocalStore::new(&out).lock(Duration::ZERO).unwrap();
-    let result = zarrow(&[
-        "convert",
-        input.to_str().unwrap(),
-        out_s,
-        "--append",
-        "--lock-timeout",
-        "0.2",
-    ]);
-    drop(lock);
-    let stderr = String::from_utf8_lossy(&result.stderr);
-    assert!(!result.status.success());
-    assert!(
-        stderr.contains("another writer") && stderr.contains("--lock-timeout"),
-        "{stderr}"
-    );
-}
-
 /// The object store lease: over object_store's in-memory store, which keeps
 /// `PutMode::Create` and `PutMode::Update` as S3, GCS and Azure do.
 #[cfg(feature = "object-store")]
@@ -266,48 +167,6 @@ fn an_object_store_lease_keeps_a_second_writer_out_until_released_or_run_out() {
     let taken = b.lock(Duration::from_secs(5)).unwrap().expect("taken over");
     assert!(start.elapsed() < Duration::from_secs(2));
     drop(taken);
-}
-
-/// `zarrow sql` runs `;`-separated statements in order and prints the last
-/// one's answer: a COPY, then an INSERT through the table the COPY wrote.
-#[cfg(feature = "datafusion")]
-#[test]
-fn zarrow_sql_runs_statements_in_order_and_prints_the_last() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("c.zarr");
-    let obs = crate::common::testdata().join("stores").join("obs.zarr");
-    let query = format!(
-        "COPY (SELECT cell_type, n_genes FROM obs WHERE n_genes > 1000) TO '{o}' STORED AS ZARR OPTIONS (chunk_len 64); \
-         CREATE EXTERNAL TABLE c STORED AS ZARR LOCATION '{o}'; \
-         INSERT INTO c SELECT cell_type, n_genes FROM obs WHERE n_genes <= 1000; \
-         SELECT count(*) AS rows FROM c",
-        o = out.display()
-    );
-    let result = zarrow(&["sql", &query, "--table", &format!("obs={}", obs.display())]);
-    let stdout = String::from_utf8_lossy(&result.stdout);
-    assert!(
-        result.status.success(),
-        "{}",
-        String::from_utf8_lossy(&result.stderr)
-    );
-    // Every obs row, once: the COPY's and the INSERT's.
-    let rows = open_table(
-        Consolidated::open(Arc::new(LocalStore::new(&obs))).unwrap(),
-        "obs",
-        ReadOptions::default(),
-        &TableOptions::default(),
-    )
-    .unwrap()
-    .total_rows();
-    assert!(stdout.contains(&format!("| {rows} ")), "{stdout}");
-    let written = open_table(
-        Consolidated::open(Arc::new(LocalStore::new(&out))).unwrap(),
-        "c",
-        ReadOptions::default(),
-        &TableOptions::default(),
-    )
-    .unwrap();
-    assert_eq!(written.total_rows(), rows);
 }
 
 /// A stored chunk grid is the store's word, and the store may be hostile: an

@@ -1,9 +1,10 @@
-//! Helpers shared by the integration tests.
+//! Helpers shared by the integration tests: the library's (tests/integration) and
+//! the command line's (cli/tests/integration, which adds `zarrow`, the binary).
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use std::sync::{Arc, Mutex};
 
 use arrow_array::cast::AsArray;
@@ -16,7 +17,7 @@ use zarrow::store::{ByteRange, RangeRead};
 
 /// The repository's testdata directory.
 pub fn testdata() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata")
+    Path::new(crate::REPOSITORY).join("testdata")
 }
 
 /// Read every batch of an Arrow IPC file (written by pyarrow).
@@ -26,33 +27,6 @@ pub fn read_ipc(path: &Path) -> Vec<RecordBatch> {
         .unwrap()
         .map(|b| b.unwrap())
         .collect()
-}
-
-/// Run the `zarrow` binary to completion.
-pub fn zarrow(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_zarrow"))
-        .args(args)
-        .output()
-        .expect("run zarrow")
-}
-
-/// Every batch of a Parquet, IPC stream (`.arrows`) or IPC file written by zarrow.
-pub fn read_output(path: &Path) -> Vec<RecordBatch> {
-    match path.extension().and_then(|e| e.to_str()) {
-        Some("parquet") => parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
-            File::open(path).unwrap(),
-        )
-        .unwrap()
-        .build()
-        .unwrap()
-        .map(|b| b.unwrap())
-        .collect(),
-        Some("arrows") => arrow_ipc::reader::StreamReader::try_new(File::open(path).unwrap(), None)
-            .unwrap()
-            .map(|b| b.unwrap())
-            .collect(),
-        _ => read_ipc(path),
-    }
 }
 
 /// One element, in a form that compares equal across Arrow layouts
@@ -345,4 +319,62 @@ pub fn copy_dir(from: &Path, to: &Path) {
             std::fs::copy(entry.path(), target).unwrap();
         }
     }
+}
+
+/// The values of a string column (any string type, dictionaries included).
+pub fn strings(array: &ArrayRef) -> Vec<String> {
+    let array = arrow_cast::cast(array, &DataType::Utf8).unwrap();
+    let array = array.as_string::<i32>();
+    (0..array.len())
+        .map(|i| array.value(i).to_string())
+        .collect()
+}
+
+/// (count, sum of `s`) by `cell_type` / `kind` in a query's result with columns
+/// (key, n, s).
+pub fn grouped(batches: &[RecordBatch]) -> BTreeMap<String, (i64, i64)> {
+    let mut out = BTreeMap::new();
+    for batch in batches {
+        let keys = strings(batch.column(0));
+        let n = batch.column(1).as_primitive::<Int64Type>();
+        let s = batch.column(2).as_primitive::<Int64Type>();
+        for (i, k) in keys.into_iter().enumerate() {
+            out.insert(k, (n.value(i), s.value(i)));
+        }
+    }
+    out
+}
+
+/// zarr-python's obs (testdata/expected/obs.arrow) grouped by cell type in Rust:
+/// (rows, sum of n_genes) of the rows whose total_counts exceed `min_total`.
+pub fn obs_expected(min_total: f64) -> BTreeMap<String, (i64, i64)> {
+    let expected = read_ipc(&testdata().join("expected/obs.arrow"));
+    let cell_type = strings(&column(&expected, "cell_type"));
+    let n_genes = column(&expected, "n_genes");
+    let n_genes = n_genes.as_primitive::<Int32Type>();
+    let total = column(&expected, "total_counts");
+    let total = total.as_primitive::<Float64Type>();
+    let mut want: BTreeMap<String, (i64, i64)> = BTreeMap::new();
+    for (i, c) in cell_type.iter().enumerate() {
+        if total.value(i) > min_total {
+            let e = want.entry(c.clone()).or_default();
+            e.0 += 1;
+            e.1 += i64::from(n_genes.value(i));
+        }
+    }
+    want
+}
+
+/// Rows `start..start + n` as (`n`: Int64, nullable, null at `null_at`; `s`: Utf8
+/// `"v{i}"`): the appends' batches.
+pub fn numbered_batch(start: i64, n: i64, null_at: Option<i64>) -> RecordBatch {
+    let schema = Arc::new(arrow_schema::Schema::new(vec![
+        arrow_schema::Field::new("n", DataType::Int64, true),
+        arrow_schema::Field::new("s", DataType::Utf8, false),
+    ]));
+    let n_values: arrow_array::Int64Array = (start..start + n)
+        .map(|i| (Some(i) != null_at).then_some(i))
+        .collect();
+    let s: arrow_array::StringArray = (start..start + n).map(|i| Some(format!("v{i}"))).collect();
+    RecordBatch::try_new(schema, vec![Arc::new(n_values), Arc::new(s)]).unwrap()
 }

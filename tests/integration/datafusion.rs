@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Float64Type, Int32Type, Int64Type};
+use arrow_array::types::Int64Type;
 use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch, StringArray};
 use arrow_schema::DataType;
 use datafusion::physical_plan::{ExecutionPlan, collect, collect_partitioned};
@@ -15,7 +15,7 @@ use zarrow::datafusion::{ZarrPhysicalCodec, ZarrScanExec, ZarrTable, ZarrTableOp
 use zarrow::write::{WriteOptions, write_array, write_group_metadata};
 use zarrow::{LocalStore, MemoryStore, Store};
 
-use crate::common::{Observed, column, read_ipc, testdata, values};
+use crate::common::{Observed, column, grouped, obs_expected, read_ipc, strings, testdata, values};
 
 const ROWS: usize = 10_007;
 const KINDS: [&str; 7] = ["alpha", "beta", "gamma", "delta", "é-epsilon", "zeta", ""];
@@ -106,15 +106,7 @@ fn chunk_reads(store: &Observed) -> BTreeMap<String, Vec<String>> {
     out
 }
 
-fn strings(array: &ArrayRef) -> Vec<String> {
-    let array = arrow_cast_utf8(array);
-    let array = array.as_string::<i32>();
-    (0..array.len())
-        .map(|i| array.value(i).to_string())
-        .collect()
-}
-
-fn arrow_cast_utf8(array: &ArrayRef) -> ArrayRef {
+fn utf8(array: &ArrayRef) -> ArrayRef {
     datafusion::arrow::compute::cast(array, &DataType::Utf8).unwrap()
 }
 
@@ -344,7 +336,7 @@ fn categorical_values_are_anndatas_values() {
     let want: Vec<Option<String>> = expected
         .iter()
         .flat_map(|b| {
-            let column = arrow_cast_utf8(b.column_by_name("cell_type").unwrap());
+            let column = utf8(b.column_by_name("cell_type").unwrap());
             let column = column.as_string::<i32>().clone();
             (0..column.len())
                 .map(|i| column.is_valid(i).then(|| column.value(i).to_string()))
@@ -386,7 +378,7 @@ fn categorical_values_are_anndatas_values() {
             let got: Vec<Option<String>> = batches
                 .iter()
                 .flat_map(|b| {
-                    let column = arrow_cast_utf8(b.column(0));
+                    let column = utf8(b.column(0));
                     let column = column.as_string::<i32>().clone();
                     (0..column.len())
                         .map(|i| column.is_valid(i).then(|| column.value(i).to_string()))
@@ -425,41 +417,6 @@ fn every_string_type_answers_alike() {
             "{string_type}"
         );
     }
-}
-
-/// (count, sum of `s`) by `cell_type` / `kind` in a query's result with columns
-/// (key, n, s).
-pub(crate) fn grouped(batches: &[RecordBatch]) -> BTreeMap<String, (i64, i64)> {
-    let mut out = BTreeMap::new();
-    for batch in batches {
-        let keys = strings(batch.column(0));
-        let n = batch.column(1).as_primitive::<Int64Type>();
-        let s = batch.column(2).as_primitive::<Int64Type>();
-        for (i, k) in keys.into_iter().enumerate() {
-            out.insert(k, (n.value(i), s.value(i)));
-        }
-    }
-    out
-}
-
-/// zarr-python's obs (testdata/expected/obs.arrow) grouped by cell type in Rust:
-/// (rows, sum of n_genes) of the rows whose total_counts exceed `min_total`.
-pub(crate) fn obs_expected(min_total: f64) -> BTreeMap<String, (i64, i64)> {
-    let expected = read_ipc(&testdata().join("expected/obs.arrow"));
-    let cell_type = strings(&column(&expected, "cell_type"));
-    let n_genes = column(&expected, "n_genes");
-    let n_genes = n_genes.as_primitive::<Int32Type>();
-    let total = column(&expected, "total_counts");
-    let total = total.as_primitive::<Float64Type>();
-    let mut want: BTreeMap<String, (i64, i64)> = BTreeMap::new();
-    for (i, c) in cell_type.iter().enumerate() {
-        if total.value(i) > min_total {
-            let e = want.entry(c.clone()).or_default();
-            e.0 += 1;
-            e.1 += i64::from(n_genes.value(i));
-        }
-    }
-    want
 }
 
 #[test]

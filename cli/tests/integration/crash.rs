@@ -130,7 +130,6 @@ fn kill_9_at_each_write_of_an_append_leaves_the_old_table_or_the_new() {
     assert!(kills >= 12, "{kills} kills");
 }
 
-#[cfg(feature = "datafusion")]
 #[test]
 fn kill_9_at_each_write_of_a_copy_leaves_no_table_or_the_old_one() {
     let dir = tempfile::tempdir().unwrap();

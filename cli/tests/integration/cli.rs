@@ -584,3 +584,40 @@ fn parquet_row_groups_are_bounded_by_size() {
     let groups = parquet::file::reader::FileReader::metadata(&meta).num_row_groups();
     assert!(groups >= 2, "one row group held everything");
 }
+
+#[test]
+fn the_cli_names_what_it_does_not_convert() {
+    // info describes a group whose only child is unreadable, naming it.
+    let bad = testdata().join("bad/group_bad_child.zarr");
+    let info = zarrow(&["info", bad.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&info.stdout);
+    assert!(
+        info.status.success(),
+        "{}",
+        String::from_utf8_lossy(&info.stderr)
+    );
+    assert!(stdout.contains("a: cannot be read"), "{stdout}");
+    // convert of the sample obs group names the 2-D array and the subgroup it leaves out.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("obs.arrow");
+    let obs = testdata().join("stores/obs.zarr");
+    let run = zarrow(&["convert", obs.to_str().unwrap(), out.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("not converted: X_umap: a 2-D array"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("not converted: uns: a group"), "{stderr}");
+    // A projection that leaves them out says nothing about them.
+    let run = zarrow(&[
+        "convert",
+        obs.to_str().unwrap(),
+        out.to_str().unwrap(),
+        "--overwrite",
+        "--columns",
+        "barcode",
+    ]);
+    assert!(run.status.success());
+    assert!(!String::from_utf8_lossy(&run.stderr).contains("not converted"));
+}

@@ -14,7 +14,7 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 use zarrow::datafusion::{ZarrLogicalCodec, ZarrPhysicalCodec};
 
 use crate::common::testdata;
-use crate::datafusion::{grouped, obs_expected};
+use crate::common::{grouped, obs_expected};
 
 const QUERY: &str = "SELECT cell_type, count(*) AS n, sum(n_genes) AS s FROM obs \
                      WHERE total_counts > 5000 GROUP BY cell_type ORDER BY cell_type";
