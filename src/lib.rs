@@ -3,24 +3,14 @@
 //! Zarr string, bytes, numeric and bool arrays to and from Apache Arrow, with
 //! export to Arrow IPC and Parquet.
 //!
-//! ```text
-//!  metadata ──▶ CodecChain::from_metadata          (metadata/, codec/chain.rs)
-//!      │
-//!  plan: what the rows need ──▶ [(key, whole value or byte ranges)]
-//!      │   (read/plan.rs, sans IO: a shard's index, then its inner chunks)
-//!  fetch ──▶ Buffers                              (store/: get, get_ranges)
-//!      │
-//!  decode: bytes->bytes codecs undone, then the layout ──▶ ArrayRef per chunk
-//!      │   (codec/, one module per codec; offsets/ checks every untrusted offset)
-//!  assemble: trim edges, fill missing chunks, gather N-d, apply conventions
-//!      │   (anndata categorical -> Dictionary, mask -> nulls, CF -> values xarray
-//!      │   gives) ──▶ RecordBatch stream (read/, assemble.rs, conventions/)
-//!      ▼
-//!  IPC / Parquet (export) / DataFusion / pyarrow;  write/: the same path backwards
-//! ```
-//!
-//! Modules follow that flow: [`metadata`] → [`codec`] → `read::plan` → [`store`] →
-//! [`conventions`] → [`read`] → [`export`]; [`write`](mod@write) runs it backwards.
+//! The modules, from the bottom up: [`metadata`]; [`codec`] (with the private
+//! `offsets`, the only place untrusted offsets become Arrow arrays) and [`store`];
+//! [`conventions`] (anndata, CF / xarray); [`read`] and [`write`](mod@write);
+//! [`export`], [`linear`] and, with their features, `convert` and `datafusion`.
+//! How they fit together (the layers, the one push decoder under every reader and
+//! its two drivers, the rules) is described once, in the repository's
+//! [`docs/architecture.md`](../docs/architecture.md); the other pages of `docs/`
+//! are the reference (cargo features: `docs/library.md`).
 //!
 //! ```
 //! use std::sync::Arc;
@@ -83,3 +73,17 @@ pub use store::{LocalStore, MemoryStore, Store, StoreExt};
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// The Rust snippets of the docs pages, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/library.md")]
+mod docs_library {}
+
+#[cfg(doctest)]
+#[doc = include_str!("../docs/conventions.md")]
+mod docs_conventions {}
+
+/// Its snippets use DataFusion: compiled only with the feature.
+#[cfg(all(doctest, feature = "datafusion"))]
+#[doc = include_str!("../docs/datafusion.md")]
+mod docs_datafusion {}
