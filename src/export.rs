@@ -351,12 +351,12 @@ mod tests {
         Compression::GZIP(GzipLevel::try_new(level).unwrap())
     }
 
-    /// The spellings the README and `zarrow convert --help` document, and
+    /// The spellings docs/cli.md and `zarrow convert --help` document, and
     /// parquet's own.
     #[test]
     fn documented_and_parquet_spellings() {
         for (name, expected) in [
-            // README: zstd|zstd:N|snappy|gzip|lz4|none
+            // docs/cli.md: zstd|zstd:N|snappy|gzip|lz4|none
             (DEFAULT_PARQUET_COMPRESSION, zstd(1)),
             ("zstd", zstd(1)),
             ("zstd:7", zstd(7)),

@@ -25,7 +25,8 @@ pub(crate) struct SqlArgs {
     /// `CREATE EXTERNAL TABLE ... STORED AS ZARR LOCATION '...'` works too.
     query: String,
     /// A table: NAME=LOCATION, a Zarr group or array (a directory or a URL), or a
-    /// .parquet, .arrow/.ipc/.feather or .csv file. Repeat for more tables.
+    /// .parquet/.pq, .arrow/.ipc/.feather, .arrows or .csv file. Repeat for more
+    /// tables.
     #[arg(long = "table", value_name = "NAME=LOCATION")]
     tables: Vec<String>,
     /// Write the result to FILE (.parquet, .arrow/.ipc/.feather, .arrows or

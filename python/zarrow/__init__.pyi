@@ -88,6 +88,7 @@ def read(
     limit: Optional[int] = None,
     long: bool = False,
     decode_cf: bool = True,
+    categorical_values: bool = False,
     anonymous: bool = False,
 ) -> Reader: ...
 def info(

@@ -8,9 +8,9 @@
 //!  scan(projection, filters, limit)
 //!     └▶ ZarrScanExec: one partition per chunk-aligned row range
 //!         (target_partitions of them; LIMIT n: one range of n rows; a filter on
-//!         a sorted column narrows the rows first), each a ReaderBuilder
-//!         streamed from its own thread: only the projected arrays, only the
-//!         chunks the rows need
+//!         a sorted column narrows the rows first), each an async stream on the
+//!         session's runtime (its object stores, memory pool and metrics): only
+//!         the projected arrays, only the chunks the rows need
 //!  sql(query, tables, options): the tables registered by location, the answer
 //!     as a blocking RecordBatchReader (`zarrow sql`, Python's `zarrow.sql`)
 //!  ZarrLogicalCodec / ZarrPhysicalCodec: the table and the scan through

@@ -16,8 +16,9 @@ use serde_json::Value;
 
 use super::DataType;
 
-/// A parsed fill value.
-#[derive(Debug, Clone, PartialEq)]
+/// A parsed fill value. Equal floats are the same value, NaN included (`"NaN"`
+/// equals `"NaN"`: a fill value is a value, not an arithmetic operand).
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum FillValue {
     /// For `bool`.
@@ -31,6 +32,19 @@ pub enum FillValue {
     Float(f64),
     /// For strings (UTF-8) and bytes types.
     Bytes(Vec<u8>),
+}
+
+impl PartialEq for FillValue {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::Float(a), Self::Float(b)) => a == b || (a.is_nan() && b.is_nan()),
+            (Self::Bool(a), Self::Bool(b)) => a == b,
+            (Self::Int(a), Self::Int(b)) => a == b,
+            (Self::UInt(a), Self::UInt(b)) => a == b,
+            (Self::Bytes(a), Self::Bytes(b)) => a == b,
+            _ => false,
+        }
+    }
 }
 
 /// A fill value that does not fit its data type ([`FillValue::parse`]): why.

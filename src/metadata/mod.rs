@@ -1,11 +1,13 @@
-//! Zarr metadata, pure parsing: v3 `zarr.json` and v2 `.zarray` / `.zgroup` /
-//! `.zattrs` documents (bytes in, plain data out) into one [`ArrayMetadata`] or
-//! [`GroupMetadata`]. No store and no codec here: the codecs stay as written
+//! Zarr metadata, pure parsing and serializing: v3 `zarr.json` and v2 `.zarray` /
+//! `.zgroup` / `.zattrs` documents (bytes in, plain data out) into one
+//! [`ArrayMetadata`] or [`GroupMetadata`], and back
+//! ([`ArrayMetadata::to_documents`]: what the writer stores). No store and no codec here: the codecs stay as written
 //! ([`CodecMetadata`]) until `CodecChain::from_metadata` builds them, and reading
 //! the documents from a store is `read::read_node`'s job.
 
 mod data_type;
 mod fill_value;
+mod serialize;
 mod v2;
 mod v3;
 
@@ -15,6 +17,7 @@ use serde_json::{Map, Value};
 pub(crate) use data_type::{ARROW_BYTES_PER_ELEMENT, unsupported_time_unit};
 pub use data_type::{DataType, DateTimeUnit, Endian, StringType};
 pub use fill_value::{FillValue, InvalidFillValue};
+pub use serialize::Document;
 pub(crate) use v2::parse_dtype;
 pub use v2::{parse_zarray, parse_zattrs, parse_zgroup};
 pub use v3::parse_zarr_json;

@@ -61,17 +61,13 @@ pub fn parse_zgroup(
 }
 
 /// A v2 `{"id": ..., ...}` object as a codec entry named by its id.
-fn codec_entry(key: &str, what: &str, mut object: Map<String, Value>) -> Result<CodecMetadata> {
-    match object.remove("id") {
-        Some(Value::String(id)) => Ok(CodecMetadata {
-            name: id,
-            configuration: object,
-        }),
-        _ => Err(Error::metadata(
+fn codec_entry(key: &str, what: &str, object: Map<String, Value>) -> Result<CodecMetadata> {
+    CodecMetadata::from_v2(object).map_err(|object| {
+        Error::metadata(
             key,
             format!("{what} {} has no \"id\"", Value::Object(object)),
-        )),
-    }
+        )
+    })
 }
 
 /// A numpy dtype string: `<i8`, `|b1`, `>f4`, `<U5`, `|S5`, `|O`, `<M8[ns]`,

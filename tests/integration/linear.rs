@@ -206,7 +206,7 @@ fn invalid_documents_name_the_field() {
     assert!(f32s(r#""NaN","-Infinity""#).is_ok());
 }
 
-/// What each Zarr data type's values come back as (the README's table).
+/// What each Zarr data type's values come back as (docs/formats.md's table).
 fn linear_type(t: &ArrowType, values: &dyn Array) -> ArrowType {
     match t {
         ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View => ArrowType::Utf8,

@@ -116,7 +116,7 @@ fn parquet_compression(path: &Path) -> Compression {
     reader.metadata().row_group(0).column(0).compression()
 }
 
-/// Every `--compression` spelling the README and `--help` document (and parquet's
+/// Every `--compression` spelling docs/cli.md and `--help` document (and parquet's
 /// own) writes that codec; a bad one is refused, naming the accepted forms, and
 /// nothing is written.
 #[test]
