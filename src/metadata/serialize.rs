@@ -51,7 +51,7 @@ impl ArrayMetadata {
         const KEY: &str = "zarr.json";
         let zarrs_bytes = self.data_type == DataType::Bytes
             && self.zep0007.is_none()
-            && self.codecs.iter().any(|c| c.name == "zarrs.vlen");
+            && self.codecs.iter().any(zarrs_vlen);
         let data_type = v3_data_type(&self.data_type, self.zep0007, zarrs_bytes);
         let fill_value = v3_fill(KEY, &self.data_type, &self.fill_value, zarrs_bytes)?;
         let separator = self.chunk_key_encoding.separator.to_string();
@@ -184,7 +184,7 @@ impl CodecMetadata {
     /// `compressor` and `filters` hold them), named by its id; without a string
     /// id, the object back (less any `id`).
     pub(crate) fn from_v2(mut object: Map<String, Value>) -> Result<Self, Map<String, Value>> {
-        match object.remove("id") {
+        match object.shift_remove("id") {
             Some(Value::String(name)) => Ok(Self {
                 name,
                 configuration: object,
@@ -207,6 +207,19 @@ impl CodecMetadata {
         }
         Value::Object(object)
     }
+}
+
+/// Whether `codec` is `zarrs.vlen`, or a sharding codec whose chunks are.
+fn zarrs_vlen(codec: &CodecMetadata) -> bool {
+    fn inner(entry: &Value) -> bool {
+        entry.get("name").and_then(Value::as_str) == Some("zarrs.vlen")
+            || entry
+                .get("configuration")
+                .and_then(|c| c.get("codecs"))
+                .and_then(Value::as_array)
+                .is_some_and(|codecs| codecs.iter().any(inner))
+    }
+    inner(&codec.to_v3())
 }
 
 /// The v3 `data_type`: a name, or an object for the parameterised types.
@@ -597,5 +610,57 @@ mod tests {
         meta.codecs.truncate(1);
         meta.fill_value = FillValue::Bytes(b"x".to_vec());
         assert!(doc(&meta).contains("does not fit"), "{}", doc(&meta));
+    }
+
+    /// zarrs names the bytes it stores with `zarrs.vlen` `bytes` (and fills them
+    /// with a byte list), sharded or not; other bytes are `variable_length_bytes`.
+    #[test]
+    fn zarrs_bytes_keep_zarrs_names() {
+        let meta = |codecs: Vec<CodecMetadata>| ArrayMetadata {
+            zarr_format: 3,
+            shape: vec![4],
+            chunk_shape: vec![4],
+            data_type: DataType::Bytes,
+            fill_value: FillValue::Bytes(vec![1]),
+            fill_value_unset: false,
+            chunk_key_encoding: ChunkKeyEncoding {
+                kind: KeyKind::Default,
+                separator: '/',
+            },
+            codecs,
+            zep0007: None,
+            attributes: Map::new(),
+            dimension_names: None,
+        };
+        let shard = |inner: &str| {
+            CodecMetadata::named("sharding_indexed")
+                .with("codecs", json!([{"name": inner, "configuration": {}}]))
+        };
+        for (codecs, name, fill) in [
+            (
+                vec![CodecMetadata::named("zarrs.vlen")],
+                "bytes",
+                json!([1]),
+            ),
+            (vec![shard("zarrs.vlen")], "bytes", json!([1])),
+            (
+                vec![CodecMetadata::named("vlen-bytes")],
+                "variable_length_bytes",
+                json!("AQ=="),
+            ),
+            (
+                vec![shard("vlen-bytes")],
+                "variable_length_bytes",
+                json!("AQ=="),
+            ),
+        ] {
+            let m = meta(codecs);
+            let doc = &m.to_documents().unwrap()[0].1;
+            assert_eq!(
+                (&doc["data_type"], &doc["fill_value"]),
+                (&json!(name), &fill)
+            );
+            assert_eq!(parse(&m), m);
+        }
     }
 }

@@ -5,18 +5,22 @@ use std::sync::Arc;
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, BooleanArray, Scalar, new_empty_array};
 use arrow_schema::DataType as ArrowType;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::append::Existing;
-use super::metadata::{ArraySpec, write_documents};
+use super::metadata::{ArraySpec, key_encoding, write_documents};
 use super::pipeline::Pipeline;
 use super::{DEFAULT_CHUNK_BYTES, NullPolicy, WriteOptions};
 use crate::assemble::cut;
 use crate::codec::{CodecChain, value_bytes};
 use crate::error::{Error, Result};
-use crate::grid::{ChunkKeyEncoding, Grid, KeyKind};
+use crate::grid::{ChunkKeyEncoding, Grid};
 use crate::rows::RowQueue;
 use crate::store::{Store, join_key};
+
+/// A column's chunk length (the shard's when sharded), its inner chunks' shape
+/// when sharded, and the chain that encodes its chunks.
+type Chunking = (usize, Option<Vec<u64>>, Arc<CodecChain>);
 
 /// Writes one 1-D Zarr array from Arrow arrays of one type, streaming: rows are
 /// buffered until a chunk is full, then encoded and stored on rayon's pool while
@@ -32,8 +36,9 @@ pub struct ArrayWriter {
     pipeline: Pipeline,
     /// Elements per chunk (per inner chunk when sharded), once known.
     chunk_len: Option<usize>,
-    /// The chunk grid's chunk (the shard when sharded) and its codecs, once known.
-    chunking: Option<(usize, Arc<CodecChain>)>,
+    /// The chunk grid's chunk length (the shard's when sharded), the inner
+    /// chunks' shape when sharded, and the codecs, once known.
+    chunking: Option<Chunking>,
     queued: RowQueue,
     next_chunk: u64,
     rows: u64,
@@ -96,7 +101,7 @@ impl ArrayWriter {
     ) -> Result<Self> {
         let name = path.rsplit('/').next().unwrap_or("").to_string();
         let spec = Arc::new(ArraySpec::new(&name, value_type(arrow_type), &options)?);
-        let key_encoding = key_encoding(&options);
+        let key_encoding = key_encoding(options.zarr_format);
         Ok(Self {
             store,
             path,
@@ -162,7 +167,7 @@ impl ArrayWriter {
             ))
         })?;
         writer.chunk_len = Some(len);
-        writer.chunking = Some((len, existing.codecs()));
+        writer.chunking = Some((len, None, existing.codecs()));
         writer.key_encoding = existing.key_encoding();
         writer.next_chunk = rows / grid_len;
         writer.rows = rows - rows % grid_len;
@@ -208,50 +213,57 @@ impl ArrayWriter {
     /// Queue `array`'s values and return the chunks that are now full.
     pub(crate) fn push(&mut self, array: &ArrayRef) -> Result<Vec<ReadyChunk>> {
         let array = self.prepare(array)?;
-        let (grid_len, _) = self.chunking(&array);
+        let (grid_len, _, _) = self.chunking(&array)?;
         self.rows += array.len() as u64;
         self.queued.push(array);
         let mut ready = Vec::new();
         while self.queued.len() >= grid_len {
             if let Some(values) = self.queued.take(grid_len)? {
-                ready.push(self.ready_chunk(values));
+                ready.push(self.ready_chunk(values)?);
             }
         }
         Ok(ready)
     }
 
     /// The grid's chunk length and codecs, fixed by the first values seen (which
-    /// size the default chunk length).
-    fn chunking(&mut self, sample: &ArrayRef) -> (usize, Arc<CodecChain>) {
-        if let Some((len, codecs)) = &self.chunking {
-            return (*len, codecs.clone());
+    /// size the default chunk length): built from the array's metadata, as a
+    /// reader builds them.
+    fn chunking(&mut self, sample: &ArrayRef) -> Result<Chunking> {
+        if let Some(chunking) = &self.chunking {
+            return Ok(chunking.clone());
         }
         let inner = *self
             .chunk_len
             .get_or_insert_with(|| default_chunk_len(&self.spec, sample));
-        let (len, codecs) = match self.options.shard_len {
-            Some(shard) => (
-                shard_len(shard, inner),
-                self.spec.codecs(Some(vec![inner as u64])),
-            ),
-            None => (inner, self.spec.codecs(None)),
+        let (len, sharded) = match self.options.shard_len {
+            Some(shard) => (shard_len(shard, inner), Some(vec![inner as u64])),
+            None => (inner, None),
         };
-        let codecs = Arc::new(codecs);
-        self.chunking = Some((len, codecs.clone()));
-        (len, codecs)
+        let meta = self.spec.metadata(
+            &[0],
+            &[len as u64],
+            sharded.clone(),
+            self.options.zarr_format,
+            &Map::new(),
+            None,
+        )?;
+        let codecs = ArraySpec::chain(&meta, &self.path)?;
+        let chunking = (len, sharded, codecs);
+        self.chunking = Some(chunking.clone());
+        Ok(chunking)
     }
 
     /// The next chunk of the grid, holding `values`.
-    fn ready_chunk(&mut self, values: ArrayRef) -> ReadyChunk {
-        let (len, codecs) = self.chunking(&values);
+    fn ready_chunk(&mut self, values: ArrayRef) -> Result<ReadyChunk> {
+        let (len, _, codecs) = self.chunking(&values)?;
         let index = self.next_chunk;
         self.next_chunk += 1;
-        ReadyChunk {
+        Ok(ReadyChunk {
             key: join_key(&self.path, &self.key_encoding.key(&[index])),
             shape: vec![len as u64],
             values,
             codecs,
-        }
+        })
     }
 
     /// Check nulls and types; resolve dictionaries to their values.
@@ -298,7 +310,10 @@ impl ArrayWriter {
     /// The last chunk, if rows are queued, to be stored before [`Self::finish_metadata`].
     pub(crate) fn take_last(&mut self) -> Result<Option<ReadyChunk>> {
         let n = self.queued.len();
-        Ok(self.queued.take(n)?.map(|values| self.ready_chunk(values)))
+        self.queued
+            .take(n)?
+            .map(|values| self.ready_chunk(values))
+            .transpose()
     }
 
     /// Write the metadata documents (after every chunk is stored).
@@ -308,32 +323,16 @@ impl ArrayWriter {
             return Ok(self.rows);
         }
         // With no rows written, the default chunk length comes from an empty sample.
-        let (len, codecs) = self.chunking(&new_empty_array(&self.spec.arrow_type));
-        let mut documents = self.spec.documents(
+        let (len, sharded, _) = self.chunking(&new_empty_array(&self.spec.arrow_type))?;
+        let meta = self.spec.metadata(
             &[self.rows],
             &[len as u64],
-            &codecs,
+            sharded,
             self.options.zarr_format,
-        );
-        let mut attributes = self.attributes.clone();
-        for (name, document) in &mut documents {
-            match (*name, &self.dimension) {
-                ("zarr.json", Some(dim)) => document["dimension_names"] = json!([dim]),
-                (".zattrs", Some(dim)) => {
-                    attributes.insert("_ARRAY_DIMENSIONS".into(), json!([dim]));
-                }
-                _ => {}
-            }
-            let target = match *name {
-                "zarr.json" => document.get_mut("attributes"),
-                ".zattrs" => Some(&mut *document),
-                _ => None,
-            };
-            if let Some(Value::Object(target)) = target {
-                target.append(&mut attributes);
-            }
-        }
-        write_documents(self.store.as_ref(), &self.path, documents)?;
+            &self.attributes,
+            self.dimension.as_deref(),
+        )?;
+        write_documents(self.store.as_ref(), &self.path, meta.to_documents()?)?;
         Ok(self.rows)
     }
 
@@ -362,20 +361,6 @@ fn encode_task(store: Arc<dyn Store>, chunk: ReadyChunk) -> impl FnOnce() -> Res
                     message,
                 })?;
         store.set(&chunk.key, &bytes)
-    }
-}
-
-/// The chunk keys zarrow writes: v3 `c/0/1`, v2 `0.1`.
-fn key_encoding(options: &WriteOptions) -> ChunkKeyEncoding {
-    match options.zarr_format {
-        2 => ChunkKeyEncoding {
-            kind: KeyKind::V2,
-            separator: '.',
-        },
-        _ => ChunkKeyEncoding {
-            kind: KeyKind::Default,
-            separator: '/',
-        },
     }
 }
 
@@ -443,12 +428,12 @@ pub fn write_nd_array(
         }
         (None, None) => None,
     };
-    let (grid_shape, codecs) = match &shard_shape {
-        None => (chunk_shape.clone(), writer.spec.codecs(None)),
+    let (grid_shape, inner) = match &shard_shape {
+        None => (chunk_shape.clone(), None),
         Some(s)
             if s.len() == shape.len() && s.iter().zip(&chunk_shape).all(|(s, c)| s % c == 0) =>
         {
-            (s.clone(), writer.spec.codecs(Some(chunk_shape.clone())))
+            (s.clone(), Some(chunk_shape.clone()))
         }
         Some(s) => {
             return Err(Error::InvalidArgument(format!(
@@ -456,9 +441,17 @@ pub fn write_nd_array(
             )));
         }
     };
-    let codecs = Arc::new(codecs);
+    let meta = writer.spec.metadata(
+        shape,
+        &grid_shape,
+        inner,
+        writer.options.zarr_format,
+        &Map::new(),
+        None,
+    )?;
+    let codecs = ArraySpec::chain(&meta, &writer.path)?;
     let grid = Grid::new(shape, &grid_shape);
-    let encoding = key_encoding(&writer.options);
+    let encoding = key_encoding(writer.options.zarr_format);
     for linear in 0..grid.num_chunks() {
         let indices = grid.unravel(linear);
         let origin: Vec<u64> = indices
@@ -476,10 +469,7 @@ pub fn write_nd_array(
         writer.pipeline.submit(task)?;
     }
     writer.pipeline.finish()?;
-    let documents = writer
-        .spec
-        .documents(shape, &grid_shape, &codecs, writer.options.zarr_format);
-    write_documents(writer.store.as_ref(), &writer.path, documents)?;
+    write_documents(writer.store.as_ref(), &writer.path, meta.to_documents()?)?;
     Ok(values.len() as u64)
 }
 

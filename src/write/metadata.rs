@@ -11,7 +11,11 @@ use crate::codec::{
     ArrayToBytesCodec, Bytes, BytesToBytesCodec, CodecChain, Sharding, Vlen, ZarrsVlen, Zep0007,
 };
 use crate::error::{Error, Result};
-use crate::metadata::{DataType, DateTimeUnit, Endian};
+use crate::grid::{ChunkKeyEncoding, KeyKind};
+use crate::metadata::{
+    ArrayMetadata, CodecMetadata, DataType, DateTimeUnit, Endian, FillValue, GroupMetadata,
+    Zep0007Offsets,
+};
 use crate::store::{Store, consolidated_metadata, consolidated_nodes, join_key, zmetadata};
 
 /// The attribute under which zarrow records what a reader of its own needs.
@@ -88,137 +92,138 @@ impl ArraySpec {
         })
     }
 
-    /// The codecs of every chunk: the layout and compressor, inside a
-    /// `sharding_indexed` codec with inner chunks of `inner` when sharded (as
-    /// zarr-python 3.1 writes: the index at the end, with `crc32c`).
-    pub(crate) fn codecs(&self, inner: Option<Vec<u64>>) -> CodecChain {
-        let chain = CodecChain::new(
-            vec![],
-            self.layout.clone(),
-            self.compressor.iter().cloned().collect(),
-        );
-        match inner {
-            None => chain,
-            Some(inner) => CodecChain::new(vec![], Arc::new(Sharding::new(inner, chain)), vec![]),
-        }
-    }
-
-    /// The key/value documents of the array's metadata for an array of `shape` in
-    /// chunks of `chunk_shape`, encoded with `codecs`.
-    pub(crate) fn documents(
+    /// The array's metadata: `shape` in chunks of `chunk_shape` (shards, with
+    /// inner chunks of `inner`: as zarr-python 3.1 writes them, the index at the
+    /// end with `crc32c`), its attributes zarrow's own (the Arrow type, a
+    /// timezone) then `user`'s, and the dimension's name for xarray (v3
+    /// `dimension_names`, v2 `_ARRAY_DIMENSIONS`). The codecs are the entries each
+    /// codec's module writes; [`Self::chain`] builds the chain that encodes from
+    /// them, through the codec table, as a read does.
+    pub(crate) fn metadata(
         &self,
         shape: &[u64],
         chunk_shape: &[u64],
-        codecs: &CodecChain,
+        inner: Option<Vec<u64>>,
         zarr_format: u8,
-    ) -> Vec<(&'static str, Value)> {
-        let mut attributes =
-            json!({ ZARROW_ATTRIBUTE: { "arrow_type": arrow_type_name(&self.arrow_type) } });
+        user: &Map<String, Value>,
+        dimension: Option<&str>,
+    ) -> Result<ArrayMetadata> {
+        let mut zarrow = Map::new();
+        zarrow.insert(
+            "arrow_type".into(),
+            json!(arrow_type_name(&self.arrow_type)),
+        );
         // numpy's datetime64 has no timezone: the values are UTC, the zone kept here.
         if let ArrowType::Timestamp(_, Some(tz)) = &self.arrow_type {
-            attributes[ZARROW_ATTRIBUTE]["timezone"] = json!(tz.as_ref());
+            zarrow.insert("timezone".into(), json!(tz.as_ref()));
         }
-        if zarr_format == 2 {
-            // Attributes first: the node appears (`.zarray`) complete.
-            return vec![
-                (".zattrs", attributes),
-                (".zarray", self.v2(shape, chunk_shape, codecs)),
-            ];
+        let mut attributes = Map::new();
+        attributes.insert(ZARROW_ATTRIBUTE.into(), Value::Object(zarrow));
+        attributes.extend(user.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let v2 = zarr_format == 2;
+        if let (true, Some(dim)) = (v2, dimension) {
+            attributes.insert("_ARRAY_DIMENSIONS".into(), json!([dim]));
         }
-        let data_type = match (self.encoding, self.data_type) {
-            (Encoding::Zep0007, t) if t.fixed_size().is_none() => {
-                json!({"name": match (t, large_offsets(&self.arrow_type)) {
-                    (DataType::String, false) => "string",
-                    (DataType::String, true) => "large_string",
-                    (_, false) => "binary",
-                    (_, true) => "large_binary",
-                }})
+        let variable = self.data_type.fixed_size().is_none();
+        let zep0007 = (self.encoding == Encoding::Zep0007 && variable).then(|| {
+            if large_offsets(&self.arrow_type) {
+                Zep0007Offsets::Int64
+            } else {
+                Zep0007Offsets::Int32
             }
-            (Encoding::ZarrsVlen, DataType::Bytes) => json!("bytes"),
-            (_, DataType::Bytes) => json!("variable_length_bytes"),
-            (_, DataType::DateTime64(unit)) => json!({"name": "numpy.datetime64",
-                "configuration": {"unit": unit.as_str(), "scale_factor": 1}}),
-            (_, DataType::TimeDelta64(unit)) => json!({"name": "numpy.timedelta64",
-                "configuration": {"unit": unit.as_str(), "scale_factor": 1}}),
-            (_, t) => json!(t.zarr_name()),
-        };
-        let codecs = codecs.metadata();
-        let fill = match (self.encoding, self.data_type) {
-            // zarrs writes (and expects) the `bytes` type's fill as a byte list.
-            (Encoding::ZarrsVlen, DataType::Bytes) => json!([]),
-            _ => self.fill_json(),
-        };
-        vec![(
-            "zarr.json",
-            json!({
-                "shape": shape,
-                "data_type": data_type,
-                "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": chunk_shape}},
-                "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
-                "fill_value": fill,
-                "codecs": codecs,
-                "attributes": attributes,
-                "zarr_format": 3,
-                "node_type": "array",
-                "storage_transformers": [],
-            }),
-        )]
-    }
-
-    fn fill_json(&self) -> Value {
-        match self.data_type {
-            DataType::Bool => json!(false),
-            DataType::Float16 | DataType::Float32 | DataType::Float64 => json!(0.0),
-            // NaT, as zarr-python writes by default.
-            DataType::DateTime64(_) | DataType::TimeDelta64(_) => json!(i64::MIN),
-            DataType::String | DataType::Bytes => json!(""),
-            _ => json!(0),
-        }
-    }
-
-    /// xarray reads a v2 `fill_value` as `_FillValue`, masking the values equal to
-    /// it: numbers, bools, strings and bytes get `null` (no fill value:
-    /// zarr-python and zarrow read missing chunks as 0, false, ""), floats NaN,
-    /// times NaT.
-    fn v2_fill_json(&self) -> Value {
-        match self.data_type {
-            DataType::Float16 | DataType::Float32 | DataType::Float64 => json!("NaN"),
-            DataType::DateTime64(_) | DataType::TimeDelta64(_) => self.fill_json(),
-            _ => Value::Null,
-        }
-    }
-
-    fn v2(&self, shape: &[u64], chunk_shape: &[u64], codecs: &CodecChain) -> Value {
-        let (dtype, filters) = match self.data_type {
-            DataType::String => ("|O".to_string(), json!([{"id": "vlen-utf8"}])),
-            DataType::Bytes => ("|O".to_string(), json!([{"id": "vlen-bytes"}])),
-            DataType::Bool => ("|b1".to_string(), Value::Null),
-            DataType::DateTime64(unit) => (format!("<M8[{}]", unit.as_str()), Value::Null),
-            DataType::TimeDelta64(unit) => (format!("<m8[{}]", unit.as_str()), Value::Null),
-            t => {
-                let size = t.fixed_size().unwrap_or(1);
-                let kind = match t {
-                    DataType::Float16 | DataType::Float32 | DataType::Float64 => 'f',
-                    DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64 => 'u',
-                    _ => 'i',
-                };
-                (
-                    format!("{}{kind}{size}", if size == 1 { '|' } else { '<' }),
-                    Value::Null,
-                )
+        });
+        let codecs = if v2 {
+            self.v2_codecs()
+        } else {
+            let mut chain = CodecChain::new(
+                vec![],
+                self.layout.clone(),
+                self.compressor.iter().cloned().collect(),
+            );
+            if let Some(inner) = inner {
+                chain = CodecChain::new(vec![], Arc::new(Sharding::new(inner, chain)), vec![]);
             }
+            chain
+                .metadata()
+                .into_iter()
+                .map(serde_json::from_value::<CodecMetadata>)
+                .collect::<std::result::Result<_, _>>()
+                .map_err(|e| Error::metadata("zarr.json", e.to_string()))?
         };
-        json!({
-            "zarr_format": 2,
-            "shape": shape,
-            "chunks": chunk_shape,
-            "dtype": dtype,
-            "compressor": codecs.bytes_to_bytes().first().map(|c| c.metadata(2)),
-            "fill_value": self.v2_fill_json(),
-            "order": "C",
-            "filters": filters,
-            "dimension_separator": ".",
+        let (fill_value, fill_value_unset) = self.fill(v2);
+        Ok(ArrayMetadata {
+            zarr_format,
+            shape: shape.to_vec(),
+            chunk_shape: chunk_shape.to_vec(),
+            data_type: self.data_type,
+            fill_value,
+            fill_value_unset,
+            chunk_key_encoding: key_encoding(zarr_format),
+            codecs,
+            zep0007,
+            attributes,
+            dimension_names: dimension.filter(|_| !v2).map(|d| vec![Some(d.to_string())]),
         })
+    }
+
+    /// The chain that encodes the chunks of `meta` (the array at `path`): built
+    /// from its codec entries through the codec table, as a read builds it.
+    pub(crate) fn chain(meta: &ArrayMetadata, path: &str) -> Result<Arc<CodecChain>> {
+        let key = join_key(
+            path,
+            if meta.zarr_format == 2 {
+                ".zarray"
+            } else {
+                "zarr.json"
+            },
+        );
+        CodecChain::from_metadata(meta, &key).map(Arc::new)
+    }
+
+    /// A v2 array's codecs, in the form the v2 parser gives them: the layout (a
+    /// `vlen-*` filter, or `bytes` in `dtype`'s byte order), the compressor by its
+    /// v2 id.
+    fn v2_codecs(&self) -> Vec<CodecMetadata> {
+        let layout = match self.data_type {
+            DataType::String => CodecMetadata::named("vlen-utf8"),
+            DataType::Bytes => CodecMetadata::named("vlen-bytes"),
+            _ => CodecMetadata::named("bytes").with("endian", json!("little")),
+        };
+        let compressor = self.compressor.iter().filter_map(|c| match c.metadata(2) {
+            Value::Object(entry) => CodecMetadata::from_v2(entry).ok(),
+            _ => None,
+        });
+        std::iter::once(layout).chain(compressor).collect()
+    }
+
+    /// The fill value, and whether it is left unset (v2 `null`). v3: 0, false,
+    /// "" and NaT, as zarr-python writes by default. v2: xarray reads a given
+    /// `fill_value` as `_FillValue`, masking the values equal to it, so numbers,
+    /// bools, strings and bytes get none (read as 0, false, ""), floats NaN,
+    /// times NaT.
+    fn fill(&self, v2: bool) -> (FillValue, bool) {
+        let t = &self.data_type;
+        match t {
+            DataType::Float16 | DataType::Float32 | DataType::Float64 if v2 => {
+                (FillValue::Float(f64::NAN), false)
+            }
+            DataType::DateTime64(_) | DataType::TimeDelta64(_) => (FillValue::Int(i64::MIN), false),
+            _ => (FillValue::default_for(t), v2),
+        }
+    }
+}
+
+/// How the writer names chunks: v3 `c/0/1`, v2 `0.1` (as zarr-python writes).
+pub(crate) fn key_encoding(zarr_format: u8) -> ChunkKeyEncoding {
+    match zarr_format {
+        2 => ChunkKeyEncoding {
+            kind: KeyKind::V2,
+            separator: '.',
+        },
+        _ => ChunkKeyEncoding {
+            kind: KeyKind::Default,
+            separator: '/',
+        },
     }
 }
 
@@ -241,26 +246,21 @@ pub(crate) fn write_group_documents(
     attributes: Map<String, Value>,
     consolidate: bool,
 ) -> Result<()> {
-    if zarr_format == 2 {
-        write_documents(
-            store,
-            path,
-            vec![
-                (".zattrs", Value::Object(attributes)),
-                (".zgroup", json!({"zarr_format": 2})),
-            ],
-        )?;
-        if consolidate {
-            let nodes = consolidated_nodes(store, path, 2)?;
-            write_documents(store, path, vec![(".zmetadata", zmetadata(nodes))])?;
-        }
-        return Ok(());
+    let group = GroupMetadata {
+        zarr_format,
+        attributes,
+    };
+    let mut documents = group.to_documents();
+    if consolidate && zarr_format == 2 {
+        // .zmetadata lists the group's own documents too: written after them.
+        write_documents(store, path, documents)?;
+        let nodes = consolidated_nodes(store, path, 2)?;
+        return write_documents(store, path, vec![(".zmetadata", zmetadata(nodes))]);
     }
-    let mut doc = json!({"zarr_format": 3, "node_type": "group", "attributes": attributes});
-    if consolidate {
+    if let (true, Some((_, doc))) = (consolidate, documents.last_mut()) {
         doc["consolidated_metadata"] = consolidated_metadata(consolidated_nodes(store, path, 3)?);
     }
-    write_documents(store, path, vec![("zarr.json", doc)])
+    write_documents(store, path, documents)
 }
 
 /// Whether values of `arrow_type` get 64-bit offsets on disk (`zarrs.vlen` uint64,
