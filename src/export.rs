@@ -96,6 +96,24 @@ pub const DEFAULT_PARQUET_COMPRESSION: &str = "zstd";
 pub const PARQUET_COMPRESSIONS: &str =
     "zstd[:N], zstd(N), gzip[(N)], snappy, lz4, lz4_raw, none, uncompressed";
 
+/// How a table file is written (`zarrow convert` to `.parquet`, `.arrow`, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ExportOptions {
+    /// Parquet compression (default [`DEFAULT_PARQUET_COMPRESSION`]).
+    pub compression: Compression,
+}
+
+impl Default for ExportOptions {
+    fn default() -> Self {
+        Self {
+            // The name is declared once; it parses (tested).
+            compression: parse_parquet_compression(DEFAULT_PARQUET_COMPRESSION)
+                .unwrap_or(Compression::UNCOMPRESSED),
+        }
+    }
+}
+
 /// Parse a Parquet compression name with parquet's own [`Compression`]
 /// `FromStr` (`zstd(3)`, `gzip(6)`, `snappy`, `lz4_raw`, `uncompressed`, each also
 /// in upper case), after rewriting the shorthands `zarrow convert --compression`

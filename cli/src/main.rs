@@ -21,6 +21,7 @@ use parquet::basic::Compression;
 use zarrow::convert::{ConvertOptions, Observer};
 use zarrow::export::{DEFAULT_PARQUET_COMPRESSION, parse_parquet_compression};
 use zarrow::read::DEFAULT_MAX_CHUNK_BYTES;
+use zarrow::write::{Compressor, DEFAULT_LOCK_TIMEOUT, Encoding, Layout, NullPolicy, WriteOptions};
 use zarrow::{ChunkError, Convention, Error, Result, StringType};
 
 /// Move variable-length data between Zarr and Apache Arrow.
@@ -124,7 +125,7 @@ struct ConvertArgs {
     append: bool,
     /// [to Zarr] With --append: seconds to wait while another writer appends
     /// to DST before giving up.
-    #[arg(long, default_value_t = 60.0, requires = "append", value_parser = parse_seconds)]
+    #[arg(long, default_value_t = DEFAULT_LOCK_TIMEOUT.as_secs_f64(), requires = "append", value_parser = parse_seconds)]
     lock_timeout: f64,
 
     /// [from Zarr] Memory-map the chunk files instead of reading them: uncompressed
@@ -184,15 +185,15 @@ struct ConvertArgs {
     categorical_values: bool,
 
     /// [to Zarr] Zarr format: 3 or 2.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = WriteOptions::default().zarr_format)]
     zarr_format: u8,
     /// [to Zarr] String and bytes layout: default (vlen-utf8 / vlen-bytes, as
     /// zarr-python writes), zarrs-vlen, or zep0007 (experimental draft).
-    #[arg(long, default_value = "default")]
-    encoding: String,
+    #[arg(long, default_value_t = WriteOptions::default().encoding)]
+    encoding: Encoding,
     /// [to Zarr] Chunk compressor: zstd, gzip, blosc or none.
-    #[arg(long, default_value = "zstd")]
-    compressor: String,
+    #[arg(long, default_value_t = WriteOptions::default().compressor)]
+    compressor: Compressor,
     /// [to Zarr] Compressor level (default: zstd 0, gzip 5, blosc 5).
     #[arg(long)]
     level: Option<i32>,
@@ -216,15 +217,15 @@ struct ConvertArgs {
     /// [to Zarr] Nulls: `error` refuses a column with nulls (naming it and the first
     /// null row); `fill` writes each null as "" for strings, empty bytes, 0 for
     /// integers, NaN for floats, false for bools, so the nulls are lost.
-    #[arg(long, default_value = "error")]
-    nulls: String,
+    #[arg(long, default_value_t = WriteOptions::default().nulls)]
+    nulls: NullPolicy,
     /// [to Zarr] Group layout: `plain` (one array per column, with the dimension
     /// name xarray reads) or `anndata` (an anndata dataframe: dictionary columns
     /// become categoricals, integer, bool and string columns with nulls
     /// nullable-* elements, the pandas index `_index`; anndata.io.read_elem reads
     /// it as the same DataFrame).
-    #[arg(long, default_value = "plain")]
-    layout: String,
+    #[arg(long, default_value_t = WriteOptions::default().layout)]
+    layout: Layout,
 }
 
 fn parse_compression(s: &str) -> std::result::Result<Compression, String> {
@@ -311,29 +312,32 @@ fn convert(args: &ConvertArgs) -> Result<()> {
     let mut options = ConvertOptions::default();
     options.url = url_options(&args.remote)?;
     options.overwrite = args.overwrite;
-    options.append = args.append;
-    options.lock_timeout = std::time::Duration::from_secs_f64(args.lock_timeout);
-    options.string_type = args.string_type;
-    options.max_rows = args.max_rows;
-    options.max_bytes = args.max_bytes;
-    options.max_chunk_bytes = args.max_chunk_bytes;
-    options.compression = args.compression;
-    options.columns = args.columns.clone();
-    options.rows = args.rows.clone();
-    options.limit = args.limit;
-    options.decode_cf = !args.no_cf;
-    options.long = args.long;
-    options.categorical_values = args.categorical_values;
-    options.zarr_format = args.zarr_format;
-    options.encoding = args.encoding.clone();
-    options.compressor = args.compressor.clone();
-    options.level = args.level;
-    options.chunk_len = args.chunk_len;
-    options.shard_len = args.shard_len;
-    options.chunk_shape = args.chunk_shape.clone();
-    options.shard_shape = args.shard_shape.clone();
-    options.nulls = args.nulls.clone();
-    options.layout = args.layout.clone();
+    let read = &mut options.read;
+    read.string_type = args.string_type;
+    read.max_chunk_bytes = usize::try_from(args.max_chunk_bytes).unwrap_or(usize::MAX);
+    read.decode_cf = !args.no_cf;
+    read.categorical_values = args.categorical_values;
+    let select = &mut options.select;
+    select.columns = args.columns.clone();
+    select.rows = args.rows.clone();
+    select.limit = args.limit;
+    select.long = args.long;
+    options.limits.max_rows = args.max_rows;
+    options.limits.max_bytes = args.max_bytes;
+    options.export.compression = args.compression;
+    let write = &mut options.write;
+    write.append = args.append;
+    write.lock_timeout = std::time::Duration::from_secs_f64(args.lock_timeout);
+    write.zarr_format = args.zarr_format;
+    write.encoding = args.encoding;
+    write.compressor = args.compressor;
+    write.level = args.level;
+    write.chunk_len = args.chunk_len;
+    write.shard_len = args.shard_len;
+    write.chunk_shape = args.chunk_shape.clone();
+    write.shard_shape = args.shard_shape.clone();
+    write.nulls = args.nulls;
+    write.layout = args.layout;
     if args.mmap {
         // SAFETY: the user opted in with `--mmap`, whose help states exactly the
         // condition `with_mmap` requires (no file of the store changes during the

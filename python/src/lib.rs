@@ -16,10 +16,9 @@ use arrow_array::{RecordBatchIterator, RecordBatchReader};
 use arrow_pyarrow::FromPyArrow;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBool, PyDict};
 use zarrow::convert::{ConvertOptions, Observer, Written, convert_ends, write_zarr};
 use zarrow::datafusion::{SqlOptions, ZarrTable};
-use zarrow::export::parse_parquet_compression;
 use zarrow::read::{TableOptions, describe_node, open_table};
 use zarrow::store::{Blocking, UrlOptions};
 use zarrow::write::{WriteOptions, write_batches};
@@ -260,73 +259,71 @@ impl Observer for Observed {
 }
 
 /// The `convert` options given by name, as `zarrow convert`'s flags without the
-/// dashes.
+/// dashes: the lists set their fields, every other value goes as text through
+/// `ConvertOptions::set`, the parser DataFusion's OPTIONS use too. `None` keeps
+/// the default.
 fn convert_options(options: &Bound<'_, PyDict>) -> PyResult<ConvertOptions> {
     let mut out = ConvertOptions::default();
     for (key, value) in options.iter() {
         let key: String = key.extract()?;
+        let known = ConvertOptions::KEYS
+            .iter()
+            .chain(WriteOptions::KEYS)
+            .chain(ConvertOptions::LIST_KEYS)
+            .any(|k| *k == key);
+        if !known {
+            return Err(PyTypeError::new_err(format!(
+                "convert() got an unexpected option {key:?}"
+            )));
+        }
+        if value.is_none() {
+            continue;
+        }
         let bad = |e: PyErr| {
             let err = PyTypeError::new_err(format!("convert option {key}: {e}"));
             err.set_cause(value.py(), Some(e));
             err
         };
         match key.as_str() {
-            "overwrite" => out.overwrite = value.extract().map_err(bad)?,
-            "append" => out.append = value.extract().map_err(bad)?,
-            "lock_timeout" => out.lock_timeout = seconds(value.extract().map_err(bad)?)?,
-            "anonymous" => out.url.anonymous = value.extract().map_err(bad)?,
-            "string_type" => {
-                let name: Option<String> = value.extract().map_err(bad)?;
-                out.string_type = match name {
-                    None => None,
-                    Some(name) => Some(
-                        name.parse::<StringType>()
-                            .map_err(|e| zarrow_error(&e.to_string()))?,
-                    ),
-                };
-            }
-            "max_rows" => out.max_rows = value.extract().map_err(bad)?,
-            "max_bytes" => out.max_bytes = value.extract().map_err(bad)?,
-            "max_chunk_bytes" => out.max_chunk_bytes = value.extract().map_err(bad)?,
-            "compression" => {
-                let name: String = value.extract().map_err(bad)?;
-                out.compression = parse_parquet_compression(&name).map_err(to_py)?;
-            }
-            "columns" => out.columns = value.extract().map_err(bad)?,
+            "columns" => out.select.columns = Some(value.extract().map_err(bad)?),
             "rows" => {
-                let rows: Option<(u64, u64)> = value.extract().map_err(bad)?;
-                out.rows = match rows {
-                    Some((start, end)) if start > end => {
-                        return Err(zarrow_error(&format!(
-                            "rows ({start}, {end}): the start is after the end"
-                        )));
-                    }
-                    Some((start, end)) => Some(start..end),
-                    None => None,
-                };
+                let (start, end): (u64, u64) = value.extract().map_err(bad)?;
+                if start > end {
+                    return Err(zarrow_error(&format!(
+                        "rows ({start}, {end}): the start is after the end"
+                    )));
+                }
+                out.select.rows = Some(start..end);
             }
-            "limit" => out.limit = value.extract().map_err(bad)?,
-            "decode_cf" => out.decode_cf = value.extract().map_err(bad)?,
-            "long" => out.long = value.extract().map_err(bad)?,
-            "categorical_values" => out.categorical_values = value.extract().map_err(bad)?,
-            "zarr_format" => out.zarr_format = value.extract().map_err(bad)?,
-            "encoding" => out.encoding = value.extract().map_err(bad)?,
-            "compressor" => out.compressor = value.extract().map_err(bad)?,
-            "level" => out.level = value.extract().map_err(bad)?,
-            "chunk_len" => out.chunk_len = value.extract().map_err(bad)?,
-            "shard_len" => out.shard_len = value.extract().map_err(bad)?,
-            "chunk_shape" => out.chunk_shape = value.extract().map_err(bad)?,
-            "shard_shape" => out.shard_shape = value.extract().map_err(bad)?,
-            "nulls" => out.nulls = value.extract().map_err(bad)?,
-            "layout" => out.layout = value.extract().map_err(bad)?,
-            _ => {
-                return Err(PyTypeError::new_err(format!(
-                    "convert() got an unexpected option {key:?}"
-                )));
-            }
+            "chunk_shape" => out.write.chunk_shape = Some(value.extract().map_err(bad)?),
+            "shard_shape" => out.write.shard_shape = Some(value.extract().map_err(bad)?),
+            _ => out
+                .set(&key, &option_text(&value).map_err(bad)?)
+                .map_err(to_py)?,
         }
     }
     Ok(out)
+}
+
+/// A scalar option's value as the text `set` parses: a bool as `true` /
+/// `false`, a number or a string as written.
+fn option_text(value: &Bound<'_, PyAny>) -> PyResult<String> {
+    if let Ok(flag) = value.cast::<PyBool>() {
+        return Ok(flag.is_true().to_string());
+    }
+    if let Ok(text) = value.extract::<String>() {
+        return Ok(text);
+    }
+    if let Ok(n) = value.extract::<i64>() {
+        return Ok(n.to_string());
+    }
+    if let Ok(x) = value.extract::<f64>() {
+        return Ok(x.to_string());
+    }
+    Err(PyTypeError::new_err(format!(
+        "a str, int, float or bool, not {}",
+        value.get_type().name()?
+    )))
 }
 
 /// Convert `src` to `dst` as `zarrow convert` does; returns (what was written:

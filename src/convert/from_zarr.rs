@@ -10,7 +10,7 @@ use crate::read::{TableOptions, open_table};
 use crate::store::location_name;
 
 pub(super) fn convert(args: &Job<'_>) -> Result<Written> {
-    if args.append {
+    if args.write.append {
         return Err(Error::InvalidArgument(
             "--append applies to a Zarr output (rows added to its group)".into(),
         ));
@@ -23,18 +23,15 @@ pub(super) fn convert(args: &Job<'_>) -> Result<Written> {
         ))
     })?;
     let store = args.open_src()?;
-    let options = match args.string_type {
-        Some(t) => args.read_options().with_string_type(t),
-        None => args.read_options(),
-    };
-    let mut table = TableOptions::default().with_long(args.long);
-    if let Some(columns) = &args.columns {
+    let options = args.read;
+    let mut table = TableOptions::default().with_long(args.select.long);
+    if let Some(columns) = &args.select.columns {
         table = table.with_columns(columns.clone());
     }
-    if let Some(rows) = &args.rows {
+    if let Some(rows) = &args.select.rows {
         table = table.with_rows(rows.clone());
     }
-    if let Some(limit) = args.limit {
+    if let Some(limit) = args.select.limit {
         table = table.with_limit(limit);
     }
     let reader = open_table(store, &location_name(src), options, &table)?;
@@ -63,8 +60,8 @@ fn export(
     limits::check(
         &src.display().to_string(),
         columns.fields().iter().map(|f| (total, f.data_type())),
-        args.max_rows,
-        args.max_bytes,
+        args.limits.max_rows,
+        args.limits.max_bytes,
     )?;
     if format == ExportFormat::Parquet {
         // Nothing changes in silence: arrow-rs' Parquet writer re-encodes
@@ -79,7 +76,13 @@ fn export(
         }
     }
     let (partial, file) = Partial::file(dst, args.overwrite)?;
-    let rows = write_file(reader, file, partial.path(), format, args.compression)?;
+    let rows = write_file(
+        reader,
+        file,
+        partial.path(),
+        format,
+        args.export.compression,
+    )?;
     partial.commit()?;
     Ok(Written::Rows(rows))
 }

@@ -13,6 +13,27 @@ pub const DEFAULT_MAX_ROWS: u64 = i32::MAX as u64;
 /// Default for `--max-bytes`: 64 GiB of Arrow data.
 pub const DEFAULT_MAX_BYTES: u64 = 64 << 30;
 
+/// [from Zarr] Bounds on the input of one conversion, checked before anything is
+/// read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Limits {
+    /// Refuse an input of more rows (default [`DEFAULT_MAX_ROWS`]).
+    pub max_rows: u64,
+    /// Refuse an input whose Arrow data would exceed this many bytes (default
+    /// [`DEFAULT_MAX_BYTES`]).
+    pub max_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_rows: DEFAULT_MAX_ROWS,
+            max_bytes: DEFAULT_MAX_BYTES,
+        }
+    }
+}
+
 /// The least Arrow memory one value of `data_type` takes, in bits: its width for
 /// numbers, one bit for a bool, one 32-bit offset for strings and bytes.
 fn min_bits(data_type: &DataType) -> u64 {

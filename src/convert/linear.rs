@@ -12,6 +12,7 @@ use arrow_schema::{Field, Schema};
 use super::output::Partial;
 use super::to_zarr::options;
 use super::{Job, Written, limits};
+use crate::ReadOptions;
 use crate::error::{Error, Result};
 use crate::export::{self, ExportFormat, FileFormat};
 use crate::linear::{parse_json, read_csv, write_csv, write_json};
@@ -53,7 +54,12 @@ fn write_file(
 
 /// The arrays of a group in the order zarrow recorded, else by name; or the array.
 fn arrays(args: &Job<'_>) -> Result<Vec<(String, ZarrArray)>> {
-    let (src, options) = (args.src, args.read_options());
+    // Whole arrays, whatever the string layout: the linear format holds values.
+    let options = ReadOptions {
+        string_type: None,
+        ..args.read
+    };
+    let src = args.src;
     let store = args.open_src()?;
     match read_node(store.as_ref(), "")? {
         NodeMetadata::Array(_) => {
@@ -88,13 +94,17 @@ fn arrays(args: &Job<'_>) -> Result<Vec<(String, ZarrArray)>> {
 
 /// Zarr (array or group) to `.json` (one array) or `.csv`.
 pub(super) fn export(args: &Job<'_>, kind: Kind) -> Result<Written> {
-    if args.append {
+    if args.write.append {
         return Err(Error::InvalidArgument(
             "--append applies to a Zarr output (rows added to its group)".into(),
         ));
     }
     // The linear format holds whole arrays: a selection would be dropped.
-    if args.columns.is_some() || args.rows.is_some() || args.limit.is_some() || args.long {
+    if args.select.columns.is_some()
+        || args.select.rows.is_some()
+        || args.select.limit.is_some()
+        || args.select.long
+    {
         return Err(Error::InvalidArgument(
             "--columns, --rows, --limit and --long do not apply to a .json / .csv output (the linear format holds whole arrays)".into(),
         ));
@@ -104,8 +114,8 @@ pub(super) fn export(args: &Job<'_>, kind: Kind) -> Result<Written> {
     limits::check(
         &args.src.display().to_string(),
         arrays.iter().zip(&types).map(|((_, a), t)| (a.len(), t)),
-        args.max_rows,
-        args.max_bytes,
+        args.limits.max_rows,
+        args.limits.max_bytes,
     )?;
     let read: Vec<(String, ArrayRef, Vec<u64>)> = arrays
         .iter()
@@ -138,7 +148,7 @@ pub(super) fn export(args: &Job<'_>, kind: Kind) -> Result<Written> {
 /// `.json` to Zarr (an N-d array) or a table file (one flattened column); `.csv` to
 /// a Zarr group (one array per column).
 pub(super) fn import(args: &Job<'_>, kind: Kind) -> Result<Written> {
-    if args.append {
+    if args.write.append {
         return Err(Error::InvalidArgument(
             "an append takes a table file (.parquet, .arrow / .ipc / .feather, .arrows): a linear-format file holds whole arrays".into(),
         ));
@@ -169,7 +179,7 @@ pub(super) fn import(args: &Job<'_>, kind: Kind) -> Result<Written> {
             let batch = RecordBatch::try_new(schema.clone(), vec![values])?;
             let reader = RecordBatchIterator::new(vec![Ok(batch)], schema);
             let (partial, file) = Partial::file(args.dst, args.overwrite)?;
-            let rows = export::write_file(reader, file, partial.path(), format, args.compression)?;
+            let rows = export::write_file(reader, file, partial.path(), format, args.export.compression)?;
             partial.commit()?;
             Ok(Written::Rows(rows))
         }

@@ -24,114 +24,132 @@ use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::RecordBatchReader;
-use parquet::basic::Compression;
 
+pub use self::limits::Limits;
+use crate::ReadOptions;
 use crate::error::{Error, Result};
+pub use crate::export::ExportOptions;
 use crate::export::parse_parquet_compression;
-use crate::read::DEFAULT_MAX_CHUNK_BYTES;
 use crate::store::{
     Consolidated, LocalStore, Store, UrlOptions, file_url_path, is_url, open_location,
 };
-use crate::{ReadOptions, StringType};
+use crate::write::WriteOptions;
 
-/// The options of one conversion: the `zarrow convert` flags, each named as its
-/// flag without the dashes. Options of the other direction are refused where they
-/// would be ignored.
-#[derive(Debug, Clone)]
+/// The options of one conversion (the `zarrow convert` flags), composed of the
+/// options each side takes: how Zarr is read ([`ReadOptions`]) and which part
+/// ([`Selection`]), within which bounds ([`Limits`]), how a table file is written
+/// ([`ExportOptions`]), how Zarr is written ([`WriteOptions`]) and how a store
+/// named by URL is opened ([`UrlOptions`]). Options of the other direction are
+/// refused where they would be ignored.
+#[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct ConvertOptions {
     /// How a store named by URL is opened.
     pub url: UrlOptions,
     /// Replace the output if it exists (a Zarr output only if it is a Zarr store).
     pub overwrite: bool,
-    /// [to Zarr] Append the rows to the Zarr group at the output (made when
-    /// absent), in place (see [`WriteOptions::append`](crate::write::WriteOptions::append)).
-    pub append: bool,
-    /// [to Zarr] With `append`: how long to wait for another writer.
-    pub lock_timeout: std::time::Duration,
     /// Memory-map local chunk files (see [`with_mmap`](Self::with_mmap)).
     mmap: bool,
-    /// [to a table] The Arrow layout of strings and bytes (default: as zarrow's
-    /// writer recorded it, else utf8).
-    pub string_type: Option<StringType>,
-    /// [from Zarr] Refuse an input of more rows.
-    pub max_rows: u64,
-    /// [from Zarr] Refuse an input whose Arrow data would exceed this many bytes.
-    pub max_bytes: u64,
-    /// [from Zarr] Refuse a chunk that decodes to more bytes.
-    pub max_chunk_bytes: u64,
-    /// [to a table] Parquet compression.
-    pub compression: Compression,
-    /// [to a table] Of a group, these columns.
-    pub columns: Option<Vec<String>>,
-    /// [to a table] Only these rows (of 1-D arrays).
-    pub rows: Option<Range<u64>>,
-    /// [to a table] At most this many rows (after `rows`).
-    pub limit: Option<u64>,
-    /// [to a table] Decode CF attributes into the values xarray gives.
-    pub decode_cf: bool,
-    /// [to a table] Read a gridded dataset as a long table.
-    pub long: bool,
-    /// [to a table] anndata categoricals as their values, not dictionaries (see
-    /// [`ReadOptions::categorical_values`]).
-    pub categorical_values: bool,
-    /// [to Zarr] 3 or 2.
-    pub zarr_format: u8,
-    /// [to Zarr] `default`, `zarrs-vlen` or `zep0007`.
-    pub encoding: String,
-    /// [to Zarr] `zstd`, `gzip`, `blosc` or `none`.
-    pub compressor: String,
-    /// [to Zarr] The compressor's level.
-    pub level: Option<i32>,
-    /// [to Zarr] Elements per chunk (per inner chunk with `shard_len`).
-    pub chunk_len: Option<usize>,
-    /// [to Zarr] Elements per shard of 1-D arrays.
-    pub shard_len: Option<usize>,
-    /// [to Zarr] Chunk shape of N-d arrays (linear-format input).
-    pub chunk_shape: Option<Vec<u64>>,
-    /// [to Zarr] Shard shape of N-d arrays.
-    pub shard_shape: Option<Vec<u64>>,
-    /// [to Zarr] `error` or `fill`.
-    pub nulls: String,
-    /// [to Zarr] `plain` or `anndata`.
-    pub layout: String,
+    /// [from Zarr] How the input is read: its `string_type` (default: as
+    /// zarrow's writer recorded it, else utf8), `max_chunk_bytes`, `decode_cf`,
+    /// `categorical_values`.
+    pub read: ReadOptions,
+    /// [from Zarr to a table] Which columns and rows.
+    pub select: Selection,
+    /// [from Zarr] The bounds on the input.
+    pub limits: Limits,
+    /// [to a table] How a table file is written.
+    pub export: ExportOptions,
+    /// [to Zarr] How Zarr is written, `append` and `lock_timeout` included.
+    pub write: WriteOptions,
 }
 
-impl Default for ConvertOptions {
-    fn default() -> Self {
-        Self {
-            url: UrlOptions::default(),
-            overwrite: false,
-            append: false,
-            lock_timeout: crate::write::DEFAULT_LOCK_TIMEOUT,
-            mmap: false,
-            string_type: None,
-            max_rows: limits::DEFAULT_MAX_ROWS,
-            max_bytes: limits::DEFAULT_MAX_BYTES,
-            max_chunk_bytes: DEFAULT_MAX_CHUNK_BYTES as u64,
-            compression: parse_parquet_compression(crate::export::DEFAULT_PARQUET_COMPRESSION)
-                .unwrap_or(Compression::UNCOMPRESSED),
-            columns: None,
-            rows: None,
-            limit: None,
-            decode_cf: true,
-            long: false,
-            categorical_values: false,
-            zarr_format: 3,
-            encoding: "default".into(),
-            compressor: "zstd".into(),
-            level: None,
-            chunk_len: None,
-            shard_len: None,
-            chunk_shape: None,
-            shard_shape: None,
-            nulls: "error".into(),
-            layout: "plain".into(),
-        }
+/// [from Zarr to a table] Which part of the input a conversion reads.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Selection {
+    /// Of a group, these columns.
+    pub columns: Option<Vec<String>>,
+    /// Only these rows (of 1-D arrays).
+    pub rows: Option<Range<u64>>,
+    /// At most this many rows (after `rows`).
+    pub limit: Option<u64>,
+    /// Read a gridded dataset as a long table.
+    pub long: bool,
+}
+
+impl Selection {
+    /// Whether anything is selected (a table input takes no selection).
+    fn is_given(&self) -> bool {
+        *self != Self::default()
     }
 }
 
 impl ConvertOptions {
+    /// The keys [`ConvertOptions::set`] takes besides [`WriteOptions::KEYS`].
+    pub const KEYS: &[&str] = &[
+        "overwrite",
+        "string_type",
+        "max_chunk_bytes",
+        "decode_cf",
+        "categorical_values",
+        "limit",
+        "long",
+        "max_rows",
+        "max_bytes",
+        "compression",
+        "anonymous",
+    ];
+
+    /// The options that are lists, set through their fields: [`Selection`]'s
+    /// `columns` and `rows`, [`WriteOptions`]' `chunk_shape` and `shard_shape`.
+    pub const LIST_KEYS: &[&str] = &["columns", "rows", "chunk_shape", "shard_shape"];
+
+    /// Set one option by its name (a `zarrow convert` flag without the dashes, or
+    /// a write option: [`WriteOptions::set`]) from its text: the keys Python's
+    /// keywords and DataFusion's `OPTIONS` pass. `columns`, `rows`, `chunk_shape`
+    /// and `shard_shape` are lists: set their fields.
+    ///
+    /// # Errors
+    /// [`Error::Option`] / [`Error::InvalidArgument`] naming the key and what it
+    /// takes.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
+        let bad = |takes: &str| {
+            Error::InvalidArgument(format!("convert option {key} = {value:?}: {takes}"))
+        };
+        let flag = || match value.trim().to_ascii_lowercase().as_str() {
+            "true" | "1" | "yes" => Ok(true),
+            "false" | "0" | "no" => Ok(false),
+            _ => Err(bad("true or false")),
+        };
+        let number = || value.trim().parse::<u64>().map_err(|_| bad("a number"));
+        match key {
+            "overwrite" => self.overwrite = flag()?,
+            "string_type" => self.read.string_type = Some(value.parse()?),
+            "max_chunk_bytes" => {
+                let bytes = limits::parse_size(value)?;
+                self.read.max_chunk_bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
+            }
+            "decode_cf" => self.read.decode_cf = flag()?,
+            "categorical_values" => self.read.categorical_values = flag()?,
+            "limit" => self.select.limit = Some(number()?),
+            "long" => self.select.long = flag()?,
+            "max_rows" => self.limits.max_rows = number()?,
+            "max_bytes" => self.limits.max_bytes = limits::parse_size(value)?,
+            "compression" => self.export.compression = parse_parquet_compression(value)?,
+            "anonymous" => self.url.anonymous = flag()?,
+            _ if WriteOptions::KEYS.contains(&key) => self.write.set(key, value)?,
+            _ => {
+                return Err(Error::InvalidArgument(format!(
+                    "unknown convert option {key:?} ({}, {})",
+                    Self::KEYS.join(", "),
+                    WriteOptions::KEYS.join(", ")
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// Memory-map the chunk files of a local Zarr input instead of reading them:
     /// uncompressed zarrs.vlen and ZEP0007 chunks then become Arrow arrays with no
     /// copy.
@@ -144,16 +162,6 @@ impl ConvertOptions {
     pub unsafe fn with_mmap(mut self, mmap: bool) -> Self {
         self.mmap = mmap;
         self
-    }
-
-    /// How Zarr input is read, before any `string_type`.
-    fn read_options(&self) -> ReadOptions {
-        // A bound past the address space is no bound (only on 32-bit targets).
-        let max_chunk_bytes = usize::try_from(self.max_chunk_bytes).unwrap_or(usize::MAX);
-        ReadOptions::default()
-            .with_max_chunk_bytes(max_chunk_bytes)
-            .with_decode_cf(self.decode_cf)
-            .with_categorical_values(self.categorical_values)
     }
 }
 
@@ -267,7 +275,7 @@ impl Job<'_> {
             },
             None => End::Path(self.dst),
         };
-        write_zarr(dst, self.overwrite, self.append, &self.url, write)
+        write_zarr(dst, self.overwrite, self.write.append, &self.url, write)
     }
 }
 
@@ -530,4 +538,63 @@ fn open_plain_store(path: &Path, mmap: bool, url: &UrlOptions) -> Result<Arc<dyn
     // exactly that; zarrow itself writes its output by rename, which leaves
     // existing mappings intact, even were the output inside the store.
     Ok(Arc::new(unsafe { LocalStore::new_memory_mapped(path) }))
+}
+
+#[cfg(test)]
+mod tests {
+    use parquet::basic::{Compression, GzipLevel};
+
+    use super::*;
+    use crate::StringType;
+    use crate::write::{Encoding, Layout, NullPolicy};
+
+    /// Each key sets the field of the options type that owns it, parsed as the
+    /// command line parses its flag.
+    #[test]
+    fn set_routes_each_key_to_its_options() {
+        let mut o = ConvertOptions::default();
+        for (key, value) in [
+            ("overwrite", "true"),
+            ("string_type", "large-utf8"),
+            ("max_chunk_bytes", "1M"),
+            ("decode_cf", "false"),
+            ("categorical_values", "yes"),
+            ("limit", "10"),
+            ("long", "1"),
+            ("max_rows", "5"),
+            ("max_bytes", "2G"),
+            ("compression", "gzip(6)"),
+            ("anonymous", "true"),
+            ("zarr_format", "2"),
+            ("encoding", "zep0007"),
+            ("nulls", "fill"),
+            ("layout", "anndata"),
+            ("append", "true"),
+            ("lock_timeout", "1.5"),
+        ] {
+            o.set(key, value).unwrap_or_else(|e| panic!("{key}: {e}"));
+        }
+        assert!(o.overwrite && o.url.anonymous);
+        assert_eq!(o.read.string_type, Some(StringType::LargeUtf8));
+        assert_eq!(o.read.max_chunk_bytes, 1 << 20);
+        assert!(!o.read.decode_cf && o.read.categorical_values);
+        assert_eq!((o.select.limit, o.select.long), (Some(10), true));
+        assert_eq!((o.limits.max_rows, o.limits.max_bytes), (5, 2 << 30));
+        assert_eq!(
+            o.export.compression,
+            Compression::GZIP(GzipLevel::try_new(6).unwrap())
+        );
+        let w = &o.write;
+        assert_eq!((w.zarr_format, w.encoding), (2, Encoding::Zep0007));
+        assert_eq!((w.nulls, w.layout), (NullPolicy::Fill, Layout::AnnData));
+        assert!(w.append);
+        assert_eq!(w.lock_timeout, std::time::Duration::from_millis(1500));
+        // An unknown key and a bad value name themselves.
+        let e = o.set("compresion", "zstd").unwrap_err().to_string();
+        assert!(e.contains("compresion") && e.contains("compressor"), "{e}");
+        let e = o.set("limit", "ten").unwrap_err().to_string();
+        assert!(e.contains("limit") && e.contains("ten"), "{e}");
+        let e = o.set("string_type", "utf16").unwrap_err().to_string();
+        assert!(e.contains("utf16") && e.contains("utf8-view"), "{e}");
+    }
 }

@@ -81,43 +81,19 @@ fn open_table(path: &Path) -> Result<(Reader, Option<u64>)> {
 pub(super) fn options(args: &Job<'_>) -> Result<WriteOptions> {
     // An append refuses the format options itself (the group's own apply),
     // when there is a group.
-    if args.append && (args.overwrite || args.chunk_shape.is_some() || args.shard_shape.is_some()) {
+    let write = &args.write;
+    if write.append
+        && (args.overwrite || write.chunk_shape.is_some() || write.shard_shape.is_some())
+    {
         return Err(Error::InvalidArgument(
             "an append takes neither overwrite nor chunk_shape / shard_shape".into(),
         ));
     }
-    let mut options = WriteOptions::default()
-        .with_append(args.append)
-        .with_lock_timeout(args.lock_timeout)
-        .with_zarr_format(args.zarr_format);
-    options.set("encoding", &args.encoding)?;
-    options.set("compressor", &args.compressor)?;
-    options.set("nulls", &args.nulls)?;
-    options.set("layout", &args.layout)?;
-    if let Some(level) = args.level {
-        options = options.with_level(level);
-    }
-    if let Some(len) = args.chunk_len {
-        options = options.with_chunk_len(len);
-    }
-    if let Some(len) = args.shard_len {
-        options = options.with_shard_len(len);
-    }
-    if let Some(shape) = &args.chunk_shape {
-        options = options.with_chunk_shape(shape.clone());
-    }
-    if let Some(shape) = &args.shard_shape {
-        options = options.with_shard_shape(shape.clone());
-    }
-    Ok(options)
+    Ok(write.clone())
 }
 
 pub(super) fn convert(args: &Job<'_>) -> Result<Written> {
-    if args.columns.is_some()
-        || args.string_type.is_some()
-        || args.rows.is_some()
-        || args.limit.is_some()
-    {
+    if args.select.is_given() || args.read.string_type.is_some() {
         return Err(Error::InvalidArgument(
             "--columns, --string-type, --rows and --limit apply when SRC is a Zarr store".into(),
         ));

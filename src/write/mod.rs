@@ -285,6 +285,19 @@ pub struct WriteOptions {
     pub lock_timeout: Duration,
 }
 
+/// Each option's spelling ([`Encoding::name`], ...) is its `Display`: what its
+/// `FromStr` reads back, and what `--help` shows as a default.
+macro_rules! display_by_name {
+    ($($t:ty),*) => {$(
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+    )*};
+}
+display_by_name!(Encoding, Compressor, NullPolicy, Layout);
+
 /// How long a writer waits for another by default: a minute.
 pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -398,6 +411,21 @@ impl WriteOptions {
         self
     }
 
+    /// The keys [`WriteOptions::set`] takes.
+    pub const KEYS: &[&str] = &[
+        "zarr_format",
+        "encoding",
+        "compressor",
+        "level",
+        "chunk_len",
+        "shard_len",
+        "layout",
+        "nulls",
+        "overwrite",
+        "append",
+        "lock_timeout",
+    ];
+
     /// Set the option named `key` (as `zarrow convert`'s flag without the
     /// dashes, or a DataFusion `COPY ... OPTIONS` key) from its text `value`:
     /// `zarr_format`, `encoding`, `compressor`, `level`, `chunk_len`,
@@ -445,7 +473,8 @@ impl WriteOptions {
             }
             _ => {
                 return Err(Error::InvalidArgument(format!(
-                    "unknown write option {key:?} (zarr_format, encoding, compressor, level, chunk_len, shard_len, layout, nulls, overwrite, append, lock_timeout)"
+                    "unknown write option {key:?} ({})",
+                    Self::KEYS.join(", ")
                 )));
             }
         }
