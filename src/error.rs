@@ -171,14 +171,14 @@ pub enum Error {
         path: String,
     },
     /// A chunk could not be encoded.
-    #[error("encoding chunk {key} with {}: {}", Cut(codec), Cut(message))]
+    #[error("encoding chunk {key} with {}: {source}", Cut(codec))]
     Encode {
         /// The chunk's store key.
         key: String,
         /// The codec that failed (its v3 name, or its whole entry for a layout).
         codec: String,
-        /// What went wrong.
-        message: String,
+        /// Why.
+        source: EncodeError,
     },
     /// A linear-exchange-format document breaks the RFC.
     #[error("linear format: {}: {}", Cut(field), Cut(message))]
@@ -431,6 +431,43 @@ impl From<Error> for ArrowError {
             Error::Arrow(a) => a,
             other => ArrowError::ExternalError(Box::new(other)),
         }
+    }
+}
+
+/// Why a codec could not encode a chunk ([`Error::Encode`] names the chunk and
+/// the codec).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EncodeError {
+    /// Values the codec cannot hold as given: more than the chunk's elements, an
+    /// Arrow type it does not write, a value or chunk past its format's limits.
+    #[error("{}", Cut(.0))]
+    Values(String),
+    /// The compressor (or its C library) failed.
+    #[error("{}", Cut(.0))]
+    Compress(String),
+    /// An inner chunk of a shard, or a section of a layout, failed.
+    #[error("{what}: {}: {source}", Cut(codec))]
+    Inner {
+        /// Which part (`inner chunk 3`, `index`).
+        what: String,
+        /// Its codec.
+        codec: String,
+        /// Why.
+        source: Box<EncodeError>,
+    },
+    /// A codec this build of zarrow leaves out (a default feature turned off).
+    #[error("this zarrow was built without its `{feature}` feature")]
+    NotBuilt {
+        /// The cargo feature.
+        feature: &'static str,
+    },
+}
+
+impl EncodeError {
+    /// A compressor's failure, from its error.
+    pub(crate) fn compress(e: impl std::fmt::Display) -> Self {
+        Self::Compress(e.to_string())
     }
 }
 

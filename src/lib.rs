@@ -62,7 +62,7 @@ pub mod store;
 pub mod write;
 
 pub use codec::CodecChain;
-pub use error::{ChunkError, Convention, Error, ParseOptionError, Result};
+pub use error::{ChunkError, Convention, EncodeError, Error, ParseOptionError, Result};
 pub use metadata::{ArrayMetadata, DataType, FillValue, GroupMetadata, NodeMetadata, StringType};
 pub use read::{
     ArrayBatchReader, BatchReader, ReadOptions, ReaderBuilder, ZarrArray, ZarrGroup, read_node,

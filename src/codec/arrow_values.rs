@@ -4,6 +4,7 @@
 //! (one memcpy each into the chunk; offsets are rebased only when the slice does
 //! not start at offset 0); views are walked element by element.
 
+use crate::error::EncodeError;
 use arrow_array::cast::AsArray;
 use arrow_array::types::ByteArrayType;
 use arrow_array::{Array, GenericByteArray, OffsetSizeTrait};
@@ -18,7 +19,7 @@ pub(super) fn offsets_and_values(
     pad: usize,
     index: &mut Vec<u8>,
     data: &mut Vec<u8>,
-) -> Result<(), String> {
+) -> Result<(), EncodeError> {
     match array.data_type() {
         ArrowType::Utf8 => from_contiguous(array.as_string::<i32>(), width, pad, index, data),
         ArrowType::LargeUtf8 => from_contiguous(array.as_string::<i64>(), width, pad, index, data),
@@ -46,7 +47,7 @@ fn from_contiguous<T: ByteArrayType>(
     pad: usize,
     index: &mut Vec<u8>,
     data: &mut Vec<u8>,
-) -> Result<(), String>
+) -> Result<(), EncodeError>
 where
     T::Offset: OffsetSizeTrait,
 {
@@ -76,12 +77,14 @@ pub(super) fn push_offsets(
     index: &mut Vec<u8>,
     offsets: impl Iterator<Item = u64>,
     width: usize,
-) -> Result<(), String> {
+) -> Result<(), EncodeError> {
     for o in offsets {
         if width == 4 {
-            let o = i32::try_from(o).map_err(
-                |_| "chunk values exceed 2 GiB: use a large type or a smaller chunk length",
-            )?;
+            let o = i32::try_from(o).map_err(|_| {
+                EncodeError::Values(
+                    "chunk values exceed 2 GiB: use a large type or a smaller chunk length".into(),
+                )
+            })?;
             index.extend_from_slice(&o.to_le_bytes());
         } else {
             index.extend_from_slice(&o.to_le_bytes());
@@ -91,7 +94,10 @@ pub(super) fn push_offsets(
 }
 
 /// Call `f` with each element's bytes (strings as UTF-8), in order.
-pub(super) fn for_each_value(array: &dyn Array, mut f: impl FnMut(&[u8])) -> Result<(), String> {
+pub(super) fn for_each_value(
+    array: &dyn Array,
+    mut f: impl FnMut(&[u8]),
+) -> Result<(), EncodeError> {
     match array.data_type() {
         ArrowType::Utf8 => array
             .as_string::<i32>()
@@ -117,7 +123,11 @@ pub(super) fn for_each_value(array: &dyn Array, mut f: impl FnMut(&[u8])) -> Res
             .as_binary_view()
             .iter()
             .for_each(|v| f(v.unwrap_or_default())),
-        other => return Err(format!("{other} has no variable-length values")),
+        other => {
+            return Err(EncodeError::Values(format!(
+                "{other} has no variable-length values"
+            )));
+        }
     }
     Ok(())
 }

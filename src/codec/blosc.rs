@@ -28,7 +28,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::{BytesToBytesCodec, ConfigError, settings};
-use crate::error::ChunkError;
+use crate::error::{ChunkError, EncodeError};
 
 /// The names of `blosc`.
 pub(crate) const NAMES: &[&str] = &["blosc", "numcodecs.blosc"];
@@ -136,7 +136,7 @@ impl BytesToBytesCodec for Blosc {
         decode(&input, limit)
     }
 
-    fn encode(&self, input: Vec<u8>) -> Result<Vec<u8>, String> {
+    fn encode(&self, input: Vec<u8>) -> Result<Vec<u8>, EncodeError> {
         encode(&input, self)
     }
 
@@ -229,9 +229,9 @@ pub(crate) fn decode(input: &[u8], limit: usize) -> Result<Buffer, ChunkError> {
 /// # Errors
 /// An unknown `cname`, or an input over c-blosc's 2 GiB frame limit.
 #[cfg(feature = "blosc")]
-pub(crate) fn encode(input: &[u8], config: &Blosc) -> Result<Vec<u8>, String> {
-    let cname =
-        CString::new(config.cname.as_str()).map_err(|_| "blosc cname contains NUL".to_string())?;
+pub(crate) fn encode(input: &[u8], config: &Blosc) -> Result<Vec<u8>, EncodeError> {
+    let cname = CString::new(config.cname.as_str())
+        .map_err(|_| EncodeError::compress("cname contains NUL"))?;
     let shuffle = config.shuffle.number();
     let mut out = vec![0u8; input.len() + MAX_OVERHEAD];
     // SAFETY: `input` and `out` are live, non-overlapping slices whose lengths are
@@ -252,10 +252,10 @@ pub(crate) fn encode(input: &[u8], config: &Blosc) -> Result<Vec<u8>, String> {
         )
     };
     if n <= 0 {
-        return Err(format!(
+        return Err(EncodeError::Compress(format!(
             "blosc compression failed ({n}); is cname {:?} supported?",
             config.cname
-        ));
+        )));
     }
     out.truncate(n as usize);
     Ok(out)
@@ -272,7 +272,7 @@ fn decode(_: &[u8], _: usize) -> Result<Buffer, ChunkError> {
 }
 
 #[cfg(not(feature = "blosc"))]
-fn encode(_: &[u8], _: &Blosc) -> Result<Vec<u8>, String> {
+fn encode(_: &[u8], _: &Blosc) -> Result<Vec<u8>, EncodeError> {
     Err(NOT_BUILT.to_string())
 }
 

@@ -31,7 +31,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::{ArrayToBytesCodec, CodecChain, ConfigError, DecodeContext, padding, settings};
-use crate::error::ChunkError;
+use crate::error::{ChunkError, EncodeError};
 use crate::metadata::{DataType, DateTimeUnit, Endian};
 
 /// numpy's NaT ("not a time"): the int64 count that marks a missing datetime64 or
@@ -72,7 +72,7 @@ impl ArrayToBytesCodec for Bytes {
         decode(bytes, self.endian.unwrap_or_default(), ctx)
     }
 
-    fn encode(&self, array: &dyn Array, shape: &[u64]) -> Result<Vec<u8>, String> {
+    fn encode(&self, array: &dyn Array, shape: &[u64]) -> Result<Vec<u8>, EncodeError> {
         let (_, pad) = padding(array, shape)?;
         let (out, width) = encode(array, pad)?;
         Ok(match self.endian {
@@ -287,7 +287,7 @@ fn utf32(
 /// Arrow's times (`Timestamp`, `Duration`, `Date64`) are int64 counts as numpy's
 /// datetime64 / timedelta64 are, their nulls written as NaT; `Date32` widens to
 /// datetime64[D]'s int64.
-fn encode(array: &dyn Array, pad: usize) -> Result<(Vec<u8>, usize), String> {
+fn encode(array: &dyn Array, pad: usize) -> Result<(Vec<u8>, usize), EncodeError> {
     use arrow_schema::DataType as ArrowType;
     let is_time = matches!(
         array.data_type(),
@@ -314,22 +314,21 @@ fn encode(array: &dyn Array, pad: usize) -> Result<(Vec<u8>, usize), String> {
         arrow_schema::DataType::Boolean => 1,
         t => t
             .primitive_width()
-            .ok_or_else(|| format!("the bytes codec does not encode {t}"))?,
+            .ok_or_else(|| EncodeError::Values(format!("the bytes codec does not encode {t}")))?,
     };
     let mut out = Vec::with_capacity((array.len() + pad) * size);
     if let Some(bools) = array.as_boolean_opt() {
         out.extend(bools.values().iter().map(u8::from));
     } else {
         let data = array.to_data();
-        let buffer = data
-            .buffers()
-            .first()
-            .ok_or("a fixed-width array without a values buffer")?;
+        let buffer = data.buffers().first().ok_or_else(|| {
+            EncodeError::Values("a fixed-width array without a values buffer".into())
+        })?;
         let start = data.offset() * size;
         let bytes = buffer
             .as_slice()
             .get(start..start + data.len() * size)
-            .ok_or("values buffer too short")?;
+            .ok_or_else(|| EncodeError::Values("values buffer too short".into()))?;
         out.extend_from_slice(bytes);
     }
     out.resize((array.len() + pad) * size, 0);

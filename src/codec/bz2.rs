@@ -18,7 +18,7 @@ use serde_json::{Map, Value, json};
 
 use super::bounded::read_limited;
 use super::{BytesToBytesCodec, ConfigError, settings};
-use crate::error::ChunkError;
+use crate::error::{ChunkError, EncodeError};
 
 /// The names of numcodecs' `BZ2`.
 pub(crate) const NAMES: &[&str] = &["numcodecs.bz2", "bz2"];
@@ -52,10 +52,10 @@ impl BytesToBytesCodec for Bz2 {
         read_limited(decoder, "bz2", limit, input.len().saturating_mul(4))
     }
 
-    fn encode(&self, input: Vec<u8>) -> Result<Vec<u8>, String> {
+    fn encode(&self, input: Vec<u8>) -> Result<Vec<u8>, EncodeError> {
         let mut enc = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::new(self.level));
-        enc.write_all(&input).map_err(|e| e.to_string())?;
-        enc.finish().map_err(|e| e.to_string())
+        enc.write_all(&input).map_err(EncodeError::compress)?;
+        enc.finish().map_err(EncodeError::compress)
     }
 
     fn metadata(&self, zarr_format: u8) -> Value {

@@ -11,7 +11,7 @@ use super::{
     ArrayToArrayCodec, ArrayToBytesCodec, Builder, BytesToBytesCodec, CODECS, ChunkRange,
     ConfigError, DecodeContext, PartialDecoder, PartialRead, PartialStep, vlen, zep0007, zstd,
 };
-use crate::error::{ChunkError, Error, Result};
+use crate::error::{ChunkError, EncodeError, Error, Result};
 use crate::metadata::{ArrayMetadata, CodecMetadata, Zep0007Offsets};
 
 /// The codecs of an array in encoding order: array->array codecs, one array->bytes
@@ -54,18 +54,7 @@ impl CodecChain {
                 large: offsets == Zep0007Offsets::Int64,
             }) as Arc<dyn ArrayToBytesCodec>
         });
-        let chain = Self::parse(&meta.codecs, implied).map_err(|e| match e {
-            ConfigError::Unsupported(name) => Error::UnsupportedCodec {
-                name,
-                key: key.to_string(),
-            },
-            ConfigError::Invalid(message) => Error::metadata(key, message),
-            ConfigError::NotBuilt { name, feature } => Error::CodecNotBuilt {
-                name,
-                feature,
-                key: key.to_string(),
-            },
-        })?;
+        let chain = Self::parse(&meta.codecs, implied).map_err(|e| e.into_error(key))?;
         if chain.array_to_bytes.is_variable_length() != meta.is_variable_length() {
             return Err(Error::metadata(
                 key,
@@ -78,7 +67,7 @@ impl CodecChain {
         }
         chain
             .check_shape(&meta.chunk_shape)
-            .map_err(|m| Error::metadata(key, m))?;
+            .map_err(|e| e.into_error(key))?;
         Ok(chain)
     }
 
@@ -90,18 +79,7 @@ impl CodecChain {
     /// # Errors
     /// As [`CodecChain::from_metadata`], naming the key `"codecs"`.
     pub fn from_codecs(codecs: &[CodecMetadata]) -> Result<Self> {
-        Self::parse(codecs, None).map_err(|e| match e {
-            ConfigError::Unsupported(name) => Error::UnsupportedCodec {
-                name,
-                key: "codecs".to_string(),
-            },
-            ConfigError::Invalid(message) => Error::metadata("codecs", message),
-            ConfigError::NotBuilt { name, feature } => Error::CodecNotBuilt {
-                name,
-                feature,
-                key: "codecs".to_string(),
-            },
-        })
+        Self::parse(codecs, None).map_err(|e| e.into_error("codecs"))
     }
 
     /// Build a chain from a `codecs` list. `implied` is the array->bytes layout a
@@ -175,7 +153,7 @@ impl CodecChain {
 
     /// Check the chain against the shape of the chunks it encodes: array->array
     /// codecs fit the rank, inner chunks divide their shard.
-    pub(crate) fn check_shape(&self, shape: &[u64]) -> Result<(), String> {
+    pub(crate) fn check_shape(&self, shape: &[u64]) -> Result<(), ConfigError> {
         let mut shape = shape.to_vec();
         for codec in &self.array_to_array {
             shape = codec.encoded_shape(&shape)?;
@@ -278,9 +256,9 @@ impl CodecChain {
             let last = shapes.last().map(Vec::as_slice).unwrap_or_default();
             let next = codec
                 .encoded_shape(last)
-                .map_err(|message| ChunkError::Decompress {
+                .map_err(|e| ChunkError::Decompress {
                     codec: "array->array",
-                    message,
+                    message: e.message(),
                 })?;
             shapes.push(next);
         }
@@ -313,13 +291,15 @@ impl CodecChain {
         &self,
         array: &ArrayRef,
         shape: &[u64],
-    ) -> Result<Vec<u8>, (String, String)> {
+    ) -> Result<Vec<u8>, (String, EncodeError)> {
         let mut array = array.clone();
         let mut shape = shape.to_vec();
         for codec in &self.array_to_array {
-            let failed = |message| (name_of(&codec.metadata()), message);
+            let failed = |e| (name_of(&codec.metadata()), e);
             array = codec.encode(&array, &shape).map_err(failed)?;
-            shape = codec.encoded_shape(&shape).map_err(failed)?;
+            shape = codec
+                .encoded_shape(&shape)
+                .map_err(|e| failed(EncodeError::Values(e.message())))?;
         }
         let mut bytes = self
             .array_to_bytes
@@ -339,7 +319,7 @@ impl CodecChain {
     ///
     /// # Errors
     /// A message from a compressor (an unknown blosc `cname`, an input too large).
-    pub fn encode_bytes(&self, bytes: Vec<u8>) -> Result<Vec<u8>, String> {
+    pub fn encode_bytes(&self, bytes: Vec<u8>) -> Result<Vec<u8>, EncodeError> {
         self.bytes_to_bytes
             .iter()
             .try_fold(bytes, |buf, codec| codec.encode(buf))
@@ -587,9 +567,12 @@ mod tests {
         let encoded = chain.encode(&whole, &[2, 2]).unwrap();
         assert!(!encoded.is_empty());
         let part: ArrayRef = Arc::new(Int32Array::from(vec![1, 2, 3]));
-        let (codec, message) = chain.encode(&part, &[2, 2]).unwrap_err();
+        let (codec, error) = chain.encode(&part, &[2, 2]).unwrap_err();
         assert_eq!(codec, "transpose");
-        assert!(message.contains("3 of 4"), "{message}");
+        assert!(
+            matches!(&error, EncodeError::Values(m) if m.contains("3 of 4")),
+            "{error}"
+        );
     }
 
     /// A build without the C codecs' features reads every other codec, and names
@@ -620,5 +603,43 @@ mod tests {
         }
         let zstd = [CodecMetadata::named("bytes"), CodecMetadata::named("zstd")];
         assert!(CodecChain::from_codecs(&zstd).is_ok());
+    }
+
+    /// An inner chunk that cannot be encoded is named inside the shard's error,
+    /// with its codec and why.
+    #[test]
+    fn a_shard_names_the_inner_chunk_that_fails() {
+        let codecs: Vec<CodecMetadata> = serde_json::from_value(json!([{
+            "name": "sharding_indexed",
+            "configuration": {
+                "chunk_shape": [2],
+                "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+                "index_codecs": [
+                    {"name": "bytes", "configuration": {"endian": "little"}},
+                    {"name": "crc32c"}
+                ],
+                "index_location": "end"
+            }
+        }]))
+        .unwrap();
+        let chain = CodecChain::from_codecs(&codecs).unwrap();
+        let strings: ArrayRef = Arc::new(arrow_array::StringArray::from(vec!["a", "b", "c"]));
+        let (codec, error) = chain.encode(&strings, &[4]).unwrap_err();
+        assert!(codec.contains("sharding_indexed"), "{codec}");
+        match &error {
+            EncodeError::Inner {
+                what,
+                codec,
+                source,
+            } => {
+                assert_eq!(what, "inner chunk 0");
+                assert!(codec.contains("bytes"), "{codec}");
+                assert!(
+                    matches!(source.as_ref(), EncodeError::Values(m) if m.contains("Utf8")),
+                    "{source}"
+                );
+            }
+            other => panic!("{other}"),
+        }
     }
 }

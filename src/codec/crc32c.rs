@@ -11,7 +11,7 @@ use arrow_buffer::Buffer;
 use serde_json::{Map, Value, json};
 
 use super::{BytesToBytesCodec, ConfigError};
-use crate::error::ChunkError;
+use crate::error::{ChunkError, EncodeError};
 
 /// The names of `crc32c` (v3 and numcodecs).
 pub(crate) const NAMES: &[&str] = &["crc32c", "numcodecs.crc32c"];
@@ -32,7 +32,7 @@ impl BytesToBytesCodec for Crc32c {
         crc32c_decode(input)
     }
 
-    fn encode(&self, input: Vec<u8>) -> Result<Vec<u8>, String> {
+    fn encode(&self, input: Vec<u8>) -> Result<Vec<u8>, EncodeError> {
         Ok(crc32c_encode(&input))
     }
 

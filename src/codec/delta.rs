@@ -33,7 +33,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::{ArrayToArrayCodec, ConfigError, settings};
-use crate::error::ChunkError;
+use crate::error::{ChunkError, EncodeError};
 use crate::metadata::{DataType, StringType, parse_dtype};
 
 /// The names of numcodecs' `Delta`.
@@ -70,12 +70,12 @@ impl Delta {
     /// # Errors
     /// A message naming the dtypes when `dtype` is not an integer or float type or
     /// `astype` is another type.
-    pub(crate) fn new(dtype: String, astype: Option<String>) -> Result<Self, String> {
+    pub(crate) fn new(dtype: String, astype: Option<String>) -> Result<Self, ConfigError> {
         let refuse = || {
-            format!(
+            ConfigError::Invalid(format!(
                 "numcodecs.delta: dtype {dtype:?} with astype {:?}: zarrow reads delta over integer and float dtypes, with astype equal to dtype",
                 astype.as_deref().unwrap_or(&dtype)
-            )
+            ))
         };
         let parsed = parse_dtype("numcodecs.delta", &dtype).map_err(|_| refuse())?;
         if let Some(astype) = &astype
@@ -106,6 +106,7 @@ impl Delta {
         })
     }
 
+    /// Run the codec forwards or backwards; an error says why it does not apply.
     fn run(&self, array: &ArrayRef, decode: bool) -> Result<ArrayRef, String> {
         let want = self.data_type.arrow_type(StringType::default());
         if array.data_type() != &want {
@@ -135,7 +136,7 @@ impl Delta {
 }
 
 impl ArrayToArrayCodec for Delta {
-    fn encoded_shape(&self, shape: &[u64]) -> Result<Vec<u64>, String> {
+    fn encoded_shape(&self, shape: &[u64]) -> Result<Vec<u64>, ConfigError> {
         Ok(shape.to_vec())
     }
 
@@ -147,8 +148,8 @@ impl ArrayToArrayCodec for Delta {
             })
     }
 
-    fn encode(&self, array: &ArrayRef, _shape: &[u64]) -> Result<ArrayRef, String> {
-        self.run(array, false)
+    fn encode(&self, array: &ArrayRef, _shape: &[u64]) -> Result<ArrayRef, EncodeError> {
+        self.run(array, false).map_err(EncodeError::Values)
     }
 
     fn metadata(&self) -> Value {
@@ -302,7 +303,10 @@ mod tests {
             ("nonsense", None),
         ] {
             let err = Delta::new(dtype.into(), astype.map(str::to_string)).unwrap_err();
-            assert!(err.contains(dtype), "{err}");
+            assert!(
+                matches!(&err, ConfigError::Invalid(m) if m.contains(dtype)),
+                "{dtype}"
+            );
         }
         // A dtype that is not the array's is refused when it meets the values.
         let stored: ArrayRef = Arc::new(Int32Array::from(vec![1]));

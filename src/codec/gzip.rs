@@ -19,7 +19,7 @@ use serde_json::{Map, Value, json};
 
 use super::bounded::read_limited;
 use super::{BytesToBytesCodec, ConfigError, settings};
-use crate::error::ChunkError;
+use crate::error::{ChunkError, EncodeError};
 
 /// The names of `gzip` and `zlib`.
 pub(crate) const NAMES: &[&str] = &["gzip", "numcodecs.gzip", "zlib", "numcodecs.zlib"];
@@ -59,7 +59,7 @@ impl BytesToBytesCodec for Gzip {
         }
     }
 
-    fn encode(&self, input: Vec<u8>) -> Result<Vec<u8>, String> {
+    fn encode(&self, input: Vec<u8>) -> Result<Vec<u8>, EncodeError> {
         if self.zlib {
             zlib_encode(&input, self.level)
         } else {
@@ -92,22 +92,22 @@ pub(crate) fn gzip_decode(input: &[u8], limit: usize) -> Result<Buffer, ChunkErr
 }
 
 /// Compress into one gzip member (no file name, zero timestamp: reproducible).
-pub(crate) fn gzip_encode(input: &[u8], level: u32) -> Result<Vec<u8>, String> {
+pub(crate) fn gzip_encode(input: &[u8], level: u32) -> Result<Vec<u8>, EncodeError> {
     use std::io::Write;
     let mut enc = flate2::GzBuilder::new()
         .mtime(0)
         .write(Vec::new(), flate2::Compression::new(level.min(9)));
-    enc.write_all(input).map_err(|e| e.to_string())?;
-    enc.finish().map_err(|e| e.to_string())
+    enc.write_all(input).map_err(EncodeError::compress)?;
+    enc.finish().map_err(EncodeError::compress)
 }
 
 /// Compress into a zlib stream.
-pub(crate) fn zlib_encode(input: &[u8], level: u32) -> Result<Vec<u8>, String> {
+pub(crate) fn zlib_encode(input: &[u8], level: u32) -> Result<Vec<u8>, EncodeError> {
     use std::io::Write;
     let mut enc =
         flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::new(level.min(9)));
-    enc.write_all(input).map_err(|e| e.to_string())?;
-    enc.finish().map_err(|e| e.to_string())
+    enc.write_all(input).map_err(EncodeError::compress)?;
+    enc.finish().map_err(EncodeError::compress)
 }
 
 /// Decompress a zlib stream.

@@ -22,7 +22,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::{BytesToBytesCodec, ConfigError, settings};
-use crate::error::ChunkError;
+use crate::error::{ChunkError, EncodeError};
 
 /// The names of numcodecs' `LZ4`.
 pub(crate) const NAMES: &[&str] = &["numcodecs.lz4", "lz4"];
@@ -83,9 +83,11 @@ impl BytesToBytesCodec for Lz4 {
         Ok(out.into())
     }
 
-    fn encode(&self, input: Vec<u8>) -> Result<Vec<u8>, String> {
+    fn encode(&self, input: Vec<u8>) -> Result<Vec<u8>, EncodeError> {
         if u32::try_from(input.len()).is_err() {
-            return Err("lz4: a chunk over 4 GiB does not fit numcodecs' size header".into());
+            return Err(EncodeError::Values(
+                "a chunk over 4 GiB does not fit numcodecs' lz4 size header".into(),
+            ));
         }
         Ok(lz4_flex::block::compress_prepend_size(&input))
     }

@@ -22,7 +22,7 @@ use serde_json::{Map, Value, json};
 #[cfg(feature = "lzma")]
 use super::bounded::read_limited;
 use super::{BytesToBytesCodec, ConfigError, settings};
-use crate::error::ChunkError;
+use crate::error::{ChunkError, EncodeError};
 
 /// The most memory liblzma may use to decode one stream (its `memlimit`): four
 /// times what xz's largest preset (9, 64 MiB dictionary) needs. A stream whose
@@ -85,7 +85,7 @@ impl BytesToBytesCodec for Lzma {
         decode(&input, limit)
     }
 
-    fn encode(&self, input: Vec<u8>) -> Result<Vec<u8>, String> {
+    fn encode(&self, input: Vec<u8>) -> Result<Vec<u8>, EncodeError> {
         encode(&input, self)
     }
 
@@ -122,7 +122,7 @@ fn decode(input: &[u8], limit: usize) -> Result<Buffer, ChunkError> {
 }
 
 #[cfg(feature = "lzma")]
-fn encode(input: &[u8], config: &Lzma) -> Result<Vec<u8>, String> {
+fn encode(input: &[u8], config: &Lzma) -> Result<Vec<u8>, EncodeError> {
     use std::io::Write as _;
     let stream = match config.format {
         2 => liblzma::stream::LzmaOptions::new_preset(config.preset)
@@ -131,10 +131,10 @@ fn encode(input: &[u8], config: &Lzma) -> Result<Vec<u8>, String> {
             liblzma::stream::Stream::new_easy_encoder(config.preset, liblzma::stream::Check::Crc64)
         }
     }
-    .map_err(|e| e.to_string())?;
+    .map_err(EncodeError::compress)?;
     let mut enc = liblzma::write::XzEncoder::new_stream(Vec::new(), stream);
-    enc.write_all(input).map_err(|e| e.to_string())?;
-    enc.finish().map_err(|e| e.to_string())
+    enc.write_all(input).map_err(EncodeError::compress)?;
+    enc.finish().map_err(EncodeError::compress)
 }
 
 /// Without the `lzma` feature `build` refuses the codec, so no chain holds one.
@@ -147,7 +147,7 @@ fn decode(_: &[u8], _: usize) -> Result<Buffer, ChunkError> {
 }
 
 #[cfg(not(feature = "lzma"))]
-fn encode(_: &[u8], _: &Lzma) -> Result<Vec<u8>, String> {
+fn encode(_: &[u8], _: &Lzma) -> Result<Vec<u8>, EncodeError> {
     Err(NOT_BUILT.to_string())
 }
 

@@ -75,7 +75,7 @@ pub(crate) use zarrs_vlen::ZarrsVlen;
 pub(crate) use zep0007::Zep0007;
 pub(crate) use zstd::Zstd;
 
-use crate::error::ChunkError;
+use crate::error::{ChunkError, EncodeError, Error};
 use crate::metadata::{DataType, FillValue, StringType};
 
 /// What a layout decoder needs to know about the chunk it decodes.
@@ -136,12 +136,12 @@ impl<'a> DecodeContext<'a> {
 /// An array->array codec: reorders a chunk's elements.
 pub(crate) trait ArrayToArrayCodec: Debug + Send + Sync {
     /// The shape of the chunk this codec hands on, for a chunk of `shape`.
-    fn encoded_shape(&self, shape: &[u64]) -> Result<Vec<u64>, String>;
+    fn encoded_shape(&self, shape: &[u64]) -> Result<Vec<u64>, ConfigError>;
     /// Undo the codec: `array` is in C order over `encoded_shape(shape)`; the result
     /// is in C order over `shape`.
     fn decode(&self, array: &ArrayRef, shape: &[u64]) -> Result<ArrayRef, ChunkError>;
     /// Apply the codec to a chunk of `shape`.
-    fn encode(&self, array: &ArrayRef, shape: &[u64]) -> Result<ArrayRef, String>;
+    fn encode(&self, array: &ArrayRef, shape: &[u64]) -> Result<ArrayRef, EncodeError>;
     /// The v3 `codecs` entry.
     fn metadata(&self) -> Value;
 }
@@ -152,13 +152,13 @@ pub(crate) trait ArrayToBytesCodec: Debug + Send + Sync + Any {
     fn decode(&self, bytes: Buffer, ctx: &DecodeContext) -> Result<ArrayRef, ChunkError>;
     /// Encode `array` (at most `shape`'s element count, no nulls) as a chunk of
     /// `shape`, padded with the fill value (zeros, empty values).
-    fn encode(&self, array: &dyn Array, shape: &[u64]) -> Result<Vec<u8>, String>;
+    fn encode(&self, array: &dyn Array, shape: &[u64]) -> Result<Vec<u8>, EncodeError>;
     /// The v3 `codecs` entry; `None` when the data type implies the layout.
     fn metadata(&self) -> Option<Value>;
     /// Whether the layout holds variable-length elements.
     fn is_variable_length(&self) -> bool;
     /// Check the layout against the shape of the chunks it encodes.
-    fn check_shape(&self, _shape: &[u64]) -> Result<(), String> {
+    fn check_shape(&self, _shape: &[u64]) -> Result<(), ConfigError> {
         Ok(())
     }
     /// The codec's partial decoder for chunks of `ndim` dimensions, when it can
@@ -242,7 +242,7 @@ pub(crate) trait BytesToBytesCodec: Debug + Send + Sync + Any {
     /// Undo the codec, producing at most `limit` bytes.
     fn decode(&self, input: Buffer, limit: usize) -> Result<Buffer, ChunkError>;
     /// Apply the codec.
-    fn encode(&self, input: Vec<u8>) -> Result<Vec<u8>, String>;
+    fn encode(&self, input: Vec<u8>) -> Result<Vec<u8>, EncodeError>;
     /// The v3 `codecs` entry (`zarr_format` 3) or the v2 `compressor` object (2).
     fn metadata(&self, zarr_format: u8) -> Value;
     /// The bytes the codec adds whatever its input, when fixed (`crc32c`: 4).
@@ -274,6 +274,35 @@ pub(crate) enum ConfigError {
         /// The feature that builds it.
         feature: &'static str,
     },
+}
+
+impl ConfigError {
+    /// What is wrong, as a message.
+    pub(crate) fn message(self) -> String {
+        match self {
+            Self::Unsupported(name) => format!("unsupported codec {name:?}"),
+            Self::Invalid(message) => message,
+            Self::NotBuilt { name, feature } => {
+                format!("codec {name:?} needs zarrow's `{feature}` feature")
+            }
+        }
+    }
+
+    /// The error of the metadata document at `key`.
+    pub(crate) fn into_error(self, key: &str) -> Error {
+        match self {
+            Self::Unsupported(name) => Error::UnsupportedCodec {
+                name,
+                key: key.to_string(),
+            },
+            Self::Invalid(message) => Error::metadata(key, message),
+            Self::NotBuilt { name, feature } => Error::CodecNotBuilt {
+                name,
+                feature,
+                key: key.to_string(),
+            },
+        }
+    }
 }
 
 impl From<String> for ConfigError {
@@ -312,25 +341,30 @@ pub(crate) const CODECS: &[(&[&str], Builder)] = &[
 
 /// For an array->bytes encoder: the elements of a chunk of `shape`, and how many
 /// fill elements pad `array` to them.
-fn padding(array: &dyn Array, shape: &[u64]) -> Result<(usize, usize), String> {
+fn padding(array: &dyn Array, shape: &[u64]) -> Result<(usize, usize), EncodeError> {
     let elements = shape
         .iter()
         .try_fold(1u64, |acc, &d| acc.checked_mul(d))
         .and_then(|e| usize::try_from(e).ok())
-        .ok_or_else(|| format!("chunk shape {shape:?} has too many elements"))?;
+        .ok_or_else(|| {
+            EncodeError::Values(format!("chunk shape {shape:?} has too many elements"))
+        })?;
     let pad = elements.checked_sub(array.len()).ok_or_else(|| {
-        format!(
+        EncodeError::Values(format!(
             "{} values do not fit a chunk of {elements} elements",
             array.len()
-        )
+        ))
     })?;
     Ok((elements, pad))
 }
 
 /// A codec's configuration object as its serde-derived settings type.
-fn settings<T: DeserializeOwned>(codec: &str, config: &Map<String, Value>) -> Result<T, String> {
+fn settings<T: DeserializeOwned>(
+    codec: &str,
+    config: &Map<String, Value>,
+) -> Result<T, ConfigError> {
     serde_json::from_value(Value::Object(config.clone()))
-        .map_err(|e| format!("{codec}: bad configuration: {e}"))
+        .map_err(|e| ConfigError::Invalid(format!("{codec}: bad configuration: {e}")))
 }
 
 /// Where `zarrs.vlen` and `sharding_indexed` put their index.

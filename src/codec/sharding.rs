@@ -43,7 +43,7 @@ use super::{
     PartialDecoder, PartialRead, PartialStep, settings,
 };
 use crate::assemble::{Part, cut, gather, runs};
-use crate::error::ChunkError;
+use crate::error::{ChunkError, EncodeError};
 use crate::fill::fill_array;
 use crate::metadata::{CodecMetadata, Endian};
 
@@ -337,16 +337,20 @@ impl Sharding {
     /// Encode a whole shard of `shape` from `array` (at most its element count, in
     /// C order): inner chunks in C order, each through the inner codecs; inner
     /// chunks wholly past `array`'s end are absent. The index follows, at the end.
-    fn encode_shard(&self, array: &ArrayRef, shape: &[u64]) -> Result<Vec<u8>, String> {
+    fn encode_shard(&self, array: &ArrayRef, shape: &[u64]) -> Result<Vec<u8>, EncodeError> {
         let grid = self.grid(shape);
         let n: u64 = grid.iter().product();
         let inner_len: u64 = self.chunk_shape.iter().product();
         let one_d = shape.len() == 1;
         if !one_d && array.len() as u64 != shape.iter().product::<u64>() {
-            return Err("an N-d shard must be written whole".to_string());
+            return Err(EncodeError::Values(
+                "an N-d shard must be written whole".into(),
+            ));
         }
         if self.index_location != IndexLocation::End {
-            return Err("zarrow writes the shard index at the end".to_string());
+            return Err(EncodeError::Values(
+                "zarrow writes the shard index at the end".into(),
+            ));
         }
         let mut out = Vec::new();
         let mut index = Vec::with_capacity(n as usize * 16);
@@ -361,17 +365,22 @@ impl Sharding {
                     .zip(&self.chunk_shape)
                     .map(|(i, c)| i * c)
                     .collect();
-                cut(array, shape, &origin, &self.chunk_shape).map_err(|e| e.to_string())?
+                cut(array, shape, &origin, &self.chunk_shape)
+                    .map_err(|e| EncodeError::Values(e.to_string()))?
             };
             if values.is_empty() {
                 index.extend_from_slice(&u64::MAX.to_le_bytes());
                 index.extend_from_slice(&u64::MAX.to_le_bytes());
                 continue;
             }
-            let bytes = self
-                .codecs
-                .encode(&values, &self.chunk_shape)
-                .map_err(|(codec, message)| format!("inner chunk {j}: {codec}: {message}"))?;
+            let bytes =
+                self.codecs
+                    .encode(&values, &self.chunk_shape)
+                    .map_err(|(codec, source)| EncodeError::Inner {
+                        what: format!("inner chunk {j}"),
+                        codec,
+                        source: Box::new(source),
+                    })?;
             index.extend_from_slice(&(out.len() as u64).to_le_bytes());
             index.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
             out.extend_from_slice(&bytes);
@@ -574,7 +583,7 @@ impl ArrayToBytesCodec for Sharding {
         self.decode_inner(parts, &grid, ctx.shape, ctx)
     }
 
-    fn encode(&self, array: &dyn Array, shape: &[u64]) -> Result<Vec<u8>, String> {
+    fn encode(&self, array: &dyn Array, shape: &[u64]) -> Result<Vec<u8>, EncodeError> {
         self.encode_shard(&arrow_array::make_array(array.to_data()), shape)
     }
 
@@ -598,15 +607,15 @@ impl ArrayToBytesCodec for Sharding {
         (ndim >= 1 && self.chunk_shape.len() == ndim).then_some(self as &dyn PartialDecoder)
     }
 
-    fn check_shape(&self, shape: &[u64]) -> Result<(), String> {
+    fn check_shape(&self, shape: &[u64]) -> Result<(), ConfigError> {
         let inner = &self.chunk_shape;
         if inner.len() != shape.len()
             || inner.contains(&0)
             || shape.iter().zip(inner).any(|(s, c)| s % c != 0)
         {
-            return Err(format!(
+            return Err(ConfigError::Invalid(format!(
                 "sharding_indexed: inner chunk shape {inner:?} does not divide the shard shape {shape:?}"
-            ));
+            )));
         }
         self.codecs.check_shape(inner)
     }

@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::{ArrayToArrayCodec, ConfigError, settings};
-use crate::error::ChunkError;
+use crate::error::{ChunkError, EncodeError};
 
 /// The names of `transpose`.
 pub(crate) const NAMES: &[&str] = &["transpose"];
@@ -44,13 +44,13 @@ pub(super) fn build(
 }
 
 impl ArrayToArrayCodec for Transpose {
-    fn encoded_shape(&self, shape: &[u64]) -> Result<Vec<u64>, String> {
+    fn encoded_shape(&self, shape: &[u64]) -> Result<Vec<u64>, ConfigError> {
         if self.order.len() != shape.len() {
-            return Err(format!(
+            return Err(ConfigError::Invalid(format!(
                 "transpose order {:?} does not match {} dimensions",
                 self.order,
                 shape.len()
-            ));
+            )));
         }
         Ok(permute(shape, &self.order))
     }
@@ -59,7 +59,7 @@ impl ArrayToArrayCodec for Transpose {
         undo(array, shape, &self.order)
     }
 
-    fn encode(&self, array: &ArrayRef, shape: &[u64]) -> Result<ArrayRef, String> {
+    fn encode(&self, array: &ArrayRef, shape: &[u64]) -> Result<ArrayRef, EncodeError> {
         apply(array, shape, &self.order)
     }
 
@@ -135,13 +135,13 @@ pub(crate) fn undo(
 
 /// Apply the permutation: `array` is in C order over `shape` (all its elements);
 /// the result is in C order over `permute(shape, order)`.
-fn apply(array: &ArrayRef, shape: &[u64], order: &[usize]) -> Result<ArrayRef, String> {
+fn apply(array: &ArrayRef, shape: &[u64], order: &[usize]) -> Result<ArrayRef, EncodeError> {
     let total: u64 = shape.iter().product();
     if array.len() as u64 != total {
-        return Err(format!(
+        return Err(EncodeError::Values(format!(
             "transpose needs the whole chunk: {} of {total} elements",
             array.len()
-        ));
+        )));
     }
     let ndim = shape.len();
     if ndim <= 1 || order.iter().enumerate().all(|(k, &d)| k == d) {
@@ -172,7 +172,7 @@ fn apply(array: &ArrayRef, shape: &[u64], order: &[usize]) -> Result<ArrayRef, S
         }
     }
     arrow_select::take::take(array.as_ref(), &UInt64Array::from(indices), None)
-        .map_err(|e| e.to_string())
+        .map_err(|e| EncodeError::Values(e.to_string()))
 }
 
 #[cfg(test)]

@@ -25,7 +25,7 @@ use serde_json::{Map, Value, json};
 
 use super::arrow_values::{for_each_value, value_bytes};
 use super::{ArrayToBytesCodec, ConfigError, DecodeContext, padding};
-use crate::error::ChunkError;
+use crate::error::{ChunkError, EncodeError};
 use crate::metadata::StringType;
 use crate::offsets::{CopyBuilder, InlineViewsBuilder, ViewsBuilder};
 
@@ -63,7 +63,7 @@ impl ArrayToBytesCodec for Vlen {
         decode(bytes, ctx)
     }
 
-    fn encode(&self, array: &dyn Array, shape: &[u64]) -> Result<Vec<u8>, String> {
+    fn encode(&self, array: &dyn Array, shape: &[u64]) -> Result<Vec<u8>, EncodeError> {
         let (_, pad) = padding(array, shape)?;
         encode(array, pad)
     }
@@ -457,9 +457,10 @@ fn parse_stream<E: Elements>(
 }
 
 /// Encode `array`'s values and `pad` empty values as `| u32 count | (u32 len, bytes)* |`.
-pub(crate) fn encode(array: &dyn Array, pad: usize) -> Result<Vec<u8>, String> {
+pub(crate) fn encode(array: &dyn Array, pad: usize) -> Result<Vec<u8>, EncodeError> {
     let n = array.len() + pad;
-    let count = u32::try_from(n).map_err(|_| "more than u32::MAX elements in a chunk")?;
+    let count = u32::try_from(n)
+        .map_err(|_| EncodeError::Values("more than u32::MAX elements in a chunk".into()))?;
     let mut out = Vec::with_capacity(4 + 4 * n + value_bytes(array));
     out.extend_from_slice(&count.to_le_bytes());
     let mut result = Ok(());
@@ -468,7 +469,11 @@ pub(crate) fn encode(array: &dyn Array, pad: usize) -> Result<Vec<u8>, String> {
             out.extend_from_slice(&len.to_le_bytes());
             out.extend_from_slice(v);
         }
-        Err(_) => result = Err("a value longer than u32::MAX bytes".to_string()),
+        Err(_) => {
+            result = Err(EncodeError::Values(
+                "a value longer than u32::MAX bytes".into(),
+            ))
+        }
     })?;
     result?;
     for _ in 0..pad {

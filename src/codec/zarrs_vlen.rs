@@ -42,7 +42,7 @@ use super::{
     ArrayToBytesCodec, ChunkRange, CodecChain, ConfigError, DecodeContext, IndexLocation,
     PartialDecoder, PartialRead, PartialStep, padding, settings,
 };
-use crate::error::ChunkError;
+use crate::error::{ChunkError, EncodeError};
 use crate::metadata::{CodecMetadata, Endian};
 use crate::offsets::{OffsetKind, RawOffsets, from_offsets};
 
@@ -187,7 +187,7 @@ impl ArrayToBytesCodec for ZarrsVlen {
         decode(self, bytes, ctx)
     }
 
-    fn encode(&self, array: &dyn Array, shape: &[u64]) -> Result<Vec<u8>, String> {
+    fn encode(&self, array: &dyn Array, shape: &[u64]) -> Result<Vec<u8>, EncodeError> {
         let (elements, pad) = padding(array, shape)?;
         let width = self.index_data_type.kind().1 as usize;
         let mut index = Vec::with_capacity((elements + 1) * width);

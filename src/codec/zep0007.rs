@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use super::arrow_values::offsets_and_values;
 use super::{ArrayToBytesCodec, DecodeContext, padding};
-use crate::error::ChunkError;
+use crate::error::{ChunkError, EncodeError};
 use crate::offsets::{OffsetKind, RawOffsets, from_offsets};
 
 /// The ZEP0007 layout, named by the data type (no codec entry).
@@ -36,7 +36,7 @@ impl ArrayToBytesCodec for Zep0007 {
         decode(bytes, self.large, ctx)
     }
 
-    fn encode(&self, array: &dyn Array, shape: &[u64]) -> Result<Vec<u8>, String> {
+    fn encode(&self, array: &dyn Array, shape: &[u64]) -> Result<Vec<u8>, EncodeError> {
         let (elements, pad) = padding(array, shape)?;
         let width = if self.large { 8 } else { 4 };
         let start = data_start(elements, self.large) as usize;

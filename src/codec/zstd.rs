@@ -27,7 +27,7 @@ use zstd::zstd_safe::{DCtx, WriteBuf};
 
 use super::bounded::read_limited;
 use super::{BytesToBytesCodec, ConfigError, settings};
-use crate::error::ChunkError;
+use crate::error::{ChunkError, EncodeError};
 
 /// The names of `zstd`.
 pub(crate) const NAMES: &[&str] = &["zstd", "numcodecs.zstd"];
@@ -55,8 +55,8 @@ impl BytesToBytesCodec for Zstd {
         zstd_decode(&input, limit)
     }
 
-    fn encode(&self, input: Vec<u8>) -> Result<Vec<u8>, String> {
-        zstd_encode(&input, self.level, self.checksum).map_err(|e| e.to_string())
+    fn encode(&self, input: Vec<u8>) -> Result<Vec<u8>, EncodeError> {
+        zstd_encode(&input, self.level, self.checksum).map_err(EncodeError::compress)
     }
 
     fn metadata(&self, zarr_format: u8) -> Value {

@@ -355,10 +355,10 @@ fn encode_task(store: Arc<dyn Store>, chunk: ReadyChunk) -> impl FnOnce() -> Res
             chunk
                 .codecs
                 .encode(&chunk.values, &chunk.shape)
-                .map_err(|(codec, message)| Error::Encode {
+                .map_err(|(codec, source)| Error::Encode {
                     key: chunk.key.clone(),
                     codec,
-                    message,
+                    source,
                 })?;
         store.set(&chunk.key, &bytes)
     }
