@@ -273,7 +273,7 @@ fn decode(_: &[u8], _: usize) -> Result<Buffer, ChunkError> {
 
 #[cfg(not(feature = "blosc"))]
 fn encode(_: &[u8], _: &Blosc) -> Result<Vec<u8>, EncodeError> {
-    Err(NOT_BUILT.to_string())
+    Err(EncodeError::NotBuilt { feature: "blosc" })
 }
 
 #[cfg(not(feature = "blosc"))]

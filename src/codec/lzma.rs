@@ -148,7 +148,7 @@ fn decode(_: &[u8], _: usize) -> Result<Buffer, ChunkError> {
 
 #[cfg(not(feature = "lzma"))]
 fn encode(_: &[u8], _: &Lzma) -> Result<Vec<u8>, EncodeError> {
-    Err(NOT_BUILT.to_string())
+    Err(EncodeError::NotBuilt { feature: "lzma" })
 }
 
 #[cfg(not(feature = "lzma"))]
