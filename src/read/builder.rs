@@ -19,7 +19,7 @@ use arrow_schema::{ArrowError, Schema, SchemaRef};
 
 use super::decoder::{Cursor, DecodeResult, DecoderParts, RowDecoder};
 use super::{Column, READ_AHEAD_BYTES, ReadOptions, Skipped, ZarrArray, ZarrGroup, plan};
-use crate::conventions::anndata;
+use crate::conventions::pandas::pandas_metadata;
 use crate::error::{Error, Result};
 
 /// The largest default batch: the largest chunk length among the columns, capped
@@ -268,8 +268,8 @@ impl ReaderBuilder {
     }
 
     /// The push decoder of the rows this builder reads: sans IO, driven by
-    /// [`BatchReader`] (blocking) or [`ReaderBuilder::into_stream`] (async), or
-    /// by the caller's own driver.
+    /// [`BatchReader`] (blocking) or `ReaderBuilder::into_stream` (async, with
+    /// the `async` feature), or by the caller's own driver.
     ///
     /// # Errors
     /// As [`ReaderBuilder::rows`].
@@ -319,7 +319,7 @@ impl ReaderBuilder {
             schema = schema.with_metadata(
                 [(
                     "pandas".to_string(),
-                    anndata::pandas_metadata(&Vec::from_iter(index), &pandas),
+                    pandas_metadata(&Vec::from_iter(index), &pandas),
                 )]
                 .into(),
             );
