@@ -5,8 +5,9 @@
 //!
 //! The modules, from the bottom up: [`metadata`]; [`codec`] (with the private
 //! `offsets`, the only place untrusted offsets become Arrow arrays) and [`store`];
-//! [`conventions`] (anndata, CF / xarray); [`read`] and [`write`](mod@write);
-//! [`export`], [`linear`] and, with their features, `convert` and `datafusion`.
+//! [`conventions`] (anndata, CF / xarray, pandas metadata and zarrow's own
+//! attributes, each both ways); [`read`] and [`write`](mod@write); [`export`],
+//! [`linear`] and, with their features, `convert` and `datafusion`.
 //! How they fit together (the layers, the one push decoder under every reader and
 //! its two drivers, the rules) is described once, in the repository's
 //! [`docs/architecture.md`](../docs/architecture.md); the other pages of `docs/`

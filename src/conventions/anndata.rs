@@ -1,6 +1,7 @@
-//! anndata's on-disk dataframes: the attributes that say how a group or an array
-//! is to be read (`encoding-type`), and the Arrow arrays its element encodings
-//! become.
+//! anndata's on-disk dataframes, both ways: the attributes that say how a group
+//! or an array is to be read (`encoding-type`) and the Arrow arrays its element
+//! encodings become; and for a write, the element a column becomes, its parts
+//! and their attributes.
 //!
 //! | anndata element (`encoding-type`) | stored as | Arrow |
 //! |---|---|---|
@@ -8,14 +9,60 @@
 //! | `categorical` | group: `codes` (int, -1 missing), `categories`, `ordered` | `Dictionary(codes type, categories type)`, ordered flag kept |
 //! | `nullable-integer`, `nullable-boolean`, `nullable-string-array` | group: `values`, `mask` (true: missing) | the values' type, null where the mask is set |
 //! | `array`, `string-array` | a 1-D array | the array's type |
+//!
+//! Read: [`encoding`] names a node's element; [`categorical`] (or
+//! [`categorical_values`]) and [`masked`] assemble an element's arrays into one
+//! column. Write: [`column_encoding`] picks a column's element and
+//! [`index_element`] the dataframe's index; [`Categories`] (codes and
+//! categories, unified across batches), [`split_masked`] (values and mask) and
+//! [`row_numbers`] (a RangeIndex) give the parts; [`array_attributes`],
+//! [`categorical_attributes`], [`nullable_attributes`] and
+//! [`dataframe_attributes`] their attributes.
+
+mod categories;
+
+use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int8Type, Int16Type, Int32Type, Int64Type};
-use arrow_array::{Array, ArrayRef, PrimitiveArray};
+use arrow_array::{Array, ArrayRef, BooleanArray, Int64Array, PrimitiveArray};
+use arrow_buffer::BooleanBuffer;
 use arrow_schema::{DataType as ArrowType, Field};
 use serde_json::{Map, Value, json};
 
+pub use categories::Categories;
+
 use super::ConventionError;
+
+/// The element that holds a dataframe's row labels when the index is unnamed:
+/// anndata's name for an unnamed pandas index (and for a RangeIndex, stored as
+/// the row numbers).
+pub const INDEX: &str = "_index";
+
+/// A `categorical` element's codes: one per row, -1 for missing.
+pub const CODES: &str = "codes";
+
+/// A `categorical` element's categories, in code order.
+pub const CATEGORIES: &str = "categories";
+
+/// A `nullable-*` element's values.
+pub const VALUES: &str = "values";
+
+/// A `nullable-*` element's mask: true where a value is missing.
+pub const MASK: &str = "mask";
+
+const ENCODING_TYPE: &str = "encoding-type";
+const ENCODING_VERSION: &str = "encoding-version";
+const COLUMN_ORDER: &str = "column-order";
+const ORDERED: &str = "ordered";
+const DATAFRAME: &str = "dataframe";
+const CATEGORICAL: &str = "categorical";
+const ARRAY: &str = "array";
+const STRING_ARRAY: &str = "string-array";
+
+/// anndata encodings of groups that hold other elements, as opposed to
+/// elements that are not tables (sparse matrices).
+const CONTAINERS: [&str; 3] = ["anndata", "dict", "raw"];
 
 /// How anndata says a node is to be read: its `encoding-type` attribute.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,16 +100,46 @@ pub enum Nullable {
     String,
 }
 
+impl Nullable {
+    const ALL: [Self; 3] = [Self::Integer, Self::Boolean, Self::String];
+
+    /// The element's `encoding-type`.
+    pub fn encoding_type(self) -> &'static str {
+        match self {
+            Self::Integer => "nullable-integer",
+            Self::Boolean => "nullable-boolean",
+            Self::String => "nullable-string-array",
+        }
+    }
+
+    /// The nullable element whose values are of Arrow type `t`, if there is
+    /// one: what a column of `t` with nulls is written as, and the values a
+    /// nullable element of that kind must hold.
+    pub fn of(t: &ArrowType) -> Option<Self> {
+        match t {
+            ArrowType::Boolean => Some(Self::Boolean),
+            t if t.is_integer() => Some(Self::Integer),
+            ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View => Some(Self::String),
+            _ => None,
+        }
+    }
+}
+
+/// The `encoding-type` anndata wrote on a node, as written.
+pub fn encoding_type(attributes: &Map<String, Value>) -> Option<&str> {
+    attributes.get(ENCODING_TYPE)?.as_str()
+}
+
 /// The anndata encoding named in `attributes`, if any.
 pub fn encoding(attributes: &Map<String, Value>) -> Option<Encoding> {
-    let kind = attributes.get("encoding-type")?.as_str()?;
+    let kind = encoding_type(attributes)?;
     Some(match kind {
-        "dataframe" => Encoding::DataFrame {
+        DATAFRAME => Encoding::DataFrame {
             index: attributes
-                .get("_index")
+                .get(INDEX)
                 .and_then(Value::as_str)
                 .map(str::to_string),
-            column_order: match attributes.get("column-order") {
+            column_order: match attributes.get(COLUMN_ORDER) {
                 Some(Value::Array(names)) => names
                     .iter()
                     .filter_map(|n| n.as_str().map(str::to_string))
@@ -72,18 +149,50 @@ pub fn encoding(attributes: &Map<String, Value>) -> Option<Encoding> {
                 _ => Vec::new(),
             },
         },
-        "categorical" => Encoding::Categorical {
+        CATEGORICAL => Encoding::Categorical {
             ordered: attributes
-                .get("ordered")
+                .get(ORDERED)
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
         },
-        "nullable-integer" => Encoding::Nullable(Nullable::Integer),
-        "nullable-boolean" => Encoding::Nullable(Nullable::Boolean),
-        "nullable-string-array" => Encoding::Nullable(Nullable::String),
-        "array" | "string-array" => Encoding::Array,
-        other => Encoding::Other(other.to_string()),
+        ARRAY | STRING_ARRAY => Encoding::Array,
+        other => match Nullable::ALL
+            .into_iter()
+            .find(|k| k.encoding_type() == other)
+        {
+            Some(kind) => Encoding::Nullable(kind),
+            None => Encoding::Other(other.to_string()),
+        },
     })
+}
+
+/// Whether an element of encoding `kind` (an [`Encoding::Other`]) holds other
+/// elements (`anndata`, `dict`, `raw`), rather than being one that is no table
+/// (a sparse matrix).
+pub fn is_container(kind: &str) -> bool {
+    CONTAINERS.contains(&kind)
+}
+
+/// The element a column of `field` is written as: a dictionary is a
+/// `categorical` (its ordered flag kept); a type that a nullable element holds
+/// is that element when its nulls are kept (`keep_nulls`); any other column an
+/// array ([`Encoding::Array`]).
+pub fn column_encoding(field: &Field, keep_nulls: bool) -> Encoding {
+    match field.data_type() {
+        ArrowType::Dictionary(..) => Encoding::Categorical {
+            ordered: field.dict_is_ordered().unwrap_or(false),
+        },
+        t => match Nullable::of(t) {
+            Some(kind) if keep_nulls => Encoding::Nullable(kind),
+            _ => Encoding::Array,
+        },
+    }
+}
+
+/// Whether an array element of Arrow type `t` stores its nulls as the fill
+/// value: floats, whose missing value pandas marks as NaN.
+pub fn nulls_as_nan(t: &ArrowType) -> bool {
+    t.is_floating()
 }
 
 /// The attributes anndata writes on an element: `encoding-type: kind` and its
@@ -95,46 +204,70 @@ pub fn element_attributes(kind: &str) -> Map<String, Value> {
         "0.2.0"
     };
     let mut attributes = Map::new();
-    attributes.insert("encoding-type".into(), json!(kind));
-    attributes.insert("encoding-version".into(), json!(version));
+    attributes.insert(ENCODING_TYPE.into(), json!(kind));
+    attributes.insert(ENCODING_VERSION.into(), json!(version));
     attributes
+}
+
+/// The attributes of an array of Arrow type `t` written as an element (a
+/// column, or a part of one: codes, categories, values, mask, row numbers):
+/// `string-array` for strings, else `array`.
+pub fn array_attributes(t: &ArrowType) -> Map<String, Value> {
+    element_attributes(match t {
+        ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View => STRING_ARRAY,
+        _ => ARRAY,
+    })
 }
 
 /// The attributes of a `categorical` element's group.
 pub fn categorical_attributes(ordered: bool) -> Map<String, Value> {
-    let mut attributes = element_attributes("categorical");
-    attributes.insert("ordered".into(), json!(ordered));
+    let mut attributes = element_attributes(CATEGORICAL);
+    attributes.insert(ORDERED.into(), json!(ordered));
     attributes
+}
+
+/// The attributes of a `nullable-*` element's group.
+pub fn nullable_attributes(kind: Nullable) -> Map<String, Value> {
+    element_attributes(kind.encoding_type())
 }
 
 /// The attributes of a `dataframe` group: its index element and the other
 /// columns, in order.
 pub fn dataframe_attributes(index: &str, column_order: &[&String]) -> Map<String, Value> {
-    let mut attributes = element_attributes("dataframe");
-    attributes.insert("_index".into(), json!(index));
-    attributes.insert("column-order".into(), json!(column_order));
+    let mut attributes = element_attributes(DATAFRAME);
+    attributes.insert(INDEX.into(), json!(index));
+    attributes.insert(COLUMN_ORDER.into(), json!(column_order));
     attributes
 }
 
-/// The element an array of Arrow type `t` is written as: `string-array` for
-/// strings, else `array`.
-pub fn array_encoding(t: &ArrowType) -> &'static str {
-    match t {
-        ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View => "string-array",
-        _ => "array",
+/// The element that holds the row labels of a dataframe written from a table
+/// with `columns`, whose pandas index is the column `pandas_index`: that
+/// column, else one named `_index`, else (a RangeIndex) the row numbers,
+/// stored as `_index`; and whether it is the row numbers.
+pub fn index_element<'a>(pandas_index: Option<&'a str>, columns: &[String]) -> (&'a str, bool) {
+    match pandas_index {
+        Some(name) => (name, false),
+        None => (INDEX, !columns.iter().any(|n| n == INDEX)),
     }
 }
 
-/// The nullable element that holds Arrow type `t` with nulls, if there is one.
-pub fn nullable_encoding(t: &ArrowType) -> Option<&'static str> {
-    match t {
-        ArrowType::Boolean => Some("nullable-boolean"),
-        t if t.is_integer() => Some("nullable-integer"),
-        ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View => {
-            Some("nullable-string-array")
-        }
-        _ => None,
-    }
+/// Rows `first_row..first_row + rows` of a pandas RangeIndex, as anndata stores
+/// one: the row numbers.
+pub fn row_numbers(first_row: u64, rows: usize) -> ArrayRef {
+    Arc::new(Int64Array::from_iter_values(
+        (first_row..first_row + rows as u64).map(|r| r as i64),
+    ))
+}
+
+/// A column with nulls as a `nullable-*` element's parts: its values (the
+/// nulls' slots as they are) and the mask, true where a value is missing. The
+/// inverse of [`masked`].
+pub fn split_masked(array: &ArrayRef) -> [ArrayRef; 2] {
+    let missing = match array.logical_nulls() {
+        Some(nulls) => !nulls.inner(),
+        None => BooleanBuffer::new_unset(array.len()),
+    };
+    [array.clone(), Arc::new(BooleanArray::new(missing, None))]
 }
 
 /// The Arrow type of a categorical column: codes as the keys, categories as the
@@ -217,118 +350,6 @@ pub fn masked(values: &ArrayRef, mask: &ArrayRef) -> Result<ArrayRef, Convention
     Ok(arrow_select::nullif::nullif(values.as_ref(), mask)?)
 }
 
-/// pandas' names for an Arrow column: (`pandas_type`, `numpy_type`), as pyarrow
-/// writes them in its `pandas` schema metadata. `nullable`: a pandas extension
-/// type (`Int64`, `boolean`, `string`), as anndata reads a nullable element.
-fn pandas_types(data_type: &ArrowType, nullable: bool) -> (String, String) {
-    use ArrowType as T;
-    let (pandas, numpy) = match data_type {
-        T::Boolean => ("bool", if nullable { "boolean" } else { "bool" }),
-        T::Int8 => ("int8", if nullable { "Int8" } else { "int8" }),
-        T::Int16 => ("int16", if nullable { "Int16" } else { "int16" }),
-        T::Int32 => ("int32", if nullable { "Int32" } else { "int32" }),
-        T::Int64 => ("int64", if nullable { "Int64" } else { "int64" }),
-        T::UInt8 => ("uint8", if nullable { "UInt8" } else { "uint8" }),
-        T::UInt16 => ("uint16", if nullable { "UInt16" } else { "uint16" }),
-        T::UInt32 => ("uint32", if nullable { "UInt32" } else { "uint32" }),
-        T::UInt64 => ("uint64", if nullable { "UInt64" } else { "uint64" }),
-        T::Float16 => ("float16", "float16"),
-        T::Float32 => ("float32", "float32"),
-        T::Float64 => ("float64", "float64"),
-        T::Utf8 | T::LargeUtf8 | T::Utf8View => {
-            ("unicode", if nullable { "string" } else { "object" })
-        }
-        T::Binary | T::LargeBinary | T::BinaryView => ("bytes", "object"),
-        T::Date32 => ("date", "object"),
-        T::Timestamp(unit, _) => {
-            return (
-                "datetime".into(),
-                format!("datetime64[{}]", unit_name(unit)),
-            );
-        }
-        T::Duration(unit) => {
-            return (
-                "timedelta".into(),
-                format!("timedelta64[{}]", unit_name(unit)),
-            );
-        }
-        T::Dictionary(keys, _) => return ("categorical".into(), pandas_types(keys, false).1),
-        _ => ("object", "object"),
-    };
-    (pandas.into(), numpy.into())
-}
-
-fn unit_name(unit: &arrow_schema::TimeUnit) -> &'static str {
-    match unit {
-        arrow_schema::TimeUnit::Second => "s",
-        arrow_schema::TimeUnit::Millisecond => "ms",
-        arrow_schema::TimeUnit::Microsecond => "us",
-        arrow_schema::TimeUnit::Nanosecond => "ns",
-    }
-}
-
-/// One column of a dataframe, for [`pandas_metadata`].
-#[derive(Debug, Clone)]
-pub struct PandasColumn<'a> {
-    /// The Arrow field.
-    pub field: &'a Field,
-    /// Read from a nullable element: a pandas extension type.
-    pub nullable: bool,
-    /// For a categorical column: how many categories.
-    pub categories: Option<usize>,
-}
-
-/// pyarrow's `pandas` schema metadata for a dataframe: `index` names the columns
-/// that hold the row labels (anndata's `_index`, whose pandas name is `None` when
-/// anndata wrote it unnamed, as `_index`; xarray's dimensions), so
-/// `Table.to_pandas()` rebuilds the frame anndata (or xarray) gives: index,
-/// column order, categoricals and nullable types.
-pub fn pandas_metadata(index: &[&str], columns: &[PandasColumn<'_>]) -> String {
-    let entries: Vec<Value> = columns
-        .iter()
-        .map(|c| {
-            let name = c.field.name();
-            let (pandas_type, numpy_type) = pandas_types(c.field.data_type(), c.nullable);
-            let metadata = match (c.categories, c.field.data_type()) {
-                (Some(n), _) => json!({
-                    "num_categories": n,
-                    "ordered": c.field.dict_is_ordered().unwrap_or(false),
-                }),
-                (None, ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View) => {
-                    json!({"encoding": "UTF-8"})
-                }
-                _ => Value::Null,
-            };
-            let pandas_name = if name == "_index" && index.contains(&"_index") {
-                Value::Null
-            } else {
-                Value::String(name.clone())
-            };
-            json!({
-                "name": pandas_name,
-                "field_name": name,
-                "pandas_type": pandas_type,
-                "numpy_type": numpy_type,
-                "metadata": metadata,
-            })
-        })
-        .collect();
-    json!({
-        "index_columns": index,
-        "column_indexes": [{
-            "name": null,
-            "field_name": null,
-            "pandas_type": "unicode",
-            "numpy_type": "object",
-            "metadata": {"encoding": "UTF-8"},
-        }],
-        "columns": entries,
-        "creator": {"library": "zarrow", "version": env!("CARGO_PKG_VERSION")},
-        "pandas_version": "2.3.3",
-    })
-    .to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -363,6 +384,57 @@ mod tests {
             Some(Encoding::Other("csr_matrix".into()))
         );
         assert_eq!(encoding(&attrs(json!({"units": "m"}))), None);
+    }
+
+    #[test]
+    fn written_attributes_read_back() {
+        for kind in Nullable::ALL {
+            assert_eq!(
+                encoding(&nullable_attributes(kind)),
+                Some(Encoding::Nullable(kind))
+            );
+        }
+        assert_eq!(
+            encoding(&categorical_attributes(true)),
+            Some(Encoding::Categorical { ordered: true })
+        );
+        for t in [ArrowType::Utf8View, ArrowType::Float32] {
+            assert_eq!(encoding(&array_attributes(&t)), Some(Encoding::Array));
+        }
+        let a = "a".to_string();
+        assert_eq!(
+            encoding(&dataframe_attributes("cell", &[&a])),
+            Some(Encoding::DataFrame {
+                index: Some("cell".into()),
+                column_order: vec![a.clone()]
+            })
+        );
+    }
+
+    #[test]
+    fn columns_become_the_elements_that_hold_them() {
+        let field = |t: ArrowType| Field::new("x", t, true);
+        let dictionary =
+            ArrowType::Dictionary(Box::new(ArrowType::Int8), Box::new(ArrowType::Utf8));
+        assert_eq!(
+            column_encoding(&field(dictionary).with_dict_is_ordered(true), true),
+            Encoding::Categorical { ordered: true }
+        );
+        assert_eq!(
+            column_encoding(&field(ArrowType::UInt16), true),
+            Encoding::Nullable(Nullable::Integer)
+        );
+        assert_eq!(
+            column_encoding(&field(ArrowType::UInt16), false),
+            Encoding::Array
+        );
+        assert_eq!(
+            column_encoding(&field(ArrowType::Float64), true),
+            Encoding::Array
+        );
+        let values: ArrayRef = Arc::new(Int64Array::from(vec![Some(1), None, Some(3)]));
+        let [raw, mask] = split_masked(&values);
+        assert_eq!(masked(&raw, &mask).unwrap().to_data(), values.to_data());
     }
 
     #[test]

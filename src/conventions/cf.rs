@@ -6,11 +6,14 @@
 //! - time: `units: "<unit> since <date>"` with a `standard`, `gregorian` or
 //!   `proleptic_gregorian` `calendar` becomes `Timestamp(ns)` (masked values null);
 //!   another calendar is refused by name;
-//! - dimension names (`dimension_names` in v3, `_ARRAY_DIMENSIONS` in v2).
+//! - dimension names (`dimension_names` in v3, `_ARRAY_DIMENSIONS` in v2), read
+//!   ([`dimension_names`], carried on an Arrow field as [`DIMENSION_NAMES_KEY`])
+//!   and recorded on the arrays zarrow writes ([`record_dimension_names`]).
 //!
 //! A Zarr v2 array written by xarray (it has `_ARRAY_DIMENSIONS`) uses its
 //! `fill_value` as `_FillValue`, as xarray does.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
@@ -21,10 +24,17 @@ use arrow_array::types::{
 use arrow_array::{Array, ArrayRef, Float32Array, Float64Array, TimestampNanosecondArray};
 use arrow_buffer::NullBuffer;
 use arrow_schema::{DataType as ArrowType, TimeUnit};
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use super::ConventionError;
 use crate::metadata::{ArrayMetadata, FillValue};
+
+/// xarray's attribute for a v2 array's dimension names (v3 has a field).
+const V2_DIMENSIONS: &str = "_ARRAY_DIMENSIONS";
+
+/// The field metadata key under which a column's dimension names are recorded
+/// (a JSON list; `null` for an unnamed dimension).
+pub const DIMENSION_NAMES_KEY: &str = "dimension_names";
 
 /// The dimension names of an array: v3 `dimension_names`, else v2 xarray's
 /// `_ARRAY_DIMENSIONS` attribute.
@@ -32,13 +42,37 @@ pub fn dimension_names(meta: &ArrayMetadata) -> Option<Vec<Option<String>>> {
     if let Some(names) = &meta.dimension_names {
         return Some(names.clone());
     }
-    let names = meta.attributes.get("_ARRAY_DIMENSIONS")?.as_array()?;
+    let names = meta.attributes.get(V2_DIMENSIONS)?.as_array()?;
     Some(
         names
             .iter()
             .map(|n| n.as_str().map(str::to_string))
             .collect(),
     )
+}
+
+/// The Arrow field metadata that carries an array's [`dimension_names`], under
+/// [`DIMENSION_NAMES_KEY`] (empty when it has none).
+pub fn dimension_metadata(meta: &ArrayMetadata) -> HashMap<String, String> {
+    let mut metadata = HashMap::new();
+    if let Some(names) = dimension_names(meta) {
+        metadata.insert(
+            DIMENSION_NAMES_KEY.to_string(),
+            serde_json::to_string(&names).unwrap_or_default(),
+        );
+    }
+    metadata
+}
+
+/// Record `names` as the dimension names of the array `meta` describes, as
+/// xarray reads them: v3 `dimension_names`, v2 the `_ARRAY_DIMENSIONS`
+/// attribute (after the attributes it has).
+pub fn record_dimension_names(meta: &mut ArrayMetadata, names: &[&str]) {
+    if meta.zarr_format == 2 {
+        meta.attributes.insert(V2_DIMENSIONS.into(), json!(names));
+    } else {
+        meta.dimension_names = Some(names.iter().map(|n| Some(n.to_string())).collect());
+    }
 }
 
 /// How an array's CF attributes change its values.
@@ -87,7 +121,7 @@ impl CfDecode {
         if meta.zarr_format == 2
             && !meta.fill_value_unset
             && !attrs.contains_key("_FillValue")
-            && attrs.contains_key("_ARRAY_DIMENSIONS")
+            && attrs.contains_key(V2_DIMENSIONS)
         {
             missing.extend(fill_as_f64(&meta.fill_value));
         }
@@ -485,6 +519,21 @@ mod tests {
             crate::NodeMetadata::Array(m) => *m,
             _ => unreachable!(),
         }
+    }
+
+    #[test]
+    fn recorded_dimension_names_read_back() {
+        let cell = Some(vec![Some("cell".to_string())]);
+        let mut v3 = meta_with(Map::new());
+        record_dimension_names(&mut v3, &["cell"]);
+        assert_eq!(v3.dimension_names, cell);
+        assert!(v3.attributes.is_empty());
+        let mut v2 = meta_with(Map::new());
+        v2.zarr_format = 2;
+        record_dimension_names(&mut v2, &["cell"]);
+        assert_eq!(v2.dimension_names, None);
+        assert_eq!(dimension_names(&v2), cell);
+        assert_eq!(dimension_metadata(&v2)[DIMENSION_NAMES_KEY], r#"["cell"]"#);
     }
 
     #[test]

@@ -1,16 +1,33 @@
-//! Conventions other libraries layer on Zarr, read from attributes and applied
-//! to the Arrow arrays zarrow decodes: anndata's dataframe element encodings
-//! ([`anndata`]) and xarray's CF attributes and dimension names ([`cf`]).
+//! Conventions other libraries (and zarrow itself) layer on Zarr, one module
+//! each, owning both directions: how a read detects a convention in the
+//! attributes and assembles the Arrow arrays it means, and how a write splits a
+//! column into the convention's parts and the attributes it records.
 //!
-//! Pure functions: attributes in, plans and arrays out; no store.
+//! - [`anndata`]: anndata's dataframe elements (`encoding-type`): detect and
+//!   assemble `categorical` and `nullable-*` elements; for a write, the element
+//!   a column becomes, its parts (codes and categories unified across batches,
+//!   values and mask, a RangeIndex's row numbers) and their attributes.
+//! - [`cf`]: xarray's CF attributes, decoded; its dimension names, read (v3
+//!   `dimension_names`, v2 `_ARRAY_DIMENSIONS`) and recorded.
+//! - [`pandas`]: pyarrow's `pandas` schema metadata, written for a table read
+//!   and read from a table to write (its index, its nullable columns).
+//! - [`zarrow`](mod@zarrow): zarrow's own attributes (an array's Arrow type and
+//!   timezone, a group's column order), recorded and read back.
+//!
+//! Pure functions: attributes in, plans and arrays out; no store. The reader and
+//! the writer (`read/column.rs`, `write/column.rs`, the group modules) drive
+//! them: they hold each column's arrays and call these for every decision.
 
 pub mod anndata;
 pub mod cf;
+pub mod pandas;
+pub mod zarrow;
 
 use arrow_schema::{ArrowError, DataType as ArrowType};
 
 /// Values a convention cannot be applied to: what [`anndata`]'s and [`cf`]'s
-/// functions return (the reader adds the array's name: `Error::Convention`).
+/// functions return (the reader adds the array's name: `Error::Convention`; the
+/// writer the column's: `Error::InvalidArgument`).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConventionError {
@@ -38,6 +55,35 @@ pub enum ConventionError {
         /// The values' rows.
         values: usize,
     },
+    /// Categories of a type an anndata `categorical` is not written with.
+    #[error("categories of type {0} cannot be written")]
+    CategoryType(ArrowType),
+    /// A batch's categories of another type than the column's.
+    #[error("categories are {expected}, not {found}")]
+    CategoriesChanged {
+        /// The column's categories' type.
+        expected: ArrowType,
+        /// The batch's.
+        found: ArrowType,
+    },
+    /// A stored category that is missing (null).
+    #[error("a stored category is missing")]
+    MissingCategory,
+    /// A stored category that appears twice.
+    #[error("a stored category appears twice")]
+    DuplicateCategory,
+    /// More categories than 32-bit codes count.
+    #[error("more than 2^31 categories")]
+    TooManyCategories,
+    /// A categorical column without a category.
+    #[error("a categorical column without categories cannot be written")]
+    NoCategories,
+    /// More categories than the stored codes' type counts.
+    #[error("its stored codes are {0}: the categories no longer fit")]
+    CodesOverflow(ArrowType),
+    /// Dictionary keys that are not integers.
+    #[error("dictionary keys of type {0}")]
+    KeyType(ArrowType),
     /// CF decoding of values that are not numbers.
     #[error("cannot CF-decode {0}")]
     NotNumeric(ArrowType),

@@ -13,10 +13,11 @@ use super::output::Partial;
 use super::to_zarr::options;
 use super::{Job, Written, limits};
 use crate::ReadOptions;
+use crate::conventions::zarrow::recorded_columns;
 use crate::error::{Error, Result};
 use crate::export::{self, ExportFormat, FileFormat};
 use crate::linear::{parse_json, read_csv, write_csv, write_json};
-use crate::metadata::{NodeMetadata, recorded_columns};
+use crate::metadata::NodeMetadata;
 use crate::read::{ZarrArray, ZarrGroup, read_node};
 use crate::write::{write_group_metadata, write_nd_array};
 

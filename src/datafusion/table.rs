@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use super::scan::ZarrScanExec;
 use super::sink::{Mode, Target, ZarrSink};
 use super::{df_err, prune};
+use crate::conventions::anndata;
 use crate::convert::open_for_append;
 use crate::error::{Error, Result};
 use crate::read::{DIMENSION_NAMES_KEY, ReaderBuilder, Skipped, aligned_splits};
@@ -563,10 +564,8 @@ impl datafusion::catalog::TableProvider for ZarrTable {
                 NodeMetadata::Array(a) => (a.zarr_format, None),
             };
             options = options.with_zarr_format(format);
-            if attributes
-                .and_then(|a| a.get("encoding-type"))
-                .and_then(|v| v.as_str())
-                == Some("dataframe")
+            if let Some(anndata::Encoding::DataFrame { .. }) =
+                attributes.and_then(anndata::encoding)
             {
                 options = options.with_layout(Layout::AnnData);
             }

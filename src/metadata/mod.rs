@@ -228,33 +228,6 @@ impl ArrayMetadata {
     }
 }
 
-/// The string layout zarrow's writer recorded in `attributes.zarrow.arrow_type`.
-pub fn recorded_string_type(attributes: &Map<String, Value>) -> Option<StringType> {
-    let name = attributes.get("zarrow")?.get("arrow_type")?.as_str()?;
-    match name {
-        "Utf8" | "Binary" => Some(StringType::Utf8),
-        "LargeUtf8" | "LargeBinary" => Some(StringType::LargeUtf8),
-        "Utf8View" | "BinaryView" => Some(StringType::Utf8View),
-        _ => None,
-    }
-}
-
-/// The timezone zarrow's writer recorded for a `Timestamp` column in
-/// `attributes.zarrow.timezone` (numpy's datetime64 values are UTC and zoneless).
-pub fn recorded_timezone(attributes: &Map<String, Value>) -> Option<String> {
-    let tz = attributes.get("zarrow")?.get("timezone")?.as_str()?;
-    Some(tz.to_string())
-}
-
-/// The column order zarrow's writer recorded in a group's `attributes.zarrow.columns`.
-pub fn recorded_columns(attributes: &Map<String, Value>) -> Option<Vec<String>> {
-    let columns = attributes.get("zarrow")?.get("columns")?.as_array()?;
-    columns
-        .iter()
-        .map(|c| c.as_str().map(str::to_string))
-        .collect()
-}
-
 /// Parse JSON metadata, naming the key on failure.
 pub(crate) fn parse_json(key: &str, bytes: &[u8]) -> Result<Map<String, Value>> {
     let value: Value = serde_json::from_slice(bytes).map_err(|source| Error::Json {

@@ -13,14 +13,12 @@ use super::read_node;
 use crate::assemble::{Part, gather};
 use crate::codec::CodecChain;
 use crate::conventions::cf::CfDecode;
+use crate::conventions::zarrow::{recorded_string_type, recorded_timezone};
 use crate::error::Convention;
 use crate::error::{ChunkError, Error, Result};
 use crate::fill::fill_array;
 use crate::grid::{Grid, unravel};
-use crate::metadata::{
-    ARROW_BYTES_PER_ELEMENT, ArrayMetadata, NodeMetadata, StringType, recorded_string_type,
-    recorded_timezone,
-};
+use crate::metadata::{ARROW_BYTES_PER_ELEMENT, ArrayMetadata, NodeMetadata, StringType};
 use crate::store::{Store, join_key};
 
 /// A Zarr array opened for reading.

@@ -19,7 +19,7 @@ use arrow_schema::{ArrowError, Schema, SchemaRef};
 
 use super::decoder::{Cursor, DecodeResult, DecoderParts, RowDecoder};
 use super::{Column, READ_AHEAD_BYTES, ReadOptions, Skipped, ZarrArray, ZarrGroup, plan};
-use crate::conventions::pandas::pandas_metadata;
+use crate::conventions::pandas::{self, pandas_metadata};
 use crate::error::{Error, Result};
 
 /// The largest default batch: the largest chunk length among the columns, capped
@@ -318,7 +318,7 @@ impl ReaderBuilder {
             let pandas: Vec<_> = columns.iter().map(Column::pandas).collect();
             schema = schema.with_metadata(
                 [(
-                    "pandas".to_string(),
+                    pandas::SCHEMA_KEY.to_string(),
                     pandas_metadata(&Vec::from_iter(index), &pandas),
                 )]
                 .into(),

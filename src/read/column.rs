@@ -4,9 +4,10 @@
 //!
 //! A column reads its *leaves* (the 1-D arrays whose rows line up with the
 //! table's) through the batch reader, row range by row range, then
-//! [assembles](Column::assemble) them into one Arrow array.
+//! [assembles](Column::assemble) them into one Arrow array. What each
+//! convention means is its module's ([`conventions`](crate::conventions)):
+//! this is the driver that holds the arrays and calls them.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow_array::ArrayRef;
@@ -15,14 +16,11 @@ use arrow_schema::{DataType as ArrowType, Field};
 use super::ZarrArray;
 use crate::StringType;
 use crate::conventions::ConventionError;
-use crate::conventions::anndata::{self, Nullable, PandasColumn};
+use crate::conventions::anndata::{self, Nullable};
 use crate::conventions::cf::{self, CfDecode};
+use crate::conventions::pandas::PandasColumn;
 use crate::error::Convention;
 use crate::error::Result;
-
-/// The field metadata key under which a column's dimension names are recorded
-/// (a JSON list; `null` for an unnamed dimension).
-pub const DIMENSION_NAMES_KEY: &str = "dimension_names";
 
 /// One column of a table.
 #[derive(Debug, Clone)]
@@ -61,13 +59,7 @@ impl Column {
             Some(cf) => (cf.data_type().clone(), true),
             None => (raw, array.field().is_nullable()),
         };
-        let mut metadata = HashMap::new();
-        if let Some(names) = cf::dimension_names(array.metadata()) {
-            metadata.insert(
-                DIMENSION_NAMES_KEY.to_string(),
-                serde_json::to_string(&names).unwrap_or_default(),
-            );
-        }
+        let metadata = cf::dimension_metadata(array.metadata());
         let field = Field::new(array.column_name(), data_type, nullable).with_metadata(metadata);
         Ok(Self {
             field: Arc::new(field),
@@ -86,8 +78,8 @@ impl Column {
         categories: ZarrArray,
         ordered: bool,
     ) -> std::result::Result<Self, String> {
-        one_d(&codes, "codes")?;
-        one_d(&categories, "categories")?;
+        one_d(&codes, anndata::CODES)?;
+        one_d(&categories, anndata::CATEGORIES)?;
         let data_type = anndata::dictionary_type(&codes.arrow_type(), &categories.arrow_type())
             .ok_or_else(|| {
                 format!(
@@ -129,8 +121,8 @@ impl Column {
         mask: ZarrArray,
         kind: Nullable,
     ) -> std::result::Result<Self, String> {
-        one_d(&values, "values")?;
-        one_d(&mask, "mask")?;
+        one_d(&values, anndata::VALUES)?;
+        one_d(&mask, anndata::MASK)?;
         if mask.arrow_type() != ArrowType::Boolean {
             return Err(format!(
                 "the mask must be bool, not {}",
@@ -145,12 +137,7 @@ impl Column {
             ));
         }
         let data_type = values.arrow_type();
-        let fits = match kind {
-            Nullable::Integer => data_type.is_integer(),
-            Nullable::Boolean => data_type == ArrowType::Boolean,
-            Nullable::String => values.metadata().data_type.is_text(),
-        };
-        if !fits {
+        if Nullable::of(&data_type) != Some(kind) {
             return Err(format!(
                 "{kind:?} values must not be {}",
                 values.metadata().data_type.zarr_name()

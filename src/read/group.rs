@@ -17,8 +17,9 @@ use std::sync::Arc;
 
 use super::{Column, LongTable, ReadOptions, ReaderBuilder, ZarrArray, read_node};
 use crate::conventions::anndata::{self, Encoding};
+use crate::conventions::zarrow::recorded_columns;
 use crate::error::{Error, Result};
-use crate::metadata::{GroupMetadata, NodeMetadata, recorded_columns};
+use crate::metadata::{GroupMetadata, NodeMetadata};
 use crate::store::{Store, join_key, node_label};
 
 /// A child of a group that is not read as a column, and why.
@@ -33,10 +34,6 @@ pub struct Skipped {
     /// rather than a table without it; it reads with conventions off.
     pub convention: bool,
 }
-
-/// anndata encodings of groups that hold other elements (listed as skipped
-/// children), as opposed to elements that are not tables (sparse matrices).
-const CONTAINERS: [&str; 3] = ["anndata", "dict", "raw"];
 
 impl std::fmt::Display for Skipped {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -244,12 +241,14 @@ impl ZarrGroup {
         attributes: &serde_json::Map<String, serde_json::Value>,
     ) -> Option<std::result::Result<Column, String>> {
         Some(match anndata::encoding(attributes)? {
-            Encoding::Categorical { ordered } => self.member(path, "codes").and_then(|codes| {
-                let categories = self.member(path, "categories")?;
-                Column::categorical(name, codes, categories, ordered)
-            }),
-            Encoding::Nullable(kind) => self.member(path, "values").and_then(|values| {
-                let mask = self.member(path, "mask")?;
+            Encoding::Categorical { ordered } => {
+                self.member(path, anndata::CODES).and_then(|codes| {
+                    let categories = self.member(path, anndata::CATEGORIES)?;
+                    Column::categorical(name, codes, categories, ordered)
+                })
+            }
+            Encoding::Nullable(kind) => self.member(path, anndata::VALUES).and_then(|values| {
+                let mask = self.member(path, anndata::MASK)?;
                 Column::masked(name, values, mask, kind)
             }),
             _ => return None,
@@ -269,8 +268,9 @@ impl ZarrGroup {
         } else {
             own_name
         };
+        // A group that holds other elements lists them as skipped children.
         if let Some(Encoding::Other(kind)) = anndata::encoding(&self.meta.attributes)
-            && !CONTAINERS.contains(&kind.as_str())
+            && !anndata::is_container(&kind)
         {
             // A sparse matrix, say: its arrays are not columns of one table.
             return (

@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::{ReadOptions, ZarrArray, ZarrGroup, read_node};
+use crate::conventions::anndata;
 use crate::error::Result;
 use crate::metadata::NodeMetadata;
 use crate::store::Store;
@@ -117,10 +118,7 @@ pub struct ColumnInfo {
 }
 
 fn anndata(attributes: &Map<String, Value>) -> Option<String> {
-    attributes
-        .get("encoding-type")
-        .and_then(|v| v.as_str())
-        .map(str::to_string)
+    anndata::encoding_type(attributes).map(str::to_string)
 }
 
 /// The array `array`. A store that cannot be listed leaves the count of stored

@@ -19,8 +19,8 @@ use arrow_array::{ArrayRef, RecordBatch, RecordBatchReader, UInt64Array};
 use arrow_schema::{ArrowError, DataType as ArrowType, Field, Schema, SchemaRef};
 
 use super::{DEFAULT_MAX_BATCH_ROWS, Skipped, ZarrArray, ZarrGroup};
-use crate::conventions::anndata::{PandasColumn, pandas_metadata};
 use crate::conventions::cf::dimension_names;
+use crate::conventions::pandas::{self, PandasColumn, pandas_metadata};
 use crate::error::{Error, Result};
 use crate::metadata::NodeMetadata;
 use crate::store::join_key;
@@ -185,8 +185,8 @@ impl LongTable {
             })
             .collect();
         let metadata = pandas_metadata(&index, &pandas);
-        let schema =
-            Schema::new(fields).with_metadata(HashMap::from([("pandas".to_string(), metadata)]));
+        let schema = Schema::new(fields)
+            .with_metadata(HashMap::from([(pandas::SCHEMA_KEY.to_string(), metadata)]));
         Ok(Self {
             schema: Arc::new(schema),
             shape,

@@ -1,13 +1,14 @@
 //! What one table column becomes in a group: one array (the plain layout), or
 //! under the anndata layout an element: `categorical` (codes + categories),
 //! `nullable-*` (values + mask), or an array carrying its `encoding-type`.
+//!
+//! This is the driver: it holds each part's [`ArrayWriter`] and feeds it;
+//! which element a column becomes, how it splits into parts, their names and
+//! attributes are [`anndata`]'s.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow_array::cast::AsArray;
-use arrow_array::{Array, ArrayRef, BooleanArray, Int32Array, Int64Array};
-use arrow_buffer::BooleanBuffer;
+use arrow_array::ArrayRef;
 use arrow_schema::{DataType as ArrowType, Field};
 
 use super::append::Existing;
@@ -15,10 +16,8 @@ use super::array::{ArrayWriter, value_type};
 use super::metadata::write_group_documents;
 use super::pipeline::Pipeline;
 use super::{Layout, NullPolicy, WriteOptions};
-use crate::conventions::anndata::{
-    Encoding, Nullable as NullableKind, array_encoding, categorical_attributes, element_attributes,
-    encoding, nullable_encoding,
-};
+use crate::conventions::ConventionError;
+use crate::conventions::anndata::{self, Categories, Encoding, Nullable};
 use crate::error::{Error, Result};
 use crate::metadata::NodeMetadata;
 use crate::read::read_node;
@@ -46,9 +45,9 @@ pub(crate) enum ColumnWriter {
     /// last.
     Categorical {
         codes: ArrayWriter,
-        /// The codes' type (Int32, or a stored element's own).
-        codes_type: ArrowType,
         categories: Categories,
+        /// The column's name, for errors.
+        column: String,
         store: Arc<dyn Store>,
         path: String,
         options: WriteOptions,
@@ -66,7 +65,7 @@ pub(crate) enum ColumnWriter {
         store: Arc<dyn Store>,
         path: String,
         zarr_format: u8,
-        kind: &'static str,
+        kind: Nullable,
         /// Appending to a stored element (whose group documents stay).
         appending: bool,
     },
@@ -91,62 +90,56 @@ impl ColumnWriter {
                     .with_dimension(dimension),
             ));
         }
-        let element =
-            |writer: ArrayWriter, kind: &str| writer.with_attributes(element_attributes(kind));
-        match data_type {
-            ArrowType::Dictionary(_, values) => {
-                let codes = ArrayWriter::create(
-                    store.clone(),
-                    join_key(&path, "codes"),
-                    &ArrowType::Int32,
+        // One array of the element, with its attributes.
+        let part = |key: String, t: &ArrowType, options: WriteOptions| -> Result<ArrayWriter> {
+            Ok(ArrayWriter::create(store.clone(), key, t, options)?
+                .with_attributes(anndata::array_attributes(t)))
+        };
+        match anndata::column_encoding(field, nullable == Nullability::Element) {
+            Encoding::Categorical { ordered } => {
+                let categories = Categories::new(value_type(data_type))
+                    .map_err(categorical_err(field.name()))?;
+                let codes = part(
+                    join_key(&path, anndata::CODES),
+                    categories.codes_type(),
                     options.clone(),
                 )?;
                 Ok(Self::Categorical {
-                    codes: element(codes, "array"),
-                    codes_type: ArrowType::Int32,
-                    categories: Categories::new(field.name(), values)?,
+                    codes,
+                    categories,
+                    column: field.name().clone(),
                     store: store.clone(),
                     path,
                     options: options.clone(),
-                    ordered: field.dict_is_ordered().unwrap_or(false),
+                    ordered,
                     stored: None,
                     appending: false,
                 })
             }
-            t if let (Nullability::Element, Some(nullable)) = (nullable, nullable_encoding(t)) => {
+            Encoding::Nullable(kind) => {
+                // The mask says which values are missing.
                 let fill = options.clone().with_nulls(NullPolicy::Fill);
-                let values =
-                    ArrayWriter::create(store.clone(), join_key(&path, "values"), t, fill)?;
-                let kind = array_encoding(t);
-                let mask = ArrayWriter::create(
-                    store.clone(),
-                    join_key(&path, "mask"),
+                let values = part(join_key(&path, anndata::VALUES), data_type, fill)?;
+                let mask = part(
+                    join_key(&path, anndata::MASK),
                     &ArrowType::Boolean,
                     options.clone(),
                 )?;
                 Ok(Self::Nullable {
-                    values: element(values, kind),
-                    mask: element(mask, "array"),
+                    values,
+                    mask,
                     store: store.clone(),
                     path,
                     zarr_format: options.zarr_format,
-                    kind: nullable,
+                    kind,
                     appending: false,
                 })
             }
-            t => {
-                // pandas marks a missing float as NaN.
-                let options = if t.is_floating() {
-                    options.clone().with_nulls(NullPolicy::Fill)
-                } else {
-                    options.clone()
-                };
-                let kind = array_encoding(t);
-                Ok(Self::Array(element(
-                    ArrayWriter::create(store.clone(), path, t, options)?,
-                    kind,
-                )))
-            }
+            _ => Ok(Self::Array(part(
+                path,
+                data_type,
+                array_options(data_type, options),
+            )?)),
         }
     }
 
@@ -170,17 +163,15 @@ impl ColumnWriter {
             let existing = Existing::open(committed, &key, value_type(t))?;
             ArrayWriter::appending(store.clone(), key, t, options, existing)
         };
-        let anndata = options.layout == Layout::AnnData;
         let node = read_node(committed.as_ref(), &path)?;
         let encoding = match &node {
-            NodeMetadata::Array(meta) => encoding(&meta.attributes),
-            NodeMetadata::Group(meta) => encoding(&meta.attributes),
+            NodeMetadata::Array(meta) => anndata::encoding(&meta.attributes),
+            NodeMetadata::Group(meta) => anndata::encoding(&meta.attributes),
         };
         match (node, encoding) {
             (NodeMetadata::Array(_), _) => {
-                // pandas marks a missing float as NaN.
-                let options = if anndata && element_type.is_floating() {
-                    options.clone().with_nulls(NullPolicy::Fill)
+                let options = if options.layout == Layout::AnnData {
+                    array_options(element_type, options)
                 } else {
                     options.clone()
                 };
@@ -190,7 +181,7 @@ impl ColumnWriter {
                 // A dictionary (a pandas Categorical), or the values themselves
                 // (what a SQL engine reads a categorical as).
                 let values = element_type;
-                let codes_key = join_key(&path, "codes");
+                let codes_key = join_key(&path, anndata::CODES);
                 let stored_codes = Existing::open(committed, &codes_key, &ArrowType::Int32)?;
                 let codes_type = stored_codes
                     .metadata()
@@ -209,12 +200,14 @@ impl ColumnWriter {
                     options.clone(),
                     stored_codes,
                 )?;
-                let stored = Existing::open(committed, &join_key(&path, "categories"), values)?;
-                let categories = Categories::seeded(field.name(), values, stored.read_all()?)?;
+                let stored =
+                    Existing::open(committed, &join_key(&path, anndata::CATEGORIES), values)?;
+                let categories = Categories::seeded(values, &codes_type, &stored.read_all()?)
+                    .map_err(categorical_err(field.name()))?;
                 Ok(Self::Categorical {
                     codes,
-                    codes_type,
                     categories,
+                    column: field.name().clone(),
                     store: store.clone(),
                     path,
                     options: options.clone(),
@@ -225,9 +218,9 @@ impl ColumnWriter {
             }
             (_, Some(Encoding::Nullable(kind))) => {
                 let fill = options.clone().with_nulls(NullPolicy::Fill);
-                let values = leaf(join_key(&path, "values"), element_type, fill)?;
+                let values = leaf(join_key(&path, anndata::VALUES), element_type, fill)?;
                 let mask = leaf(
-                    join_key(&path, "mask"),
+                    join_key(&path, anndata::MASK),
                     &ArrowType::Boolean,
                     options.clone(),
                 )?;
@@ -237,11 +230,7 @@ impl ColumnWriter {
                     store: store.clone(),
                     path,
                     zarr_format: options.zarr_format,
-                    kind: match kind {
-                        NullableKind::Integer => "nullable-integer",
-                        NullableKind::Boolean => "nullable-boolean",
-                        NullableKind::String => "nullable-string-array",
-                    },
+                    kind,
                     appending: true,
                 })
             }
@@ -286,9 +275,9 @@ impl ColumnWriter {
         options: &WriteOptions,
     ) -> Result<Self> {
         let writer = ArrayWriter::create(store.clone(), path, &ArrowType::Int64, options.clone())?;
-        Ok(Self::RowNumbers(
-            writer.with_attributes(element_attributes("array")),
-        ))
+        Ok(Self::RowNumbers(writer.with_attributes(
+            anndata::array_attributes(&ArrowType::Int64),
+        )))
     }
 
     /// The rows each array written row by row holds so far.
@@ -315,25 +304,15 @@ impl ColumnWriter {
         pipeline: &mut Pipeline,
     ) -> Result<()> {
         let parts: Vec<ArrayRef> = match (&mut *self, array) {
-            (Self::RowNumbers(_), _) => vec![Arc::new(Int64Array::from_iter_values(
-                (first_row..first_row + rows as u64).map(|r| r as i64),
-            ))],
+            (Self::RowNumbers(_), _) => vec![anndata::row_numbers(first_row, rows)],
             (Self::Array(_), Some(a)) => vec![a.clone()],
             (
                 Self::Categorical {
-                    categories,
-                    codes_type,
-                    ..
+                    categories, column, ..
                 },
                 Some(a),
-            ) => vec![narrow_codes(categories.codes(a)?, codes_type, categories)?],
-            (Self::Nullable { .. }, Some(a)) => {
-                let missing = match a.logical_nulls() {
-                    Some(nulls) => !nulls.inner(),
-                    None => BooleanBuffer::new_unset(a.len()),
-                };
-                vec![a.clone(), Arc::new(BooleanArray::new(missing, None))]
-            }
+            ) => vec![categories.codes(a).map_err(categorical_err(column))?],
+            (Self::Nullable { .. }, Some(a)) => anndata::split_masked(a).into(),
             (_, None) => {
                 return Err(Error::InvalidArgument(
                     "a column writer got no values".into(),
@@ -365,6 +344,7 @@ impl ColumnWriter {
         // points past them.
         if let Self::Categorical {
             categories,
+            column,
             store,
             path,
             options,
@@ -374,8 +354,8 @@ impl ColumnWriter {
             && let Some(stored) = stored.take()
         {
             let known = usize::try_from(stored.rows()).unwrap_or(usize::MAX);
-            let values = categories.values()?;
-            let key = join_key(path, "categories");
+            let values = categories.values().map_err(categorical_err(column))?;
+            let key = join_key(path, anndata::CATEGORIES);
             let mut writer = ArrayWriter::appending(
                 store.clone(),
                 key,
@@ -393,6 +373,7 @@ impl ColumnWriter {
         match self {
             Self::Categorical {
                 categories,
+                column,
                 store,
                 path,
                 options,
@@ -400,23 +381,21 @@ impl ColumnWriter {
                 appending: false,
                 ..
             } => {
-                let values = categories.values()?;
-                let kind = array_encoding(values.data_type());
+                let values = categories.values().map_err(categorical_err(column))?;
                 let mut writer = ArrayWriter::create(
                     store.clone(),
-                    join_key(path, "categories"),
+                    join_key(path, anndata::CATEGORIES),
                     values.data_type(),
                     options.clone(),
                 )?
-                .with_attributes(element_attributes(kind));
+                .with_attributes(anndata::array_attributes(values.data_type()));
                 writer.write(&values)?;
                 writer.finish()?;
-                let attributes = categorical_attributes(*ordered);
                 write_group_documents(
                     store.as_ref(),
                     path,
                     options.zarr_format,
-                    attributes,
+                    anndata::categorical_attributes(*ordered),
                     false,
                 )?;
             }
@@ -432,7 +411,7 @@ impl ColumnWriter {
                     store.as_ref(),
                     path,
                     *zarr_format,
-                    element_attributes(kind),
+                    anndata::nullable_attributes(*kind),
                     false,
                 )?;
             }
@@ -442,231 +421,21 @@ impl ColumnWriter {
     }
 }
 
-/// Int32 `codes` (-1: missing) as `codes_type`, a stored element's own code
-/// type (anndata writes pandas' smallest).
-fn narrow_codes(
-    codes: ArrayRef,
-    codes_type: &ArrowType,
-    categories: &Categories,
-) -> Result<ArrayRef> {
-    use arrow_array::{Int8Array, Int16Array};
-    let codes = codes.as_primitive::<arrow_array::types::Int32Type>();
-    let too_many = || {
-        categories.err(&format!(
-            "its stored codes are {codes_type}: the categories no longer fit"
-        ))
-    };
-    Ok(match codes_type {
-        ArrowType::Int32 => Arc::new(codes.clone()),
-        ArrowType::Int64 => Arc::new(Int64Array::from_iter_values(
-            codes.values().iter().map(|&c| i64::from(c)),
-        )),
-        ArrowType::Int16 => Arc::new(
-            codes
-                .values()
-                .iter()
-                .map(|&c| i16::try_from(c).map_err(|_| too_many()))
-                .collect::<Result<Int16Array>>()?,
-        ),
-        ArrowType::Int8 => Arc::new(
-            codes
-                .values()
-                .iter()
-                .map(|&c| i8::try_from(c).map_err(|_| too_many()))
-                .collect::<Result<Int8Array>>()?,
-        ),
-        other => return Err(categories.err(&format!("codes of type {other}"))),
-    })
-}
-
-/// A categorical column's categories, unified across batches: each distinct
-/// value gets the next code the first time it is seen, so the first batch's
-/// dictionary keeps its order (and its unused values); a batch with the first
-/// batch's dictionary reuses its codes without hashing.
-#[derive(Debug)]
-pub(crate) struct Categories {
-    column: String,
-    /// The categories' type.
-    value_type: ArrowType,
-    /// The categories in code order, one slice per value.
-    parts: Vec<ArrayRef>,
-    /// Each category's bytes (the value's, or its fixed-width encoding) to code.
-    codes: HashMap<Vec<u8>, i32>,
-    /// The first batch's dictionary and its entries' codes.
-    first: Option<(ArrayRef, Vec<i32>)>,
-}
-
-impl Categories {
-    /// The categories stored already (`stored`, in code order), which new ones
-    /// follow.
-    fn seeded(column: &str, values: &ArrowType, stored: ArrayRef) -> Result<Self> {
-        let mut categories = Self::new(column, values)?;
-        for i in 0..stored.len() {
-            if stored.is_null(i) {
-                return Err(categories.err("a stored category is missing"));
-            }
-            let code = i32::try_from(i).map_err(|_| categories.err("more than 2^31 categories"))?;
-            if categories
-                .codes
-                .insert(value_key(&stored, i), code)
-                .is_some()
-            {
-                return Err(categories.err("a stored category appears twice"));
-            }
-            categories.parts.push(stored.slice(i, 1));
-        }
-        Ok(categories)
-    }
-
-    fn new(column: &str, values: &ArrowType) -> Result<Self> {
-        let supported = values.is_primitive()
-            || matches!(
-                values,
-                ArrowType::Utf8
-                    | ArrowType::LargeUtf8
-                    | ArrowType::Utf8View
-                    | ArrowType::Binary
-                    | ArrowType::LargeBinary
-                    | ArrowType::BinaryView
-            );
-        if !supported {
-            return Err(Error::InvalidArgument(format!(
-                "column {column:?}: categories of type {values} cannot be written"
-            )));
-        }
-        Ok(Self {
-            column: column.to_string(),
-            value_type: values.clone(),
-            parts: Vec::new(),
-            codes: HashMap::new(),
-            first: None,
-        })
-    }
-
-    fn err(&self, message: &str) -> Error {
-        Error::InvalidArgument(format!("column {:?}: {message}", self.column))
-    }
-
-    /// The code of each entry of dictionary `values` (-1 for a null entry).
-    fn entry_codes(&mut self, values: &ArrayRef) -> Result<Vec<i32>> {
-        if let Some((first, codes)) = &self.first
-            && first.to_data() == values.to_data()
-        {
-            return Ok(codes.clone());
-        }
-        let out = self.entry_codes_uncached(values)?;
-        if self.first.is_none() {
-            self.first = Some((values.clone(), out.clone()));
-        }
-        Ok(out)
-    }
-
-    /// The code of each of `values` (-1 for a null), new values taking the
-    /// next codes.
-    fn entry_codes_uncached(&mut self, values: &ArrayRef) -> Result<Vec<i32>> {
-        if values.data_type() != &self.value_type {
-            return Err(self.err(&format!(
-                "categories are {}, not {}",
-                self.value_type,
-                values.data_type()
-            )));
-        }
-        let mut out = Vec::with_capacity(values.len());
-        for i in 0..values.len() {
-            if values.is_null(i) {
-                out.push(-1);
-                continue;
-            }
-            let next = i32::try_from(self.parts.len())
-                .map_err(|_| self.err("more than 2^31 categories"))?;
-            let code = *self.codes.entry(value_key(values, i)).or_insert(next);
-            if code == next {
-                self.parts.push(values.slice(i, 1));
-            }
-            out.push(code);
-        }
-        Ok(out)
-    }
-
-    /// The codes (-1: missing) of one batch's dictionary array, or of its
-    /// values one by one (an append of a column given as values).
-    fn codes(&mut self, array: &ArrayRef) -> Result<ArrayRef> {
-        let Some(dict) = array.as_any_dictionary_opt() else {
-            let codes = self.entry_codes_uncached(array)?;
-            return Ok(Arc::new(Int32Array::from(codes)));
-        };
-        let map = self.entry_codes(dict.values())?;
-        let keys = widen_keys(dict.keys())?;
-        let codes: Int32Array = keys
-            .iter()
-            .map(|k| Some(k.and_then(|k| map.get(k as usize).copied()).unwrap_or(-1)))
-            .collect();
-        Ok(Arc::new(codes))
-    }
-
-    /// Every category, in code order.
-    fn values(&mut self) -> Result<ArrayRef> {
-        if self.parts.is_empty() {
-            return Err(self.err("a categorical column without categories cannot be written"));
-        }
-        let refs: Vec<&dyn Array> = self.parts.iter().map(AsRef::as_ref).collect();
-        Ok(arrow_select::concat::concat(&refs)?)
+/// The options of an anndata array element of Arrow type `t`: nulls written as
+/// the fill value where anndata says so.
+fn array_options(t: &ArrowType, options: &WriteOptions) -> WriteOptions {
+    if anndata::nulls_as_nan(t) {
+        options.clone().with_nulls(NullPolicy::Fill)
+    } else {
+        options.clone()
     }
 }
 
-/// The dictionary's keys as UInt64 indices (nulls kept).
-fn widen_keys(keys: &dyn Array) -> Result<arrow_array::UInt64Array> {
-    use arrow_array::types::*;
-    macro_rules! widen {
-        ($t:ty) => {
-            keys.as_primitive::<$t>()
-                .iter()
-                .map(|k| k.and_then(|k| u64::try_from(k).ok()))
-                .collect()
-        };
+/// What a categorical column's [`Categories`] refuse, as the writer reports it:
+/// an invalid argument about column `column`.
+fn categorical_err(column: &str) -> impl Fn(ConventionError) -> Error + '_ {
+    move |e| match e {
+        ConventionError::Arrow(e) => Error::from(e),
+        e => Error::InvalidArgument(format!("column {column:?}: {e}")),
     }
-    Ok(match keys.data_type() {
-        ArrowType::Int8 => widen!(Int8Type),
-        ArrowType::Int16 => widen!(Int16Type),
-        ArrowType::Int32 => widen!(Int32Type),
-        ArrowType::Int64 => widen!(Int64Type),
-        ArrowType::UInt8 => widen!(UInt8Type),
-        ArrowType::UInt16 => widen!(UInt16Type),
-        ArrowType::UInt32 => widen!(UInt32Type),
-        ArrowType::UInt64 => widen!(UInt64Type),
-        other => {
-            return Err(Error::InvalidArgument(format!(
-                "dictionary keys of type {other}"
-            )));
-        }
-    })
-}
-
-/// The bytes that identify value `i` of `values` (a byte or primitive array).
-fn value_key(values: &ArrayRef, i: usize) -> Vec<u8> {
-    if let Some(a) = values.as_string_opt::<i32>() {
-        return a.value(i).as_bytes().to_vec();
-    }
-    if let Some(a) = values.as_string_opt::<i64>() {
-        return a.value(i).as_bytes().to_vec();
-    }
-    if let Some(a) = values.as_string_view_opt() {
-        return a.value(i).as_bytes().to_vec();
-    }
-    if let Some(a) = values.as_binary_opt::<i32>() {
-        return a.value(i).to_vec();
-    }
-    if let Some(a) = values.as_binary_opt::<i64>() {
-        return a.value(i).to_vec();
-    }
-    if let Some(a) = values.as_binary_view_opt() {
-        return a.value(i).to_vec();
-    }
-    let data = values.to_data();
-    let width = values.data_type().primitive_width().unwrap_or(0);
-    let start = (data.offset() + i) * width;
-    data.buffers()
-        .first()
-        .map(|b| b.as_slice()[start..start + width].to_vec())
-        .unwrap_or_default()
 }

@@ -7,19 +7,18 @@ use std::sync::Arc;
 use super::append::{clear_temporary, reconsolidate};
 use super::array::prepare_node;
 use super::column::{ColumnWriter, Nullability};
-use super::metadata::{columns_attributes, write_group_documents};
+use super::metadata::write_group_documents;
 use super::pipeline::Pipeline;
 use super::{Layout, WriteOptions};
 use crate::conventions::anndata;
+use crate::conventions::pandas::PandasSchema;
+use crate::conventions::zarrow;
 use crate::error::{Error, Result};
 use crate::metadata::NodeMetadata;
 use crate::read::{ReadOptions, ZarrGroup, read_node};
 use crate::store::{Consolidated, Store, WriteLock, is_temporary, join_key, node_label};
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::Schema;
-use serde_json::Value;
-
-use crate::conventions::anndata::dataframe_attributes;
 
 /// The dimension of a table's arrays when the table names no pandas index.
 const DEFAULT_DIMENSION: &str = "index";
@@ -106,7 +105,9 @@ impl GroupWriter {
                             let rest = &key[prefix.len()..];
                             let first = rest.split('/').next().unwrap_or(rest);
                             let temporary = rest.rsplit('/').next().is_some_and(is_temporary);
-                            !temporary && !names.iter().any(|n| n == first) && first != "_index"
+                            !temporary
+                                && !names.iter().any(|n| n == first)
+                                && first != anndata::INDEX
                         })
                         .collect();
                     if let Some(key) = foreign.first() {
@@ -127,32 +128,25 @@ impl GroupWriter {
             )));
         }
         prepare_node(store.as_ref(), &path, options.overwrite)?;
-        let pandas = PandasInfo::new(schema);
+        let pandas = PandasSchema::of(schema);
         let mut columns = Vec::new();
         let mut index = None;
         if options.layout == Layout::AnnData {
-            index = Some(match &pandas.index {
-                Some(name) => name.clone(),
-                None if names.iter().any(|n| n == "_index") => "_index".to_string(),
-                None => {
-                    let key = join_key(&path, "_index");
-                    prepare_node(store.as_ref(), &key, false)?;
-                    columns.push((None, ColumnWriter::row_numbers(&store, key, &options)?));
-                    "_index".to_string()
-                }
-            });
+            let (name, row_numbers) = anndata::index_element(pandas.index(), &names);
+            if row_numbers {
+                let key = join_key(&path, name);
+                prepare_node(store.as_ref(), &key, false)?;
+                columns.push((None, ColumnWriter::row_numbers(&store, key, &options)?));
+            }
+            index = Some(name.to_string());
         }
-        let dimension = pandas.index.as_deref().unwrap_or(DEFAULT_DIMENSION);
+        let dimension = pandas.index().unwrap_or(DEFAULT_DIMENSION);
         for (i, field) in schema.fields().iter().enumerate() {
-            let nullable = match pandas.numpy_type(field.name()) {
-                Some(
-                    "Int8" | "Int16" | "Int32" | "Int64" | "UInt8" | "UInt16" | "UInt32" | "UInt64"
-                    | "boolean" | "string",
-                ) => Nullability::Element,
-                Some(_) => Nullability::None,
-                // No pandas metadata: an Arrow field that may hold nulls.
-                None if field.is_nullable() => Nullability::Element,
-                None => Nullability::None,
+            // Without pandas metadata: an Arrow field that may hold nulls.
+            let nullable = if pandas.nullable(field.name()).unwrap_or(field.is_nullable()) {
+                Nullability::Element
+            } else {
+                Nullability::None
             };
             let writer = ColumnWriter::new(
                 &store,
@@ -215,7 +209,10 @@ impl GroupWriter {
                 column_order,
             }) => {
                 options.layout = Layout::AnnData;
-                (column_order, Some(index.unwrap_or_else(|| "_index".into())))
+                (
+                    column_order,
+                    Some(index.unwrap_or_else(|| anndata::INDEX.into())),
+                )
             }
             _ if options.layout == Layout::AnnData => {
                 return Err(Error::InvalidArgument(format!(
@@ -233,8 +230,9 @@ impl GroupWriter {
         };
         // The input's column that holds the index labels, if it has one.
         let input_index = index.as_ref().and_then(|index| {
-            PandasInfo::new(schema)
-                .index
+            PandasSchema::of(schema)
+                .index()
+                .map(str::to_string)
                 .or_else(|| names.iter().find(|n| *n == index).cloned())
         });
         let given: Vec<&String> = names
@@ -276,7 +274,7 @@ impl GroupWriter {
         for (source, writer) in &mut columns {
             let name = match source {
                 Some(i) => names[*i].as_str(),
-                None => index.as_deref().unwrap_or("_index"),
+                None => index.as_deref().unwrap_or(anndata::INDEX),
             };
             for n in writer.rows() {
                 match rows {
@@ -346,9 +344,9 @@ impl GroupWriter {
         let attributes = match &self.index {
             Some(index) => {
                 let order: Vec<&String> = self.names.iter().filter(|n| *n != index).collect();
-                dataframe_attributes(index, &order)
+                anndata::dataframe_attributes(index, &order)
             }
-            None => columns_attributes(&self.names),
+            None => zarrow::group_attributes(&self.names),
         };
         write_group_documents(
             self.store.as_ref(),
@@ -362,58 +360,6 @@ impl GroupWriter {
     }
 }
 
-/// What pyarrow's `pandas` schema metadata says: the index column, and each
-/// column's pandas dtype.
-struct PandasInfo {
-    index: Option<String>,
-    numpy_types: Vec<(String, String)>,
-}
-
-impl PandasInfo {
-    fn new(schema: &Schema) -> Self {
-        let meta: Option<Value> = schema
-            .metadata()
-            .get("pandas")
-            .and_then(|m| serde_json::from_str(m).ok());
-        let Some(meta) = meta else {
-            return Self {
-                index: None,
-                numpy_types: Vec::new(),
-            };
-        };
-        // One named index column; a RangeIndex is a JSON object, not a name.
-        let index = match meta.get("index_columns").and_then(Value::as_array) {
-            Some(cols) if cols.len() == 1 => cols[0]
-                .as_str()
-                .filter(|name| schema.field_with_name(name).is_ok())
-                .map(str::to_string),
-            _ => None,
-        };
-        let numpy_types = meta
-            .get("columns")
-            .and_then(Value::as_array)
-            .map(|cols| {
-                cols.iter()
-                    .filter_map(|c| {
-                        Some((
-                            c.get("field_name")?.as_str()?.to_string(),
-                            c.get("numpy_type")?.as_str()?.to_string(),
-                        ))
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        Self { index, numpy_types }
-    }
-
-    fn numpy_type(&self, field: &str) -> Option<&str> {
-        self.numpy_types
-            .iter()
-            .find(|(name, _)| name == field)
-            .map(|(_, t)| t.as_str())
-    }
-}
-
 /// Write the metadata of the group at `path`, whose child arrays `columns` (in this
 /// order, which zarrow's reader restores) are already written: the last step, so a
 /// reader never sees a group with arrays still missing. The group carries its
@@ -424,7 +370,13 @@ pub fn write_group_metadata(
     columns: &[String],
     zarr_format: u8,
 ) -> Result<()> {
-    write_group_documents(store, path, zarr_format, columns_attributes(columns), true)
+    write_group_documents(
+        store,
+        path,
+        zarr_format,
+        zarrow::group_attributes(columns),
+        true,
+    )
 }
 
 /// Write every batch of `reader` into a group at `path`. Returns the rows written.

@@ -10,6 +10,7 @@ use super::{Encoding, WriteOptions};
 use crate::codec::{
     ArrayToBytesCodec, Bytes, BytesToBytesCodec, CodecChain, Sharding, Vlen, ZarrsVlen, Zep0007,
 };
+use crate::conventions::{cf, zarrow};
 use crate::error::{Error, Result};
 use crate::grid::{ChunkKeyEncoding, KeyKind};
 use crate::metadata::{
@@ -17,9 +18,6 @@ use crate::metadata::{
     Zep0007Offsets,
 };
 use crate::store::{Store, consolidated_metadata, consolidated_nodes, join_key, zmetadata};
-
-/// The attribute under which zarrow records what a reader of its own needs.
-pub const ZARROW_ATTRIBUTE: &str = "zarrow";
 
 /// What one array is written as.
 #[derive(Debug, Clone)]
@@ -95,10 +93,10 @@ impl ArraySpec {
     /// The array's metadata: `shape` in chunks of `chunk_shape` (shards, with
     /// inner chunks of `inner`: as zarr-python 3.1 writes them, the index at the
     /// end with `crc32c`), its attributes zarrow's own (the Arrow type, a
-    /// timezone) then `user`'s, and the dimension's name for xarray (v3
-    /// `dimension_names`, v2 `_ARRAY_DIMENSIONS`). The codecs are the entries each
-    /// codec's module writes; [`Self::chain`] builds the chain that encodes from
-    /// them, through the codec table, as a read does.
+    /// timezone: [`zarrow::array_attributes`]) then `user`'s, and the
+    /// dimension's name for xarray ([`cf::record_dimension_names`]). The codecs
+    /// are the entries each codec's module writes; [`Self::chain`] builds the
+    /// chain that encodes from them, through the codec table, as a read does.
     pub(crate) fn metadata(
         &self,
         shape: &[u64],
@@ -108,22 +106,9 @@ impl ArraySpec {
         user: &Map<String, Value>,
         dimension: Option<&str>,
     ) -> Result<ArrayMetadata> {
-        let mut zarrow = Map::new();
-        zarrow.insert(
-            "arrow_type".into(),
-            json!(arrow_type_name(&self.arrow_type)),
-        );
-        // numpy's datetime64 has no timezone: the values are UTC, the zone kept here.
-        if let ArrowType::Timestamp(_, Some(tz)) = &self.arrow_type {
-            zarrow.insert("timezone".into(), json!(tz.as_ref()));
-        }
-        let mut attributes = Map::new();
-        attributes.insert(ZARROW_ATTRIBUTE.into(), Value::Object(zarrow));
+        let mut attributes = zarrow::array_attributes(&self.arrow_type);
         attributes.extend(user.iter().map(|(k, v)| (k.clone(), v.clone())));
         let v2 = zarr_format == 2;
-        if let (true, Some(dim)) = (v2, dimension) {
-            attributes.insert("_ARRAY_DIMENSIONS".into(), json!([dim]));
-        }
         let variable = self.data_type.fixed_size().is_none();
         let zep0007 = (self.encoding == Encoding::Zep0007 && variable).then(|| {
             if large_offsets(&self.arrow_type) {
@@ -151,7 +136,7 @@ impl ArraySpec {
                 .map_err(|e| Error::metadata("zarr.json", e.to_string()))?
         };
         let (fill_value, fill_value_unset) = self.fill(v2);
-        Ok(ArrayMetadata {
+        let mut meta = ArrayMetadata {
             zarr_format,
             shape: shape.to_vec(),
             chunk_shape: chunk_shape.to_vec(),
@@ -162,8 +147,12 @@ impl ArraySpec {
             codecs,
             zep0007,
             attributes,
-            dimension_names: dimension.filter(|_| !v2).map(|d| vec![Some(d.to_string())]),
-        })
+            dimension_names: None,
+        };
+        if let Some(dimension) = dimension {
+            cf::record_dimension_names(&mut meta, &[dimension]);
+        }
+        Ok(meta)
     }
 
     /// The chain that encodes the chunks of `meta` (the array at `path`): built
@@ -227,13 +216,6 @@ pub(crate) fn key_encoding(zarr_format: u8) -> ChunkKeyEncoding {
     }
 }
 
-/// The attributes of a plain group: the column order, for zarrow's reader.
-pub(crate) fn columns_attributes(columns: &[String]) -> Map<String, Value> {
-    let mut attributes = Map::new();
-    attributes.insert(ZARROW_ATTRIBUTE.into(), json!({ "columns": columns }));
-    attributes
-}
-
 /// Write the metadata of the group at `path` (with `attributes`), whose children
 /// are all written: the last step. With `consolidate`, the group also carries
 /// every child's metadata, as zarr-python consolidates it (v3: in the group's
@@ -270,13 +252,6 @@ fn large_offsets(arrow_type: &ArrowType) -> bool {
         arrow_type,
         ArrowType::LargeUtf8 | ArrowType::LargeBinary | ArrowType::Utf8View | ArrowType::BinaryView
     )
-}
-
-/// The name zarrow records for an Arrow type (read back by [`recorded_string_type`]).
-///
-/// [`recorded_string_type`]: crate::metadata::recorded_string_type
-pub(crate) fn arrow_type_name(t: &ArrowType) -> String {
-    t.to_string()
 }
 
 /// Store metadata documents (`name`, JSON) of the node at `path`, in order.

@@ -1,0 +1,107 @@
+//! zarrow's own attributes: what its writer records, under the attribute
+//! `zarrow`, for what Zarr's data types cannot say, and what its reader takes
+//! back from them.
+//!
+//! | node | recorded (`attributes.zarrow`) | read back as |
+//! |---|---|---|
+//! | array | `arrow_type`: the Arrow type written, by name | the string layout ([`recorded_string_type`]) |
+//! | array of `Timestamp(_, tz)` | `timezone`: numpy's datetime64 is zoneless, the values are UTC | the timestamp's timezone ([`recorded_timezone`]) |
+//! | group (plain layout) | `columns`: the table's column order | the columns' order ([`recorded_columns`]) |
+
+use arrow_schema::DataType as ArrowType;
+use serde_json::{Map, Value, json};
+
+use crate::metadata::StringType;
+
+/// The attribute under which zarrow records what a reader of its own needs.
+pub const ATTRIBUTE: &str = "zarrow";
+
+/// The Arrow type an array was written from, by name (`Utf8View`, ...).
+const ARROW_TYPE: &str = "arrow_type";
+
+/// A timestamp array's timezone.
+const TIMEZONE: &str = "timezone";
+
+/// A group's column order.
+const COLUMNS: &str = "columns";
+
+/// The attributes zarrow records on an array written from Arrow type
+/// `arrow_type`: the type's name and, for a timestamp with one, its timezone.
+pub fn array_attributes(arrow_type: &ArrowType) -> Map<String, Value> {
+    let mut zarrow = Map::new();
+    zarrow.insert(ARROW_TYPE.into(), json!(arrow_type.to_string()));
+    // numpy's datetime64 has no timezone: the values are UTC, the zone kept here.
+    if let ArrowType::Timestamp(_, Some(tz)) = arrow_type {
+        zarrow.insert(TIMEZONE.into(), json!(tz.as_ref()));
+    }
+    let mut attributes = Map::new();
+    attributes.insert(ATTRIBUTE.into(), Value::Object(zarrow));
+    attributes
+}
+
+/// The attributes zarrow records on a plain group: its column order.
+pub fn group_attributes(columns: &[String]) -> Map<String, Value> {
+    let mut attributes = Map::new();
+    attributes.insert(ATTRIBUTE.into(), json!({ COLUMNS: columns }));
+    attributes
+}
+
+/// One entry of zarrow's attribute.
+fn recorded<'a>(attributes: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    attributes.get(ATTRIBUTE)?.get(key)
+}
+
+/// The string layout zarrow's writer recorded in `attributes.zarrow.arrow_type`.
+pub fn recorded_string_type(attributes: &Map<String, Value>) -> Option<StringType> {
+    match recorded(attributes, ARROW_TYPE)?.as_str()? {
+        "Utf8" | "Binary" => Some(StringType::Utf8),
+        "LargeUtf8" | "LargeBinary" => Some(StringType::LargeUtf8),
+        "Utf8View" | "BinaryView" => Some(StringType::Utf8View),
+        _ => None,
+    }
+}
+
+/// The timezone zarrow's writer recorded for a `Timestamp` column in
+/// `attributes.zarrow.timezone` (numpy's datetime64 values are UTC and zoneless).
+pub fn recorded_timezone(attributes: &Map<String, Value>) -> Option<String> {
+    let tz = recorded(attributes, TIMEZONE)?.as_str()?;
+    Some(tz.to_string())
+}
+
+/// The column order zarrow's writer recorded in a group's `attributes.zarrow.columns`.
+pub fn recorded_columns(attributes: &Map<String, Value>) -> Option<Vec<String>> {
+    recorded(attributes, COLUMNS)?
+        .as_array()?
+        .iter()
+        .map(|c| c.as_str().map(str::to_string))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_schema::TimeUnit;
+
+    #[test]
+    fn what_is_recorded_reads_back() {
+        for (t, layout) in [
+            (ArrowType::Utf8, StringType::Utf8),
+            (ArrowType::LargeBinary, StringType::LargeUtf8),
+            (ArrowType::Utf8View, StringType::Utf8View),
+        ] {
+            assert_eq!(recorded_string_type(&array_attributes(&t)), Some(layout));
+        }
+        assert_eq!(
+            recorded_string_type(&array_attributes(&ArrowType::Int8)),
+            None
+        );
+        let zoned = ArrowType::Timestamp(TimeUnit::Second, Some("Europe/Paris".into()));
+        assert_eq!(
+            recorded_timezone(&array_attributes(&zoned)).as_deref(),
+            Some("Europe/Paris")
+        );
+        let columns = vec!["b".to_string(), "a".to_string()];
+        assert_eq!(recorded_columns(&group_attributes(&columns)), Some(columns));
+        assert_eq!(recorded_columns(&Map::new()), None);
+    }
+}
