@@ -102,7 +102,10 @@ impl CfDecode {
     /// # Errors
     /// A time variable in a calendar other than the standard (proleptic)
     /// Gregorian one, or `units` zarrow cannot parse.
-    pub fn from_metadata(meta: &ArrayMetadata, raw: &ArrowType) -> Result<Option<Self>, String> {
+    pub fn from_metadata(
+        meta: &ArrayMetadata,
+        raw: &ArrowType,
+    ) -> Result<Option<Self>, ConventionError> {
         if !raw.is_numeric() {
             return Ok(None);
         }
@@ -366,7 +369,7 @@ fn as_i64_exact(a: &ArrayRef) -> Option<Vec<i64>> {
 const GREGORIAN: [&str; 3] = ["standard", "gregorian", "proleptic_gregorian"];
 
 /// Parse `units: "<unit> since <date>"` and `calendar`.
-fn time(attrs: &Map<String, Value>) -> Result<Option<Time>, String> {
+fn time(attrs: &Map<String, Value>) -> Result<Option<Time>, ConventionError> {
     let Some(units) = attrs.get("units").and_then(Value::as_str) else {
         return Ok(None);
     };
@@ -381,7 +384,12 @@ fn time(attrs: &Map<String, Value>) -> Result<Option<Time>, String> {
         "milliseconds" | "millisecond" | "msec" | "ms" => 1_000_000,
         "microseconds" | "microsecond" | "usec" | "us" => 1_000,
         "nanoseconds" | "nanosecond" | "nsec" | "ns" => 1,
-        other => return Err(format!("CF time unit {other:?} in units {units:?}")),
+        other => {
+            return Err(ConventionError::TimeUnit {
+                unit: other.to_string(),
+                units: units.to_string(),
+            });
+        }
     };
     let calendar = attrs
         .get("calendar")
@@ -389,17 +397,19 @@ fn time(attrs: &Map<String, Value>) -> Result<Option<Time>, String> {
         .unwrap_or("standard")
         .to_ascii_lowercase();
     if !GREGORIAN.contains(&calendar.as_str()) {
-        return Err(format!(
-            "calendar {calendar:?} (units {units:?}): zarrow decodes CF times in the standard and proleptic_gregorian calendars only; read the raw values instead"
-        ));
+        return Err(ConventionError::Calendar {
+            calendar,
+            units: units.to_string(),
+        });
     }
     let reference_ns = parse_instant(reference.trim())
-        .ok_or_else(|| format!("cannot parse the reference date in units {units:?}"))?;
+        .ok_or_else(|| ConventionError::ReferenceDate(units.to_string()))?;
     // Before 1582-10-15 the standard calendar is Julian: not numpy's dates.
     if calendar != "proleptic_gregorian" && reference_ns < GREGORIAN_START_NS {
-        return Err(format!(
-            "calendar {calendar:?} with a reference date before 1582-10-15 (units {units:?}) counts Julian days, which zarrow does not decode; read the raw values instead"
-        ));
+        return Err(ConventionError::JulianDates {
+            calendar,
+            units: units.to_string(),
+        });
     }
     Ok(Some(Time {
         unit_ns,
@@ -502,9 +512,22 @@ mod tests {
             json!({"units": "days since 2000-01-01", "calendar": "noleap"}),
         ))
         .unwrap_err();
-        assert!(err.contains("noleap"), "{err}");
+        assert!(
+            matches!(&err, ConventionError::Calendar { calendar, .. } if calendar == "noleap"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("noleap"), "{err}");
+        let julian = time(&attrs(json!({"units": "days since 1500-01-01"}))).unwrap_err();
+        assert!(
+            matches!(julian, ConventionError::JulianDates { .. }),
+            "{julian}"
+        );
+        let unit = time(&attrs(json!({"units": "fortnights since 2000-01-01"}))).unwrap_err();
+        assert!(matches!(unit, ConventionError::TimeUnit { .. }), "{unit}");
+        let date = time(&attrs(json!({"units": "days since the flood"}))).unwrap_err();
+        assert!(matches!(date, ConventionError::ReferenceDate(_)), "{date}");
         assert!(time(&attrs(json!({"units": "days since 2000-01-01"}))).is_ok());
-        assert_eq!(time(&attrs(json!({"units": "metres"}))), Ok(None));
+        assert!(matches!(time(&attrs(json!({"units": "metres"}))), Ok(None)));
     }
 
     fn meta_with(attributes: Map<String, Value>) -> ArrayMetadata {

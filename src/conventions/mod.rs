@@ -87,6 +87,37 @@ pub enum ConventionError {
     /// CF decoding of values that are not numbers.
     #[error("cannot CF-decode {0}")]
     NotNumeric(ArrowType),
+    /// CF time `units` in a unit zarrow does not know.
+    #[error("CF time unit {unit:?} in units {units:?}")]
+    TimeUnit {
+        /// The unit.
+        unit: String,
+        /// The `units` attribute.
+        units: String,
+    },
+    /// CF times in a calendar other than the (proleptic) Gregorian one.
+    #[error(
+        "calendar {calendar:?} (units {units:?}): zarrow decodes CF times in the standard and proleptic_gregorian calendars only; read the raw values instead"
+    )]
+    Calendar {
+        /// The `calendar` attribute.
+        calendar: String,
+        /// The `units` attribute.
+        units: String,
+    },
+    /// CF time `units` whose reference date does not parse.
+    #[error("cannot parse the reference date in units {0:?}")]
+    ReferenceDate(String),
+    /// CF times of the standard calendar before 1582-10-15, which are Julian.
+    #[error(
+        "calendar {calendar:?} with a reference date before 1582-10-15 (units {units:?}) counts Julian days, which zarrow does not decode; read the raw values instead"
+    )]
+    JulianDates {
+        /// The `calendar` attribute.
+        calendar: String,
+        /// The `units` attribute.
+        units: String,
+    },
     /// A CF time past what a nanosecond timestamp holds.
     #[error("time value {0} is outside what a nanosecond timestamp holds")]
     TimeOutOfRange(f64),

@@ -184,7 +184,7 @@ impl ZarrArray {
             return Ok(None);
         }
         CfDecode::from_metadata(&self.meta, &self.arrow_type())
-            .map_err(|message| self.convention_err(Convention::Cf, message))
+            .map_err(|e| self.convention_err(Convention::Cf, e.to_string()))
     }
 
     /// An [`Error::Convention`] about this array.
