@@ -322,6 +322,8 @@ pub enum Convention {
     AnnData,
     /// CF attributes (xarray's scale, offset, missing values and times).
     Cf,
+    /// zarrow's own attributes (a recorded dictionary column).
+    Zarrow,
 }
 
 /// ` (skipped: a; b)` for a non-empty list.

@@ -3,6 +3,7 @@
 //! being built, the batch being encoded (its columns in parallel on rayon's pool)
 //! and the next batch, read meanwhile.
 
+mod dictionaries;
 mod parallel_parquet;
 
 use std::borrow::Cow;
@@ -14,13 +15,14 @@ use std::sync::Arc;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{TimestampMillisecondType, TimestampSecondType};
 use arrow_array::{RecordBatch, RecordBatchReader};
-use arrow_ipc::writer::{FileWriter, IpcWriteOptions, StreamWriter};
+use arrow_ipc::writer::{DictionaryHandling, FileWriter, IpcWriteOptions, StreamWriter};
 use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef, TimeUnit};
 use parquet::basic::{Compression, GzipLevel, ZstdLevel};
 use parquet::errors::ParquetError;
 use parquet::file::properties::WriterProperties;
 
 use crate::error::{Error, Result};
+use dictionaries::GrowingDictionaries;
 use parallel_parquet::ParallelParquetWriter;
 
 /// An output format.
@@ -183,20 +185,37 @@ fn each_batch<R: RecordBatchReader>(
     Ok(rows)
 }
 
+/// How zarrow writes IPC: a dictionary column's batches extend one dictionary
+/// ([`GrowingDictionaries`]), sent as deltas.
+fn ipc_options() -> IpcWriteOptions {
+    IpcWriteOptions::default().with_dictionary_handling(DictionaryHandling::Delta)
+}
+
 /// Write every batch of `reader` as an Arrow IPC file. Returns the rows written.
+///
+/// A dictionary column whose batches carry dictionaries of their own is keyed
+/// into one dictionary per column, which later batches extend (the file format
+/// takes deltas, not replacements).
 pub fn write_ipc_file<R: RecordBatchReader, W: Write>(reader: R, writer: W) -> Result<u64> {
     let schema = reader.schema();
-    let mut w = FileWriter::try_new_with_options(writer, &schema, IpcWriteOptions::default())?;
-    let rows = each_batch(reader, |batch| Ok(w.write(batch)?))?;
+    let mut dictionaries = GrowingDictionaries::new(&schema);
+    let mut w = FileWriter::try_new_with_options(writer, &schema, ipc_options())?;
+    let rows = each_batch(reader, |batch| {
+        Ok(w.write(&dictionaries.batch(batch.clone())?)?)
+    })?;
     w.finish()?;
     Ok(rows)
 }
 
-/// Write every batch of `reader` as an Arrow IPC stream. Returns the rows written.
+/// Write every batch of `reader` as an Arrow IPC stream, dictionaries as
+/// [`write_ipc_file`] writes them. Returns the rows written.
 pub fn write_ipc_stream<R: RecordBatchReader, W: Write>(reader: R, writer: W) -> Result<u64> {
     let schema = reader.schema();
-    let mut w = StreamWriter::try_new_with_options(writer, &schema, IpcWriteOptions::default())?;
-    let rows = each_batch(reader, |batch| Ok(w.write(batch)?))?;
+    let mut dictionaries = GrowingDictionaries::new(&schema);
+    let mut w = StreamWriter::try_new_with_options(writer, &schema, ipc_options())?;
+    let rows = each_batch(reader, |batch| {
+        Ok(w.write(&dictionaries.batch(batch.clone())?)?)
+    })?;
     w.finish()?;
     Ok(rows)
 }

@@ -4,12 +4,9 @@
 use std::fs::File;
 use std::io::{BufWriter, Write as _};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use arrow_array::{RecordBatch, RecordBatchReader};
-use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
+use arrow_array::RecordBatch;
 use clap::Args;
-use datafusion::arrow::compute::cast;
 use parquet::basic::Compression;
 use zarrow::datafusion::{SqlOptions, SqlReader};
 use zarrow::export::{DEFAULT_PARQUET_COMPRESSION, ExportFormat, FileFormat, write_file};
@@ -181,22 +178,6 @@ fn print(reader: SqlReader) -> Result<()> {
 fn write(reader: SqlReader, path: &Path, format: Output, args: &SqlArgs) -> Result<()> {
     let (partial, file) = Partial::file(path, args.overwrite)?;
     let rows = match format {
-        Output::Export(ExportFormat::IpcFile) => {
-            let reader = DictionaryValues::new(reader);
-            for name in &reader.decoded {
-                eprintln!(
-                    "zarrow: column {name}: written as its dictionary's values (an Arrow IPC file \
-                     keeps one dictionary for every batch; .arrows keeps the dictionaries)"
-                );
-            }
-            write_file(
-                reader,
-                file,
-                partial.path(),
-                ExportFormat::IpcFile,
-                args.compression,
-            )?
-        }
         Output::Export(format) => {
             write_file(reader, file, partial.path(), format, args.compression)?
         }
@@ -227,68 +208,4 @@ fn write_csv(reader: SqlReader, file: File, path: &Path) -> Result<u64> {
             source: e,
         })?;
     Ok(rows)
-}
-
-/// A query's batches with their dictionary columns cast to the dictionaries'
-/// value types. An Arrow IPC file has one dictionary per column for all its
-/// batches, and a query's batches may each carry another (a `GROUP BY` over a
-/// categorical column does), which the file writer refuses.
-struct DictionaryValues {
-    reader: SqlReader,
-    schema: SchemaRef,
-    /// The names of the columns cast.
-    decoded: Vec<String>,
-}
-
-impl DictionaryValues {
-    fn new(reader: SqlReader) -> Self {
-        let source = reader.schema();
-        let mut decoded = Vec::new();
-        let fields: Vec<Field> = source
-            .fields()
-            .iter()
-            .map(|field| match field.data_type() {
-                DataType::Dictionary(_, values) => {
-                    decoded.push(field.name().clone());
-                    field
-                        .as_ref()
-                        .clone()
-                        .with_data_type(values.as_ref().clone())
-                }
-                _ => field.as_ref().clone(),
-            })
-            .collect();
-        let schema = Arc::new(Schema::new_with_metadata(fields, source.metadata().clone()));
-        Self {
-            reader,
-            schema,
-            decoded,
-        }
-    }
-}
-
-impl Iterator for DictionaryValues {
-    type Item = std::result::Result<RecordBatch, ArrowError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        let batch = self.reader.next()?;
-        if self.decoded.is_empty() {
-            return Some(batch);
-        }
-        Some(batch.and_then(|batch| {
-            let columns = batch
-                .columns()
-                .iter()
-                .zip(self.schema.fields())
-                .map(|(column, field)| cast(column, field.data_type()))
-                .collect::<std::result::Result<Vec<_>, _>>()?;
-            RecordBatch::try_new(self.schema.clone(), columns)
-        }))
-    }
-}
-
-impl RecordBatchReader for DictionaryValues {
-    fn schema(&self) -> SchemaRef {
-        self.schema.clone()
-    }
 }

@@ -4,13 +4,15 @@
 //!
 //! | node | recorded (`attributes.zarrow`) | read back as |
 //! |---|---|---|
-//! | array | `arrow_type`: the Arrow type written, by name | the string layout ([`recorded_string_type`]) |
+//! | array | `arrow_type`: the Arrow type written, by name | the string layout ([`recorded_string_type`]); a dictionary's key type ([`recorded_dictionary_keys`]) |
 //! | array of `Timestamp(_, tz)` | `timezone`: numpy's datetime64 is zoneless, the values are UTC | the timestamp's timezone ([`recorded_timezone`]) |
 //! | group (plain layout) | `columns`: the table's column order | the columns' order ([`recorded_columns`]) |
 
+use arrow_array::ArrayRef;
 use arrow_schema::DataType as ArrowType;
 use serde_json::{Map, Value, json};
 
+use super::ConventionError;
 use crate::metadata::StringType;
 
 /// The attribute under which zarrow records what a reader of its own needs.
@@ -51,14 +53,46 @@ fn recorded<'a>(attributes: &'a Map<String, Value>, key: &str) -> Option<&'a Val
     attributes.get(ATTRIBUTE)?.get(key)
 }
 
-/// The string layout zarrow's writer recorded in `attributes.zarrow.arrow_type`.
+/// The Arrow type zarrow's writer recorded in `attributes.zarrow.arrow_type`
+/// (arrow-rs' own spelling, which it parses back).
+fn recorded_type(attributes: &Map<String, Value>) -> Option<ArrowType> {
+    recorded(attributes, ARROW_TYPE)?.as_str()?.parse().ok()
+}
+
+/// The string layout zarrow's writer recorded in `attributes.zarrow.arrow_type`
+/// (of a dictionary: of its values).
 pub fn recorded_string_type(attributes: &Map<String, Value>) -> Option<StringType> {
-    match recorded(attributes, ARROW_TYPE)?.as_str()? {
-        "Utf8" | "Binary" => Some(StringType::Utf8),
-        "LargeUtf8" | "LargeBinary" => Some(StringType::LargeUtf8),
-        "Utf8View" | "BinaryView" => Some(StringType::Utf8View),
+    let recorded = recorded_type(attributes)?;
+    let values = match &recorded {
+        ArrowType::Dictionary(_, values) => values.as_ref(),
+        other => other,
+    };
+    match values {
+        ArrowType::Utf8 | ArrowType::Binary => Some(StringType::Utf8),
+        ArrowType::LargeUtf8 | ArrowType::LargeBinary => Some(StringType::LargeUtf8),
+        ArrowType::Utf8View | ArrowType::BinaryView => Some(StringType::Utf8View),
         _ => None,
     }
+}
+
+/// The key type of a dictionary column the plain layout stored as its values
+/// (Zarr has no dictionary type): read back, the values are encoded again with
+/// keys of this type.
+pub fn recorded_dictionary_keys(attributes: &Map<String, Value>) -> Option<ArrowType> {
+    match recorded_type(attributes)? {
+        ArrowType::Dictionary(keys, _) if keys.is_dictionary_key_type() => Some(*keys),
+        _ => None,
+    }
+}
+
+/// `values` encoded as a dictionary with `keys` (a recorded dictionary column,
+/// read back): the distinct values in order of first appearance.
+///
+/// # Errors
+/// More distinct values than `keys` can number.
+pub fn dictionary(values: &ArrayRef, keys: &ArrowType) -> Result<ArrayRef, ConventionError> {
+    let t = ArrowType::Dictionary(Box::new(keys.clone()), Box::new(values.data_type().clone()));
+    Ok(arrow_cast::cast(values, &t)?)
 }
 
 /// The timezone zarrow's writer recorded for a `Timestamp` column in
@@ -99,6 +133,21 @@ mod tests {
         assert_eq!(
             recorded_timezone(&array_attributes(&zoned)).as_deref(),
             Some("Europe/Paris")
+        );
+        let dictionary =
+            ArrowType::Dictionary(Box::new(ArrowType::Int16), Box::new(ArrowType::LargeUtf8));
+        let attributes = array_attributes(&dictionary);
+        assert_eq!(
+            recorded_string_type(&attributes),
+            Some(StringType::LargeUtf8)
+        );
+        assert_eq!(
+            recorded_dictionary_keys(&attributes),
+            Some(ArrowType::Int16)
+        );
+        assert_eq!(
+            recorded_dictionary_keys(&array_attributes(&ArrowType::Utf8)),
+            None
         );
         let columns = vec!["b".to_string(), "a".to_string()];
         assert_eq!(recorded_columns(&group_attributes(&columns)), Some(columns));

@@ -19,6 +19,7 @@ use crate::conventions::ConventionError;
 use crate::conventions::anndata::{self, Nullable};
 use crate::conventions::cf::{self, CfDecode};
 use crate::conventions::pandas::PandasColumn;
+use crate::conventions::zarrow;
 use crate::error::Convention;
 use crate::error::Result;
 
@@ -31,10 +32,12 @@ pub struct Column {
 
 #[derive(Debug, Clone)]
 enum Kind {
-    /// A 1-D array, CF-decoded when its attributes say so.
+    /// A 1-D array, CF-decoded when its attributes say so, or encoded again
+    /// as the dictionary zarrow's writer recorded (`dictionary`: its key type).
     Array {
         array: ZarrArray,
         cf: Option<CfDecode>,
+        dictionary: Option<ArrowType>,
     },
     /// anndata `categorical`: codes (the rows) into categories (read once).
     Categorical {
@@ -48,22 +51,51 @@ enum Kind {
 }
 
 impl Column {
-    /// A 1-D array as a column, its CF attributes decoded when its options say so.
+    /// A 1-D array read alone as a column (its values, [`ZarrArray::arrow_type`]),
+    /// its CF attributes decoded when its options say so.
     ///
     /// # Errors
     /// A CF attribute zarrow cannot decode (a non-Gregorian calendar, say).
     pub(crate) fn array(array: ZarrArray) -> Result<Self> {
+        Self::with_dictionary(array, None)
+    }
+
+    /// A 1-D array as a column of its group's table: as [`Column::array`], and a
+    /// dictionary column the plain layout stored as its values is a dictionary
+    /// again, unless the options ask for values (as they do of anndata's
+    /// categoricals).
+    ///
+    /// # Errors
+    /// As [`Column::array`].
+    pub(crate) fn table_column(array: ZarrArray) -> Result<Self> {
+        let keys = match array.options().categorical_values {
+            false => zarrow::recorded_dictionary_keys(&array.metadata().attributes),
+            true => None,
+        };
+        Self::with_dictionary(array, keys)
+    }
+
+    fn with_dictionary(array: ZarrArray, keys: Option<ArrowType>) -> Result<Self> {
         let raw = array.arrow_type();
         let cf = array.cf_decode()?;
-        let (data_type, nullable) = match &cf {
-            Some(cf) => (cf.data_type().clone(), true),
-            None => (raw, array.field().is_nullable()),
+        let dictionary = if cf.is_none() { keys } else { None };
+        let (data_type, nullable) = match (&cf, &dictionary) {
+            (Some(cf), _) => (cf.data_type().clone(), true),
+            (None, Some(keys)) => (
+                ArrowType::Dictionary(Box::new(keys.clone()), Box::new(raw)),
+                array.field().is_nullable(),
+            ),
+            (None, None) => (raw, array.field().is_nullable()),
         };
         let metadata = cf::dimension_metadata(array.metadata());
         let field = Field::new(array.column_name(), data_type, nullable).with_metadata(metadata);
         Ok(Self {
             field: Arc::new(field),
-            kind: Kind::Array { array, cf },
+            kind: Kind::Array {
+                array,
+                cf,
+                dictionary,
+            },
         })
     }
 
@@ -206,10 +238,21 @@ impl Column {
             array.convention_err(Convention::AnnData, e.to_string())
         };
         match &self.kind {
-            Kind::Array { cf: None, .. } => Ok(leaves.swap_remove(0)),
+            Kind::Array {
+                cf: None,
+                dictionary: None,
+                ..
+            } => Ok(leaves.swap_remove(0)),
+            Kind::Array {
+                array,
+                cf: None,
+                dictionary: Some(keys),
+            } => zarrow::dictionary(&leaves[0], keys)
+                .map_err(|e| array.convention_err(Convention::Zarrow, e.to_string())),
             Kind::Array {
                 array,
                 cf: Some(cf),
+                ..
             } => cf
                 .decode(&leaves[0])
                 .map_err(|e| array.convention_err(Convention::Cf, e.to_string())),

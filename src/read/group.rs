@@ -302,7 +302,7 @@ impl ZarrGroup {
             let key = join_key(&self.path, name);
             let column = match node {
                 NodeMetadata::Array(meta) if meta.shape.len() == 1 => {
-                    match self.array(&key, meta).and_then(Column::array) {
+                    match self.array(&key, meta).and_then(Column::table_column) {
                         Ok(column) => Ok(column),
                         Err(e @ Error::Convention { .. }) => {
                             skipped.push(Skipped {

@@ -100,7 +100,9 @@ impl ArrayWriter {
         options: WriteOptions,
     ) -> Result<Self> {
         let name = path.rsplit('/').next().unwrap_or("").to_string();
-        let spec = Arc::new(ArraySpec::new(&name, value_type(arrow_type), &options)?);
+        let spec = Arc::new(
+            ArraySpec::new(&name, value_type(arrow_type), &options)?.recording(arrow_type),
+        );
         let key_encoding = key_encoding(options.zarr_format);
         Ok(Self {
             store,

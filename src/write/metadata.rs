@@ -24,6 +24,9 @@ use crate::store::{Store, consolidated_metadata, consolidated_nodes, join_key, z
 pub(crate) struct ArraySpec {
     /// The Arrow type of the input (dictionaries already resolved to their values).
     pub arrow_type: ArrowType,
+    /// The Arrow type recorded for a reader: the input's own, a dictionary
+    /// included (its values are what is stored).
+    recorded: ArrowType,
     /// The Zarr data type.
     pub data_type: DataType,
     /// The string layout asked for (the data type's JSON depends on it).
@@ -82,12 +85,20 @@ impl ArraySpec {
             .compressor
             .codec(options.level, data_type.fixed_size().unwrap_or(1));
         Ok(Self {
+            recorded: arrow_type.clone(),
             arrow_type: arrow_type.clone(),
             data_type,
             encoding: options.encoding,
             layout,
             compressor,
         })
+    }
+
+    /// Record `input` as the Arrow type written (a dictionary whose values this
+    /// spec stores).
+    pub(crate) fn recording(mut self, input: &ArrowType) -> Self {
+        self.recorded = input.clone();
+        self
     }
 
     /// The array's metadata: `shape` in chunks of `chunk_shape` (shards, with
@@ -106,7 +117,7 @@ impl ArraySpec {
         user: &Map<String, Value>,
         dimension: Option<&str>,
     ) -> Result<ArrayMetadata> {
-        let mut attributes = zarrow::array_attributes(&self.arrow_type);
+        let mut attributes = zarrow::array_attributes(&self.recorded);
         attributes.extend(user.iter().map(|(k, v)| (k.clone(), v.clone())));
         let v2 = zarr_format == 2;
         let variable = self.data_type.fixed_size().is_none();

@@ -8,8 +8,11 @@ use arrow_array::builder::{BinaryViewBuilder, StringViewBuilder};
 use arrow_array::*;
 use arrow_schema::{DataType as ArrowType, Field, Schema};
 use proptest::prelude::*;
-use zarrow::write::{Compressor, Encoding, NullPolicy, WriteOptions, write_array, write_batches};
-use zarrow::{Error, MemoryStore, Store, ZarrArray, ZarrGroup};
+use zarrow::write::{
+    Compressor, Encoding, NullPolicy, WriteOptions, write_array, write_batches,
+    write_group_metadata,
+};
+use zarrow::{Error, MemoryStore, ReadOptions, Store, ZarrArray, ZarrGroup};
 
 const TYPES: [&str; 17] = [
     "utf8",
@@ -275,11 +278,45 @@ fn dictionaries_are_written_as_their_values() {
     let array: ArrayRef = Arc::new(dict);
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
     write_array(store.clone(), "d", &array, WriteOptions::default()).unwrap();
-    let back = ZarrArray::open(store, "d").unwrap().read_all().unwrap();
+    // The array alone reads as its stored values (as zarr-python reads them).
+    let back = ZarrArray::open(store.clone(), "d")
+        .unwrap()
+        .read_all()
+        .unwrap();
     assert_eq!(
         back.as_ref(),
         &StringArray::from(vec!["x", "y", "x", "z"]) as &dyn Array
     );
+    // As a column of its group's table it is the dictionary it was written as
+    // (its Arrow type recorded); `categorical_values` reads the values.
+    write_group_metadata(store.as_ref(), "", &["d".to_string()], 3).unwrap();
+    for (values, want) in [
+        (
+            false,
+            ArrowType::Dictionary(Box::new(ArrowType::Int8), Box::new(ArrowType::Utf8)),
+        ),
+        (true, ArrowType::Utf8),
+    ] {
+        let group = ZarrGroup::open_with(
+            store.clone(),
+            "",
+            ReadOptions::default().with_categorical_values(values),
+        )
+        .unwrap();
+        let batches: Vec<RecordBatch> = group
+            .reader()
+            .build()
+            .unwrap()
+            .map(|b| b.unwrap())
+            .collect();
+        let column = batches[0].column(0);
+        assert_eq!(column.data_type(), &want);
+        let strings = arrow_cast::cast(column, &ArrowType::Utf8).unwrap();
+        assert_eq!(
+            strings.as_ref(),
+            &StringArray::from(vec!["x", "y", "x", "z"]) as &dyn Array
+        );
+    }
 }
 
 #[test]

@@ -300,6 +300,65 @@ def nd_zarrs_check(zarrs: str, store: Path, dtype: str, values: list) -> str | N
     return compare_values("zarrs", got, want)
 
 
+def dictionary_table() -> pa.Table:
+    """Dictionary columns as pandas and Parquet make them: string values under
+    int8 / int16 / int32 keys, large strings, int64 values; each chunk with a
+    dictionary of its own (the Parquet file's row groups differ too)."""
+    rng = np.random.default_rng(5)
+    n = 3000
+    words = np.array([f"w{i}" for i in range(300)])
+    cols = {}
+    for key in [pa.int8(), pa.int16(), pa.int32()]:
+        chunks = []
+        for part in np.array_split(rng.integers(0, 100 if key == pa.int8() else 300, n), 3):
+            chunks.append(pa.array(words[part]).dictionary_encode().cast(pa.dictionary(key, pa.string())))
+        cols[f"d_{key}"] = pa.chunked_array(chunks)
+    cols["d_large"] = pa.array(words[rng.integers(0, 50, n)]).cast(pa.large_string()).dictionary_encode()
+    cols["d_int64"] = pa.array(rng.integers(-5, 5, n) * 1_000_000_007).dictionary_encode()
+    return pa.table(cols)
+
+
+DICTIONARY_CONFIGS = [
+    ("dict-v3", []),
+    ("dict-v2", ["--zarr-format", "2"]),
+    ("dict-v3-sharded-chunk100", ["--chunk-len", "100", "--shard-len", "1000"]),
+]
+
+
+def dictionary_checks(zarrow: str, source: Path, store: Path, tmp: Path, t: pa.Table) -> list:
+    """The plain layout stores a dictionary column's values (zarr-python reads
+    them); zarrow reads the column back with its dictionary type, into an IPC file
+    (one dictionary that grows: deltas) and an IPC stream, which pyarrow reads as
+    the source's type and values, and into Parquet, which pyarrow reads as it
+    reads its own Parquet file of the source (pyarrow restores dictionaries of
+    strings only, as `string`)."""
+    from_parquet = pq.read_table(source)
+    checks = []
+    g = zarr.open_group(str(store), mode="r")
+    for name in t.column_names:
+        want = t.column(name).cast(t.schema.field(name).type.value_type).to_pylist()
+        checks.append((f"zarr-python {name}", compare_values(name, g[name][:].tolist(), want)))
+    for suffix in [".parquet", ".arrow", ".arrows"]:
+        back = tmp / (store.name + ".back" + suffix)
+        run(zarrow, ["convert", str(store), str(back)])
+        if suffix == ".parquet":
+            got = pq.read_table(back)
+        elif suffix == ".arrow":
+            got = pa.ipc.open_file(back).read_all()
+        else:
+            got = pa.ipc.open_stream(back).read_all()
+        for name in t.column_names:
+            want = (from_parquet if suffix == ".parquet" else t).column(name)
+            col = got.column(name)
+            problem = None
+            if col.type != want.type:
+                problem = f"type {col.type} != {want.type}"
+            else:
+                problem = compare_values(name, col.to_pylist(), want.to_pylist())
+            checks.append((f"zarrow{suffix} {name}", problem))
+    return checks
+
+
 def report(what: str, checks: list, passed: int, failed: int) -> tuple[int, int]:
     """Print a line per (reader, problem) check; the updated pass and fail counts."""
     for reader, problem in checks:
@@ -365,6 +424,17 @@ def main() -> int:
             except Exception as e:  # noqa: BLE001 - report and go on
                 checks.append(("convert", f"{type(e).__name__}: {e}"))
             passed, failed = report(f"{name} (.arrow)", checks, passed, failed)
+        dictionaries = dictionary_table()
+        dictionary_source = tmp / "dictionaries.parquet"
+        pq.write_table(dictionaries, dictionary_source, row_group_size=1000)
+        for name, flags in DICTIONARY_CONFIGS:
+            store = tmp / f"{name}.zarr"
+            try:
+                run(args.zarrow, ["convert", str(dictionary_source), str(store), *flags])
+                checks = dictionary_checks(args.zarrow, dictionary_source, store, tmp, dictionaries)
+            except Exception as e:  # noqa: BLE001 - report and go on
+                checks = [("convert", f"{type(e).__name__}: {e}")]
+            passed, failed = report(f"{name} (.parquet)", checks, passed, failed)
         for name, shape, dtype, flags in ND_CASES:
             values = nd_values(shape, dtype)
             source = tmp / f"{name}.json"
