@@ -168,7 +168,7 @@ fn write(
     level: Option<i32>,
     chunk_len: Option<usize>,
     shard_len: Option<usize>,
-    nulls: &str,
+    nulls: Option<&str>,
     layout: Option<&str>,
     overwrite: bool,
     anonymous: bool,
@@ -184,7 +184,7 @@ fn write(
     for (key, value) in [
         ("encoding", encoding),
         ("compressor", compressor),
-        ("nulls", Some(nulls)),
+        ("nulls", nulls),
         ("layout", layout),
     ] {
         if let Some(value) = value {

@@ -219,7 +219,7 @@ def write(
     encoding: Optional[str] = None,
     compressor: Optional[str] = None,
     chunk_len: Optional[int] = None,
-    nulls: str = "error",
+    nulls: Optional[str] = None,
     overwrite: bool = False,
     *,
     level: Optional[int] = None,
@@ -244,8 +244,8 @@ def write(
         level).
     chunk_len: elements per chunk (default: about 4 MiB of values); with
         ``shard_len``, per inner chunk of sharding_indexed shards (Zarr v3).
-    nulls: "error" refuses a column with nulls; "fill" writes each null as the
-        fill value ("" / 0 / NaN / false), so the nulls are lost.
+    nulls: "error" (the default) refuses a column with nulls; "fill" writes each
+        null as the fill value ("" / 0 / NaN / false), so the nulls are lost.
     overwrite: replace an existing Zarr node at ``path`` (``mode="overwrite"``).
     layout: "plain" (the default) or "anndata" (an anndata dataframe).
     mode: "create" (the default: an existing node is an error), "overwrite", or

@@ -101,7 +101,7 @@ def write(
     encoding: Optional[Literal["default", "zarrs-vlen", "zep0007"]] = None,
     compressor: Optional[Literal["zstd", "gzip", "blosc", "none"]] = None,
     chunk_len: Optional[int] = None,
-    nulls: Literal["error", "fill"] = "error",
+    nulls: Optional[Literal["error", "fill"]] = None,
     overwrite: bool = False,
     *,
     level: Optional[int] = None,

@@ -83,7 +83,8 @@ pub struct ReadOptions {
     /// `units`) into the values xarray gives; off: the raw values.
     pub decode_cf: bool,
     /// Read an anndata `categorical` column as its categories' values, one per
-    /// row (nulls for missing), instead of a `DictionaryArray`. String
+    /// row (nulls for missing), instead of a `DictionaryArray` (and a dictionary
+    /// column zarrow's plain layout stored, as its stored values). String
     /// categories are `Utf8View` unless `string_type` says otherwise: each row's
     /// view is its category's, no string is copied. What DataFusion's own
     /// Parquet scan does with a dictionary-encoded column, and what its
