@@ -12,12 +12,12 @@
 //!
 //! Read: [`encoding`] names a node's element; [`categorical`] (or
 //! [`categorical_values`]) and [`masked`] assemble an element's arrays into one
-//! column. Write: [`column_encoding`] picks a column's element and
-//! [`index_element`] the dataframe's index; [`Categories`] (codes and
-//! categories, unified across batches), [`split_masked`] (values and mask) and
-//! [`row_numbers`] (a RangeIndex) give the parts; [`array_attributes`],
-//! [`categorical_attributes`], [`nullable_attributes`] and
-//! [`dataframe_attributes`] their attributes.
+//! column. Write: `column_encoding` picks a column's element and
+//! `index_element` the dataframe's index; `Categories` (codes and
+//! categories, unified across batches), `split_masked` (values and mask) and
+//! `row_numbers` (a RangeIndex) give the parts; `array_attributes`,
+//! `categorical_attributes`, `nullable_attributes` and
+//! `dataframe_attributes` their attributes.
 
 mod categories;
 
@@ -30,26 +30,26 @@ use arrow_buffer::BooleanBuffer;
 use arrow_schema::{DataType as ArrowType, Field};
 use serde_json::{Map, Value, json};
 
-pub use categories::Categories;
+pub(crate) use categories::Categories;
 
 use super::ConventionError;
 
 /// The element that holds a dataframe's row labels when the index is unnamed:
 /// anndata's name for an unnamed pandas index (and for a RangeIndex, stored as
 /// the row numbers).
-pub const INDEX: &str = "_index";
+pub(crate) const INDEX: &str = "_index";
 
 /// A `categorical` element's codes: one per row, -1 for missing.
-pub const CODES: &str = "codes";
+pub(crate) const CODES: &str = "codes";
 
 /// A `categorical` element's categories, in code order.
-pub const CATEGORIES: &str = "categories";
+pub(crate) const CATEGORIES: &str = "categories";
 
 /// A `nullable-*` element's values.
-pub const VALUES: &str = "values";
+pub(crate) const VALUES: &str = "values";
 
 /// A `nullable-*` element's mask: true where a value is missing.
-pub const MASK: &str = "mask";
+pub(crate) const MASK: &str = "mask";
 
 const ENCODING_TYPE: &str = "encoding-type";
 const ENCODING_VERSION: &str = "encoding-version";
@@ -169,7 +169,7 @@ pub fn encoding(attributes: &Map<String, Value>) -> Option<Encoding> {
 /// Whether an element of encoding `kind` (an [`Encoding::Other`]) holds other
 /// elements (`anndata`, `dict`, `raw`), rather than being one that is no table
 /// (a sparse matrix).
-pub fn is_container(kind: &str) -> bool {
+pub(crate) fn is_container(kind: &str) -> bool {
     CONTAINERS.contains(&kind)
 }
 
@@ -177,7 +177,7 @@ pub fn is_container(kind: &str) -> bool {
 /// `categorical` (its ordered flag kept); a type that a nullable element holds
 /// is that element when its nulls are kept (`keep_nulls`); any other column an
 /// array ([`Encoding::Array`]).
-pub fn column_encoding(field: &Field, keep_nulls: bool) -> Encoding {
+pub(crate) fn column_encoding(field: &Field, keep_nulls: bool) -> Encoding {
     match field.data_type() {
         ArrowType::Dictionary(..) => Encoding::Categorical {
             ordered: field.dict_is_ordered().unwrap_or(false),
@@ -191,13 +191,13 @@ pub fn column_encoding(field: &Field, keep_nulls: bool) -> Encoding {
 
 /// Whether an array element of Arrow type `t` stores its nulls as the fill
 /// value: floats, whose missing value pandas marks as NaN.
-pub fn nulls_as_nan(t: &ArrowType) -> bool {
+pub(crate) fn nulls_as_nan(t: &ArrowType) -> bool {
     t.is_floating()
 }
 
 /// The attributes anndata writes on an element: `encoding-type: kind` and its
 /// `encoding-version` (0.1.0 for the nullable elements, 0.2.0 for the others).
-pub fn element_attributes(kind: &str) -> Map<String, Value> {
+pub(crate) fn element_attributes(kind: &str) -> Map<String, Value> {
     let version = if kind.starts_with("nullable-") {
         "0.1.0"
     } else {
@@ -212,7 +212,7 @@ pub fn element_attributes(kind: &str) -> Map<String, Value> {
 /// The attributes of an array of Arrow type `t` written as an element (a
 /// column, or a part of one: codes, categories, values, mask, row numbers):
 /// `string-array` for strings, else `array`.
-pub fn array_attributes(t: &ArrowType) -> Map<String, Value> {
+pub(crate) fn array_attributes(t: &ArrowType) -> Map<String, Value> {
     element_attributes(match t {
         ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View => STRING_ARRAY,
         _ => ARRAY,
@@ -220,20 +220,20 @@ pub fn array_attributes(t: &ArrowType) -> Map<String, Value> {
 }
 
 /// The attributes of a `categorical` element's group.
-pub fn categorical_attributes(ordered: bool) -> Map<String, Value> {
+pub(crate) fn categorical_attributes(ordered: bool) -> Map<String, Value> {
     let mut attributes = element_attributes(CATEGORICAL);
     attributes.insert(ORDERED.into(), json!(ordered));
     attributes
 }
 
 /// The attributes of a `nullable-*` element's group.
-pub fn nullable_attributes(kind: Nullable) -> Map<String, Value> {
+pub(crate) fn nullable_attributes(kind: Nullable) -> Map<String, Value> {
     element_attributes(kind.encoding_type())
 }
 
 /// The attributes of a `dataframe` group: its index element and the other
 /// columns, in order.
-pub fn dataframe_attributes(index: &str, column_order: &[&String]) -> Map<String, Value> {
+pub(crate) fn dataframe_attributes(index: &str, column_order: &[&String]) -> Map<String, Value> {
     let mut attributes = element_attributes(DATAFRAME);
     attributes.insert(INDEX.into(), json!(index));
     attributes.insert(COLUMN_ORDER.into(), json!(column_order));
@@ -244,7 +244,10 @@ pub fn dataframe_attributes(index: &str, column_order: &[&String]) -> Map<String
 /// with `columns`, whose pandas index is the column `pandas_index`: that
 /// column, else one named `_index`, else (a RangeIndex) the row numbers,
 /// stored as `_index`; and whether it is the row numbers.
-pub fn index_element<'a>(pandas_index: Option<&'a str>, columns: &[String]) -> (&'a str, bool) {
+pub(crate) fn index_element<'a>(
+    pandas_index: Option<&'a str>,
+    columns: &[String],
+) -> (&'a str, bool) {
     match pandas_index {
         Some(name) => (name, false),
         None => (INDEX, !columns.iter().any(|n| n == INDEX)),
@@ -253,7 +256,7 @@ pub fn index_element<'a>(pandas_index: Option<&'a str>, columns: &[String]) -> (
 
 /// Rows `first_row..first_row + rows` of a pandas RangeIndex, as anndata stores
 /// one: the row numbers.
-pub fn row_numbers(first_row: u64, rows: usize) -> ArrayRef {
+pub(crate) fn row_numbers(first_row: u64, rows: usize) -> ArrayRef {
     Arc::new(Int64Array::from_iter_values(
         (first_row..first_row + rows as u64).map(|r| r as i64),
     ))
@@ -262,7 +265,7 @@ pub fn row_numbers(first_row: u64, rows: usize) -> ArrayRef {
 /// A column with nulls as a `nullable-*` element's parts: its values (the
 /// nulls' slots as they are) and the mask, true where a value is missing. The
 /// inverse of [`masked`].
-pub fn split_masked(array: &ArrayRef) -> [ArrayRef; 2] {
+pub(crate) fn split_masked(array: &ArrayRef) -> [ArrayRef; 2] {
     let missing = match array.logical_nulls() {
         Some(nulls) => !nulls.inner(),
         None => BooleanBuffer::new_unset(array.len()),

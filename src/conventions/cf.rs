@@ -8,7 +8,7 @@
 //!   another calendar is refused by name;
 //! - dimension names (`dimension_names` in v3, `_ARRAY_DIMENSIONS` in v2), read
 //!   ([`dimension_names`], carried on an Arrow field as [`DIMENSION_NAMES_KEY`])
-//!   and recorded on the arrays zarrow writes ([`record_dimension_names`]).
+//!   and recorded on the arrays zarrow writes (`record_dimension_names`).
 //!
 //! A Zarr v2 array written by xarray (it has `_ARRAY_DIMENSIONS`) uses its
 //! `fill_value` as `_FillValue`, as xarray does.
@@ -67,7 +67,7 @@ pub fn dimension_metadata(meta: &ArrayMetadata) -> HashMap<String, String> {
 /// Record `names` as the dimension names of the array `meta` describes, as
 /// xarray reads them: v3 `dimension_names`, v2 the `_ARRAY_DIMENSIONS`
 /// attribute (after the attributes it has).
-pub fn record_dimension_names(meta: &mut ArrayMetadata, names: &[&str]) {
+pub(crate) fn record_dimension_names(meta: &mut ArrayMetadata, names: &[&str]) {
     if meta.zarr_format == 2 {
         meta.attributes.insert(V2_DIMENSIONS.into(), json!(names));
     } else {

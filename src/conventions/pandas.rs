@@ -1,7 +1,7 @@
 //! pandas' `pandas` schema metadata, as pyarrow writes and reads it: what a
 //! table zarrow reads carries so that `Table.to_pandas()` rebuilds the frame
 //! anndata (or xarray) gives ([`pandas_metadata`]), and what a table zarrow
-//! writes tells of its index and nullable columns ([`PandasSchema`]).
+//! writes tells of its index and nullable columns (`PandasSchema`).
 
 use arrow_schema::{DataType as ArrowType, Field, Schema};
 use serde_json::{Value, json};
@@ -132,7 +132,7 @@ pub fn pandas_metadata(index: &[&str], columns: &[PandasColumn<'_>]) -> String {
 /// What pyarrow's `pandas` metadata in a schema says of a table to write: the
 /// column that holds its index, and each column's pandas dtype.
 #[derive(Debug, Clone, Default)]
-pub struct PandasSchema {
+pub(crate) struct PandasSchema {
     index: Option<String>,
     numpy_types: Vec<(String, String)>,
 }

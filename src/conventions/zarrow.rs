@@ -29,7 +29,7 @@ const COLUMNS: &str = "columns";
 
 /// The attributes zarrow records on an array written from Arrow type
 /// `arrow_type`: the type's name and, for a timestamp with one, its timezone.
-pub fn array_attributes(arrow_type: &ArrowType) -> Map<String, Value> {
+pub(crate) fn array_attributes(arrow_type: &ArrowType) -> Map<String, Value> {
     let mut zarrow = Map::new();
     zarrow.insert(ARROW_TYPE.into(), json!(arrow_type.to_string()));
     // numpy's datetime64 has no timezone: the values are UTC, the zone kept here.
@@ -42,7 +42,7 @@ pub fn array_attributes(arrow_type: &ArrowType) -> Map<String, Value> {
 }
 
 /// The attributes zarrow records on a plain group: its column order.
-pub fn group_attributes(columns: &[String]) -> Map<String, Value> {
+pub(crate) fn group_attributes(columns: &[String]) -> Map<String, Value> {
     let mut attributes = Map::new();
     attributes.insert(ATTRIBUTE.into(), json!({ COLUMNS: columns }));
     attributes

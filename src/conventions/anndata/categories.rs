@@ -15,7 +15,7 @@ use crate::conventions::ConventionError;
 /// dictionary keeps its order (and its unused values); a batch with the first
 /// batch's dictionary reuses its codes without hashing.
 #[derive(Debug)]
-pub struct Categories {
+pub(crate) struct Categories {
     /// The categories' type.
     value_type: ArrowType,
     /// The codes' type: Int32, or a stored element's own (anndata writes
