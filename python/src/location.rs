@@ -57,7 +57,7 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Location {
         Ok(Self::Store {
             store: store.into_dyn(),
             label: obj.repr()?.to_string(),
-            location: format!("obstore://{prefix}"),
+            location: zarrow::store::in_process_location(&prefix),
         })
     }
 }

@@ -499,7 +499,7 @@ impl ZarrSink {
                 prefix: prefix.clone(),
                 location: location.clone(),
             },
-            Target::Store { name, url, .. } if !name.starts_with("obstore://") => {
+            Target::Store { name, url, .. } if !crate::store::is_in_process(name) => {
                 TargetSpec::Store {
                     location: crate::store::portable_location(name),
                     url: url.clone(),

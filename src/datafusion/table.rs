@@ -521,7 +521,8 @@ impl datafusion::catalog::TableProvider for ZarrTable {
                 );
             }
         };
-        let local = !is_url(&self.location) && !self.location.starts_with("obstore://");
+        // (A store opened in this process is named by a URL of its own.)
+        let local = !is_url(&self.location);
         let target = match (&self.writable, local, mode) {
             (_, true, Mode::Overwrite) => {
                 let (_, node) =

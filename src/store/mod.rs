@@ -41,7 +41,8 @@ pub use memory::MemoryStore;
 #[cfg(feature = "object-store")]
 pub use object::{
     DEFAULT_CONCURRENCY, MULTIPART_CHUNK, MULTIPART_THRESHOLD, ObjectStoreAsync,
-    ObjectStoreBackend, UrlOptions, file_url_path, is_url, open_url, open_url_with,
+    ObjectStoreBackend, UrlOptions, file_url_path, in_process_location, is_in_process, is_url,
+    open_url, open_url_with,
 };
 #[cfg(feature = "datafusion")]
 pub(crate) use open::portable_location;

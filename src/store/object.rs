@@ -588,6 +588,20 @@ pub fn is_url(s: &str) -> bool {
     scheme(s).is_some_and(|scheme| !scheme.eq_ignore_ascii_case("file"))
 }
 
+/// How a store opened in this process is named (a Python obstore store:
+/// `obstore://PREFIX`): no other process or machine can open it by that name.
+pub fn in_process_location(prefix: &str) -> String {
+    format!("{IN_PROCESS_SCHEME}://{prefix}")
+}
+
+/// Whether `location` names a store opened in this process
+/// ([`in_process_location`]).
+pub fn is_in_process(location: &str) -> bool {
+    scheme(location) == Some(IN_PROCESS_SCHEME)
+}
+
+const IN_PROCESS_SCHEME: &str = "obstore";
+
 /// The scheme of `s` when it has the shape `scheme://...`.
 fn scheme(s: &str) -> Option<&str> {
     s.split_once("://")
@@ -794,6 +808,11 @@ mod tests {
         ] {
             assert!(!is_url(path), "{path}");
         }
+        // A store opened in this process is no local path, and no other
+        // process's URL.
+        let in_process = in_process_location("atlas.zarr/obs");
+        assert!(is_url(&in_process) && is_in_process(&in_process));
+        assert!(!is_in_process("s3://b/x.zarr") && !is_in_process("x.zarr"));
     }
 
     #[test]
