@@ -11,6 +11,8 @@ pub(crate) fn remove_partials_on_signals() {
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
         return;
     };
+    // signal-hook's iterator blocks until a signal comes: it waits on a thread
+    // of the command line's own (the library starts none).
     std::thread::spawn(move || {
         if let Some(signal) = signals.forever().next() {
             // Held until the process is gone: no commit races the removal.

@@ -117,11 +117,7 @@ impl ConvertOptions {
         let bad = |takes: &str| {
             Error::InvalidArgument(format!("convert option {key} = {value:?}: {takes}"))
         };
-        let flag = || match value.trim().to_ascii_lowercase().as_str() {
-            "true" | "1" | "yes" => Ok(true),
-            "false" | "0" | "no" => Ok(false),
-            _ => Err(bad("true or false")),
-        };
+        let flag = || crate::write::parse_flag(value).ok_or_else(|| bad("true or false"));
         let number = || value.trim().parse::<u64>().map_err(|_| bad("a number"));
         match key {
             "overwrite" => self.overwrite = flag()?,

@@ -298,6 +298,16 @@ macro_rules! display_by_name {
 }
 display_by_name!(Encoding, Compressor, NullPolicy, Layout);
 
+/// A flag option's value as [`WriteOptions::set`] (and `ConvertOptions::set`)
+/// take it: `true` / `1` / `yes`, `false` / `0` / `no`, in any case.
+pub(crate) fn parse_flag(value: &str) -> Option<bool> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" => Some(true),
+        "false" | "0" | "no" => Some(false),
+        _ => None,
+    }
+}
+
 /// How long a writer waits for another by default: a minute.
 pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -439,11 +449,7 @@ impl WriteOptions {
             Error::InvalidArgument(format!("write option {key} = {value:?}: {takes}"))
         };
         let number = |takes: &str| value.trim().parse::<usize>().map_err(|_| bad(takes));
-        let flag = || match value.trim().to_ascii_lowercase().as_str() {
-            "true" | "1" | "yes" => Ok(true),
-            "false" | "0" | "no" => Ok(false),
-            _ => Err(bad("true or false")),
-        };
+        let flag = || parse_flag(value).ok_or_else(|| bad("true or false"));
         match key {
             "zarr_format" => {
                 self.zarr_format = match value.trim() {
