@@ -117,6 +117,27 @@ def test_the_categorical_prefilter_keeps_exactly_the_rows_with_those_categories(
         zarrow._open(OBS, ["cell_id"], keep=[("cell_id", ["x"])])
 
 
+@pytest.mark.parametrize("n_categories", [3, 300])
+def test_the_prefilter_reads_codes_of_each_width_and_their_nulls(tmp_path, n_categories):
+    """anndata stores 300 categories' codes as int16, 3 as int8; missing values
+    (code -1) are never kept. The kept rows are the ones pandas' filter keeps,
+    over 1,000 rows (more than 64, and not a multiple of 64)."""
+    import pandas as pd
+
+    rng = np.random.default_rng(n_categories)
+    names = [f"c{i}" for i in range(n_categories)]
+    picked = rng.integers(-1, n_categories, 1000)
+    cats = pd.Categorical.from_codes(picked, categories=names)
+    obs = pd.DataFrame({"kind": cats, "n": np.arange(1000)}, index=[f"r{i}" for i in range(1000)])
+    anndata.AnnData(obs=obs).write_zarr(tmp_path / "a.zarr")
+    wanted = [names[1], names[-1], "absent"]
+    codes = zarr.open_group(str(tmp_path / "a.zarr" / "obs"), mode="r")["kind"]["codes"]
+    assert codes.dtype == (np.int8 if n_categories < 128 else np.int16)
+    reader = zarrow._open(tmp_path / "a.zarr" / "obs", ["n", "kind"], keep=[("kind", wanted)])
+    got = reader.to_polars()
+    assert got["n"].to_list() == obs.index.get_indexer(obs.index[obs["kind"].isin(wanted)]).tolist()
+
+
 def test_the_prefilter_gathers_the_kept_rows_of_small_batches():
     """Read in batches of 4 rows, the kept rows of several batches cross as one
     batch of at least 4 rows (the last may hold fewer), with their nulls and

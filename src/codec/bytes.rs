@@ -21,7 +21,7 @@ use arrow_array::types::{
     TimestampSecondType, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
 use arrow_array::{ArrayRef, ArrowPrimitiveType, BooleanArray, PrimitiveArray};
-use arrow_buffer::{BooleanBuffer, Buffer, MutableBuffer, NullBuffer, ScalarBuffer};
+use arrow_buffer::{Buffer, MutableBuffer, NullBuffer, ScalarBuffer};
 
 use std::any::Any;
 
@@ -118,7 +118,7 @@ pub(crate) fn decode(
     }
     Ok(match ctx.data_type {
         DataType::Bool => Arc::new(BooleanArray::new(
-            BooleanBuffer::collect_bool(n, |i| bytes.as_slice()[i] != 0),
+            crate::offsets::keys::bits(&bytes.as_slice()[..n], |b| b != 0),
             None,
         )),
         DataType::Int8 => primitive::<Int8Type>(bytes, n, endian),
@@ -188,11 +188,9 @@ fn time<T: ArrowPrimitiveType<Native = i64>>(bytes: Buffer, n: usize, endian: En
 
 /// The validity of int64 time counts: `None` when no element is NaT.
 pub(crate) fn nat_nulls(values: &[i64]) -> Option<NullBuffer> {
-    values.contains(&NAT).then(|| {
-        NullBuffer::new(BooleanBuffer::collect_bool(values.len(), |i| {
-            values[i] != NAT
-        }))
-    })
+    values
+        .contains(&NAT)
+        .then(|| NullBuffer::new(crate::offsets::keys::bits(values, |v| v != NAT)))
 }
 
 /// `datetime64[D]`: int64 day counts narrowed to Arrow `Date32` (one copy); NaT is
