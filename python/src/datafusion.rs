@@ -64,18 +64,30 @@ pub(crate) fn table(
             Location::Path(path) => {
                 ZarrTable::open_with(&path.to_string_lossy(), options, &url, blocking)
             }
-            // Its scans read the store itself: the session's registry has no
-            // `obstore://` store.
-            Location::Store { location: name, .. } => {
-                let plain = location.backend(anonymous)?;
-                let store = Consolidated::open(plain.clone())?;
-                Ok(ZarrTable::from_store(store, name, options)?.with_store_for_writes(plain))
-            }
+            Location::Store { .. } => store_table(&location, options, anonymous),
         })
         .map_err(to_py)?;
     Ok(Table {
         table: Arc::new(table),
     })
+}
+
+/// The table of an obstore store: its scans read the store itself (the
+/// session's registry has no `obstore://` store), and `INSERT INTO` appends
+/// through it.
+pub(crate) fn store_table(
+    location: &Location,
+    options: ZarrTableOptions,
+    anonymous: bool,
+) -> zarrow::Result<ZarrTable> {
+    let Location::Store { location: name, .. } = location else {
+        return Err(zarrow::Error::InvalidArgument(
+            "a path has no obstore store".into(),
+        ));
+    };
+    let plain = location.backend(anonymous)?;
+    let store = Consolidated::open(plain.clone())?;
+    Ok(ZarrTable::from_store(store, name, options)?.with_store_for_writes(plain))
 }
 
 #[pymethods]

@@ -18,7 +18,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict};
 use zarrow::convert::{ConvertOptions, Observer, Written, convert_ends, write_zarr};
-use zarrow::datafusion::{SqlOptions, ZarrTable};
+use zarrow::datafusion::SqlOptions;
 use zarrow::read::{TableOptions, describe_node, open_table};
 use zarrow::store::{Blocking, UrlOptions};
 use zarrow::write::{WriteOptions, write_batches};
@@ -393,11 +393,9 @@ fn sql(
                     Location::Path(path) => {
                         located.push((name, path.to_string_lossy().into_owned()));
                     }
-                    Location::Store {
-                        location: ref at, ..
-                    } => {
-                        let (store, _) = location.open(anonymous)?;
-                        let table = ZarrTable::from_store(store, at, options.table.clone())?;
+                    Location::Store { .. } => {
+                        let table =
+                            datafusion::store_table(&location, options.table.clone(), anonymous)?;
                         options.opened.push((name, Arc::new(table)));
                     }
                 }

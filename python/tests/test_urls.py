@@ -5,6 +5,8 @@ the objects zarrow wrote downloaded with boto3 and read by zarr-python."""
 
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -239,6 +241,17 @@ def test_write_convert_and_sql_through_an_obstore_s3_store(s3, tmp_path):
     expected = even.group_by("kind").aggregate([("kind", "count")]).sort_by("kind")
     assert got.column("kind").to_pylist() == expected.column("kind").to_pylist()
     assert got.column("c").to_pylist() == expected.column("kind_count").to_pylist()
+
+    # sql: INSERT INTO the store's table appends through the obstore store;
+    # zarr-python reads the rows before and after.
+    insert = "INSERT INTO t SELECT name, kind, n FROM p WHERE n < 3"
+    pa.table(zarrow.sql(insert, {"t": store, "p": tmp_path / "in.parquet"}))
+    shutil.rmtree(tmp_path / "obw" / "w.zarr")
+    download(client, "obw/w.zarr/", tmp_path)
+    group = zarr.open_group(str(tmp_path / "obw" / "w.zarr"), mode="r")
+    grown = pa.concat_tables([want, want.slice(0, 3)])
+    for name in want.column_names:
+        assert np.asarray(group[name][:]).tolist() == grown.column(name).to_pylist(), name
 
 
 def test_an_obstore_local_store_names_a_root_array_by_its_prefix():
