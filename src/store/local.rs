@@ -5,8 +5,8 @@ use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use arrow_buffer::Buffer;
@@ -29,6 +29,10 @@ use crate::error::{Error, Result};
 pub struct LocalStore {
     root: PathBuf,
     memory_map: bool,
+    /// The root as the filesystem resolves it, found by the first check that
+    /// needs it (the root may not exist before the first write); a key's path
+    /// is resolved at every open, the root only once.
+    resolved_root: Arc<OnceLock<PathBuf>>,
 }
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -40,6 +44,7 @@ impl LocalStore {
         Self {
             root: root.into(),
             memory_map: false,
+            resolved_root: Arc::default(),
         }
     }
 
@@ -68,6 +73,7 @@ impl LocalStore {
         Self {
             root: root.into(),
             memory_map: true,
+            resolved_root: Arc::default(),
         }
     }
 
@@ -86,11 +92,26 @@ impl LocalStore {
         let Ok(resolved) = path.canonicalize() else {
             return Ok(()); // absent: nothing to follow
         };
-        let root = self
-            .root
-            .canonicalize()
-            .map_err(|e| Error::io(&self.root, e))?;
-        if !resolved.starts_with(&root) {
+        let resolve = || {
+            self.root
+                .canonicalize()
+                .map_err(|e| Error::io(&self.root, e))
+        };
+        // A relative root is resolved from the working directory each time,
+        // as the key's path is.
+        let relative;
+        let root: &Path = match self.resolved_root.get() {
+            Some(root) => root,
+            None if self.root.is_absolute() => {
+                let root = resolve()?;
+                self.resolved_root.get_or_init(|| root)
+            }
+            None => {
+                relative = resolve()?;
+                &relative
+            }
+        };
+        if !resolved.starts_with(root) {
             return Err(Error::InvalidKey {
                 key: key.to_string(),
                 reason: "resolves outside the store root (through a symbolic link)",
@@ -427,5 +448,56 @@ mod tests {
         let part = store.get_range("k", 4096..4100).unwrap().unwrap();
         assert_eq!(part.as_slice(), &value[4096..4100]);
         assert_eq!(part.as_ptr() as usize % 4096, 0, "not a slice of a mapping");
+    }
+
+    /// A key that a symbolic link leads outside the root is refused, on the
+    /// first read and on later ones (the root's resolution is kept); a link
+    /// that stays inside is followed; a write through a linked directory that
+    /// leaves the root is refused too.
+    #[cfg(unix)]
+    #[test]
+    fn symbolic_links_out_of_the_root_are_refused() {
+        use std::os::unix::fs::symlink;
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), b"no").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalStore::new(dir.path());
+        store.set("a/inside", b"yes").unwrap();
+        symlink(outside.path().join("secret"), dir.path().join("a/out")).unwrap();
+        symlink(dir.path().join("a/inside"), dir.path().join("a/in")).unwrap();
+        symlink(outside.path(), dir.path().join("away")).unwrap();
+        for _ in 0..2 {
+            assert_eq!(store.get("a/in").unwrap().unwrap().as_slice(), b"yes");
+            assert!(matches!(store.get("a/out"), Err(Error::InvalidKey { .. })));
+            assert!(matches!(
+                store.get_range("a/out", 0..1),
+                Err(Error::InvalidKey { .. })
+            ));
+            assert!(matches!(
+                store.get("away/secret"),
+                Err(Error::InvalidKey { .. })
+            ));
+        }
+        assert!(matches!(
+            store.set("away/new", b"x"),
+            Err(Error::InvalidKey { .. })
+        ));
+        assert!(!outside.path().join("new").exists());
+        // A relative root resolves as its keys do.
+        let cwd = std::env::current_dir().unwrap();
+        let relative = pathdiff(dir.path(), &cwd);
+        let store = LocalStore::new(relative);
+        assert_eq!(store.get("a/in").unwrap().unwrap().as_slice(), b"yes");
+        assert!(matches!(store.get("a/out"), Err(Error::InvalidKey { .. })));
+    }
+
+    /// `path` relative to `base` (both absolute), through `..`s.
+    fn pathdiff(path: &Path, base: &Path) -> PathBuf {
+        let (path, base): (Vec<_>, Vec<_>) =
+            (path.components().collect(), base.components().collect());
+        let common = path.iter().zip(&base).take_while(|(a, b)| a == b).count();
+        let mut out: PathBuf = base[common..].iter().map(|_| "..").collect();
+        out.extend(&path[common..]);
+        out
     }
 }
