@@ -5,6 +5,7 @@
 //! record batches cross as the Arrow C stream (see `stream.rs`), never copied.
 
 mod datafusion;
+mod enums;
 mod errors;
 mod keep;
 mod location;

@@ -276,11 +276,58 @@ impl Reader {
     /// Its stream runs no signal handlers: Polars pulls it with the GIL
     /// released by its own PyO3, under this method, where ours still counts
     /// the GIL as held and would run them without it.
+    ///
+    /// An ordered categorical is a `polars.Enum` of its categories (Polars
+    /// would import it as a `Categorical`, ordered by its strings).
     fn to_polars<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let mut inner = self.take()?;
+        let mut enums = Vec::new();
+        if !crate::enums::ordered_columns(&self.schema).is_empty() {
+            // The first batch tells the categories; it goes back in front.
+            if let Some(first) = py.detach(|| inner.next()) {
+                let first = first.map_err(crate::errors::arrow_error)?;
+                enums = crate::enums::ordered_categories(&first).map_err(|e| zarrow_error(&e))?;
+                let schema = inner.schema();
+                inner = Box::new(RecordBatchIterator::new(
+                    std::iter::once(Ok(first)).chain(inner),
+                    schema,
+                ));
+            }
+        }
         // A reader of its own: Polars pulls it while this one stays free.
-        let mut rest = Reader::new(self.take()?, self.total_rows, Vec::new());
+        let mut rest = Reader::new(inner, self.total_rows, Vec::new());
         rest.interruptible = false;
-        py.import("polars")?.getattr("DataFrame")?.call1((rest,))
+        let polars = py.import("polars")?;
+        let frame = polars.getattr("DataFrame")?.call1((rest,))?;
+        if enums.is_empty() {
+            return Ok(frame);
+        }
+        let casts = enums
+            .into_iter()
+            .map(|(name, categories)| {
+                let dtype = polars.getattr("Enum")?.call1((categories,))?;
+                polars
+                    .getattr("col")?
+                    .call1((name,))?
+                    .call_method1("cast", (dtype,))
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        frame.call_method1("with_columns", (casts,))
+    }
+
+    /// The columns that are ordered categoricals (from the schema: nothing is
+    /// read), for `zarrow.scan`.
+    fn _ordered_columns(&self) -> Vec<String> {
+        crate::enums::ordered_columns(&self.schema)
+    }
+
+    /// Each ordered categorical with its categories, from the next batch
+    /// (which this reads; empty at the end), for `zarrow.scan`.
+    fn _ordered_categories(&self, py: Python<'_>) -> PyResult<Vec<(String, Vec<String>)>> {
+        match self.next_batch(py)? {
+            Some(batch) => crate::enums::ordered_categories(&batch).map_err(|e| zarrow_error(&e)),
+            None => Ok(Vec::new()),
+        }
     }
 
     /// The next batch as a stream of its own (`__arrow_c_stream__`), for a

@@ -62,10 +62,14 @@ def test_scan_reads_what_anndata_reads():
     got = zarrow.scan(OBS).collect()
     assert sorted(got.columns) == sorted(want.columns)
     same_frames(got.select(want.columns), want)
-    # Categoricals keep their categories; nullable columns their nulls.
+    # Categoricals keep their categories (an ordered one is an Enum of them,
+    # in pandas' order); nullable columns their nulls.
+    pandas = anndata.io.read_elem(zarr.open_group(str(ANNDATA), mode="r")["obs"])
     for name in want.columns:
         if want[name].dtype == pl.Categorical:
-            assert got[name].dtype == pl.Categorical, name
+            dtype = pandas[name].dtype
+            expected = pl.Enum(list(dtype.categories)) if dtype.ordered else pl.Categorical
+            assert got[name].dtype == expected, name
         if want[name].null_count():
             assert got[name].null_count() == want[name].null_count(), name
 
@@ -150,6 +154,39 @@ def test_the_prefilter_gathers_the_kept_rows_of_small_batches():
     assert all(frame.height >= 4 for frame in frames[:-1])
     got = pl.concat(frames)
     same_frames(got, want.select(columns))
+
+
+def test_an_ordered_categorical_is_an_enum_ordered_as_pandas_orders_it(tmp_path):
+    """anndata's ordered categorical arrives as ``pl.Enum`` of its categories in
+    the scan's schema, its frames and ``Reader.to_polars``: sorting and order
+    comparisons follow the categories' order, as pandas' do (a Categorical
+    would sort "hi" < "lo" < "mid"). An unordered one stays Categorical."""
+    import pandas as pd
+
+    order = ["lo", "mid", "hi"]
+    levels = pd.Categorical(["mid", "hi", "lo", None, "hi", "lo", "mid"], categories=order, ordered=True)
+    kinds = pd.Categorical(["b", "a", "b", "a", "b", "a", "b"])
+    obs = pd.DataFrame({"level": levels, "kind": kinds, "n": np.arange(7)}, index=[f"r{i}" for i in range(7)])
+    anndata.AnnData(obs=obs).write_zarr(tmp_path / "a.zarr")
+    path = tmp_path / "a.zarr" / "obs"
+
+    lf = zarrow.scan(path)
+    assert lf.collect_schema()["level"] == pl.Enum(order)
+    assert lf.collect_schema()["kind"] == pl.Categorical
+    got = lf.collect()
+    assert got["level"].dtype == pl.Enum(order)
+    assert got["level"].to_list() == [None if pd.isna(v) else v for v in obs["level"]]
+    by_level = lf.sort("level", "n", nulls_last=True).collect()["n"].to_list()
+    assert by_level == obs.sort_values(["level", "n"], na_position="last")["n"].tolist()
+    below = lf.filter(pl.col("level") < "hi").collect()["n"].to_list()
+    assert below == obs[obs["level"] < "hi"]["n"].tolist()
+    # With the categorical prefilter too (== is evaluated on the categories).
+    assert lf.filter(pl.col("level") == "mid").collect()["n"].to_list() == obs[obs["level"] == "mid"]["n"].tolist()
+
+    eager = zarrow.read(path).to_polars()
+    assert eager["level"].dtype == pl.Enum(order)
+    assert eager["kind"].dtype == pl.Categorical
+    assert eager.sort("level", "n", nulls_last=True)["n"].to_list() == by_level
 
 
 def test_reader_to_polars_is_the_eager_frame():

@@ -24,7 +24,7 @@ def scan(
     """A Zarr group (one column per 1-D array) or array as a ``polars.LazyFrame``.
 
     The schema comes from the metadata alone (``collect_schema()`` reads no
-    chunk). A query reads only the columns it uses and, with ``head(n)`` or
+    chunk, but for an ordered categorical's categories). A query reads only the columns it uses and, with ``head(n)`` or
     ``n_rows``, only the chunks those rows lie in; its filter is applied to
     each batch as it arrives. A filter on a sorted column (``sorted``, or an
     xarray dimension coordinate) first reads that column alone, then only the
@@ -38,11 +38,12 @@ def scan(
     options: as ``zarrow.read``: ``decode_cf``, ``long``, ``categorical_values``.
 
     anndata categoricals arrive as ``pl.Categorical`` (their codes and
-    categories, unless ``categorical_values=True``), nullable columns with their
-    nulls. A filter comparing a categorical with strings (``==``, ``is_in``)
-    is first evaluated on its categories, once, and rows whose codes name none
-    of them never cross to Polars. Children of a group that are not columns
-    are named once, in a ``ZarrowWarning``.
+    categories, unless ``categorical_values=True``), ordered ones as a
+    ``pl.Enum`` of their categories (read with the schema, for their order),
+    nullable columns with their nulls. A filter comparing a categorical with
+    strings (``==``, ``is_in``) is first evaluated on its categories, once,
+    and rows whose codes name none of them never cross to Polars. Children of
+    a group that are not columns are named once, in a ``ZarrowWarning``.
 
     >>> import polars as pl, zarrow
     >>> lf = zarrow.scan("testdata/stores/obs.zarr", columns=["barcode", "cell_type", "n_genes"])
@@ -73,8 +74,21 @@ def scan(
             raise
         probe, flat = _open(path, columns, **opened), True
     _warn_skipped(probe, stacklevel=2)
-    schema = pl.DataFrame(probe).schema
+    # An ordered categorical is an Enum of its categories, which are read for
+    # it (with one row's chunk of its codes).
+    ordered = [] if flat else probe._ordered_columns()
+    enums = {}
+    if ordered:
+        found = _open(path, ordered, limit=1, **opened)._ordered_categories()
+        enums = {name: pl.Enum(categories) for name, categories in found}
+    imported = pl.DataFrame(probe).schema
+    schema = pl.Schema({name: enums.get(name, dtype) for name, dtype in imported.items()})
     names = list(schema.names())
+
+    def frame_of(batch: Any) -> pl.DataFrame:
+        frame = pl.DataFrame(batch)
+        casts = [pl.col(name).cast(dtype) for name, dtype in enums.items() if name in frame.columns]
+        return frame.with_columns(casts) if casts else frame
 
     def source(
         with_columns: Optional[list[str]],
@@ -92,7 +106,7 @@ def scan(
         # `n_rows` comes before the predicate: the first n rows, then filtered.
         rows: Optional[Tuple[int, int]] = None
         if predicate is not None and not opened.get("long") and not flat:
-            rows = _matching_rows(path, predicate, columns, names, sorted, opened)
+            rows = _matching_rows(path, predicate, columns, names, sorted, opened, frame_of)
         if rows is not None and n_rows is not None:
             end = min(rows[1], n_rows)
             rows = (min(rows[0], end), end)
@@ -108,7 +122,7 @@ def scan(
         reader = _open(path, selection, rows, limit=limit, batch_size=batch_size, keep=keep, **opened)
         left = n_rows if flat else None
         while (batch := reader._next_stream()) is not None:
-            frame = pl.DataFrame(batch)
+            frame = frame_of(batch)
             if left is not None:
                 frame, left = frame.head(left), left - min(left, frame.height)
             if predicate is not None:
@@ -190,6 +204,7 @@ def _matching_rows(
     names: list,
     sorted: Optional[Sequence[str]],
     opened: dict,
+    frame_of: Any,
 ) -> Optional[Tuple[int, int]]:
     """The rows outside of which no row matches `predicate` (``None``: nothing
     narrows them), as the DataFusion table finds them: each sorted column that
@@ -221,7 +236,7 @@ def _matching_rows(
         reader = _open(path, columns if [column] == names else [column], **opened)
         first, last, row = None, 0, 0
         while (batch := reader._next_stream()) is not None:
-            frame = pl.DataFrame(batch)
+            frame = frame_of(batch)
             mask = frame.select(pl.all_horizontal(parts).fill_null(False)).to_series()
             hits = mask.arg_true()
             if hits.len():
