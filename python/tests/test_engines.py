@@ -188,6 +188,13 @@ def test_an_ordered_categorical_is_an_enum_ordered_as_pandas_orders_it(tmp_path)
     assert eager["kind"].dtype == pl.Categorical
     assert eager.sort("level", "n", nulls_last=True)["n"].to_list() == by_level
 
+    # Categories an Enum cannot hold (one twice) are zarrow's error.
+    zarr.open_group(str(path), mode="r+")["level"]["categories"][:] = np.array(["lo", "hi", "hi"], dtype=object)
+    with pytest.raises(zarrow.ZarrowError, match='"hi" twice'):
+        zarrow.scan(path)
+    with pytest.raises(zarrow.ZarrowError, match='"hi" twice'):
+        zarrow.read(path).to_polars()
+
 
 def test_reader_to_polars_is_the_eager_frame():
     want = anndata_obs()
