@@ -49,6 +49,8 @@ pub struct SqlReader {
     stream: SendableRecordBatchStream,
     blocking: Blocking,
     skipped: Vec<(String, Skipped)>,
+    /// The stream ended or failed: it is not polled again.
+    ended: bool,
 }
 
 impl std::fmt::Debug for SqlReader {
@@ -72,11 +74,16 @@ impl Iterator for SqlReader {
     type Item = std::result::Result<RecordBatch, ArrowError>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        if self.ended {
+            return None;
+        }
         let next = match self.blocking.block_on(self.stream.next()) {
-            Ok(next) => next?.map_err(query_error),
-            Err(e) => Err(e),
+            Ok(None) => None,
+            Ok(Some(next)) => Some(next.map_err(query_error)),
+            Err(e) => Some(Err(e)),
         };
-        Some(next.map_err(|e| ArrowError::ExternalError(Box::new(e))))
+        self.ended = !matches!(next, Some(Ok(_)));
+        next.map(|next| next.map_err(|e| ArrowError::ExternalError(Box::new(e))))
     }
 }
 
@@ -275,6 +282,7 @@ impl SqlReader {
             stream,
             blocking: blocking.clone(),
             skipped,
+            ended: false,
         }
     }
 }

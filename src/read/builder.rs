@@ -385,7 +385,7 @@ impl ReaderBuilder {
                     stream: Box::pin(stream),
                     remote,
                 },
-                failed: false,
+                ended: false,
             });
         }
         let decoder = self.build_decoder()?;
@@ -398,7 +398,7 @@ impl ReaderBuilder {
                 store,
                 fetches: parallel.then(LocalFetches::default),
             },
-            failed: false,
+            ended: false,
         })
     }
 }
@@ -458,7 +458,9 @@ pub struct BatchReader {
     schema: SchemaRef,
     rows: Range<u64>,
     driver: Driver,
-    failed: bool,
+    /// The last batch was read, or reading failed: every later call gets
+    /// `None` (an async driver's stream must not be polled after its end).
+    ended: bool,
 }
 
 /// The values a parallel blocking read of a local store is reading on rayon.
@@ -662,11 +664,11 @@ impl Iterator for BatchReader {
     type Item = Result<RecordBatch, ArrowError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.failed {
+        if self.ended {
             return None;
         }
         let result = self.next_batch();
-        self.failed = result.is_err();
+        self.ended = !matches!(result, Ok(Some(_)));
         result.map_err(ArrowError::from).transpose()
     }
 }

@@ -473,3 +473,33 @@ fn an_nd_array_streams_through_the_registered_store() {
     // 4 slabs (chunk rows of 3) of 2 chunks each: 8 requests over the partitions.
     assert_eq!(scan_metric(&plan, "requests"), 8, "{plan}");
 }
+
+/// A reader over an object store (the async driver) asked again after its end
+/// (pyarrow does, through the C stream) stays ended: its stream must not be
+/// polled after it finished (that panicked, and aborted Python through FFI).
+#[test]
+fn a_remote_reader_asked_again_after_its_end_stays_ended() {
+    use zarrow::Store;
+    use zarrow::read::{ReadOptions, TableOptions, open_table};
+
+    let memory: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    write_into(memory.clone());
+    let backend: Arc<dyn Store> = Arc::new(ObjectStoreBackend::new(
+        memory,
+        "t.zarr",
+        "memory:///t.zarr",
+    ));
+    assert!(backend.remote().is_some(), "not the async driver");
+    let mut reader = open_table(
+        backend,
+        "t",
+        ReadOptions::default(),
+        &TableOptions::default(),
+    )
+    .unwrap();
+    let rows: usize = reader.by_ref().map(|b| b.unwrap().num_rows()).sum();
+    assert!(rows > 0);
+    for _ in 0..3 {
+        assert!(reader.next().is_none());
+    }
+}
