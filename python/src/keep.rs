@@ -4,12 +4,15 @@
 //! once (per dictionary), then each row's code is looked up. The scan still
 //! applies its whole filter to the rows that remain: this only narrows them.
 //!
-//! The rows kept from consecutive batches are gathered into batches of at least
-//! the reader's batch size before they cross: a selective filter would
-//! otherwise hand Polars hundreds of batches of a few hundred rows, each paying
-//! the import of its categoricals and a Python round. A dictionary column whose
-//! batches share their categories (a reader's do) is gathered by its codes
-//! alone, the categories kept once.
+//! The rows kept from consecutive batches (all of them, with no category to
+//! keep) are gathered before they cross: a selective filter, or short chunks,
+//! would otherwise hand Polars thousands of batches of a few hundred rows, each
+//! paying the import of its categoricals and a Python round. The batches grow:
+//! the first crosses as soon as it has a row, each later one once it holds as
+//! many rows as crossed before (up to the batch size asked for), so that a
+//! query that stops early (`head` after a filter) has read at most about twice
+//! the rows it used. A dictionary column whose batches share their categories
+//! (a reader's do) is gathered by its codes alone, the categories kept once.
 
 use std::collections::HashSet;
 
@@ -33,8 +36,12 @@ pub(crate) struct KeepCategories {
     /// Kept rows not yet handed on, and how many.
     pending: Vec<RecordBatch>,
     pending_rows: usize,
-    /// Rows per batch handed on (at least; the last may hold fewer).
+    /// Rows per batch handed on, once the batches have grown (at least; the
+    /// last may hold fewer).
     batch_rows: usize,
+    /// Rows handed on so far: the next batch waits for as many.
+    handed: usize,
+    ended: bool,
 }
 
 struct Kept {
@@ -83,6 +90,8 @@ impl KeepCategories {
             pending: Vec::new(),
             pending_rows: 0,
             batch_rows: batch_rows.max(1),
+            handed: 0,
+            ended: false,
         })
     }
 
@@ -306,7 +315,13 @@ impl Iterator for KeepCategories {
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
+            if self.ended {
+                return None;
+            }
             let Some(batch) = self.inner.next() else {
+                // The inner reader is not asked again (a stream may not be
+                // polled after its end).
+                self.ended = true;
                 return self.gathered();
             };
             let kept = match batch.and_then(|b| self.keep(b)) {
@@ -317,12 +332,15 @@ impl Iterator for KeepCategories {
             if kept.num_rows() == 0 {
                 continue;
             }
-            if self.pending.is_empty() && kept.num_rows() >= self.batch_rows {
+            let wanted = self.handed.clamp(1, self.batch_rows);
+            if self.pending.is_empty() && kept.num_rows() >= wanted {
+                self.handed += kept.num_rows();
                 return Some(Ok(kept));
             }
             self.pending_rows += kept.num_rows();
             self.pending.push(kept);
-            if self.pending_rows >= self.batch_rows {
+            if self.pending_rows >= wanted {
+                self.handed += self.pending_rows;
                 return self.gathered();
             }
         }

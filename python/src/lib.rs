@@ -54,9 +54,11 @@ fn read_options(
 
 /// Open the node at `path` (a directory, a URL or an obstore store) as a
 /// stream of record batches; with `keep`, only the rows whose categorical
-/// columns hold one of the listed categories (the Polars scan's prefilter).
+/// columns hold one of the listed categories (the Polars scan's prefilter);
+/// with `keep` or `gather`, the reader's batches gathered into growing ones
+/// of up to `gather` rows (`batch_size`'s, or the default, without it).
 #[pyfunction]
-#[pyo3(signature = (path, columns, rows, limit, string_type, batch_size, long, decode_cf, categorical_values, anonymous, keep=None))]
+#[pyo3(signature = (path, columns, rows, limit, string_type, batch_size, long, decode_cf, categorical_values, anonymous, keep=None, gather=None))]
 #[allow(clippy::too_many_arguments)]
 fn read(
     py: Python<'_>,
@@ -71,6 +73,7 @@ fn read(
     categorical_values: bool,
     anonymous: bool,
     keep: Option<Vec<(String, Vec<String>)>>,
+    gather: Option<usize>,
 ) -> PyResult<Reader> {
     let options = read_options(string_type, decode_cf, categorical_values)?;
     let mut table = TableOptions::default().with_long(long);
@@ -102,19 +105,26 @@ fn read(
         .map_err(to_py)?;
     let skipped = reader.skipped().iter().map(ToString::to_string).collect();
     let total_rows = reader.total_rows();
-    let Some(keep) = keep else {
+    if keep.is_none() && gather.is_none() {
         return Ok(Reader::new(reader.into_inner(), Some(total_rows), skipped));
-    };
-    // Kept rows gathered into batches of the size asked for (or the readers'
-    // largest default).
+    }
+    // Kept rows gathered into growing batches, up to the size asked for (or
+    // the readers' largest default).
+    let rows_known = keep.is_none();
     let kept = keep::KeepCategories::new(
         reader.into_inner(),
-        keep,
-        batch_size.unwrap_or(zarrow::read::DEFAULT_MAX_BATCH_ROWS),
+        keep.unwrap_or_default(),
+        gather
+            .or(batch_size)
+            .unwrap_or(zarrow::read::DEFAULT_MAX_BATCH_ROWS),
     )
     .map_err(|e| zarrow_error(&e))?;
-    // The rows are not known before the filter has run.
-    Ok(Reader::new(Box::new(kept), None, skipped))
+    // With a prefilter, the rows are not known before it has run.
+    Ok(Reader::new(
+        Box::new(kept),
+        rows_known.then_some(total_rows),
+        skipped,
+    ))
 }
 
 /// The node at `path` described, as JSON.

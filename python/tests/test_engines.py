@@ -144,16 +144,24 @@ def test_the_prefilter_reads_codes_of_each_width_and_their_nulls(tmp_path, n_cat
 
 def test_the_prefilter_gathers_the_kept_rows_of_small_batches():
     """Read in batches of 4 rows, the kept rows of several batches cross as one
-    batch of at least 4 rows (the last may hold fewer), with their nulls and
-    categories: the rows anndata reads, in order."""
+    batch, growing: the first as soon as it has a row, each later one once it
+    holds as many rows as crossed before, up to 4 (the last may hold fewer),
+    with their nulls and categories: the rows anndata reads, in order."""
     want = anndata_obs().filter(pl.col("cell_type").cast(pl.String).is_in(["B", "T"]))
     columns = ["cell_id", "cell_type", "batch", "n_umis", "pct_mito"]
     reader = zarrow._open(OBS, columns, batch_size=4, keep=[("cell_type", ["B", "T"])])
     frames = [pl.DataFrame(batch) for batch in iter(reader._next_stream, None)]
-    assert len(frames) > 1
-    assert all(frame.height >= 4 for frame in frames[:-1])
+    heights = [frame.height for frame in frames]
+    assert len(frames) > 2 and heights[0] >= 1
+    assert all(h >= min(4, sum(heights[:i])) for i, h in enumerate(heights[:-1]) if i), heights
     got = pl.concat(frames)
     same_frames(got, want.select(columns))
+    # Without categories to keep, `gather` grows the reader's own batches the
+    # same way (chunk-aligned ones when no batch size is given).
+    reader = zarrow._open(OBS, columns, batch_size=1, gather=8)
+    heights = [pl.DataFrame(batch).height for batch in iter(reader._next_stream, None)]
+    assert heights[:4] == [1, 1, 2, 4] and sum(heights) == anndata_obs().height, heights
+    assert max(heights) == 8 and reader.total_rows == anndata_obs().height
 
 
 def test_an_ordered_categorical_is_an_enum_ordered_as_pandas_orders_it(tmp_path):
@@ -274,6 +282,56 @@ def test_datafusion_python_major_version_mismatch_is_a_clear_error(monkeypatch):
         zarrow.register(SessionContext())
 
 
+def test_scan_over_an_obstore_store_filters_by_category():
+    """A category filter over an obstore store (the async reader) equals the
+    same filter over anndata's frame; so does the prefilter's own stream."""
+    from obstore.store import LocalStore
+
+    want = anndata_obs()
+    store = LocalStore(prefix=str(OBS))
+    for predicate in (pl.col("cell_type") == "B", pl.col("cell_type").is_in(["B", "T"])):
+        got = zarrow.scan(store).filter(predicate).select("cell_id", "n_genes").collect()
+        assert got.equals(want.filter(predicate).select("cell_id", "n_genes")), predicate
+    kept = zarrow._open(store, ["cell_id", "cell_type"], keep=[("cell_type", ["B"])]).to_polars()
+    assert kept["cell_id"].to_list() == want.filter(pl.col("cell_type") == "B")["cell_id"].to_list()
+
+
+STREAM_AFTER_ITS_END = """
+import sys, pyarrow as pa, zarrow
+from obstore.store import LocalStore
+store = LocalStore(prefix=sys.argv[1])
+for name, reader in [
+    ("read", lambda: zarrow.read(store)),
+    ("prefilter", lambda: zarrow._open(store, ["cell_type"], keep=[("cell_type", ["B"])])),
+    ("sql", lambda: zarrow.sql("SELECT cell_type FROM t", {"t": store})),
+]:
+    stream = pa.RecordBatchReader.from_stream(reader())
+    rows = stream.read_all().num_rows
+    for _ in range(2):
+        try:
+            stream.read_next_batch()
+            raise SystemExit(name + ": a batch after the end")
+        except StopIteration:
+            pass
+    print(name, rows)
+"""
+
+
+def test_a_stream_pulled_again_after_its_end_stays_ended():
+    """pyarrow pulls an ended stream again (`read_next_batch` after
+    `read_all`): the async reader, the prefilter and a query answer end again
+    (it aborted the interpreter: a stream polled after its end). In a child
+    process, so that a crash fails this test alone."""
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", STREAM_AFTER_ITS_END, str(OBS)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+    rows = anndata_obs().height
+    kept = anndata_obs().filter(pl.col("cell_type") == "B").height
+    assert run.stdout.split() == ["read", str(rows), "prefilter", str(kept), "sql", str(rows)]
+
+
 # -------------------------------------------------------- pyarrow Dataset
 
 
@@ -305,6 +363,34 @@ def test_dataset_protocol_and_polars_scan_pyarrow_dataset():
     assert ds.head(3, columns=["cell_id"]).column("cell_id").to_pylist() == want["cell_id"].head(3).to_list()
     lazy = pl.scan_pyarrow_dataset(ds).filter(pl.col("n_genes") > 1000).select("cell_id")
     assert lazy.collect()["cell_id"].to_list() == expected["cell_id"].to_list()
+
+
+def test_dataset_opened_with_columns_yields_those_columns_unfiltered():
+    """A dataset opened with `columns` yields those columns in every scan,
+    with a filter or without (it used to read every column when a scan asked
+    for all of the dataset's)."""
+    want = anndata_obs().select("n_genes", "cell_id")
+    ds = zarrow.dataset(OBS, columns=["n_genes", "cell_id"])
+    assert ds.schema.names == ["n_genes", "cell_id"]
+    table = ds.to_table()
+    assert table.column_names == ["n_genes", "cell_id"]
+    assert pl.from_arrow(table).equals(want)
+    assert ds.head(3).column_names == ["n_genes", "cell_id"]
+    assert duckdb.sql("SELECT * FROM ds LIMIT 3").fetchall() == list(want.head(3).iter_rows())
+    assert duckdb.sql("SELECT count(*) FROM ds").fetchall() == [(want.height,)]
+    assert pl.scan_pyarrow_dataset(ds).collect().equals(want)
+
+
+@pytest.mark.parametrize("store", ["v2_string_2d.zarr", "v3_int32_transpose.zarr"])
+def test_dataset_of_an_nd_array_is_its_elements_in_c_order(store):
+    want = np.asarray(zarr.open_array(str(STORES / store), mode="r")[:]).ravel().tolist()
+    ds = zarrow.dataset(STORES / store)
+    (name,) = ds.schema.names
+    assert ds.count_rows() == len(want)
+    assert ds.to_table().column(name).to_pylist() == want
+    assert ds.head(3).column(name).to_pylist() == want[:3]
+    counts = duckdb.sql(f'SELECT count(*), count(DISTINCT "{name}") FROM ds').fetchall()
+    assert counts == [(len(want), len(set(want)))]
 
 
 # ------------------------------------------ what each engine fetches (HTTP)
@@ -377,6 +463,40 @@ def test_each_engine_fetches_only_what_the_query_needs(served):
     kept = table.filter(pc.field("i") > 0).group_by("s").aggregate([("s", "count")]).sort_by("s")
     assert rows == list(zip(kept.column("s").to_pylist(), kept.column("s_count").to_pylist()))
     assert set(fetched) == {"s", "i"}
+    # A scan of no column counts the rows the metadata gives (DuckDB's
+    # count(*) asks for one column, and reads it).
+    with counting(proxy) as fetched:
+        assert ds.to_table(columns=[]).num_rows == table.num_rows
+        assert ds.head(7, columns=[]).num_rows == 7
+        assert ds.count_rows() == table.num_rows
+    assert fetched == {}
+
+
+@pytest.fixture(scope="module")
+def served_long(tmp_path_factory):
+    """Two columns, 4,000 rows in chunks of 10 (400 chunks each), served
+    over HTTP through a proxy that records every request."""
+    root = tmp_path_factory.mktemp("served_long")
+    rng = np.random.default_rng(11)
+    table = pa.table({"i": pa.array(rng.integers(-50, 50, 4_000), pa.int64()), "f": pa.array(rng.random(4_000))})
+    zarrow.write(table, root / "t.zarr", chunk_len=10)
+    with http_server(root) as web:
+        proxy = FaultProxy(web)
+        with proxy.serve() as url:
+            yield f"{url}/t.zarr", proxy, pl.from_arrow(table)
+
+
+def test_a_scan_that_stops_early_reads_little_more_than_it_uses(served_long):
+    """`filter(...).head(3)`: Polars stops pulling once it has 3 rows; the scan
+    hands on its first rows at once (batches then grow), so only the chunks
+    read ahead are fetched beyond the first, not the 400 of each column (it
+    read them all: Polars' batch-size hint, 100,000 rows, made the first batch)."""
+    url, proxy, table = served_long
+    query = lambda lf: lf.filter(pl.col("i") > 0).head(3)  # noqa: E731
+    with counting(proxy) as fetched:
+        got = query(zarrow.scan(url)).collect()
+    assert got.equals(query(table.lazy()).collect())
+    assert 1 <= len(fetched["i"]) <= 100, len(fetched["i"])
 
 
 @pytest.fixture(scope="module")

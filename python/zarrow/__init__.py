@@ -174,10 +174,14 @@ def _open(
     categorical_values: bool = False,
     anonymous: bool = False,
     keep: Optional[list] = None,
+    gather: Optional[int] = None,
 ) -> Reader:
     """``read`` without its warnings (the engines' scans warn once, when opened);
     ``keep``: ``[(column, [category, ...])]``, only rows whose categorical
-    columns hold one of these (a prefilter the scan narrows with)."""
+    columns hold one of these (a prefilter the scan narrows with); ``gather``:
+    the reader's batches (chunk-aligned when ``batch_size`` is not given)
+    gathered into growing ones of up to that many rows, the first handed on at
+    once (a query that stops early reads little more than it uses)."""
     return _zarrow.read(
         _location(path_or_url),
         _columns(columns),
@@ -190,7 +194,22 @@ def _open(
         categorical_values,
         anonymous,
         keep,
+        gather,
     )
+
+
+def _probe(path: Any, columns: Optional[Sequence[str]], options: dict) -> Tuple[Reader, bool]:
+    """A reader of no row (the metadata alone gives its schema), and whether
+    the node is an N-d array, which reads as its elements in C order with no
+    row selection (then the reader is the whole read's, still unread: the
+    engines count its rows off themselves)."""
+    try:
+        return _open(path, columns, limit=0, **options), False
+    except ZarrowError:
+        node = info(path, anonymous=options.get("anonymous", False))
+        if node.get("node") != "array" or len(node.get("shape", ())) < 2:
+            raise
+        return _open(path, columns, **options), True
 
 
 def _warn_skipped(reader: Reader, stacklevel: int) -> None:

@@ -21,16 +21,30 @@ import pyarrow.dataset as ds
 
 
 def _referenced(schema: pa.Schema, expression: ds.Expression) -> list[str]:
-    """The columns `expression` reads (pyarrow has no public accessor: a column is
-    referenced when binding the expression to the schema without it fails)."""
-    names = []
-    for field in schema:
-        others = pa.schema([f for f in schema if f.name != field.name])
+    """The columns `expression` reads, in the schema's order (pyarrow has no
+    public accessor: columns are referenced when binding the expression to the
+    schema without them fails). Halves of the columns are tried, then halves
+    of those that fail: a few bindings per referenced column, not one per
+    column of a wide table."""
+
+    def binds_without(names: list[str]) -> bool:
+        dropped = set(names)
+        others = pa.schema([f for f in schema if f.name not in dropped])
         try:
             ds.Scanner.from_batches(iter(()), schema=others, filter=expression)
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
-            names.append(field.name)
-    return names
+            return False
+        return True
+
+    def among(names: list[str]) -> list[str]:
+        if not names or binds_without(names):
+            return []
+        if len(names) == 1:
+            return names
+        half = len(names) // 2
+        return among(names[:half]) + among(names[half:])
+
+    return among(list(schema.names))
 
 
 class ZarrDataset(ds.Dataset):
@@ -38,12 +52,24 @@ class ZarrDataset(ds.Dataset):
     ``scanner``, ``to_batches``, ``to_table``, ``to_reader``, ``count_rows``,
     ``head``. Each scan reads the store again."""
 
-    def __init__(self, path: str, options: dict, schema: pa.Schema, rows: int) -> None:
+    def __init__(
+        self,
+        path: str,
+        options: dict,
+        schema: pa.Schema,
+        rows: int,
+        selection: Optional[list[str]],
+        flat: bool,
+    ) -> None:
         # The C++ base is left uninitialised on purpose (see the module's doc).
         self._path = path
         self._options = options
         self._schema = schema
         self._rows = rows
+        # The columns the dataset was opened with (`None`: the node's all).
+        self._selection = selection
+        # An N-d array, read as its elements: no row selection applies.
+        self._flat = flat
 
     @property
     def schema(self) -> pa.Schema:
@@ -137,15 +163,30 @@ class ZarrScanner:
         from . import _open
 
         d = self._dataset
-        # A scan that reads no column still needs rows: the first column's.
-        columns = self._read or d.schema.names[:1]
-        # All of them: no selection (an array's one column has no name to select).
+        columns = self._read
+        # All of the dataset's: its own selection (an array's one column has no
+        # name to select).
         if columns == d.schema.names:
-            columns = None
+            columns = d._selection
+        if d._flat:
+            return _open(d._path, columns, **d._options)
         return _open(d._path, columns, limit=limit, batch_size=self._batch_size, **d._options)
 
+    def _rows_only(self, limit: Optional[int] = None) -> pa.RecordBatchReader:
+        """Batches of no column (``count(*)``): their rows are the table's,
+        known from the metadata, so nothing is read."""
+        total = self._dataset._rows if limit is None else min(limit, self._dataset._rows)
+        step = 1 << 16
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            for start in range(0, total, step):
+                rows = pa.nulls(min(step, total - start))
+                yield pa.RecordBatch.from_arrays([rows], names=["rows"]).select([])
+
+        return pa.RecordBatchReader.from_batches(pa.schema([]), batches())
+
     def to_reader(self) -> pa.RecordBatchReader:
-        stream = self._open()
+        stream = self._open() if self._read else self._rows_only()
         if self._filter is None and self._read == self._columns and self._columns:
             return pa.RecordBatchReader.from_stream(stream)
         scanner = ds.Scanner.from_batches(stream, columns=self._columns, filter=self._filter)
@@ -166,7 +207,9 @@ class ZarrScanner:
         return self.to_table().num_rows
 
     def head(self, num_rows: int) -> pa.Table:
-        if self._filter is None:
+        if self._filter is None and not self._read:
+            return self._rows_only(limit=num_rows).read_all()
+        if self._filter is None and not self._dataset._flat:
             # The first rows only: only the chunks they lie in are read.
             stream = self._open(limit=num_rows)
             return pa.table(stream).select(self._columns)
@@ -196,14 +239,15 @@ def dataset(path_or_url: Any, *, anonymous: bool = False, **options: Any) -> Zar
     ...            "GROUP BY cell_type ORDER BY cell_type LIMIT 3").fetchall()
     [('B cell', 69), ('CD14 Monocyte', 74), ('CD4 T cell', 62)]
     """
-    from . import _location, _open, _warn_skipped
+    from . import _columns, _location, _open, _probe, _warn_skipped
 
     path = _location(path_or_url)
     columns = options.pop("columns", None)
     options = dict(options, string_type=options.get("string_type") or "utf8", anonymous=anonymous)
-    probe = _open(path, columns, limit=0, **options)
+    probe, flat = _probe(path, columns, options)
     _warn_skipped(probe, stacklevel=2)
     schema = probe.schema
     # Opening a reader reads metadata only; its row count is the table's.
-    rows = _open(path, columns, **options).total_rows
-    return ZarrDataset(path, options, schema, rows)
+    rows = probe.total_rows if flat else _open(path, columns, **options).total_rows
+    selection = _columns(columns)
+    return ZarrDataset(path, options, schema, rows, selection, flat)

@@ -58,21 +58,11 @@ def scan(
     import polars as pl
     from polars.io.plugins import register_io_source
 
-    from . import ZarrowError, _location, _open, _warn_skipped, info
+    from . import _location, _open, _probe, _warn_skipped
 
     path = _location(path_or_url)
     opened = dict(options, string_type=string_type or "utf8-view", anonymous=anonymous)
-    # No row: the metadata alone gives the schema.
-    try:
-        probe = _open(path, columns, limit=0, **opened)
-        flat = False
-    except ZarrowError:
-        # An N-d array reads as its elements in C order, with no row selection:
-        # its rows are counted off here instead.
-        node = info(path, anonymous=anonymous)
-        if node.get("node") != "array" or len(node.get("shape", ())) < 2:
-            raise
-        probe, flat = _open(path, columns, **opened), True
+    probe, flat = _probe(path, columns, opened)
     _warn_skipped(probe, stacklevel=2)
     # An ordered categorical is an Enum of its categories, which are read for
     # it (with one row's chunk of its codes).
@@ -117,9 +107,12 @@ def scan(
         selection = columns if read_columns == names else read_columns
         limit = None if rows is not None or flat else n_rows
         keep = _kept_categories(predicate, schema) if predicate is not None and not flat else None
-        # An N-d array's batches are its chunk rows: no batch size applies.
-        batch_size = None if flat else batch_size
-        reader = _open(path, selection, rows, limit=limit, batch_size=batch_size, keep=keep, **opened)
+        # Polars' batch size is a hint: the reader's batches stay chunk-aligned
+        # (slices of decoded chunks), gathered into growing ones up to it, so
+        # that a query that stops early (`filter(...).head(3)`) reads little
+        # more than it uses. An N-d array's batches are its chunk rows.
+        gather = None if flat else batch_size
+        reader = _open(path, selection, rows, limit=limit, keep=keep, gather=gather, **opened)
         left = n_rows if flat else None
         while (batch := reader._next_stream()) is not None:
             frame = frame_of(batch)
