@@ -1,5 +1,6 @@
-"""The docs' examples run: python/README.md's `>>>` examples and the package's
-docstrings, from the repository's root (where their paths point)."""
+"""The docs' examples run: python/README.md's and docs/python.md's `>>>`
+examples and the package's docstrings, from the repository's root (where their
+paths point)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,10 @@ from conftest import REPO
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 
-def test_readme_examples(monkeypatch):
+@pytest.mark.parametrize("page", ["python/README.md", "docs/python.md"])
+def test_readme_examples(page, monkeypatch):
     monkeypatch.chdir(REPO)
-    result = doctest.testfile(str(REPO / "python" / "README.md"), module_relative=False, optionflags=FLAGS)
+    result = doctest.testfile(str(REPO / page), module_relative=False, optionflags=FLAGS)
     assert result.attempted >= 10 and result.failed == 0
 
 
