@@ -326,7 +326,12 @@ impl Iterator for KeepCategories {
             };
             let kept = match batch.and_then(|b| self.keep(b)) {
                 Ok(kept) => kept,
-                Err(e) => return Some(Err(e)),
+                Err(e) => {
+                    // An error ends the stream: the rows held back are not
+                    // handed on after it.
+                    self.ended = true;
+                    return Some(Err(e));
+                }
             };
             // Nothing kept: no batch crosses.
             if kept.num_rows() == 0 {

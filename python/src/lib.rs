@@ -97,16 +97,25 @@ fn read(
         }
         table = table.with_batch_size(rows);
     }
-    let reader = py
+    let (reader, enums) = py
         .detach(|| {
             let (store, name) = path.open(anonymous)?;
-            open_table(store, &name, options, &table)
+            let reader = open_table(store.clone(), &name, options, &table)?;
+            // Ordered categoricals: their categories, for Polars' Enums.
+            let ordered = enums::ordered_columns(&reader.schema());
+            let enums = if ordered.is_empty() {
+                Vec::new()
+            } else {
+                enums::read_categories(store, &name, options, &ordered)
+                    .map_err(zarrow::Error::InvalidArgument)?
+            };
+            Ok::<_, zarrow::Error>((reader, enums))
         })
         .map_err(to_py)?;
     let skipped = reader.skipped().iter().map(ToString::to_string).collect();
     let total_rows = reader.total_rows();
     if keep.is_none() && gather.is_none() {
-        return Ok(Reader::new(reader.into_inner(), Some(total_rows), skipped));
+        return Ok(Reader::new(reader.into_inner(), Some(total_rows), skipped).with_enums(enums));
     }
     // Kept rows gathered into growing batches, up to the size asked for (or
     // the readers' largest default).
@@ -120,11 +129,7 @@ fn read(
     )
     .map_err(|e| zarrow_error(&e))?;
     // With a prefilter, the rows are not known before it has run.
-    Ok(Reader::new(
-        Box::new(kept),
-        rows_known.then_some(total_rows),
-        skipped,
-    ))
+    Ok(Reader::new(Box::new(kept), rows_known.then_some(total_rows), skipped).with_enums(enums))
 }
 
 /// The node at `path` described, as JSON.

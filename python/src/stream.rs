@@ -154,6 +154,8 @@ pub(crate) struct Reader {
     skipped: Vec<String>,
     /// Whether the exported stream runs signal handlers (see `to_polars`).
     interruptible: bool,
+    /// The ordered categoricals, with their categories (see `enums.rs`).
+    enums: Vec<(String, Vec<String>)>,
 }
 
 impl Reader {
@@ -168,7 +170,14 @@ impl Reader {
             total_rows,
             skipped,
             interruptible: true,
+            enums: Vec::new(),
         }
+    }
+
+    /// The ordered categoricals' categories, for Polars' `Enum`s.
+    pub(crate) fn with_enums(mut self, enums: Vec<(String, Vec<String>)>) -> Self {
+        self.enums = enums;
+        self
     }
 
     /// The reader's lock, without waiting: a thread that holds it may be reading
@@ -280,54 +289,40 @@ impl Reader {
     /// An ordered categorical is a `polars.Enum` of its categories (Polars
     /// would import it as a `Categorical`, ordered by its strings).
     fn to_polars<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let mut inner = self.take()?;
-        let mut enums = Vec::new();
-        if !crate::enums::ordered_columns(&self.schema).is_empty() {
-            // The first batch tells the categories; it goes back in front.
-            if let Some(first) = py.detach(|| inner.next()) {
-                let first = first.map_err(crate::errors::arrow_error)?;
-                enums = crate::enums::ordered_categories(&first).map_err(|e| zarrow_error(&e))?;
-                let schema = inner.schema();
-                inner = Box::new(RecordBatchIterator::new(
-                    std::iter::once(Ok(first)).chain(inner),
-                    schema,
-                ));
-            }
-        }
         // A reader of its own: Polars pulls it while this one stays free.
-        let mut rest = Reader::new(inner, self.total_rows, Vec::new());
+        let mut rest = Reader::new(self.take()?, self.total_rows, Vec::new());
         rest.interruptible = false;
         let polars = py.import("polars")?;
         let frame = polars.getattr("DataFrame")?.call1((rest,))?;
-        if enums.is_empty() {
+        if self.enums.is_empty() {
             return Ok(frame);
         }
-        let casts = enums
-            .into_iter()
+        // Each column by name (`pl.col` would read a name such as `^a.*$` as
+        // a pattern), cast to the Enum of its categories.
+        let casts = self
+            .enums
+            .iter()
             .map(|(name, categories)| {
-                let dtype = polars.getattr("Enum")?.call1((categories,))?;
-                polars
-                    .getattr("col")?
-                    .call1((name,))?
+                let dtype = polars.getattr("Enum")?.call1((categories.clone(),))?;
+                frame
+                    .call_method1("get_column", (name,))?
                     .call_method1("cast", (dtype,))
             })
             .collect::<PyResult<Vec<_>>>()?;
         frame.call_method1("with_columns", (casts,))
     }
 
-    /// The columns that are ordered categoricals (from the schema: nothing is
-    /// read), for `zarrow.scan`.
-    fn _ordered_columns(&self) -> Vec<String> {
-        crate::enums::ordered_columns(&self.schema)
+    /// The ordered categoricals with their categories (read when the reader
+    /// was opened), for `zarrow.scan`.
+    fn _ordered_categories(&self) -> Vec<(String, Vec<String>)> {
+        self.enums.clone()
     }
 
-    /// Each ordered categorical with its categories, from the next batch
-    /// (which this reads; empty at the end), for `zarrow.scan`.
-    fn _ordered_categories(&self, py: Python<'_>) -> PyResult<Vec<(String, Vec<String>)>> {
-        match self.next_batch(py)? {
-            Some(batch) => crate::enums::ordered_categories(&batch).map_err(|e| zarrow_error(&e)),
-            None => Ok(Vec::new()),
-        }
+    /// A stream of no batch with this reader's schema (for a consumer's schema:
+    /// nothing is read).
+    fn _schema_only(&self) -> Reader {
+        let none = RecordBatchIterator::new(std::iter::empty(), self.schema.clone());
+        Reader::new(Box::new(none), Some(0), Vec::new())
     }
 
     /// The next batch as a stream of its own (`__arrow_c_stream__`), for a

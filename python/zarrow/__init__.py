@@ -201,8 +201,8 @@ def _open(
 def _probe(path: Any, columns: Optional[Sequence[str]], options: dict) -> Tuple[Reader, bool]:
     """A reader of no row (the metadata alone gives its schema), and whether
     the node is an N-d array, which reads as its elements in C order with no
-    row selection (then the reader is the whole read's, still unread: the
-    engines count its rows off themselves)."""
+    row selection (then the reader is the whole read's: take its schema with
+    ``_schema_only()``, which reads nothing)."""
     try:
         return _open(path, columns, limit=0, **options), False
     except ZarrowError:

@@ -23,8 +23,8 @@ def scan(
 ) -> Any:
     """A Zarr group (one column per 1-D array) or array as a ``polars.LazyFrame``.
 
-    The schema comes from the metadata alone (``collect_schema()`` reads no
-    chunk, but for an ordered categorical's categories). A query reads only the columns it uses and, with ``head(n)`` or
+    The schema comes from the metadata alone (no chunk is read, but for an
+    ordered categorical's categories, when the scan is made). A query reads only the columns it uses and, with ``head(n)`` or
     ``n_rows``, only the chunks those rows lie in; its filter is applied to
     each batch as it arrives. A filter on a sorted column (``sorted``, or an
     xarray dimension coordinate) first reads that column alone, then only the
@@ -64,20 +64,17 @@ def scan(
     opened = dict(options, string_type=string_type or "utf8-view", anonymous=anonymous)
     probe, flat = _probe(path, columns, opened)
     _warn_skipped(probe, stacklevel=2)
-    # An ordered categorical is an Enum of its categories, which are read for
-    # it (with one row's chunk of its codes).
-    ordered = [] if flat else probe._ordered_columns()
-    enums = {}
-    if ordered:
-        found = _open(path, ordered, limit=1, **opened)._ordered_categories()
-        enums = {name: pl.Enum(categories) for name, categories in found}
-    imported = pl.DataFrame(probe).schema
+    # An ordered categorical is an Enum of its categories (the reader read
+    # them when it was opened).
+    enums = {name: pl.Enum(categories) for name, categories in probe._ordered_categories()}
+    imported = pl.DataFrame(probe._schema_only()).schema
     schema = pl.Schema({name: enums.get(name, dtype) for name, dtype in imported.items()})
     names = list(schema.names())
 
     def frame_of(batch: Any) -> pl.DataFrame:
         frame = pl.DataFrame(batch)
-        casts = [pl.col(name).cast(dtype) for name, dtype in enums.items() if name in frame.columns]
+        # By name (`pl.col` would read `^a.*$` as a pattern).
+        casts = [frame.get_column(name).cast(dtype) for name, dtype in enums.items() if name in frame.columns]
         return frame.with_columns(casts) if casts else frame
 
     def source(
@@ -183,8 +180,11 @@ def _compared_strings(part: Any, categorical: set) -> Optional[Tuple[str, set]]:
     # The literal's values, evaluated by Polars itself (`meta.pop` gives the
     # inputs last first).
     values = pl.select(part.meta.pop()[0]).to_series()
-    if values.dtype == pl.List(pl.String):
+    if isinstance(values.dtype, pl.List):
         values = values.explode()
+    # Polars casts the list to an Enum column's type first: its strings.
+    if values.dtype == pl.Categorical or isinstance(values.dtype, pl.Enum):
+        values = values.cast(pl.String)
     if values.dtype != pl.String:
         return None
     return name, {v for v in values.to_list() if v is not None}

@@ -219,8 +219,9 @@ impl Column {
             .unwrap_or(1)
     }
 
-    /// What the column reads whole, before any row: a categorical's categories.
-    pub(crate) fn categories(&self) -> Option<&ZarrArray> {
+    /// What the column reads whole, before any row: an anndata categorical's
+    /// categories (their array; `None` for any other column).
+    pub fn categories(&self) -> Option<&ZarrArray> {
         match &self.kind {
             Kind::Categorical { categories, .. } => Some(categories),
             _ => None,

@@ -5,8 +5,8 @@ use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use arrow_buffer::Buffer;
@@ -29,10 +29,6 @@ use crate::error::{Error, Result};
 pub struct LocalStore {
     root: PathBuf,
     memory_map: bool,
-    /// The root as the filesystem resolves it, found by the first check that
-    /// needs it (the root may not exist before the first write); a key's path
-    /// is resolved at every open, the root only once.
-    resolved_root: Arc<OnceLock<PathBuf>>,
 }
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -44,7 +40,6 @@ impl LocalStore {
         Self {
             root: root.into(),
             memory_map: false,
-            resolved_root: Arc::default(),
         }
     }
 
@@ -73,7 +68,6 @@ impl LocalStore {
         Self {
             root: root.into(),
             memory_map: true,
-            resolved_root: Arc::default(),
         }
     }
 
@@ -92,26 +86,13 @@ impl LocalStore {
         let Ok(resolved) = path.canonicalize() else {
             return Ok(()); // absent: nothing to follow
         };
-        let resolve = || {
-            self.root
-                .canonicalize()
-                .map_err(|e| Error::io(&self.root, e))
-        };
-        // A relative root is resolved from the working directory each time,
-        // as the key's path is.
-        let relative;
-        let root: &Path = match self.resolved_root.get() {
-            Some(root) => root,
-            None if self.root.is_absolute() => {
-                let root = resolve()?;
-                self.resolved_root.get_or_init(|| root)
-            }
-            None => {
-                relative = resolve()?;
-                &relative
-            }
-        };
-        if !resolved.starts_with(root) {
+        // Resolved at each check, as the key's path is: the root may be a
+        // link that is pointed elsewhere while the store is open.
+        let root = self
+            .root
+            .canonicalize()
+            .map_err(|e| Error::io(&self.root, e))?;
+        if !resolved.starts_with(&root) {
             return Err(Error::InvalidKey {
                 key: key.to_string(),
                 reason: "resolves outside the store root (through a symbolic link)",
@@ -317,6 +298,13 @@ impl Store for LocalStore {
     fn set(&self, key: &str, value: &[u8]) -> Result<()> {
         let path = self.path(key)?;
         let dir = path.parent().unwrap_or(&self.root);
+        // The deepest directory of the store that exists first: creating the
+        // rest under a link that leaves the root would make directories
+        // outside it. (None: the root itself is still to be made.)
+        let existing = dir.ancestors().find(|d| d.exists());
+        if let Some(existing) = existing.filter(|d| d.starts_with(&self.root)) {
+            self.check_inside(key, existing)?;
+        }
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         self.check_inside(key, dir)?;
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("value");
@@ -451,9 +439,10 @@ mod tests {
     }
 
     /// A key that a symbolic link leads outside the root is refused, on the
-    /// first read and on later ones (the root's resolution is kept); a link
-    /// that stays inside is followed; a write through a linked directory that
-    /// leaves the root is refused too.
+    /// first read and on later ones; a link that stays inside is followed; a
+    /// write through a linked directory that leaves the root is refused too; a
+    /// root that is a link pointed elsewhere while the store is open is
+    /// followed to its new target.
     #[cfg(unix)]
     #[test]
     fn symbolic_links_out_of_the_root_are_refused() {
@@ -483,12 +472,29 @@ mod tests {
             Err(Error::InvalidKey { .. })
         ));
         assert!(!outside.path().join("new").exists());
+        // Nor are directories made outside on the way to the refusal.
+        assert!(matches!(
+            store.set("away/sub/new", b"x"),
+            Err(Error::InvalidKey { .. })
+        ));
+        assert!(!outside.path().join("sub").exists());
         // A relative root resolves as its keys do.
         let cwd = std::env::current_dir().unwrap();
         let relative = pathdiff(dir.path(), &cwd);
         let store = LocalStore::new(relative);
         assert_eq!(store.get("a/in").unwrap().unwrap().as_slice(), b"yes");
         assert!(matches!(store.get("a/out"), Err(Error::InvalidKey { .. })));
+        // A root that is a link, repointed (a deployment's `current`).
+        let (first, second) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        std::fs::write(first.path().join("k"), b"1").unwrap();
+        std::fs::write(second.path().join("k"), b"2").unwrap();
+        let current = outside.path().join("current");
+        symlink(first.path(), &current).unwrap();
+        let store = LocalStore::new(&current);
+        assert_eq!(store.get("k").unwrap().unwrap().as_slice(), b"1");
+        std::fs::remove_file(&current).unwrap();
+        symlink(second.path(), &current).unwrap();
+        assert_eq!(store.get("k").unwrap().unwrap().as_slice(), b"2");
     }
 
     /// `path` relative to `base` (both absolute), through `..`s.
