@@ -62,6 +62,14 @@ mod rows;
 pub mod store;
 pub mod write;
 
+/// Helpers zarrow's own crates share (the Python package's prefilter packs
+/// its bits with the library's packer): not an API, and not covered by
+/// semver.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::offsets::keys::bits;
+}
+
 pub use codec::CodecChain;
 pub use error::{ChunkError, Convention, EncodeError, Error, ParseOptionError, Result};
 pub use metadata::{ArrayMetadata, DataType, FillValue, GroupMetadata, NodeMetadata, StringType};

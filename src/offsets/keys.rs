@@ -55,7 +55,7 @@ where
 
 /// `test` of each of `values`, as bits (`BooleanBuffer::collect_bool` calls a
 /// closure per index, which bounds checks defeat).
-pub(crate) fn bits<T: Copy>(values: &[T], test: impl Fn(T) -> bool) -> BooleanBuffer {
+pub fn bits<T: Copy>(values: &[T], test: impl Fn(T) -> bool) -> BooleanBuffer {
     // Bits of up to 8 values, then 8 of those to a word: the compiler keeps
     // this nesting in registers (3x faster than one loop of 64 shifts).
     let byte = |eight: &[T]| {
