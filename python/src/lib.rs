@@ -104,10 +104,9 @@ fn read(
             // Ordered categoricals: their categories, for Polars' Enums.
             let ordered = enums::ordered_columns(&reader.schema());
             let enums = if ordered.is_empty() {
-                Vec::new()
+                Ok(Vec::new())
             } else {
                 enums::read_categories(store, &name, options, &ordered)
-                    .map_err(zarrow::Error::InvalidArgument)?
             };
             Ok::<_, zarrow::Error>((reader, enums))
         })

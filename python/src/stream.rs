@@ -154,8 +154,10 @@ pub(crate) struct Reader {
     skipped: Vec<String>,
     /// Whether the exported stream runs signal handlers (see `to_polars`).
     interruptible: bool,
-    /// The ordered categoricals, with their categories (see `enums.rs`).
-    enums: Vec<(String, Vec<String>)>,
+    /// The ordered categoricals, with their categories (see `enums.rs`), or
+    /// why they could not be read: an error for Polars alone, which needs
+    /// them (a pyarrow consumer takes the dictionaries as they are).
+    enums: Result<Vec<(String, Vec<String>)>, String>,
 }
 
 impl Reader {
@@ -170,12 +172,12 @@ impl Reader {
             total_rows,
             skipped,
             interruptible: true,
-            enums: Vec::new(),
+            enums: Ok(Vec::new()),
         }
     }
 
     /// The ordered categoricals' categories, for Polars' `Enum`s.
-    pub(crate) fn with_enums(mut self, enums: Vec<(String, Vec<String>)>) -> Self {
+    pub(crate) fn with_enums(mut self, enums: Result<Vec<(String, Vec<String>)>, String>) -> Self {
         self.enums = enums;
         self
     }
@@ -289,21 +291,21 @@ impl Reader {
     /// An ordered categorical is a `polars.Enum` of its categories (Polars
     /// would import it as a `Categorical`, ordered by its strings).
     fn to_polars<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let enums = self._ordered_categories()?;
         // A reader of its own: Polars pulls it while this one stays free.
         let mut rest = Reader::new(self.take()?, self.total_rows, Vec::new());
         rest.interruptible = false;
         let polars = py.import("polars")?;
         let frame = polars.getattr("DataFrame")?.call1((rest,))?;
-        if self.enums.is_empty() {
+        if enums.is_empty() {
             return Ok(frame);
         }
         // Each column by name (`pl.col` would read a name such as `^a.*$` as
         // a pattern), cast to the Enum of its categories.
-        let casts = self
-            .enums
-            .iter()
+        let casts = enums
+            .into_iter()
             .map(|(name, categories)| {
-                let dtype = polars.getattr("Enum")?.call1((categories.clone(),))?;
+                let dtype = polars.getattr("Enum")?.call1((categories,))?;
                 frame
                     .call_method1("get_column", (name,))?
                     .call_method1("cast", (dtype,))
@@ -314,8 +316,8 @@ impl Reader {
 
     /// The ordered categoricals with their categories (read when the reader
     /// was opened), for `zarrow.scan`.
-    fn _ordered_categories(&self) -> Vec<(String, Vec<String>)> {
-        self.enums.clone()
+    fn _ordered_categories(&self) -> PyResult<Vec<(String, Vec<String>)>> {
+        self.enums.clone().map_err(|e| zarrow_error(&e))
     }
 
     /// A stream of no batch with this reader's schema (for a consumer's schema:

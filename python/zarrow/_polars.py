@@ -24,9 +24,10 @@ def scan(
     """A Zarr group (one column per 1-D array) or array as a ``polars.LazyFrame``.
 
     The schema comes from the metadata alone (no chunk is read, but for an
-    ordered categorical's categories, when the scan is made). A query reads only the columns it uses and, with ``head(n)`` or
-    ``n_rows``, only the chunks those rows lie in; its filter is applied to
-    each batch as it arrives. A filter on a sorted column (``sorted``, or an
+    ordered categorical's categories, when the scan is made). A query reads
+    only the columns it uses and, with ``head(n)`` or ``n_rows``, only the
+    chunks those rows lie in; its filter is applied to each batch as it
+    arrives. A filter on a sorted column (``sorted``, or an
     xarray dimension coordinate) first reads that column alone, then only the
     rows between its first and last match.
 
