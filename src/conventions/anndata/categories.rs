@@ -2,10 +2,10 @@
 //! batches of a column as they come, and each batch's codes into them.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
-use arrow_array::{Array, ArrayRef, Int8Array, Int16Array, Int32Array, Int64Array};
+use arrow_array::{Array, ArrayRef, Int32Array};
+use arrow_cast::{CastOptions, cast_with_options};
 use arrow_schema::DataType as ArrowType;
 
 use crate::conventions::ConventionError;
@@ -154,30 +154,21 @@ impl Categories {
         self.narrow(codes)
     }
 
-    /// Int32 `codes` (-1: missing) as the codes' type.
+    /// Int32 `codes` (-1: missing) as the codes' type (a code that does not
+    /// fit: too many categories for it).
     fn narrow(&self, codes: Int32Array) -> Result<ArrayRef, ConventionError> {
-        let too_many = || ConventionError::CodesOverflow(self.codes_type.clone());
-        Ok(match &self.codes_type {
-            ArrowType::Int32 => Arc::new(codes),
-            ArrowType::Int64 => Arc::new(Int64Array::from_iter_values(
-                codes.values().iter().map(|&c| i64::from(c)),
-            )),
-            ArrowType::Int16 => Arc::new(
-                codes
-                    .values()
-                    .iter()
-                    .map(|&c| i16::try_from(c).map_err(|_| too_many()))
-                    .collect::<Result<Int16Array, _>>()?,
-            ),
-            ArrowType::Int8 => Arc::new(
-                codes
-                    .values()
-                    .iter()
-                    .map(|&c| i8::try_from(c).map_err(|_| too_many()))
-                    .collect::<Result<Int8Array, _>>()?,
-            ),
-            other => return Err(ConventionError::CodeType(other.clone())),
-        })
+        if !matches!(
+            self.codes_type,
+            ArrowType::Int8 | ArrowType::Int16 | ArrowType::Int32 | ArrowType::Int64
+        ) {
+            return Err(ConventionError::CodeType(self.codes_type.clone()));
+        }
+        let strict = CastOptions {
+            safe: false,
+            ..CastOptions::default()
+        };
+        cast_with_options(&codes, &self.codes_type, &strict)
+            .map_err(|_| ConventionError::CodesOverflow(self.codes_type.clone()))
     }
 
     /// Every category, in code order.
@@ -193,28 +184,15 @@ impl Categories {
     }
 }
 
-/// The dictionary's keys as UInt64 indices (nulls kept).
+/// The dictionary's keys as UInt64 indices (nulls kept; a negative key is
+/// a null too).
 fn widen_keys(keys: &dyn Array) -> Result<arrow_array::UInt64Array, ConventionError> {
-    use arrow_array::types::*;
-    macro_rules! widen {
-        ($t:ty) => {
-            keys.as_primitive::<$t>()
-                .iter()
-                .map(|k| k.and_then(|k| u64::try_from(k).ok()))
-                .collect()
-        };
+    if !keys.data_type().is_integer() {
+        return Err(ConventionError::KeyType(keys.data_type().clone()));
     }
-    Ok(match keys.data_type() {
-        ArrowType::Int8 => widen!(Int8Type),
-        ArrowType::Int16 => widen!(Int16Type),
-        ArrowType::Int32 => widen!(Int32Type),
-        ArrowType::Int64 => widen!(Int64Type),
-        ArrowType::UInt8 => widen!(UInt8Type),
-        ArrowType::UInt16 => widen!(UInt16Type),
-        ArrowType::UInt32 => widen!(UInt32Type),
-        ArrowType::UInt64 => widen!(UInt64Type),
-        other => return Err(ConventionError::KeyType(other.clone())),
-    })
+    Ok(arrow_cast::cast(keys, &ArrowType::UInt64)?
+        .as_primitive::<arrow_array::types::UInt64Type>()
+        .clone())
 }
 
 /// The bytes that identify value `i` of `values` (a byte or primitive array).
@@ -248,6 +226,8 @@ fn value_key(values: &ArrayRef, i: usize) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use arrow_array::types::Int32Type;
     use arrow_array::{DictionaryArray, StringArray};
 
