@@ -27,8 +27,20 @@ pub(crate) fn ordered_columns(schema: &Schema) -> Vec<String> {
         .collect()
 }
 
-fn is_string(t: &DataType) -> bool {
+/// Whether `t` is one of Arrow's three string layouts.
+pub(crate) fn is_string(t: &DataType) -> bool {
     matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
+}
+
+/// The values of a string array of any of the three layouts (`None`: not
+/// strings); the categories both the prefilter and the Enums compare.
+pub(crate) fn strings_of(values: &dyn Array) -> Option<Vec<Option<&str>>> {
+    Some(match values.data_type() {
+        DataType::Utf8 => values.as_string::<i32>().iter().collect(),
+        DataType::LargeUtf8 => values.as_string::<i64>().iter().collect(),
+        DataType::Utf8View => values.as_string_view().iter().collect(),
+        _ => return None,
+    })
 }
 
 /// Each of `columns` (ordered categoricals of the group at the root of
@@ -63,16 +75,12 @@ pub(crate) fn read_categories(
 
 /// `values` (the categories of `name`) as distinct strings.
 fn strings(name: &str, values: &dyn Array) -> Result<Vec<String>, String> {
-    let strings: Vec<Option<&str>> = match values.data_type() {
-        DataType::Utf8 => values.as_string::<i32>().iter().collect(),
-        DataType::LargeUtf8 => values.as_string::<i64>().iter().collect(),
-        DataType::Utf8View => values.as_string_view().iter().collect(),
-        other => {
-            return Err(format!(
-                "ordered categorical {name:?}: categories of type {other}"
-            ));
-        }
-    };
+    let strings = strings_of(values).ok_or_else(|| {
+        format!(
+            "ordered categorical {name:?}: categories of type {}",
+            values.data_type()
+        )
+    })?;
     let mut seen = HashSet::with_capacity(strings.len());
     strings
         .into_iter()

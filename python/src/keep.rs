@@ -68,11 +68,7 @@ impl KeepCategories {
                 .index_of(&name)
                 .map_err(|_| format!("keep: {name:?} is not a column"))?;
             match schema.field(index).data_type() {
-                DataType::Dictionary(_, values)
-                    if matches!(
-                        values.as_ref(),
-                        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
-                    ) => {}
+                DataType::Dictionary(_, values) if crate::enums::is_string(values) => {}
                 other => {
                     return Err(format!(
                         "keep: {name:?} is {other}, not a dictionary of strings"
@@ -172,8 +168,17 @@ fn kept_rows(column: &dyn Array, allowed: &[bool]) -> Result<BooleanBuffer, Arro
             .and_then(|t| t.try_into().ok())
             .ok_or_else(|| ArrowError::SchemaError("keep: a table of kept keys too short".into()))
     }
-    fn wide(allowed: &[bool], key: Option<usize>) -> bool {
-        key.is_some_and(|k| allowed.get(k).copied().unwrap_or(false))
+    /// A wide key, looked up with a bounds check (a negative one is no entry).
+    fn wide<K: ArrowDictionaryKeyType>(column: &dyn Array, allowed: &[bool]) -> BooleanBuffer
+    where
+        usize: TryFrom<K::Native>,
+    {
+        mask(keys::<K>(column), |k| {
+            usize::try_from(k)
+                .ok()
+                .and_then(|k| allowed.get(k).copied())
+                .unwrap_or(false)
+        })
     }
     let DataType::Dictionary(key, _) = column.data_type() else {
         return Err(ArrowError::SchemaError(
@@ -197,18 +202,10 @@ fn kept_rows(column: &dyn Array, allowed: &[bool]) -> Result<BooleanBuffer, Arro
             let table = table::<65536>(allowed)?;
             mask(keys::<UInt16Type>(column), |k| table[usize::from(k)])
         }
-        DataType::Int32 => mask(keys::<Int32Type>(column), |k| {
-            wide(allowed, usize::try_from(k).ok())
-        }),
-        DataType::UInt32 => mask(keys::<UInt32Type>(column), |k| {
-            wide(allowed, usize::try_from(k).ok())
-        }),
-        DataType::Int64 => mask(keys::<Int64Type>(column), |k| {
-            wide(allowed, usize::try_from(k).ok())
-        }),
-        DataType::UInt64 => mask(keys::<UInt64Type>(column), |k| {
-            wide(allowed, usize::try_from(k).ok())
-        }),
+        DataType::Int32 => wide::<Int32Type>(column, allowed),
+        DataType::UInt32 => wide::<UInt32Type>(column, allowed),
+        DataType::Int64 => wide::<Int64Type>(column, allowed),
+        DataType::UInt64 => wide::<UInt64Type>(column, allowed),
         other => {
             return Err(ArrowError::SchemaError(format!(
                 "keep: dictionary keys of type {other}"
@@ -219,17 +216,13 @@ fn kept_rows(column: &dyn Array, allowed: &[bool]) -> Result<BooleanBuffer, Arro
 
 /// Which entries of a dictionary's `values` are among `categories`.
 fn kept_entries(values: &dyn Array, categories: &HashSet<String>) -> Result<Vec<bool>, ArrowError> {
-    let kept = |v: Option<&str>| v.is_some_and(|v| categories.contains(v));
-    Ok(match values.data_type() {
-        DataType::Utf8 => values.as_string::<i32>().iter().map(kept).collect(),
-        DataType::LargeUtf8 => values.as_string::<i64>().iter().map(kept).collect(),
-        DataType::Utf8View => values.as_string_view().iter().map(kept).collect(),
-        other => {
-            return Err(ArrowError::SchemaError(format!(
-                "keep: categories of type {other}"
-            )));
-        }
-    })
+    let strings = crate::enums::strings_of(values).ok_or_else(|| {
+        ArrowError::SchemaError(format!("keep: categories of type {}", values.data_type()))
+    })?;
+    Ok(strings
+        .into_iter()
+        .map(|v| v.is_some_and(|v| categories.contains(v)))
+        .collect())
 }
 
 /// `batches` (of `schema`) as one.
