@@ -55,6 +55,28 @@ pub enum Error {
         /// Why it was refused.
         reason: &'static str,
     },
+    /// A location (a path or URL a user typed) that names nothing zarrow can
+    /// open (feature `object-store`).
+    #[cfg(feature = "object-store")]
+    #[error("{}: {reason}", Cut(location))]
+    Location {
+        /// The location as given.
+        location: String,
+        /// What is wrong with it.
+        #[source]
+        reason: crate::location::LocationError,
+    },
+    /// Two locations zarrow converts nothing between (feature `convert`).
+    #[cfg(feature = "convert")]
+    #[error("{} to {}: {reason}", Cut(src), Cut(dst))]
+    Unconvertible {
+        /// The input.
+        src: String,
+        /// The output (empty when the input alone decides).
+        dst: String,
+        /// Why.
+        reason: crate::convert::Unconvertible,
+    },
     /// No Zarr array or group metadata was found at a node path.
     #[error("no Zarr array or group at {path:?} (looked for zarr.json, .zarray and .zgroup)")]
     NodeNotFound {

@@ -55,6 +55,8 @@ mod failpoint;
 mod fill;
 pub mod grid;
 pub mod linear;
+#[cfg(feature = "object-store")]
+pub mod location;
 pub mod metadata;
 mod offsets;
 pub mod read;
@@ -72,6 +74,8 @@ pub mod __private {
 
 pub use codec::CodecChain;
 pub use error::{ChunkError, Convention, EncodeError, Error, ParseOptionError, Result};
+#[cfg(feature = "object-store")]
+pub use location::{Location, Stores};
 pub use metadata::{ArrayMetadata, DataType, FillValue, GroupMetadata, NodeMetadata, StringType};
 pub use read::{
     ArrayBatchReader, BatchReader, ReadOptions, ReaderBuilder, ZarrArray, ZarrGroup, read_node,

@@ -2,12 +2,11 @@
 
 use std::fmt::Write as _;
 use std::io::Write as _;
-use std::path::Path;
 
 use zarrow::read::{ArrayInfo, ChildNode, NodeInfo, describe_node};
-use zarrow::{Error, ReadOptions, Result, StringType};
+use zarrow::{Error, Location, ReadOptions, Result, Stores, StringType};
 
-use crate::{RemoteArgs, store_name, url_options};
+use crate::{RemoteArgs, url_options};
 
 fn options(string_type: Option<StringType>) -> ReadOptions {
     match string_type {
@@ -17,7 +16,7 @@ fn options(string_type: Option<StringType>) -> ReadOptions {
 }
 
 pub(crate) fn info(
-    path: &Path,
+    path: &Location,
     string_type: Option<StringType>,
     remote: &RemoteArgs,
 ) -> Result<()> {
@@ -36,10 +35,14 @@ pub(crate) fn info(
 }
 
 /// The `info` report for the node at `path`.
-fn describe(path: &Path, string_type: Option<StringType>, remote: &RemoteArgs) -> Result<String> {
-    let store = zarrow::store::open_consolidated(path, &url_options(remote)?)?;
+fn describe(
+    path: &Location,
+    string_type: Option<StringType>,
+    remote: &RemoteArgs,
+) -> Result<String> {
+    let store = Stores::new(url_options(remote)?).open_consolidated(path)?;
     let mut out = String::new();
-    match describe_node(store, &store_name(path), options(string_type))? {
+    match describe_node(store, &path.name(), options(string_type))? {
         NodeInfo::Array(array) => describe_array(&mut out, &array, ""),
         NodeInfo::Group(group) => {
             let _ = writeln!(out, "node:          group (Zarr v{})", group.zarr_format);

@@ -11,7 +11,6 @@ mod sql;
 
 use std::io::Write as _;
 use std::ops::Range;
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::str::FromStr as _;
 
@@ -22,7 +21,7 @@ use zarrow::convert::{ConvertOptions, Observer};
 use zarrow::export::{DEFAULT_PARQUET_COMPRESSION, parse_parquet_compression};
 use zarrow::read::DEFAULT_MAX_CHUNK_BYTES;
 use zarrow::write::{Compressor, DEFAULT_LOCK_TIMEOUT, Encoding, Layout, NullPolicy, WriteOptions};
-use zarrow::{ChunkError, Convention, Error, Result, StringType};
+use zarrow::{ChunkError, Convention, Error, Location, Result, StringType};
 
 /// Move variable-length data between Zarr and Apache Arrow.
 #[derive(Parser, Debug)]
@@ -39,7 +38,7 @@ enum Command {
         /// A Zarr array or group: a directory or a URL (s3://, gs://, az://,
         /// http(s)://, file://).
         #[arg(value_parser = location())]
-        path: PathBuf,
+        path: Location,
         /// The Arrow string layout to report: utf8, large-utf8 or utf8-view
         /// (default: as recorded by zarrow's writer, else utf8).
         #[arg(long, value_parser = StringType::from_str)]
@@ -108,10 +107,10 @@ struct ConvertArgs {
     /// The input: a Zarr directory or URL (s3://, gs://, az://, http(s)://,
     /// file://), or a Parquet / Arrow IPC file.
     #[arg(value_parser = location())]
-    src: PathBuf,
+    src: Location,
     /// The output: a Parquet / Arrow IPC file, or a Zarr directory or URL.
     #[arg(value_parser = location())]
-    dst: PathBuf,
+    dst: Location,
     #[command(flatten)]
     remote: RemoteArgs,
     /// Replace DST if it exists (a Zarr DST is replaced only if it is a Zarr store).
@@ -345,11 +344,7 @@ fn convert(args: &ConvertArgs) -> Result<()> {
         options = unsafe { options.with_mmap(true) };
     }
     let written = zarrow::convert::convert(&args.src, &args.dst, &options, &Terminal)?;
-    let _ = writeln!(
-        std::io::stderr(),
-        "zarrow: wrote {written} to {}",
-        args.dst.display()
-    );
+    let _ = writeln!(std::io::stderr(), "zarrow: wrote {written} to {}", args.dst);
     Ok(())
 }
 
@@ -370,11 +365,6 @@ impl Observer for Terminal {
     }
 }
 
-/// The column name of a root array: its directory name without `.zarr`.
-fn store_name(path: &Path) -> String {
-    zarrow::store::location_name(path)
-}
-
 /// A duration flag's value.
 fn seconds(flag: &str, value: f64) -> Result<std::time::Duration> {
     std::time::Duration::try_from_secs_f64(value)
@@ -387,17 +377,11 @@ fn seconds(flag: &str, value: f64) -> Result<std::time::Duration> {
         })
 }
 
-/// A path argument: a `file://` URL becomes the local path it names, so that
-/// everything after (local store, memory map, output by rename) treats it as
-/// the plain path; anything else (a non-UTF-8 path too) is kept as written.
-fn location() -> impl clap::builder::TypedValueParser<Value = PathBuf> {
+/// A location argument, parsed once ([`Location::parse`]): a `file://` URL
+/// becomes the local path it names, an unknown scheme is refused here.
+fn location() -> impl clap::builder::TypedValueParser<Value = Location> {
     use clap::builder::TypedValueParser as _;
-    clap::builder::OsStringValueParser::new().try_map(|s| {
-        match s.to_str().map(zarrow::store::file_url_path).transpose()? {
-            Some(Some(path)) => Ok::<_, Error>(path),
-            _ => Ok(PathBuf::from(s)),
-        }
-    })
+    clap::builder::OsStringValueParser::new().try_map(|s| Location::parse_os(&s))
 }
 
 /// How the `[URLs]` flags open a store.

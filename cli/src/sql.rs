@@ -3,14 +3,15 @@
 
 use std::fs::File;
 use std::io::{BufWriter, Write as _};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use arrow_array::RecordBatch;
 use clap::Args;
 use parquet::basic::Compression;
 use zarrow::datafusion::{SqlOptions, SqlReader};
 use zarrow::export::{DEFAULT_PARQUET_COMPRESSION, ExportFormat, FileFormat, write_file};
-use zarrow::{Error, Result};
+use zarrow::location::LocationError;
+use zarrow::{Error, Location, Result};
 
 use crate::{RemoteArgs, parse_compression, url_options};
 use zarrow::convert::output::Partial;
@@ -28,8 +29,8 @@ pub(crate) struct SqlArgs {
     tables: Vec<String>,
     /// Write the result to FILE (.parquet, .arrow/.ipc/.feather, .arrows or
     /// .csv; atomically, as convert does) instead of printing it.
-    #[arg(long, short)]
-    output: Option<PathBuf>,
+    #[arg(long, short, value_parser = crate::location())]
+    output: Option<Location>,
     /// Replace --output if it exists.
     #[arg(long)]
     overwrite: bool,
@@ -78,13 +79,19 @@ pub(crate) fn sql(args: &SqlArgs) -> Result<()> {
     // Check the output before any work.
     let format = match &args.output {
         None => None,
-        Some(path) => Some(match FileFormat::from_path(path) {
+        Some(output) if !output.is_local() => {
+            return Err(Error::Location {
+                location: output.to_string(),
+                reason: LocationError::RemoteFile,
+            });
+        }
+        Some(path) => Some(match path.file_format() {
             Some(FileFormat::Table(format)) => Output::Export(format),
             Some(FileFormat::Csv) => Output::Csv,
             _ => {
                 return Err(Error::InvalidArgument(format!(
                     "cannot tell the output format of {}: use .parquet / .pq, .arrow / .ipc / .feather, .arrows or .csv",
-                    path.display()
+                    path
                 )));
             }
         }),
@@ -123,7 +130,12 @@ pub(crate) fn sql(args: &SqlArgs) -> Result<()> {
         eprintln!("zarrow: {name}: not a column: {skipped}");
     }
     match (&args.output, format) {
-        (Some(path), Some(format)) => write(reader, path, format, args),
+        (Some(output), Some(format)) => write(
+            reader,
+            output.as_path().unwrap_or(Path::new("")),
+            format,
+            args,
+        ),
         _ => print(reader),
     }
 }

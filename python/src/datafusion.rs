@@ -28,10 +28,10 @@ use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 use tokio::runtime::Handle;
 use zarrow::datafusion::{ZarrTable, ZarrTableFactory, ZarrTableOptions};
-use zarrow::store::{Blocking, Consolidated};
+use zarrow::store::Blocking;
 
 use crate::errors::{to_py, zarrow_error};
-use crate::location::Location;
+use crate::location::PyLocation;
 
 /// The DataFusion version zarrow was built against (its major must be
 /// datafusion-python's: the FFI's structs differ between majors).
@@ -51,43 +51,24 @@ pub(crate) struct Table {
 #[pyo3(signature = (location, options, anonymous))]
 pub(crate) fn table(
     py: Python<'_>,
-    location: Location,
+    location: PyLocation,
     options: Vec<(String, String)>,
     anonymous: bool,
 ) -> PyResult<Table> {
     let options = ZarrTableOptions::from_map(options.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .map_err(to_py)?;
-    let url = crate::url_options(anonymous);
-    let blocking = Blocking::on(crate::runtime()?);
+    let stores = location
+        .stores(anonymous)
+        .map_err(to_py)?
+        .with_blocking(Blocking::on(crate::runtime()?));
+    // An obstore store's table reads the store itself (the session's registry
+    // has no `obstore://` store), and `INSERT INTO` appends through it.
     let table = py
-        .detach(|| match &location {
-            Location::Path(path) => {
-                ZarrTable::open_with(&path.to_string_lossy(), options, &url, blocking)
-            }
-            Location::Store { .. } => store_table(&location, options, anonymous),
-        })
+        .detach(|| ZarrTable::open(&location.0, options, &stores))
         .map_err(to_py)?;
     Ok(Table {
         table: Arc::new(table),
     })
-}
-
-/// The table of an obstore store: its scans read the store itself (the
-/// session's registry has no `obstore://` store), and `INSERT INTO` appends
-/// through it.
-pub(crate) fn store_table(
-    location: &Location,
-    options: ZarrTableOptions,
-    anonymous: bool,
-) -> zarrow::Result<ZarrTable> {
-    let Location::Store { location: name, .. } = location else {
-        return Err(zarrow::Error::InvalidArgument(
-            "a path has no obstore store".into(),
-        ));
-    };
-    let plain = location.backend(anonymous)?;
-    let store = Consolidated::open(plain.clone())?;
-    Ok(ZarrTable::from_store(store, name, options)?.with_store_for_writes(plain))
 }
 
 #[pymethods]
@@ -130,7 +111,7 @@ impl Table {
     }
 
     fn __repr__(&self) -> String {
-        format!("zarrow.Table({:?})", self.table.location())
+        format!("zarrow.Table({:?})", self.table.location().to_string())
     }
 }
 

@@ -18,7 +18,7 @@ use arrow_pyarrow::FromPyArrow;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict};
-use zarrow::convert::{ConvertOptions, Observer, Written, convert_ends, write_zarr};
+use zarrow::convert::{ConvertOptions, Observer, Written, write_zarr};
 use zarrow::datafusion::SqlOptions;
 use zarrow::read::{TableOptions, describe_node, open_table};
 use zarrow::store::{Blocking, UrlOptions};
@@ -26,7 +26,7 @@ use zarrow::write::{WriteOptions, write_batches};
 use zarrow::{ReadOptions, StringType};
 
 use errors::{to_py, zarrow_error};
-use location::Location;
+use location::PyLocation;
 use stream::{Interruptible, Reader};
 
 fn url_options(anonymous: bool) -> UrlOptions {
@@ -62,7 +62,7 @@ fn read_options(
 #[allow(clippy::too_many_arguments)]
 fn read(
     py: Python<'_>,
-    path: Location,
+    path: PyLocation,
     columns: Option<Vec<String>>,
     rows: Option<(u64, u64)>,
     limit: Option<u64>,
@@ -99,7 +99,8 @@ fn read(
     }
     let (reader, enums) = py
         .detach(|| {
-            let (store, name) = path.open(anonymous)?;
+            let store = path.stores(anonymous)?.open_consolidated(&path.0)?;
+            let name = path.0.name();
             let reader = open_table(store.clone(), &name, options, &table)?;
             // Ordered categoricals: their categories, for Polars' Enums.
             let ordered = enums::ordered_columns(&reader.schema());
@@ -136,14 +137,15 @@ fn read(
 #[pyo3(signature = (path, string_type, anonymous))]
 fn info(
     py: Python<'_>,
-    path: Location,
+    path: PyLocation,
     string_type: Option<&str>,
     anonymous: bool,
 ) -> PyResult<String> {
     let options = read_options(string_type, true, false)?;
     let info = py
         .detach(|| {
-            let (store, name) = path.open(anonymous)?;
+            let store = path.stores(anonymous)?.open_consolidated(&path.0)?;
+            let name = path.0.name();
             describe_node(store, &name, options)
         })
         .map_err(to_py)?;
@@ -176,7 +178,7 @@ fn batches(data: &Bound<'_, PyAny>) -> PyResult<Box<dyn RecordBatchReader + Send
 fn write(
     py: Python<'_>,
     data: &Bound<'_, PyAny>,
-    path: Location,
+    path: PyLocation,
     zarr_format: Option<u8>,
     encoding: Option<&str>,
     compressor: Option<&str>,
@@ -221,14 +223,14 @@ fn write(
     }
     let raised = Arc::new(Mutex::new(None));
     let reader = Interruptible::driven(batches(data)?, raised.clone());
-    let url = url_options(anonymous);
     // As `zarrow convert` writes: a directory whole or not at all (an existing
     // one replaced only with `overwrite`, and only if it is a Zarr store); a
     // URL or obstore store with every node's metadata after its chunks. An
     // append writes in place, the writer keeping a reader's view whole.
     let written = py.detach(|| {
         let write = |store, node: &str| write_batches(reader, store, node, options);
-        write_zarr(path.end(anonymous)?, overwrite, append, &url, write)
+        let stores = path.stores(anonymous)?;
+        write_zarr(&path.0, overwrite, append, &stores, write)
     });
     // An interrupt (Ctrl-C) while the input was read: raised as itself.
     if let Some(err) = take(&raised) {
@@ -346,8 +348,8 @@ fn option_text(value: &Bound<'_, PyAny>) -> PyResult<String> {
 #[pyfunction]
 fn convert(
     py: Python<'_>,
-    src: Location,
-    dst: Location,
+    src: PyLocation,
+    dst: PyLocation,
     options: &Bound<'_, PyDict>,
 ) -> PyResult<(&'static str, u64, Vec<String>)> {
     let options = convert_options(options)?;
@@ -357,8 +359,10 @@ fn convert(
         notes: Mutex::new(Vec::new()),
     };
     let written = py.detach(|| {
-        let (src, dst) = (src.end(anonymous)?, dst.end(anonymous)?);
-        convert_ends(src, dst, &options, &observed)
+        // Refuses `anonymous` with an obstore store.
+        src.stores(anonymous)?;
+        dst.stores(anonymous)?;
+        zarrow::convert::convert(&src.0, &dst.0, &options, &observed)
     });
     if let Some(err) = take(&observed.raised) {
         return Err(err);
@@ -382,7 +386,7 @@ fn convert(
 fn sql(
     py: Python<'_>,
     query: &str,
-    tables: Vec<(String, Location)>,
+    tables: Vec<(String, PyLocation)>,
     string_type: Option<String>,
     partitions: Option<usize>,
     decode_cf: bool,
@@ -404,13 +408,15 @@ fn sql(
             // registry has no `obstore://` store.
             let mut located = Vec::new();
             for (name, location) in tables {
-                match location {
-                    Location::Path(path) => {
-                        located.push((name, path.to_string_lossy().into_owned()));
-                    }
-                    Location::Store { .. } => {
-                        let table =
-                            datafusion::store_table(&location, options.table.clone(), anonymous)?;
+                match location.0.portable() {
+                    Some(text) => located.push((name, text)),
+                    None => {
+                        let stores = location.stores(anonymous)?;
+                        let table = zarrow::datafusion::ZarrTable::open(
+                            &location.0,
+                            options.table.clone(),
+                            &stores,
+                        )?;
                         options.opened.push((name, Arc::new(table)));
                     }
                 }

@@ -7,21 +7,13 @@ use super::{Job, Written, limits};
 use crate::error::{Error, Result};
 use crate::export::{ExportFormat, write_file};
 use crate::read::{TableOptions, open_table};
-use crate::store::location_name;
 
-pub(super) fn convert(args: &Job<'_>) -> Result<Written> {
+pub(super) fn convert(args: &Job<'_>, format: ExportFormat) -> Result<Written> {
     if args.write.append {
         return Err(Error::InvalidArgument(
             "--append applies to a Zarr output (rows added to its group)".into(),
         ));
     }
-    let (src, dst) = (args.src, args.dst);
-    let format = ExportFormat::from_path(dst).ok_or_else(|| {
-        Error::InvalidArgument(format!(
-            "cannot tell the output format of {}: use .parquet, .arrow/.ipc/.feather (IPC file) or .arrows (IPC stream)",
-            dst.display()
-        ))
-    })?;
     let store = args.open_src()?;
     let options = args.read;
     let mut table = TableOptions::default().with_long(args.select.long);
@@ -34,7 +26,7 @@ pub(super) fn convert(args: &Job<'_>) -> Result<Written> {
     if let Some(limit) = args.select.limit {
         table = table.with_limit(limit);
     }
-    let reader = open_table(store, &location_name(src), options, &table)?;
+    let reader = open_table(store, &args.src.name(), options, &table)?;
     // Nothing is dropped in silence: name every child that is not a column.
     for skipped in reader.skipped() {
         args.observer.note(&format!("not converted: {skipped}"));
@@ -55,10 +47,9 @@ fn export(
     reader: impl RecordBatchReader + Send + 'static,
     total: u64,
 ) -> Result<Written> {
-    let (src, dst) = (args.src, args.dst);
     let columns = reader.schema();
     limits::check(
-        &src.display().to_string(),
+        &args.src.to_string(),
         columns.fields().iter().map(|f| (total, f.data_type())),
         args.limits.max_rows,
         args.limits.max_bytes,
@@ -75,7 +66,7 @@ fn export(
             }
         }
     }
-    let (partial, file) = Partial::file(dst, args.overwrite)?;
+    let (partial, file) = Partial::file(args.dst_path(), args.overwrite)?;
     let rows = write_file(
         reader,
         file,

@@ -15,7 +15,7 @@ use super::{Job, Written, limits};
 use crate::ReadOptions;
 use crate::conventions::zarrow::recorded_columns;
 use crate::error::{Error, Result};
-use crate::export::{self, ExportFormat, FileFormat};
+use crate::export::{self, ExportFormat};
 use crate::linear::{parse_json, read_csv, write_csv, write_json};
 use crate::metadata::NodeMetadata;
 use crate::read::{ZarrArray, ZarrGroup, read_node};
@@ -26,14 +26,6 @@ use crate::write::{write_group_metadata, write_nd_array};
 pub(super) enum Kind {
     Json,
     Csv,
-}
-
-pub(super) fn kind(path: &Path) -> Option<Kind> {
-    match FileFormat::from_path(path)? {
-        FileFormat::Json => Some(Kind::Json),
-        FileFormat::Csv => Some(Kind::Csv),
-        _ => None,
-    }
 }
 
 /// Write a file atomically (see [`Partial`]): a temporary file beside it, renamed
@@ -60,11 +52,10 @@ fn arrays(args: &Job<'_>) -> Result<Vec<(String, ZarrArray)>> {
         string_type: None,
         ..args.read
     };
-    let src = args.src;
     let store = args.open_src()?;
     match read_node(store.as_ref(), "")? {
         NodeMetadata::Array(_) => {
-            let name = crate::store::location_name(src);
+            let name = args.src.name();
             Ok(vec![(name, ZarrArray::open_with(store, "", options)?)])
         }
         NodeMetadata::Group(meta) => {
@@ -113,7 +104,7 @@ pub(super) fn export(args: &Job<'_>, kind: Kind) -> Result<Written> {
     let arrays = arrays(args)?;
     let types: Vec<_> = arrays.iter().map(|(_, a)| a.arrow_type()).collect();
     limits::check(
-        &args.src.display().to_string(),
+        &args.src.to_string(),
         arrays.iter().zip(&types).map(|((_, a), t)| (a.len(), t)),
         args.limits.max_rows,
         args.limits.max_bytes,
@@ -127,11 +118,11 @@ pub(super) fn export(args: &Job<'_>, kind: Kind) -> Result<Written> {
             let [(_, values, shape)] = read.as_slice() else {
                 return Err(Error::InvalidArgument(format!(
                     "{} is a group of {} arrays: a JSON file holds one array (convert to .csv, or convert one array)",
-                    args.src.display(),
+                    args.src,
                     read.len()
                 )));
             };
-            write_file(args.dst, args.overwrite, |w| {
+            write_file(args.dst_path(), args.overwrite, |w| {
                 write_json(w, values.as_ref(), shape)
             })?;
         }
@@ -140,7 +131,7 @@ pub(super) fn export(args: &Job<'_>, kind: Kind) -> Result<Written> {
                 .iter()
                 .map(|(n, a, s)| (n.clone(), a.as_ref(), s.clone()))
                 .collect();
-            write_file(args.dst, args.overwrite, |w| write_csv(w, &columns))?;
+            write_file(args.dst_path(), args.overwrite, |w| write_csv(w, &columns))?;
         }
     }
     Ok(Written::Arrays(read.len()))
@@ -148,39 +139,49 @@ pub(super) fn export(args: &Job<'_>, kind: Kind) -> Result<Written> {
 
 /// `.json` to Zarr (an N-d array) or a table file (one flattened column); `.csv` to
 /// a Zarr group (one array per column).
-pub(super) fn import(args: &Job<'_>, kind: Kind) -> Result<Written> {
+pub(super) fn import(args: &Job<'_>, kind: Kind, table: Option<ExportFormat>) -> Result<Written> {
     if args.write.append {
         return Err(Error::InvalidArgument(
             "an append takes a table file (.parquet, .arrow / .ipc / .feather, .arrows): a linear-format file holds whole arrays".into(),
         ));
     }
     let open = || {
-        File::open(args.src)
+        File::open(args.src_path())
             .map(BufReader::new)
-            .map_err(|e| Error::InvalidArgument(format!("{}: {e}", args.src.display())))
+            .map_err(|e| Error::InvalidArgument(format!("{}: {e}", args.src)))
     };
     let write_options = options(args)?;
-    // A store the caller opened is a Zarr output, whatever it is called.
-    let table = match args.dst_store {
-        Some(_) => None,
-        None => ExportFormat::from_path(args.dst),
-    };
     match (kind, table) {
         (Kind::Json, None) => {
             // Everything is parsed and checked before anything is written.
             let linear = parse_json(open()?)?;
             let shape = linear.shape.clone();
             let values = linear.into_arrow()?;
-            args.write_dst(|store, _| write_nd_array(store, "", &values, &shape, write_options)).map(Written::Rows)
+            args.write_dst(|store, _| write_nd_array(store, "", &values, &shape, write_options))
+                .map(Written::Rows)
         }
         (Kind::Json, Some(format)) => {
             let values = parse_json(open()?)?.into_arrow()?;
-            let name = args.src.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "values".into());
-            let schema = Arc::new(Schema::new(vec![Field::new(name, values.data_type().clone(), false)]));
+            let name = args
+                .src_path()
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "values".into());
+            let schema = Arc::new(Schema::new(vec![Field::new(
+                name,
+                values.data_type().clone(),
+                false,
+            )]));
             let batch = RecordBatch::try_new(schema.clone(), vec![values])?;
             let reader = RecordBatchIterator::new(vec![Ok(batch)], schema);
-            let (partial, file) = Partial::file(args.dst, args.overwrite)?;
-            let rows = export::write_file(reader, file, partial.path(), format, args.export.compression)?;
+            let (partial, file) = Partial::file(args.dst_path(), args.overwrite)?;
+            let rows = export::write_file(
+                reader,
+                file,
+                partial.path(),
+                format,
+                args.export.compression,
+            )?;
             partial.commit()?;
             Ok(Written::Rows(rows))
         }
@@ -197,7 +198,13 @@ pub(super) fn import(args: &Job<'_>, kind: Kind) -> Result<Written> {
             args.write_dst(|store, _| {
                 let mut rows = 0;
                 for (name, values, shape) in &arrays {
-                    rows = rows.max(write_nd_array(store.clone(), name, values, shape, write_options.clone())?);
+                    rows = rows.max(write_nd_array(
+                        store.clone(),
+                        name,
+                        values,
+                        shape,
+                        write_options.clone(),
+                    )?);
                 }
                 let names: Vec<String> = arrays.iter().map(|(n, _, _)| n.clone()).collect();
                 write_group_metadata(store.as_ref(), "", &names, format)?;
@@ -205,8 +212,6 @@ pub(super) fn import(args: &Job<'_>, kind: Kind) -> Result<Written> {
             })
             .map(Written::Rows)
         }
-        (Kind::Csv, Some(_)) => Err(Error::InvalidArgument(
-            "a CSV of linear-format columns converts to a Zarr group (OUT.zarr): its arrays may differ in shape".into(),
-        )),
+        (Kind::Csv, Some(_)) => Err(args.refuse(super::Unconvertible::CsvToTable)),
     }
 }

@@ -18,7 +18,6 @@ mod linear;
 pub mod output;
 mod to_zarr;
 
-use std::borrow::Cow;
 use std::ops::{Deref, Range};
 use std::path::Path;
 use std::sync::Arc;
@@ -29,10 +28,9 @@ pub use self::limits::Limits;
 use crate::ReadOptions;
 use crate::error::{Error, Result};
 pub use crate::export::ExportOptions;
-use crate::export::parse_parquet_compression;
-use crate::store::{
-    Consolidated, LocalStore, Store, UrlOptions, file_url_path, is_url, open_location,
-};
+use crate::export::{ExportFormat, FileFormat, parse_parquet_compression};
+use crate::location::{Location, LocationError, Stores};
+use crate::store::{Consolidated, LocalStore, Store, UrlOptions};
 use crate::write::WriteOptions;
 
 /// The options of one conversion (the `zarrow convert` flags), composed of the
@@ -206,46 +204,85 @@ impl std::fmt::Display for Written {
     }
 }
 
-/// One end of a conversion: a path or URL, or a store the caller opened (an
-/// obstore store from Python, say), its Zarr node at the store's root.
-#[derive(Debug, Clone)]
-pub enum End<'a> {
-    /// A file, a directory or a URL (see [`convert`]).
-    Path(&'a Path),
-    /// A Zarr node at the root of `store`; `name` names it in messages and
-    /// gives a root array's column its name (as a path's last segment does).
-    Store {
-        /// The store, not read through consolidated metadata (the conversion
-        /// does that where the store has it).
-        store: Arc<dyn Store>,
-        /// What the store is called.
-        name: &'a Path,
-    },
+/// Why zarrow makes no conversion between two locations
+/// ([`Error::Unconvertible`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Unconvertible {
+    /// Both ends are Zarr stores.
+    #[error("both are Zarr stores: zarrow converts Zarr to a table file or a table file to Zarr")]
+    BothZarr,
+    /// The output's extension names no table or linear format.
+    #[error(
+        "cannot tell the output format: use .parquet, .arrow/.ipc/.feather (IPC file), .arrows (IPC stream), .json or .csv"
+    )]
+    OutputFormat,
+    /// The input is neither a Zarr store nor a file of a format zarrow reads.
+    #[error(
+        "the input is neither a Zarr directory nor a .parquet / .arrow / .ipc / .feather / .arrows / .json / .csv file"
+    )]
+    InputFormat,
+    /// A table file's output names a table file too.
+    #[error("a table file converts to Zarr: a Zarr output is a directory (NAME.zarr)")]
+    TableToTable,
+    /// A linear-format CSV's output is a table file.
+    #[error(
+        "a CSV of linear-format columns converts to a Zarr group (OUT.zarr): its arrays may differ in shape"
+    )]
+    CsvToTable,
+    /// `--mmap` with an input that is not a local directory.
+    #[error("--mmap applies to local stores only")]
+    MmapNotLocal,
 }
 
-impl<'a> End<'a> {
-    fn name(&self) -> &'a Path {
-        match self {
-            Self::Path(path) | Self::Store { name: path, .. } => path,
-        }
+/// What one end of a conversion holds, decided once, from the location and
+/// its extension, before anything is read or written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Zarr,
+    Table(ExportFormat),
+    Linear(linear::Kind),
+}
+
+impl Format {
+    fn of_extension(location: &Location) -> Option<Self> {
+        Some(match location.file_format()? {
+            FileFormat::Table(format) => Self::Table(format),
+            FileFormat::Json => Self::Linear(linear::Kind::Json),
+            FileFormat::Csv => Self::Linear(linear::Kind::Csv),
+        })
     }
 
-    fn store(&self) -> Option<Arc<dyn Store>> {
-        match self {
-            Self::Path(_) => None,
-            Self::Store { store, .. } => Some(store.clone()),
+    /// An input's format: a URL or a supplied store is Zarr; a local path a
+    /// Zarr directory or a file by its extension (`None`: neither).
+    fn input(src: &Location) -> Result<Option<Self>> {
+        let Some(path) = src.as_path() else {
+            return Ok(Some(Self::Zarr));
+        };
+        if path.is_dir() {
+            return Ok(Some(Self::Zarr));
         }
+        if !path.exists() {
+            return Err(Error::Location {
+                location: src.to_string(),
+                reason: LocationError::Missing,
+            });
+        }
+        Ok(Self::of_extension(src))
+    }
+
+    /// An output's format: a file by its extension, else a Zarr store.
+    fn output(dst: &Location) -> Self {
+        Self::of_extension(dst).unwrap_or(Self::Zarr)
     }
 }
 
 /// One conversion's input, output, options and observer.
 struct Job<'a> {
-    src: &'a Path,
-    dst: &'a Path,
-    /// The Zarr input's store, when the caller opened it.
-    src_store: Option<Arc<dyn Store>>,
-    /// The Zarr output's store, when the caller opened it.
-    dst_store: Option<Arc<dyn Store>>,
+    src: &'a Location,
+    dst: &'a Location,
+    /// How the ends' stores are opened.
+    stores: Stores,
     options: &'a ConvertOptions,
     observer: &'a dyn Observer,
 }
@@ -253,25 +290,54 @@ struct Job<'a> {
 impl Job<'_> {
     /// The Zarr input, through its consolidated metadata when it has some.
     fn open_src(&self) -> Result<Arc<dyn Store>> {
-        match &self.src_store {
-            Some(_) if self.mmap => Err(Error::InvalidArgument(
-                "--mmap applies to local stores only".into(),
-            )),
-            Some(store) => Consolidated::open(store.clone()),
-            None => open_store(self.src, self.mmap, &self.url),
+        if !self.mmap {
+            return self.stores.open_consolidated(self.src);
         }
+        let Some(path) = self.src.as_path() else {
+            return Err(self.refuse(Unconvertible::MmapNotLocal));
+        };
+        if !path.is_dir() {
+            return Err(Error::Location {
+                location: self.src.to_string(),
+                reason: LocationError::NotADirectory,
+            });
+        }
+        // SAFETY: `new_memory_mapped` requires that no file under `path` be
+        // truncated or modified in place while a buffer read from it is alive.
+        // `mmap` is set only through the unsafe `ConvertOptions::with_mmap`,
+        // whose caller promised exactly that; zarrow itself writes its output
+        // by rename, which leaves existing mappings intact, even were the
+        // output inside the store.
+        Consolidated::open(Arc::new(unsafe { LocalStore::new_memory_mapped(path) }))
+    }
+
+    /// The local path of a file input (the dispatch made sure it is one).
+    fn src_path(&self) -> &Path {
+        self.src.as_path().unwrap_or(Path::new(""))
+    }
+
+    /// The local path of a file output (the dispatch made sure it is one).
+    fn dst_path(&self) -> &Path {
+        self.dst.as_path().unwrap_or(Path::new(""))
     }
 
     /// Write the Zarr output through `write` (see [`write_zarr`]).
     fn write_dst(&self, write: impl FnOnce(Arc<dyn Store>, &str) -> Result<u64>) -> Result<u64> {
-        let dst = match &self.dst_store {
-            Some(store) => End::Store {
-                store: store.clone(),
-                name: self.dst,
-            },
-            None => End::Path(self.dst),
-        };
-        write_zarr(dst, self.overwrite, self.write.append, &self.url, write)
+        write_zarr(
+            self.dst,
+            self.overwrite,
+            self.write.append,
+            &self.stores,
+            write,
+        )
+    }
+
+    fn refuse(&self, reason: Unconvertible) -> Error {
+        Error::Unconvertible {
+            src: self.src.to_string(),
+            dst: self.dst.to_string(),
+            reason,
+        }
     }
 }
 
@@ -283,257 +349,125 @@ impl Deref for Job<'_> {
     }
 }
 
-/// Convert `src` to `dst` (the format of each told by what it is and its
-/// extension; see the module docs), writing `dst` whole or not at all.
+/// Convert `src` to `dst`, writing `dst` whole or not at all. The format of
+/// each end is decided here, once, by what it is and its extension (see the
+/// module docs); either end may be a store the caller opened
+/// ([`Location::Store`]): a Zarr input read from it, or a Zarr output written
+/// into it (its keys replaced only with `overwrite`, and only if it holds a
+/// Zarr store).
 ///
 /// # Errors
-/// An input or output zarrow cannot tell the format of, options that do not apply,
-/// an existing `dst` without `overwrite`, the limits, and every read and write
+/// [`Error::Unconvertible`] for ends zarrow converts nothing between;
+/// [`Error::Location`] for a missing input; options that do not apply, an
+/// existing `dst` without `overwrite`, the limits, and every read and write
 /// error.
 pub fn convert(
-    src: &Path,
-    dst: &Path,
+    src: &Location,
+    dst: &Location,
     options: &ConvertOptions,
     observer: &dyn Observer,
 ) -> Result<Written> {
-    convert_ends(End::Path(src), End::Path(dst), options, observer)
-}
-
-/// [`convert`], either end of which may be a store the caller opened: a Zarr
-/// input read from it, or a Zarr output written into it (its keys replaced
-/// only with `overwrite`, and only if it holds a Zarr store).
-///
-/// # Errors
-/// As [`convert`]; both ends stores (Zarr to Zarr is no conversion); a store
-/// output of an input that is not a table or linear-format file.
-pub fn convert_ends(
-    src: End<'_>,
-    dst: End<'_>,
-    options: &ConvertOptions,
-    observer: &dyn Observer,
-) -> Result<Written> {
-    let (src_store, dst_store) = (src.store(), dst.store());
-    let (src, dst) = (local(src.name())?, local(dst.name())?);
-    let (src, dst) = (src.as_ref(), dst.as_ref());
-    let args = Job {
+    let job = Job {
         src,
         dst,
-        src_store,
-        dst_store,
+        stores: Stores::new(options.url.clone()),
         options,
         observer,
     };
-    match (&args.src_store, &args.dst_store) {
-        (Some(_), Some(_)) => {
-            return Err(Error::InvalidArgument(format!(
-                "{} and {} are both Zarr stores: zarrow converts Zarr to a table file or a table file to Zarr",
-                src.display(),
-                dst.display()
-            )));
-        }
-        (Some(_), None) => {
-            return match linear::kind(dst) {
-                Some(kind) => linear::export(&args, kind),
-                None => from_zarr::convert(&args),
-            };
-        }
-        (None, Some(_)) => {
-            return if let Some(kind) = linear::kind(src) {
-                linear::import(&args, kind)
-            } else if to_zarr::is_table_file(src) {
-                to_zarr::convert(&args)
-            } else {
-                Err(Error::InvalidArgument(format!(
-                    "{} is not a .parquet / .arrow / .ipc / .feather / .arrows / .json / .csv file: a store output is written from a table file",
-                    src.display()
-                )))
-            };
-        }
-        (None, None) => {}
+    let Some(from) = Format::input(src)? else {
+        return Err(job.refuse(Unconvertible::InputFormat));
+    };
+    let to = Format::output(dst);
+    let file_output = matches!(to, Format::Table(_) | Format::Linear(_));
+    if file_output && !dst.is_local() {
+        return Err(Error::Location {
+            location: dst.to_string(),
+            reason: LocationError::RemoteFile,
+        });
     }
-    if is_url_path(src) {
-        return match linear::kind(dst) {
-            Some(kind) => linear::export(&args, kind),
-            None => from_zarr::convert(&args),
-        };
-    }
-    if !src.exists() {
-        return Err(Error::InvalidArgument(format!(
-            "{} does not exist",
-            src.display()
-        )));
-    }
-    if src.is_dir() {
-        match linear::kind(dst) {
-            Some(kind) => linear::export(&args, kind),
-            None => from_zarr::convert(&args),
+    match (from, to) {
+        (Format::Zarr, Format::Zarr) if matches!(dst, Location::Store { .. }) => {
+            Err(job.refuse(Unconvertible::BothZarr))
         }
-    } else if let Some(kind) = linear::kind(src) {
-        linear::import(&args, kind)
-    } else if to_zarr::is_table_file(src) {
-        to_zarr::convert(&args)
-    } else {
-        Err(Error::InvalidArgument(format!(
-            "{} is neither a Zarr directory nor a .parquet / .arrow / .ipc / .feather / .arrows / .json / .csv file",
-            src.display()
-        )))
+        (Format::Zarr, Format::Zarr)
+            if matches!(src, Location::Store { .. }) || !dst.is_local() =>
+        {
+            Err(job.refuse(Unconvertible::BothZarr))
+        }
+        (Format::Zarr, Format::Zarr) => Err(job.refuse(Unconvertible::OutputFormat)),
+        (Format::Zarr, Format::Table(format)) => from_zarr::convert(&job, format),
+        (Format::Zarr, Format::Linear(kind)) => linear::export(&job, kind),
+        (Format::Table(format), Format::Zarr) => to_zarr::convert(&job, format),
+        (Format::Table(_), _) => Err(job.refuse(Unconvertible::TableToTable)),
+        (Format::Linear(linear::Kind::Csv), Format::Table(_)) => {
+            Err(job.refuse(Unconvertible::CsvToTable))
+        }
+        (Format::Linear(kind), Format::Zarr) => linear::import(&job, kind, None),
+        (Format::Linear(kind), Format::Table(format)) => linear::import(&job, kind, Some(format)),
+        (Format::Linear(_), Format::Linear(_)) => Err(job.refuse(Unconvertible::TableToTable)),
     }
-}
-
-/// Write a Zarr node at `dst` (a directory or URL) through `write`, as `convert`
-/// writes its Zarr outputs: a directory whole or not at all; a URL with every
-/// node's metadata after its chunks, and every key removed again if `write`
-/// fails. An existing `dst` needs `overwrite` and must be a Zarr store.
-///
-/// # Errors
-/// An existing `dst` without `overwrite`, or not a Zarr store; `write`'s errors.
-pub fn write_store(
-    dst: &Path,
-    overwrite: bool,
-    url: &UrlOptions,
-    write: impl FnOnce(Arc<dyn Store>) -> Result<u64>,
-) -> Result<u64> {
-    to_zarr::write_store(&local(dst)?, overwrite, url, write)
 }
 
 /// Write a Zarr node at `dst` through `write`, which is given the store and
-/// the node's path in it: whole or not at all (see [`write_store`] and
-/// [`write_into_store`]: an existing output is replaced only with
-/// `overwrite`); with `append`, in place (the writer keeps a reader's view
-/// whole), at the node [`open_for_append`] finds for a path, at a store's root.
-/// What `zarrow convert`, `zarrow.write` and DataFusion's COPY and INSERT write
-/// a Zarr output through.
+/// the node's path in it: whole or not at all (a local directory is written
+/// beside and moved into place; a URL or supplied store gets every node's
+/// metadata after its chunks, and every key removed again if `write` fails);
+/// an existing output is replaced only with `overwrite`, and only if it is a
+/// Zarr store. With `append`, in place (the writer keeps a reader's view
+/// whole), at the node [`open_for_append`] finds. What `zarrow convert`,
+/// `zarrow.write` and DataFusion's COPY and INSERT write a Zarr output
+/// through.
 ///
 /// # Errors
-/// As [`write_store`], [`write_into_store`] and [`open_for_append`]; `write`'s
-/// errors.
+/// An existing `dst` without `overwrite`, or not a Zarr store; as
+/// [`open_for_append`]; `write`'s errors.
 pub fn write_zarr(
-    dst: End<'_>,
+    dst: &Location,
     overwrite: bool,
     append: bool,
-    url: &UrlOptions,
+    stores: &Stores,
     write: impl FnOnce(Arc<dyn Store>, &str) -> Result<u64>,
 ) -> Result<u64> {
     if append {
-        let (store, node) = match dst {
-            End::Store { store, .. } => (store, String::new()),
-            End::Path(path) => open_for_append(path, url)?,
-        };
+        let (store, node) = open_for_append(dst, stores)?;
         return write(store, &node);
     }
     let write = |store| write(store, "");
     match dst {
-        End::Store { store, name } => to_zarr::replace_store(store, name, overwrite, write),
-        End::Path(path) => to_zarr::write_store(&local(path)?, overwrite, url, write),
+        Location::Path(path) => to_zarr::write_dir(path, overwrite, write),
+        other => to_zarr::replace_store(stores.open_output(other)?, other, overwrite, write),
     }
 }
 
-/// Write a Zarr node into `store` (the caller's, named `name` in messages)
-/// through `write`, as [`write_store`] writes to a URL: every node's metadata
-/// after its chunks, and every key removed again if `write` fails. A store
-/// that holds keys needs `overwrite` and must hold a Zarr store (its keys are
-/// deleted first).
-///
-/// # Errors
-/// A store with keys without `overwrite`, or with keys but no Zarr store;
-/// `write`'s errors.
-pub fn write_into_store(
-    store: Arc<dyn Store>,
-    name: &Path,
-    overwrite: bool,
-    write: impl FnOnce(Arc<dyn Store>) -> Result<u64>,
-) -> Result<u64> {
-    to_zarr::replace_store(store, name, overwrite, write)
-}
-
 /// The store to append to the group at `dst` (a directory, made when absent,
-/// or a URL) in place, and the group's node path in it: `dst` inside a Zarr
-/// hierarchy (a group under groups) is written as a node of the hierarchy's
-/// root, so that the root's consolidated metadata grows too. What `convert`
-/// with `append` writes into (see
+/// a URL, or a supplied store at its root) in place, and the group's node
+/// path in it: `dst` inside a Zarr hierarchy (a group under groups) is
+/// written as a node of the hierarchy's root, so that the root's consolidated
+/// metadata grows too. What `convert` with `append` writes into (see
 /// [`WriteOptions::append`](crate::write::WriteOptions::append)).
 ///
 /// # Errors
 /// A URL that cannot be opened; store errors.
-pub fn open_for_append(dst: &Path, url: &UrlOptions) -> Result<(Arc<dyn Store>, String)> {
-    let dst = local(dst)?;
-    let url_path = is_url_path(&dst);
-    let open = |path: &Path| -> Result<Arc<dyn Store>> {
-        if url_path {
-            open_plain_store(path, false, url)
-        } else {
-            Ok(Arc::new(LocalStore::new(path)))
-        }
-    };
-    let text = dst.to_string_lossy();
-    let mut root = text.trim_end_matches('/').to_string();
+pub fn open_for_append(dst: &Location, stores: &Stores) -> Result<(Arc<dyn Store>, String)> {
+    let mut root = dst.clone();
     let mut node: Vec<String> = Vec::new();
     // Climb while the parent is a Zarr group.
-    while let Some((parent, name)) = root.rsplit_once('/') {
-        if parent.is_empty() || parent.ends_with(":/") || parent.ends_with("//") {
-            break;
-        }
-        let store = open(Path::new(parent))?;
-        let group = match crate::read::read_node(store.as_ref(), "") {
-            Ok(crate::NodeMetadata::Group(_)) => true,
-            Ok(_) | Err(Error::NodeNotFound { .. }) => false,
+    while let Some((parent, name)) = root.parent() {
+        let group = stores.open_output(&parent).is_ok_and(|store| {
             // A parent that cannot be read (a bucket's root, a directory
             // without access) is no group of ours.
-            Err(_) => false,
-        };
+            matches!(
+                crate::read::read_node(store.as_ref(), ""),
+                Ok(crate::NodeMetadata::Group(_))
+            )
+        });
         if !group {
             break;
         }
-        node.insert(0, name.to_string());
-        root = parent.to_string();
+        node.insert(0, name);
+        root = parent;
     }
-    Ok((open(Path::new(&root))?, node.join("/")))
-}
-
-/// `path`, or the local path a `file://` URL names (see [`file_url_path`]).
-fn local(path: &Path) -> Result<Cow<'_, Path>> {
-    Ok(
-        match path.to_str().map(file_url_path).transpose()?.flatten() {
-            Some(local) => Cow::Owned(local),
-            None => Cow::Borrowed(path),
-        },
-    )
-}
-
-/// Whether `path` is a URL opened through `object_store`.
-fn is_url_path(path: &Path) -> bool {
-    path.to_str().is_some_and(is_url)
-}
-
-/// The Zarr store at `path`, read through its consolidated metadata when it has
-/// some, as zarr-python does.
-fn open_store(path: &Path, mmap: bool, url: &UrlOptions) -> Result<Arc<dyn Store>> {
-    Consolidated::open(open_plain_store(path, mmap, url)?)
-}
-
-/// The Zarr store at `path`: a URL through `object_store`, else a directory,
-/// memory-mapped if `mmap`.
-fn open_plain_store(path: &Path, mmap: bool, url: &UrlOptions) -> Result<Arc<dyn Store>> {
-    if !mmap {
-        return open_location(path, url);
-    }
-    if is_url_path(path) {
-        return Err(Error::InvalidArgument(
-            "--mmap applies to local stores only".into(),
-        ));
-    }
-    if !path.is_dir() {
-        return Err(Error::InvalidArgument(format!(
-            "{} is not a Zarr array or group directory",
-            path.display()
-        )));
-    }
-    // SAFETY: `new_memory_mapped` requires that no file under `path` be truncated
-    // or modified in place while a buffer read from it is alive. `mmap` is set
-    // only through the unsafe `ConvertOptions::with_mmap`, whose caller promised
-    // exactly that; zarrow itself writes its output by rename, which leaves
-    // existing mappings intact, even were the output inside the store.
-    Ok(Arc::new(unsafe { LocalStore::new_memory_mapped(path) }))
+    Ok((stores.open_output(&root)?, node.join("/")))
 }
 
 #[cfg(test)]
@@ -592,5 +526,82 @@ mod tests {
         assert!(e.contains("limit") && e.contains("ten"), "{e}");
         let e = o.set("string_type", "utf16").unwrap_err().to_string();
         assert!(e.contains("utf16") && e.contains("utf8-view"), "{e}");
+    }
+
+    /// The format of each end is decided once, before anything is read or
+    /// written, and pairs that make no conversion are refused by kind.
+    #[test]
+    fn ends_are_decided_before_anything_is_done() {
+        let dir = tempfile::tempdir().unwrap();
+        let loc = |s: &str| Location::parse(s).unwrap();
+        let obs = loc("testdata/stores/obs.zarr");
+        let table = dir.path().join("t.parquet");
+        std::fs::write(&table, b"not read").unwrap();
+        let table = Location::Path(table);
+        let reason = |src: &Location, dst: &Location| match convert(
+            src,
+            dst,
+            &ConvertOptions::default(),
+            &Quiet,
+        ) {
+            Err(Error::Unconvertible { reason, .. }) => reason,
+            other => panic!("{src} -> {dst}: {other:?}"),
+        };
+        // A file output on an object store: refused before any request.
+        let remote = convert(
+            &obs,
+            &loc("s3://bucket/out.parquet"),
+            &ConvertOptions::default(),
+            &Quiet,
+        );
+        assert!(matches!(
+            remote,
+            Err(Error::Location {
+                reason: LocationError::RemoteFile,
+                ..
+            })
+        ));
+        assert_eq!(
+            reason(&obs, &loc("s3://bucket/out.zarr")),
+            Unconvertible::BothZarr
+        );
+        let out = Location::Path(dir.path().join("out.zarr"));
+        assert_eq!(reason(&obs, &out), Unconvertible::OutputFormat);
+        assert_eq!(
+            reason(&table, &Location::Path(dir.path().join("u.arrow"))),
+            Unconvertible::TableToTable
+        );
+        let csv = dir.path().join("t.csv");
+        std::fs::write(&csv, b"").unwrap();
+        assert_eq!(
+            reason(
+                &Location::Path(csv),
+                &Location::Path(dir.path().join("u.parquet"))
+            ),
+            Unconvertible::CsvToTable
+        );
+        let odd = dir.path().join("t.txt");
+        std::fs::write(&odd, b"").unwrap();
+        assert_eq!(
+            reason(&Location::Path(odd), &out),
+            Unconvertible::InputFormat
+        );
+        // A missing input is the location's error.
+        let missing = convert(
+            &Location::Path(dir.path().join("nope.zarr")),
+            &Location::Path(dir.path().join("o.parquet")),
+            &ConvertOptions::default(),
+            &Quiet,
+        );
+        assert!(matches!(
+            missing,
+            Err(Error::Location {
+                reason: LocationError::Missing,
+                ..
+            })
+        ));
+        // Nothing was written.
+        assert!(!dir.path().join("out.zarr").exists());
+        assert!(!dir.path().join("o.parquet").exists());
     }
 }

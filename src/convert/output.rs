@@ -124,12 +124,6 @@ impl Partial {
     /// # Errors
     /// `dst` exists and not `overwrite`; creating the partial file.
     pub fn file(dst: &Path, overwrite: bool) -> Result<(Self, File)> {
-        if super::is_url_path(dst) {
-            return Err(Error::InvalidArgument(format!(
-                "{}: a table or linear-format file is written to a local path only (write it locally, then upload it)",
-                dst.display()
-            )));
-        }
         if dst.exists() && !overwrite {
             return Err(exists(dst));
         }
@@ -404,11 +398,5 @@ mod tests {
         assert_ne!(first.path(), second.path());
         drop(second);
         assert_eq!(std::fs::read(first.path()).unwrap(), b"first");
-    }
-
-    #[test]
-    fn a_file_output_at_a_url_is_refused() {
-        let err = Partial::file(Path::new("s3://bucket/out.parquet"), false).unwrap_err();
-        assert!(err.to_string().contains("local path"), "{err}");
     }
 }

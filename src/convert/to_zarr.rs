@@ -14,16 +14,12 @@ use arrow_array::RecordBatchReader;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use super::output::Partial;
-use super::{Job, Written, is_url_path, open_plain_store};
+use super::{Job, Written};
 use crate::error::{Error, Result};
 use crate::export::ExportFormat;
-use crate::store::{LocalStore, Store, UrlOptions};
+use crate::location::Location;
+use crate::store::{LocalStore, Store};
 use crate::write::{WriteOptions, write_batches};
-
-/// Whether `path` is a file in a table format zarrow reads.
-pub(super) fn is_table_file(path: &Path) -> bool {
-    path.is_file() && ExportFormat::from_path(path).is_some()
-}
 
 type Reader = Box<dyn RecordBatchReader + Send>;
 
@@ -48,11 +44,11 @@ impl<R: RecordBatchReader> RecordBatchReader for WithSchema<R> {
 }
 
 /// Open a Parquet or Arrow IPC file; the row count when the format states it.
-fn open_table(path: &Path) -> Result<(Reader, Option<u64>)> {
+fn open_table(path: &Path, format: ExportFormat) -> Result<(Reader, Option<u64>)> {
     let file =
         File::open(path).map_err(|e| Error::InvalidArgument(format!("{}: {e}", path.display())))?;
-    Ok(match ExportFormat::from_path(path) {
-        Some(ExportFormat::Parquet) => {
+    Ok(match format {
+        ExportFormat::Parquet => {
             let builder = ParquetRecordBatchReaderBuilder::try_new(file)?;
             let rows = u64::try_from(builder.metadata().file_metadata().num_rows()).ok();
             // The builder's schema has the file's key-value metadata (pyarrow's
@@ -61,7 +57,7 @@ fn open_table(path: &Path) -> Result<(Reader, Option<u64>)> {
             let reader = builder.with_batch_size(64 * 1024).build()?;
             (Box::new(WithSchema { schema, reader }), rows)
         }
-        Some(ExportFormat::IpcStream) => (
+        ExportFormat::IpcStream => (
             Box::new(arrow_ipc::reader::StreamReader::try_new(
                 BufReader::new(file),
                 None,
@@ -92,63 +88,42 @@ pub(super) fn options(args: &Job<'_>) -> Result<WriteOptions> {
     Ok(write.clone())
 }
 
-pub(super) fn convert(args: &Job<'_>) -> Result<Written> {
+pub(super) fn convert(args: &Job<'_>, format: ExportFormat) -> Result<Written> {
     if args.select.is_given() || args.read.string_type.is_some() {
         return Err(Error::InvalidArgument(
             "--columns, --string-type, --rows and --limit apply when SRC is a Zarr store".into(),
         ));
     }
-    let dst = args.dst;
-    if args.dst_store.is_none() && ExportFormat::from_path(dst).is_some() {
-        return Err(Error::InvalidArgument(format!(
-            "{} names a table file; a Zarr output is a directory (NAME.zarr)",
-            dst.display()
-        )));
-    }
     let options = options(args)?;
-    let (reader, total) = open_table(args.src)?;
+    let (reader, total) = open_table(args.src_path(), format)?;
     let rows = args.write_dst(|store, node| {
         write_batches(args.observer.reader(reader, total), store, node, options)
     })?;
     Ok(Written::Rows(rows))
 }
 
-/// Write a Zarr store at `dst` through `write`, atomically (see [`Partial`]): a
-/// failed `write` leaves nothing. An existing `dst` needs `overwrite` and must be a
-/// Zarr store.
-pub(super) fn write_store(
+/// Write a Zarr store at the directory `dst` through `write`, atomically
+/// (see [`Partial`]): a failed `write` leaves nothing. An existing `dst` needs
+/// `overwrite` and must be a Zarr store.
+pub(super) fn write_dir(
     dst: &Path,
     overwrite: bool,
-    url: &UrlOptions,
     write: impl FnOnce(Arc<dyn Store>) -> Result<u64>,
 ) -> Result<u64> {
-    if is_url_path(dst) {
-        return write_remote(dst, overwrite, url, write);
-    }
     let partial = Partial::dir(dst, overwrite)?;
     let rows = write(Arc::new(LocalStore::new(partial.path())))?;
     partial.commit()?;
     Ok(rows)
 }
 
-/// Write a Zarr store at the URL `dst`. An object store has no rename: chunks are
-/// written first and every node's metadata after its chunks, so a reader sees
-/// the store complete or sees no metadata for what is missing. An existing store
-/// needs `overwrite` (its keys are deleted first); a failed write deletes every
-/// key it wrote.
-fn write_remote(
-    dst: &Path,
-    overwrite: bool,
-    url: &UrlOptions,
-    write: impl FnOnce(Arc<dyn Store>) -> Result<u64>,
-) -> Result<u64> {
-    replace_store(open_plain_store(dst, false, url)?, dst, overwrite, write)
-}
-
-/// Write a Zarr store into `store` (named `dst`) as [`write_remote`] does.
+/// Write a Zarr store into `store` (at `dst`, a URL or a supplied store).
+/// An object store has no rename: chunks are written first and every node's
+/// metadata after its chunks, so a reader sees the store complete or sees no
+/// metadata for what is missing. An existing store needs `overwrite` (its
+/// keys are deleted first); a failed write deletes every key it wrote.
 pub(super) fn replace_store(
     store: Arc<dyn Store>,
-    dst: &Path,
+    dst: &Location,
     overwrite: bool,
     write: impl FnOnce(Arc<dyn Store>) -> Result<u64>,
 ) -> Result<u64> {
@@ -156,7 +131,7 @@ pub(super) fn replace_store(
     if !existing.is_empty() {
         if !overwrite {
             return Err(Error::AlreadyExists {
-                path: dst.display().to_string(),
+                path: dst.to_string(),
             });
         }
         // As locally, only a Zarr store is replaced: never other data under the
@@ -167,7 +142,7 @@ pub(super) fn replace_store(
         if !is_zarr {
             return Err(Error::InvalidArgument(format!(
                 "{} holds {} objects but no Zarr store (zarr.json, .zgroup or .zarray at its root): zarrow replaces only a Zarr store",
-                dst.display(),
+                dst,
                 existing.len()
             )));
         }

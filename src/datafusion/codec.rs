@@ -14,7 +14,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use datafusion::catalog::TableProvider;
-use datafusion::common::{DataFusionError, TableReference};
+use datafusion::common::{DataFusionError, TableReference, not_impl_err};
 use datafusion::datasource::file_format::FileFormatFactory;
 use datafusion::datasource::sink::DataSinkExec;
 use datafusion::error::Result as DfResult;
@@ -41,6 +41,7 @@ use super::distributed::{as_file_scan, sliced_scan};
 use super::scan::ZarrScanExec;
 use super::sink::{SinkSpec, ZarrFormatFactory, ZarrSink};
 use super::table::{ZarrTable, ZarrTableOptions};
+use crate::location::{Location, Stores};
 use crate::store::{MetadataSnapshot, UrlOptions};
 
 /// Tags the bytes of a table (and of a scan) so that the codec tells its own
@@ -120,8 +121,14 @@ impl TableSpec {
         // As the last INSERT through it left it.
         let newest = table.newest();
         let table = newest.as_deref().unwrap_or(table);
+        let Some(location) = table.location().portable() else {
+            return not_impl_err!(
+                "{}: a store opened in this process (an obstore store) cannot be read on another machine",
+                table.location()
+            );
+        };
         Ok(Self {
-            location: crate::store::portable_location(table.location()),
+            location,
             options: table.options().clone(),
             url: table.url_options().clone(),
             metadata: MetadataSpec::of(table.metadata_snapshot())?,
@@ -130,13 +137,10 @@ impl TableSpec {
 
     /// The table, opened from the metadata carried (no request).
     fn open(self) -> DfResult<ZarrTable> {
-        ZarrTable::from_snapshot(
-            &self.location,
-            self.options,
-            &self.url,
-            self.metadata.snapshot(),
-        )
-        .map_err(df_err)
+        let location = Location::parse(&self.location).map_err(df_err)?;
+        let stores = Stores::new(self.url);
+        ZarrTable::from_snapshot(&location, self.options, &stores, self.metadata.snapshot())
+            .map_err(df_err)
     }
 }
 

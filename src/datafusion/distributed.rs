@@ -205,7 +205,12 @@ mod tests {
 
     fn scan(ranges: Vec<Range<u64>>) -> ZarrScanExec {
         let store = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/stores/obs.zarr");
-        let table = ZarrTable::open(store, ZarrTableOptions::default()).unwrap();
+        let table = ZarrTable::open(
+            &crate::Location::parse(store).unwrap(),
+            ZarrTableOptions::default(),
+            &crate::Stores::default(),
+        )
+        .unwrap();
         ZarrScanExec::try_new(Arc::new(table), vec![0, 1], ranges).unwrap()
     }
 
@@ -245,7 +250,14 @@ mod tests {
     #[tokio::test]
     async fn a_hostile_range_is_an_error() {
         let store = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/stores/obs.zarr");
-        let table = Arc::new(ZarrTable::open(store, ZarrTableOptions::default()).unwrap());
+        let table = Arc::new(
+            ZarrTable::open(
+                &crate::Location::parse(store).unwrap(),
+                ZarrTableOptions::default(),
+                &crate::Stores::default(),
+            )
+            .unwrap(),
+        );
         // A backwards range, as a hostile plan may carry.
         #[allow(clippy::reversed_empty_ranges)]
         let backwards = 10..5;

@@ -10,8 +10,8 @@ use datafusion::logical_expr::{CreateExternalTable, Expr};
 
 use super::df_err;
 use super::table::{ZarrTable, ZarrTableOptions};
-use crate::Store;
-use crate::store::{Blocking, Consolidated, ObjectStoreAsync, ObjectStoreBackend, UrlOptions};
+use crate::location::Location;
+use crate::store::UrlOptions;
 
 /// Makes a [`ZarrTable`] for `CREATE EXTERNAL TABLE name STORED AS ZARR LOCATION
 /// '...' [WITH ORDER (column ASC)] [OPTIONS (...)]` (see
@@ -59,29 +59,15 @@ impl TableProviderFactory for ZarrTableFactory {
                 }
             }
         }
-        let registered = super::registered_store(state.runtime_env(), location);
-        let location = location.clone();
-        let handle = tokio::runtime::Handle::current();
-        let table = tokio::task::spawn_blocking(move || {
-            // Its metadata read blocking on the session's runtime (no runtime of
-            // the table's own), through the session's store when it has one.
-            let blocking = Blocking::on(handle);
-            match registered {
-                Some((store, prefix)) => {
-                    let plain: Arc<dyn Store> = Arc::new(ObjectStoreBackend::with_blocking(
-                        ObjectStoreAsync::new(store, &prefix, &location),
-                        blocking,
-                    ));
-                    let store = Consolidated::open(plain.clone())?;
-                    Ok(ZarrTable::from_store(store, &location, options)?
-                        .with_store_for_writes(plain))
-                }
-                None => ZarrTable::open_with(&location, options, &UrlOptions::default(), blocking),
-            }
-        })
-        .await
-        .map_err(|e| DataFusionError::External(Box::new(e)))?
-        .map_err(df_err)?;
+        let location = Location::parse(location).map_err(df_err)?;
+        // Its metadata read blocking on the session's runtime (no runtime of
+        // the table's own), through the session's store when it has one.
+        let stores = super::session_registry(state.runtime_env().clone(), UrlOptions::default());
+        let table =
+            tokio::task::spawn_blocking(move || ZarrTable::open(&location, options, &stores))
+                .await
+                .map_err(|e| DataFusionError::External(Box::new(e)))?
+                .map_err(df_err)?;
         // A declared schema must be the store's: nothing renamed or retyped in
         // silence.
         let declared = cmd.schema.as_arrow();

@@ -45,7 +45,11 @@ mod table;
 use std::sync::Arc;
 
 use datafusion::error::DataFusionError;
+use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::prelude::SessionContext;
+
+use crate::location::{RegisteredStores, RemoteUrl, Stores};
+use crate::store::{Blocking, UrlOptions};
 
 pub use codec::{ZarrLogicalCodec, ZarrPhysicalCodec};
 pub use factory::ZarrTableFactory;
@@ -79,23 +83,30 @@ pub fn register(ctx: &SessionContext) {
     }
 }
 
-/// The object store `runtime` has registered for `location`'s scheme and
-/// bucket, and `location`'s path in it.
-pub(crate) fn registered_store(
-    runtime: &datafusion::execution::runtime_env::RuntimeEnv,
-    location: &str,
-) -> Option<(Arc<dyn object_store::ObjectStore>, String)> {
-    if !crate::store::is_url(location) {
-        return None;
+/// A session's object store registry, as the stores [`Stores`] reads a URL
+/// through before it opens one of its own.
+#[derive(Debug)]
+struct SessionStores(Arc<RuntimeEnv>);
+
+impl RegisteredStores for SessionStores {
+    fn object_store(&self, url: &RemoteUrl) -> Option<Arc<dyn object_store::ObjectStore>> {
+        let (root, _) = url.split_root();
+        let root = datafusion::execution::object_store::ObjectStoreUrl::parse(root).ok()?;
+        self.0.object_store(&root).ok()
     }
-    let (scheme, rest) = location.split_once("://")?;
-    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
-    let url = datafusion::execution::object_store::ObjectStoreUrl::parse(format!(
-        "{scheme}://{authority}"
-    ))
-    .ok()?;
-    let store = runtime.object_store(&url).ok()?;
-    Some((store, path.trim_end_matches('/').to_string()))
+}
+
+/// The stores `runtime` has registered, for [`Stores::with_registered`].
+pub(crate) fn session_stores(runtime: Arc<RuntimeEnv>) -> Arc<dyn RegisteredStores> {
+    Arc::new(SessionStores(runtime))
+}
+
+/// How a session opens locations: URLs through its registered stores (else
+/// opened from the environment with `url`), blocking calls on its runtime.
+pub(crate) fn session_registry(runtime: Arc<RuntimeEnv>, url: UrlOptions) -> Stores {
+    Stores::new(url)
+        .with_blocking(Blocking::on(tokio::runtime::Handle::current()))
+        .with_registered(session_stores(runtime))
 }
 
 /// A zarrow error as DataFusion's (the message and the error itself kept).

@@ -20,6 +20,7 @@ use futures::StreamExt;
 use super::{ZarrTable, ZarrTableOptions};
 use crate::error::{Error, Result};
 use crate::export::{ExportFormat, FileFormat};
+use crate::location::Location;
 use crate::read::Skipped;
 use crate::store::{Blocking, UrlOptions};
 
@@ -296,13 +297,14 @@ async fn register_table(
     options: &SqlOptions,
     skipped: &mut Vec<(String, Skipped)>,
 ) -> Result<()> {
-    let path = Path::new(location);
+    let parsed = Location::parse(location)
+        .map_err(|e| in_table(e, &format!("table {name} ({location})")))?;
     // DataFusion lists a table's files by extension: the location's own.
-    let extension = path
+    let extension = Path::new(location)
         .extension()
         .map(|e| format!(".{}", e.to_string_lossy()))
         .unwrap_or_default();
-    let format = FileFormat::from_path(path);
+    let format = parsed.file_format();
     let registered = if let Some(FileFormat::Table(ExportFormat::Parquet)) = format {
         let options = ParquetReadOptions {
             file_extension: &extension,
@@ -327,17 +329,12 @@ async fn register_table(
     } else {
         // Its metadata is read blocking, off the runtime's workers, waiting on
         // the runtime (no runtime of the store's own).
-        let (location_owned, table_options, url) = (
-            location.to_string(),
-            options.table.clone(),
-            options.url.clone(),
-        );
-        let blocking = Blocking::on(tokio::runtime::Handle::current());
-        let table = tokio::task::spawn_blocking(move || {
-            ZarrTable::open_with(&location_owned, table_options, &url, blocking)
-        })
-        .await
-        .map_err(|e| Error::query(format!("table {name} ({location}): {e}")))??;
+        let table_options = options.table.clone();
+        let stores = super::session_registry(ctx.runtime_env(), options.url.clone());
+        let table =
+            tokio::task::spawn_blocking(move || ZarrTable::open(&parsed, table_options, &stores))
+                .await
+                .map_err(|e| Error::query(format!("table {name} ({location}): {e}")))??;
         skipped.extend(
             table
                 .skipped()

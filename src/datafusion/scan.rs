@@ -31,8 +31,9 @@ use datafusion::physical_plan::metrics::{
 use super::df_err;
 use super::table::{Source, ZarrTable};
 use crate::error::Result;
+use crate::location::{Location, Stores};
 use crate::read::{ReadBudget, ReadStats, ReaderBuilder};
-use crate::store::{AsyncStore, ObjectStoreAsync, SyncAsAsync};
+use crate::store::{AsyncStore, SyncAsAsync};
 
 /// Rows per batch when no column is read (`count(*)` that statistics could not
 /// answer): the batches carry a row count only.
@@ -142,12 +143,12 @@ impl ZarrScanExec {
         context: &TaskContext,
         builder: &ReaderBuilder,
     ) -> DfResult<(Arc<dyn AsyncStore>, usize)> {
-        let location = self.table.location();
-        if let Some((store, prefix)) =
-            super::registered_store(context.runtime_env().as_ref(), location)
-        {
-            let store = ObjectStoreAsync::new(store, &prefix, location);
-            return Ok((Arc::new(store), crate::store::DEFAULT_CONCURRENCY));
+        if let Location::Url(url) = self.table.location() {
+            let stores =
+                Stores::default().with_registered(super::session_stores(context.runtime_env()));
+            if let Some(store) = stores.registered_async(url) {
+                return Ok((Arc::new(store), crate::store::DEFAULT_CONCURRENCY));
+            }
         }
         let Some(store) = builder.store() else {
             return internal_err!("ZarrScanExec: a table with no columns");

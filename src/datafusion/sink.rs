@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::{RecordBatch, RecordBatchReader};
@@ -49,11 +49,10 @@ use object_store::{ObjectMeta, ObjectStore};
 use serde::{Deserialize, Serialize};
 
 use super::df_err;
-use crate::convert::{End, write_zarr};
+use crate::convert::write_zarr;
 use crate::error::{Error, Result};
-use crate::store::{
-    Blocking, ObjectStoreAsync, ObjectStoreBackend, Store, UrlOptions, open_location_with,
-};
+use crate::location::{Location, Stores};
+use crate::store::UrlOptions;
 use crate::write::{WriteOptions, write_batches};
 
 /// `STORED AS ZARR` for `COPY ... TO`: registered by
@@ -143,7 +142,10 @@ impl AnalyzerRule for PortableCopy {
             let LogicalPlan::Copy(copy) = &node else {
                 return Ok(Transformed::no(node));
             };
-            let output_url = crate::store::portable_location(&copy.output_url);
+            let output_url = Location::parse(&copy.output_url)
+                .ok()
+                .and_then(|l| l.portable())
+                .unwrap_or_else(|| copy.output_url.clone());
             let zarr = copy
                 .file_type
                 .as_any()
@@ -248,15 +250,15 @@ impl FileFormat for ZarrFormat {
         let Some(table) = conf.table_paths.first() else {
             return plan_err!("COPY ... STORED AS ZARR needs a target");
         };
-        let target = if table.scheme() == "file" {
-            let path = url_path(table.as_str())?;
-            Target::Local(path)
+        // DataFusion's table path is a URL: a `file://` one for a local path.
+        let given = if table.scheme() == "file" {
+            table.as_str()
         } else {
-            Target::Registered {
-                url: conf.object_store_url.clone(),
-                prefix: table.prefix().as_ref().to_string(),
-                location: conf.original_url.clone(),
-            }
+            &conf.original_url
+        };
+        let target = Target {
+            location: Location::parse(given).map_err(df_err)?,
+            url: UrlOptions::default(),
         };
         let mode = if self.options.append {
             Mode::Append
@@ -288,13 +290,6 @@ impl FileFormat for ZarrFormat {
 }
 
 /// The local path of a `file://` URL.
-fn url_path(url: &str) -> DfResult<PathBuf> {
-    url::Url::parse(url)
-        .ok()
-        .and_then(|u| u.to_file_path().ok())
-        .ok_or_else(|| DataFusionError::Plan(format!("{url} is not a local path")))
-}
-
 /// The file source of a format that is not read as files.
 struct WriteOnly {
     table_schema: TableSchema,
@@ -341,24 +336,13 @@ impl FileSource for WriteOnly {
     }
 }
 
-/// Where a sink writes.
+/// Where a sink writes: a local directory, a URL (through the session's
+/// object store for it, else one opened from the environment with `url`), or
+/// the store a table was opened over (its keys, no consolidated metadata).
 #[derive(Debug, Clone)]
-pub(crate) enum Target {
-    /// A local directory.
-    Local(PathBuf),
-    /// A URL, through the session's object store for it.
-    Registered {
-        url: datafusion::execution::object_store::ObjectStoreUrl,
-        prefix: String,
-        location: String,
-    },
-    /// A store the table was opened over (its keys, no consolidated metadata):
-    /// `name` is its location, `url` how it was opened.
-    Store {
-        store: Arc<dyn Store>,
-        name: String,
-        url: UrlOptions,
-    },
+pub(crate) struct Target {
+    pub(crate) location: Location,
+    pub(crate) url: UrlOptions,
 }
 
 /// What a sink does to an existing table.
@@ -385,12 +369,7 @@ pub(crate) struct ZarrSink {
 
 impl DisplayAs for ZarrSink {
     fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let to = match &self.target {
-            Target::Local(path) => path.display().to_string(),
-            Target::Registered { location, .. } => location.clone(),
-            Target::Store { name, .. } => name.clone(),
-        };
-        write!(f, "ZarrSink: {:?} to {to}", self.mode)
+        write!(f, "ZarrSink: {:?} to {}", self.mode, self.target.location)
     }
 }
 
@@ -405,33 +384,10 @@ impl DataSink for ZarrSink {
         mut data: SendableRecordBatchStream,
         context: &Arc<TaskContext>,
     ) -> DfResult<u64> {
-        let target = match &self.target {
-            Target::Registered {
-                url,
-                prefix,
-                location,
-            } => {
-                let blocking = Blocking::on(tokio::runtime::Handle::current());
-                // The session's store for the URL, else one opened from the
-                // environment, as the command line opens a URL.
-                let store: Arc<dyn Store> = match context.runtime_env().object_store(url) {
-                    Ok(store) => Arc::new(ObjectStoreBackend::with_blocking(
-                        ObjectStoreAsync::new(store, prefix, location),
-                        blocking,
-                    )),
-                    Err(_) => {
-                        open_location_with(Path::new(location), &UrlOptions::default(), blocking)
-                            .map_err(df_err)?
-                    }
-                };
-                Target::Store {
-                    store,
-                    name: location.clone(),
-                    url: UrlOptions::default(),
-                }
-            }
-            other => other.clone(),
-        };
+        // Its blocking calls wait on the session's runtime (no runtime of the
+        // sink's own); a URL goes through the session's store for it.
+        let stores = super::session_registry(context.runtime_env(), self.target.url.clone());
+        let target = self.target.location.clone();
         let (sender, receiver) = tokio::sync::mpsc::channel(2);
         let reader = Received {
             schema: data.schema(),
@@ -439,7 +395,7 @@ impl DataSink for ZarrSink {
         };
         let (mode, options, table) = (self.mode, self.options.clone(), self.written.clone());
         let writer = tokio::task::spawn_blocking(move || {
-            let rows = write(target, mode, options, reader)?;
+            let rows = write(&target, &stores, mode, options, reader)?;
             if let Some(table) = table {
                 table.reopen()?;
             }
@@ -470,46 +426,24 @@ pub(crate) struct SinkSpec {
 }
 
 #[derive(Serialize, Deserialize)]
-enum TargetSpec {
-    Local(PathBuf),
-    Url {
-        url: String,
-        prefix: String,
-        location: String,
-    },
-    Store {
-        location: String,
-        url: UrlOptions,
-    },
+struct TargetSpec {
+    /// The location as any machine names it ([`Location::portable`]).
+    location: String,
+    url: UrlOptions,
 }
 
 impl ZarrSink {
     /// What another machine needs to write as this sink does.
     pub(crate) fn spec(&self) -> DfResult<SinkSpec> {
-        let target = match &self.target {
-            Target::Local(path) => {
-                TargetSpec::Local(std::path::absolute(path).unwrap_or_else(|_| path.clone()))
-            }
-            Target::Registered {
-                url,
-                prefix,
-                location,
-            } => TargetSpec::Url {
-                url: url.as_str().to_string(),
-                prefix: prefix.clone(),
-                location: location.clone(),
-            },
-            Target::Store { name, url, .. } if !crate::store::is_in_process(name) => {
-                TargetSpec::Store {
-                    location: crate::store::portable_location(name),
-                    url: url.clone(),
-                }
-            }
-            Target::Store { name, .. } => {
-                return not_impl_err!(
-                    "{name}: a store opened in this process (an obstore store) cannot be written from another machine"
-                );
-            }
+        let Some(location) = self.target.location.portable() else {
+            return not_impl_err!(
+                "{}: a store opened in this process (an obstore store) cannot be written from another machine",
+                self.target.location
+            );
+        };
+        let target = TargetSpec {
+            location,
+            url: self.target.url.clone(),
         };
         let options = self
             .options
@@ -527,29 +461,16 @@ impl ZarrSink {
 }
 
 impl SinkSpec {
-    /// The sink, writing rows of `schema`; a store named by location is
-    /// opened here, from this machine's environment.
+    /// The sink, writing rows of `schema`; its store is opened when it
+    /// writes, from this machine's environment (or session).
     pub(crate) fn sink(self, schema: SchemaRef) -> DfResult<ZarrSink> {
         let mut options = WriteOptions::default();
         for (key, value) in &self.options {
             options.set(key, value).map_err(df_err)?;
         }
-        let target = match self.target {
-            TargetSpec::Local(path) => Target::Local(path),
-            TargetSpec::Url {
-                url,
-                prefix,
-                location,
-            } => Target::Registered {
-                url: datafusion::execution::object_store::ObjectStoreUrl::parse(url)?,
-                prefix,
-                location,
-            },
-            TargetSpec::Store { location, url } => Target::Store {
-                store: crate::store::open_location(Path::new(&location), &url).map_err(df_err)?,
-                name: location,
-                url,
-            },
+        let target = Target {
+            location: Location::parse(&self.target.location).map_err(df_err)?,
+            url: self.target.url,
         };
         Ok(ZarrSink {
             schema,
@@ -590,37 +511,21 @@ fn exists(target: &str) -> Error {
 }
 
 /// Write `reader` to `target`: the rows written.
-fn write(target: Target, mode: Mode, options: WriteOptions, reader: Received) -> Result<u64> {
-    let (dst, name) = match &target {
-        Target::Local(path) if mode == Mode::Create && path.exists() => {
-            return Err(exists(&path.display().to_string()));
-        }
-        Target::Local(path) => (End::Path(path), path.display().to_string()),
-        Target::Store { store, name, .. } => (
-            End::Store {
-                store: store.clone(),
-                name: Path::new(name),
-            },
-            name.clone(),
-        ),
-        Target::Registered { location, .. } => {
-            return Err(Error::InvalidArgument(format!(
-                "{location}: the session's object store was not resolved"
-            )));
-        }
-    };
+fn write(
+    target: &Location,
+    stores: &Stores,
+    mode: Mode,
+    options: WriteOptions,
+    reader: Received,
+) -> Result<u64> {
+    if mode == Mode::Create && target.as_path().is_some_and(Path::exists) {
+        return Err(exists(&target.to_string()));
+    }
     let append = mode == Mode::Append;
     let options = options.with_append(append).with_overwrite(false);
     let write = |store, node: &str| write_batches(reader, store, node, options);
-    write_zarr(
-        dst,
-        mode == Mode::Overwrite,
-        append,
-        &UrlOptions::default(),
-        write,
-    )
-    .map_err(|e| match e {
-        Error::AlreadyExists { .. } => exists(&name),
+    write_zarr(target, mode == Mode::Overwrite, append, stores, write).map_err(|e| match e {
+        Error::AlreadyExists { .. } => exists(&target.to_string()),
         e => e,
     })
 }

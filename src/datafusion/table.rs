@@ -2,7 +2,6 @@
 //! DataFusion `TableProvider`.
 
 use std::ops::Range;
-use std::path::Path;
 use std::sync::{Arc, PoisonError, RwLock};
 
 use arrow_array::RecordBatchReader;
@@ -25,11 +24,9 @@ use super::{df_err, prune};
 use crate::conventions::anndata;
 use crate::convert::open_for_append;
 use crate::error::{Error, Result};
+use crate::location::{Location, Stores};
 use crate::read::{DIMENSION_NAMES_KEY, ReaderBuilder, Skipped, aligned_splits};
-use crate::store::{
-    Blocking, Consolidated, MetadataSnapshot, UrlOptions, is_url, location_name, open_location,
-    open_location_with,
-};
+use crate::store::{Consolidated, MetadataSnapshot, UrlOptions};
 use crate::write::{Layout, WriteOptions};
 use crate::{NodeMetadata, ReadOptions, Store, StringType, ZarrArray, ZarrGroup, read_node};
 
@@ -133,7 +130,7 @@ pub(crate) enum Source {
 /// [the module](super).
 #[derive(Debug, Clone)]
 pub struct ZarrTable {
-    location: String,
+    location: Location,
     options: ZarrTableOptions,
     /// How the location was opened (kept for another machine to open it alike).
     url: UrlOptions,
@@ -160,62 +157,36 @@ pub struct ZarrTable {
 }
 
 impl ZarrTable {
-    /// Open the Zarr group or array at `location` (a directory or a URL; object
-    /// stores take their credentials from the environment).
+    /// Open the Zarr group or array at `location` through `stores` (a URL
+    /// through the store an engine registered for it, else one opened from
+    /// the environment as `stores` says).
     ///
     /// # Errors
-    /// As [`open_consolidated`](crate::store::open_consolidated) and [`ZarrTable::from_store`].
-    pub fn open(location: &str, options: ZarrTableOptions) -> Result<Self> {
-        Self::open_url(location, options, &UrlOptions::default())
-    }
-
-    /// As [`ZarrTable::open`], a URL opened with `url` (anonymous, retries...).
-    ///
-    /// # Errors
-    /// As [`ZarrTable::open`].
-    pub fn open_url(location: &str, options: ZarrTableOptions, url: &UrlOptions) -> Result<Self> {
-        let plain = open_location(Path::new(location), url)?;
+    /// As [`Stores::open`] and [`ZarrTable::from_store`].
+    pub fn open(location: &Location, options: ZarrTableOptions, stores: &Stores) -> Result<Self> {
+        let plain = stores.open(location)?;
         let store = Consolidated::open(plain.clone())?;
         Ok(Self::from_store(store, location, options)?
-            .with_url_options(url.clone())
+            .with_url_options(stores.url_options().clone())
             .with_store_for_writes(plain))
     }
 
-    /// As [`ZarrTable::open_url`], a URL's blocking metadata reads waiting on
-    /// `blocking` (the caller's runtime: [`Blocking::on`]) rather than on a
-    /// runtime of the store's own. Its scans read async either way.
-    ///
-    /// # Errors
-    /// As [`ZarrTable::open`].
-    pub fn open_with(
-        location: &str,
-        options: ZarrTableOptions,
-        url: &UrlOptions,
-        blocking: Blocking,
-    ) -> Result<Self> {
-        let plain = open_location_with(Path::new(location), url, blocking)?;
-        let store = Consolidated::open(plain.clone())?;
-        Ok(Self::from_store(store, location, options)?
-            .with_url_options(url.clone())
-            .with_store_for_writes(plain))
-    }
-
-    /// The table at `location` (opened with `url`) as it was when `metadata`
-    /// was read: no metadata request is made (how a distributed plan opens it
-    /// on another machine).
+    /// The table at `location` (opened through `stores`) as it was when
+    /// `metadata` was read: no metadata request is made (how a distributed
+    /// plan opens it on another machine).
     ///
     /// # Errors
     /// As [`ZarrTable::from_store`].
     pub fn from_snapshot(
-        location: &str,
+        location: &Location,
         options: ZarrTableOptions,
-        url: &UrlOptions,
+        stores: &Stores,
         metadata: MetadataSnapshot,
     ) -> Result<Self> {
-        let plain = open_location(Path::new(location), url)?;
+        let plain = stores.open(location)?;
         let store = Arc::new(Consolidated::from_snapshot(plain.clone(), metadata));
         Ok(Self::from_store(store, location, options)?
-            .with_url_options(url.clone())
+            .with_url_options(stores.url_options().clone())
             .with_store_for_writes(plain))
     }
 
@@ -243,17 +214,18 @@ impl ZarrTable {
 
     /// The table over the root of `store`, which `location` names (in messages,
     /// in a root array's column name, and for another machine to open it again).
+    /// For a store the caller opened, `location` is [`Location::supplied`].
     ///
     /// # Errors
     /// A store that holds neither a group with 1-D arrays nor an array; a column
     /// in the options that is not one.
     pub fn from_store(
         store: Arc<dyn Store>,
-        location: &str,
+        location: &Location,
         options: ZarrTableOptions,
     ) -> Result<Self> {
         let read_options = options.read_options()?;
-        let name = location_name(Path::new(location));
+        let name = location.name();
         let metadata = Arc::new(Consolidated::remembering(store));
         let store: Arc<dyn Store> = metadata.clone();
         let source = match read_node(store.as_ref(), "")? {
@@ -311,7 +283,7 @@ impl ZarrTable {
             }
         }
         Ok(Self {
-            location: location.to_string(),
+            location: location.clone(),
             options,
             url: UrlOptions::default(),
             metadata,
@@ -357,8 +329,8 @@ impl ZarrTable {
         Ok(())
     }
 
-    /// Where the table reads from, as given.
-    pub fn location(&self) -> &str {
+    /// Where the table reads from.
+    pub fn location(&self) -> &Location {
         &self.location
     }
 
@@ -521,21 +493,20 @@ impl datafusion::catalog::TableProvider for ZarrTable {
                 );
             }
         };
-        // (A store opened in this process is named by a URL of its own.)
-        let local = !is_url(&self.location);
+        let local = self.location.is_local();
         let target = match (&self.writable, local, mode) {
             (_, true, Mode::Overwrite) => {
-                let (_, node) =
-                    open_for_append(Path::new(&self.location), &self.url).map_err(df_err)?;
+                let stores = Stores::new(self.url.clone());
+                let (_, node) = open_for_append(&self.location, &stores).map_err(df_err)?;
                 if !node.is_empty() {
                     return not_impl_err!(
                         "{} is a group inside a Zarr hierarchy: INSERT OVERWRITE replaces a whole store only",
                         self.location
                     );
                 }
-                Target::Local(self.location.clone().into())
+                self.location.clone()
             }
-            (_, true, _) => Target::Local(self.location.clone().into()),
+            (_, true, _) => self.location.clone(),
             (None, false, _) => {
                 return not_impl_err!(
                     "{} was opened over a store zarrow cannot write through (ZarrTable::with_store_for_writes)",
@@ -547,11 +518,13 @@ impl datafusion::catalog::TableProvider for ZarrTable {
                     "INSERT OVERWRITE replaces a local table in one step; an object store has no rename to do that with: COPY to a new location instead"
                 );
             }
-            (Some(store), false, _) => Target::Store {
-                store: store.clone(),
-                name: self.location.clone(),
-                url: self.url.clone(),
-            },
+            // A URL (through the session's store for it), or the store the
+            // caller supplied, its keys as they are.
+            (Some(_), false, _) => self.location.clone(),
+        };
+        let target = Target {
+            location: target,
+            url: self.url.clone(),
         };
         let mut options = WriteOptions::default();
         if mode == Mode::Overwrite {

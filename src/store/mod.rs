@@ -18,8 +18,6 @@ mod local;
 mod memory;
 #[cfg(feature = "object-store")]
 mod object;
-#[cfg(feature = "object-store")]
-mod open;
 mod ranges;
 
 use std::fmt::Debug;
@@ -39,15 +37,12 @@ pub use local::LocalStore;
 pub(crate) use local::is_temporary;
 pub use memory::MemoryStore;
 #[cfg(feature = "object-store")]
+pub(crate) use object::open_url;
+#[cfg(feature = "object-store")]
 pub use object::{
     DEFAULT_CONCURRENCY, MULTIPART_CHUNK, MULTIPART_THRESHOLD, ObjectStoreAsync,
-    ObjectStoreBackend, UrlOptions, file_url_path, in_process_location, is_in_process, is_url,
-    open_url, open_url_with,
+    ObjectStoreBackend, UrlOptions,
 };
-#[cfg(feature = "datafusion")]
-pub(crate) use open::portable_location;
-#[cfg(feature = "object-store")]
-pub use open::{location_name, open_consolidated, open_location, open_location_with};
 pub use ranges::{ByteRange, COALESCE_GAP, RangeRead};
 pub(crate) use ranges::{read_coalesced, slice_ranges};
 

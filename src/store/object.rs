@@ -28,10 +28,10 @@ use std::time::Duration;
 
 use arrow_buffer::Buffer;
 use futures::TryStreamExt;
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure", feature = "http"))]
+use object_store::ClientConfigKey;
 use object_store::path::Path;
-use object_store::{
-    ClientConfigKey, GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart,
-};
+use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart};
 
 use futures::future::BoxFuture;
 
@@ -42,6 +42,9 @@ use super::{
     ByteRange, COALESCE_GAP, RangeRead, Store, WriteLock, check_range, check_size, validate_key,
 };
 use crate::error::{Error, Result};
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure", feature = "http"))]
+use crate::location::Cloud;
+use crate::location::RemoteUrl;
 
 /// Values larger than this are uploaded in parts (S3 needs parts of 5 MiB at
 /// least; a part is [`MULTIPART_CHUNK`]).
@@ -49,6 +52,10 @@ pub const MULTIPART_THRESHOLD: usize = 16 << 20;
 
 /// The size of one part of a multipart upload.
 pub const MULTIPART_CHUNK: usize = 8 << 20;
+
+/// How many times a transient failure is retried by default (object_store's
+/// own default, which its `RetryConfig` sets with a cloud's client).
+const DEFAULT_RETRIES: usize = 10;
 
 /// The default number of requests a reader keeps in flight on an object store.
 pub const DEFAULT_CONCURRENCY: usize = 32;
@@ -85,7 +92,7 @@ impl ObjectStoreAsync {
             store,
             prefix: prefix.trim_matches('/').to_string(),
             location: location.trim_end_matches('/').to_string(),
-            body_retries: object_store::RetryConfig::default().max_retries,
+            body_retries: DEFAULT_RETRIES,
         }
     }
 
@@ -559,6 +566,7 @@ pub struct UrlOptions {
 }
 
 impl UrlOptions {
+    #[cfg(any(feature = "s3", feature = "gcs", feature = "azure", feature = "http"))]
     fn retry(&self) -> object_store::RetryConfig {
         let mut retry = object_store::RetryConfig::default();
         if let Some(n) = self.retries {
@@ -573,6 +581,7 @@ impl UrlOptions {
     /// The client settings these options make, as configuration pairs laid
     /// over those a builder read from the environment (`*_ALLOW_HTTP`,
     /// `*_PROXY_URL`...), which `with_client_options` would replace.
+    #[cfg(any(feature = "s3", feature = "gcs", feature = "azure", feature = "http"))]
     fn client_config(&self) -> Vec<(ClientConfigKey, String)> {
         self.timeout
             .map(|t| (ClientConfigKey::Timeout, format!("{}ns", t.as_nanos())))
@@ -581,100 +590,54 @@ impl UrlOptions {
     }
 }
 
-/// Whether `s` is a URL zarrow opens through `object_store` (`s3://`, `gs://`,
-/// `az://`, `abfs://`, `http://`, `https://`...), not a local path. A `file://`
-/// URL is not one: it names a local directory ([`file_url_path`]).
-pub fn is_url(s: &str) -> bool {
-    scheme(s).is_some_and(|scheme| !scheme.eq_ignore_ascii_case("file"))
-}
-
-/// How a store opened in this process is named (a Python obstore store:
-/// `obstore://PREFIX`): no other process or machine can open it by that name.
-pub fn in_process_location(prefix: &str) -> String {
-    format!("{IN_PROCESS_SCHEME}://{prefix}")
-}
-
-/// Whether `location` names a store opened in this process
-/// ([`in_process_location`]).
-pub fn is_in_process(location: &str) -> bool {
-    scheme(location) == Some(IN_PROCESS_SCHEME)
-}
-
-const IN_PROCESS_SCHEME: &str = "obstore";
-
-/// The scheme of `s` when it has the shape `scheme://...`.
-fn scheme(s: &str) -> Option<&str> {
-    s.split_once("://")
-        .map(|(scheme, _)| scheme)
-        .filter(|scheme| !scheme.is_empty() && scheme.chars().all(|c| c.is_ascii_alphanumeric()))
-}
-
-/// The local path a `file://` URL names, its percent-escapes decoded
-/// (`file:///data/my%20atlas.zarr` is `/data/my atlas.zarr`); `None` when `s`
-/// is not a `file://` URL. Open it with [`LocalStore`](super::LocalStore), as
-/// the plain path.
-///
-/// # Errors
-/// [`Error::InvalidArgument`] for a `file://` URL that names no local path: a
-/// host other than `localhost` (`file://server/share`), a relative path, or a
-/// query or fragment (a `?` or `#` in a file name is written `%3F`, `%23`).
-pub fn file_url_path(s: &str) -> Result<Option<std::path::PathBuf>> {
-    if !scheme(s).is_some_and(|scheme| scheme.eq_ignore_ascii_case("file")) {
-        return Ok(None);
-    }
-    let bad = |why: &str| Error::InvalidArgument(format!("{s:?} names no local path: {why}"));
-    let url = url::Url::parse(s).map_err(|e| bad(&e.to_string()))?;
-    if url.query().is_some() || url.fragment().is_some() {
-        return Err(bad(
-            "it has a query or fragment (write ? as %3F and # as %23 in a file name)",
-        ));
-    }
-    url.to_file_path()
-        .map(Some)
-        .map_err(|()| bad("a file URL has no host but localhost (file:///path)"))
-}
-
 /// Open the store a URL names: `s3://bucket/prefix` (credentials, region and
 /// endpoint from `AWS_*`), `gs://` (`GOOGLE_*`), `az://`, `abfs://` (`AZURE_*`),
-/// `http://`, `https://`. A `file://` URL is a local directory: open
-/// [`file_url_path`]'s path with [`LocalStore`](super::LocalStore).
-///
-/// Its blocking calls wait on a runtime of its own, started by the first
-/// ([`Blocking::owned`]); [`open_url_with`] takes the caller's.
+/// `http://`, `https://`, its blocking calls waiting on `blocking`. What
+/// [`Stores::open`](crate::location::Stores::open) does with a URL no engine
+/// has registered a store for.
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] for another scheme (`file` included);
 /// [`Error::Remote`] for a URL or configuration `object_store` refuses.
-pub fn open_url(url: &str, options: &UrlOptions) -> Result<ObjectStoreBackend> {
-    open_url_with(url, options, Blocking::owned())
-}
-
-/// [`open_url`], its blocking calls waiting on `blocking` (the caller's
-/// runtime: [`Blocking::on`]).
-///
-/// # Errors
-/// As [`open_url`].
-pub fn open_url_with(
-    url: &str,
+pub(crate) fn open_url(
+    url: &RemoteUrl,
     options: &UrlOptions,
     blocking: Blocking,
 ) -> Result<ObjectStoreBackend> {
-    use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
-    use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
-    use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
-    use object_store::http::HttpBuilder;
+    let text = url.as_str();
+    let (store, prefix) = cloud_store(url, options).map_err(|e| remote(text, e))?;
+    let mut backend =
+        ObjectStoreBackend::with_blocking(ObjectStoreAsync::new(store, &prefix, text), blocking);
+    if let Some(n) = options.retries {
+        backend = backend.with_body_retries(n);
+    }
+    Ok(match options.concurrency {
+        Some(n) => backend.with_concurrency(n),
+        None => backend,
+    })
+}
 
-    let url = url.trim_end_matches('/');
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return Err(Error::InvalidArgument(format!("{url:?} is not a URL")));
-    };
-    let err = |e: object_store::Error| remote(url, e);
+/// The object store `url`'s cloud opens from the environment, and the path
+/// under it.
+#[cfg_attr(
+    not(any(feature = "s3", feature = "gcs", feature = "azure", feature = "http")),
+    allow(unused_variables)
+)]
+fn cloud_store(
+    url: &RemoteUrl,
+    options: &UrlOptions,
+) -> std::result::Result<(Arc<dyn ObjectStore>, String), object_store::Error> {
+    #[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
+    let (_, prefix) = url.split_root();
     // A local server (moto, MinIO, Azurite, an emulator) is plain HTTP: an
     // endpoint the user names with http:// allows it.
+    #[cfg(any(feature = "s3", feature = "azure"))]
     let http_endpoint = |var: &str| std::env::var(var).is_ok_and(|e| e.starts_with("http://"));
-    let (store, prefix): (Arc<dyn ObjectStore>, String) = match scheme {
-        "s3" | "s3a" => {
-            let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+    #[cfg(any(feature = "s3", feature = "gcs"))]
+    let bucket = url.url().host_str().unwrap_or_default();
+    match url.cloud() {
+        #[cfg(feature = "s3")]
+        Cloud::S3 => {
+            use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
             let mut builder = AmazonS3Builder::from_env()
                 .with_bucket_name(bucket)
                 .with_retry(options.retry());
@@ -690,12 +653,13 @@ pub fn open_url_with(
             if options.anonymous {
                 builder = builder.with_skip_signature(true);
             }
-            (Arc::new(builder.build().map_err(err)?), prefix.to_string())
+            Ok((Arc::new(builder.build()?), prefix))
         }
-        "gs" => {
+        #[cfg(feature = "gcs")]
+        Cloud::Gcs => {
+            use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
             // The endpoint: `GOOGLE_BASE_URL`, or `gcs_base_url` in the service
             // account file (an emulator's, with `"disable_oauth": true`).
-            let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
             let mut builder = GoogleCloudStorageBuilder::from_env()
                 .with_bucket_name(bucket)
                 .with_retry(options.retry());
@@ -705,14 +669,16 @@ pub fn open_url_with(
             if options.anonymous {
                 builder = builder.with_skip_signature(true);
             }
-            (Arc::new(builder.build().map_err(err)?), prefix.to_string())
+            Ok((Arc::new(builder.build()?), prefix))
         }
-        "az" | "abfs" | "abfss" | "azure" => {
+        #[cfg(feature = "azure")]
+        Cloud::Azure => {
+            use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
             // Azurite: `AZURE_STORAGE_USE_EMULATOR=true` and its URL in
             // `AZURITE_BLOB_STORAGE_URL` (object_store then allows HTTP and
             // uses the emulator's well-known account and key).
             let mut builder = MicrosoftAzureBuilder::from_env()
-                .with_url(url)
+                .with_url(url.as_str())
                 .with_retry(options.retry());
             if http_endpoint("AZURE_STORAGE_ENDPOINT") {
                 builder = builder.with_allow_http(true);
@@ -726,46 +692,34 @@ pub fn open_url_with(
             // The container is in the URL (`az://container/...`,
             // `abfs://container@account.dfs.core.windows.net/...`); the rest of
             // the path is the prefix.
-            let prefix = rest.split_once('/').map_or("", |(_, p)| p).to_string();
-            (Arc::new(builder.build().map_err(err)?), prefix)
+            Ok((Arc::new(builder.build()?), prefix))
         }
-        "http" | "https" => {
+        #[cfg(feature = "http")]
+        Cloud::Http => {
+            use object_store::http::HttpBuilder;
             // The whole URL is the store's root: keys are relative to it.
             let mut builder = HttpBuilder::new()
-                .with_url(url)
-                .with_config(ClientConfigKey::AllowHttp, (scheme == "http").to_string())
+                .with_url(url.as_str())
+                .with_config(
+                    ClientConfigKey::AllowHttp,
+                    (url.url().scheme() == "http").to_string(),
+                )
                 .with_retry(options.retry());
             for (key, value) in options.client_config() {
                 builder = builder.with_config(key, value);
             }
-            (Arc::new(builder.build().map_err(err)?), String::new())
+            Ok((Arc::new(builder.build()?), String::new()))
         }
-        "file" => {
-            return Err(Error::InvalidArgument(format!(
-                "{url:?} is a local path: open it with LocalStore (file_url_path decodes it)"
-            )));
-        }
-        other => {
-            return Err(Error::InvalidArgument(format!(
-                "unknown URL scheme {other:?} in {url:?} (s3, gs, az, abfs, http, https, file; a local path needs no scheme)"
-            )));
-        }
-    };
-    let mut backend =
-        ObjectStoreBackend::with_blocking(ObjectStoreAsync::new(store, &prefix, url), blocking);
-    if let Some(n) = options.retries {
-        backend = backend.with_body_retries(n);
+        // `Location::parse` refuses a URL of a cloud this build leaves out.
+        #[allow(unreachable_patterns)]
+        other => Err(object_store::Error::NotSupported {
+            source: format!("zarrow was built without its `{}` feature", other.feature()).into(),
+        }),
     }
-    Ok(match options.concurrency {
-        Some(n) => backend.with_concurrency(n),
-        None => backend,
-    })
 }
 
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
-
     use super::*;
 
     #[test]
@@ -784,70 +738,5 @@ mod tests {
         // The last clone, dropped in an async context (as a DataFusion worker drops
         // a finished plan); it panicked there before.
         outer.block_on(async move { drop(clone) });
-    }
-
-    #[test]
-    fn urls_and_paths() {
-        for url in [
-            "s3://b/x.zarr",
-            "gs://b",
-            "az://c/p",
-            "https://h/x.zarr",
-            "S3://b",
-        ] {
-            assert!(is_url(url), "{url}");
-        }
-        for path in [
-            "file:///x.zarr",
-            "FILE:///x.zarr",
-            "/data/x.zarr",
-            "x.zarr",
-            "a b://c",
-            "://x",
-            "C:\\x.zarr",
-        ] {
-            assert!(!is_url(path), "{path}");
-        }
-        // A store opened in this process is no local path, and no other
-        // process's URL.
-        let in_process = in_process_location("atlas.zarr/obs");
-        assert!(is_url(&in_process) && is_in_process(&in_process));
-        assert!(!is_in_process("s3://b/x.zarr") && !is_in_process("x.zarr"));
-    }
-
-    #[test]
-    fn file_urls_are_decoded_local_paths() {
-        let path = |s| file_url_path(s).unwrap();
-        assert_eq!(
-            path("file:///data/x.zarr"),
-            Some(PathBuf::from("/data/x.zarr"))
-        );
-        assert_eq!(
-            path("file:///data/x.zarr/"),
-            Some(PathBuf::from("/data/x.zarr/"))
-        );
-        assert_eq!(
-            path("file://localhost/data/my%20atlas%23%3F%25.zarr"),
-            Some(PathBuf::from("/data/my atlas#?%.zarr"))
-        );
-        assert_eq!(
-            path("file:///d/%C3%A9t%C3%A9"),
-            Some(PathBuf::from("/d/été"))
-        );
-        assert_eq!(path("/data/x.zarr"), None);
-        assert_eq!(path("s3://b/x.zarr"), None);
-        assert_eq!(path("x.zarr"), None);
-        for bad in [
-            "file://server/share/x.zarr",
-            "file:///x.zarr?v=1",
-            "file:///x#y",
-        ] {
-            let e = file_url_path(bad).unwrap_err();
-            assert!(matches!(e, Error::InvalidArgument(_)), "{bad}: {e}");
-        }
-        assert!(matches!(
-            open_url("file:///x.zarr", &UrlOptions::default()),
-            Err(Error::InvalidArgument(_))
-        ));
     }
 }

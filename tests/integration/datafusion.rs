@@ -59,12 +59,19 @@ pub(crate) fn write_table(store: Arc<dyn Store>) {
     write_group_metadata(store.as_ref(), "", &columns, 3).unwrap();
 }
 
+/// The table at the local `path`.
+fn open_table(path: &std::path::Path, options: ZarrTableOptions) -> ZarrTable {
+    let location = zarrow::Location::Path(path.to_path_buf());
+    ZarrTable::open(&location, options, &zarrow::Stores::default()).unwrap()
+}
+
 /// The table in memory behind an observing store, its metadata already read.
 fn observed_table(options: ZarrTableOptions) -> (Arc<Observed>, ZarrTable) {
     let memory = Arc::new(MemoryStore::new());
     write_table(memory.clone());
     let store = Observed::new(memory);
-    let table = ZarrTable::from_store(store.clone(), "t", options).unwrap();
+    let location = zarrow::Location::supplied(store.clone(), "t");
+    let table = ZarrTable::from_store(store.clone(), &location, options).unwrap();
     store.take();
     (store, table)
 }
@@ -446,8 +453,7 @@ fn an_nd_array_is_flattened() {
     let expected = read_ipc(&testdata().join("expected/v2_string_2d.arrow"));
     let want = values(column(&expected, "v2_string_2d").as_ref());
     let location = testdata().join("stores/v2_string_2d.zarr");
-    let table =
-        ZarrTable::open(&location.display().to_string(), ZarrTableOptions::default()).unwrap();
+    let table = open_table(&location, ZarrTableOptions::default());
     assert_eq!(table.num_rows(), want.len() as u64);
     let rt = runtime();
     rt.block_on(async {
@@ -484,7 +490,7 @@ fn the_scan_travels_through_datafusion_proto() {
     let (ids, _, kinds) = rows();
     let mut options = ZarrTableOptions::default();
     options.sorted = vec!["id".into()];
-    let table = ZarrTable::open(&path.display().to_string(), options).unwrap();
+    let table = open_table(&path, options);
     let rt = runtime();
     rt.block_on(async {
         let ctx = context(3);
@@ -525,11 +531,10 @@ fn the_scan_travels_through_datafusion_proto() {
 
 #[test]
 fn the_table_names_what_it_leaves_out() {
-    let table = ZarrTable::open(
-        &testdata().join("stores/obs.zarr").display().to_string(),
+    let table = open_table(
+        &testdata().join("stores/obs.zarr"),
         ZarrTableOptions::default(),
-    )
-    .unwrap();
+    );
     let skipped: Vec<&str> = table.skipped().iter().map(|s| s.name.as_str()).collect();
     assert!(skipped.contains(&"X_umap"), "{skipped:?}");
     assert!(skipped.contains(&"uns"), "{skipped:?}");

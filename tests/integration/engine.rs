@@ -329,7 +329,9 @@ fn a_decoded_plan_reads_no_metadata_and_keeps_its_url_options() {
     let mut url = UrlOptions::default();
     url.anonymous = true;
     url.retries = Some(3);
-    let table = ZarrTable::open_url(&location, ZarrTableOptions::default(), &url).unwrap();
+    let location = zarrow::Location::parse(&location).unwrap();
+    let stores = zarrow::Stores::new(url.clone());
+    let table = ZarrTable::open(&location, ZarrTableOptions::default(), &stores).unwrap();
     runtime().block_on(async {
         let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(2));
         ctx.register_table("obs", Arc::new(table)).unwrap();
@@ -350,7 +352,7 @@ fn a_decoded_plan_reads_no_metadata_and_keeps_its_url_options() {
             .to_string();
 
         assert!(remove_metadata(&path) >= 5);
-        assert!(ZarrTable::open(&location, ZarrTableOptions::default()).is_err());
+        assert!(ZarrTable::open(&location, ZarrTableOptions::default(), &stores).is_err());
 
         // A context that knows no table: everything comes from the bytes.
         let other = SessionContext::new();

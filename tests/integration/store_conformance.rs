@@ -401,8 +401,9 @@ fn s3() {
         server("ZARROW_CONFORMANCE_S3"),
         std::process::id()
     );
-    let store =
-        zarrow::store::open_location(std::path::Path::new(&url), &Default::default()).unwrap();
+    let store = zarrow::Stores::default()
+        .open(&zarrow::Location::parse(&url).unwrap())
+        .unwrap();
     conforms(store);
 }
 
@@ -417,8 +418,9 @@ fn http() {
     let sub = format!("conformance-{}", std::process::id());
     write_fixture(&LocalStore::new(std::path::Path::new(&dir).join(&sub)));
     let url = format!("{}/{sub}", url.trim_end_matches('/'));
-    let store =
-        zarrow::store::open_location(std::path::Path::new(&url), &Default::default()).unwrap();
+    let store = zarrow::Stores::default()
+        .open(&zarrow::Location::parse(&url).unwrap())
+        .unwrap();
     check_reads(store.as_ref(), false);
     let remote = store.remote().expect("an HTTP store has an async form");
     runtime().block_on(check_async(remote.store.as_ref(), false));

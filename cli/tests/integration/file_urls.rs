@@ -1,5 +1,5 @@
 //! `file://` URLs on the command line: the local path they name, percent-escapes
-//! decoded (`store::file_url_path`).
+//! decoded (`Location::parse`); other schemes are never local paths.
 
 use std::path::{Path, PathBuf};
 
@@ -72,6 +72,43 @@ fn file_urls_are_plain_paths() {
     assert!(String::from_utf8_lossy(&refused.stderr).contains("names no local path"));
 }
 
+/// A text shaped like a URL is never a local path: an unknown scheme (one
+/// with `+`, `-` or `.` too) is refused and nothing is written, for inputs,
+/// outputs and `info`.
+#[test]
+fn unknown_schemes_are_not_paths() {
+    let tmp = tempfile::tempdir().unwrap();
+    let table = tmp.path().join("t.parquet");
+    let obs = testdata().join("stores").join("obs.zarr");
+    assert!(
+        zarrow(&["convert", obs.to_str().unwrap(), table.to_str().unwrap()])
+            .status
+            .success()
+    );
+    for dst in [
+        "icechunk+file:///data/repo?path=t",
+        "s4://bucket/t.zarr",
+        "my-store.v2://x/t.zarr",
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_zarrow"))
+            .current_dir(tmp.path())
+            .args(["convert", table.to_str().unwrap(), dst])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{dst}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("unknown URL scheme"), "{dst}: {stderr}");
+        // Nothing made in the working directory (it held only the table).
+        let made: Vec<_> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(made, ["t.parquet"], "{dst}");
+    }
+    let info = zarrow(&["info", "icechunk+file:///data/repo"]);
+    assert!(!info.status.success());
+}
+
 /// Every file under `root`: relative path -> bytes.
 fn files(root: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
     let mut out = std::collections::BTreeMap::new();
@@ -109,11 +146,22 @@ fn the_library_converts_file_urls_and_refuses_table_files_at_urls() {
     let src_url = format!("file://{}", src.canonicalize().unwrap().display());
     let out_url = format!("file://{}", out.to_str().unwrap().replace(' ', "%20"));
     let options = ConvertOptions::default();
-    convert(Path::new(&src_url), Path::new(&out_url), &options, &Quiet).unwrap();
+    let loc = |s: &str| zarrow::Location::parse(s).unwrap();
+    convert(&loc(&src_url), &loc(&out_url), &options, &Quiet).unwrap();
     assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&plain).unwrap());
     // Nothing under ./file:/...
     assert!(!Path::new("file:").exists());
-    let err = convert(&src, Path::new("s3://bucket/out.parquet"), &options, &Quiet).unwrap_err();
-    assert!(err.to_string().contains("local path"), "{err}");
+    let src = zarrow::Location::Path(src);
+    let err = convert(&src, &loc("s3://bucket/out.parquet"), &options, &Quiet).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            zarrow::Error::Location {
+                reason: zarrow::location::LocationError::RemoteFile,
+                ..
+            }
+        ),
+        "{err}"
+    );
     assert!(!Path::new("s3:").exists());
 }

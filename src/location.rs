@@ -1,0 +1,723 @@
+//! Where a Zarr node or a table file is: [`Location`], parsed once from what a
+//! user typed, and [`Stores`], the one registry that turns it into a store.
+//!
+//! Every front end (the command line, the Python package, [`convert`](crate::convert),
+//! the DataFusion table, factory and sink, and the cluster's codecs) takes the
+//! same strings and goes through these two types, so that "is it a URL or a
+//! directory", "which cloud", and "what is a `file://` URL's path" are each
+//! answered in one place:
+//!
+//! | text | [`Location`] |
+//! |---|---|
+//! | `data/obs.zarr`, `/abs/obs.zarr` | [`Location::Path`] |
+//! | `file:///abs/obs.zarr`, `file://localhost/abs/obs.zarr` | [`Location::Path`] (the path decoded) |
+//! | `s3://`, `s3a://` | [`Location::Url`], [`Cloud::S3`] (feature `s3`) |
+//! | `gs://` | [`Location::Url`], [`Cloud::Gcs`] (feature `gcs`) |
+//! | `az://`, `azure://`, `abfs://`, `abfss://`, `adl://` | [`Location::Url`], [`Cloud::Azure`] (feature `azure`) |
+//! | `http://`, `https://` | [`Location::Url`], [`Cloud::Http`] (feature `http`), whatever the host: an `https://...amazonaws.com` URL is read over plain HTTP |
+//! | any other `scheme://...` (RFC 3986: a letter, then letters, digits, `+`, `-`, `.`) | an error ([`LocationError::UnknownScheme`]), never a local path |
+//!
+//! A store the caller opened itself (an obstore store from Python) is a
+//! [`Location::Store`]: it has a name but no text that opens it again.
+//!
+//! Needs the `object-store` feature.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use object_store::{ObjectStore, ObjectStoreScheme};
+
+use crate::error::{Error, Result};
+use crate::export::FileFormat;
+use crate::store::{
+    Blocking, Consolidated, LocalStore, ObjectStoreAsync, ObjectStoreBackend, Store, UrlOptions,
+};
+
+/// Where a Zarr node or a table file is: a local path, an object store URL,
+/// or a store the caller supplies. Made by [`Location::parse`] (or
+/// [`Location::supplied`]); opened by [`Stores::open`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Location {
+    /// A local file or directory (a `file://` URL's path, decoded).
+    Path(PathBuf),
+    /// An object store URL.
+    Url(RemoteUrl),
+    /// A store the caller opened (an obstore store from Python): it is read
+    /// and written through `store`, and `name` names it in messages.
+    Store {
+        /// The store; its root is the node.
+        store: Arc<dyn Store>,
+        /// What it is called: `obstore://PREFIX` for an obstore store.
+        name: String,
+    },
+}
+
+/// An object store URL, parsed: its cloud and its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteUrl {
+    cloud: Cloud,
+    url: url::Url,
+    /// The URL as written, without a trailing `/`: how it is shown and how
+    /// another machine opens it.
+    text: String,
+}
+
+/// The object stores zarrow opens by URL, each behind the cargo feature of
+/// its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Cloud {
+    /// Amazon S3 and S3-compatible stores (`s3://`, `s3a://`): feature `s3`.
+    S3,
+    /// Google Cloud Storage (`gs://`): feature `gcs`.
+    Gcs,
+    /// Azure Blob Storage and ADLS (`az://`, `abfs://`...): feature `azure`.
+    Azure,
+    /// Plain HTTP(S) (`http://`, `https://`): feature `http`.
+    Http,
+}
+
+impl Cloud {
+    /// The cargo feature that builds this cloud's client.
+    pub fn feature(self) -> &'static str {
+        match self {
+            Self::S3 => "s3",
+            Self::Gcs => "gcs",
+            Self::Azure => "azure",
+            Self::Http => "http",
+        }
+    }
+
+    /// Whether this build of zarrow has the cloud's client.
+    pub fn is_built(self) -> bool {
+        match self {
+            Self::S3 => cfg!(feature = "s3"),
+            Self::Gcs => cfg!(feature = "gcs"),
+            Self::Azure => cfg!(feature = "azure"),
+            Self::Http => cfg!(feature = "http"),
+        }
+    }
+}
+
+/// Why a text names no location zarrow can use ([`Error::Location`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LocationError {
+    /// A `scheme://` zarrow does not open: never taken for a local path.
+    #[error(
+        "unknown URL scheme {scheme:?} (s3, s3a, gs, az, azure, abfs, abfss, adl, http, https, file; a local path needs no scheme)"
+    )]
+    UnknownScheme {
+        /// The scheme, lower case.
+        scheme: String,
+    },
+    /// A cloud this build of zarrow leaves out.
+    #[error("{scheme}:// URLs need zarrow's `{feature}` feature, which this build leaves out")]
+    NotBuilt {
+        /// The scheme.
+        scheme: String,
+        /// The cargo feature that builds its client.
+        feature: &'static str,
+    },
+    /// The text has a URL's shape but is no valid URL (or names no bucket).
+    #[error("not a valid URL: {source}")]
+    InvalidUrl {
+        /// The parser's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A `file://` URL that names no local path.
+    #[error("names no local path: {reason}")]
+    NotLocal {
+        /// Why.
+        reason: FileUrlProblem,
+    },
+    /// A name for a store opened in another process or call (`obstore://`):
+    /// only the store itself opens it.
+    #[error("names a store opened in this process (an obstore store): pass the store itself")]
+    InProcess,
+    /// A local input that does not exist.
+    #[error("is not a Zarr array or group directory, nor a file: it does not exist")]
+    Missing,
+    /// A local path that is not the directory of a Zarr store.
+    #[error("is not a Zarr array or group directory")]
+    NotADirectory,
+    /// A table or linear-format file asked of a URL: files are written to
+    /// the local disk only.
+    #[error(
+        "a table or linear-format file is written to a local path only (write it locally, then upload it)"
+    )]
+    RemoteFile,
+    /// A path with no file or directory name (`/`, `..`).
+    #[error("names no file or directory")]
+    NoName,
+}
+
+/// What is wrong with a `file://` URL ([`LocationError::NotLocal`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FileUrlProblem {
+    /// A host other than `localhost` (`file://server/share`).
+    Host,
+    /// A query or a fragment.
+    QueryOrFragment,
+}
+
+impl fmt::Display for FileUrlProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Host => "a file URL has no host but localhost (file:///path)",
+            Self::QueryOrFragment => {
+                "it has a query or fragment (write ? as %3F and # as %23 in a file name)"
+            }
+        })
+    }
+}
+
+/// The scheme the Python package names an obstore store by
+/// ([`Location::supplied`]): no text opens one.
+const IN_PROCESS_SCHEME: &str = "obstore";
+
+/// The scheme of `text` when it has the shape `scheme://...` (RFC 3986: a
+/// letter, then letters, digits, `+`, `-` or `.`; two characters at least,
+/// so that a Windows drive `C:` is a path), lower case.
+fn scheme_of(text: &str) -> Option<String> {
+    let (scheme, _) = text.split_once("://")?;
+    let mut chars = scheme.chars();
+    let first = chars.next()?;
+    let shaped = first.is_ascii_alphabetic()
+        && scheme.len() >= 2
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    shaped.then(|| scheme.to_ascii_lowercase())
+}
+
+impl Location {
+    /// Parse what a user typed: a URL (see the module's table) or a local path.
+    /// A text shaped like `scheme://...` is never a local path: an unknown
+    /// scheme is an error. Nothing is read: a path is not checked to exist.
+    ///
+    /// ```
+    /// use zarrow::location::{Cloud, Location};
+    /// # fn main() -> zarrow::Result<()> {
+    /// assert!(matches!(Location::parse("data/obs.zarr")?, Location::Path(_)));
+    /// assert!(matches!(Location::parse("file:///data/my%20obs.zarr")?,
+    ///     Location::Path(p) if p.to_str() == Some("/data/my obs.zarr")));
+    /// assert!(matches!(Location::parse("s3://bucket/obs.zarr")?,
+    ///     Location::Url(u) if u.cloud() == Cloud::S3));
+    /// assert!(Location::parse("s4://bucket/obs.zarr").is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Location`]: an unknown scheme, a URL that does not parse, a
+    /// `file://` URL that names no local path, a cloud this build leaves out,
+    /// an `obstore://` name.
+    pub fn parse(text: &str) -> Result<Self> {
+        let Some(scheme) = scheme_of(text) else {
+            return Ok(Self::Path(PathBuf::from(text)));
+        };
+        let refuse = |reason| Error::Location {
+            location: text.to_string(),
+            reason,
+        };
+        let invalid = |e: Box<dyn std::error::Error + Send + Sync>| {
+            refuse(LocationError::InvalidUrl { source: e })
+        };
+        match scheme.as_str() {
+            "file" => return file_path(text).map(Self::Path).map_err(refuse),
+            IN_PROCESS_SCHEME => return Err(refuse(LocationError::InProcess)),
+            _ => {}
+        }
+        let trimmed = text.trim_end_matches('/');
+        let url = url::Url::parse(trimmed).map_err(|e| invalid(Box::new(e)))?;
+        let cloud = match scheme.as_str() {
+            // Plain HTTP whatever the host: object_store would take an
+            // `https://...amazonaws.com` URL for S3 and sign its requests.
+            "http" | "https" => Cloud::Http,
+            _ => match ObjectStoreScheme::parse(&url) {
+                Ok((ObjectStoreScheme::AmazonS3, _)) => Cloud::S3,
+                Ok((ObjectStoreScheme::GoogleCloudStorage, _)) => Cloud::Gcs,
+                Ok((ObjectStoreScheme::MicrosoftAzure, _)) => Cloud::Azure,
+                // A known cloud's scheme without a bucket (`s3://`, `gs:///x`).
+                Err(e) if is_cloud_scheme(&scheme) => return Err(invalid(Box::new(e))),
+                // `memory://` and the schemes object_store does not know.
+                _ => return Err(refuse(LocationError::UnknownScheme { scheme })),
+            },
+        };
+        if !cloud.is_built() {
+            return Err(refuse(LocationError::NotBuilt {
+                scheme,
+                feature: cloud.feature(),
+            }));
+        }
+        Ok(Self::Url(RemoteUrl {
+            cloud,
+            url,
+            text: trimmed.to_string(),
+        }))
+    }
+
+    /// [`Location::parse`] of an OS string (a command-line argument): one
+    /// that is not UTF-8 is a local path (no URL is).
+    ///
+    /// # Errors
+    /// As [`Location::parse`].
+    pub fn parse_os(text: &std::ffi::OsStr) -> Result<Self> {
+        match text.to_str() {
+            Some(text) => Self::parse(text),
+            None => Ok(Self::Path(PathBuf::from(text))),
+        }
+    }
+
+    /// A store the caller opened, named `name` in messages (the Python
+    /// package names an obstore store `obstore://PREFIX`); the last segment
+    /// of `name` gives a root array's column its name, as a path's does.
+    pub fn supplied(store: Arc<dyn Store>, name: impl Into<String>) -> Self {
+        Self::Store {
+            store,
+            name: name.into(),
+        }
+    }
+
+    /// Whether it is on this machine's disk.
+    pub fn is_local(&self) -> bool {
+        matches!(self, Self::Path(_))
+    }
+
+    /// The local path, for a [`Location::Path`].
+    pub fn as_path(&self) -> Option<&Path> {
+        match self {
+            Self::Path(path) => Some(path),
+            _ => None,
+        }
+    }
+
+    /// What a file's extension says it holds (Parquet, IPC, CSV, JSON), if it
+    /// names one; `None` for a Zarr store (a directory, a URL without such an
+    /// extension, a supplied store).
+    pub fn file_format(&self) -> Option<FileFormat> {
+        match self {
+            Self::Path(path) => FileFormat::from_path(path),
+            Self::Url(url) => FileFormat::from_path(Path::new(url.url.path())),
+            Self::Store { .. } => None,
+        }
+    }
+
+    /// The column name a root array here reads as: the last path segment
+    /// without `.zarr`; `values` when there is none.
+    pub fn name(&self) -> String {
+        let name = match self {
+            Self::Path(path) => std::path::absolute(path)
+                .ok()
+                .and_then(|p| p.canonicalize().ok().or(Some(p)))
+                .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned())),
+            Self::Url(url) => url
+                .url
+                .path_segments()
+                .and_then(|mut s| s.rfind(|s| !s.is_empty()))
+                .map(str::to_string)
+                .or_else(|| url.url.host_str().map(str::to_string)),
+            Self::Store { name, .. } => {
+                let path = name.split_once("://").map_or(name.as_str(), |(_, p)| p);
+                path.trim_end_matches('/')
+                    .rsplit('/')
+                    .next()
+                    .map(str::to_string)
+            }
+        };
+        let name = name
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| "values".into());
+        name.strip_suffix(".zarr").unwrap_or(&name).to_string()
+    }
+
+    /// The location as another process (another working directory, another
+    /// machine mounting the same filesystem) names it: a relative path made
+    /// absolute, a URL as it is; `None` for a supplied store, which no other
+    /// process can open.
+    pub fn portable(&self) -> Option<String> {
+        match self {
+            Self::Path(path) => Some(
+                std::path::absolute(path)
+                    .unwrap_or_else(|_| path.clone())
+                    .to_string_lossy()
+                    .into_owned(),
+            ),
+            Self::Url(url) => Some(url.text.clone()),
+            Self::Store { .. } => None,
+        }
+    }
+
+    /// The location one level up and this one's name in it, for a path or a
+    /// URL with a parent below its bucket or host; `None` at a root.
+    pub fn parent(&self) -> Option<(Self, String)> {
+        match self {
+            Self::Path(path) => {
+                let name = path.file_name()?.to_string_lossy().into_owned();
+                let parent = path.parent().filter(|p| !p.as_os_str().is_empty())?;
+                Some((Self::Path(parent.to_path_buf()), name))
+            }
+            Self::Url(url) => {
+                let (parent, name) = url.text.rsplit_once('/')?;
+                if parent.ends_with(":/") || parent.ends_with("//") || name.is_empty() {
+                    return None;
+                }
+                let mut up = url.clone();
+                up.url = url::Url::parse(parent).ok()?;
+                up.text = parent.to_string();
+                Some((Self::Url(up), name.to_string()))
+            }
+            Self::Store { .. } => None,
+        }
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Path(path) => write!(f, "{}", path.display()),
+            Self::Url(url) => f.write_str(&url.text),
+            Self::Store { name, .. } => f.write_str(name),
+        }
+    }
+}
+
+impl std::str::FromStr for Location {
+    type Err = Error;
+
+    fn from_str(text: &str) -> Result<Self> {
+        Self::parse(text)
+    }
+}
+
+impl RemoteUrl {
+    /// Its cloud.
+    pub fn cloud(&self) -> Cloud {
+        self.cloud
+    }
+
+    /// The parsed URL.
+    pub fn url(&self) -> &url::Url {
+        &self.url
+    }
+
+    /// The URL as written, without a trailing `/`.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// `scheme://authority`, which an object store registry keys its stores by,
+    /// and the path under it (no leading or trailing `/`).
+    pub fn split_root(&self) -> (String, String) {
+        let (scheme, rest) = self.text.split_once("://").unwrap_or(("", &self.text));
+        let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+        (
+            format!("{scheme}://{authority}"),
+            path.trim_matches('/').to_string(),
+        )
+    }
+}
+
+fn is_cloud_scheme(scheme: &str) -> bool {
+    matches!(
+        scheme,
+        "s3" | "s3a" | "gs" | "az" | "adl" | "azure" | "abfs" | "abfss"
+    )
+}
+
+/// The local path a `file://` URL names, its percent-escapes decoded
+/// (`file:///data/my%20atlas.zarr` is `/data/my atlas.zarr`).
+fn file_path(text: &str) -> std::result::Result<PathBuf, LocationError> {
+    let url = url::Url::parse(text).map_err(|e| LocationError::InvalidUrl {
+        source: Box::new(e),
+    })?;
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(LocationError::NotLocal {
+            reason: FileUrlProblem::QueryOrFragment,
+        });
+    }
+    url.to_file_path().map_err(|()| LocationError::NotLocal {
+        reason: FileUrlProblem::Host,
+    })
+}
+
+/// An object store some engine has registered for a URL (a DataFusion
+/// session's): [`Stores`] reads through it rather than open one of its own.
+pub trait RegisteredStores: fmt::Debug + Send + Sync {
+    /// The store registered for `url`'s scheme and authority, if any.
+    fn object_store(&self, url: &RemoteUrl) -> Option<Arc<dyn ObjectStore>>;
+}
+
+/// The one registry that opens a [`Location`]: how URLs are opened
+/// ([`UrlOptions`]), which runtime a URL's blocking calls wait on, and the
+/// object stores an engine has registered, consulted first. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Stores {
+    url: UrlOptions,
+    blocking: Blocking,
+    registered: Option<Arc<dyn RegisteredStores>>,
+}
+
+impl Default for Stores {
+    fn default() -> Self {
+        Self::new(UrlOptions::default())
+    }
+}
+
+impl Stores {
+    /// A registry that opens URLs with `url`, their blocking calls waiting on
+    /// a runtime started at the first ([`Blocking::owned`]).
+    pub fn new(url: UrlOptions) -> Self {
+        Self {
+            url,
+            blocking: Blocking::owned(),
+            registered: None,
+        }
+    }
+
+    /// A URL's blocking calls wait on the caller's runtime.
+    pub fn with_blocking(mut self, blocking: Blocking) -> Self {
+        self.blocking = blocking;
+        self
+    }
+
+    /// Read through the stores an engine has registered, where it has one
+    /// for a URL.
+    pub fn with_registered(mut self, registered: Arc<dyn RegisteredStores>) -> Self {
+        self.registered = Some(registered);
+        self
+    }
+
+    /// How URLs are opened.
+    pub fn url_options(&self) -> &UrlOptions {
+        &self.url
+    }
+
+    /// The store at `location`, its keys as they are (no consolidated
+    /// metadata read): a local directory (which must exist), a URL through
+    /// the registered store or one opened from the environment, a supplied
+    /// store.
+    ///
+    /// # Errors
+    /// [`Error::Location`] for a local path that is not a directory;
+    /// [`Error::Remote`] for a URL or configuration object_store refuses.
+    pub fn open(&self, location: &Location) -> Result<Arc<dyn Store>> {
+        match location {
+            Location::Path(path) => {
+                if !path.is_dir() {
+                    return Err(Error::Location {
+                        location: location.to_string(),
+                        reason: if path.exists() {
+                            LocationError::NotADirectory
+                        } else {
+                            LocationError::Missing
+                        },
+                    });
+                }
+                Ok(Arc::new(LocalStore::new(path)))
+            }
+            Location::Url(url) => Ok(match self.registered_async(url) {
+                Some(store) => Arc::new(ObjectStoreBackend::with_blocking(
+                    store,
+                    self.blocking.clone(),
+                )),
+                None => Arc::new(crate::store::open_url(
+                    url,
+                    &self.url,
+                    self.blocking.clone(),
+                )?),
+            }),
+            Location::Store { store, .. } => Ok(store.clone()),
+        }
+    }
+
+    /// [`Stores::open`], a URL whose store does not exist yet (an output) too;
+    /// a local path need not exist.
+    ///
+    /// # Errors
+    /// As [`Stores::open`], but for a missing local directory.
+    pub fn open_output(&self, location: &Location) -> Result<Arc<dyn Store>> {
+        match location {
+            Location::Path(path) => Ok(Arc::new(LocalStore::new(path))),
+            other => self.open(other),
+        }
+    }
+
+    /// [`Stores::open`], read through the store's consolidated metadata when
+    /// it has some, as zarr-python does.
+    ///
+    /// # Errors
+    /// As [`Stores::open`] and [`Consolidated::open`].
+    pub fn open_consolidated(&self, location: &Location) -> Result<Arc<dyn Store>> {
+        Consolidated::open(self.open(location)?)
+    }
+
+    /// The async store an engine has registered for `url`, under the URL's
+    /// path.
+    pub fn registered_async(&self, url: &RemoteUrl) -> Option<ObjectStoreAsync> {
+        let store = self.registered.as_ref()?.object_store(url)?;
+        let (_, prefix) = url.split_root();
+        Some(ObjectStoreAsync::new(store, &prefix, url.as_str()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reason(text: &str) -> LocationError {
+        match Location::parse(text) {
+            Err(Error::Location { reason, .. }) => reason,
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn paths_and_urls() {
+        for path in [
+            "/data/x.zarr",
+            "x.zarr",
+            "a b://c",
+            "://x",
+            "C:\\x.zarr",
+            "1s3://b",
+            "dir/s3://b",
+        ] {
+            assert!(
+                matches!(Location::parse(path), Ok(Location::Path(_))),
+                "{path}"
+            );
+        }
+        for (url, cloud) in [
+            ("s3://b/x.zarr", Cloud::S3),
+            ("S3://b", Cloud::S3),
+            ("s3a://b/x", Cloud::S3),
+            ("gs://b", Cloud::Gcs),
+            ("az://c/p", Cloud::Azure),
+            ("abfss://c@acct.dfs.core.windows.net/p", Cloud::Azure),
+            ("https://h/x.zarr", Cloud::Http),
+            // Plain HTTP, as before: object_store would take these for S3 and
+            // Azure and sign the requests.
+            ("https://bucket.s3.amazonaws.com/x.zarr", Cloud::Http),
+            ("https://acct.blob.core.windows.net/c/x.zarr", Cloud::Http),
+        ] {
+            match Location::parse(url) {
+                Ok(Location::Url(u)) => assert_eq!(u.cloud(), cloud, "{url}"),
+                other => panic!("{url}: {other:?}"),
+            }
+        }
+    }
+
+    /// A text shaped like a URL is never a local path: schemes with `+`,
+    /// `-` and `.` (RFC 3986) included.
+    #[test]
+    fn unknown_schemes_are_refused() {
+        for url in [
+            "s4://b/x",
+            "icechunk+file:///data/repo?path=t",
+            "my-scheme://x",
+            "a.b://x",
+            "memory:///x",
+        ] {
+            assert!(
+                matches!(reason(url), LocationError::UnknownScheme { .. }),
+                "{url}"
+            );
+        }
+        assert!(matches!(reason("s3://"), LocationError::InvalidUrl { .. }));
+        assert!(matches!(reason("obstore://x"), LocationError::InProcess));
+    }
+
+    #[test]
+    fn file_urls_are_decoded_local_paths() {
+        let path = |s| match Location::parse(s) {
+            Ok(Location::Path(p)) => p,
+            other => panic!("{s}: {other:?}"),
+        };
+        assert_eq!(path("file:///data/x.zarr"), PathBuf::from("/data/x.zarr"));
+        assert_eq!(path("FILE:///data/x.zarr/"), PathBuf::from("/data/x.zarr/"));
+        assert_eq!(
+            path("file://localhost/data/my%20atlas%23%3F%25.zarr"),
+            PathBuf::from("/data/my atlas#?%.zarr")
+        );
+        assert_eq!(path("file:///d/%C3%A9t%C3%A9"), PathBuf::from("/d/été"));
+        for (bad, problem) in [
+            ("file://server/share/x.zarr", FileUrlProblem::Host),
+            ("file:///x.zarr?v=1", FileUrlProblem::QueryOrFragment),
+            ("file:///x#y", FileUrlProblem::QueryOrFragment),
+        ] {
+            assert!(
+                matches!(reason(bad), LocationError::NotLocal { reason } if reason == problem),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn names() {
+        let name = |s| Location::parse(s).unwrap().name();
+        assert_eq!(name("s3://bucket/a/obs.zarr/"), "obs");
+        assert_eq!(name("https://host/x"), "x");
+        assert_eq!(name("s3://bucket"), "bucket");
+        assert_eq!(name("testdata/stores/obs.zarr"), "obs");
+        let here = std::env::current_dir()
+            .unwrap()
+            .join("testdata/stores/obs.zarr");
+        assert_eq!(name(&format!("file://{}", here.display())), "obs");
+        let store: Arc<dyn Store> = Arc::new(crate::MemoryStore::new());
+        assert_eq!(
+            Location::supplied(store.clone(), "obstore://a/t.zarr/").name(),
+            "t"
+        );
+        assert_eq!(Location::supplied(store.clone(), "t").name(), "t");
+        assert_eq!(Location::supplied(store, "obstore://").name(), "values");
+    }
+
+    #[test]
+    fn parents() {
+        let up = |s| {
+            Location::parse(s)
+                .unwrap()
+                .parent()
+                .map(|(p, n)| (p.to_string(), n))
+        };
+        assert_eq!(
+            up("s3://b/atlas.zarr/obs"),
+            Some(("s3://b/atlas.zarr".into(), "obs".into()))
+        );
+        assert_eq!(
+            up("s3://b/atlas.zarr"),
+            Some(("s3://b".into(), "atlas.zarr".into()))
+        );
+        assert_eq!(up("s3://b"), None);
+        assert_eq!(up("a/b"), Some(("a".into(), "b".into())));
+        assert_eq!(up("b"), None);
+    }
+
+    #[test]
+    fn a_file_is_not_a_store() {
+        let e = Stores::default()
+            .open(&Location::parse("Cargo.toml").unwrap())
+            .unwrap_err();
+        assert!(matches!(
+            e,
+            Error::Location {
+                reason: LocationError::NotADirectory,
+                ..
+            }
+        ));
+        let e = Stores::default()
+            .open(&Location::parse("no/such/dir").unwrap())
+            .unwrap_err();
+        assert!(matches!(
+            e,
+            Error::Location {
+                reason: LocationError::Missing,
+                ..
+            }
+        ));
+    }
+}
