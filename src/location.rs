@@ -469,11 +469,11 @@ impl Default for Stores {
 
 impl Stores {
     /// A registry that opens URLs with `url`, their blocking calls waiting on
-    /// a runtime started at the first ([`Blocking::owned`]).
+    /// the process's I/O runtime, started by the first ([`Blocking::default`]).
     pub fn new(url: UrlOptions) -> Self {
         Self {
             url,
-            blocking: Blocking::owned(),
+            blocking: Blocking::default(),
             registered: None,
         }
     }

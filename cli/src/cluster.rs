@@ -91,16 +91,9 @@ pub(crate) struct ExecutorArgs {
 
 pub(crate) fn run(command: &ClusterCommand) -> Result<()> {
     init_log();
-    // A process of its own: this runtime is the one its services run on, as
-    // Ballista's own binaries build it.
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_stack_size(32 * 1024 * 1024)
-        .build()
-        .map_err(|e| Error::Io {
-            path: "a runtime for the cluster process".into(),
-            source: e,
-        })?;
+    // A process of its own: the command line's one runtime is the one its
+    // services run on.
+    let runtime = crate::runtime()?;
     match command {
         ClusterCommand::Scheduler(args) => runtime.block_on(scheduler(args)),
         ClusterCommand::Executor(args) => runtime.block_on(executor(args)),

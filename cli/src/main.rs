@@ -384,6 +384,22 @@ fn location() -> impl clap::builder::TypedValueParser<Value = Location> {
     clap::builder::OsStringValueParser::new().try_map(|s| Location::parse_os(&s))
 }
 
+/// The command line's one runtime, for the commands that run async work
+/// (`sql`, `cluster`), which lend it down: a worker per core, with the deep
+/// stacks Ballista's own binaries give theirs. `convert` and `info` start
+/// none (an object store's I/O waits on the library's, started only when a URL
+/// is read).
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_stack_size(32 * 1024 * 1024)
+        .build()
+        .map_err(|source| Error::Io {
+            path: "a runtime for the command".into(),
+            source,
+        })
+}
+
 /// How the `[URLs]` flags open a store.
 fn url_options(remote: &RemoteArgs) -> Result<zarrow::store::UrlOptions> {
     let mut options = zarrow::store::UrlOptions::default();

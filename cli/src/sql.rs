@@ -116,10 +116,7 @@ pub(crate) fn sql(args: &SqlArgs) -> Result<()> {
     // A sync program: the command's one runtime, which DataFusion's tasks and
     // the object stores' requests run on (declared before the reader, so it
     // outlives it).
-    let runtime = tokio::runtime::Runtime::new().map_err(|e| Error::Io {
-        path: "a runtime for the query".into(),
-        source: e,
-    })?;
+    let runtime = crate::runtime()?;
     let blocking = zarrow::store::Blocking::on(runtime.handle().clone());
     let reader = match session(args, &blocking)? {
         Some(ctx) => zarrow::datafusion::sql_in(ctx, &args.query, &tables, &options, &blocking)?,

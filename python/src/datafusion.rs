@@ -60,7 +60,7 @@ pub(crate) fn table(
     let stores = location
         .stores(anonymous)
         .map_err(to_py)?
-        .with_blocking(Blocking::on(crate::runtime()?));
+        .with_blocking(Blocking::on(crate::runtime().map_err(to_py)?));
     // An obstore store's table reads the store itself (the session's registry
     // has no `obstore://` store), and `INSERT INTO` appends through it.
     let table = py
@@ -82,7 +82,7 @@ impl Table {
     ) -> PyResult<Bound<'py, PyCapsule>> {
         check_version(py)?;
         let codec = logical_codec(&session)?;
-        let handle = crate::runtime()?;
+        let handle = crate::runtime().map_err(to_py)?;
         let provider = OnRuntime::<dyn TableProvider> {
             inner: self.table.clone(),
             handle: handle.clone(),
@@ -135,7 +135,7 @@ impl Factory {
     ) -> PyResult<Bound<'py, PyCapsule>> {
         check_version(py)?;
         let codec = logical_codec(&codec)?;
-        let handle = crate::runtime()?;
+        let handle = crate::runtime().map_err(to_py)?;
         let factory = OnRuntime {
             inner: Arc::new(ZarrTableFactory::new()),
             handle: handle.clone(),

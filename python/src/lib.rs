@@ -401,7 +401,7 @@ fn sql(
     options.table.categorical_values = categorical_values;
     options.partitions = partitions;
     options.url = url_options(anonymous);
-    let blocking = query_runtime()?;
+    let blocking = Blocking::on(runtime().map_err(to_py)?);
     let reader = py
         .detach(|| {
             // An obstore store's table reads the store itself: the session's
@@ -432,10 +432,11 @@ fn sql(
     Ok(Reader::new(Box::new(reader), None, skipped))
 }
 
-/// The package's runtime, for `sql` and the datafusion-python tables
-/// (DataFusion runs on tokio, and Python lends none): one for the process,
-/// started by the first use, a worker per core.
-fn runtime() -> PyResult<tokio::runtime::Handle> {
+/// The package's one runtime, lent to everything that runs async work: `sql`,
+/// the datafusion-python tables, and the I/O of every URL and obstore store
+/// it opens (Python lends none). One for the process, started by the first
+/// use, a worker per core.
+fn runtime() -> zarrow::Result<tokio::runtime::Handle> {
     static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
     if let Some(runtime) = RUNTIME.get() {
         return Ok(runtime.handle().clone());
@@ -444,17 +445,11 @@ fn runtime() -> PyResult<tokio::runtime::Handle> {
         .enable_all()
         .thread_name("zarrow")
         .build()
-        .map_err(|source| {
-            to_py(zarrow::Error::Io {
-                path: "a runtime for zarrow".into(),
-                source,
-            })
+        .map_err(|source| zarrow::Error::Io {
+            path: "a runtime for zarrow".into(),
+            source,
         })?;
     Ok(RUNTIME.get_or_init(|| runtime).handle().clone())
-}
-
-fn query_runtime() -> PyResult<Blocking> {
-    Ok(Blocking::on(runtime()?))
 }
 
 #[pymodule]

@@ -50,7 +50,7 @@ impl<'a, 'py> FromPyObject<'a, 'py> for PyLocation {
         let label = obj.repr()?.to_string();
         let backend = ObjectStoreBackend::with_blocking(
             ObjectStoreAsync::new(store.into_dyn(), "", &label),
-            Blocking::on(crate::runtime()?),
+            Blocking::on(crate::runtime().map_err(to_py)?),
         );
         Ok(Self(Location::supplied(
             Arc::new(backend),
@@ -60,8 +60,9 @@ impl<'a, 'py> FromPyObject<'a, 'py> for PyLocation {
 }
 
 impl PyLocation {
-    /// How this call opens locations: URLs with `anonymous`, blocking on a
-    /// runtime of their own.
+    /// How this call opens locations: URLs with `anonymous`, their blocking
+    /// calls waiting on the package's one runtime (started only when a URL
+    /// is read: a local path needs none).
     ///
     /// # Errors
     /// `anonymous` with an obstore store (its own configuration says whether
@@ -76,6 +77,10 @@ impl PyLocation {
             }
             .into());
         }
-        Ok(Stores::new(crate::url_options(anonymous)))
+        let stores = Stores::new(crate::url_options(anonymous));
+        Ok(match self.0 {
+            Location::Url(_) => stores.with_blocking(Blocking::on(crate::runtime()?)),
+            _ => stores,
+        })
     }
 }

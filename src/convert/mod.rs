@@ -210,7 +210,7 @@ impl std::fmt::Display for Written {
 #[non_exhaustive]
 pub enum Unconvertible {
     /// Both ends are Zarr stores.
-    #[error("both are Zarr stores: zarrow converts Zarr to a table file or a table file to Zarr")]
+    #[error("both Zarr stores: zarrow converts Zarr to a table file or a table file to Zarr")]
     BothZarr,
     /// The output's extension names no table or linear format.
     #[error(

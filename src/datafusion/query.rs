@@ -246,7 +246,7 @@ async fn run_statements(
 
 /// [`sql_stream`] for a sync caller: the query runs, and the reader waits, on
 /// `blocking` (the caller's runtime by [`Blocking::on`], which must outlive the
-/// reader; or [`Blocking::owned`]).
+/// reader; or [`Blocking::default`], the process's I/O runtime).
 ///
 /// # Errors
 /// As [`sql_stream`].

@@ -179,82 +179,56 @@ impl Remote {
 
 /// The one place a sync caller waits for async I/O: a sync store over an async
 /// one (`ObjectStoreBackend`) and a blocking reader over a remote store. It runs
-/// futures on the runtime it was given (the caller's, by
-/// [`Blocking::on`]), or, for a sync caller that has none, on a small runtime
-/// kept for its I/O.
-#[derive(Debug, Clone)]
-pub struct Blocking(Arc<BlockingRuntime>);
+/// futures on the runtime it was given (the caller's, by [`Blocking::on`]), or,
+/// for a sync caller that has none ([`Blocking::default`]), on the process's one
+/// I/O runtime: the only runtime zarrow ever starts, started by the first
+/// blocking call that needs it and shared by every store and reader after.
+#[derive(Debug, Clone, Default)]
+pub struct Blocking(Option<tokio::runtime::Handle>);
 
-#[derive(Debug)]
-enum BlockingRuntime {
-    /// The caller's runtime.
-    Handle(tokio::runtime::Handle),
-    /// A runtime for a sync caller that has none (the command line, Python):
-    /// object_store's clients need one. Started by the first blocking call, so
-    /// that a store only ever read async (a DataFusion scan, a plan decoded on
-    /// an executor) never starts it. Shut down without waiting when its last
-    /// user is dropped on a thread of another runtime (where dropping a runtime
-    /// the usual way panics).
-    Owned(OnceLock<tokio::runtime::Runtime>),
-}
-
-impl Drop for BlockingRuntime {
-    fn drop(&mut self) {
-        if let BlockingRuntime::Owned(runtime) = self
-            && let Some(runtime) = runtime.take()
-            && tokio::runtime::Handle::try_current().is_ok()
-        {
-            runtime.shutdown_background();
-        }
-    }
-}
+/// The runtime of a sync caller that has none (the command line's `convert`
+/// and `info`): object_store's clients need one. Started by the first
+/// blocking call on a [`Blocking::default`], so that a process that reads
+/// only local stores, or reads remote ones only async (a DataFusion scan, a
+/// plan decoded on an executor), never starts it; two worker threads, kept for
+/// the life of the process.
+static IO_RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
 
 impl Blocking {
     /// Wait on `handle`'s runtime (the caller's).
     pub fn on(handle: tokio::runtime::Handle) -> Self {
-        Self(Arc::new(BlockingRuntime::Handle(handle)))
+        Self(Some(handle))
     }
 
-    /// A small runtime (two threads) for the I/O of a sync program that has
-    /// none (the command line, Python's blocking reads): object_store's
-    /// clients need one to run on. It starts at the first blocking call, not
-    /// here. Async callers never need it: they use [`AsyncStore`] on their own
-    /// runtime; a sync caller that has one passes it with [`Blocking::on`].
-    pub fn owned() -> Self {
-        Self(Arc::new(BlockingRuntime::Owned(OnceLock::new())))
-    }
-
-    /// Whether this waits on a runtime of its own that has started.
-    pub fn started_runtime(&self) -> bool {
-        matches!(self.0.as_ref(), BlockingRuntime::Owned(r) if r.get().is_some())
+    /// Whether the process's I/O runtime (see [`Blocking::default`]) has
+    /// started.
+    pub fn started_runtime() -> bool {
+        IO_RUNTIME.get().is_some()
     }
 
     fn handle(&self) -> Result<tokio::runtime::Handle> {
-        match self.0.as_ref() {
-            BlockingRuntime::Handle(handle) => Ok(handle.clone()),
-            BlockingRuntime::Owned(runtime) => {
-                if let Some(runtime) = runtime.get() {
-                    return Ok(runtime.handle().clone());
-                }
-                // Only a sync caller without a runtime (`owned`) gets here:
-                // there is no caller's runtime to serve, and object_store's
-                // clients cannot run without one.
-                let started = tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(2)
-                    .thread_name("zarrow-io")
-                    .enable_all()
-                    .build()
-                    .map_err(|e| Error::io("a runtime for object store I/O", e))?;
-                // Two first calls at once: one runtime is kept, the other dropped
-                // (here, outside any runtime's thread or on a scoped one).
-                let _ = runtime.set(started);
-                Ok(runtime
-                    .get()
-                    .unwrap_or_else(|| unreachable!("set just above"))
-                    .handle()
-                    .clone())
-            }
+        if let Some(handle) = &self.0 {
+            return Ok(handle.clone());
         }
+        if let Some(runtime) = IO_RUNTIME.get() {
+            return Ok(runtime.handle().clone());
+        }
+        let started = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("zarrow-io")
+            .enable_all()
+            .build()
+            .map_err(|e| Error::io("a runtime for object store I/O", e))?;
+        // Two first calls at once: one runtime is kept, the other dropped
+        // (here, outside any runtime's thread or on a scoped one).
+        if let Err(spare) = IO_RUNTIME.set(started) {
+            spare.shutdown_background();
+        }
+        Ok(IO_RUNTIME
+            .get()
+            .unwrap_or_else(|| unreachable!("set just above"))
+            .handle()
+            .clone())
     }
 
     /// Run `future` and wait for it: from any thread, including a thread of a

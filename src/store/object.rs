@@ -397,13 +397,13 @@ impl AsyncStore for ObjectStoreAsync {
 
 impl ObjectStoreBackend {
     /// A backend over `store`, its keys under `prefix` (`""`: the store's root);
-    /// `location` names it in messages (a URL). Its calls wait on a small
-    /// runtime of its own ([`Blocking::owned`], started by the first call): a
-    /// sync caller has none to lend.
+    /// `location` names it in messages (a URL). Its calls wait on the
+    /// process's I/O runtime ([`Blocking::default`], started by the first
+    /// call): a sync caller has none to lend.
     pub fn new(store: Arc<dyn ObjectStore>, prefix: &str, location: &str) -> Self {
         Self::with_blocking(
             ObjectStoreAsync::new(store, prefix, location),
-            Blocking::owned(),
+            Blocking::default(),
         )
     }
 
@@ -726,10 +726,9 @@ mod tests {
     fn a_backend_can_be_dropped_inside_another_runtime() {
         let store = Arc::new(object_store::memory::InMemory::new());
         let backend = ObjectStoreBackend::new(store, "x.zarr", "memory:///x.zarr");
-        // Nothing started until the first blocking call.
-        assert!(!backend.blocking.started_runtime());
         assert!(backend.get("absent").unwrap().is_none());
-        assert!(backend.blocking.started_runtime());
+        // The first blocking call started the process's one I/O runtime.
+        assert!(Blocking::started_runtime());
         let clone = backend.clone();
         drop(backend);
         let outer = tokio::runtime::Builder::new_current_thread()
