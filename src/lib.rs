@@ -71,7 +71,12 @@ pub mod __private {
 }
 
 pub use codec::CodecChain;
-pub use error::{ChunkError, Convention, EncodeError, Error, ParseOptionError, Result};
+pub use error::{
+    AppendMismatch, ArrowTypeUse, ChunkError, ConditionalWrite, Convention, ConventionError,
+    Conversion, EncodeError, Error, ErrorKind, LimitKind, LocationProblem, NameError, NodeKind,
+    Overwrite, ParseOptionError, Result, SchemaChange, ShapeProblem, SkipReason, Skipped,
+    StoreAction, TableProblem,
+};
 pub use metadata::{ArrayMetadata, DataType, FillValue, GroupMetadata, NodeMetadata, StringType};
 pub use read::{
     ArrayBatchReader, BatchReader, ReadOptions, ReaderBuilder, ZarrArray, ZarrGroup, read_node,

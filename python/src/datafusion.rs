@@ -81,9 +81,15 @@ pub(crate) fn store_table(
     anonymous: bool,
 ) -> zarrow::Result<ZarrTable> {
     let Location::Store { location: name, .. } = location else {
-        return Err(zarrow::Error::InvalidArgument(
-            "a path has no obstore store".into(),
-        ));
+        let path = match location {
+            Location::Path(path) => path.display().to_string(),
+            Location::Store { location, .. } => location.clone(),
+        };
+        return Err(zarrow::Error::InvalidLocation {
+            location: path,
+            reason: zarrow::LocationProblem::NoObjectStore,
+            source: None,
+        });
     };
     let plain = location.backend(anonymous)?;
     let store = Consolidated::open(plain.clone())?;

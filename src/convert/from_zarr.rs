@@ -11,16 +11,15 @@ use crate::store::location_name;
 
 pub(super) fn convert(args: &Job<'_>) -> Result<Written> {
     if args.write.append {
-        return Err(Error::InvalidArgument(
-            "--append applies to a Zarr output (rows added to its group)".into(),
-        ));
+        return Err(Error::OptionNotApplicable {
+            options: vec!["--append"],
+            applies_to: "a Zarr output (rows added to its group)",
+        });
     }
     let (src, dst) = (args.src, args.dst);
-    let format = ExportFormat::from_path(dst).ok_or_else(|| {
-        Error::InvalidArgument(format!(
-            "cannot tell the output format of {}: use .parquet, .arrow/.ipc/.feather (IPC file) or .arrows (IPC stream)",
-            dst.display()
-        ))
+    let format = ExportFormat::from_path(dst).ok_or_else(|| Error::UnknownFormat {
+        path: dst.display().to_string(),
+        expected: ".parquet, .arrow/.ipc/.feather (IPC file) or .arrows (IPC stream)",
     })?;
     let store = args.open_src()?;
     let options = args.read;

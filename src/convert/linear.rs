@@ -14,7 +14,7 @@ use super::to_zarr::options;
 use super::{Job, Written, limits};
 use crate::ReadOptions;
 use crate::conventions::zarrow::recorded_columns;
-use crate::error::{Error, Result};
+use crate::error::{Conversion, Error, Result};
 use crate::export::{self, ExportFormat, FileFormat};
 use crate::linear::{parse_json, read_csv, write_csv, write_json};
 use crate::metadata::NodeMetadata;
@@ -49,7 +49,7 @@ fn write_file(
     out.into_inner()
         .map_err(|e| e.into_error())
         .and_then(|f| f.sync_all())
-        .map_err(|e| Error::InvalidArgument(format!("{}: {e}", dst.display())))?;
+        .map_err(|e| Error::io(dst, e))?;
     partial.commit()
 }
 
@@ -96,9 +96,10 @@ fn arrays(args: &Job<'_>) -> Result<Vec<(String, ZarrArray)>> {
 /// Zarr (array or group) to `.json` (one array) or `.csv`.
 pub(super) fn export(args: &Job<'_>, kind: Kind) -> Result<Written> {
     if args.write.append {
-        return Err(Error::InvalidArgument(
-            "--append applies to a Zarr output (rows added to its group)".into(),
-        ));
+        return Err(Error::OptionNotApplicable {
+            options: vec!["--append"],
+            applies_to: "a Zarr output (rows added to its group)",
+        });
     }
     // The linear format holds whole arrays: a selection would be dropped.
     if args.select.columns.is_some()
@@ -106,9 +107,10 @@ pub(super) fn export(args: &Job<'_>, kind: Kind) -> Result<Written> {
         || args.select.limit.is_some()
         || args.select.long
     {
-        return Err(Error::InvalidArgument(
-            "--columns, --rows, --limit and --long do not apply to a .json / .csv output (the linear format holds whole arrays)".into(),
-        ));
+        return Err(Error::OptionNotApplicable {
+            options: vec!["--columns", "--rows", "--limit", "--long"],
+            applies_to: "a table or Zarr output, not a .json / .csv one (the linear format holds whole arrays)",
+        });
     }
     let arrays = arrays(args)?;
     let types: Vec<_> = arrays.iter().map(|(_, a)| a.arrow_type()).collect();
@@ -125,11 +127,10 @@ pub(super) fn export(args: &Job<'_>, kind: Kind) -> Result<Written> {
     match kind {
         Kind::Json => {
             let [(_, values, shape)] = read.as_slice() else {
-                return Err(Error::InvalidArgument(format!(
-                    "{} is a group of {} arrays: a JSON file holds one array (convert to .csv, or convert one array)",
-                    args.src.display(),
-                    read.len()
-                )));
+                return Err(Error::UnsupportedConversion {
+                    path: args.src.display().to_string(),
+                    reason: Conversion::GroupToJson { arrays: read.len() },
+                });
             };
             write_file(args.dst, args.overwrite, |w| {
                 write_json(w, values.as_ref(), shape)
@@ -150,14 +151,15 @@ pub(super) fn export(args: &Job<'_>, kind: Kind) -> Result<Written> {
 /// a Zarr group (one array per column).
 pub(super) fn import(args: &Job<'_>, kind: Kind) -> Result<Written> {
     if args.write.append {
-        return Err(Error::InvalidArgument(
-            "an append takes a table file (.parquet, .arrow / .ipc / .feather, .arrows): a linear-format file holds whole arrays".into(),
-        ));
+        return Err(Error::UnsupportedConversion {
+            path: args.src.display().to_string(),
+            reason: Conversion::AppendLinear,
+        });
     }
     let open = || {
         File::open(args.src)
             .map(BufReader::new)
-            .map_err(|e| Error::InvalidArgument(format!("{}: {e}", args.src.display())))
+            .map_err(|e| Error::io(args.src, e))
     };
     let write_options = options(args)?;
     // A store the caller opened is a Zarr output, whatever it is called.
@@ -171,16 +173,31 @@ pub(super) fn import(args: &Job<'_>, kind: Kind) -> Result<Written> {
             let linear = parse_json(open()?)?;
             let shape = linear.shape.clone();
             let values = linear.into_arrow()?;
-            args.write_dst(|store, _| write_nd_array(store, "", &values, &shape, write_options)).map(Written::Rows)
+            args.write_dst(|store, _| write_nd_array(store, "", &values, &shape, write_options))
+                .map(Written::Rows)
         }
         (Kind::Json, Some(format)) => {
             let values = parse_json(open()?)?.into_arrow()?;
-            let name = args.src.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "values".into());
-            let schema = Arc::new(Schema::new(vec![Field::new(name, values.data_type().clone(), false)]));
+            let name = args
+                .src
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "values".into());
+            let schema = Arc::new(Schema::new(vec![Field::new(
+                name,
+                values.data_type().clone(),
+                false,
+            )]));
             let batch = RecordBatch::try_new(schema.clone(), vec![values])?;
             let reader = RecordBatchIterator::new(vec![Ok(batch)], schema);
             let (partial, file) = Partial::file(args.dst, args.overwrite)?;
-            let rows = export::write_file(reader, file, partial.path(), format, args.export.compression)?;
+            let rows = export::write_file(
+                reader,
+                file,
+                partial.path(),
+                format,
+                args.export.compression,
+            )?;
             partial.commit()?;
             Ok(Written::Rows(rows))
         }
@@ -197,7 +214,13 @@ pub(super) fn import(args: &Job<'_>, kind: Kind) -> Result<Written> {
             args.write_dst(|store, _| {
                 let mut rows = 0;
                 for (name, values, shape) in &arrays {
-                    rows = rows.max(write_nd_array(store.clone(), name, values, shape, write_options.clone())?);
+                    rows = rows.max(write_nd_array(
+                        store.clone(),
+                        name,
+                        values,
+                        shape,
+                        write_options.clone(),
+                    )?);
                 }
                 let names: Vec<String> = arrays.iter().map(|(n, _, _)| n.clone()).collect();
                 write_group_metadata(store.as_ref(), "", &names, format)?;
@@ -205,8 +228,9 @@ pub(super) fn import(args: &Job<'_>, kind: Kind) -> Result<Written> {
             })
             .map(Written::Rows)
         }
-        (Kind::Csv, Some(_)) => Err(Error::InvalidArgument(
-            "a CSV of linear-format columns converts to a Zarr group (OUT.zarr): its arrays may differ in shape".into(),
-        )),
+        (Kind::Csv, Some(_)) => Err(Error::UnsupportedConversion {
+            path: args.src.display().to_string(),
+            reason: Conversion::CsvToTable,
+        }),
     }
 }

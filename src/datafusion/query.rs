@@ -321,9 +321,12 @@ async fn register_table(
         let options = CsvReadOptions::new().file_extension(&extension);
         ctx.register_csv(name, location, options).await
     } else if format.is_some() {
-        return Err(Error::InvalidArgument(format!(
-            "table {name} ({location}): a .json file holds the linear format (an N-d array), not a table; tables are Zarr stores and .parquet / .pq, .arrow / .ipc / .feather / .arrows and .csv files"
-        )));
+        return Err(Error::UnsupportedConversion {
+            path: location.to_string(),
+            reason: crate::error::Conversion::LinearAsTable {
+                table: name.to_string(),
+            },
+        });
     } else {
         // Its metadata is read blocking, off the runtime's workers, waiting on
         // the runtime (no runtime of the store's own).

@@ -584,9 +584,10 @@ impl RecordBatchReader for Received {
 
 /// A COPY's target that exists.
 fn exists(target: &str) -> Error {
-    Error::InvalidArgument(format!(
-        "{target} exists: OPTIONS (overwrite true) replaces it, OPTIONS (append true) adds the rows to it"
-    ))
+    Error::AlreadyExists {
+        path: target.to_string(),
+        overwrite: crate::error::Overwrite::Sql,
+    }
 }
 
 /// Write `reader` to `target`: the rows written.
@@ -604,9 +605,11 @@ fn write(target: Target, mode: Mode, options: WriteOptions, reader: Received) ->
             name.clone(),
         ),
         Target::Registered { location, .. } => {
-            return Err(Error::InvalidArgument(format!(
-                "{location}: the session's object store was not resolved"
-            )));
+            return Err(Error::InvalidLocation {
+                location: location.to_string(),
+                reason: crate::error::LocationProblem::Unresolved,
+                source: None,
+            });
         }
     };
     let append = mode == Mode::Append;

@@ -24,7 +24,7 @@ use super::sink::{Mode, Target, ZarrSink};
 use super::{df_err, prune};
 use crate::conventions::anndata;
 use crate::convert::open_for_append;
-use crate::error::{Error, Result};
+use crate::error::{Error, ParseOptionError, Result};
 use crate::read::{DIMENSION_NAMES_KEY, ReaderBuilder, Skipped, aligned_splits};
 use crate::store::{
     Blocking, Consolidated, MetadataSnapshot, UrlOptions, is_url, location_name, open_location,
@@ -75,10 +75,10 @@ impl ZarrTableOptions {
                 .map(String::from)
                 .collect()
         };
-        let flag = |key: &str, value: &str| -> Result<bool> {
+        let flag = |key: &'static str, value: &str| -> Result<bool> {
             value
                 .parse()
-                .map_err(|_| Error::InvalidArgument(format!("{key} {value:?}: use true or false")))
+                .map_err(|_| Error::Option(ParseOptionError::new(key, value, "true or false")))
         };
         let mut out = Self::default();
         for (key, value) in options {
@@ -95,10 +95,17 @@ impl ZarrTableOptions {
                     out.categorical_values = Some(flag("categorical_values", value)?);
                 }
                 other => {
-                    return Err(Error::InvalidArgument(format!(
-                        "unknown ZARR table option {other:?} (string_type, columns, sorted, raw, \
-                         categorical_values)"
-                    )));
+                    return Err(Error::UnknownOption {
+                        group: "ZARR table",
+                        key: other.to_string(),
+                        known: vec![
+                            "string_type",
+                            "columns",
+                            "sorted",
+                            "raw",
+                            "categorical_values",
+                        ],
+                    });
                 }
             }
         }
@@ -263,9 +270,10 @@ impl ZarrTable {
             }
             NodeMetadata::Array(_) => {
                 if options.columns.is_some() {
-                    return Err(Error::InvalidArgument(
-                        "the columns option applies to groups only".into(),
-                    ));
+                    return Err(Error::OptionNotApplicable {
+                        options: vec!["the columns option"],
+                        applies_to: "groups only",
+                    });
                 }
                 Source::Flat(ZarrArray::open_with(store, "", read_options)?.with_column_name(name))
             }
@@ -294,8 +302,10 @@ impl ZarrTable {
         let mut sorted = Vec::new();
         for name in &options.sorted {
             let Ok(i) = schema.index_of(name) else {
-                return Err(Error::InvalidArgument(format!(
-                    "sorted column {name:?} is not a column of {location}"
+                return Err(Error::Option(ParseOptionError::new(
+                    "sorted",
+                    name,
+                    "columns of the table",
                 )));
             };
             sorted.push(i);

@@ -26,7 +26,7 @@ use serde_json::{Value, json};
 
 use super::async_store::Blocking;
 use super::{WriteLock, wait_for_lock};
-use crate::error::{Error, Result};
+use crate::error::{ConditionalWrite, Error, LocationProblem, Result};
 
 /// How long a lease lasts: a writer that died holding it blocks others this
 /// long.
@@ -44,7 +44,11 @@ pub(crate) fn lease_path(prefix: &str) -> Result<Path> {
         None if prefix.is_empty() => ".zarrow-lease".to_string(),
         None => format!(".{prefix}.zarrow-lease"),
     };
-    Path::parse(&name).map_err(|e| Error::InvalidArgument(format!("lease {name:?}: {e}")))
+    Path::parse(&name).map_err(|e| Error::InvalidLocation {
+        location: name.clone(),
+        reason: LocationProblem::ObjectPath,
+        source: Some(Box::new(e)),
+    })
 }
 
 fn now_ms() -> u64 {
@@ -170,9 +174,11 @@ async fn try_take(
             object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. },
         ) => {}
         Err(e @ object_store::Error::NotImplemented { .. }) => {
-            return Err(Error::InvalidArgument(format!(
-                "{path}: this object store cannot create an object only if it is absent, so two writers cannot be kept apart ({e})"
-            )));
+            return Err(Error::ConditionalWriteUnsupported {
+                location: path.to_string(),
+                operation: ConditionalWrite::CreateIfAbsent,
+                source: Box::new(e),
+            });
         }
         Err(e) => return Err(remote(path, e)),
     }
@@ -194,9 +200,11 @@ async fn try_take(
             Ok(None)
         }
         Err(e @ object_store::Error::NotImplemented { .. }) => {
-            Err(Error::InvalidArgument(format!(
-                "{path}: the lease ran out, and this object store cannot replace it conditionally; delete it if its writer is gone ({e})"
-            )))
+            Err(Error::ConditionalWriteUnsupported {
+                location: path.to_string(),
+                operation: ConditionalWrite::ReplaceIfUnchanged,
+                source: Box::new(e),
+            })
         }
         Err(e) => Err(remote(path, e)),
     }
