@@ -5,7 +5,7 @@ use arrow_schema::ArrowError;
 
 use super::Cut;
 
-/// Why a codec could not encode a chunk ([`Error::Encode`] names the chunk and
+/// Why a codec could not encode a chunk ([`Error::Encode`](super::Error::Encode) names the chunk and
 /// the codec).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

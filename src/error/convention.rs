@@ -17,7 +17,8 @@ pub enum Convention {
     Zarrow,
 }
 
-/// Values a convention cannot be applied to: what [`anndata`]'s and [`cf`]'s
+/// Values a convention cannot be applied to: what [`anndata`](crate::conventions::anndata)'s and
+/// [`cf`](crate::conventions::cf)'s
 /// functions return (the reader adds the array's name, the writer the column's:
 /// [`Error::Convention`]).
 #[derive(Debug, thiserror::Error)]
