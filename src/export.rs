@@ -130,26 +130,21 @@ impl Default for ExportOptions {
 ///
 /// # Errors
 ///
-/// [`Error::InvalidArgument`] naming the accepted forms ([`PARQUET_COMPRESSIONS`])
+/// [`Error::ParquetCompression`] naming the accepted forms ([`PARQUET_COMPRESSIONS`])
 /// for an unknown name, a level out of range, and for `brotli` and `lzo`, which
 /// parquet can parse but this build cannot write.
 pub fn parse_parquet_compression(name: &str) -> Result<Compression> {
-    let bad = |why: &str| {
-        // The accepted forms come before the reason, which may echo the input, so
-        // that the error's cut of long input (at 200 characters) spares them.
-        let mut shown = format!("{:?}", name.chars().take(24).collect::<String>());
-        if name.chars().nth(24).is_some() {
-            shown.push_str("...");
-        }
-        Error::InvalidArgument(format!(
-            "Parquet compression {shown} (accepted: {PARQUET_COMPRESSIONS}): {why}"
-        ))
+    let bad = |problem: &'static str, source: Option<ParquetError>| Error::ParquetCompression {
+        value: name.to_string(),
+        accepted: PARQUET_COMPRESSIONS,
+        problem,
+        source,
     };
     // parquet 59 cuts the last byte off the text after `(` without checking that
     // it is `)`, and panics on an empty or multi-byte remainder: pass it only text
     // whose level part ends in `)`.
     if name.contains('(') && !name.ends_with(')') {
-        return Err(bad("a level is written NAME(N)"));
+        return Err(bad("a level is written NAME(N)", None));
     }
     let spelled: Cow<'_, str> = match name {
         "zstd" => format!("zstd({})", ZstdLevel::default().compression_level()).into(),
@@ -163,11 +158,10 @@ pub fn parse_parquet_compression(name: &str) -> Result<Compression> {
     };
     match spelled.parse::<Compression>() {
         Ok(Compression::BROTLI(_) | Compression::LZO) => {
-            Err(bad("not built into zarrow's Parquet writer"))
+            Err(bad("not built into zarrow's Parquet writer", None))
         }
         Ok(compression) => Ok(compression),
-        Err(ParquetError::General(why)) => Err(bad(&why)),
-        Err(e) => Err(bad(&e.to_string())),
+        Err(e) => Err(bad("parquet does not take it", Some(e))),
     }
 }
 

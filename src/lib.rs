@@ -73,7 +73,12 @@ pub mod __private {
 }
 
 pub use codec::CodecChain;
-pub use error::{ChunkError, Convention, EncodeError, Error, ParseOptionError, Result};
+pub use error::{
+    AppendMismatch, ArrowTypeUse, ChunkError, ConditionalWrite, Convention, ConventionError,
+    Conversion, EncodeError, Error, ErrorKind, LimitKind, NameError, NodeKind, Overwrite,
+    ParseOptionError, Result, SchemaChange, ShapeProblem, SkipReason, Skipped, StoreAction,
+    TableProblem,
+};
 #[cfg(feature = "object-store")]
 pub use location::{Location, Stores};
 pub use metadata::{ArrayMetadata, DataType, FillValue, GroupMetadata, NodeMetadata, StringType};

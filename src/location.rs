@@ -150,6 +150,13 @@ pub enum LocationError {
         "a table or linear-format file is written to a local path only (write it locally, then upload it)"
     )]
     RemoteFile,
+    /// A name object_store refuses as an object path.
+    #[error("is not a valid object path: {source}")]
+    ObjectPath {
+        /// object_store's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// A path with no file or directory name (`/`, `..`).
     #[error("names no file or directory")]
     NoName,

@@ -156,10 +156,11 @@ async fn executor(args: &ExecutorArgs) -> Result<()> {
     let grpc_port = match args.grpc_port {
         Some(port) => port,
         None => args.bind.port().checked_add(1).ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "--bind {}: no port after it for --grpc-port; give one",
-                args.bind
-            ))
+            Error::Option(zarrow::ParseOptionError {
+                option: "--bind",
+                value: args.bind.to_string(),
+                allowed: "a port below 65535, or give --grpc-port (there is no port after it)",
+            })
         })?,
     };
     let mut config = ExecutorProcessConfig {
@@ -189,7 +190,13 @@ async fn executor(args: &ExecutorArgs) -> Result<()> {
 
 /// `HOST:PORT`, the host a name or an address.
 fn host_port(s: &str) -> Result<(String, u16)> {
-    let bad = || Error::InvalidArgument(format!("--scheduler {s:?}: use HOST:PORT"));
+    let bad = || {
+        Error::Option(zarrow::ParseOptionError {
+            option: "--scheduler",
+            value: s.to_string(),
+            allowed: "HOST:PORT",
+        })
+    };
     let (host, port) = s.rsplit_once(':').ok_or_else(bad)?;
     let port = port.parse().map_err(|_| bad())?;
     if host.is_empty() {
@@ -202,9 +209,11 @@ fn host_port(s: &str) -> Result<(String, u16)> {
 /// (`df://HOST:PORT`): zarrow's codecs, `partitions` per scan.
 pub(crate) async fn client(url: &str, partitions: Option<usize>) -> Result<SessionContext> {
     if !url.starts_with("df://") {
-        return Err(Error::InvalidArgument(format!(
-            "--cluster {url:?}: use df://HOST:PORT (the scheduler's --bind)"
-        )));
+        return Err(Error::Option(zarrow::ParseOptionError {
+            option: "--cluster",
+            value: url.to_string(),
+            allowed: "df://HOST:PORT (the scheduler's --bind)",
+        }));
     }
     let mut config = SessionConfig::new_with_ballista()
         .with_ballista_logical_extension_codec(logical_codec())

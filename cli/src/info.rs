@@ -27,9 +27,10 @@ pub(crate) fn info(
         .and_then(|()| stdout.flush())
     {
         // A closed pipe (`zarrow info ... | head`) is the reader's choice, not an error.
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            Err(Error::InvalidArgument(format!("writing to stdout: {e}")))
-        }
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::Output {
+            what: "stdout".into(),
+            source: e,
+        }),
         _ => Ok(()),
     }
 }

@@ -21,7 +21,9 @@ use zarrow::convert::{ConvertOptions, Observer};
 use zarrow::export::{DEFAULT_PARQUET_COMPRESSION, parse_parquet_compression};
 use zarrow::read::DEFAULT_MAX_CHUNK_BYTES;
 use zarrow::write::{Compressor, DEFAULT_LOCK_TIMEOUT, Encoding, Layout, NullPolicy, WriteOptions};
-use zarrow::{ChunkError, Convention, Error, Location, Result, StringType};
+use zarrow::{
+    ChunkError, Convention, Error, Location, Overwrite, ParseOptionError, Result, StringType,
+};
 
 /// Move variable-length data between Zarr and Apache Arrow.
 #[derive(Parser, Debug)]
@@ -282,9 +284,10 @@ fn main() -> ExitCode {
 fn hint(e: &Error) -> Option<&'static str> {
     match e {
         Error::Nulls { .. } => Some("pass --nulls fill to write nulls as the fill value"),
-        Error::AlreadyExists { .. } => {
-            Some("pass --overwrite to replace it, or --append to add the rows to it")
-        }
+        Error::AlreadyExists {
+            overwrite: Overwrite::WriteOptions,
+            ..
+        } => Some("pass --overwrite to replace it, or --append to add the rows to it"),
         Error::Busy { .. } => Some("pass --lock-timeout SECS to wait longer"),
         Error::ReadTooLarge { .. } => Some("or select fewer rows with --rows / --limit"),
         Error::LengthsDiffer { .. } => {
@@ -366,14 +369,16 @@ impl Observer for Terminal {
 }
 
 /// A duration flag's value.
-fn seconds(flag: &str, value: f64) -> Result<std::time::Duration> {
+fn seconds(flag: &'static str, value: f64) -> Result<std::time::Duration> {
     std::time::Duration::try_from_secs_f64(value)
         .ok()
         .filter(|d| !d.is_zero())
         .ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "{flag} {value} is not a positive number of seconds"
-            ))
+            Error::Option(ParseOptionError {
+                option: flag,
+                value: value.to_string(),
+                allowed: "a positive number of seconds",
+            })
         })
 }
 

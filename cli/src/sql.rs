@@ -89,10 +89,10 @@ pub(crate) fn sql(args: &SqlArgs) -> Result<()> {
             Some(FileFormat::Table(format)) => Output::Export(format),
             Some(FileFormat::Csv) => Output::Csv,
             _ => {
-                return Err(Error::InvalidArgument(format!(
-                    "cannot tell the output format of {}: use .parquet / .pq, .arrow / .ipc / .feather, .arrows or .csv",
-                    path
-                )));
+                return Err(Error::UnknownFormat {
+                    path: path.to_string(),
+                    expected: ".parquet / .pq, .arrow / .ipc / .feather, .arrows or .csv",
+                });
             }
         }),
     };
@@ -101,7 +101,11 @@ pub(crate) fn sql(args: &SqlArgs) -> Result<()> {
         .iter()
         .map(|table| {
             let (name, location) = table.split_once('=').ok_or_else(|| {
-                Error::InvalidArgument(format!("--table {table:?}: use NAME=LOCATION"))
+                Error::Option(zarrow::ParseOptionError {
+                    option: "--table",
+                    value: table.clone(),
+                    allowed: "NAME=LOCATION",
+                })
             })?;
             Ok((name.to_string(), location.to_string()))
         })
@@ -147,11 +151,11 @@ fn session(
         return Ok(None);
     };
     if args.memory_limit.is_some() {
-        return Err(Error::InvalidArgument(
-            "--memory-limit with --cluster: the executors hold the memory; give each its own \
-             (zarrow cluster executor --memory-limit)"
-                .into(),
-        ));
+        return Err(Error::OptionConflict {
+            option: "--memory-limit".into(),
+            other: "--cluster".into(),
+            why: "the executors hold the memory; give each its own (zarrow cluster executor --memory-limit)",
+        });
     }
     Ok(Some(blocking.block_on(crate::cluster::client(
         url,

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 import zarrow
-from conftest import BAD
+from conftest import BAD, STORES
 
 EXPECTED = json.loads((BAD / "expected.json").read_text())
 
@@ -44,3 +44,144 @@ def test_a_corrupt_store_raises_zarrow_error(case, string_type):
     with pytest.raises((pa.ArrowException, zarrow.ZarrowError)) as err:
         pa.table(reader)
     assert message.split(":")[0] in str(err.value) or "chunk" in str(err.value)
+
+
+# The class each variant of testdata/bad/expected.json (the Rust error variant
+# make_bad.py records for the store) raises in Python: zarrow's documented
+# hierarchy, written out here rather than taken from the package.
+CLASS_OF_VARIANT = {
+    "Metadata": "InvalidMetadataError",
+    "Json": "InvalidMetadataError",
+    "NodeNotFound": "NotFoundError",
+    "UnsupportedCodec": "UnsupportedError",
+    "UnsupportedDataType": "UnsupportedError",
+    "NoColumns": "UnsupportedError",
+    "LengthsDiffer": "UnsupportedError",
+    "InvalidKey": "InvalidArgumentError",
+    "Chunk:TooLarge": "LimitError",
+}
+
+
+def expected_class(variant: str) -> type:
+    name = CLASS_OF_VARIANT.get(variant)
+    if name is None and variant.startswith("Chunk:"):
+        name = "InvalidStoreError"
+    assert name is not None, f"no class written down for {variant}"
+    return getattr(zarrow, name)
+
+
+@pytest.mark.parametrize("case", sorted(EXPECTED))
+def test_a_corrupt_store_raises_the_class_of_its_error(case):
+    """Through zarrow's own calls (read, then its batches) the error's class is
+    the one of its kind, also when the failure comes out of the stream."""
+    with pytest.raises(zarrow.ZarrowError) as err:
+        read_everything(BAD / f"{case}.zarr", "utf8")
+    assert type(err.value) is expected_class(EXPECTED[case]), f"{case}: {type(err.value).__name__}: {err.value}"
+
+
+def test_every_class_is_a_zarrow_error_and_a_value_error():
+    classes = [
+        zarrow.NotFoundError,
+        zarrow.InvalidStoreError,
+        zarrow.InvalidMetadataError,
+        zarrow.UnsupportedError,
+        zarrow.InvalidArgumentError,
+        zarrow.OptionError,
+        zarrow.ConflictError,
+        zarrow.BusyError,
+        zarrow.ZarrowIOError,
+        zarrow.QueryError,
+        zarrow.LimitError,
+    ]
+    for cls in classes:
+        assert issubclass(cls, zarrow.ZarrowError) and issubclass(cls, ValueError), cls
+        assert cls.__name__ in zarrow.__all__, cls
+    assert issubclass(zarrow.NotFoundError, FileNotFoundError)
+    assert issubclass(zarrow.ZarrowIOError, OSError)
+    assert issubclass(zarrow.InvalidMetadataError, zarrow.InvalidStoreError)
+    assert issubclass(zarrow.OptionError, zarrow.InvalidArgumentError)
+    assert issubclass(zarrow.BusyError, zarrow.ConflictError)
+
+
+def small_table() -> pa.Table:
+    return pa.table({"n": pa.array([1, 2, 3], pa.int64())})
+
+
+def test_not_found(tmp_path):
+    """A directory with no Zarr metadata: no node there."""
+    with pytest.raises(zarrow.NotFoundError) as err:
+        zarrow.read(tmp_path)
+    assert isinstance(err.value, FileNotFoundError)
+    assert "no Zarr array or group" in str(err.value)
+
+
+def test_invalid_store():
+    with pytest.raises(zarrow.InvalidStoreError, match="crc32c mismatch"):
+        read_everything(BAD / "crc32c_mismatch.zarr", "utf8")
+
+
+def test_invalid_metadata():
+    with pytest.raises(zarrow.InvalidMetadataError, match="not valid JSON"):
+        zarrow.read(BAD / "meta_not_json.zarr")
+
+
+def test_unsupported():
+    with pytest.raises(zarrow.UnsupportedError, match="unsupported codec"):
+        zarrow.read(BAD / "meta_unknown_codec.zarr")
+
+
+def test_option(tmp_path):
+    with pytest.raises(zarrow.OptionError, match="compressor") as err:
+        zarrow.write(small_table(), tmp_path / "t.zarr", compressor="bogus")
+    assert isinstance(err.value, ValueError)
+    assert not (tmp_path / "t.zarr").exists()
+
+
+def test_invalid_argument():
+    """Rows past the end of obs.zarr's 1000."""
+    with pytest.raises(zarrow.InvalidArgumentError, match="outside") as err:
+        zarrow.read(STORES / "obs.zarr", columns=["n_genes"], rows=(990, 1010))
+    assert not isinstance(err.value, zarrow.OptionError)
+
+
+def test_conflict(tmp_path):
+    path = tmp_path / "t.zarr"
+    zarrow.write(small_table(), path)
+    with pytest.raises(zarrow.ConflictError, match="exists"):
+        zarrow.write(small_table(), path, mode="create")
+    # Rows of other columns than the table's.
+    with pytest.raises(zarrow.ConflictError, match="missing"):
+        zarrow.write(pa.table({"m": [1]}), path, mode="append")
+
+
+def test_busy(tmp_path):
+    """Another writer's lock (the OS's advisory lock beside the store, held here
+    as another process would hold it)."""
+    import fcntl
+
+    path = tmp_path / "t.zarr"
+    zarrow.write(small_table(), path)
+    with open(tmp_path / ".t.zarr.zarrow-lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        with pytest.raises(zarrow.BusyError, match="another writer"):
+            zarrow.write(small_table(), path, mode="append", lock_timeout=0.2)
+
+
+def test_io(tmp_path):
+    """An output under a file, which no directory can be made in."""
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    with pytest.raises(zarrow.ZarrowIOError) as err:
+        zarrow.write(small_table(), blocker / "t.zarr")
+    assert isinstance(err.value, OSError)
+
+
+def test_query():
+    with pytest.raises(zarrow.QueryError):
+        zarrow.sql("SELEC 1")
+
+
+def test_limit(tmp_path):
+    with pytest.raises(zarrow.LimitError, match="over the limit of 10"):
+        zarrow.convert(STORES / "obs.zarr", tmp_path / "o.parquet", max_rows=10)
+    assert not (tmp_path / "o.parquet").exists()

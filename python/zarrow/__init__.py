@@ -17,8 +17,36 @@ not copied. ``write`` takes anything with ``__arrow_c_stream__`` or
 ``__arrow_c_array__``. The GIL is released while zarrow reads, decodes and writes;
 Ctrl-C stops a long read between batches.
 
-Errors raise :class:`ZarrowError` (a ``ValueError``) with zarrow's message, or for
-I/O failures :class:`ZarrowIOError` (a ``ZarrowError`` and an ``OSError``).
+Errors raise a subclass of :class:`ZarrowError` (a ``ValueError``) with zarrow's
+message, one class per kind of failure, so that ``except ZarrowError`` (or
+``except ValueError``) still catches them all::
+
+    ZarrowError (ValueError)
+    ├── NotFoundError (also FileNotFoundError)  no store, node, file or key there
+    ├── InvalidStoreError                        corrupt data: a chunk, a store value,
+    │   │                                        a linear-format or Parquet file
+    │   └── InvalidMetadataError                 metadata that is not valid JSON / Zarr
+    ├── UnsupportedError                         sound, but not what zarrow does: a
+    │                                            codec, data type, Arrow type, a
+    │                                            conversion, a CF calendar, a group
+    │                                            that is no table
+    ├── InvalidArgumentError                     rows outside the table, a node of the
+    │   │                                        other kind, a name or shape Zarr
+    │   │                                        cannot hold, nulls, a location
+    │   └── OptionError                          an unknown option, a value it does
+    │                                            not take, options that conflict
+    ├── ConflictError                            the output is in the way: it exists
+    │   │                                        (mode='create'), is not a Zarr store,
+    │   │                                        or has other columns than an append
+    │   └── BusyError                            another writer holds its lock
+    ├── ZarrowIOError (also OSError)             a file or object store request failed
+    ├── QueryError                               SQL: planning or running a query
+    └── LimitError                               a limit in force (max_rows, max_bytes,
+                                                 max_chunk_bytes, a memory budget)
+
+A failure inside a stream that a consumer pulls (pyarrow, Polars, DuckDB) reaches
+you as that consumer's exception, with zarrow's message; through zarrow's own
+calls it is the class above.
 
 ``sql`` answers a SQL query (DataFusion's) over Zarr stores and Parquet, Arrow IPC
 or CSV files, as the same kind of stream.
@@ -42,6 +70,56 @@ class ZarrowIOError(ZarrowError, OSError):
     output that could not be written. Catch it as ``ZarrowError`` or ``OSError``."""
 
 
+class NotFoundError(ZarrowError, FileNotFoundError):
+    """No store, node, file or key where one was asked for. Also a
+    ``FileNotFoundError``, as Python's own file functions raise."""
+
+
+class InvalidStoreError(ZarrowError):
+    """Stored data that is corrupt or invalid: a chunk that does not decode, a
+    store value out of bounds, a linear-format document that breaks the format."""
+
+
+class InvalidMetadataError(InvalidStoreError):
+    """Metadata (``zarr.json``, ``.zarray``, ``.zattrs``...) that is not valid JSON
+    or not valid Zarr metadata."""
+
+
+class UnsupportedError(ZarrowError):
+    """Something sound that zarrow does not do: a codec, a data type, an Arrow
+    type, a conversion, a convention's feature (a CF calendar), a group whose
+    arrays are no table."""
+
+
+class InvalidArgumentError(ZarrowError):
+    """An argument that does not fit: rows outside the table, a node of the other
+    kind, a name or shape Zarr cannot hold, nulls where Zarr has none."""
+
+
+class OptionError(InvalidArgumentError):
+    """An option: an unknown key, a value it does not take, options that conflict
+    or do not apply."""
+
+
+class ConflictError(ZarrowError):
+    """The output is in the way: it exists (``mode='create'``), holds something
+    other than a Zarr store, or has other columns or types than the rows
+    appended."""
+
+
+class BusyError(ConflictError):
+    """Another writer holds the store's lock, still after ``lock_timeout``."""
+
+
+class QueryError(ZarrowError):
+    """A SQL query failed: planning it or running it."""
+
+
+class LimitError(ZarrowError):
+    """A limit in force was exceeded: ``max_rows``, ``max_bytes``,
+    ``max_chunk_bytes``, a memory budget."""
+
+
 class ZarrowWarning(UserWarning):
     """Something zarrow did not carry over or changed, named rather than dropped in
     silence: a child of a group that is not a column, Parquet's re-encoding of
@@ -53,9 +131,19 @@ from . import _zarrow  # noqa: E402
 from ._polars import scan  # noqa: E402
 
 __all__ = [
+    "BusyError",
+    "ConflictError",
+    "InvalidArgumentError",
+    "InvalidMetadataError",
+    "InvalidStoreError",
+    "LimitError",
+    "NotFoundError",
+    "OptionError",
+    "QueryError",
     "Reader",
     "Table",
     "TableFactory",
+    "UnsupportedError",
     "ZarrowError",
     "ZarrowIOError",
     "ZarrowWarning",
@@ -279,14 +367,14 @@ def write(
     """
     modes = ("create", "overwrite", "append")
     if mode is not None and mode not in modes:
-        raise ZarrowError(f"unknown mode {mode!r} (create, overwrite, append)")
+        raise OptionError(f"unknown mode {mode!r} (create, overwrite, append)")
     if mode == "overwrite" or (mode is None and overwrite):
         mode = "overwrite"
     elif overwrite:
-        raise ZarrowError(f"overwrite=True contradicts mode={mode!r}")
+        raise OptionError(f"overwrite=True contradicts mode={mode!r}")
     append = mode == "append"
     if not append and lock_timeout is not None:
-        raise ZarrowError("lock_timeout applies to mode='append'")
+        raise OptionError("lock_timeout applies to mode='append'")
     return _zarrow.write(
         data,
         _location(path),

@@ -230,8 +230,10 @@ pub(crate) fn decode(input: &[u8], limit: usize) -> Result<Buffer, ChunkError> {
 /// An unknown `cname`, or an input over c-blosc's 2 GiB frame limit.
 #[cfg(feature = "blosc")]
 pub(crate) fn encode(input: &[u8], config: &Blosc) -> Result<Vec<u8>, EncodeError> {
-    let cname = CString::new(config.cname.as_str())
-        .map_err(|_| EncodeError::compress("cname contains NUL"))?;
+    let cname = CString::new(config.cname.as_str()).map_err(|_| EncodeError::Blosc {
+        code: 0,
+        cname: config.cname.clone(),
+    })?;
     let shuffle = config.shuffle.number();
     let mut out = vec![0u8; input.len() + MAX_OVERHEAD];
     // SAFETY: `input` and `out` are live, non-overlapping slices whose lengths are
@@ -252,10 +254,10 @@ pub(crate) fn encode(input: &[u8], config: &Blosc) -> Result<Vec<u8>, EncodeErro
         )
     };
     if n <= 0 {
-        return Err(EncodeError::Compress(format!(
-            "blosc compression failed ({n}); is cname {:?} supported?",
-            config.cname
-        )));
+        return Err(EncodeError::Blosc {
+            code: n,
+            cname: config.cname.clone(),
+        });
     }
     out.truncate(n as usize);
     Ok(out)

@@ -131,7 +131,7 @@ fn encode(input: &[u8], config: &Lzma) -> Result<Vec<u8>, EncodeError> {
             liblzma::stream::Stream::new_easy_encoder(config.preset, liblzma::stream::Check::Crc64)
         }
     }
-    .map_err(EncodeError::compress)?;
+    .map_err(|e| EncodeError::compress(std::io::Error::other(e)))?;
     let mut enc = liblzma::write::XzEncoder::new_stream(Vec::new(), stream);
     enc.write_all(input).map_err(EncodeError::compress)?;
     enc.finish().map_err(EncodeError::compress)

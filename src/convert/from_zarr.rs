@@ -10,9 +10,10 @@ use crate::read::{TableOptions, open_table};
 
 pub(super) fn convert(args: &Job<'_>, format: ExportFormat) -> Result<Written> {
     if args.write.append {
-        return Err(Error::InvalidArgument(
-            "--append applies to a Zarr output (rows added to its group)".into(),
-        ));
+        return Err(Error::OptionNotApplicable {
+            options: vec!["--append"],
+            applies_to: "a Zarr output (rows added to its group)",
+        });
     }
     let store = args.open_src()?;
     let options = args.read;

@@ -3,7 +3,7 @@
 //! reads as the fill value), so a few bytes of metadata could otherwise make a
 //! conversion run for hours and fill the disk.
 
-use crate::error::{Error, ParseOptionError, Result};
+use crate::error::{Error, LimitKind, ParseOptionError, Result};
 use arrow_schema::DataType;
 
 /// Default for `--max-rows`: the largest row count Arrow's 32-bit lengths and most
@@ -57,15 +57,21 @@ pub(crate) fn check<'a>(
         bits += u128::from(n) * u128::from(min_bits(data_type));
     }
     if rows > max_rows {
-        return Err(Error::InvalidArgument(format!(
-            "{what} has {rows} rows, over the limit of {max_rows} (its shape may promise more than it stores: missing chunks read as the fill value); pass --max-rows {rows} to convert it anyway"
-        )));
+        return Err(Error::LimitExceeded {
+            what: what.to_string(),
+            limit: LimitKind::Rows,
+            value: rows,
+            max: max_rows,
+        });
     }
     let bytes = bits.div_ceil(8);
     if bytes > u128::from(max_bytes) {
-        return Err(Error::InvalidArgument(format!(
-            "{what} would give at least {bytes} bytes of Arrow data, over the limit of {max_bytes}; pass --max-bytes {bytes} to convert it anyway"
-        )));
+        return Err(Error::LimitExceeded {
+            what: what.to_string(),
+            limit: LimitKind::Bytes,
+            value: u64::try_from(bytes).unwrap_or(u64::MAX),
+            max: max_bytes,
+        });
     }
     Ok(())
 }

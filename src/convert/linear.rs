@@ -14,7 +14,7 @@ use super::to_zarr::options;
 use super::{Job, Written, limits};
 use crate::ReadOptions;
 use crate::conventions::zarrow::recorded_columns;
-use crate::error::{Error, Result};
+use crate::error::{Conversion, Error, Result};
 use crate::export::{self, ExportFormat};
 use crate::linear::{parse_json, read_csv, write_csv, write_json};
 use crate::metadata::NodeMetadata;
@@ -41,7 +41,7 @@ fn write_file(
     out.into_inner()
         .map_err(|e| e.into_error())
         .and_then(|f| f.sync_all())
-        .map_err(|e| Error::InvalidArgument(format!("{}: {e}", dst.display())))?;
+        .map_err(|e| Error::io(dst, e))?;
     partial.commit()
 }
 
@@ -87,9 +87,10 @@ fn arrays(args: &Job<'_>) -> Result<Vec<(String, ZarrArray)>> {
 /// Zarr (array or group) to `.json` (one array) or `.csv`.
 pub(super) fn export(args: &Job<'_>, kind: Kind) -> Result<Written> {
     if args.write.append {
-        return Err(Error::InvalidArgument(
-            "--append applies to a Zarr output (rows added to its group)".into(),
-        ));
+        return Err(Error::OptionNotApplicable {
+            options: vec!["--append"],
+            applies_to: "a Zarr output (rows added to its group)",
+        });
     }
     // The linear format holds whole arrays: a selection would be dropped.
     if args.select.columns.is_some()
@@ -97,9 +98,10 @@ pub(super) fn export(args: &Job<'_>, kind: Kind) -> Result<Written> {
         || args.select.limit.is_some()
         || args.select.long
     {
-        return Err(Error::InvalidArgument(
-            "--columns, --rows, --limit and --long do not apply to a .json / .csv output (the linear format holds whole arrays)".into(),
-        ));
+        return Err(Error::OptionNotApplicable {
+            options: vec!["--columns", "--rows", "--limit", "--long"],
+            applies_to: "a table or Zarr output, not a .json / .csv one (the linear format holds whole arrays)",
+        });
     }
     let arrays = arrays(args)?;
     let types: Vec<_> = arrays.iter().map(|(_, a)| a.arrow_type()).collect();
@@ -116,11 +118,10 @@ pub(super) fn export(args: &Job<'_>, kind: Kind) -> Result<Written> {
     match kind {
         Kind::Json => {
             let [(_, values, shape)] = read.as_slice() else {
-                return Err(Error::InvalidArgument(format!(
-                    "{} is a group of {} arrays: a JSON file holds one array (convert to .csv, or convert one array)",
-                    args.src,
-                    read.len()
-                )));
+                return Err(Error::UnsupportedConversion {
+                    path: args.src.to_string(),
+                    reason: Conversion::GroupToJson { arrays: read.len() },
+                });
             };
             write_file(args.dst_path(), args.overwrite, |w| {
                 write_json(w, values.as_ref(), shape)
@@ -141,14 +142,15 @@ pub(super) fn export(args: &Job<'_>, kind: Kind) -> Result<Written> {
 /// a Zarr group (one array per column).
 pub(super) fn import(args: &Job<'_>, kind: Kind, table: Option<ExportFormat>) -> Result<Written> {
     if args.write.append {
-        return Err(Error::InvalidArgument(
-            "an append takes a table file (.parquet, .arrow / .ipc / .feather, .arrows): a linear-format file holds whole arrays".into(),
-        ));
+        return Err(Error::UnsupportedConversion {
+            path: args.src.to_string(),
+            reason: Conversion::AppendLinear,
+        });
     }
     let open = || {
         File::open(args.src_path())
             .map(BufReader::new)
-            .map_err(|e| Error::InvalidArgument(format!("{}: {e}", args.src)))
+            .map_err(|e| Error::io(args.src_path(), e))
     };
     let write_options = options(args)?;
     match (kind, table) {
@@ -212,6 +214,9 @@ pub(super) fn import(args: &Job<'_>, kind: Kind, table: Option<ExportFormat>) ->
             })
             .map(Written::Rows)
         }
-        (Kind::Csv, Some(_)) => Err(args.refuse(super::Unconvertible::CsvToTable)),
+        (Kind::Csv, Some(_)) => Err(Error::UnsupportedConversion {
+            path: args.src.to_string(),
+            reason: Conversion::CsvToTable,
+        }),
     }
 }

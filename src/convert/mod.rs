@@ -26,7 +26,7 @@ use arrow_array::RecordBatchReader;
 
 pub use self::limits::Limits;
 use crate::ReadOptions;
-use crate::error::{Error, Result};
+use crate::error::{Conversion, Error, ParseOptionError, Result};
 pub use crate::export::ExportOptions;
 use crate::export::{ExportFormat, FileFormat, parse_parquet_compression};
 use crate::location::{Location, LocationError, Stores};
@@ -109,36 +109,43 @@ impl ConvertOptions {
     /// and `shard_shape` are lists: set their fields.
     ///
     /// # Errors
-    /// [`Error::Option`] / [`Error::InvalidArgument`] naming the key and what it
-    /// takes.
+    /// [`Error::Option`] naming the key, the value and what it takes;
+    /// [`Error::UnknownOption`].
     pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
-        let bad = |takes: &str| {
-            Error::InvalidArgument(format!("convert option {key} = {value:?}: {takes}"))
+        let bad = |option: &'static str, takes: &'static str| {
+            Error::Option(ParseOptionError::new(option, value, takes))
         };
-        let flag = || crate::write::parse_flag(value).ok_or_else(|| bad("true or false"));
-        let number = || value.trim().parse::<u64>().map_err(|_| bad("a number"));
+        let flag = |option: &'static str| {
+            crate::write::parse_flag(value).ok_or_else(|| bad(option, "true or false"))
+        };
+        let number = |option: &'static str| {
+            value
+                .trim()
+                .parse::<u64>()
+                .map_err(|_| bad(option, "a number"))
+        };
         match key {
-            "overwrite" => self.overwrite = flag()?,
+            "overwrite" => self.overwrite = flag("overwrite")?,
             "string_type" => self.read.string_type = Some(value.parse()?),
             "max_chunk_bytes" => {
                 let bytes = limits::parse_size(value)?;
                 self.read.max_chunk_bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
             }
-            "decode_cf" => self.read.decode_cf = flag()?,
-            "categorical_values" => self.read.categorical_values = flag()?,
-            "limit" => self.select.limit = Some(number()?),
-            "long" => self.select.long = flag()?,
-            "max_rows" => self.limits.max_rows = number()?,
+            "decode_cf" => self.read.decode_cf = flag("decode_cf")?,
+            "categorical_values" => self.read.categorical_values = flag("categorical_values")?,
+            "limit" => self.select.limit = Some(number("limit")?),
+            "long" => self.select.long = flag("long")?,
+            "max_rows" => self.limits.max_rows = number("max_rows")?,
             "max_bytes" => self.limits.max_bytes = limits::parse_size(value)?,
             "compression" => self.export.compression = parse_parquet_compression(value)?,
-            "anonymous" => self.url.anonymous = flag()?,
+            "anonymous" => self.url.anonymous = flag("anonymous")?,
             _ if WriteOptions::KEYS.contains(&key) => self.write.set(key, value)?,
             _ => {
-                return Err(Error::InvalidArgument(format!(
-                    "unknown convert option {key:?} ({}, {})",
-                    Self::KEYS.join(", "),
-                    WriteOptions::KEYS.join(", ")
-                )));
+                return Err(Error::UnknownOption {
+                    group: "convert",
+                    key: key.to_string(),
+                    known: [Self::KEYS, WriteOptions::KEYS].concat(),
+                });
             }
         }
         Ok(())
@@ -204,37 +211,6 @@ impl std::fmt::Display for Written {
     }
 }
 
-/// Why zarrow makes no conversion between two locations
-/// ([`Error::Unconvertible`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum Unconvertible {
-    /// Both ends are Zarr stores.
-    #[error("both Zarr stores: zarrow converts Zarr to a table file or a table file to Zarr")]
-    BothZarr,
-    /// The output's extension names no table or linear format.
-    #[error(
-        "cannot tell the output format: use .parquet, .arrow/.ipc/.feather (IPC file), .arrows (IPC stream), .json or .csv"
-    )]
-    OutputFormat,
-    /// The input is neither a Zarr store nor a file of a format zarrow reads.
-    #[error(
-        "the input is neither a Zarr directory nor a .parquet / .arrow / .ipc / .feather / .arrows / .json / .csv file"
-    )]
-    InputFormat,
-    /// A table file's output names a table file too.
-    #[error("a table file converts to Zarr: a Zarr output is a directory (NAME.zarr)")]
-    TableToTable,
-    /// A linear-format CSV's output is a table file.
-    #[error(
-        "a CSV of linear-format columns converts to a Zarr group (OUT.zarr): its arrays may differ in shape"
-    )]
-    CsvToTable,
-    /// `--mmap` with an input that is not a local directory.
-    #[error("--mmap applies to local stores only")]
-    MmapNotLocal,
-}
-
 /// What one end of a conversion holds, decided once, from the location and
 /// its extension, before anything is read or written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -294,7 +270,10 @@ impl Job<'_> {
             return self.stores.open_consolidated(self.src);
         }
         let Some(path) = self.src.as_path() else {
-            return Err(self.refuse(Unconvertible::MmapNotLocal));
+            return Err(Error::OptionNotApplicable {
+                options: vec!["--mmap"],
+                applies_to: "local stores only",
+            });
         };
         if !path.is_dir() {
             return Err(Error::Location {
@@ -332,11 +311,19 @@ impl Job<'_> {
         )
     }
 
-    fn refuse(&self, reason: Unconvertible) -> Error {
-        Error::Unconvertible {
-            src: self.src.to_string(),
-            dst: self.dst.to_string(),
+    /// `reason` as the error of this conversion.
+    fn refuse(&self, reason: Conversion) -> Error {
+        Error::UnsupportedConversion {
+            path: self.src.to_string(),
             reason,
+        }
+    }
+
+    /// The error of an output whose extension names no format.
+    fn unknown_output(&self) -> Error {
+        Error::UnknownFormat {
+            path: self.dst.to_string(),
+            expected: ".parquet, .arrow/.ipc/.feather (IPC file), .arrows (IPC stream), .json or .csv",
         }
     }
 }
@@ -357,7 +344,8 @@ impl Deref for Job<'_> {
 /// Zarr store).
 ///
 /// # Errors
-/// [`Error::Unconvertible`] for ends zarrow converts nothing between;
+/// [`Error::UnsupportedConversion`] and [`Error::UnknownFormat`] for ends
+/// zarrow converts nothing between;
 /// [`Error::Location`] for a missing input; options that do not apply, an
 /// existing `dst` without `overwrite`, the limits, and every read and write
 /// error.
@@ -375,7 +363,7 @@ pub fn convert(
         observer,
     };
     let Some(from) = Format::input(src)? else {
-        return Err(job.refuse(Unconvertible::InputFormat));
+        return Err(job.refuse(Conversion::UnknownInput));
     };
     let to = Format::output(dst);
     let file_output = matches!(to, Format::Table(_) | Format::Linear(_));
@@ -385,26 +373,26 @@ pub fn convert(
             reason: LocationError::RemoteFile,
         });
     }
+    let table_output = || Error::UnsupportedConversion {
+        path: dst.to_string(),
+        reason: Conversion::TableFileAsZarr,
+    };
     match (from, to) {
-        (Format::Zarr, Format::Zarr) if matches!(dst, Location::Store { .. }) => {
-            Err(job.refuse(Unconvertible::BothZarr))
+        (Format::Zarr, Format::Zarr) if !dst.is_local() || !src.is_local() => {
+            Err(job.refuse(Conversion::BothZarr {
+                dst: dst.to_string(),
+            }))
         }
-        (Format::Zarr, Format::Zarr)
-            if matches!(src, Location::Store { .. }) || !dst.is_local() =>
-        {
-            Err(job.refuse(Unconvertible::BothZarr))
-        }
-        (Format::Zarr, Format::Zarr) => Err(job.refuse(Unconvertible::OutputFormat)),
+        (Format::Zarr, Format::Zarr) => Err(job.unknown_output()),
         (Format::Zarr, Format::Table(format)) => from_zarr::convert(&job, format),
         (Format::Zarr, Format::Linear(kind)) => linear::export(&job, kind),
         (Format::Table(format), Format::Zarr) => to_zarr::convert(&job, format),
-        (Format::Table(_), _) => Err(job.refuse(Unconvertible::TableToTable)),
+        (Format::Table(_), _) | (Format::Linear(_), Format::Linear(_)) => Err(table_output()),
         (Format::Linear(linear::Kind::Csv), Format::Table(_)) => {
-            Err(job.refuse(Unconvertible::CsvToTable))
+            Err(job.refuse(Conversion::CsvToTable))
         }
         (Format::Linear(kind), Format::Zarr) => linear::import(&job, kind, None),
         (Format::Linear(kind), Format::Table(format)) => linear::import(&job, kind, Some(format)),
-        (Format::Linear(_), Format::Linear(_)) => Err(job.refuse(Unconvertible::TableToTable)),
     }
 }
 
@@ -538,38 +526,30 @@ mod tests {
         let table = dir.path().join("t.parquet");
         std::fs::write(&table, b"not read").unwrap();
         let table = Location::Path(table);
-        let reason = |src: &Location, dst: &Location| match convert(
-            src,
-            dst,
-            &ConvertOptions::default(),
-            &Quiet,
-        ) {
-            Err(Error::Unconvertible { reason, .. }) => reason,
+        let run = |src: &Location, dst: &Location| {
+            convert(src, dst, &ConvertOptions::default(), &Quiet).unwrap_err()
+        };
+        let reason = |src: &Location, dst: &Location| match run(src, dst) {
+            Error::UnsupportedConversion { reason, .. } => reason,
             other => panic!("{src} -> {dst}: {other:?}"),
         };
         // A file output on an object store: refused before any request.
-        let remote = convert(
-            &obs,
-            &loc("s3://bucket/out.parquet"),
-            &ConvertOptions::default(),
-            &Quiet,
-        );
         assert!(matches!(
-            remote,
-            Err(Error::Location {
+            run(&obs, &loc("s3://bucket/out.parquet")),
+            Error::Location {
                 reason: LocationError::RemoteFile,
                 ..
-            })
+            }
         ));
-        assert_eq!(
+        assert!(matches!(
             reason(&obs, &loc("s3://bucket/out.zarr")),
-            Unconvertible::BothZarr
-        );
+            Conversion::BothZarr { .. }
+        ));
         let out = Location::Path(dir.path().join("out.zarr"));
-        assert_eq!(reason(&obs, &out), Unconvertible::OutputFormat);
+        assert!(matches!(run(&obs, &out), Error::UnknownFormat { .. }));
         assert_eq!(
             reason(&table, &Location::Path(dir.path().join("u.arrow"))),
-            Unconvertible::TableToTable
+            Conversion::TableFileAsZarr
         );
         let csv = dir.path().join("t.csv");
         std::fs::write(&csv, b"").unwrap();
@@ -578,27 +558,22 @@ mod tests {
                 &Location::Path(csv),
                 &Location::Path(dir.path().join("u.parquet"))
             ),
-            Unconvertible::CsvToTable
+            Conversion::CsvToTable
         );
         let odd = dir.path().join("t.txt");
         std::fs::write(&odd, b"").unwrap();
-        assert_eq!(
-            reason(&Location::Path(odd), &out),
-            Unconvertible::InputFormat
-        );
+        assert_eq!(reason(&Location::Path(odd), &out), Conversion::UnknownInput);
         // A missing input is the location's error.
-        let missing = convert(
+        let missing = run(
             &Location::Path(dir.path().join("nope.zarr")),
             &Location::Path(dir.path().join("o.parquet")),
-            &ConvertOptions::default(),
-            &Quiet,
         );
         assert!(matches!(
             missing,
-            Err(Error::Location {
+            Error::Location {
                 reason: LocationError::Missing,
                 ..
-            })
+            }
         ));
         // Nothing was written.
         assert!(!dir.path().join("out.zarr").exists());

@@ -25,7 +25,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Overwrite, Result, StoreAction};
+use crate::location::LocationError;
 
 /// The partial outputs that a signal must remove. The signal handler takes the lock
 /// and never gives it back (the process exits), so a commit, which holds it while
@@ -100,8 +101,9 @@ fn split(dst: &Path) -> Result<(PathBuf, String)> {
     let name = dst
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
-        .ok_or_else(|| {
-            Error::InvalidArgument(format!("{} names no file or directory", dst.display()))
+        .ok_or_else(|| Error::Location {
+            location: dst.display().to_string(),
+            reason: LocationError::NoName,
         })?;
     let parent = match dst.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -143,10 +145,11 @@ impl Partial {
                 return Err(exists(dst));
             }
             if !dst.is_dir() || !is_zarr_store(dst) {
-                return Err(Error::InvalidArgument(format!(
-                    "{} exists and is not a Zarr store: refusing to replace it even with --overwrite",
-                    dst.display()
-                )));
+                return Err(Error::NotAZarrStore {
+                    path: dst.display().to_string(),
+                    entries: None,
+                    action: StoreAction::Replace,
+                });
             }
         }
         Self::start(dst, Kind::Dir)
@@ -279,10 +282,10 @@ fn unregister(path: &Path) {
 }
 
 fn exists(dst: &Path) -> Error {
-    Error::InvalidArgument(format!(
-        "{} exists (pass --overwrite to replace it)",
-        dst.display()
-    ))
+    Error::AlreadyExists {
+        path: dst.display().to_string(),
+        overwrite: Overwrite::Convert,
+    }
 }
 
 fn io_error(path: &Path, e: std::io::Error) -> Error {

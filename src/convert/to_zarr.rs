@@ -15,7 +15,7 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use super::output::Partial;
 use super::{Job, Written};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, StoreAction};
 use crate::export::ExportFormat;
 use crate::location::Location;
 use crate::store::{LocalStore, Store};
@@ -45,8 +45,7 @@ impl<R: RecordBatchReader> RecordBatchReader for WithSchema<R> {
 
 /// Open a Parquet or Arrow IPC file; the row count when the format states it.
 fn open_table(path: &Path, format: ExportFormat) -> Result<(Reader, Option<u64>)> {
-    let file =
-        File::open(path).map_err(|e| Error::InvalidArgument(format!("{}: {e}", path.display())))?;
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
     Ok(match format {
         ExportFormat::Parquet => {
             let builder = ParquetRecordBatchReaderBuilder::try_new(file)?;
@@ -81,18 +80,21 @@ pub(super) fn options(args: &Job<'_>) -> Result<WriteOptions> {
     if write.append
         && (args.overwrite || write.chunk_shape.is_some() || write.shard_shape.is_some())
     {
-        return Err(Error::InvalidArgument(
-            "an append takes neither overwrite nor chunk_shape / shard_shape".into(),
-        ));
+        return Err(Error::OptionConflict {
+            option: "append".into(),
+            other: "overwrite, chunk_shape or shard_shape".into(),
+            why: "an append writes with the table's own chunks",
+        });
     }
     Ok(write.clone())
 }
 
 pub(super) fn convert(args: &Job<'_>, format: ExportFormat) -> Result<Written> {
     if args.select.is_given() || args.read.string_type.is_some() {
-        return Err(Error::InvalidArgument(
-            "--columns, --string-type, --rows and --limit apply when SRC is a Zarr store".into(),
-        ));
+        return Err(Error::OptionNotApplicable {
+            options: vec!["--columns", "--string-type", "--rows", "--limit"],
+            applies_to: "a Zarr source (SRC a Zarr store)",
+        });
     }
     let options = options(args)?;
     let (reader, total) = open_table(args.src_path(), format)?;
@@ -132,6 +134,7 @@ pub(super) fn replace_store(
         if !overwrite {
             return Err(Error::AlreadyExists {
                 path: dst.to_string(),
+                overwrite: crate::error::Overwrite::WriteOptions,
             });
         }
         // As locally, only a Zarr store is replaced: never other data under the
@@ -140,11 +143,11 @@ pub(super) fn replace_store(
             .iter()
             .any(|doc| existing.iter().any(|k| k == doc));
         if !is_zarr {
-            return Err(Error::InvalidArgument(format!(
-                "{} holds {} objects but no Zarr store (zarr.json, .zgroup or .zarray at its root): zarrow replaces only a Zarr store",
-                dst,
-                existing.len()
-            )));
+            return Err(Error::NotAZarrStore {
+                path: dst.to_string(),
+                entries: Some(existing.len() as u64),
+                action: StoreAction::Replace,
+            });
         }
         for key in &existing {
             store.delete(key)?;

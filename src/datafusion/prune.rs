@@ -78,9 +78,9 @@ pub(crate) async fn matching_rows(
             let n = batch.num_rows();
             let mask = predicate.evaluate(&batch)?.into_array(n)?;
             let mask = mask.as_boolean_opt().ok_or_else(|| {
-                df_err(Error::InvalidArgument(
-                    "a filter did not evaluate to booleans".into(),
-                ))
+                df_err(Error::Internal {
+                    what: "a filter did not evaluate to booleans",
+                })
             })?;
             let matches = |i: &usize| mask.is_valid(*i) && mask.value(*i);
             if let Some(i) = (0..n).find(matches) {

@@ -119,7 +119,7 @@ impl std::fmt::Debug for SqlStream {
 /// the Zarr tables async.
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] for a bad option; [`Error::Query`] (one line) for a
+/// [`Error::Option`] for a bad option; [`Error::Query`] (one line) for a
 /// table that cannot be opened, bad SQL or a query that fails to plan; the
 /// store's errors.
 pub async fn sql_stream(
@@ -323,9 +323,12 @@ async fn register_table(
         let options = CsvReadOptions::new().file_extension(&extension);
         ctx.register_csv(name, location, options).await
     } else if format.is_some() {
-        return Err(Error::InvalidArgument(format!(
-            "table {name} ({location}): a .json file holds the linear format (an N-d array), not a table; tables are Zarr stores and .parquet / .pq, .arrow / .ipc / .feather / .arrows and .csv files"
-        )));
+        return Err(Error::UnsupportedConversion {
+            path: location.to_string(),
+            reason: crate::error::Conversion::LinearAsTable {
+                table: name.to_string(),
+            },
+        });
     } else {
         // Its metadata is read blocking, off the runtime's workers, waiting on
         // the runtime (no runtime of the store's own).

@@ -315,7 +315,7 @@ impl ReadBudget for PoolBudget {
             .map_err(|e| crate::Error::MemoryExhausted {
                 what: format!("{} (its read-ahead)", self.0.consumer().name()),
                 bytes: bytes as u64,
-                message: e.to_string(),
+                source: Box::new(e),
             })
     }
 }

@@ -505,9 +505,10 @@ impl RecordBatchReader for Received {
 
 /// A COPY's target that exists.
 fn exists(target: &str) -> Error {
-    Error::InvalidArgument(format!(
-        "{target} exists: OPTIONS (overwrite true) replaces it, OPTIONS (append true) adds the rows to it"
-    ))
+    Error::AlreadyExists {
+        path: target.to_string(),
+        overwrite: crate::error::Overwrite::Sql,
+    }
 }
 
 /// Write `reader` to `target`: the rows written.

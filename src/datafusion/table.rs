@@ -23,7 +23,7 @@ use super::sink::{Mode, Target, ZarrSink};
 use super::{df_err, prune};
 use crate::conventions::anndata;
 use crate::convert::open_for_append;
-use crate::error::{Error, Result};
+use crate::error::{Error, ParseOptionError, Result};
 use crate::location::{Location, Stores};
 use crate::read::{DIMENSION_NAMES_KEY, ReaderBuilder, Skipped, aligned_splits};
 use crate::store::{Consolidated, MetadataSnapshot, UrlOptions};
@@ -62,7 +62,7 @@ impl ZarrTableOptions {
     /// `categorical_values` (`true`/`false`), each optionally prefixed `format.`.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for an unknown key or value: nothing is
+    /// [`Error::UnknownOption`] for an unknown key, [`Error::Option`] for a bad value: nothing is
     /// ignored in silence.
     pub fn from_map<'a>(options: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Self> {
         let list = |v: &str| -> Vec<String> {
@@ -72,10 +72,10 @@ impl ZarrTableOptions {
                 .map(String::from)
                 .collect()
         };
-        let flag = |key: &str, value: &str| -> Result<bool> {
+        let flag = |key: &'static str, value: &str| -> Result<bool> {
             value
                 .parse()
-                .map_err(|_| Error::InvalidArgument(format!("{key} {value:?}: use true or false")))
+                .map_err(|_| Error::Option(ParseOptionError::new(key, value, "true or false")))
         };
         let mut out = Self::default();
         for (key, value) in options {
@@ -92,10 +92,17 @@ impl ZarrTableOptions {
                     out.categorical_values = Some(flag("categorical_values", value)?);
                 }
                 other => {
-                    return Err(Error::InvalidArgument(format!(
-                        "unknown ZARR table option {other:?} (string_type, columns, sorted, raw, \
-                         categorical_values)"
-                    )));
+                    return Err(Error::UnknownOption {
+                        group: "ZARR table",
+                        key: other.to_string(),
+                        known: vec![
+                            "string_type",
+                            "columns",
+                            "sorted",
+                            "raw",
+                            "categorical_values",
+                        ],
+                    });
                 }
             }
         }
@@ -235,9 +242,10 @@ impl ZarrTable {
             }
             NodeMetadata::Array(_) => {
                 if options.columns.is_some() {
-                    return Err(Error::InvalidArgument(
-                        "the columns option applies to groups only".into(),
-                    ));
+                    return Err(Error::OptionNotApplicable {
+                        options: vec!["the columns option"],
+                        applies_to: "groups only",
+                    });
                 }
                 Source::Flat(ZarrArray::open_with(store, "", read_options)?.with_column_name(name))
             }
@@ -266,8 +274,10 @@ impl ZarrTable {
         let mut sorted = Vec::new();
         for name in &options.sorted {
             let Ok(i) = schema.index_of(name) else {
-                return Err(Error::InvalidArgument(format!(
-                    "sorted column {name:?} is not a column of {location}"
+                return Err(Error::Option(ParseOptionError::new(
+                    "sorted",
+                    name,
+                    "columns of the table",
                 )));
             };
             sorted.push(i);

@@ -83,7 +83,7 @@ impl<W: Write + Send> ParallelParquetWriter<W> {
     /// # Errors
     ///
     /// A schema Parquet cannot store (as [`ArrowWriter::try_new`]); an I/O error
-    /// writing the file's magic; [`Error::InvalidArgument`] for properties that
+    /// writing the file's magic; [`Error::OptionNotApplicable`] for properties that
     /// enable `max_row_group_bytes` or content-defined chunking, which
     /// `ArrowWriter` applies inside its own `write` and this writer does not.
     pub(super) fn try_new(
@@ -93,11 +93,10 @@ impl<W: Write + Send> ParallelParquetWriter<W> {
         max_bytes: usize,
     ) -> Result<Self> {
         if props.max_row_group_bytes().is_some() || props.content_defined_chunking().is_some() {
-            return Err(Error::InvalidArgument(
-                "the parallel Parquet writer does not apply max_row_group_bytes or \
-                 content-defined chunking"
-                    .into(),
-            ));
+            return Err(Error::OptionNotApplicable {
+                options: vec!["max_row_group_bytes", "content-defined chunking"],
+                applies_to: "the serial Parquet writer only (the parallel one does not apply them)",
+            });
         }
         let max_rows = props.max_row_group_row_count();
         let (file, factory) =
@@ -560,6 +559,9 @@ mod tests {
         let e = ParallelParquetWriter::try_new(Vec::new(), schema, props, usize::MAX)
             .err()
             .unwrap();
-        assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+        assert!(
+            matches!(&e, Error::OptionNotApplicable { options, .. } if options.contains(&"max_row_group_bytes")),
+            "{e}"
+        );
     }
 }

@@ -84,9 +84,11 @@ fn dtype_for(t: &ArrowType) -> Result<LinearType> {
         | ArrowType::LargeBinary
         | ArrowType::BinaryView => LinearType::Generic,
         other => {
-            return Err(Error::InvalidArgument(format!(
-                "the linear format has no form for {other}"
-            )));
+            return Err(Error::UnsupportedArrowType {
+                column: None,
+                data_type: other.clone(),
+                by: crate::error::ArrowTypeUse::Linear,
+            });
         }
     })
 }
@@ -125,10 +127,12 @@ impl<'a> Tokens<'a> {
     pub(crate) fn new(array: &'a dyn Array, shape: &[u64]) -> Result<Self> {
         let len: u64 = shape.iter().product();
         if len != array.len() as u64 {
-            return Err(Error::InvalidArgument(format!(
-                "{} values for shape {shape:?}",
-                array.len()
-            )));
+            return Err(Error::InvalidShape {
+                shape: shape.to_vec(),
+                problem: crate::error::ShapeProblem::ValuesDoNotFill {
+                    values: array.len() as u64,
+                },
+            });
         }
         let dtype = dtype_for(array.data_type())?;
         let mut header: Vec<Token<'static>> = ["version", "1.0.0", "ndarray", "shape"]

@@ -15,7 +15,7 @@ use crate::codec::CodecChain;
 use crate::conventions::cf::CfDecode;
 use crate::conventions::zarrow::{recorded_string_type, recorded_timezone};
 use crate::error::Convention;
-use crate::error::{ChunkError, Error, Result};
+use crate::error::{ChunkError, Error, LimitKind, NodeKind, Result};
 use crate::fill::fill_array;
 use crate::grid::{Grid, unravel};
 use crate::metadata::{ARROW_BYTES_PER_ELEMENT, ArrayMetadata, NodeMetadata, StringType};
@@ -40,7 +40,7 @@ impl ZarrArray {
     /// default [`ReadOptions`].
     ///
     /// # Errors
-    /// [`Error::NodeNotFound`], metadata errors, or [`Error::InvalidArgument`] when
+    /// [`Error::NodeNotFound`], metadata errors, or [`Error::WrongNodeKind`] when
     /// the node is a group.
     pub fn open(store: Arc<dyn Store>, path: &str) -> Result<Self> {
         Self::open_with(store, path, ReadOptions::default())
@@ -51,9 +51,11 @@ impl ZarrArray {
         let path = path.trim_matches('/').to_string();
         match read_node(store.as_ref(), &path)? {
             NodeMetadata::Array(meta) => Self::from_metadata(store, path, *meta, options),
-            NodeMetadata::Group(_) => Err(Error::InvalidArgument(format!(
-                "{path:?} is a group, not an array"
-            ))),
+            NodeMetadata::Group(_) => Err(Error::WrongNodeKind {
+                path: crate::store::node_label(store.as_ref(), &path),
+                expected: NodeKind::Array,
+                found: NodeKind::Group,
+            }),
         }
     }
 
@@ -184,15 +186,19 @@ impl ZarrArray {
             return Ok(None);
         }
         CfDecode::from_metadata(&self.meta, &self.arrow_type())
-            .map_err(|e| self.convention_err(Convention::Cf, e.to_string()))
+            .map_err(|e| self.convention_err(Convention::Cf, e))
     }
 
     /// An [`Error::Convention`] about this array.
-    pub(crate) fn convention_err(&self, convention: Convention, message: String) -> Error {
+    pub(crate) fn convention_err(
+        &self,
+        convention: Convention,
+        source: crate::conventions::ConventionError,
+    ) -> Error {
         Error::Convention {
             path: self.label(),
             convention,
-            message,
+            source: std::sync::Arc::new(source),
         }
     }
 
@@ -613,14 +619,16 @@ impl ZarrArray {
     /// concatenated (one more copy of everything).
     ///
     /// # Errors
-    /// Any chunk's error, or [`Error::InvalidArgument`] when the array does not
+    /// Any chunk's error, or [`Error::LimitExceeded`] when the array does not
     /// fit in memory.
     pub fn read_all(&self) -> Result<ArrayRef> {
         if usize::try_from(self.len()).is_err() {
-            return Err(Error::InvalidArgument(format!(
-                "array of {} elements is too large to read whole",
-                self.len()
-            )));
+            return Err(Error::LimitExceeded {
+                what: self.label(),
+                limit: LimitKind::Elements,
+                value: self.len(),
+                max: usize::MAX as u64,
+            });
         }
         self.check_read_size(self.len())?;
         self.read_rows(0..self.len())
@@ -629,20 +637,23 @@ impl ZarrArray {
     /// Elements `range` of a 1-D array, touching only the chunks that hold them.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for an N-d array or a range past the end.
+    /// [`Error::NotOneDimensional`] for an N-d array, [`Error::RowsOutOfRange`]
+    /// for a range past the end.
     pub fn read_range(&self, range: Range<u64>) -> Result<ArrayRef> {
         if self.meta.shape.len() != 1 {
-            return Err(Error::InvalidArgument(
-                "read_range needs a 1-D array".into(),
-            ));
+            return Err(Error::NotOneDimensional {
+                path: self.label(),
+                shape: self.meta.shape.clone(),
+                operation: "read_range",
+            });
         }
         if range.start > range.end || range.end > self.len() {
-            return Err(Error::InvalidArgument(format!(
-                "range {}..{} is outside the array (length {})",
-                range.start,
-                range.end,
-                self.len()
-            )));
+            return Err(Error::RowsOutOfRange {
+                path: self.label(),
+                start: range.start,
+                end: range.end,
+                len: self.len(),
+            });
         }
         if range.is_empty() {
             return self.fill(0);

@@ -20,7 +20,7 @@ use arrow_schema::{ArrowError, Schema, SchemaRef};
 use super::decoder::{Cursor, DecodeResult, DecoderParts, RowDecoder};
 use super::{Column, READ_AHEAD_BYTES, ReadOptions, Skipped, ZarrArray, ZarrGroup, plan};
 use crate::conventions::pandas::{self, pandas_metadata};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, SkipReason, TableProblem};
 
 /// The largest default batch: the largest chunk length among the columns, capped
 /// here so that a column with tiny chunks does not mean millions of decode jobs
@@ -147,10 +147,10 @@ impl ReaderBuilder {
         }
     }
 
-    fn table_err(&self, message: String) -> Error {
+    fn table_err(&self, problem: TableProblem) -> Error {
         Error::Table {
             path: self.label(),
-            message,
+            problem,
         }
     }
 
@@ -179,11 +179,20 @@ impl ReaderBuilder {
         let columns = match &self.projection {
             None => {
                 // A column that reads only raw is refused, not left out.
-                if let Some(s) = skipped.iter().find(|s| s.convention) {
+                // (A projection that leaves it out reads the others.)
+                if let Some(SkipReason::Convention {
+                    path,
+                    convention,
+                    source,
+                }) = skipped
+                    .iter()
+                    .map(|s| &s.reason)
+                    .find(|r| matches!(r, SkipReason::Convention { .. }))
+                {
                     return Err(Error::Convention {
-                        path: self.label(),
-                        convention: crate::Convention::Cf,
-                        message: format!("{s} (leave it out with a projection)"),
+                        path: path.clone(),
+                        convention: *convention,
+                        source: source.clone(),
                     });
                 }
                 available
@@ -195,16 +204,12 @@ impl ReaderBuilder {
                         return Ok(c.clone());
                     }
                     if let Some(s) = skipped.iter().find(|s| &s.name == name) {
-                        return Err(self.table_err(format!("{name:?} is {}", s.reason)));
+                        return Err(self.table_err(TableProblem::Skipped(s.clone())));
                     }
-                    Err(self.table_err(format!(
-                        "no column named {name:?} (have: {})",
-                        available
-                            .iter()
-                            .map(Column::name)
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )))
+                    Err(self.table_err(TableProblem::NoSuchColumn {
+                        name: name.clone(),
+                        have: available.iter().map(|c| c.name().to_string()).collect(),
+                    }))
                 })
                 .collect::<Result<Vec<_>>>()?,
         };
@@ -230,12 +235,12 @@ impl ReaderBuilder {
     fn row_range(&self, len: u64) -> Result<Range<u64>> {
         let range = self.rows.clone().unwrap_or(0..len);
         if range.start > range.end || range.end > len {
-            return Err(Error::InvalidArgument(format!(
-                "rows {}..{} are outside {:?} ({len} rows)",
-                range.start,
-                range.end,
-                self.label()
-            )));
+            return Err(Error::RowsOutOfRange {
+                path: self.label(),
+                start: range.start,
+                end: range.end,
+                len,
+            });
         }
         let start = range.start.saturating_add(self.offset).min(range.end);
         let end = match self.limit {
@@ -367,7 +372,7 @@ impl ReaderBuilder {
         let Some(store) = self.store() else {
             // No column: the columns' error says why.
             self.columns()?;
-            return Err(self.table_err("it has no columns".into()));
+            return Err(self.table_err(TableProblem::NoColumns));
         };
         #[cfg(feature = "async")]
         if let Some(remote) = store.remote() {
@@ -651,7 +656,7 @@ impl ReaderBuilder {
             }
             None => self
                 .columns()
-                .and_then(|_| Err(self.table_err("it has no columns".into()))),
+                .and_then(|_| Err(self.table_err(TableProblem::NoColumns))),
         };
         match opened {
             Ok(stream) => stream.boxed(),

@@ -21,7 +21,7 @@ use crate::conventions::cf::{self, CfDecode};
 use crate::conventions::pandas::PandasColumn;
 use crate::conventions::zarrow;
 use crate::error::Convention;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// One column of a table.
 #[derive(Debug, Clone)]
@@ -109,16 +109,11 @@ impl Column {
         codes: ZarrArray,
         categories: ZarrArray,
         ordered: bool,
-    ) -> std::result::Result<Self, String> {
+    ) -> std::result::Result<Self, ConventionError> {
         one_d(&codes, anndata::CODES)?;
         one_d(&categories, anndata::CATEGORIES)?;
         let data_type = anndata::dictionary_type(&codes.arrow_type(), &categories.arrow_type())
-            .ok_or_else(|| {
-                format!(
-                    "categorical codes must be signed integers, not {}",
-                    codes.metadata().data_type.zarr_name()
-                )
-            })?;
+            .ok_or_else(|| ConventionError::CodeType(codes.arrow_type()))?;
         let values = codes.options().categorical_values;
         // As values, each row is a view of its category unless a string type is
         // chosen: no string is copied.
@@ -152,28 +147,28 @@ impl Column {
         values: ZarrArray,
         mask: ZarrArray,
         kind: Nullable,
-    ) -> std::result::Result<Self, String> {
+    ) -> std::result::Result<Self, ConventionError> {
         one_d(&values, anndata::VALUES)?;
         one_d(&mask, anndata::MASK)?;
         if mask.arrow_type() != ArrowType::Boolean {
-            return Err(format!(
-                "the mask must be bool, not {}",
-                mask.metadata().data_type.zarr_name()
-            ));
+            return Err(ConventionError::MaskType(mask.arrow_type()));
         }
         if mask.len() != values.len() {
-            return Err(format!(
-                "the mask has {} rows, the values {}",
-                mask.len(),
-                values.len()
-            ));
+            return Err(ConventionError::MaskLength {
+                mask: usize::try_from(mask.len()).unwrap_or(usize::MAX),
+                values: usize::try_from(values.len()).unwrap_or(usize::MAX),
+            });
         }
         let data_type = values.arrow_type();
         if Nullable::of(&data_type) != Some(kind) {
-            return Err(format!(
-                "{kind:?} values must not be {}",
-                values.metadata().data_type.zarr_name()
-            ));
+            return Err(ConventionError::NullableValues {
+                kind: match kind {
+                    Nullable::Integer => "Integer",
+                    Nullable::Boolean => "Boolean",
+                    Nullable::String => "String",
+                },
+                data_type: values.metadata().data_type.zarr_name().to_string(),
+            });
         }
         Ok(Self {
             field: Arc::new(Field::new(name, data_type, true)),
@@ -235,9 +230,8 @@ impl Column {
         prepared: Option<&ArrayRef>,
         mut leaves: Vec<ArrayRef>,
     ) -> Result<ArrayRef> {
-        let anndata = |array: &ZarrArray, e: ConventionError| {
-            array.convention_err(Convention::AnnData, e.to_string())
-        };
+        let anndata =
+            |array: &ZarrArray, e: ConventionError| array.convention_err(Convention::AnnData, e);
         match &self.kind {
             Kind::Array {
                 cf: None,
@@ -249,22 +243,19 @@ impl Column {
                 cf: None,
                 dictionary: Some(keys),
             } => zarrow::dictionary(&leaves[0], keys)
-                .map_err(|e| array.convention_err(Convention::Zarrow, e.to_string())),
+                .map_err(|e| array.convention_err(Convention::Zarrow, e)),
             Kind::Array {
                 array,
                 cf: Some(cf),
                 ..
             } => cf
                 .decode(&leaves[0])
-                .map_err(|e| array.convention_err(Convention::Cf, e.to_string())),
-            Kind::Categorical {
-                codes,
-                categories,
-                values,
-            } => {
+                .map_err(|e| array.convention_err(Convention::Cf, e)),
+            Kind::Categorical { codes, values, .. } => {
                 let Some(dictionary) = prepared else {
-                    return Err(categories
-                        .convention_err(Convention::AnnData, "categories not read".into()));
+                    return Err(Error::Internal {
+                        what: "a categorical column's categories were not read before its rows",
+                    });
                 };
                 let assemble = if *values {
                     anndata::categorical_values
@@ -296,12 +287,12 @@ impl Column {
     }
 }
 
-fn one_d(array: &ZarrArray, role: &str) -> std::result::Result<(), String> {
+fn one_d(array: &ZarrArray, role: &'static str) -> std::result::Result<(), ConventionError> {
     match array.metadata().shape.len() {
         1 => Ok(()),
-        n => Err(format!(
-            "its {role} array is {n}-D (shape {:?})",
-            array.metadata().shape
-        )),
+        _ => Err(ConventionError::MemberShape {
+            role,
+            shape: array.metadata().shape.clone(),
+        }),
     }
 }

@@ -320,7 +320,7 @@ impl RowDecoder {
     /// parallel, the answer starts decoding on rayon at once.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when no request `id` is waiting (unknown,
+    /// [`Error::UnknownRequest`] when no request `id` is waiting (unknown,
     /// already answered); the decoder then fails.
     pub fn push(&mut self, id: u64, fetched: Fetched) -> Result<()> {
         let result = self.push_inner(id, fetched);
@@ -396,9 +396,7 @@ impl RowDecoder {
             .and_then(|i| usize::try_from(i).ok())
             .and_then(|i| self.jobs.get_mut(i))
             .filter(|job| matches!(job.state, State::Waiting(_)))
-            .ok_or_else(|| {
-                Error::InvalidArgument(format!("no request {id} is waiting for an answer"))
-            })?;
+            .ok_or_else(|| Error::UnknownRequest { id })?;
         let bytes = fetched.len();
         self.stats.bytes_fetched.fetch_add(bytes, Ordering::Relaxed);
         let State::Waiting(read) = std::mem::replace(&mut job.state, State::Decoding) else {
@@ -693,11 +691,10 @@ impl RowDecoder {
                 _ => {
                     return Err(Error::Table {
                         path: self.label.clone(),
-                        message: format!(
-                            "column {} ended before row {}",
-                            leaf.array.column_name(),
-                            self.done + n
-                        ),
+                        problem: crate::error::TableProblem::ColumnEnded {
+                            column: leaf.array.column_name().to_string(),
+                            row: self.done + n,
+                        },
                     });
                 }
             }

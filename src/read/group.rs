@@ -18,32 +18,9 @@ use std::sync::Arc;
 use super::{Column, LongTable, ReadOptions, ReaderBuilder, ZarrArray, read_node};
 use crate::conventions::anndata::{self, Encoding};
 use crate::conventions::zarrow::recorded_columns;
-use crate::error::{Error, Result};
+use crate::error::{ConventionError, Error, NodeKind, Result, SkipReason, Skipped};
 use crate::metadata::{GroupMetadata, NodeMetadata};
 use crate::store::{Store, join_key, node_label};
-
-/// A child of a group that is not read as a column, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Skipped {
-    /// The child's name.
-    pub name: String,
-    /// Why it is not a column.
-    pub reason: String,
-    /// It is an array zarrow reads, but its CF attributes cannot be decoded (a
-    /// calendar zarrow does not know): reading the whole table is then an error
-    /// rather than a table without it; it reads with conventions off.
-    pub convention: bool,
-}
-
-impl std::fmt::Display for Skipped {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.name.is_empty() {
-            // The group itself.
-            return f.write_str(&self.reason);
-        }
-        write!(f, "{}: {}", self.name, self.reason)
-    }
-}
 
 /// A Zarr group opened for reading: its metadata, its children's, and the
 /// columns they make, loaded once.
@@ -64,7 +41,7 @@ impl ZarrGroup {
     /// Open the group at node `path` (`""` for the root) with default options.
     ///
     /// # Errors
-    /// [`Error::NodeNotFound`], metadata errors, or [`Error::InvalidArgument`] when
+    /// [`Error::NodeNotFound`], metadata errors, or [`Error::WrongNodeKind`] when
     /// the node is an array.
     pub fn open(store: Arc<dyn Store>, path: &str) -> Result<Self> {
         Self::open_with(store, path, ReadOptions::default())
@@ -81,10 +58,11 @@ impl ZarrGroup {
         let meta = match read_node(store.as_ref(), &path)? {
             NodeMetadata::Group(meta) => meta,
             NodeMetadata::Array(_) => {
-                return Err(Error::InvalidArgument(format!(
-                    "{:?} is an array, not a group",
-                    node_label(store.as_ref(), &path)
-                )));
+                return Err(Error::WrongNodeKind {
+                    path: node_label(store.as_ref(), &path),
+                    expected: NodeKind::Group,
+                    found: NodeKind::Array,
+                });
             }
         };
         let mut children = Vec::new();
@@ -93,11 +71,7 @@ impl ZarrGroup {
             match read_node(store.as_ref(), &join_key(&path, &name)) {
                 Ok(node) => children.push((name, node)),
                 Err(Error::NodeNotFound { .. }) => {}
-                Err(e) => skipped.push(Skipped {
-                    name,
-                    reason: format!("cannot be read: {e}"),
-                    convention: false,
-                }),
+                Err(e) => skipped.push(Skipped::new(name, SkipReason::Unreadable(Arc::new(e)))),
             }
         }
         let mut group = Self {
@@ -184,10 +158,10 @@ impl ZarrGroup {
     /// As [`ZarrGroup::open`] (the element is rebuilt under the new name).
     pub fn with_column_name(mut self, name: &str) -> Result<Self> {
         if let Some(column) = self.element(name) {
-            self.columns = Arc::new(vec![column.map_err(|reason| Error::Convention {
+            self.columns = Arc::new(vec![column.map_err(|source| Error::Convention {
                 path: self.label(),
                 convention: crate::Convention::AnnData,
-                message: reason,
+                source: Arc::new(source),
             })?]);
         }
         Ok(self)
@@ -222,13 +196,21 @@ impl ZarrGroup {
     }
 
     /// The member `name` of the child group at `path`, as an array.
-    fn member(&self, path: &str, name: &str) -> std::result::Result<ZarrArray, String> {
+    fn member(
+        &self,
+        path: &str,
+        name: &'static str,
+    ) -> std::result::Result<ZarrArray, ConventionError> {
         let key = join_key(path, name);
+        let unreadable = |e| ConventionError::MemberUnreadable {
+            name,
+            source: Box::new(e),
+        };
         match read_node(self.store.as_ref(), &key) {
-            Ok(NodeMetadata::Array(meta)) => self.array(&key, &meta).map_err(|e| e.to_string()),
-            Ok(NodeMetadata::Group(_)) => Err(format!("its {name:?} is a group, not an array")),
-            Err(Error::NodeNotFound { .. }) => Err(format!("it has no {name:?} array")),
-            Err(e) => Err(e.to_string()),
+            Ok(NodeMetadata::Array(meta)) => self.array(&key, &meta).map_err(unreadable),
+            Ok(NodeMetadata::Group(_)) => Err(ConventionError::MemberIsGroup { name }),
+            Err(Error::NodeNotFound { .. }) => Err(ConventionError::MemberMissing { name }),
+            Err(e) => Err(unreadable(e)),
         }
     }
 
@@ -239,7 +221,7 @@ impl ZarrGroup {
         path: &str,
         name: &str,
         attributes: &serde_json::Map<String, serde_json::Value>,
-    ) -> Option<std::result::Result<Column, String>> {
+    ) -> Option<std::result::Result<Column, ConventionError>> {
         Some(match anndata::encoding(attributes)? {
             Encoding::Categorical { ordered } => {
                 self.member(path, anndata::CODES).and_then(|codes| {
@@ -256,7 +238,7 @@ impl ZarrGroup {
     }
 
     /// This group as one element's column, when it is one.
-    fn element(&self, name: &str) -> Option<std::result::Result<Column, String>> {
+    fn element(&self, name: &str) -> Option<std::result::Result<Column, ConventionError>> {
         self.element_at(&self.path, name, &self.meta.attributes)
     }
 
@@ -275,23 +257,15 @@ impl ZarrGroup {
             // A sparse matrix, say: its arrays are not columns of one table.
             return (
                 Vec::new(),
-                vec![Skipped {
-                    name: String::new(),
-                    reason: format!("an anndata {kind} element, not a table"),
-                    convention: false,
-                }],
+                vec![Skipped::new("", SkipReason::NotATable { encoding: kind })],
             );
         }
         match self.element(own_name) {
             Some(Ok(column)) => return (vec![column], Vec::new()),
-            Some(Err(reason)) => {
+            Some(Err(e)) => {
                 return (
                     Vec::new(),
-                    vec![Skipped {
-                        name: own_name.to_string(),
-                        reason,
-                        convention: false,
-                    }],
+                    vec![Skipped::new(own_name, SkipReason::Element(Arc::new(e)))],
                 );
             }
             None => {}
@@ -304,42 +278,35 @@ impl ZarrGroup {
                 NodeMetadata::Array(meta) if meta.shape.len() == 1 => {
                     match self.array(&key, meta).and_then(Column::table_column) {
                         Ok(column) => Ok(column),
-                        Err(e @ Error::Convention { .. }) => {
-                            skipped.push(Skipped {
-                                name: name.clone(),
-                                reason: format!("cannot be decoded: {e}"),
-                                convention: true,
-                            });
-                            continue;
-                        }
-                        Err(e) => Err(format!("cannot be read: {e}")),
+                        Err(Error::Convention {
+                            path,
+                            convention,
+                            source,
+                        }) => Err(SkipReason::Convention {
+                            path,
+                            convention,
+                            source,
+                        }),
+                        Err(e) => Err(SkipReason::Unreadable(Arc::new(e))),
                     }
                 }
-                NodeMetadata::Array(meta) => Err(format!(
-                    "a {}-D array (shape {:?}); convert it on its own",
-                    meta.shape.len(),
-                    meta.shape
-                )),
+                NodeMetadata::Array(meta) => Err(SkipReason::NotOneDimensional {
+                    shape: meta.shape.clone(),
+                }),
                 NodeMetadata::Group(g) => match self.element_at(&key, name, &g.attributes) {
-                    Some(column) => column.map_err(|r| format!("cannot be read: {r}")),
+                    Some(column) => column.map_err(|e| SkipReason::Element(Arc::new(e))),
                     None => Err(match anndata::encoding(&g.attributes) {
                         Some(Encoding::Other(kind)) => {
-                            format!("an anndata {kind} element, not a column")
+                            SkipReason::AnnDataElement { encoding: kind }
                         }
-                        Some(Encoding::DataFrame { .. }) => {
-                            "an anndata dataframe; convert it on its own".to_string()
-                        }
-                        _ => "a group, not a column; convert it on its own".to_string(),
+                        Some(Encoding::DataFrame { .. }) => SkipReason::DataFrame,
+                        _ => SkipReason::Group,
                     }),
                 },
             };
             match column {
                 Ok(column) => columns.push(column),
-                Err(reason) => skipped.push(Skipped {
-                    name: name.clone(),
-                    reason,
-                    convention: false,
-                }),
+                Err(reason) => skipped.push(Skipped::new(name.clone(), reason)),
             }
         }
         let order = match anndata::encoding(&self.meta.attributes) {

@@ -21,7 +21,7 @@ use arrow_schema::{ArrowError, DataType as ArrowType, Field, Schema, SchemaRef};
 use super::{DEFAULT_MAX_BATCH_ROWS, Skipped, ZarrArray, ZarrGroup};
 use crate::conventions::cf::dimension_names;
 use crate::conventions::pandas::{self, PandasColumn, pandas_metadata};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, SkipReason, TableProblem};
 use crate::metadata::NodeMetadata;
 use crate::store::join_key;
 
@@ -55,26 +55,22 @@ impl LongTable {
     /// name differ in length, or a projected name is not a variable; read errors.
     pub fn new(group: &ZarrGroup, projection: Option<&[String]>) -> Result<Self> {
         let label = group.label();
-        let err = |message: String| Error::Table {
+        let err = |problem: TableProblem| Error::Table {
             path: label.clone(),
-            message,
+            problem,
         };
         // Every array child with its dimension names; the other children named.
         let mut arrays: Vec<(ZarrArray, Vec<String>)> = Vec::new();
         let mut skipped: Vec<Skipped> = group
             .skipped()
             .iter()
-            .filter(|s| !s.convention && s.reason.starts_with("cannot be read"))
+            .filter(|s| matches!(s.reason, SkipReason::Unreadable(_) | SkipReason::Element(_)))
             .cloned()
             .collect();
         for (name, node) in group.children() {
             let NodeMetadata::Array(meta) = node else {
                 if projection.is_none() {
-                    skipped.push(Skipped {
-                        name: name.clone(),
-                        reason: "a group, not a variable; convert it on its own".into(),
-                        convention: false,
-                    });
+                    skipped.push(Skipped::new(name.clone(), SkipReason::GroupNotVariable));
                 }
                 continue;
             };
@@ -82,9 +78,9 @@ impl LongTable {
                 .filter(|d| d.len() == meta.shape.len())
                 .and_then(|d| d.into_iter().collect::<Option<Vec<_>>>())
                 .ok_or_else(|| {
-                    err(format!(
-                        "{name:?} has no dimension names (dimension_names / _ARRAY_DIMENSIONS), so its place in the grid is unknown"
-                    ))
+                    err(TableProblem::NoDimensionNames {
+                        variable: name.clone(),
+                    })
                 });
             let array = ZarrArray::from_metadata(
                 group.store().clone(),
@@ -109,10 +105,12 @@ impl LongTable {
             for (d, &len) in names.iter().zip(&array.metadata().shape) {
                 match dims.iter().find(|(n, _)| n == d) {
                     Some((_, l)) if *l != len => {
-                        return Err(err(format!(
-                            "dimension {d:?} has length {l} in one variable and {len} in {:?}",
-                            array.column_name()
-                        )));
+                        return Err(err(TableProblem::DimensionLengths {
+                            dimension: d.clone(),
+                            length: *l,
+                            other_length: len,
+                            variable: array.column_name().to_string(),
+                        }));
                     }
                     Some(_) => {}
                     None => dims.push((d.clone(), len)),
@@ -130,7 +128,7 @@ impl LongTable {
                     arrays
                         .iter()
                         .find(|(a, _)| a.column_name() == n)
-                        .ok_or_else(|| err(format!("no variable named {n:?}")))
+                        .ok_or_else(|| err(TableProblem::NoSuchVariable { name: n.clone() }))
                 })
                 .collect::<Result<_>>()?,
         };
@@ -142,7 +140,7 @@ impl LongTable {
         let total = shape
             .iter()
             .try_fold(1u64, |acc, &l| acc.checked_mul(l))
-            .ok_or_else(|| err("the grid has more than 2^64 points".into()))?;
+            .ok_or_else(|| err(TableProblem::GridTooLarge))?;
         let mut fields = Vec::new();
         let mut columns = Vec::new();
         for (d, (name, len)) in dims.iter().enumerate() {
@@ -251,7 +249,7 @@ fn read_decoded(array: &ZarrArray) -> Result<(Field, ArrayRef)> {
         Some(cf) => {
             let values = cf
                 .decode(&raw)
-                .map_err(|e| array.convention_err(crate::Convention::Cf, e.to_string()))?;
+                .map_err(|e| array.convention_err(crate::Convention::Cf, e))?;
             (
                 Field::new(array.column_name(), cf.data_type().clone(), true),
                 values,

@@ -29,13 +29,14 @@ use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, Schema, SchemaRef};
 
 pub use crate::conventions::cf::DIMENSION_NAMES_KEY;
+pub use crate::error::{SkipReason, Skipped};
 pub use array::ZarrArray;
 #[cfg(feature = "datafusion")]
 pub(crate) use builder::aligned_splits;
 pub use builder::{BatchReader, DEFAULT_MAX_BATCH_ROWS, ReaderBuilder};
 pub use column::Column;
 pub use decoder::{DecodeResult, Fetched, ReadStats, Request, RowDecoder};
-pub use group::{Skipped, ZarrGroup};
+pub use group::ZarrGroup;
 pub use info::{
     ArrayInfo, ChildInfo, ChildNode, ColumnInfo, GroupInfo, NodeInfo, describe_array, describe_node,
 };

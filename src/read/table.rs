@@ -126,7 +126,7 @@ impl RecordBatchReader for TableReader {
 /// column and prefixes a group's nested columns (as [`ZarrGroup::with_column_name`]).
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] for a selection that does not apply to the node (a
+/// [`Error::OptionNotApplicable`] for a selection that does not apply to the node (a
 /// column selection of an array; rows of an N-d array or a long table; a batch
 /// size of an N-d array or a long table); the readers' errors.
 pub fn open_table(
@@ -136,26 +136,34 @@ pub fn open_table(
     table: &TableOptions,
 ) -> Result<TableReader> {
     let some_rows = table.rows.is_some() || table.limit.is_some();
-    let refuse = |message: &str| Err(Error::InvalidArgument(message.to_string()));
+    let refuse = |options: &'static str, applies_to: &'static str| {
+        Err(Error::OptionNotApplicable {
+            options: vec![options],
+            applies_to,
+        })
+    };
     let mut builder = match read_node(store.as_ref(), "")? {
         NodeMetadata::Array(_) => {
             if table.columns.is_some() {
-                return refuse("a column selection applies to groups only");
+                return refuse("a column selection", "groups only");
             }
             if table.long {
-                return refuse("a long table is read from a group of N-d variables");
+                return refuse("a long table", "a group of N-d variables, not an array");
             }
             let array = ZarrArray::open_with(store, "", options)?.with_column_name(name);
             let shape = &array.metadata().shape;
             if shape.len() != 1 {
                 if some_rows {
-                    return Err(Error::InvalidArgument(format!(
-                        "a row selection (rows, limit) needs a 1-D array; this one has shape {shape:?}"
-                    )));
+                    return Err(Error::NotOneDimensional {
+                        path: array.label(),
+                        shape: shape.clone(),
+                        operation: "a row selection (rows, limit)",
+                    });
                 }
                 if table.batch_size.is_some() {
                     return refuse(
-                        "an N-d array reads one batch per chunk row: a batch size applies to 1-D arrays and groups",
+                        "a batch size",
+                        "1-D arrays and groups (an N-d array reads one batch per chunk row)",
                     );
                 }
                 // The whole N-d array, flattened: one batch per chunk row.
@@ -170,10 +178,13 @@ pub fn open_table(
         }
         NodeMetadata::Group(_) if table.long => {
             if some_rows {
-                return refuse("a row selection (rows, limit) does not apply to a long table");
+                return refuse(
+                    "a row selection (rows, limit)",
+                    "arrays and wide tables, not a long table",
+                );
             }
             if table.batch_size.is_some() {
-                return refuse("a batch size does not apply to a long table");
+                return refuse("a batch size", "arrays and wide tables, not a long table");
             }
             let group = ZarrGroup::open_with(store, "", options)?;
             let long = group.long_table(table.columns.as_deref())?;
@@ -195,11 +206,11 @@ pub fn open_table(
         }
     };
     // A child whose conventions cannot be decoded is not skipped: reading it is
-    // an error (see `Skipped::convention`).
+    // an error (see `Skipped::is_convention`).
     let skipped = builder
         .skipped()
         .into_iter()
-        .filter(|s| !s.convention)
+        .filter(|s| !s.is_convention())
         .collect();
     if let Some(rows) = &table.rows {
         builder = builder.with_row_range(rows.clone());

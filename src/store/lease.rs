@@ -26,7 +26,8 @@ use serde_json::{Value, json};
 
 use super::async_store::Blocking;
 use super::{WriteLock, wait_for_lock};
-use crate::error::{Error, Result};
+use crate::error::{ConditionalWrite, Error, Result};
+use crate::location::LocationError;
 
 /// How long a lease lasts: a writer that died holding it blocks others this
 /// long.
@@ -44,7 +45,12 @@ pub(crate) fn lease_path(prefix: &str) -> Result<Path> {
         None if prefix.is_empty() => ".zarrow-lease".to_string(),
         None => format!(".{prefix}.zarrow-lease"),
     };
-    Path::parse(&name).map_err(|e| Error::InvalidArgument(format!("lease {name:?}: {e}")))
+    Path::parse(&name).map_err(|e| Error::Location {
+        location: name.clone(),
+        reason: LocationError::ObjectPath {
+            source: Box::new(e),
+        },
+    })
 }
 
 fn now_ms() -> u64 {
@@ -170,9 +176,11 @@ async fn try_take(
             object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. },
         ) => {}
         Err(e @ object_store::Error::NotImplemented { .. }) => {
-            return Err(Error::InvalidArgument(format!(
-                "{path}: this object store cannot create an object only if it is absent, so two writers cannot be kept apart ({e})"
-            )));
+            return Err(Error::ConditionalWriteUnsupported {
+                location: path.to_string(),
+                operation: ConditionalWrite::CreateIfAbsent,
+                source: Box::new(e),
+            });
         }
         Err(e) => return Err(remote(path, e)),
     }
@@ -194,9 +202,11 @@ async fn try_take(
             Ok(None)
         }
         Err(e @ object_store::Error::NotImplemented { .. }) => {
-            Err(Error::InvalidArgument(format!(
-                "{path}: the lease ran out, and this object store cannot replace it conditionally; delete it if its writer is gone ({e})"
-            )))
+            Err(Error::ConditionalWriteUnsupported {
+                location: path.to_string(),
+                operation: ConditionalWrite::ReplaceIfUnchanged,
+                source: Box::new(e),
+            })
         }
         Err(e) => Err(remote(path, e)),
     }

@@ -58,11 +58,11 @@ impl Existing {
             .with_string_type(string_type);
         let array = ZarrArray::open_with(store.clone(), path, options)?;
         if array.metadata().shape.len() != 1 {
-            return Err(Error::InvalidArgument(format!(
-                "{} is an array of shape {:?}: only 1-D arrays grow by rows",
-                array.label(),
-                array.metadata().shape
-            )));
+            return Err(Error::NotOneDimensional {
+                path: array.label(),
+                shape: array.metadata().shape.clone(),
+                operation: "an append (only 1-D arrays grow by rows)",
+            });
         }
         let doc_name = if array.metadata().zarr_format == 2 {
             ".zarray"
@@ -183,10 +183,15 @@ fn retype(values: ArrayRef, arrow_type: &ArrowType, label: &str) -> Result<Array
         .primitive_width()
         .is_some_and(|w| Some(w) == arrow_type.primitive_width());
     if !same_width {
-        return Err(Error::InvalidArgument(format!(
-            "{label} holds {} values; {arrow_type} values cannot be appended to it",
-            values.data_type()
-        )));
+        return Err(Error::AppendMismatch {
+            path: label.to_string(),
+            reason: crate::error::AppendMismatch::DataType {
+                column: label.to_string(),
+                stored: values.data_type().to_string(),
+                input: arrow_type.to_string(),
+                arrow_type: arrow_type.clone(),
+            },
+        });
     }
     let data = values
         .to_data()

@@ -13,10 +13,12 @@ use super::pipeline::Pipeline;
 use super::{DEFAULT_CHUNK_BYTES, NullPolicy, WriteOptions};
 use crate::assemble::cut;
 use crate::codec::{CodecChain, value_bytes};
-use crate::error::{Error, Result};
+use crate::error::{
+    AppendMismatch, ArrowTypeUse, Error, LimitKind, NameError, Result, SchemaChange, ShapeProblem,
+};
 use crate::grid::{ChunkKeyEncoding, Grid};
 use crate::rows::RowQueue;
-use crate::store::{Store, join_key};
+use crate::store::{Store, join_key, node_label};
 
 /// A column's chunk length (the shard's when sharded), its inner chunks' shape
 /// when sharded, and the chain that encodes its chunks.
@@ -67,8 +69,9 @@ impl ArrayWriter {
     ///
     /// # Errors
     /// [`Error::AlreadyExists`] when the node exists and `options.overwrite` is off;
-    /// [`Error::InvalidArgument`] for an Arrow type zarrow cannot write, a bad node
-    /// name or inconsistent options.
+    /// [`Error::UnsupportedArrowType`] for an Arrow type zarrow cannot write,
+    /// [`Error::InvalidName`] for a bad node name, an option error
+    /// ([`Error::Option`], [`Error::OptionConflict`]...) for inconsistent options.
     pub fn try_new(
         store: Arc<dyn Store>,
         path: &str,
@@ -140,33 +143,37 @@ impl ArrayWriter {
         let mut writer = Self::create(store, path, arrow_type, options)?;
         let stored = existing.metadata().data_type;
         if writer.spec.data_type != stored {
-            return Err(Error::InvalidArgument(format!(
-                "column {:?}: the table holds {} values, the input {} ({})",
-                writer.name,
-                stored.zarr_name(),
-                writer.spec.data_type.zarr_name(),
-                arrow_type
-            )));
+            return Err(Error::AppendMismatch {
+                path: node_label(writer.store.as_ref(), &writer.path),
+                reason: AppendMismatch::DataType {
+                    column: writer.name.clone(),
+                    stored: stored.zarr_name().to_string(),
+                    input: writer.spec.data_type.zarr_name().to_string(),
+                    arrow_type: arrow_type.clone(),
+                },
+            });
         }
         let grid_len = existing.grid_len();
         // A chunk is stored whole (its tail filled): one of a stored grid's
         // size must be one zarrow would read back (the grid is the store's,
         // which may be hostile).
         let per_element = writer.spec.data_type.fixed_size().unwrap_or(4) as u64;
-        if grid_len.saturating_mul(per_element) > crate::read::DEFAULT_MAX_CHUNK_BYTES as u64 {
-            return Err(Error::InvalidArgument(format!(
-                "column {:?}: its chunks of {grid_len} elements are larger than zarrow writes ({} bytes)",
-                writer.name,
-                crate::read::DEFAULT_MAX_CHUNK_BYTES
-            )));
+        let chunk_bytes = grid_len.saturating_mul(per_element);
+        if chunk_bytes > crate::read::DEFAULT_MAX_CHUNK_BYTES as u64 {
+            return Err(Error::LimitExceeded {
+                what: format!("column {:?}", writer.name),
+                limit: LimitKind::ChunkBytes,
+                value: chunk_bytes,
+                max: crate::read::DEFAULT_MAX_CHUNK_BYTES as u64,
+            });
         }
         existing.clear_debris(writer.store.as_ref())?;
         let rows = existing.rows();
-        let len = usize::try_from(grid_len).map_err(|_| {
-            Error::InvalidArgument(format!(
-                "column {:?}: chunks of {grid_len} elements",
-                writer.name
-            ))
+        let len = usize::try_from(grid_len).map_err(|_| Error::LimitExceeded {
+            what: format!("column {:?}", writer.name),
+            limit: LimitKind::ChunkBytes,
+            value: chunk_bytes,
+            max: crate::read::DEFAULT_MAX_CHUNK_BYTES as u64,
         })?;
         writer.chunk_len = Some(len);
         writer.chunking = Some((len, None, existing.codecs()));
@@ -294,12 +301,13 @@ impl ArrayWriter {
             array = arrow_select::zip::zip(&valid, &array, &fill)?;
         }
         if array.data_type() != &self.spec.arrow_type {
-            return Err(Error::InvalidArgument(format!(
-                "column {:?}: got {} values after {}",
-                self.name,
-                array.data_type(),
-                self.spec.arrow_type
-            )));
+            return Err(Error::SchemaChanged {
+                change: SchemaChange::DataType {
+                    column: self.name.clone(),
+                    expected: self.spec.arrow_type.clone(),
+                    found: array.data_type().clone(),
+                },
+            });
         }
         Ok(array)
     }
@@ -377,7 +385,7 @@ fn encode_task(store: Arc<dyn Store>, chunk: ReadyChunk) -> impl FnOnce() -> Res
 /// Copies: each chunk (each shard) is gathered from `values` once, then encoded.
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] when `values` does not hold `shape`'s element count,
+/// [`Error::InvalidShape`] when `values` does not hold `shape`'s element count,
 /// or a chunk or shard shape does not fit `shape`'s rank (or a shard is not a
 /// multiple of the chunk).
 pub fn write_nd_array(
@@ -389,20 +397,22 @@ pub fn write_nd_array(
 ) -> Result<u64> {
     let elements = shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d));
     if elements != Some(values.len() as u64) {
-        return Err(Error::InvalidArgument(format!(
-            "{} values do not fill shape {shape:?}",
-            values.len()
-        )));
+        return Err(Error::InvalidShape {
+            shape: shape.to_vec(),
+            problem: ShapeProblem::ValuesDoNotFill {
+                values: values.len() as u64,
+            },
+        });
     }
     let mut writer = ArrayWriter::prepared(store, path, values.data_type(), options)?;
     let values = writer.prepare(values)?;
     let chunk_shape = match &writer.options.chunk_shape {
         Some(c) if c.len() == shape.len() => c.clone(),
         Some(c) => {
-            return Err(Error::InvalidArgument(format!(
-                "chunk shape {c:?} does not have the {} dimensions of shape {shape:?}",
-                shape.len()
-            )));
+            return Err(Error::InvalidShape {
+                shape: shape.to_vec(),
+                problem: ShapeProblem::ChunkRank { chunk: c.clone() },
+            });
         }
         None if shape.is_empty() => vec![],
         None => {
@@ -424,9 +434,10 @@ pub fn write_nd_array(
             Some(vec![shard_len(len, chunk) as u64])
         }
         (None, Some(_)) => {
-            return Err(Error::InvalidArgument(format!(
-                "shard_len shards 1-D arrays; give an array of shape {shape:?} a shard_shape"
-            )));
+            return Err(Error::InvalidShape {
+                shape: shape.to_vec(),
+                problem: ShapeProblem::ShardLenOfNd,
+            });
         }
         (None, None) => None,
     };
@@ -438,9 +449,13 @@ pub fn write_nd_array(
             (s.clone(), Some(chunk_shape.clone()))
         }
         Some(s) => {
-            return Err(Error::InvalidArgument(format!(
-                "shard shape {s:?} is not a multiple of the chunk shape {chunk_shape:?} in every dimension"
-            )));
+            return Err(Error::InvalidShape {
+                shape: shape.to_vec(),
+                problem: ShapeProblem::ShardNotMultiple {
+                    shard: s.clone(),
+                    chunk: chunk_shape.clone(),
+                },
+            });
         }
     };
     let meta = writer.spec.metadata(
@@ -497,6 +512,7 @@ pub(crate) fn prepare_node(store: &dyn Store, path: &str, overwrite: bool) -> Re
     if !overwrite {
         return Err(Error::AlreadyExists {
             path: path.to_string(),
+            overwrite: crate::error::Overwrite::WriteOptions,
         });
     }
     existing.iter().try_for_each(|key| store.delete(key))
@@ -512,9 +528,10 @@ const RESERVED_NAMES: [&str; 5] = ["zarr.json", ".zarray", ".zgroup", ".zattrs",
 fn check_node_name(path: &str) -> Result<()> {
     for name in path.split('/').filter(|_| !path.is_empty()) {
         if RESERVED_NAMES.contains(&name) {
-            return Err(Error::InvalidArgument(format!(
-                "{name:?} cannot be a Zarr node name: it is the name of a Zarr metadata document"
-            )));
+            return Err(Error::InvalidName {
+                name: name.to_string(),
+                reason: NameError::MetadataDocument,
+            });
         }
         if name.is_empty()
             || name == "."
@@ -522,9 +539,10 @@ fn check_node_name(path: &str) -> Result<()> {
             || name.starts_with("__")
             || name.contains('\\')
         {
-            return Err(Error::InvalidArgument(format!(
-                "{name:?} cannot be a Zarr node name (empty, '.', '..', a leading '__' or a backslash)"
-            )));
+            return Err(Error::InvalidName {
+                name: name.to_string(),
+                reason: NameError::Reserved,
+            });
         }
     }
     Ok(())
@@ -569,9 +587,11 @@ fn fill_value(data_type: &ArrowType) -> Result<ArrayRef> {
         ArrowType::LargeBinary => Arc::new(LargeBinaryArray::from(vec![&b""[..]])),
         ArrowType::BinaryView => Arc::new(BinaryViewArray::from(vec![&b""[..]])),
         other => {
-            return Err(Error::InvalidArgument(format!(
-                "cannot fill nulls of {other}"
-            )));
+            return Err(Error::UnsupportedArrowType {
+                column: None,
+                data_type: other.clone(),
+                by: ArrowTypeUse::FillNulls,
+            });
         }
     })
 }

@@ -18,10 +18,10 @@ use super::pipeline::Pipeline;
 use super::{Layout, NullPolicy, WriteOptions};
 use crate::conventions::ConventionError;
 use crate::conventions::anndata::{self, Categories, Encoding, Nullable};
-use crate::error::{Error, Result};
+use crate::error::{AppendMismatch, Error, Result};
 use crate::metadata::NodeMetadata;
 use crate::read::read_node;
-use crate::store::{Store, join_key};
+use crate::store::{Store, join_key, node_label};
 
 /// How a column with nulls is written under the anndata layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -188,10 +188,13 @@ impl ColumnWriter {
                     .data_type
                     .arrow_type(Default::default());
                 if !codes_type.is_integer() || codes_type.is_unsigned_integer() {
-                    return Err(Error::InvalidArgument(format!(
-                        "column {:?}: its stored codes are {codes_type}, not signed integers",
-                        field.name()
-                    )));
+                    return Err(Error::AppendMismatch {
+                        path: node_label(committed.as_ref(), &path),
+                        reason: AppendMismatch::CodesType {
+                            column: field.name().clone(),
+                            codes: codes_type,
+                        },
+                    });
                 }
                 let codes = ArrayWriter::appending(
                     store.clone(),
@@ -234,14 +237,16 @@ impl ColumnWriter {
                     appending: true,
                 })
             }
-            (_, other) => Err(Error::InvalidArgument(format!(
-                "column {:?} is stored as a group ({}) that zarrow does not append rows to",
-                field.name(),
-                match other {
-                    Some(Encoding::Other(kind)) => kind,
-                    _ => "no anndata element".to_string(),
-                }
-            ))),
+            (_, other) => Err(Error::AppendMismatch {
+                path: node_label(committed.as_ref(), &path),
+                reason: AppendMismatch::GroupColumn {
+                    column: field.name().clone(),
+                    encoding: match other {
+                        Some(Encoding::Other(kind)) => Some(kind),
+                        _ => None,
+                    },
+                },
+            }),
         }
     }
 
@@ -254,10 +259,13 @@ impl ColumnWriter {
     ) -> Result<Self> {
         let existing = Existing::open(committed, &path, &ArrowType::Int64)?;
         if existing.metadata().data_type != crate::metadata::DataType::Int64 {
-            return Err(Error::InvalidArgument(format!(
-                "the table's index {path:?} holds {} labels: give the new rows' labels (the pandas index, or a column named as it)",
-                existing.metadata().data_type.zarr_name()
-            )));
+            return Err(Error::AppendMismatch {
+                path: node_label(committed.as_ref(), &path),
+                reason: AppendMismatch::IndexLabels {
+                    index: path,
+                    data_type: existing.metadata().data_type.zarr_name().to_string(),
+                },
+            });
         }
         Ok(Self::RowNumbers(ArrayWriter::appending(
             store.clone(),
@@ -314,9 +322,9 @@ impl ColumnWriter {
             ) => vec![categories.codes(a).map_err(categorical_err(column))?],
             (Self::Nullable { .. }, Some(a)) => anndata::split_masked(a).into(),
             (_, None) => {
-                return Err(Error::InvalidArgument(
-                    "a column writer got no values".into(),
-                ));
+                return Err(Error::Internal {
+                    what: "a column writer got no values",
+                });
             }
         };
         for (writer, part) in self.leaves().into_iter().zip(parts) {
@@ -432,10 +440,14 @@ fn array_options(t: &ArrowType, options: &WriteOptions) -> WriteOptions {
 }
 
 /// What a categorical column's [`Categories`] refuse, as the writer reports it:
-/// an invalid argument about column `column`.
+/// an anndata convention error about column `column`.
 fn categorical_err(column: &str) -> impl Fn(ConventionError) -> Error + '_ {
     move |e| match e {
         ConventionError::Arrow(e) => Error::from(e),
-        e => Error::InvalidArgument(format!("column {column:?}: {e}")),
+        e => Error::Convention {
+            path: column.to_string(),
+            convention: crate::Convention::AnnData,
+            source: Arc::new(e),
+        },
     }
 }

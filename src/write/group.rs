@@ -13,7 +13,7 @@ use super::{Layout, WriteOptions};
 use crate::conventions::anndata;
 use crate::conventions::pandas::PandasSchema;
 use crate::conventions::zarrow;
-use crate::error::{Error, Result};
+use crate::error::{AppendMismatch, Error, NameError, NodeKind, Result, SchemaChange, StoreAction};
 use crate::metadata::NodeMetadata;
 use crate::read::{ReadOptions, ZarrGroup, read_node};
 use crate::store::{Consolidated, Store, WriteLock, is_temporary, join_key, node_label};
@@ -49,8 +49,8 @@ impl GroupWriter {
     /// A writer for batches of `schema` into the group at `path`.
     ///
     /// # Errors
-    /// [`Error::AlreadyExists`] without `overwrite`; [`Error::InvalidArgument`] for
-    /// duplicate or invalid column names and unsupported Arrow types.
+    /// [`Error::AlreadyExists`] without `overwrite`; [`Error::InvalidName`] for
+    /// duplicate or invalid column names; [`Error::UnsupportedArrowType`].
     pub fn try_new(
         store: Arc<dyn Store>,
         path: &str,
@@ -63,35 +63,40 @@ impl GroupWriter {
         let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
         let mut seen = HashSet::new();
         if let Some(dup) = names.iter().find(|n| !seen.insert(n.as_str())) {
-            return Err(Error::InvalidArgument(format!(
-                "column name {dup:?} appears twice"
-            )));
+            return Err(Error::InvalidName {
+                name: dup.clone(),
+                reason: NameError::Duplicate,
+            });
         }
         let mut lock = None;
         let mut options = options;
         if options.append {
             if options.overwrite {
-                return Err(Error::InvalidArgument(
-                    "append and overwrite exclude each other".into(),
-                ));
+                return Err(Error::OptionConflict {
+                    option: "append".into(),
+                    other: "overwrite".into(),
+                    why: "",
+                });
             }
             lock = store.lock(options.lock_timeout)?;
             match read_node(store.as_ref(), &path) {
                 Ok(NodeMetadata::Group(_)) => {
                     let given = options.set_for_a_new_group();
                     if !given.is_empty() {
-                        return Err(Error::InvalidArgument(format!(
-                            "an append writes with the table's own format, codecs and chunks, not with {}",
-                            given.join(", ")
-                        )));
+                        return Err(Error::OptionConflict {
+                            option: "append".into(),
+                            other: given.join(", "),
+                            why: "an append writes with the table's own format, codecs and chunks",
+                        });
                     }
                     return Self::appending(store, path, schema, options, lock);
                 }
                 Ok(NodeMetadata::Array(_)) => {
-                    return Err(Error::InvalidArgument(format!(
-                        "{:?} is an array: rows are appended to a group",
-                        node_label(store.as_ref(), &path)
-                    )));
+                    return Err(Error::WrongNodeKind {
+                        path: node_label(store.as_ref(), &path),
+                        expected: NodeKind::Group,
+                        found: NodeKind::Array,
+                    });
                 }
                 // Nothing to append to: the group is made, and what a write
                 // that did not finish left there (its columns' chunks, its
@@ -110,12 +115,12 @@ impl GroupWriter {
                                 && first != anndata::INDEX
                         })
                         .collect();
-                    if let Some(key) = foreign.first() {
-                        return Err(Error::InvalidArgument(format!(
-                            "{} holds {} keys but no Zarr group ({key}, ...): an append makes a group only where there is none",
-                            node_label(store.as_ref(), &path),
-                            foreign.len()
-                        )));
+                    if !foreign.is_empty() {
+                        return Err(Error::NotAZarrStore {
+                            path: node_label(store.as_ref(), &path),
+                            entries: Some(foreign.len() as u64),
+                            action: StoreAction::Append,
+                        });
                     }
                     options.overwrite = true;
                 }
@@ -123,9 +128,10 @@ impl GroupWriter {
             }
         }
         if let Some(bad) = names.iter().find(|n| n.contains('/')) {
-            return Err(Error::InvalidArgument(format!(
-                "column name {bad:?} contains '/', which Zarr node names cannot"
-            )));
+            return Err(Error::InvalidName {
+                name: bad.clone(),
+                reason: NameError::Slash,
+            });
         }
         prepare_node(store.as_ref(), &path, options.overwrite)?;
         let pandas = PandasSchema::of(schema);
@@ -161,9 +167,10 @@ impl GroupWriter {
         // Column names must also be valid node names.
         for name in &names {
             if name.is_empty() {
-                return Err(Error::InvalidArgument(
-                    "an empty column name cannot be a Zarr node name".into(),
-                ));
+                return Err(Error::InvalidName {
+                    name: String::new(),
+                    reason: NameError::Empty,
+                });
             }
             prepare_node(store.as_ref(), &join_key(&path, name), false)?;
         }
@@ -215,9 +222,10 @@ impl GroupWriter {
                 )
             }
             _ if options.layout == Layout::AnnData => {
-                return Err(Error::InvalidArgument(format!(
-                    "{label} is not an anndata dataframe: the anndata layout does not apply to it"
-                )));
+                return Err(Error::AppendMismatch {
+                    path: label,
+                    reason: AppendMismatch::NotADataFrame,
+                });
             }
             _ => (
                 group
@@ -246,9 +254,13 @@ impl GroupWriter {
             .filter(|n| !stored.contains(n))
             .collect();
         if !missing.is_empty() || !extra.is_empty() {
-            return Err(Error::InvalidArgument(format!(
-                "the input's columns are not {label}'s: missing {missing:?}, not in the table {extra:?}"
-            )));
+            return Err(Error::AppendMismatch {
+                path: label,
+                reason: AppendMismatch::Columns {
+                    missing: missing.into_iter().cloned().collect(),
+                    extra: extra.into_iter().cloned().collect(),
+                },
+            });
         }
         let mut columns = Vec::new();
         if let (Some(index), None) = (&index, &input_index) {
@@ -279,9 +291,15 @@ impl GroupWriter {
             for n in writer.rows() {
                 match rows {
                     Some((m, other)) if m != n => {
-                        return Err(Error::InvalidArgument(format!(
-                            "{label} is no table: its column {other:?} holds {m} rows, {name:?} {n}"
-                        )));
+                        return Err(Error::AppendMismatch {
+                            path: label,
+                            reason: AppendMismatch::RowsDiffer {
+                                column: name.to_string(),
+                                rows: n,
+                                other: other.to_string(),
+                                other_rows: m,
+                            },
+                        });
                     }
                     _ => rows = Some((n, name)),
                 }
@@ -310,11 +328,12 @@ impl GroupWriter {
     /// chunks or earlier ones.
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         if batch.num_columns() != self.names.len() {
-            return Err(Error::InvalidArgument(format!(
-                "batch has {} columns, the group {}",
-                batch.num_columns(),
-                self.names.len()
-            )));
+            return Err(Error::SchemaChanged {
+                change: SchemaChange::ColumnCount {
+                    expected: self.names.len(),
+                    found: batch.num_columns(),
+                },
+            });
         }
         for (source, writer) in &mut self.columns {
             let array = source.map(|i| batch.column(i));

@@ -63,9 +63,11 @@ impl ArraySpec {
             ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View => DataType::String,
             ArrowType::Binary | ArrowType::LargeBinary | ArrowType::BinaryView => DataType::Bytes,
             other => {
-                return Err(Error::InvalidArgument(format!(
-                    "column {name:?} has Arrow type {other}, which zarrow does not write (strings, bytes, integers, floats, bools, timestamps, dates and durations)"
-                )));
+                return Err(Error::UnsupportedArrowType {
+                    column: Some(name.to_string()),
+                    data_type: other.clone(),
+                    by: crate::error::ArrowTypeUse::Zarr,
+                });
             }
         };
         let large = large_offsets(arrow_type);

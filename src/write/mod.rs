@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::codec::{Blosc, BloscShuffle, BytesToBytesCodec, Gzip, Zstd};
-use crate::error::{Error, ParseOptionError, Result};
+use crate::error::{Error, ParseOptionError, Result, ShapeProblem};
 
 /// The default target size of one chunk's values: 4 MiB.
 ///
@@ -385,9 +385,10 @@ impl WriteOptions {
     /// in silence.
     pub(crate) fn refuse_nd_shapes(&self) -> Result<()> {
         if self.chunk_shape.is_some() || self.shard_shape.is_some() {
-            return Err(Error::InvalidArgument(
-                "chunk_shape and shard_shape shape N-d arrays (write_nd_array); 1-D arrays take chunk_len and shard_len".into(),
-            ));
+            return Err(Error::OptionNotApplicable {
+                options: vec!["chunk_shape", "shard_shape"],
+                applies_to: "N-d arrays (write_nd_array); 1-D arrays take chunk_len and shard_len",
+            });
         }
         Ok(())
     }
@@ -443,45 +444,58 @@ impl WriteOptions {
     /// (seconds).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] naming the key and what it takes.
+    /// [`Error::Option`] naming the key, the value and what it takes;
+    /// [`Error::UnknownOption`] for a key that is none of [`WriteOptions::KEYS`].
     pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
-        let bad = |takes: &str| {
-            Error::InvalidArgument(format!("write option {key} = {value:?}: {takes}"))
+        let bad = |option: &'static str, takes: &'static str| {
+            Error::Option(ParseOptionError::new(option, value, takes))
         };
-        let number = |takes: &str| value.trim().parse::<usize>().map_err(|_| bad(takes));
-        let flag = || parse_flag(value).ok_or_else(|| bad("true or false"));
+        let number = |option: &'static str| {
+            value
+                .trim()
+                .parse::<usize>()
+                .map_err(|_| bad(option, "a number of elements"))
+        };
+        let flag =
+            |option: &'static str| parse_flag(value).ok_or_else(|| bad(option, "true or false"));
         match key {
             "zarr_format" => {
                 self.zarr_format = match value.trim() {
                     "2" => 2,
                     "3" => 3,
-                    _ => return Err(bad("2 or 3")),
+                    _ => return Err(bad("zarr_format", "2 or 3")),
                 };
             }
             "encoding" => self.encoding = value.parse()?,
             "compressor" => self.compressor = value.parse()?,
             "level" => {
-                self.level = Some(value.trim().parse().map_err(|_| bad("an integer"))?);
+                self.level = Some(
+                    value
+                        .trim()
+                        .parse()
+                        .map_err(|_| bad("level", "an integer"))?,
+                );
             }
-            "chunk_len" => self.chunk_len = Some(number("a number of elements")?),
-            "shard_len" => self.shard_len = Some(number("a number of elements")?),
+            "chunk_len" => self.chunk_len = Some(number("chunk_len")?),
+            "shard_len" => self.shard_len = Some(number("shard_len")?),
             "layout" => self.layout = value.parse()?,
             "nulls" => self.nulls = value.parse()?,
-            "overwrite" => self.overwrite = flag()?,
-            "append" => self.append = flag()?,
+            "overwrite" => self.overwrite = flag("overwrite")?,
+            "append" => self.append = flag("append")?,
             "lock_timeout" => {
                 self.lock_timeout = value
                     .trim()
                     .parse::<f64>()
                     .ok()
                     .and_then(|s| Duration::try_from_secs_f64(s).ok())
-                    .ok_or_else(|| bad("a number of seconds"))?;
+                    .ok_or_else(|| bad("lock_timeout", "a number of seconds"))?;
             }
             _ => {
-                return Err(Error::InvalidArgument(format!(
-                    "unknown write option {key:?} ({})",
-                    Self::KEYS.join(", ")
-                )));
+                return Err(Error::UnknownOption {
+                    group: "write",
+                    key: key.to_string(),
+                    known: Self::KEYS.to_vec(),
+                });
             }
         }
         Ok(())
@@ -492,13 +506,14 @@ impl WriteOptions {
     /// options again (how a plan carries them to another machine).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for `chunk_shape` or `shard_shape`, which
+    /// [`Error::OptionNotApplicable`] for `chunk_shape` or `shard_shape`, which
     /// `set` has no key for.
     pub fn pairs(&self) -> Result<Vec<(&'static str, String)>> {
         if self.chunk_shape.is_some() || self.shard_shape.is_some() {
-            return Err(Error::InvalidArgument(
-                "chunk_shape and shard_shape have no key to set them by".into(),
-            ));
+            return Err(Error::OptionNotApplicable {
+                options: vec!["chunk_shape", "shard_shape"],
+                applies_to: "WriteOptions in Rust only: they have no key to set them by",
+            });
         }
         let mut pairs = vec![
             ("zarr_format", self.zarr_format.to_string()),
@@ -559,37 +574,48 @@ impl WriteOptions {
 
     fn validate(&self) -> Result<()> {
         if self.zarr_format != 2 && self.zarr_format != 3 {
-            return Err(Error::InvalidArgument(format!(
-                "zarr_format must be 2 or 3, not {}",
-                self.zarr_format
+            return Err(Error::Option(ParseOptionError::new(
+                "zarr_format",
+                &self.zarr_format.to_string(),
+                "2 or 3",
             )));
         }
         if self.zarr_format == 2 && self.encoding != Encoding::Default {
-            return Err(Error::InvalidArgument(format!(
-                "the {:?} encoding needs Zarr v3 (v2 has only vlen-utf8 / vlen-bytes)",
-                self.encoding
-            )));
+            return Err(Error::OptionConflict {
+                option: format!("encoding {}", self.encoding.name()),
+                other: "zarr_format 2".into(),
+                why: "the encoding needs Zarr v3 (v2 has only vlen-utf8 / vlen-bytes)",
+            });
         }
-        if self.chunk_len == Some(0) || self.shard_len == Some(0) {
-            return Err(Error::InvalidArgument(
-                "chunk and shard lengths must be at least 1".into(),
-            ));
+        for (option, len) in [("chunk_len", self.chunk_len), ("shard_len", self.shard_len)] {
+            if len == Some(0) {
+                return Err(Error::Option(ParseOptionError::new(
+                    option,
+                    "0",
+                    "a number of elements, at least 1",
+                )));
+            }
         }
         if self.sharded() && self.zarr_format == 2 {
-            return Err(Error::InvalidArgument(
-                "sharding needs Zarr v3 (v2 has no sharding_indexed codec)".into(),
-            ));
+            return Err(Error::OptionConflict {
+                option: "sharding".into(),
+                other: "zarr_format 2".into(),
+                why: "sharding needs Zarr v3 (v2 has no sharding_indexed codec)",
+            });
         }
         if self.sharded() && self.encoding == Encoding::Zep0007 {
-            return Err(Error::InvalidArgument(
-                "the ZEP0007 layout is named by the data type and cannot sit inside a shard".into(),
-            ));
+            return Err(Error::OptionConflict {
+                option: "encoding zep0007".into(),
+                other: "sharding".into(),
+                why: "the ZEP0007 layout is named by the data type and cannot sit inside a shard",
+            });
         }
         for shape in [&self.chunk_shape, &self.shard_shape].into_iter().flatten() {
             if shape.contains(&0) {
-                return Err(Error::InvalidArgument(format!(
-                    "chunk and shard shapes need extents of at least 1, not {shape:?}"
-                )));
+                return Err(Error::InvalidShape {
+                    shape: shape.clone(),
+                    problem: ShapeProblem::ZeroExtent,
+                });
             }
         }
         Ok(())
@@ -678,6 +704,9 @@ mod tests {
     #[test]
     fn n_d_shapes_have_no_pairs() {
         let options = WriteOptions::default().with_chunk_shape(vec![10, 10]);
-        assert!(matches!(options.pairs(), Err(Error::InvalidArgument(_))));
+        assert!(matches!(
+            options.pairs(),
+            Err(Error::OptionNotApplicable { options, .. }) if options == ["chunk_shape", "shard_shape"]
+        ));
     }
 }

@@ -161,7 +161,7 @@ mod tests {
         let done = Arc::new(AtomicUsize::new(0));
         let mut pipeline = Pipeline::with_limit(3);
         pipeline
-            .submit(|| Err(Error::InvalidArgument("boom".into())))
+            .submit(|| Err(Error::Internal { what: "boom" }))
             .unwrap();
         let mut reported = false;
         for _ in 0..10 {

@@ -5,8 +5,24 @@
 //! reader wraps them in [`Error::Chunk`] together with the key they came from.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
-use arrow_schema::ArrowError;
+use arrow_schema::{ArrowError, DataType as ArrowType};
+
+mod chunk;
+mod convention;
+mod detail;
+mod kind;
+mod skip;
+
+pub use chunk::{ChunkError, EncodeError};
+pub use convention::{Convention, ConventionError};
+pub use detail::{
+    AppendMismatch, ArrowTypeUse, ConditionalWrite, Conversion, LimitKind, NameError, NodeKind,
+    Overwrite, SchemaChange, ShapeProblem, StoreAction, TableProblem,
+};
+pub use kind::ErrorKind;
+pub use skip::{SkipReason, Skipped};
 
 /// A `Result` with zarrow's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -65,17 +81,6 @@ pub enum Error {
         /// What is wrong with it.
         #[source]
         reason: crate::location::LocationError,
-    },
-    /// Two locations zarrow converts nothing between (feature `convert`).
-    #[cfg(feature = "convert")]
-    #[error("{} to {}: {reason}", Cut(src), Cut(dst))]
-    Unconvertible {
-        /// The input.
-        src: String,
-        /// The output (empty when the input alone decides).
-        dst: String,
-        /// Why.
-        reason: crate::convert::Unconvertible,
     },
     /// No Zarr array or group metadata was found at a node path.
     #[error("no Zarr array or group at {path:?} (looked for zarr.json, .zarray and .zgroup)")]
@@ -186,11 +191,13 @@ pub enum Error {
         /// How long this writer waited.
         waited_ms: u64,
     },
-    /// The node to write exists already.
-    #[error("{path:?} exists already (WriteOptions::with_overwrite replaces it)")]
+    /// The node or file to write exists already.
+    #[error("{}", already_exists(path, *overwrite))]
     AlreadyExists {
-        /// The node path ("" is the store root).
+        /// The node path ("" is the store root), or the output's path or URL.
         path: String,
+        /// How the front end that refused replaces it.
+        overwrite: Overwrite,
     },
     /// A chunk could not be encoded.
     #[error("encoding chunk {key} with {}: {source}", Cut(codec))]
@@ -235,22 +242,195 @@ pub enum Error {
         /// What the task was doing.
         task: &'static str,
     },
-    /// A caller-supplied argument is out of range or inconsistent.
-    #[error("invalid argument: {}", Cut(.0))]
-    InvalidArgument(String),
+    /// An option key that is not one of its group's.
+    #[error("unknown {group} option {:?} ({})", Cut(key), known.join(", "))]
+    UnknownOption {
+        /// The options' group (`write`, `convert`, `ZARR table`).
+        group: &'static str,
+        /// The key given.
+        key: String,
+        /// The keys the group has.
+        known: Vec<&'static str>,
+    },
+    /// Two options (or option values) that cannot be given together.
+    #[error("{}", option_conflict(option, other, why))]
+    OptionConflict {
+        /// One option (with its value when that is what conflicts).
+        option: String,
+        /// The other (or others).
+        other: String,
+        /// Why they conflict, when it is not plain; empty otherwise.
+        why: &'static str,
+    },
+    /// Options given where they do not apply.
+    #[error("{} appl{} to {applies_to}", and_list(options), if options.len() == 1 { "ies" } else { "y" })]
+    OptionNotApplicable {
+        /// The options (as the front end spells them: `--append`, `append`).
+        options: Vec<&'static str>,
+        /// Where they apply.
+        applies_to: &'static str,
+    },
+    /// A node of another kind than the operation needs.
+    #[error("{path:?} is {}, not {}", found.with_article(), expected.with_article())]
+    WrongNodeKind {
+        /// The node: the store's location and the node path.
+        path: String,
+        /// What the operation needs.
+        expected: NodeKind,
+        /// What it is.
+        found: NodeKind,
+    },
+    /// An operation on rows given an array of more than one dimension.
+    #[error("{operation} needs a 1-D array; {path:?} has shape {shape:?}")]
+    NotOneDimensional {
+        /// The array: the store's location and the node path.
+        path: String,
+        /// Its shape.
+        shape: Vec<u64>,
+        /// The operation (`read_range`, `a row selection (rows, limit)`, `an append (only 1-D arrays grow by rows)`).
+        operation: &'static str,
+    },
+    /// A row range outside an array or table.
+    #[error("rows {start}..{end} are outside {path:?} ({len} rows)")]
+    RowsOutOfRange {
+        /// The array or table: the store's location and the node path.
+        path: String,
+        /// The range's start.
+        start: u64,
+        /// Its end.
+        end: u64,
+        /// The rows there are.
+        len: u64,
+    },
+    /// A name that cannot be a Zarr node's (a column's, when writing).
+    #[error("{}", detail::invalid_name(name, *reason))]
+    InvalidName {
+        /// The name.
+        name: String,
+        /// Why not.
+        reason: NameError,
+    },
+    /// A shape, chunk shape or shard shape a writer cannot use.
+    #[error("{}", detail::invalid_shape(shape, problem))]
+    InvalidShape {
+        /// The array's shape (for [`ShapeProblem::ZeroExtent`], the chunk or shard shape).
+        shape: Vec<u64>,
+        /// What is wrong.
+        problem: ShapeProblem,
+    },
+    /// An Arrow type that zarrow does not write (or fill, or put in the linear format).
+    #[error("{}", detail::unsupported_arrow_type(column.as_deref(), data_type, *by))]
+    UnsupportedArrowType {
+        /// The column, when there is one.
+        column: Option<String>,
+        /// The type.
+        data_type: ArrowType,
+        /// What refuses it.
+        by: ArrowTypeUse,
+    },
+    /// Rows appended to a table that do not fit it.
+    #[error("{}", detail::append_mismatch(path, reason))]
+    AppendMismatch {
+        /// The table: the store's location and the node path.
+        path: String,
+        /// How they differ.
+        reason: AppendMismatch,
+    },
+    /// A writer's input changed its columns or types between batches.
+    #[error("{change}")]
+    SchemaChanged {
+        /// How.
+        change: SchemaChange,
+    },
+    /// A location that holds something, but no Zarr store.
+    #[error("{}", detail::not_a_zarr_store(path, *entries, *action))]
+    NotAZarrStore {
+        /// The location: a path or URL.
+        path: String,
+        /// The files or objects it holds, when counted.
+        entries: Option<u64>,
+        /// What zarrow was doing.
+        action: StoreAction,
+    },
+    /// A limit in force exceeded.
+    #[error("{}", detail::limit_exceeded(what, *limit, *value, *max))]
+    LimitExceeded {
+        /// What exceeds it: an array, a table, a column.
+        what: String,
+        /// Which limit.
+        limit: LimitKind,
+        /// The amount asked for.
+        value: u64,
+        /// The limit.
+        max: u64,
+    },
+    /// A path whose format zarrow cannot tell from its name.
+    #[error("cannot tell the output format of {}: use {expected}", Cut(path))]
+    UnknownFormat {
+        /// The path.
+        path: String,
+        /// The formats (extensions) that would do.
+        expected: &'static str,
+    },
+    /// A conversion zarrow does not make.
+    #[error("{}", detail::unsupported_conversion(path, reason))]
+    UnsupportedConversion {
+        /// The source (or the output, for a refused output).
+        path: String,
+        /// Why not.
+        reason: Conversion,
+    },
+    /// An object store that cannot make a conditional write two writers need to
+    /// be kept apart.
+    #[error("{location}: {operation}")]
+    ConditionalWriteUnsupported {
+        /// The object's URL.
+        location: String,
+        /// The write.
+        operation: ConditionalWrite,
+        /// What the store said.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// An answer pushed to a decoder for a request it is not waiting for.
+    #[error("no request {id} is waiting for an answer")]
+    UnknownRequest {
+        /// The request's id.
+        id: u64,
+    },
+    /// A Parquet compression zarrow's writer does not take.
+    #[error(
+        "Parquet compression {} (accepted: {accepted}): {problem}",
+        short_quote(value)
+    )]
+    ParquetCompression {
+        /// The compression as given.
+        value: String,
+        /// The forms accepted.
+        accepted: &'static str,
+        /// What is wrong with it.
+        problem: &'static str,
+        /// The parquet crate's error, when it refused the name.
+        #[source]
+        source: Option<parquet::errors::ParquetError>,
+    },
+    /// A state zarrow should never reach: a zarrow bug.
+    #[error("{what} (a zarrow bug: please report it)")]
+    Internal {
+        /// What went wrong.
+        what: &'static str,
+    },
     /// The memory a read may hold (its read-ahead) is more than its budget (an
     /// engine's memory pool) allows.
-    #[error(
-        "{what} needs {bytes} bytes more than the memory budget allows: {}",
-        Cut(message)
-    )]
+    #[error("{what} needs {bytes} bytes more than the memory budget allows: {source}")]
     MemoryExhausted {
         /// What asked for the memory.
         what: String,
         /// How much it asked for in all.
         bytes: u64,
-        /// The budget's answer.
-        message: String,
+        /// The budget's answer (an engine's memory pool's error).
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
 
     /// An option's value that is not one it takes.
@@ -266,12 +446,12 @@ pub enum Error {
         source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
     /// The arrays of a group cannot form one table.
-    #[error("{path:?} cannot be read as a table: {}", Cut(message))]
+    #[error("{path:?} cannot be read as a table: {problem}")]
     Table {
         /// The group (or array): the store's location and the node path.
         path: String,
         /// Why not.
-        message: String,
+        problem: TableProblem,
     },
     /// The 1-D arrays of a group differ in length: they are no table's columns.
     #[error(
@@ -301,19 +481,21 @@ pub enum Error {
         path: String,
         /// Its children that are not columns, and why; one without a name is
         /// the group itself (an anndata element that is not a table).
-        skipped: Vec<crate::read::Skipped>,
+        skipped: Vec<Skipped>,
     },
     /// A node's anndata or CF attributes ask for something zarrow cannot do (a
     /// calendar other than the Gregorian one, a categorical code past its
     /// categories).
-    #[error("{path:?}: {}", Cut(message))]
+    #[error("{path:?}: {source}")]
     Convention {
-        /// The array or group: the store's location and the node path.
+        /// The array or group (the store's location and the node path), or the
+        /// column written.
         path: String,
         /// Whose convention.
         convention: Convention,
-        /// What and why.
-        message: String,
+        /// What and why (shared: a [`Skipped`] child keeps it too).
+        #[source]
+        source: Arc<ConventionError>,
     },
     /// A remote store failed: a permanent error (403, a bad URL or configuration)
     /// or a transient one that outlived the retries.
@@ -336,20 +518,49 @@ pub enum Error {
 /// message quoting metadata) that an error message shows.
 const MAX_ECHO_CHARS: usize = 200;
 
-/// The conventions zarrow applies on top of Zarr ([`Error::Convention`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Convention {
-    /// anndata's element encodings (categoricals, nullable arrays, dataframes).
-    AnnData,
-    /// CF attributes (xarray's scale, offset, missing values and times).
-    Cf,
-    /// zarrow's own attributes (a recorded dictionary column).
-    Zarrow,
+/// `a`, `a and b`, `a, b and c`.
+fn and_list(items: &[&str]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => (*one).to_string(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
+/// The first 24 characters of `value`, quoted (the accepted forms that follow
+/// must not be cut off by a long input).
+fn short_quote(value: &str) -> String {
+    let mut shown = format!("{:?}", value.chars().take(24).collect::<String>());
+    if value.chars().nth(24).is_some() {
+        shown.push_str("...");
+    }
+    shown
+}
+
+fn option_conflict(option: &str, other: &str, why: &str) -> String {
+    let (option, other) = (Cut(option), Cut(other));
+    if why.is_empty() {
+        format!("{option} and {other} exclude each other")
+    } else {
+        format!("{option} and {other} exclude each other: {why}")
+    }
+}
+
+fn already_exists(path: &str, overwrite: Overwrite) -> String {
+    let path = Cut(path);
+    match overwrite {
+        Overwrite::WriteOptions => {
+            format!("{path:?} exists already (WriteOptions::with_overwrite replaces it)")
+        }
+        Overwrite::Convert => format!("{path} exists (pass --overwrite to replace it)"),
+        Overwrite::Sql => format!(
+            "{path} exists: OPTIONS (overwrite true) replaces it, OPTIONS (append true) adds the rows to it"
+        ),
+    }
 }
 
 /// ` (skipped: a; b)` for a non-empty list.
-fn skipped_list(skipped: &[crate::read::Skipped]) -> String {
+fn skipped_list(skipped: &[Skipped]) -> String {
     if skipped.is_empty() {
         return String::new();
     }
@@ -360,7 +571,7 @@ fn skipped_list(skipped: &[crate::read::Skipped]) -> String {
 /// Displays a string cut to [`MAX_ECHO_CHARS`] characters, saying how much was left
 /// out: a hostile document's million-character name must not flood a terminal. The
 /// error keeps the whole string for programs that want it.
-struct Cut<'a>(&'a str);
+pub(crate) struct Cut<'a>(pub(crate) &'a str);
 
 impl std::fmt::Display for Cut<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -458,158 +669,6 @@ impl From<Error> for ArrowError {
     }
 }
 
-/// Why a codec could not encode a chunk ([`Error::Encode`] names the chunk and
-/// the codec).
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum EncodeError {
-    /// Values the codec cannot hold as given: more than the chunk's elements, an
-    /// Arrow type it does not write, a value or chunk past its format's limits.
-    #[error("{}", Cut(.0))]
-    Values(String),
-    /// The compressor (or its C library) failed.
-    #[error("{}", Cut(.0))]
-    Compress(String),
-    /// An inner chunk of a shard, or a section of a layout, failed.
-    #[error("{what}: {}: {source}", Cut(codec))]
-    Inner {
-        /// Which part (`inner chunk 3`, `index`).
-        what: String,
-        /// Its codec.
-        codec: String,
-        /// Why.
-        source: Box<EncodeError>,
-    },
-    /// A codec this build of zarrow leaves out (a default feature turned off).
-    #[error("this zarrow was built without its `{feature}` feature")]
-    NotBuilt {
-        /// The cargo feature.
-        feature: &'static str,
-    },
-}
-
-impl EncodeError {
-    /// A compressor's failure, from its error.
-    pub(crate) fn compress(e: impl std::fmt::Display) -> Self {
-        Self::Compress(e.to_string())
-    }
-}
-
-/// What is wrong with one chunk's bytes. Carries the element index or byte
-/// position where that helps find the damage.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ChunkError {
-    /// The chunk ends before a structure it announces.
-    #[error("truncated: {what} needs {needed} bytes but only {available} remain")]
-    Truncated {
-        /// The structure being read.
-        what: &'static str,
-        /// Bytes it needs.
-        needed: u64,
-        /// Bytes left.
-        available: u64,
-    },
-    /// The element count stored in the chunk differs from the chunk shape.
-    #[error("element count {found} does not match the chunk size {expected}")]
-    CountMismatch {
-        /// Elements per chunk according to the metadata.
-        expected: u64,
-        /// Elements the chunk says it holds.
-        found: u64,
-    },
-    /// Bytes are left over after the last element.
-    #[error("{extra} trailing bytes after the last element")]
-    TrailingBytes {
-        /// How many.
-        extra: u64,
-    },
-    /// An offset is smaller than the one before it.
-    #[error("offsets decrease at element {element} ({start} > {end})")]
-    OffsetsDecrease {
-        /// Element index.
-        element: usize,
-        /// Its start offset.
-        start: u64,
-        /// Its end offset.
-        end: u64,
-    },
-    /// An offset points past the end of the data.
-    #[error("offset {offset} at index {index} is past the end of the data ({data_len} bytes)")]
-    OffsetOutOfBounds {
-        /// Offset index (0..=n).
-        index: usize,
-        /// The offset value.
-        offset: u64,
-        /// Data length in bytes.
-        data_len: u64,
-    },
-    /// The chunk's values do not fit 32-bit Arrow offsets.
-    #[error(
-        "{bytes} bytes of values do not fit 32-bit Arrow offsets; read with the large type (StringType::LargeUtf8)"
-    )]
-    OffsetOverflow {
-        /// Total value bytes.
-        bytes: u64,
-    },
-    /// A string element is not valid UTF-8.
-    #[error("element {element} is not valid UTF-8")]
-    InvalidUtf8 {
-        /// Element index within the chunk.
-        element: usize,
-    },
-    /// A `fixed_length_utf32` element holds a value that is not a Unicode scalar.
-    #[error("element {element} holds {code:#x}, which is not a Unicode scalar value")]
-    InvalidCodePoint {
-        /// Element index within the chunk.
-        element: usize,
-        /// The offending code unit.
-        code: u32,
-    },
-    /// The decoded chunk has the wrong size for a fixed-width data type.
-    #[error("decoded size {found} bytes, expected {expected} bytes")]
-    SizeMismatch {
-        /// Bytes expected from the chunk shape and data type.
-        expected: u64,
-        /// Bytes found.
-        found: u64,
-    },
-    /// A decompressor rejected its input.
-    #[error("{codec} decompression failed: {message}")]
-    Decompress {
-        /// The codec.
-        codec: &'static str,
-        /// The decompressor's explanation.
-        message: String,
-    },
-    /// A chunk decompresses to more bytes than allowed.
-    #[error("{codec} output exceeds the limit of {limit} bytes")]
-    TooLarge {
-        /// The codec.
-        codec: &'static str,
-        /// The limit in force (see `ReadOptions::max_chunk_bytes`).
-        limit: u64,
-    },
-    /// Arrow could not assemble the chunk's parts (for example, a shard whose
-    /// inner chunks together overflow 32-bit offsets).
-    #[error("assembling the chunk: {0}")]
-    Arrow(#[source] ArrowError),
-    /// A crc32c checksum does not match.
-    #[error("crc32c mismatch: stored {stored:#010x}, computed {computed:#010x}")]
-    Checksum {
-        /// The checksum in the chunk.
-        stored: u32,
-        /// The checksum of the data.
-        computed: u32,
-    },
-}
-
-impl From<ArrowError> for ChunkError {
-    fn from(e: ArrowError) -> Self {
-        ChunkError::Arrow(e)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -650,11 +709,7 @@ mod tests {
         );
         let none = Error::NoColumns {
             path: "g".into(),
-            skipped: vec![crate::read::Skipped {
-                name: name.clone(),
-                reason: "a group".into(),
-                convention: false,
-            }],
+            skipped: vec![Skipped::new(name.clone(), SkipReason::Group)],
         };
         assert!(none.to_string().len() < 400, "{}", none.to_string().len());
     }
