@@ -35,7 +35,7 @@
 //! # }
 //! ```
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 #[cfg(target_endian = "big")]
 compile_error!(
@@ -70,6 +70,12 @@ pub mod write;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::offsets::keys::bits;
+    /// The atomic outputs' partial files, for the command line's `sql
+    /// --output` and its signal handler.
+    #[cfg(feature = "convert")]
+    pub mod output {
+        pub use crate::write::output::{Partial, PartialsRemoved, remove_partials};
+    }
 }
 
 pub use codec::CodecChain;

@@ -14,7 +14,7 @@ use zarrow::location::LocationError;
 use zarrow::{Error, Location, Result};
 
 use crate::{RemoteArgs, parse_compression, url_options};
-use zarrow::convert::output::Partial;
+use zarrow::__private::output::Partial;
 
 /// Options of `sql`.
 #[derive(Args, Debug)]

@@ -18,10 +18,11 @@ use arrow_pyarrow::FromPyArrow;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict};
-use zarrow::convert::{ConvertOptions, Observer, Written, write_zarr};
+use zarrow::convert::{ConvertOptions, Observer, Written};
 use zarrow::datafusion::SqlOptions;
 use zarrow::read::{TableOptions, describe_node, open_table};
 use zarrow::store::{Blocking, UrlOptions};
+use zarrow::write::write_zarr;
 use zarrow::write::{WriteOptions, write_batches};
 use zarrow::{ReadOptions, StringType};
 

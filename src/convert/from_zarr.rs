@@ -2,11 +2,11 @@
 
 use arrow_array::RecordBatchReader;
 
-use super::output::Partial;
 use super::{Job, Written, limits};
 use crate::error::{Error, Result};
 use crate::export::{ExportFormat, write_file};
 use crate::read::{TableOptions, open_table};
+use crate::write::output::Partial;
 
 pub(super) fn convert(args: &Job<'_>, format: ExportFormat) -> Result<Written> {
     if args.write.append {

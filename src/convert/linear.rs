@@ -9,7 +9,6 @@ use std::sync::Arc;
 use arrow_array::{Array, ArrayRef, RecordBatch, RecordBatchIterator};
 use arrow_schema::{Field, Schema};
 
-use super::output::Partial;
 use super::to_zarr::options;
 use super::{Job, Written, limits};
 use crate::ReadOptions;
@@ -19,6 +18,7 @@ use crate::export::{self, ExportFormat};
 use crate::linear::{parse_json, read_csv, write_csv, write_json};
 use crate::metadata::NodeMetadata;
 use crate::read::{ZarrArray, ZarrGroup, read_node};
+use crate::write::output::Partial;
 use crate::write::{write_group_metadata, write_nd_array};
 
 /// The linear-format file kinds, by extension.

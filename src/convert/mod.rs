@@ -7,15 +7,14 @@
 //! - the stdlib linear exchange format: a Zarr array to `.json`, a group (or an
 //!   array) to `.csv`, and back (`linear.rs`).
 //!
-//! Outputs appear whole or not at all (`output.rs`); conversions from Zarr are
-//! bounded before anything is read (`limits.rs`).
+//! Outputs appear whole or not at all (`write/output.rs`, `write/destination.rs`);
+//! conversions from Zarr are bounded before anything is read (`limits.rs`).
 //!
 //! Needs the `convert` feature (its atomic directory replacement uses `rustix`).
 
 mod from_zarr;
 pub mod limits;
 mod linear;
-pub mod output;
 mod to_zarr;
 
 use std::ops::{Deref, Range};
@@ -31,7 +30,7 @@ pub use crate::export::ExportOptions;
 use crate::export::{ExportFormat, FileFormat, parse_parquet_compression};
 use crate::location::{Location, LocationError, Stores};
 use crate::store::{Consolidated, LocalStore, Store, UrlOptions};
-use crate::write::WriteOptions;
+use crate::write::{WriteOptions, write_zarr};
 
 /// The options of one conversion (the `zarrow convert` flags), composed of the
 /// options each side takes: how Zarr is read ([`ReadOptions`]) and which part
@@ -394,68 +393,6 @@ pub fn convert(
         (Format::Linear(kind), Format::Zarr) => linear::import(&job, kind, None),
         (Format::Linear(kind), Format::Table(format)) => linear::import(&job, kind, Some(format)),
     }
-}
-
-/// Write a Zarr node at `dst` through `write`, which is given the store and
-/// the node's path in it: whole or not at all (a local directory is written
-/// beside and moved into place; a URL or supplied store gets every node's
-/// metadata after its chunks, and every key removed again if `write` fails);
-/// an existing output is replaced only with `overwrite`, and only if it is a
-/// Zarr store. With `append`, in place (the writer keeps a reader's view
-/// whole), at the node [`open_for_append`] finds. What `zarrow convert`,
-/// `zarrow.write` and DataFusion's COPY and INSERT write a Zarr output
-/// through.
-///
-/// # Errors
-/// An existing `dst` without `overwrite`, or not a Zarr store; as
-/// [`open_for_append`]; `write`'s errors.
-pub fn write_zarr(
-    dst: &Location,
-    overwrite: bool,
-    append: bool,
-    stores: &Stores,
-    write: impl FnOnce(Arc<dyn Store>, &str) -> Result<u64>,
-) -> Result<u64> {
-    if append {
-        let (store, node) = open_for_append(dst, stores)?;
-        return write(store, &node);
-    }
-    let write = |store| write(store, "");
-    match dst {
-        Location::Path(path) => to_zarr::write_dir(path, overwrite, write),
-        other => to_zarr::replace_store(stores.open_output(other)?, other, overwrite, write),
-    }
-}
-
-/// The store to append to the group at `dst` (a directory, made when absent,
-/// a URL, or a supplied store at its root) in place, and the group's node
-/// path in it: `dst` inside a Zarr hierarchy (a group under groups) is
-/// written as a node of the hierarchy's root, so that the root's consolidated
-/// metadata grows too. What `convert` with `append` writes into (see
-/// [`WriteOptions::append`](crate::write::WriteOptions::append)).
-///
-/// # Errors
-/// A URL that cannot be opened; store errors.
-pub fn open_for_append(dst: &Location, stores: &Stores) -> Result<(Arc<dyn Store>, String)> {
-    let mut root = dst.clone();
-    let mut node: Vec<String> = Vec::new();
-    // Climb while the parent is a Zarr group.
-    while let Some((parent, name)) = root.parent() {
-        let group = stores.open_output(&parent).is_ok_and(|store| {
-            // A parent that cannot be read (a bucket's root, a directory
-            // without access) is no group of ours.
-            matches!(
-                crate::read::read_node(store.as_ref(), ""),
-                Ok(crate::NodeMetadata::Group(_))
-            )
-        });
-        if !group {
-            break;
-        }
-        node.insert(0, name);
-        root = parent;
-    }
-    Ok((stores.open_output(&root)?, node.join("/")))
 }
 
 #[cfg(test)]

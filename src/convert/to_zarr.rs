@@ -1,24 +1,20 @@
 //! `IN.{parquet,arrow,arrows}` to a Zarr group.
 //!
 //! The store is written into a temporary directory beside DST and moved into place
-//! when complete (see `output.rs`): a failed conversion leaves nothing, and an
+//! when complete (see `write/output.rs`): a failed conversion leaves nothing, and an
 //! existing DST is replaced (with `--overwrite`, and only if it is a Zarr store) in
 //! one step.
 
 use std::fs::File;
 use std::io::BufReader;
 use std::path::Path;
-use std::sync::Arc;
 
 use arrow_array::RecordBatchReader;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-use super::output::Partial;
 use super::{Job, Written};
-use crate::error::{Error, Result, StoreAction};
+use crate::error::{Error, Result};
 use crate::export::ExportFormat;
-use crate::location::Location;
-use crate::store::{LocalStore, Store};
 use crate::write::{WriteOptions, write_batches};
 
 type Reader = Box<dyn RecordBatchReader + Send>;
@@ -102,67 +98,4 @@ pub(super) fn convert(args: &Job<'_>, format: ExportFormat) -> Result<Written> {
         write_batches(args.observer.reader(reader, total), store, node, options)
     })?;
     Ok(Written::Rows(rows))
-}
-
-/// Write a Zarr store at the directory `dst` through `write`, atomically
-/// (see [`Partial`]): a failed `write` leaves nothing. An existing `dst` needs
-/// `overwrite` and must be a Zarr store.
-pub(super) fn write_dir(
-    dst: &Path,
-    overwrite: bool,
-    write: impl FnOnce(Arc<dyn Store>) -> Result<u64>,
-) -> Result<u64> {
-    let partial = Partial::dir(dst, overwrite)?;
-    let rows = write(Arc::new(LocalStore::new(partial.path())))?;
-    partial.commit()?;
-    Ok(rows)
-}
-
-/// Write a Zarr store into `store` (at `dst`, a URL or a supplied store).
-/// An object store has no rename: chunks are written first and every node's
-/// metadata after its chunks, so a reader sees the store complete or sees no
-/// metadata for what is missing. An existing store needs `overwrite` (its
-/// keys are deleted first); a failed write deletes every key it wrote.
-pub(super) fn replace_store(
-    store: Arc<dyn Store>,
-    dst: &Location,
-    overwrite: bool,
-    write: impl FnOnce(Arc<dyn Store>) -> Result<u64>,
-) -> Result<u64> {
-    let existing = store.list_prefix("")?;
-    if !existing.is_empty() {
-        if !overwrite {
-            return Err(Error::AlreadyExists {
-                path: dst.to_string(),
-                overwrite: crate::error::Overwrite::WriteOptions,
-            });
-        }
-        // As locally, only a Zarr store is replaced: never other data under the
-        // prefix (or a whole bucket).
-        let is_zarr = ["zarr.json", ".zgroup", ".zarray"]
-            .iter()
-            .any(|doc| existing.iter().any(|k| k == doc));
-        if !is_zarr {
-            return Err(Error::NotAZarrStore {
-                path: dst.to_string(),
-                entries: Some(existing.len() as u64),
-                action: StoreAction::Replace,
-            });
-        }
-        for key in &existing {
-            store.delete(key)?;
-        }
-    }
-    match write(store.clone()) {
-        Ok(rows) => Ok(rows),
-        Err(e) => {
-            // Nothing partial stays behind: remove what was written.
-            if let Ok(written) = store.list_prefix("") {
-                for key in written {
-                    let _ = store.delete(&key);
-                }
-            }
-            Err(e)
-        }
-    }
 }

@@ -49,10 +49,10 @@ use object_store::{ObjectMeta, ObjectStore};
 use serde::{Deserialize, Serialize};
 
 use super::df_err;
-use crate::convert::write_zarr;
 use crate::error::{Error, Result};
 use crate::location::{Location, Stores};
 use crate::store::UrlOptions;
+use crate::write::write_zarr;
 use crate::write::{WriteOptions, write_batches};
 
 /// `STORED AS ZARR` for `COPY ... TO`: registered by

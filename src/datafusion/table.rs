@@ -22,11 +22,11 @@ use super::scan::ZarrScanExec;
 use super::sink::{Mode, Target, ZarrSink};
 use super::{df_err, prune};
 use crate::conventions::anndata;
-use crate::convert::open_for_append;
 use crate::error::{Error, ParseOptionError, Result};
 use crate::location::{Location, Stores};
 use crate::read::{DIMENSION_NAMES_KEY, ReaderBuilder, Skipped, aligned_splits};
 use crate::store::{Consolidated, MetadataSnapshot, UrlOptions};
+use crate::write::open_for_append;
 use crate::write::{Layout, WriteOptions};
 use crate::{NodeMetadata, ReadOptions, Store, StringType, ZarrArray, ZarrGroup, read_node};
 

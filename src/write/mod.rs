@@ -16,11 +16,17 @@
 mod append;
 mod array;
 mod column;
+#[cfg(feature = "convert")]
+mod destination;
 mod group;
 mod metadata;
+#[cfg(feature = "convert")]
+pub(crate) mod output;
 mod pipeline;
 
 pub use array::{ArrayWriter, write_array, write_nd_array};
+#[cfg(feature = "convert")]
+pub use destination::{open_for_append, write_zarr};
 pub use group::{GroupWriter, write_batches, write_group_metadata};
 
 use std::sync::Arc;

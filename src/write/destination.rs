@@ -1,0 +1,139 @@
+//! Zarr outputs written whole or not at all, wherever they are: a local
+//! directory written beside its destination and moved into place
+//! ([`Partial`](super::output::Partial)), a URL or a caller's store with every
+//! node's metadata after its chunks and every key removed again on failure; an
+//! append in place, at the group a path names. What `zarrow convert`,
+//! `zarrow.write` and DataFusion's `COPY` and `INSERT INTO` write through.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::output::Partial;
+use crate::error::{Error, Result, StoreAction};
+use crate::location::{Location, Stores};
+use crate::store::{LocalStore, Store};
+
+/// Write a Zarr node at `dst` through `write`, which is given the store and
+/// the node's path in it: whole or not at all (a local directory is written
+/// beside and moved into place; a URL or supplied store gets every node's
+/// metadata after its chunks, and every key removed again if `write` fails);
+/// an existing output is replaced only with `overwrite`, and only if it is a
+/// Zarr store. With `append`, in place (the writer keeps a reader's view
+/// whole), at the node [`open_for_append`] finds. What `zarrow convert`,
+/// `zarrow.write` and DataFusion's COPY and INSERT write a Zarr output
+/// through.
+///
+/// # Errors
+/// An existing `dst` without `overwrite`, or not a Zarr store; as
+/// [`open_for_append`]; `write`'s errors.
+pub fn write_zarr(
+    dst: &Location,
+    overwrite: bool,
+    append: bool,
+    stores: &Stores,
+    write: impl FnOnce(Arc<dyn Store>, &str) -> Result<u64>,
+) -> Result<u64> {
+    if append {
+        let (store, node) = open_for_append(dst, stores)?;
+        return write(store, &node);
+    }
+    let write = |store| write(store, "");
+    match dst {
+        Location::Path(path) => write_dir(path, overwrite, write),
+        other => replace_store(stores.open_output(other)?, other, overwrite, write),
+    }
+}
+
+/// The store to append to the group at `dst` (a directory, made when absent,
+/// a URL, or a supplied store at its root) in place, and the group's node
+/// path in it: `dst` inside a Zarr hierarchy (a group under groups) is
+/// written as a node of the hierarchy's root, so that the root's consolidated
+/// metadata grows too. What `convert` with `append` writes into (see
+/// [`WriteOptions::append`](crate::write::WriteOptions::append)).
+///
+/// # Errors
+/// A URL that cannot be opened; store errors.
+pub fn open_for_append(dst: &Location, stores: &Stores) -> Result<(Arc<dyn Store>, String)> {
+    let mut root = dst.clone();
+    let mut node: Vec<String> = Vec::new();
+    // Climb while the parent is a Zarr group.
+    while let Some((parent, name)) = root.parent() {
+        let group = stores.open_output(&parent).is_ok_and(|store| {
+            // A parent that cannot be read (a bucket's root, a directory
+            // without access) is no group of ours.
+            matches!(
+                crate::read::read_node(store.as_ref(), ""),
+                Ok(crate::NodeMetadata::Group(_))
+            )
+        });
+        if !group {
+            break;
+        }
+        node.insert(0, name);
+        root = parent;
+    }
+    Ok((stores.open_output(&root)?, node.join("/")))
+}
+
+/// Write a Zarr store at the directory `dst` through `write`, atomically
+/// (see [`Partial`]): a failed `write` leaves nothing. An existing `dst` needs
+/// `overwrite` and must be a Zarr store.
+fn write_dir(
+    dst: &Path,
+    overwrite: bool,
+    write: impl FnOnce(Arc<dyn Store>) -> Result<u64>,
+) -> Result<u64> {
+    let partial = Partial::dir(dst, overwrite)?;
+    let rows = write(Arc::new(LocalStore::new(partial.path())))?;
+    partial.commit()?;
+    Ok(rows)
+}
+
+/// Write a Zarr store into `store` (at `dst`, a URL or a supplied store).
+/// An object store has no rename: chunks are written first and every node's
+/// metadata after its chunks, so a reader sees the store complete or sees no
+/// metadata for what is missing. An existing store needs `overwrite` (its
+/// keys are deleted first); a failed write deletes every key it wrote.
+fn replace_store(
+    store: Arc<dyn Store>,
+    dst: &Location,
+    overwrite: bool,
+    write: impl FnOnce(Arc<dyn Store>) -> Result<u64>,
+) -> Result<u64> {
+    let existing = store.list_prefix("")?;
+    if !existing.is_empty() {
+        if !overwrite {
+            return Err(Error::AlreadyExists {
+                path: dst.to_string(),
+                overwrite: crate::error::Overwrite::WriteOptions,
+            });
+        }
+        // As locally, only a Zarr store is replaced: never other data under the
+        // prefix (or a whole bucket).
+        let is_zarr = ["zarr.json", ".zgroup", ".zarray"]
+            .iter()
+            .any(|doc| existing.iter().any(|k| k == doc));
+        if !is_zarr {
+            return Err(Error::NotAZarrStore {
+                path: dst.to_string(),
+                entries: Some(existing.len() as u64),
+                action: StoreAction::Replace,
+            });
+        }
+        for key in &existing {
+            store.delete(key)?;
+        }
+    }
+    match write(store.clone()) {
+        Ok(rows) => Ok(rows),
+        Err(e) => {
+            // Nothing partial stays behind: remove what was written.
+            if let Ok(written) = store.list_prefix("") {
+                for key in written {
+                    let _ = store.delete(&key);
+                }
+            }
+            Err(e)
+        }
+    }
+}
