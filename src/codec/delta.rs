@@ -112,7 +112,7 @@ impl Delta {
         if array.data_type() != &want {
             return Err(EncodeError::TypeMismatch {
                 codec: "numcodecs.delta",
-                expected: want,
+                configured: self.data_type,
                 found: array.data_type().clone(),
             });
         }

@@ -47,7 +47,6 @@ impl ArrayToArrayCodec for Transpose {
     fn encoded_shape(&self, shape: &[u64]) -> Result<Vec<u64>, EncodeError> {
         if self.order.len() != shape.len() {
             return Err(EncodeError::RankMismatch {
-                codec: "transpose",
                 order: self.order.clone(),
                 shape: shape.to_vec(),
             });

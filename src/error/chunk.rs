@@ -4,6 +4,7 @@
 use arrow_schema::{ArrowError, DataType as ArrowType};
 
 use super::Cut;
+use crate::metadata::DataType;
 
 /// Why a codec could not encode a chunk ([`Error::Encode`](super::Error::Encode) names the chunk and
 /// the codec).
@@ -47,26 +48,27 @@ pub enum EncodeError {
         /// The Arrow type of the values.
         data_type: ArrowType,
     },
-    /// Values of another Arrow type than the one the codec is configured for.
-    #[error("{codec} is configured for {expected} values, not {found}")]
+    /// Values of another Arrow type than the one of the data type the codec is
+    /// configured for.
+    #[error(
+        "{codec} over {} cannot apply to {found} values",
+        configured.zarr_name()
+    )]
     TypeMismatch {
         /// The codec.
         codec: &'static str,
-        /// The Arrow type of its configured data type.
-        expected: ArrowType,
+        /// The data type it is configured for (`numcodecs.delta`'s `dtype`).
+        configured: DataType,
         /// The Arrow type of the values given.
         found: ArrowType,
     },
-    /// An array->array codec whose dimension order has another length than the
-    /// chunk shape has dimensions.
+    /// A `transpose` order of another length than the chunk shape has dimensions.
     #[error(
-        "{codec} order {order:?} does not match the {} dimensions of chunk shape {shape:?}",
+        "transpose order {order:?} does not match the {} dimensions of chunk shape {shape:?}",
         shape.len()
     )]
     RankMismatch {
-        /// The codec (`transpose`).
-        codec: &'static str,
-        /// Its `order`.
+        /// The `order`.
         order: Vec<usize>,
         /// The chunk shape.
         shape: Vec<u64>,
