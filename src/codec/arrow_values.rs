@@ -80,11 +80,7 @@ pub(super) fn push_offsets(
 ) -> Result<(), EncodeError> {
     for o in offsets {
         if width == 4 {
-            let o = i32::try_from(o).map_err(|_| {
-                EncodeError::Values(
-                    "chunk values exceed 2 GiB: use a large type or a smaller chunk length".into(),
-                )
-            })?;
+            let o = i32::try_from(o).map_err(|_| EncodeError::OffsetOverflow { bytes: o })?;
             index.extend_from_slice(&o.to_le_bytes());
         } else {
             index.extend_from_slice(&o.to_le_bytes());
@@ -124,9 +120,10 @@ pub(super) fn for_each_value(
             .iter()
             .for_each(|v| f(v.unwrap_or_default())),
         other => {
-            return Err(EncodeError::Values(format!(
-                "{other} has no variable-length values"
-            )));
+            return Err(EncodeError::ArrowType {
+                codec: "variable-length",
+                data_type: other.clone(),
+            });
         }
     }
     Ok(())
@@ -148,4 +145,26 @@ pub(crate) fn value_bytes(array: &dyn Array) -> usize {
 fn sliced_len<T: ByteArrayType>(array: &GenericByteArray<T>) -> usize {
     let o = array.offsets();
     o.last().map_or(0, |l| l.as_usize()) - o.first().map_or(0, |f| f.as_usize())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 32-bit offsets hold up to `i32::MAX`; the next offset is refused, 64-bit
+    /// offsets take it.
+    #[test]
+    fn an_offset_past_32_bits() {
+        let mut index = Vec::new();
+        push_offsets(&mut index, [0, i32::MAX as u64].into_iter(), 4).unwrap();
+        assert_eq!(index.len(), 8);
+        let past = 1u64 << 31;
+        let error = push_offsets(&mut index, [past].into_iter(), 4).unwrap_err();
+        assert!(
+            matches!(error, EncodeError::OffsetOverflow { bytes } if bytes == past),
+            "{error}"
+        );
+        push_offsets(&mut index, [past].into_iter(), 8).unwrap();
+        assert_eq!(index.len(), 16);
+    }
 }

@@ -308,29 +308,33 @@ fn encode(array: &dyn Array, pad: usize) -> Result<(Vec<u8>, usize), EncodeError
         out.resize((array.len() + pad) * 8, 0);
         return Ok((out, 8));
     }
-    let size = match array.data_type() {
-        arrow_schema::DataType::Boolean => 1,
-        t => t
-            .primitive_width()
-            .ok_or_else(|| EncodeError::Values(format!("the bytes codec does not encode {t}")))?,
-    };
-    let mut out = Vec::with_capacity((array.len() + pad) * size);
     if let Some(bools) = array.as_boolean_opt() {
+        let mut out = Vec::with_capacity(array.len() + pad);
         out.extend(bools.values().iter().map(u8::from));
-    } else {
-        let data = array.to_data();
-        let buffer = data.buffers().first().ok_or_else(|| {
-            EncodeError::Values("a fixed-width array without a values buffer".into())
-        })?;
-        let start = data.offset() * size;
-        let bytes = buffer
-            .as_slice()
-            .get(start..start + data.len() * size)
-            .ok_or_else(|| EncodeError::Values("values buffer too short".into()))?;
-        out.extend_from_slice(bytes);
+        out.resize(array.len() + pad, 0);
+        return Ok((out, 1));
     }
+    let (bytes, size) = arrow_array::downcast_primitive_array!(
+        array => values_of(array),
+        t => {
+            return Err(EncodeError::ArrowType {
+                codec: "bytes",
+                data_type: t.clone(),
+            });
+        }
+    );
+    let mut out = Vec::with_capacity((array.len() + pad) * size);
+    out.extend_from_slice(bytes);
     out.resize((array.len() + pad) * size, 0);
     Ok((out, size))
+}
+
+/// A primitive array's values (its slice of the values buffer) and their width.
+fn values_of<T: ArrowPrimitiveType>(array: &PrimitiveArray<T>) -> (&[u8], usize) {
+    (
+        array.values().inner().as_slice(),
+        std::mem::size_of::<T::Native>(),
+    )
 }
 
 /// The int64 counts of a `Timestamp`, `Duration` or `Date64` array (its values

@@ -156,7 +156,9 @@ impl CodecChain {
     pub(crate) fn check_shape(&self, shape: &[u64]) -> Result<(), ConfigError> {
         let mut shape = shape.to_vec();
         for codec in &self.array_to_array {
-            shape = codec.encoded_shape(&shape)?;
+            shape = codec
+                .encoded_shape(&shape)
+                .map_err(|e| ConfigError::Invalid(e.to_string()))?;
         }
         self.array_to_bytes.check_shape(&shape)
     }
@@ -258,7 +260,7 @@ impl CodecChain {
                 .encoded_shape(last)
                 .map_err(|e| ChunkError::Decompress {
                     codec: "array->array",
-                    message: e.message(),
+                    message: e.to_string(),
                 })?;
             shapes.push(next);
         }
@@ -297,9 +299,7 @@ impl CodecChain {
         for codec in &self.array_to_array {
             let failed = |e| (name_of(&codec.metadata()), e);
             array = codec.encode(&array, &shape).map_err(failed)?;
-            shape = codec
-                .encoded_shape(&shape)
-                .map_err(|e| failed(EncodeError::Values(e.message())))?;
+            shape = codec.encoded_shape(&shape).map_err(failed)?;
         }
         let mut bytes = self
             .array_to_bytes
@@ -550,31 +550,6 @@ mod tests {
         assert!(array(base(t, json!([{"name": "bytes"}]), json!("abc"))).is_err());
     }
 
-    #[test]
-    fn an_encoding_error_names_its_codec() {
-        use std::sync::Arc;
-
-        use arrow_array::Int32Array;
-
-        let codecs: Vec<CodecMetadata> = serde_json::from_value(json!([
-            {"name": "transpose", "configuration": {"order": [1, 0]}},
-            {"name": "bytes", "configuration": {"endian": "little"}},
-            {"name": "zstd", "configuration": {"level": 0, "checksum": false}}
-        ]))
-        .unwrap();
-        let chain = CodecChain::from_codecs(&codecs).unwrap();
-        let whole: ArrayRef = Arc::new(Int32Array::from(vec![1, 2, 3, 4]));
-        let encoded = chain.encode(&whole, &[2, 2]).unwrap();
-        assert!(!encoded.is_empty());
-        let part: ArrayRef = Arc::new(Int32Array::from(vec![1, 2, 3]));
-        let (codec, error) = chain.encode(&part, &[2, 2]).unwrap_err();
-        assert_eq!(codec, "transpose");
-        assert!(
-            matches!(&error, EncodeError::Values(m) if m.contains("3 of 4")),
-            "{error}"
-        );
-    }
-
     /// A build without the C codecs' features reads every other codec, and names
     /// the feature a blosc or lzma chain needs (CI runs this with
     /// `--no-default-features`).
@@ -604,42 +579,8 @@ mod tests {
         let zstd = [CodecMetadata::named("bytes"), CodecMetadata::named("zstd")];
         assert!(CodecChain::from_codecs(&zstd).is_ok());
     }
-
-    /// An inner chunk that cannot be encoded is named inside the shard's error,
-    /// with its codec and why.
-    #[test]
-    fn a_shard_names_the_inner_chunk_that_fails() {
-        let codecs: Vec<CodecMetadata> = serde_json::from_value(json!([{
-            "name": "sharding_indexed",
-            "configuration": {
-                "chunk_shape": [2],
-                "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
-                "index_codecs": [
-                    {"name": "bytes", "configuration": {"endian": "little"}},
-                    {"name": "crc32c"}
-                ],
-                "index_location": "end"
-            }
-        }]))
-        .unwrap();
-        let chain = CodecChain::from_codecs(&codecs).unwrap();
-        let strings: ArrayRef = Arc::new(arrow_array::StringArray::from(vec!["a", "b", "c"]));
-        let (codec, error) = chain.encode(&strings, &[4]).unwrap_err();
-        assert!(codec.contains("sharding_indexed"), "{codec}");
-        match &error {
-            EncodeError::Inner {
-                what,
-                codec,
-                source,
-            } => {
-                assert_eq!(what, "inner chunk 0");
-                assert!(codec.contains("bytes"), "{codec}");
-                assert!(
-                    matches!(source.as_ref(), EncodeError::Values(m) if m.contains("Utf8")),
-                    "{source}"
-                );
-            }
-            other => panic!("{other}"),
-        }
-    }
 }
+
+#[cfg(test)]
+#[path = "chain_encode_tests.rs"]
+mod encode_tests;

@@ -107,15 +107,14 @@ impl Delta {
     }
 
     /// Run the codec forwards or backwards; an error says why it does not apply.
-    fn run(&self, array: &ArrayRef, decode: bool) -> Result<ArrayRef, String> {
+    fn run(&self, array: &ArrayRef, decode: bool) -> Result<ArrayRef, EncodeError> {
         let want = self.data_type.arrow_type(StringType::default());
         if array.data_type() != &want {
-            return Err(format!(
-                "numcodecs.delta over {} (dtype {:?}) cannot apply to {} values",
-                self.data_type.zarr_name(),
-                self.dtype,
-                array.data_type()
-            ));
+            return Err(EncodeError::TypeMismatch {
+                codec: "numcodecs.delta",
+                configured: self.data_type,
+                found: array.data_type().clone(),
+            });
         }
         Ok(match self.data_type {
             DataType::Int8 => apply::<Int8Type>(array, decode),
@@ -130,26 +129,30 @@ impl Delta {
             DataType::Float32 => apply::<Float32Type>(array, decode),
             DataType::Float64 => apply::<Float64Type>(array, decode),
             // `new` admits only the types above.
-            other => return Err(format!("numcodecs.delta over {}", other.zarr_name())),
+            _ => {
+                return Err(EncodeError::ArrowType {
+                    codec: "numcodecs.delta",
+                    data_type: want,
+                });
+            }
         })
     }
 }
 
 impl ArrayToArrayCodec for Delta {
-    fn encoded_shape(&self, shape: &[u64]) -> Result<Vec<u64>, ConfigError> {
+    fn encoded_shape(&self, shape: &[u64]) -> Result<Vec<u64>, EncodeError> {
         Ok(shape.to_vec())
     }
 
     fn decode(&self, array: &ArrayRef, _shape: &[u64]) -> Result<ArrayRef, ChunkError> {
-        self.run(array, true)
-            .map_err(|message| ChunkError::Decompress {
-                codec: "numcodecs.delta",
-                message,
-            })
+        self.run(array, true).map_err(|e| ChunkError::Decompress {
+            codec: "numcodecs.delta",
+            message: e.to_string(),
+        })
     }
 
     fn encode(&self, array: &ArrayRef, _shape: &[u64]) -> Result<ArrayRef, EncodeError> {
-        self.run(array, false).map_err(EncodeError::Values)
+        self.run(array, false)
     }
 
     fn metadata(&self) -> Value {

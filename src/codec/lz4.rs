@@ -85,9 +85,11 @@ impl BytesToBytesCodec for Lz4 {
 
     fn encode(&self, input: Vec<u8>) -> Result<Vec<u8>, EncodeError> {
         if u32::try_from(input.len()).is_err() {
-            return Err(EncodeError::Values(
-                "a chunk over 4 GiB does not fit numcodecs' lz4 size header".into(),
-            ));
+            return Err(EncodeError::TooLarge {
+                what: "bytes in an lz4 chunk (numcodecs' u32 size header)",
+                size: input.len() as u64,
+                limit: u32::MAX.into(),
+            });
         }
         Ok(lz4_flex::block::compress_prepend_size(&input))
     }

@@ -136,7 +136,7 @@ impl<'a> DecodeContext<'a> {
 /// An array->array codec: reorders a chunk's elements.
 pub(crate) trait ArrayToArrayCodec: Debug + Send + Sync {
     /// The shape of the chunk this codec hands on, for a chunk of `shape`.
-    fn encoded_shape(&self, shape: &[u64]) -> Result<Vec<u64>, ConfigError>;
+    fn encoded_shape(&self, shape: &[u64]) -> Result<Vec<u64>, EncodeError>;
     /// Undo the codec: `array` is in C order over `encoded_shape(shape)`; the result
     /// is in C order over `shape`.
     fn decode(&self, array: &ArrayRef, shape: &[u64]) -> Result<ArrayRef, ChunkError>;
@@ -277,17 +277,6 @@ pub(crate) enum ConfigError {
 }
 
 impl ConfigError {
-    /// What is wrong, as a message.
-    pub(crate) fn message(self) -> String {
-        match self {
-            Self::Unsupported(name) => format!("unsupported codec {name:?}"),
-            Self::Invalid(message) => message,
-            Self::NotBuilt { name, feature } => {
-                format!("codec {name:?} needs zarrow's `{feature}` feature")
-            }
-        }
-    }
-
     /// The error of the metadata document at `key`.
     pub(crate) fn into_error(self, key: &str) -> Error {
         match self {
@@ -346,15 +335,15 @@ fn padding(array: &dyn Array, shape: &[u64]) -> Result<(usize, usize), EncodeErr
         .iter()
         .try_fold(1u64, |acc, &d| acc.checked_mul(d))
         .and_then(|e| usize::try_from(e).ok())
-        .ok_or_else(|| {
-            EncodeError::Values(format!("chunk shape {shape:?} has too many elements"))
+        .ok_or_else(|| EncodeError::ShapeOverflow {
+            shape: shape.to_vec(),
         })?;
-    let pad = elements.checked_sub(array.len()).ok_or_else(|| {
-        EncodeError::Values(format!(
-            "{} values do not fit a chunk of {elements} elements",
-            array.len()
-        ))
-    })?;
+    let pad = elements
+        .checked_sub(array.len())
+        .ok_or(EncodeError::TooManyValues {
+            values: array.len() as u64,
+            capacity: elements as u64,
+        })?;
     Ok((elements, pad))
 }
 

@@ -343,14 +343,18 @@ impl Sharding {
         let inner_len: u64 = self.chunk_shape.iter().product();
         let one_d = shape.len() == 1;
         if !one_d && array.len() as u64 != shape.iter().product::<u64>() {
-            return Err(EncodeError::Values(
-                "an N-d shard must be written whole".into(),
-            ));
+            return Err(EncodeError::PartialChunk {
+                codec: "sharding_indexed",
+                values: array.len() as u64,
+                shape: shape.to_vec(),
+            });
         }
         if self.index_location != IndexLocation::End {
-            return Err(EncodeError::Values(
-                "zarrow writes the shard index at the end".into(),
-            ));
+            return Err(EncodeError::UnsupportedOption {
+                codec: "sharding_indexed",
+                option: "index_location",
+                value: "start",
+            });
         }
         let mut out = Vec::new();
         let mut index = Vec::with_capacity(n as usize * 16);
@@ -366,7 +370,7 @@ impl Sharding {
                     .map(|(i, c)| i * c)
                     .collect();
                 cut(array, shape, &origin, &self.chunk_shape)
-                    .map_err(|e| EncodeError::Values(e.to_string()))?
+                    .map_err(|source| EncodeError::Arrow { source })?
             };
             if values.is_empty() {
                 index.extend_from_slice(&u64::MAX.to_le_bytes());

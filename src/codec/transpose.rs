@@ -44,13 +44,12 @@ pub(super) fn build(
 }
 
 impl ArrayToArrayCodec for Transpose {
-    fn encoded_shape(&self, shape: &[u64]) -> Result<Vec<u64>, ConfigError> {
+    fn encoded_shape(&self, shape: &[u64]) -> Result<Vec<u64>, EncodeError> {
         if self.order.len() != shape.len() {
-            return Err(ConfigError::Invalid(format!(
-                "transpose order {:?} does not match {} dimensions",
-                self.order,
-                shape.len()
-            )));
+            return Err(EncodeError::RankMismatch {
+                order: self.order.clone(),
+                shape: shape.to_vec(),
+            });
         }
         Ok(permute(shape, &self.order))
     }
@@ -138,10 +137,11 @@ pub(crate) fn undo(
 fn apply(array: &ArrayRef, shape: &[u64], order: &[usize]) -> Result<ArrayRef, EncodeError> {
     let total: u64 = shape.iter().product();
     if array.len() as u64 != total {
-        return Err(EncodeError::Values(format!(
-            "transpose needs the whole chunk: {} of {total} elements",
-            array.len()
-        )));
+        return Err(EncodeError::PartialChunk {
+            codec: "transpose",
+            values: array.len() as u64,
+            shape: shape.to_vec(),
+        });
     }
     let ndim = shape.len();
     if ndim <= 1 || order.iter().enumerate().all(|(k, &d)| k == d) {
@@ -172,7 +172,7 @@ fn apply(array: &ArrayRef, shape: &[u64], order: &[usize]) -> Result<ArrayRef, E
         }
     }
     arrow_select::take::take(array.as_ref(), &UInt64Array::from(indices), None)
-        .map_err(|e| EncodeError::Values(e.to_string()))
+        .map_err(|source| EncodeError::Arrow { source })
 }
 
 #[cfg(test)]

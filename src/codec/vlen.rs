@@ -459,8 +459,11 @@ fn parse_stream<E: Elements>(
 /// Encode `array`'s values and `pad` empty values as `| u32 count | (u32 len, bytes)* |`.
 pub(crate) fn encode(array: &dyn Array, pad: usize) -> Result<Vec<u8>, EncodeError> {
     let n = array.len() + pad;
-    let count = u32::try_from(n)
-        .map_err(|_| EncodeError::Values("more than u32::MAX elements in a chunk".into()))?;
+    let count = u32::try_from(n).map_err(|_| EncodeError::TooLarge {
+        what: "elements in a vlen chunk (a u32 count)",
+        size: n as u64,
+        limit: u32::MAX.into(),
+    })?;
     let mut out = Vec::with_capacity(4 + 4 * n + value_bytes(array));
     out.extend_from_slice(&count.to_le_bytes());
     let mut result = Ok(());
@@ -470,9 +473,11 @@ pub(crate) fn encode(array: &dyn Array, pad: usize) -> Result<Vec<u8>, EncodeErr
             out.extend_from_slice(v);
         }
         Err(_) => {
-            result = Err(EncodeError::Values(
-                "a value longer than u32::MAX bytes".into(),
-            ))
+            result = Err(EncodeError::TooLarge {
+                what: "bytes in one vlen value (a u32 length)",
+                size: v.len() as u64,
+                limit: u32::MAX.into(),
+            })
         }
     })?;
     result?;

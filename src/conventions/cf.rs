@@ -402,8 +402,10 @@ fn time(attrs: &Map<String, Value>) -> Result<Option<Time>, ConventionError> {
             units: units.to_string(),
         });
     }
-    let reference_ns = parse_instant(reference.trim())
-        .ok_or_else(|| ConventionError::ReferenceDate(units.to_string()))?;
+    let reference_ns =
+        parse_instant(reference.trim()).ok_or_else(|| ConventionError::ReferenceDate {
+            units: units.to_string(),
+        })?;
     // Before 1582-10-15 the standard calendar is Julian: not numpy's dates.
     if calendar != "proleptic_gregorian" && reference_ns < GREGORIAN_START_NS {
         return Err(ConventionError::JulianDates {
@@ -525,7 +527,10 @@ mod tests {
         let unit = time(&attrs(json!({"units": "fortnights since 2000-01-01"}))).unwrap_err();
         assert!(matches!(unit, ConventionError::TimeUnit { .. }), "{unit}");
         let date = time(&attrs(json!({"units": "days since the flood"}))).unwrap_err();
-        assert!(matches!(date, ConventionError::ReferenceDate(_)), "{date}");
+        assert!(
+            matches!(date, ConventionError::ReferenceDate { .. }),
+            "{date}"
+        );
         assert!(time(&attrs(json!({"units": "days since 2000-01-01"}))).is_ok());
         assert!(matches!(time(&attrs(json!({"units": "metres"}))), Ok(None)));
     }

@@ -1,19 +1,115 @@
 //! What goes wrong inside one chunk: decoding its bytes ([`ChunkError`]) or
 //! encoding them ([`EncodeError`]).
 
-use arrow_schema::ArrowError;
+use arrow_schema::{ArrowError, DataType as ArrowType};
 
 use super::Cut;
+use crate::metadata::DataType;
 
 /// Why a codec could not encode a chunk ([`Error::Encode`](super::Error::Encode) names the chunk and
 /// the codec).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum EncodeError {
-    /// Values the codec cannot hold as given: more than the chunk's elements, an
-    /// Arrow type it does not write, a value or chunk past its format's limits.
-    #[error("{}", Cut(.0))]
-    Values(String),
+    /// More values than the chunk has elements.
+    #[error("{values} values do not fit a chunk of {capacity} elements")]
+    TooManyValues {
+        /// The values given.
+        values: u64,
+        /// The chunk's elements (the product of its shape).
+        capacity: u64,
+    },
+    /// A chunk shape whose element count overflows this machine's `usize`.
+    #[error("chunk shape {shape:?} has more elements than this machine can address")]
+    ShapeOverflow {
+        /// The chunk shape.
+        shape: Vec<u64>,
+    },
+    /// Fewer values than the chunk's elements, for a codec that needs them all
+    /// (`transpose`, or `sharding_indexed` over more than one dimension).
+    #[error(
+        "{codec} needs the whole chunk of shape {shape:?}: {values} of {} elements given",
+        shape.iter().product::<u64>()
+    )]
+    PartialChunk {
+        /// The codec.
+        codec: &'static str,
+        /// The values given.
+        values: u64,
+        /// The chunk shape.
+        shape: Vec<u64>,
+    },
+    /// An Arrow type the codec does not write.
+    #[error("the {codec} layout does not encode {data_type}")]
+    ArrowType {
+        /// The codec (`bytes`), or the layout when several codecs share its
+        /// encoder (`variable-length`: `vlen-utf8`, ZEP0007, `zarrs.vlen`).
+        codec: &'static str,
+        /// The Arrow type of the values.
+        data_type: ArrowType,
+    },
+    /// Values of another Arrow type than the one of the data type the codec is
+    /// configured for.
+    #[error(
+        "{codec} over {} cannot apply to {found} values",
+        configured.zarr_name()
+    )]
+    TypeMismatch {
+        /// The codec.
+        codec: &'static str,
+        /// The data type it is configured for (`numcodecs.delta`'s `dtype`).
+        configured: DataType,
+        /// The Arrow type of the values given.
+        found: ArrowType,
+    },
+    /// A `transpose` order of another length than the chunk shape has dimensions.
+    #[error(
+        "transpose order {order:?} does not match the {} dimensions of chunk shape {shape:?}",
+        shape.len()
+    )]
+    RankMismatch {
+        /// The `order`.
+        order: Vec<usize>,
+        /// The chunk shape.
+        shape: Vec<u64>,
+    },
+    /// A value or a chunk past a limit of the format it is written in (a `u32`
+    /// length or count).
+    #[error("{size} {what}: past the format's limit of {limit}")]
+    TooLarge {
+        /// What is counted (`bytes in one vlen value`).
+        what: &'static str,
+        /// How many there are.
+        size: u64,
+        /// The most the format holds.
+        limit: u64,
+    },
+    /// A chunk's values past what 32-bit offsets address.
+    #[error(
+        "chunk values reach {bytes} bytes, past what 32-bit offsets hold: use a large type or a smaller chunk length"
+    )]
+    OffsetOverflow {
+        /// The offset that does not fit.
+        bytes: u64,
+    },
+    /// A codec configuration zarrow reads but does not write.
+    #[error("zarrow does not write {codec} with {option} {value:?}")]
+    UnsupportedOption {
+        /// The codec.
+        codec: &'static str,
+        /// The configuration key.
+        option: &'static str,
+        /// Its value.
+        value: &'static str,
+    },
+    /// arrow-rs refused to rearrange the values (a selection whose strings
+    /// overflow 32-bit offsets).
+    #[error("rearranging the values: {source}")]
+    Arrow {
+        /// Its error.
+        #[source]
+        source: ArrowError,
+    },
     /// The compressor failed.
     #[error("{source}")]
     Compress {

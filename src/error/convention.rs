@@ -3,7 +3,7 @@
 
 use arrow_schema::{ArrowError, DataType as ArrowType};
 
-use super::Error;
+use super::{Cut, Error};
 
 /// The conventions zarrow applies on top of Zarr ([`Error::Convention`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,8 +99,11 @@ pub enum ConventionError {
         units: String,
     },
     /// CF time `units` whose reference date does not parse.
-    #[error("cannot parse the reference date in units {0:?}")]
-    ReferenceDate(String),
+    #[error("cannot parse the reference date in units {:?}", Cut(units))]
+    ReferenceDate {
+        /// The `units` attribute.
+        units: String,
+    },
     /// CF times of the standard calendar before 1582-10-15, which are Julian.
     #[error(
         "calendar {calendar:?} with a reference date before 1582-10-15 (units {units:?}) counts Julian days, which zarrow does not decode; read the raw values instead"

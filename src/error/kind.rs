@@ -120,7 +120,17 @@ impl Error {
 
 fn encode_kind(e: &EncodeError) -> ErrorKind {
     match e {
-        EncodeError::Values(_) => ErrorKind::InvalidArgument,
+        EncodeError::TooManyValues { .. }
+        | EncodeError::PartialChunk { .. }
+        | EncodeError::TypeMismatch { .. }
+        | EncodeError::RankMismatch { .. } => ErrorKind::InvalidArgument,
+        EncodeError::ShapeOverflow { .. }
+        | EncodeError::TooLarge { .. }
+        | EncodeError::OffsetOverflow { .. } => ErrorKind::Limit,
+        EncodeError::ArrowType { .. } | EncodeError::UnsupportedOption { .. } => {
+            ErrorKind::Unsupported
+        }
+        EncodeError::Arrow { .. } => ErrorKind::Other,
         EncodeError::NotBuilt { .. } => ErrorKind::Unsupported,
         EncodeError::Inner { source, .. } => encode_kind(source),
         EncodeError::Compress { .. } | EncodeError::Blosc { .. } => ErrorKind::Other,
@@ -167,6 +177,32 @@ mod tests {
             },
         };
         assert_eq!(too_big.kind(), ErrorKind::Limit);
+        let encode = |source| Error::Encode {
+            key: "c/0".into(),
+            codec: "vlen-utf8".into(),
+            source,
+        };
+        let past = encode(EncodeError::TooLarge {
+            what: "elements in a vlen chunk (a u32 count)",
+            size: 1 << 32,
+            limit: u32::MAX.into(),
+        });
+        assert_eq!(past.kind(), ErrorKind::Limit);
+        // An inner chunk's error is placed by its own kind.
+        let inner = encode(EncodeError::Inner {
+            what: "inner chunk 0".into(),
+            codec: "bytes".into(),
+            source: Box::new(EncodeError::ArrowType {
+                codec: "bytes",
+                data_type: arrow_schema::DataType::Utf8,
+            }),
+        });
+        assert_eq!(inner.kind(), ErrorKind::Unsupported);
+        let more = encode(EncodeError::TooManyValues {
+            values: 5,
+            capacity: 4,
+        });
+        assert_eq!(more.kind(), ErrorKind::InvalidArgument);
         // A kind survives a trip through an Arrow stream.
         let crossed = Error::from(arrow_schema::ArrowError::from(corrupt));
         assert_eq!(crossed.kind(), ErrorKind::InvalidData);
