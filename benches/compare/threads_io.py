@@ -4,10 +4,11 @@ strings, zarr-python's vlen-utf8 + zstd, chunks of 200,000) to Parquet, and of o
 Python `zarrow.read` of an S3 store (moto on loopback, the same strings), 3 runs
 each; run it with the old and the new build to compare.
 
-    python3 benches/compare/threads_io.py ZARROW
+    python3 benches/compare/threads_io.py ZARROW [PYTHON]
 
-Needs the venv of .ci/run (zarr, pyarrow, moto[server]) with the zarrow package
-installed.
+Needs the venv of .ci/run (zarr, pyarrow, moto[server]); PYTHON (default: this
+interpreter) has the zarrow package to measure installed, so that an old and a
+new build can be compared from one run.
 """
 import os, subprocess, sys, tempfile, time
 from pathlib import Path
@@ -19,6 +20,7 @@ from remote_servers import moto_server  # noqa: E402
 from zarr.codecs import ZstdCodec  # noqa: E402
 
 zarrow = sys.argv[1]
+python = sys.argv[2] if len(sys.argv) > 2 else sys.executable
 root = Path(tempfile.mkdtemp())
 n = 2_000_000
 w1 = root / "w1.zarr"
@@ -61,5 +63,5 @@ with moto_server() as endpoint:
     # the baseline is one.
     script = ("import zarrow, pyarrow as pa; "
               "t = pa.table(zarrow.read('s3://threads/w1.zarr')); assert t.num_rows == %d" % n)
-    runs = [peak([sys.executable, "-c", script], env=env) for _ in range(3)]
+    runs = [peak([python, "-c", script], env=env) for _ in range(3)]
     print(f"python zarrow.read of S3 (moto): peak threads {max(runs)} (runs {runs})")
