@@ -50,7 +50,7 @@ impl Error {
             Error::NodeNotFound { .. } => K::NotFound,
             #[cfg(feature = "object-store")]
             Error::Location { reason, .. } => {
-                use crate::location::LocationError as L;
+                use super::LocationError as L;
                 match reason {
                     L::Missing => K::NotFound,
                     L::NotBuilt { .. } => K::Unsupported,

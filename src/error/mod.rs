@@ -13,6 +13,8 @@ mod chunk;
 mod convention;
 mod detail;
 mod kind;
+#[cfg(feature = "object-store")]
+mod location;
 mod skip;
 
 pub use chunk::{ChunkError, EncodeError};
@@ -22,6 +24,8 @@ pub use detail::{
     Overwrite, SchemaChange, ShapeProblem, StoreAction, TableProblem,
 };
 pub use kind::ErrorKind;
+#[cfg(feature = "object-store")]
+pub use location::{FileUrlProblem, LocationError};
 pub use skip::{SkipReason, Skipped};
 
 /// A `Result` with zarrow's [`Error`].
@@ -80,7 +84,7 @@ pub enum Error {
         location: String,
         /// What is wrong with it.
         #[source]
-        reason: crate::location::LocationError,
+        reason: LocationError,
     },
     /// No Zarr array or group metadata was found at a node path.
     #[error("no Zarr array or group at {path:?} (looked for zarr.json, .zarray and .zgroup)")]
