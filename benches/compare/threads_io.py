@@ -10,13 +10,14 @@ Needs the venv of .ci/run (zarr, pyarrow, moto[server]); PYTHON (default: this
 interpreter) has the zarrow package to measure installed, so that an old and a
 new build can be compared from one run.
 """
-import os, subprocess, sys, tempfile, time
+import os, sys, tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "interop"))
 from run import short_strings, write_zarr_python  # noqa: E402
 from remote_servers import moto_server  # noqa: E402
+from threads import peak  # noqa: E402
 from zarr.codecs import ZstdCodec  # noqa: E402
 
 zarrow = sys.argv[1]
@@ -27,21 +28,6 @@ w1 = root / "w1.zarr"
 write_zarr_python(w1, short_strings(n), n // 10, [ZstdCodec(level=0)])
 
 
-def peak(args, env=None):
-    p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    top = 0
-    while p.poll() is None:
-        try:
-            with open(f"/proc/{p.pid}/status") as f:
-                for line in f:
-                    if line.startswith("Threads:"):
-                        top = max(top, int(line.split()[1]))
-        except OSError:
-            pass
-        time.sleep(0.002)
-    err = p.stderr.read().decode()
-    assert p.returncode == 0, err
-    return top
 
 
 out = root / "w1.parquet"
