@@ -122,10 +122,8 @@ pub(crate) fn sql(args: &SqlArgs) -> Result<()> {
     // outlives it).
     let runtime = crate::runtime()?;
     let blocking = zarrow::store::Blocking::on(runtime.handle().clone());
-    let reader = match session(args, &blocking)? {
-        Some(ctx) => zarrow::datafusion::sql_in(ctx, &args.query, &tables, &options, &blocking)?,
-        None => zarrow::datafusion::sql(&args.query, &tables, &options, &blocking)?,
-    };
+    options.session = session(args, &blocking)?;
+    let reader = zarrow::datafusion::sql(&args.query, &tables, &options, &blocking)?;
     // Nothing is dropped in silence: name every child that is not a column.
     for (name, skipped) in reader.skipped() {
         eprintln!("zarrow: {name}: not a column: {skipped}");

@@ -53,7 +53,7 @@ use crate::store::{Blocking, UrlOptions};
 
 pub use codec::{ZarrLogicalCodec, ZarrPhysicalCodec};
 pub use factory::ZarrTableFactory;
-pub use query::{SqlOptions, SqlReader, SqlStream, sql, sql_in, sql_stream, sql_stream_in};
+pub use query::{SqlOptions, SqlReader, SqlStream, sql, sql_stream};
 pub use scan::ZarrScanExec;
 pub use sink::ZarrFormatFactory;
 pub use table::{ZarrTable, ZarrTableOptions};

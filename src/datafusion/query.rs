@@ -25,7 +25,7 @@ use crate::read::Skipped;
 use crate::store::{Blocking, UrlOptions};
 
 /// How [`sql`] opens its tables and plans the query.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 #[non_exhaustive]
 pub struct SqlOptions {
     /// How every Zarr table is read (the string type, CF decoding, ...).
@@ -41,6 +41,29 @@ pub struct SqlOptions {
     /// Zarr tables the caller opened (over a store it built, such as an
     /// obstore store from Python), registered by name beside the located ones.
     pub opened: Vec<(String, Arc<ZarrTable>)>,
+    /// The caller's session to run in (a distributed engine's client session,
+    /// such as Ballista's `SessionContext::remote_with_state`, with zarrow's
+    /// codecs): zarrow's table factory and format are added to it
+    /// ([`register`](super::register)) and the tables registered;
+    /// `partitions` and `memory_limit` are then the session's own to set.
+    /// Default: a new session.
+    pub session: Option<SessionContext>,
+}
+
+impl std::fmt::Debug for SqlOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqlOptions")
+            .field("table", &self.table)
+            .field("partitions", &self.partitions)
+            .field("memory_limit", &self.memory_limit)
+            .field("url", &self.url)
+            .field("opened", &self.opened)
+            .field(
+                "session",
+                &self.session.as_ref().map(SessionContext::session_id),
+            )
+            .finish()
+    }
 }
 
 /// The answer of [`sql`], batch by batch. Iterating waits on the [`Blocking`]
@@ -127,6 +150,15 @@ pub async fn sql_stream(
     tables: &[(String, String)],
     options: &SqlOptions,
 ) -> Result<SqlStream> {
+    let ctx = match &options.session {
+        Some(ctx) => ctx.clone(),
+        None => new_session(options)?,
+    };
+    run_in(&ctx, query, tables, options).await
+}
+
+/// A session of its own for a query: `options`' partitions and memory limit.
+fn new_session(options: &SqlOptions) -> Result<SessionContext> {
     let mut config = SessionConfig::new();
     if let Some(n) = options.partitions {
         config = config.with_target_partitions(n.max(1));
@@ -136,19 +168,11 @@ pub async fn sql_stream(
         env = env.with_memory_limit(usize::try_from(limit).unwrap_or(usize::MAX), 1.0);
     }
     let env = env.build_arc().map_err(query_error)?;
-    let ctx = SessionContext::new_with_config_rt(config, env);
-    sql_stream_in(&ctx, query, tables, options).await
+    Ok(SessionContext::new_with_config_rt(config, env))
 }
 
-/// [`sql_stream`] in the caller's session `ctx` (a distributed engine's client
-/// session, such as Ballista's `SessionContext::remote_with_state`, with
-/// zarrow's codecs): zarrow's table factory and format are added to it
-/// ([`register`](super::register)) and the tables registered. `options`'
-/// `partitions` and `memory_limit` are the session's own to set.
-///
-/// # Errors
-/// As [`sql_stream`].
-pub async fn sql_stream_in(
+/// Register the tables in `ctx` and run `query` there.
+async fn run_in(
     ctx: &SessionContext,
     query: &str,
     tables: &[(String, String)],
@@ -257,22 +281,6 @@ pub fn sql(
     blocking: &Blocking,
 ) -> Result<SqlReader> {
     let answer = blocking.block_on(sql_stream(query, tables, options))??;
-    Ok(SqlReader::new(answer, blocking))
-}
-
-/// [`sql_stream_in`] for a sync caller, as [`sql`] is for [`sql_stream`].
-///
-/// # Errors
-/// As [`sql_stream`].
-pub fn sql_in(
-    ctx: SessionContext,
-    query: &str,
-    tables: &[(String, String)],
-    options: &SqlOptions,
-    blocking: &Blocking,
-) -> Result<SqlReader> {
-    let answer =
-        blocking.block_on(async move { sql_stream_in(&ctx, query, tables, options).await })??;
     Ok(SqlReader::new(answer, blocking))
 }
 

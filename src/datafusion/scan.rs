@@ -255,7 +255,7 @@ impl ExecutionPlan for ZarrScanExec {
             let (stream, stats) = builder
                 .with_projection(names)
                 .with_row_range(range)
-                .into_stream_within(store, concurrency, Some(Box::new(PoolBudget(reservation))))
+                .into_stream_on(store, concurrency, Some(Box::new(PoolBudget(reservation))))
                 .map_err(df_err)?;
             let mut metrics = ScanMetrics::new(&self.metrics, partition, stats);
             stream

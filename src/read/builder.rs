@@ -603,27 +603,15 @@ impl BatchReader {
 impl ReaderBuilder {
     /// The batches as an async `Stream` (feature `async`), read through `store`
     /// on the caller's runtime with up to `concurrency` requests in flight, the
-    /// chunks decoded on rayon. Dropping the stream drops the requests in
-    /// flight and asks for no more.
-    ///
-    /// # Errors
-    /// As [`ReaderBuilder::rows`].
-    pub fn into_stream_on(
-        self,
-        store: Arc<dyn crate::store::AsyncStore>,
-        concurrency: usize,
-    ) -> Result<impl futures::Stream<Item = Result<RecordBatch>> + Send + 'static> {
-        Ok(self.into_stream_within(store, concurrency, None)?.0)
-    }
-
-    /// [`ReaderBuilder::into_stream_on`], the read-ahead held within `budget`
-    /// (an engine's memory pool): running out is [`Error::MemoryExhausted`].
-    /// Also gives the read's counters, updated as it goes.
+    /// chunks decoded on rayon, and the read's counters, updated as it goes.
+    /// With a `budget` (an engine's memory pool) the read-ahead is held within
+    /// it: running out is [`Error::MemoryExhausted`]. Dropping the stream
+    /// drops the requests in flight and asks for no more.
     ///
     /// # Errors
     /// As [`ReaderBuilder::rows`].
     #[allow(clippy::type_complexity)]
-    pub fn into_stream_within(
+    pub fn into_stream_on(
         self,
         store: Arc<dyn crate::store::AsyncStore>,
         concurrency: usize,
@@ -652,7 +640,8 @@ impl ReaderBuilder {
                     Some(remote) => remote.store,
                     None => Arc::new(crate::store::SyncAsAsync::new(store)),
                 };
-                self.into_stream_on(store, concurrency)
+                self.into_stream_on(store, concurrency, None)
+                    .map(|(stream, _)| stream)
             }
             None => self
                 .columns()
