@@ -52,8 +52,7 @@ use super::df_err;
 use crate::error::{Error, Result};
 use crate::location::{Location, Stores};
 use crate::store::UrlOptions;
-use crate::write::write_zarr;
-use crate::write::{WriteOptions, write_batches};
+use crate::write::{WriteOptions, write_batches, write_zarr};
 
 /// `STORED AS ZARR` for `COPY ... TO`: registered by
 /// [`register`](super::register) under the extension `zarr` (so a target named
@@ -289,7 +288,6 @@ impl FileFormat for ZarrFormat {
     }
 }
 
-/// The local path of a `file://` URL.
 /// The file source of a format that is not read as files.
 struct WriteOnly {
     table_schema: TableSchema,
