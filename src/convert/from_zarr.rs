@@ -4,9 +4,8 @@ use arrow_array::RecordBatchReader;
 
 use super::{Job, Written, limits};
 use crate::error::{Error, Result};
-use crate::export::{ExportFormat, write_file};
+use crate::export::ExportFormat;
 use crate::read::{TableOptions, open_table};
-use crate::write::output::Partial;
 
 pub(super) fn convert(args: &Job<'_>, format: ExportFormat) -> Result<Written> {
     if args.write.append {
@@ -67,14 +66,5 @@ fn export(
             }
         }
     }
-    let (partial, file) = Partial::file(args.dst_path(), args.overwrite)?;
-    let rows = write_file(
-        reader,
-        file,
-        partial.path(),
-        format,
-        args.export.compression,
-    )?;
-    partial.commit()?;
-    Ok(Written::Rows(rows))
+    args.write_table(reader, format)
 }

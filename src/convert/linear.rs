@@ -14,7 +14,7 @@ use super::{Job, Written, limits};
 use crate::ReadOptions;
 use crate::conventions::zarrow::recorded_columns;
 use crate::error::{Conversion, Error, Result};
-use crate::export::{self, ExportFormat};
+use crate::export::ExportFormat;
 use crate::linear::{parse_json, read_csv, write_csv, write_json};
 use crate::metadata::NodeMetadata;
 use crate::read::{ZarrArray, ZarrGroup, read_node};
@@ -175,17 +175,7 @@ pub(super) fn import(args: &Job<'_>, kind: Kind, table: Option<ExportFormat>) ->
                 false,
             )]));
             let batch = RecordBatch::try_new(schema.clone(), vec![values])?;
-            let reader = RecordBatchIterator::new(vec![Ok(batch)], schema);
-            let (partial, file) = Partial::file(args.dst_path(), args.overwrite)?;
-            let rows = export::write_file(
-                reader,
-                file,
-                partial.path(),
-                format,
-                args.export.compression,
-            )?;
-            partial.commit()?;
-            Ok(Written::Rows(rows))
+            args.write_table(RecordBatchIterator::new(vec![Ok(batch)], schema), format)
         }
         (Kind::Csv, None) => {
             let columns = read_csv(open()?)?;

@@ -310,6 +310,21 @@ impl Job<'_> {
         )
     }
 
+    /// Write `reader` to the table file output, whole or not at all (see
+    /// [`Partial`](crate::write::output::Partial)).
+    fn write_table(&self, reader: impl RecordBatchReader, format: ExportFormat) -> Result<Written> {
+        let (partial, file) = crate::write::output::Partial::file(self.dst_path(), self.overwrite)?;
+        let rows = crate::export::write_file(
+            reader,
+            file,
+            partial.path(),
+            format,
+            self.export.compression,
+        )?;
+        partial.commit()?;
+        Ok(Written::Rows(rows))
+    }
+
     /// `reason` as the error of this conversion.
     fn refuse(&self, reason: Conversion) -> Error {
         Error::UnsupportedConversion {
