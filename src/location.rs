@@ -213,6 +213,29 @@ impl Location {
         matches!(self, Self::Path(_))
     }
 
+    /// The local path, checked to be an existing directory (a store's root).
+    /// `None` for a URL or a supplied store.
+    ///
+    /// # Errors
+    /// [`Error::Location`]: [`LocationError::Missing`] or
+    /// [`LocationError::NotADirectory`].
+    pub fn local_dir(&self) -> Result<Option<&Path>> {
+        let Self::Path(path) = self else {
+            return Ok(None);
+        };
+        if path.is_dir() {
+            return Ok(Some(path));
+        }
+        Err(Error::Location {
+            location: self.to_string(),
+            reason: if path.exists() {
+                LocationError::NotADirectory
+            } else {
+                LocationError::Missing
+            },
+        })
+    }
+
     /// The local path, for a [`Location::Path`].
     pub fn as_path(&self) -> Option<&Path> {
         match self {
@@ -433,16 +456,8 @@ impl Stores {
     pub fn open(&self, location: &Location) -> Result<Arc<dyn Store>> {
         match location {
             Location::Path(path) => {
-                if !path.is_dir() {
-                    return Err(Error::Location {
-                        location: location.to_string(),
-                        reason: if path.exists() {
-                            LocationError::NotADirectory
-                        } else {
-                            LocationError::Missing
-                        },
-                    });
-                }
+                // An existing directory, else the location's error.
+                location.local_dir()?;
                 Ok(Arc::new(LocalStore::new(path)))
             }
             Location::Url(url) => Ok(match self.registered_async(url) {

@@ -393,7 +393,8 @@ fn location() -> impl clap::builder::TypedValueParser<Value = Location> {
 /// (`sql`, `cluster`), which lend it down: a worker per core, with the deep
 /// stacks Ballista's own binaries give theirs. `convert` and `info` start
 /// none (an object store's I/O waits on the library's, started only when a URL
-/// is read).
+/// is read). Its own because a command line is the top of its process: no
+/// caller above it has a runtime to lend.
 fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()

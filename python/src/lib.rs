@@ -360,9 +360,8 @@ fn convert(
         notes: Mutex::new(Vec::new()),
     };
     let written = py.detach(|| {
-        // Refuses `anonymous` with an obstore store.
-        src.stores(anonymous)?;
-        dst.stores(anonymous)?;
+        src.check_anonymous(anonymous)?;
+        dst.check_anonymous(anonymous)?;
         zarrow::convert::convert(&src.0, &dst.0, &options, &observed)
     });
     if let Some(err) = take(&observed.raised) {

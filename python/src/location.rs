@@ -65,9 +65,22 @@ impl PyLocation {
     /// is read: a local path needs none).
     ///
     /// # Errors
-    /// `anonymous` with an obstore store (its own configuration says whether
-    /// it signs requests).
+    /// As [`PyLocation::check_anonymous`].
     pub(crate) fn stores(&self, anonymous: bool) -> zarrow::Result<Stores> {
+        self.check_anonymous(anonymous)?;
+        let stores = Stores::new(crate::url_options(anonymous));
+        Ok(match self.0 {
+            Location::Url(_) => stores.with_blocking(Blocking::on(crate::runtime()?)),
+            _ => stores,
+        })
+    }
+
+    /// Refuse `anonymous` with an obstore store (its own configuration says
+    /// whether it signs requests).
+    ///
+    /// # Errors
+    /// [`zarrow::Error::Option`] naming `anonymous`.
+    pub(crate) fn check_anonymous(&self, anonymous: bool) -> zarrow::Result<()> {
         if anonymous && matches!(self.0, Location::Store { .. }) {
             return Err(ParseOptionError {
                 option: "anonymous",
@@ -77,10 +90,6 @@ impl PyLocation {
             }
             .into());
         }
-        let stores = Stores::new(crate::url_options(anonymous));
-        Ok(match self.0 {
-            Location::Url(_) => stores.with_blocking(Blocking::on(crate::runtime()?)),
-            _ => stores,
-        })
+        Ok(())
     }
 }

@@ -268,18 +268,12 @@ impl Job<'_> {
         if !self.mmap {
             return self.stores.open_consolidated(self.src);
         }
-        let Some(path) = self.src.as_path() else {
+        let Some(path) = self.src.local_dir()? else {
             return Err(Error::OptionNotApplicable {
                 options: vec!["--mmap"],
                 applies_to: "local stores only",
             });
         };
-        if !path.is_dir() {
-            return Err(Error::Location {
-                location: self.src.to_string(),
-                reason: LocationError::NotADirectory,
-            });
-        }
         // SAFETY: `new_memory_mapped` requires that no file under `path` be
         // truncated or modified in place while a buffer read from it is alive.
         // `mmap` is set only through the unsafe `ConvertOptions::with_mmap`,

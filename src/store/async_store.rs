@@ -213,6 +213,8 @@ impl Blocking {
         if let Some(runtime) = IO_RUNTIME.get() {
             return Ok(runtime.handle().clone());
         }
+        // The caller lent no runtime (`Blocking::default`) and has none: a
+        // sync program's object store I/O needs one to run on at all.
         let started = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("zarrow-io")
