@@ -98,21 +98,43 @@ pub const DEFAULT_PARQUET_COMPRESSION: &str = "zstd";
 pub const PARQUET_COMPRESSIONS: &str =
     "zstd[:N], zstd(N), gzip[(N)], snappy, lz4, lz4_raw, none, uncompressed";
 
-/// How a table file is written (`zarrow convert` to `.parquet`, `.arrow`, ...).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ExportOptions {
-    /// Parquet compression (default [`DEFAULT_PARQUET_COMPRESSION`]).
-    pub compression: Compression,
+crate::options! {
+    /// How a table file is written (`zarrow convert` to `.parquet`, `.arrow`, ...).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    #[non_exhaustive]
+    pub struct ExportOptions("export") {
+        /// [to a table] Parquet compression: zstd, zstd:LEVEL or zstd(LEVEL)
+        /// (1-22), gzip or gzip(LEVEL) (0-9), snappy, lz4 (LZ4_RAW) or none;
+        /// parquet's own names (lz4_raw, uncompressed, upper case) also work
+        /// (default zstd(3)).
+        // The name is declared once; it parses (tested).
+        pub compression: Compression as ParquetCompression = parse_parquet_compression(DEFAULT_PARQUET_COMPRESSION)
+            .unwrap_or(Compression::UNCOMPRESSED),
+    }
 }
 
-impl Default for ExportOptions {
-    fn default() -> Self {
-        Self {
-            // The name is declared once; it parses (tested).
-            compression: parse_parquet_compression(DEFAULT_PARQUET_COMPRESSION)
-                .unwrap_or(Compression::UNCOMPRESSED),
-        }
+/// The codec of a Parquet compression option: [`parse_parquet_compression`],
+/// and back to a name it reads.
+#[derive(Debug)]
+pub struct ParquetCompression;
+
+impl crate::options::Codec<Compression> for ParquetCompression {
+    const TAKES: &'static str = PARQUET_COMPRESSIONS;
+
+    fn parse(_key: &'static str, text: &str) -> Result<Compression> {
+        parse_parquet_compression(text)
+    }
+
+    fn items(value: &Compression) -> Vec<String> {
+        vec![match value {
+            Compression::ZSTD(level) => format!("zstd({})", level.compression_level()),
+            Compression::GZIP(level) => format!("gzip({})", level.compression_level()),
+            Compression::SNAPPY => "snappy".into(),
+            Compression::LZ4_RAW => "lz4_raw".into(),
+            Compression::UNCOMPRESSED => "uncompressed".into(),
+            // Not made by the parser: parquet's own spelling.
+            other => other.to_string(),
+        }]
     }
 }
 

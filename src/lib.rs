@@ -59,6 +59,7 @@ pub mod linear;
 pub mod location;
 pub mod metadata;
 mod offsets;
+pub mod options;
 pub mod read;
 mod rows;
 pub mod store;
@@ -88,6 +89,7 @@ pub use error::{
 #[cfg(feature = "object-store")]
 pub use location::{Location, Stores};
 pub use metadata::{ArrayMetadata, DataType, FillValue, GroupMetadata, NodeMetadata, StringType};
+pub use options::Options;
 pub use read::{
     ArrayBatchReader, BatchReader, ReadOptions, ReaderBuilder, ZarrArray, ZarrGroup, read_node,
 };

@@ -4,23 +4,13 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 
 use zarrow::read::{ArrayInfo, ChildNode, NodeInfo, describe_node};
-use zarrow::{Error, Location, ReadOptions, Result, Stores, StringType};
+use zarrow::store::UrlOptions;
+use zarrow::{Error, Location, ReadOptions, Result, Stores};
 
-use crate::{RemoteArgs, url_options};
+use crate::flags::Flags;
 
-fn options(string_type: Option<StringType>) -> ReadOptions {
-    match string_type {
-        Some(t) => ReadOptions::default().with_string_type(t),
-        None => ReadOptions::default(),
-    }
-}
-
-pub(crate) fn info(
-    path: &Location,
-    string_type: Option<StringType>,
-    remote: &RemoteArgs,
-) -> Result<()> {
-    let text = describe(path, string_type, remote)?;
+pub(crate) fn info(path: &Location, read: &Flags<ReadOptions>, url: &Flags<UrlOptions>) -> Result<()> {
+    let text = describe(path, read.options()?, url.options()?)?;
     let mut stdout = std::io::stdout().lock();
     match stdout
         .write_all(text.as_bytes())
@@ -36,14 +26,10 @@ pub(crate) fn info(
 }
 
 /// The `info` report for the node at `path`.
-fn describe(
-    path: &Location,
-    string_type: Option<StringType>,
-    remote: &RemoteArgs,
-) -> Result<String> {
-    let store = Stores::new(url_options(remote)?).open_consolidated(path)?;
+fn describe(path: &Location, read: ReadOptions, url: UrlOptions) -> Result<String> {
+    let store = Stores::new(url).open_consolidated(path)?;
     let mut out = String::new();
-    match describe_node(store, &path.name(), options(string_type))? {
+    match describe_node(store, &path.name(), read)? {
         NodeInfo::Array(array) => describe_array(&mut out, &array, ""),
         NodeInfo::Group(group) => {
             let _ = writeln!(out, "node:          group (Zarr v{})", group.zarr_format);

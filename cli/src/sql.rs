@@ -7,13 +7,13 @@ use std::path::Path;
 
 use arrow_array::RecordBatch;
 use clap::Args;
-use parquet::basic::Compression;
 use zarrow::datafusion::{SqlOptions, SqlReader};
-use zarrow::export::{DEFAULT_PARQUET_COMPRESSION, ExportFormat, FileFormat, write_file};
+use zarrow::export::{ExportFormat, ExportOptions, FileFormat, write_file};
 use zarrow::location::LocationError;
-use zarrow::{Error, Location, Result};
+use zarrow::store::UrlOptions;
+use zarrow::{Error, Location, ReadOptions, Result};
 
-use crate::{RemoteArgs, parse_compression, url_options};
+use crate::flags::Flags;
 use zarrow::__private::output::Partial;
 
 /// Options of `sql`.
@@ -34,19 +34,9 @@ pub(crate) struct SqlArgs {
     /// Replace --output if it exists.
     #[arg(long)]
     overwrite: bool,
-    /// [Zarr tables] Arrow layout of strings and bytes: utf8, large-utf8 or
-    /// utf8-view (default: as recorded by zarrow's writer, else utf8; anndata
-    /// categoricals read as values: utf8-view).
-    #[arg(long)]
-    string_type: Option<String>,
-    /// [Zarr tables] Keep the raw values of CF-encoded variables.
-    #[arg(long)]
-    no_cf: bool,
-    /// [Zarr tables] Read anndata categoricals as their categories' values, one
-    /// per row (the default: each a view of its category, no string copied, and
-    /// a GROUP BY on them is fastest), or, with false, as dictionaries.
-    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
-    categorical_values: Option<bool>,
+    /// How the Zarr tables' arrays are read (over a table's defaults).
+    #[command(flatten)]
+    read: Flags<ReadOptions>,
     /// Partitions a scan is split into (DataFusion's target_partitions; default:
     /// one per core).
     #[arg(long)]
@@ -56,17 +46,18 @@ pub(crate) struct SqlArgs {
     /// with "Resources exhausted" past it (default: no limit).
     #[arg(long, short = 'm', value_name = "SIZE", value_parser = zarrow::convert::limits::parse_size)]
     memory_limit: Option<u64>,
-    /// [--output .parquet] Compression, as for convert.
-    #[arg(long, default_value = DEFAULT_PARQUET_COMPRESSION, value_parser = parse_compression)]
-    compression: Compression,
+    /// How an --output table file is written.
+    #[command(flatten)]
+    export: Flags<ExportOptions>,
     /// Run the query on a Ballista cluster: its scheduler's address
     /// (`zarrow cluster scheduler --bind HOST:PORT`). The tables' locations must
     /// be reachable from every executor.
     #[cfg(feature = "cluster")]
     #[arg(long, value_name = "df://HOST:PORT")]
     cluster: Option<String>,
+    /// How a URL is opened.
     #[command(flatten)]
-    remote: RemoteArgs,
+    url: Flags<UrlOptions>,
 }
 
 /// The format of an --output file.
@@ -111,12 +102,10 @@ pub(crate) fn sql(args: &SqlArgs) -> Result<()> {
         })
         .collect::<Result<Vec<_>>>()?;
     let mut options = SqlOptions::default();
-    options.table.string_type = args.string_type.clone();
-    options.table.raw = args.no_cf;
-    options.table.categorical_values = args.categorical_values;
+    args.read.apply(&mut options.table.read)?;
     options.partitions = args.partitions;
     options.memory_limit = args.memory_limit;
-    options.url = url_options(&args.remote)?;
+    options.url = args.url.options()?;
     // A sync program: the command's one runtime, which DataFusion's tasks and
     // the object stores' requests run on (declared before the reader, so it
     // outlives it).
@@ -190,7 +179,7 @@ fn write(reader: SqlReader, path: &Path, format: Output, args: &SqlArgs) -> Resu
     let (partial, file) = Partial::file(path, args.overwrite)?;
     let rows = match format {
         Output::Export(format) => {
-            write_file(reader, file, partial.path(), format, args.compression)?
+            write_file(reader, file, partial.path(), format, args.export.options()?.compression)?
         }
         Output::Csv => write_csv(reader, file, partial.path())?,
     };

@@ -25,10 +25,11 @@ use datafusion_ffi::proto::logical_extension_codec::FFI_LogicalExtensionCodec;
 use datafusion_ffi::table_provider::FFI_TableProvider;
 use datafusion_ffi::table_provider_factory::FFI_TableProviderFactory;
 use pyo3::prelude::*;
-use pyo3::types::PyCapsule;
+use pyo3::types::{PyCapsule, PyDict};
 use tokio::runtime::Handle;
 use zarrow::datafusion::{ZarrTable, ZarrTableFactory, ZarrTableOptions};
-use zarrow::store::Blocking;
+use zarrow::Options as _;
+use zarrow::store::{Blocking, UrlOptions};
 
 use crate::errors::{to_py, zarrow_error};
 use crate::location::PyLocation;
@@ -45,20 +46,25 @@ pub(crate) struct Table {
 }
 
 /// Open the table at `location` (a directory, a URL or an obstore store; its
-/// metadata only) with `CREATE EXTERNAL TABLE`'s options (`string_type`,
-/// `columns`, `sorted`, `raw`, `categorical_values`).
+/// metadata only) with `CREATE EXTERNAL TABLE`'s options, and a URL's.
 #[pyfunction]
-#[pyo3(signature = (location, options, anonymous))]
 pub(crate) fn table(
     py: Python<'_>,
     location: PyLocation,
-    options: Vec<(String, String)>,
-    anonymous: bool,
+    options: &Bound<'_, PyDict>,
 ) -> PyResult<Table> {
-    let options = ZarrTableOptions::from_map(options.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .map_err(to_py)?;
+    let (mut url, mut table) = Default::default();
+    crate::options::apply(
+        "table",
+        options,
+        &mut [
+            &mut |k, v| UrlOptions::try_set_items(&mut url, k, v),
+            &mut |k, v| ZarrTableOptions::try_set_items(&mut table, k, v),
+        ],
+    )?;
+    let (url, options): (UrlOptions, ZarrTableOptions) = (url, table);
     let stores = location
-        .stores(anonymous)
+        .stores(url)
         .map_err(to_py)?
         .with_blocking(Blocking::on(crate::runtime().map_err(to_py)?));
     // An obstore store's table reads the store itself (the session's registry

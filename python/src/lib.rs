@@ -9,6 +9,7 @@ mod enums;
 mod errors;
 mod keep;
 mod location;
+mod options;
 mod stream;
 
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -17,41 +18,18 @@ use arrow_array::{RecordBatchIterator, RecordBatchReader};
 use arrow_pyarrow::FromPyArrow;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict};
+use pyo3::types::PyDict;
 use zarrow::convert::{ConvertOptions, Observer, Written};
 use zarrow::datafusion::SqlOptions;
 use zarrow::read::{TableOptions, describe_node, open_table};
 use zarrow::store::{Blocking, UrlOptions};
 use zarrow::write::write_zarr;
 use zarrow::write::{WriteOptions, write_batches};
-use zarrow::{ReadOptions, StringType};
+use zarrow::{Options as _, ReadOptions};
 
 use errors::{to_py, zarrow_error};
 use location::PyLocation;
 use stream::{Interruptible, Reader};
-
-fn url_options(anonymous: bool) -> UrlOptions {
-    let mut options = UrlOptions::default();
-    options.anonymous = anonymous;
-    options
-}
-
-fn read_options(
-    string_type: Option<&str>,
-    decode_cf: bool,
-    categorical_values: bool,
-) -> PyResult<ReadOptions> {
-    let options = ReadOptions::default()
-        .with_decode_cf(decode_cf)
-        .with_categorical_values(categorical_values);
-    match string_type {
-        None => Ok(options),
-        Some(name) => name
-            .parse::<StringType>()
-            .map(|t| options.with_string_type(t))
-            .map_err(|e| zarrow_error(&e.to_string())),
-    }
-}
 
 /// Open the node at `path` (a directory, a URL or an obstore store) as a
 /// stream of record batches; with `keep`, only the rows whose categorical
@@ -59,48 +37,32 @@ fn read_options(
 /// with `keep` or `gather`, the reader's batches gathered into growing ones
 /// of up to `gather` rows (`batch_size`'s, or the default, without it).
 #[pyfunction]
-#[pyo3(signature = (path, columns, rows, limit, string_type, batch_size, long, decode_cf, categorical_values, anonymous, keep=None, gather=None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (path, options, keep=None, gather=None))]
 fn read(
     py: Python<'_>,
     path: PyLocation,
-    columns: Option<Vec<String>>,
-    rows: Option<(u64, u64)>,
-    limit: Option<u64>,
-    string_type: Option<&str>,
-    batch_size: Option<usize>,
-    long: bool,
-    decode_cf: bool,
-    categorical_values: bool,
-    anonymous: bool,
+    options: &Bound<'_, PyDict>,
     keep: Option<Vec<(String, Vec<String>)>>,
     gather: Option<usize>,
 ) -> PyResult<Reader> {
-    let options = read_options(string_type, decode_cf, categorical_values)?;
-    let mut table = TableOptions::default().with_long(long);
-    if let Some(columns) = columns {
-        table = table.with_columns(columns);
+    let (mut url, mut read, mut table) = Default::default();
+    options::apply(
+        "read",
+        options,
+        &mut [
+            &mut |k, v| UrlOptions::try_set_items(&mut url, k, v),
+            &mut |k, v| ReadOptions::try_set_items(&mut read, k, v),
+            &mut |k, v| TableOptions::try_set_items(&mut table, k, v),
+        ],
+    )?;
+    let (url, options, table): (UrlOptions, ReadOptions, TableOptions) = (url, read, table);
+    if table.batch_size == Some(0) {
+        return Err(zarrow_error("batch_size must be at least 1"));
     }
-    if let Some((start, end)) = rows {
-        if start > end {
-            return Err(zarrow_error(&format!(
-                "rows ({start}, {end}): the start is after the end"
-            )));
-        }
-        table = table.with_rows(start..end);
-    }
-    if let Some(limit) = limit {
-        table = table.with_limit(limit);
-    }
-    if let Some(rows) = batch_size {
-        if rows == 0 {
-            return Err(zarrow_error("batch_size must be at least 1"));
-        }
-        table = table.with_batch_size(rows);
-    }
+    let batch_size = table.batch_size;
     let (reader, enums) = py
         .detach(|| {
-            let store = path.stores(anonymous)?.open_consolidated(&path.0)?;
+            let store = path.stores(url)?.open_consolidated(&path.0)?;
             let name = path.0.name();
             let reader = open_table(store.clone(), &name, options, &table)?;
             // Ordered categoricals: their categories, for Polars' Enums.
@@ -135,17 +97,20 @@ fn read(
 
 /// The node at `path` described, as JSON.
 #[pyfunction]
-#[pyo3(signature = (path, string_type, anonymous))]
-fn info(
-    py: Python<'_>,
-    path: PyLocation,
-    string_type: Option<&str>,
-    anonymous: bool,
-) -> PyResult<String> {
-    let options = read_options(string_type, true, false)?;
+fn info(py: Python<'_>, path: PyLocation, options: &Bound<'_, PyDict>) -> PyResult<String> {
+    let (mut url, mut read) = Default::default();
+    options::apply(
+        "info",
+        options,
+        &mut [
+            &mut |k, v| UrlOptions::try_set_items(&mut url, k, v),
+            &mut |k, v| ReadOptions::try_set_items(&mut read, k, v),
+        ],
+    )?;
+    let (url, options): (UrlOptions, ReadOptions) = (url, read);
     let info = py
         .detach(|| {
-            let store = path.stores(anonymous)?.open_consolidated(&path.0)?;
+            let store = path.stores(url)?.open_consolidated(&path.0)?;
             let name = path.0.name();
             describe_node(store, &name, options)
         })
@@ -174,54 +139,25 @@ fn batches(data: &Bound<'_, PyAny>) -> PyResult<Box<dyn RecordBatchReader + Send
 /// Write `data` as a Zarr group at `path` (a directory, a URL or an obstore
 /// store); the rows written.
 #[pyfunction]
-#[pyo3(signature = (data, path, zarr_format, encoding, compressor, level, chunk_len, shard_len, nulls, layout, overwrite, anonymous, append=false, lock_timeout=None))]
-#[allow(clippy::too_many_arguments)]
 fn write(
     py: Python<'_>,
     data: &Bound<'_, PyAny>,
     path: PyLocation,
-    zarr_format: Option<u8>,
-    encoding: Option<&str>,
-    compressor: Option<&str>,
-    level: Option<i32>,
-    chunk_len: Option<usize>,
-    shard_len: Option<usize>,
-    nulls: Option<&str>,
-    layout: Option<&str>,
-    overwrite: bool,
-    anonymous: bool,
-    append: bool,
-    lock_timeout: Option<f64>,
+    options: &Bound<'_, PyDict>,
 ) -> PyResult<u64> {
     // The option names and values of `zarrow convert` and COPY's OPTIONS;
     // those not given keep the library's defaults.
-    let mut options = WriteOptions::default();
-    if let Some(format) = zarr_format {
-        options = options.with_zarr_format(format);
-    }
-    for (key, value) in [
-        ("encoding", encoding),
-        ("compressor", compressor),
-        ("nulls", nulls),
-        ("layout", layout),
-    ] {
-        if let Some(value) = value {
-            options.set(key, value).map_err(to_py)?;
-        }
-    }
-    if let Some(level) = level {
-        options = options.with_level(level);
-    }
-    if let Some(len) = chunk_len {
-        options = options.with_chunk_len(len);
-    }
-    if let Some(len) = shard_len {
-        options = options.with_shard_len(len);
-    }
-    options = options.with_append(append);
-    if let Some(secs) = lock_timeout {
-        options = options.with_lock_timeout(seconds(secs)?);
-    }
+    let (mut url, mut write) = Default::default();
+    options::apply(
+        "write",
+        options,
+        &mut [
+            &mut |k, v| UrlOptions::try_set_items(&mut url, k, v),
+            &mut |k, v| WriteOptions::try_set_items(&mut write, k, v),
+        ],
+    )?;
+    let (url, options): (UrlOptions, WriteOptions) = (url, write);
+    let (overwrite, append) = (options.overwrite, options.append);
     let raised = Arc::new(Mutex::new(None));
     let reader = Interruptible::driven(batches(data)?, raised.clone());
     // As `zarrow convert` writes: a directory whole or not at all (an existing
@@ -230,7 +166,7 @@ fn write(
     // append writes in place, the writer keeping a reader's view whole.
     let written = py.detach(|| {
         let write = |store, node: &str| write_batches(reader, store, node, options);
-        let stores = path.stores(anonymous)?;
+        let stores = path.stores(url)?;
         write_zarr(&path.0, overwrite, append, &stores, write)
     });
     // An interrupt (Ctrl-C) while the input was read: raised as itself.
@@ -238,15 +174,6 @@ fn write(
         return Err(err);
     }
     written.map_err(to_py)
-}
-
-/// A wait in seconds, as a `Duration`.
-fn seconds(secs: f64) -> PyResult<std::time::Duration> {
-    std::time::Duration::try_from_secs_f64(secs).map_err(|_| {
-        zarrow_error(&format!(
-            "lock_timeout {secs}: not a number of seconds (0 or more)"
-        ))
-    })
 }
 
 fn take(raised: &Mutex<Option<PyErr>>) -> Option<PyErr> {
@@ -276,74 +203,6 @@ impl Observer for Observed {
     }
 }
 
-/// The `convert` options given by name, as `zarrow convert`'s flags without the
-/// dashes: the lists set their fields, every other value goes as text through
-/// `ConvertOptions::set`, the parser DataFusion's OPTIONS use too. `None` keeps
-/// the default.
-fn convert_options(options: &Bound<'_, PyDict>) -> PyResult<ConvertOptions> {
-    let mut out = ConvertOptions::default();
-    for (key, value) in options.iter() {
-        let key: String = key.extract()?;
-        let known = ConvertOptions::KEYS
-            .iter()
-            .chain(WriteOptions::KEYS)
-            .chain(ConvertOptions::LIST_KEYS)
-            .any(|k| *k == key);
-        if !known {
-            return Err(PyTypeError::new_err(format!(
-                "convert() got an unexpected option {key:?}"
-            )));
-        }
-        if value.is_none() {
-            continue;
-        }
-        let bad = |e: PyErr| {
-            let err = PyTypeError::new_err(format!("convert option {key}: {e}"));
-            err.set_cause(value.py(), Some(e));
-            err
-        };
-        match key.as_str() {
-            "columns" => out.select.columns = Some(value.extract().map_err(bad)?),
-            "rows" => {
-                let (start, end): (u64, u64) = value.extract().map_err(bad)?;
-                if start > end {
-                    return Err(zarrow_error(&format!(
-                        "rows ({start}, {end}): the start is after the end"
-                    )));
-                }
-                out.select.rows = Some(start..end);
-            }
-            "chunk_shape" => out.write.chunk_shape = Some(value.extract().map_err(bad)?),
-            "shard_shape" => out.write.shard_shape = Some(value.extract().map_err(bad)?),
-            _ => out
-                .set(&key, &option_text(&value).map_err(bad)?)
-                .map_err(to_py)?,
-        }
-    }
-    Ok(out)
-}
-
-/// A scalar option's value as the text `set` parses: a bool as `true` /
-/// `false`, a number or a string as written.
-fn option_text(value: &Bound<'_, PyAny>) -> PyResult<String> {
-    if let Ok(flag) = value.cast::<PyBool>() {
-        return Ok(flag.is_true().to_string());
-    }
-    if let Ok(text) = value.extract::<String>() {
-        return Ok(text);
-    }
-    if let Ok(n) = value.extract::<i64>() {
-        return Ok(n.to_string());
-    }
-    if let Ok(x) = value.extract::<f64>() {
-        return Ok(x.to_string());
-    }
-    Err(PyTypeError::new_err(format!(
-        "a str, int, float or bool, not {}",
-        value.get_type().name()?
-    )))
-}
-
 /// Convert `src` to `dst` as `zarrow convert` does; returns (what was written:
 /// "rows" or "arrays", how many, the notes).
 #[pyfunction]
@@ -353,7 +212,9 @@ fn convert(
     dst: PyLocation,
     options: &Bound<'_, PyDict>,
 ) -> PyResult<(&'static str, u64, Vec<String>)> {
-    let options = convert_options(options)?;
+    let mut convert = ConvertOptions::default();
+    options::apply("convert", options, &mut [&mut |k, v| convert.try_set_items(k, v)])?;
+    let options = convert;
     let anonymous = options.url.anonymous;
     let observed = Observed {
         raised: Arc::new(Mutex::new(None)),
@@ -381,26 +242,28 @@ fn convert(
 /// Answer `query` (DataFusion's SQL) over `tables` (name, location: a path, a
 /// URL or an obstore store) as a stream of record batches.
 #[pyfunction]
-#[pyo3(signature = (query, tables, string_type, partitions, decode_cf, categorical_values, anonymous))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (query, tables, partitions, options))]
 fn sql(
     py: Python<'_>,
     query: &str,
     tables: Vec<(String, PyLocation)>,
-    string_type: Option<String>,
     partitions: Option<usize>,
-    decode_cf: bool,
-    categorical_values: Option<bool>,
-    anonymous: bool,
+    options: &Bound<'_, PyDict>,
 ) -> PyResult<Reader> {
-    // The string type checked as `read` checks it (the same message).
-    read_options(string_type.as_deref(), decode_cf, false)?;
-    let mut options = SqlOptions::default();
-    options.table.string_type = string_type;
-    options.table.raw = !decode_cf;
-    options.table.categorical_values = categorical_values;
-    options.partitions = partitions;
-    options.url = url_options(anonymous);
+    let mut sql = SqlOptions::default();
+    let (mut url, mut read) = (UrlOptions::default(), sql.table.read);
+    options::apply(
+        "sql",
+        options,
+        &mut [
+            &mut |k, v| UrlOptions::try_set_items(&mut url, k, v),
+            &mut |k, v| ReadOptions::try_set_items(&mut read, k, v),
+        ],
+    )?;
+    sql.table.read = read;
+    sql.partitions = partitions;
+    sql.url = url;
+    let mut options = sql;
     let blocking = Blocking::on(runtime().map_err(to_py)?);
     let reader = py
         .detach(|| {
@@ -411,7 +274,7 @@ fn sql(
                 match location.0.portable() {
                     Some(text) => located.push((name, text)),
                     None => {
-                        let stores = location.stores(anonymous)?;
+                        let stores = location.stores(options.url.clone())?;
                         let table = zarrow::datafusion::ZarrTable::open(
                             &location.0,
                             options.table.clone(),
@@ -465,5 +328,6 @@ fn zarrow_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<datafusion::Table>()?;
     m.add_class::<datafusion::Factory>()?;
     m.add_function(wrap_pyfunction!(datafusion::table, m)?)?;
+    m.add_function(wrap_pyfunction!(options::options, m)?)?;
     Ok(())
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3_object_store::AnyObjectStore;
-use zarrow::store::{Blocking, ObjectStoreAsync, ObjectStoreBackend};
+use zarrow::store::{Blocking, ObjectStoreAsync, ObjectStoreBackend, UrlOptions};
 use zarrow::{Location, ParseOptionError, Stores};
 
 use crate::errors::to_py;
@@ -60,15 +60,15 @@ impl<'a, 'py> FromPyObject<'a, 'py> for PyLocation {
 }
 
 impl PyLocation {
-    /// How this call opens locations: URLs with `anonymous`, their blocking
+    /// How this call opens locations: URLs with `url`, their blocking
     /// calls waiting on the package's one runtime (started only when a URL
     /// is read: a local path needs none).
     ///
     /// # Errors
     /// As [`PyLocation::check_anonymous`].
-    pub(crate) fn stores(&self, anonymous: bool) -> zarrow::Result<Stores> {
-        self.check_anonymous(anonymous)?;
-        let stores = Stores::new(crate::url_options(anonymous));
+    pub(crate) fn stores(&self, url: UrlOptions) -> zarrow::Result<Stores> {
+        self.check_anonymous(url.anonymous)?;
+        let stores = Stores::new(url);
         Ok(match self.0 {
             Location::Url(_) => stores.with_blocking(Blocking::on(crate::runtime()?)),
             _ => stores,

@@ -270,20 +270,18 @@ def _open(
     the reader's batches (chunk-aligned when ``batch_size`` is not given)
     gathered into growing ones of up to that many rows, the first handed on at
     once (a query that stops early reads little more than it uses)."""
-    return _zarrow.read(
-        _location(path_or_url),
-        _columns(columns),
-        _rows(rows),
-        limit,
-        string_type,
-        batch_size,
-        long,
-        decode_cf,
-        categorical_values,
-        anonymous,
-        keep,
-        gather,
-    )
+    options = {
+        "columns": _columns(columns),
+        "rows": _rows(rows),
+        "limit": limit,
+        "string_type": string_type,
+        "batch_size": batch_size,
+        "long": long,
+        "decode_cf": decode_cf,
+        "categorical_values": categorical_values,
+        "anonymous": anonymous,
+    }
+    return _zarrow.read(_location(path_or_url), options, keep, gather)
 
 
 def _probe(path: Any, columns: Optional[Sequence[str]], options: dict) -> Tuple[Reader, bool]:
@@ -316,7 +314,8 @@ def info(path: PathLike, string_type: Optional[str] = None, *, anonymous: bool =
     "zarr_format", "anndata", "attributes", "children": [{"name", "node", ...}],
     "columns": [{"name", "arrow_type", "rows"}], "not_columns": [reason, ...]}``.
     """
-    return json.loads(_zarrow.info(_location(path), string_type, anonymous))
+    options = {"string_type": string_type, "anonymous": anonymous}
+    return json.loads(_zarrow.info(_location(path), options))
 
 
 def write(
@@ -375,22 +374,21 @@ def write(
     append = mode == "append"
     if not append and lock_timeout is not None:
         raise OptionError("lock_timeout applies to mode='append'")
-    return _zarrow.write(
-        data,
-        _location(path),
-        zarr_format,
-        encoding,
-        compressor,
-        level,
-        chunk_len,
-        shard_len,
-        nulls,
-        layout,
-        mode == "overwrite",
-        anonymous,
-        append,
-        lock_timeout,
-    )
+    options = {
+        "zarr_format": zarr_format,
+        "encoding": encoding,
+        "compressor": compressor,
+        "level": level,
+        "chunk_len": chunk_len,
+        "shard_len": shard_len,
+        "nulls": nulls,
+        "layout": layout,
+        "overwrite": mode == "overwrite",
+        "anonymous": anonymous,
+        "append": append,
+        "lock_timeout": lock_timeout,
+    }
+    return _zarrow.write(data, _location(path), options)
 
 
 def convert(src: PathLike, dst: PathLike, **options: Any) -> dict:
@@ -448,7 +446,13 @@ def sql(
     columns are named in ``r.skipped`` and in a ``ZarrowWarning``.
     """
     pairs = [(str(name), _location(location)) for name, location in (tables or {}).items()]
-    reader = _zarrow.sql(query, pairs, string_type, partitions, decode_cf, categorical_values, anonymous)
+    options = {
+        "string_type": string_type,
+        "decode_cf": decode_cf,
+        "categorical_values": categorical_values,
+        "anonymous": anonymous,
+    }
+    reader = _zarrow.sql(query, pairs, partitions, options)
     for skipped in reader.skipped:
         warnings.warn(f"not read: {skipped}", ZarrowWarning, stacklevel=2)
     return reader
@@ -486,16 +490,15 @@ def table(
     >>> ctx.sql("SELECT count(*) AS n FROM obs WHERE n_genes > 2000").to_pydict()
     {'n': [628]}
     """
-    options = [("raw", "false" if decode_cf else "true")]
-    if columns is not None:
-        options.append(("columns", ",".join(_columns(columns))))
-    if string_type is not None:
-        options.append(("string_type", string_type))
-    if sorted is not None:
-        options.append(("sorted", ",".join(_columns(sorted))))
-    if categorical_values is not None:
-        options.append(("categorical_values", "true" if categorical_values else "false"))
-    return _zarrow.table(_location(path_or_url), options, anonymous)
+    options = {
+        "columns": _columns(columns),
+        "string_type": string_type,
+        "sorted": _columns(sorted),
+        "decode_cf": decode_cf,
+        "categorical_values": categorical_values,
+        "anonymous": anonymous,
+    }
+    return _zarrow.table(_location(path_or_url), options)
 
 
 def register(ctx: Any) -> None:

@@ -215,12 +215,13 @@ def _matching_rows(
             by_column.setdefault(next(iter(roots)), []).append(part)
     if not by_column:
         return None
-    options = [] if columns is None else [("columns", ",".join(columns))]
-    if sorted is not None:
-        options.append(("sorted", ",".join(sorted)))
-    if not opened.get("decode_cf", True):
-        options.append(("raw", "true"))
-    sorted_columns = set(_zarrow.table(path, options, opened["anonymous"]).sorted_columns)
+    options = {
+        "columns": None if columns is None else list(columns),
+        "sorted": None if sorted is None else list(sorted),
+        "decode_cf": opened.get("decode_cf", True),
+        "anonymous": opened["anonymous"],
+    }
+    sorted_columns = set(_zarrow.table(path, options).sorted_columns)
     from . import _open
 
     rows: Optional[Tuple[int, int]] = None

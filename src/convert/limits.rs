@@ -3,7 +3,7 @@
 //! reads as the fill value), so a few bytes of metadata could otherwise make a
 //! conversion run for hours and fill the disk.
 
-use crate::error::{Error, LimitKind, ParseOptionError, Result};
+use crate::error::{Error, LimitKind, Result};
 use arrow_schema::DataType;
 
 /// Default for `--max-rows`: the largest row count Arrow's 32-bit lengths and most
@@ -13,24 +13,20 @@ pub const DEFAULT_MAX_ROWS: u64 = i32::MAX as u64;
 /// Default for `--max-bytes`: 64 GiB of Arrow data.
 pub const DEFAULT_MAX_BYTES: u64 = 64 << 30;
 
-/// [from Zarr] Bounds on the input of one conversion, checked before anything is
-/// read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Limits {
-    /// Refuse an input of more rows (default [`DEFAULT_MAX_ROWS`]).
-    pub max_rows: u64,
-    /// Refuse an input whose Arrow data would exceed this many bytes (default
-    /// [`DEFAULT_MAX_BYTES`]).
-    pub max_bytes: u64,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Self {
-            max_rows: DEFAULT_MAX_ROWS,
-            max_bytes: DEFAULT_MAX_BYTES,
-        }
+crate::options! {
+    /// [from Zarr] Bounds on the input of one conversion, checked before anything
+    /// is read.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    #[non_exhaustive]
+    pub struct Limits("limits") {
+        /// [from Zarr] Refuse an input of more rows than this (a store's shape may
+        /// promise far more than it stores: missing chunks read as the fill value;
+        /// default 2147483647).
+        pub max_rows: u64 = DEFAULT_MAX_ROWS,
+        /// [from Zarr] Refuse an input whose Arrow data would exceed this many
+        /// bytes (estimated from the shape and types; suffixes K, M, G, T;
+        /// default 64 GiB).
+        pub max_bytes: u64 as crate::options::Size = DEFAULT_MAX_BYTES,
     }
 }
 
@@ -76,36 +72,7 @@ pub(crate) fn check<'a>(
     Ok(())
 }
 
-/// What a byte count takes (the error of [`parse_size`]).
-const SIZE: &str =
-    "a byte count below 2^64: a number with an optional K, M, G or T (500000000, 512M, 64GiB)";
-
-/// A byte count: a number with an optional binary suffix (K, M, G, T, with or
-/// without `iB`/`B`).
-///
-/// # Errors
-/// [`ParseOptionError`] (option `size`) naming what a byte count is.
-pub fn parse_size(text: &str) -> std::result::Result<u64, ParseOptionError> {
-    let bad = || ParseOptionError::new("size", text, SIZE);
-    let t = text.trim();
-    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (number, suffix) = t.split_at(digits);
-    let number: u64 = number.parse().map_err(|_| bad())?;
-    let shift = match suffix
-        .trim()
-        .to_ascii_uppercase()
-        .trim_end_matches("IB")
-        .trim_end_matches('B')
-    {
-        "" => 0,
-        "K" => 10,
-        "M" => 20,
-        "G" => 30,
-        "T" => 40,
-        _ => return Err(bad()),
-    };
-    number.checked_mul(1 << shift).ok_or_else(bad)
-}
+pub use crate::options::parse_size;
 
 #[cfg(test)]
 mod tests {

@@ -17,7 +17,7 @@ pub mod limits;
 mod linear;
 mod to_zarr;
 
-use std::ops::{Deref, Range};
+use std::ops::Deref;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -25,131 +25,50 @@ use arrow_array::RecordBatchReader;
 
 pub use self::limits::Limits;
 use crate::ReadOptions;
-use crate::error::{Conversion, Error, ParseOptionError, Result};
+use crate::error::{Conversion, Error, Result};
 pub use crate::export::ExportOptions;
-use crate::export::{ExportFormat, FileFormat, parse_parquet_compression};
+use crate::export::{ExportFormat, FileFormat};
+use crate::read::TableOptions;
 use crate::location::{Location, LocationError, Stores};
 use crate::store::{Consolidated, LocalStore, Store, UrlOptions};
 use crate::write::{WriteOptions, write_zarr};
 
-/// The options of one conversion (the `zarrow convert` flags), composed of the
-/// options each side takes: how Zarr is read ([`ReadOptions`]) and which part
-/// ([`Selection`]), within which bounds ([`Limits`]), how a table file is written
-/// ([`ExportOptions`]), how Zarr is written ([`WriteOptions`]) and how a store
-/// named by URL is opened ([`UrlOptions`]). Options of the other direction are
-/// refused where they would be ignored.
-#[derive(Debug, Clone, Default)]
-#[non_exhaustive]
-pub struct ConvertOptions {
-    /// How a store named by URL is opened.
-    pub url: UrlOptions,
-    /// Replace the output if it exists (a Zarr output only if it is a Zarr store).
-    pub overwrite: bool,
-    /// Memory-map local chunk files (see [`with_mmap`](Self::with_mmap)).
-    mmap: bool,
-    /// [from Zarr] How the input is read: its `string_type` (default: as
-    /// zarrow's writer recorded it, else utf8), `max_chunk_bytes`, `decode_cf`,
-    /// `categorical_values`.
-    pub read: ReadOptions,
-    /// [from Zarr to a table] Which columns and rows.
-    pub select: Selection,
-    /// [from Zarr] The bounds on the input.
-    pub limits: Limits,
-    /// [to a table] How a table file is written.
-    pub export: ExportOptions,
-    /// [to Zarr] How Zarr is written, `append` and `lock_timeout` included.
-    pub write: WriteOptions,
-}
-
-/// [from Zarr to a table] Which part of the input a conversion reads.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Selection {
-    /// Of a group, these columns.
-    pub columns: Option<Vec<String>>,
-    /// Only these rows (of 1-D arrays).
-    pub rows: Option<Range<u64>>,
-    /// At most this many rows (after `rows`).
-    pub limit: Option<u64>,
-    /// Read a gridded dataset as a long table.
-    pub long: bool,
-}
-
-impl Selection {
-    /// Whether anything is selected (a table input takes no selection).
-    fn is_given(&self) -> bool {
-        *self != Self::default()
+crate::options! {
+    /// The options of one conversion (the `zarrow convert` flags), composed of
+    /// the options each side takes: how a store named by URL is opened
+    /// ([`UrlOptions`]), how Zarr is read ([`ReadOptions`]) and which part
+    /// ([`TableOptions`]), within which bounds ([`Limits`]), how a table file is
+    /// written ([`ExportOptions`]) and how Zarr is written ([`WriteOptions`]).
+    /// Options of the other direction are refused where they would be ignored.
+    #[derive(Debug, Clone)]
+    #[non_exhaustive]
+    pub struct ConvertOptions("convert") {
+        /// Replace the output if it exists (a Zarr output only if it is a Zarr
+        /// store).
+        pub overwrite: bool = false,
+    }
+    groups {
+        /// How a store named by URL is opened.
+        pub url: UrlOptions = UrlOptions::default(),
+        /// [from Zarr] How the input is read.
+        pub read: ReadOptions = ReadOptions::default(),
+        /// [from Zarr to a table] Which columns and rows.
+        pub select: TableOptions = TableOptions::default(),
+        /// [from Zarr] The bounds on the input.
+        pub limits: Limits = Limits::default(),
+        /// [to a table] How a table file is written.
+        pub export: ExportOptions = ExportOptions::default(),
+        /// [to Zarr] How Zarr is written, append and lock_timeout included (its
+        /// overwrite is the conversion's).
+        pub write: WriteOptions = WriteOptions::default(),
+    }
+    internal {
+        /// Memory-map local chunk files (see [`with_mmap`](Self::with_mmap)).
+        mmap: bool = false,
     }
 }
 
 impl ConvertOptions {
-    /// The keys [`ConvertOptions::set`] takes besides [`WriteOptions::KEYS`].
-    pub const KEYS: &[&str] = &[
-        "overwrite",
-        "string_type",
-        "max_chunk_bytes",
-        "decode_cf",
-        "categorical_values",
-        "limit",
-        "long",
-        "max_rows",
-        "max_bytes",
-        "compression",
-        "anonymous",
-    ];
-
-    /// The options that are lists, set through their fields: [`Selection`]'s
-    /// `columns` and `rows`, [`WriteOptions`]' `chunk_shape` and `shard_shape`.
-    pub const LIST_KEYS: &[&str] = &["columns", "rows", "chunk_shape", "shard_shape"];
-
-    /// Set one option by its name (a `zarrow convert` flag without the dashes, or
-    /// a write option: [`WriteOptions::set`]) from its text: the keys Python's
-    /// keywords and DataFusion's `OPTIONS` pass. `columns`, `rows`, `chunk_shape`
-    /// and `shard_shape` are lists: set their fields.
-    ///
-    /// # Errors
-    /// [`Error::Option`] naming the key, the value and what it takes;
-    /// [`Error::UnknownOption`].
-    pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
-        let bad = |option: &'static str, takes: &'static str| {
-            Error::Option(ParseOptionError::new(option, value, takes))
-        };
-        let flag = |option: &'static str| {
-            crate::write::parse_flag(value).ok_or_else(|| bad(option, "true or false"))
-        };
-        let number = |option: &'static str| {
-            value
-                .trim()
-                .parse::<u64>()
-                .map_err(|_| bad(option, "a number"))
-        };
-        match key {
-            "overwrite" => self.overwrite = flag("overwrite")?,
-            "string_type" => self.read.string_type = Some(value.parse()?),
-            "max_chunk_bytes" => {
-                let bytes = limits::parse_size(value)?;
-                self.read.max_chunk_bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
-            }
-            "decode_cf" => self.read.decode_cf = flag("decode_cf")?,
-            "categorical_values" => self.read.categorical_values = flag("categorical_values")?,
-            "limit" => self.select.limit = Some(number("limit")?),
-            "long" => self.select.long = flag("long")?,
-            "max_rows" => self.limits.max_rows = number("max_rows")?,
-            "max_bytes" => self.limits.max_bytes = limits::parse_size(value)?,
-            "compression" => self.export.compression = parse_parquet_compression(value)?,
-            "anonymous" => self.url.anonymous = flag("anonymous")?,
-            _ if WriteOptions::KEYS.contains(&key) => self.write.set(key, value)?,
-            _ => {
-                return Err(Error::UnknownOption {
-                    group: "convert",
-                    key: key.to_string(),
-                    known: [Self::KEYS, WriteOptions::KEYS].concat(),
-                });
-            }
-        }
-        Ok(())
-    }
-
     /// Memory-map the chunk files of a local Zarr input instead of reading them:
     /// uncompressed zarrs.vlen and ZEP0007 chunks then become Arrow arrays with no
     /// copy.
@@ -410,6 +329,7 @@ mod tests {
 
     use super::*;
     use crate::StringType;
+    use crate::options::Options as _;
     use crate::write::{Encoding, Layout, NullPolicy};
 
     /// Each key sets the field of the options type that owns it, parsed as the
@@ -435,6 +355,10 @@ mod tests {
             ("layout", "anndata"),
             ("append", "true"),
             ("lock_timeout", "1.5"),
+            ("rows", "3..9"),
+            ("columns", "a,b"),
+            ("chunk_shape", "4,5"),
+            ("timeout", "2.5"),
         ] {
             o.set(key, value).unwrap_or_else(|e| panic!("{key}: {e}"));
         }
@@ -443,6 +367,10 @@ mod tests {
         assert_eq!(o.read.max_chunk_bytes, 1 << 20);
         assert!(!o.read.decode_cf && o.read.categorical_values);
         assert_eq!((o.select.limit, o.select.long), (Some(10), true));
+        assert_eq!(o.select.rows, Some(3..9));
+        assert_eq!(o.select.columns, Some(vec!["a".into(), "b".into()]));
+        assert_eq!(o.write.chunk_shape, Some(vec![4, 5]));
+        assert_eq!(o.url.timeout, Some(std::time::Duration::from_millis(2500)));
         assert_eq!((o.limits.max_rows, o.limits.max_bytes), (5, 2 << 30));
         assert_eq!(
             o.export.compression,

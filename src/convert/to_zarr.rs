@@ -86,7 +86,7 @@ pub(super) fn options(args: &Job<'_>) -> Result<WriteOptions> {
 }
 
 pub(super) fn convert(args: &Job<'_>, format: ExportFormat) -> Result<Written> {
-    if args.select.is_given() || args.read.string_type.is_some() {
+    if args.select != crate::read::TableOptions::default() || args.read.string_type.is_some() {
         return Err(Error::OptionNotApplicable {
             options: vec!["--columns", "--string-type", "--rows", "--limit"],
             applies_to: "a Zarr source (SRC a Zarr store)",

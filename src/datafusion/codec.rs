@@ -42,7 +42,8 @@ use super::scan::ZarrScanExec;
 use super::sink::{SinkSpec, ZarrFormatFactory, ZarrSink};
 use super::table::{ZarrTable, ZarrTableOptions};
 use crate::location::{Location, Stores};
-use crate::store::{MetadataSnapshot, UrlOptions};
+use crate::options::Carried;
+use crate::store::MetadataSnapshot;
 
 /// Tags the bytes of a table (and of a scan) so that the codec tells its own
 /// from the wrapped codec's.
@@ -63,8 +64,10 @@ const SINK_TAG: &[u8] = b"zarrow.sink.v1:";
 #[derive(Serialize, Deserialize)]
 struct TableSpec {
     location: String,
-    options: ZarrTableOptions,
-    url: UrlOptions,
+    /// The [`ZarrTableOptions`].
+    options: Carried,
+    /// The [`UrlOptions`].
+    url: Carried,
     metadata: MetadataSpec,
 }
 
@@ -129,8 +132,8 @@ impl TableSpec {
         };
         Ok(Self {
             location,
-            options: table.options().clone(),
-            url: table.url_options().clone(),
+            options: Carried::of(table.options()),
+            url: Carried::of(table.url_options()),
             metadata: MetadataSpec::of(table.metadata_snapshot())?,
         })
     }
@@ -138,8 +141,9 @@ impl TableSpec {
     /// The table, opened from the metadata carried (no request).
     fn open(self) -> DfResult<ZarrTable> {
         let location = Location::parse(&self.location).map_err(df_err)?;
-        let stores = Stores::new(self.url);
-        ZarrTable::from_snapshot(&location, self.options, &stores, self.metadata.snapshot())
+        let options: ZarrTableOptions = self.options.options().map_err(df_err)?;
+        let stores = Stores::new(self.url.options().map_err(df_err)?);
+        ZarrTable::from_snapshot(&location, options, &stores, self.metadata.snapshot())
             .map_err(df_err)
     }
 }

@@ -51,6 +51,7 @@ use serde::{Deserialize, Serialize};
 use super::df_err;
 use crate::error::{Error, Result};
 use crate::location::{Location, Stores};
+use crate::options::{Carried, Options as _};
 use crate::store::UrlOptions;
 use crate::write::{WriteOptions, write_batches, write_zarr};
 
@@ -420,14 +421,15 @@ impl DataSink for ZarrSink {
 pub(crate) struct SinkSpec {
     target: TargetSpec,
     mode: Mode,
-    options: Vec<(String, String)>,
+    /// The [`WriteOptions`].
+    options: Carried,
 }
 
 #[derive(Serialize, Deserialize)]
 struct TargetSpec {
     /// The location as any machine names it ([`Location::portable`]).
     location: String,
-    url: UrlOptions,
+    url: Carried,
 }
 
 impl ZarrSink {
@@ -441,19 +443,12 @@ impl ZarrSink {
         };
         let target = TargetSpec {
             location,
-            url: self.target.url.clone(),
+            url: Carried::of(&self.target.url),
         };
-        let options = self
-            .options
-            .pairs()
-            .map_err(df_err)?
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect();
         Ok(SinkSpec {
             target,
             mode: self.mode,
-            options,
+            options: Carried::of(&self.options),
         })
     }
 }
@@ -462,13 +457,10 @@ impl SinkSpec {
     /// The sink, writing rows of `schema`; its store is opened when it
     /// writes, from this machine's environment (or session).
     pub(crate) fn sink(self, schema: SchemaRef) -> DfResult<ZarrSink> {
-        let mut options = WriteOptions::default();
-        for (key, value) in &self.options {
-            options.set(key, value).map_err(df_err)?;
-        }
+        let options = self.options.options().map_err(df_err)?;
         let target = Target {
             location: Location::parse(&self.target.location).map_err(df_err)?,
-            url: self.target.url,
+            url: self.target.url.options().map_err(df_err)?,
         };
         Ok(ZarrSink {
             schema,

@@ -16,7 +16,6 @@ use datafusion::error::Result as DfResult;
 use datafusion::logical_expr::dml::InsertOp;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_plan::ExecutionPlan;
-use serde::{Deserialize, Serialize};
 
 use super::scan::ZarrScanExec;
 use super::sink::{Mode, Target, ZarrSink};
@@ -28,95 +27,57 @@ use crate::read::{DIMENSION_NAMES_KEY, ReaderBuilder, Skipped, aligned_splits};
 use crate::store::{Consolidated, MetadataSnapshot, UrlOptions};
 use crate::write::open_for_append;
 use crate::write::{Layout, WriteOptions};
-use crate::{NodeMetadata, ReadOptions, Store, StringType, ZarrArray, ZarrGroup, read_node};
+use crate::options::Options as _;
+use crate::{NodeMetadata, ReadOptions, Store, ZarrArray, ZarrGroup, read_node};
 
-/// How a Zarr store is read as a table: what `CREATE EXTERNAL TABLE ... OPTIONS`
-/// sets, and what the codecs carry to another machine.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct ZarrTableOptions {
-    /// The Arrow layout of strings and bytes: `utf8`, `large-utf8` or
-    /// `utf8-view` (default: as recorded by zarrow's writer, else `utf8`; the
-    /// values of a categorical: `utf8-view`).
-    pub string_type: Option<String>,
-    /// The group's columns to expose, in this order (default: every 1-D array).
-    pub columns: Option<Vec<String>>,
-    /// Columns whose values never decrease with the row: a filter on one of them
-    /// narrows the rows read (`Inexact`: DataFusion still applies it). An xarray
-    /// dimension coordinate (a 1-D array named after its own dimension) counts
-    /// without being named.
-    pub sorted: Vec<String>,
-    /// Do not apply CF decoding (scale, offset, fill values as nulls, CF times).
-    pub raw: bool,
-    /// anndata categoricals as their categories' values (the default: each row a
-    /// view of its category, as DataFusion reads a dictionary-encoded Parquet
-    /// column, and what its `GROUP BY` is fastest on), or, `Some(false)`, as
-    /// dictionaries (see [`ReadOptions::categorical_values`]).
-    #[serde(default)]
-    pub categorical_values: Option<bool>,
+crate::options! {
+    /// How a Zarr store is read as a table: what `CREATE EXTERNAL TABLE ... OPTIONS`
+    /// sets, and what the codecs carry to another machine.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    #[non_exhaustive]
+    pub struct ZarrTableOptions("ZARR table") {
+        /// The group's columns to expose, in this order, comma-separated
+        /// (default: every 1-D array).
+        pub columns: Option<Vec<String>> as crate::options::List = None,
+        /// Columns whose values never decrease with the row, comma-separated: a
+        /// filter on one of them narrows the rows read (`Inexact`: DataFusion
+        /// still applies it). An xarray dimension coordinate (a 1-D array named
+        /// after its own dimension) counts without being named.
+        pub sorted: Vec<String> as crate::options::List = Vec::new(),
+    }
+    groups {
+        /// How the arrays are read: as [`ReadOptions`], but for
+        /// `categorical_values`, on by default here (each row a view of its
+        /// category, as DataFusion reads a dictionary-encoded Parquet column,
+        /// and what its `GROUP BY` is fastest on).
+        pub read: ReadOptions = ReadOptions::default().with_categorical_values(true),
+    }
 }
 
 impl ZarrTableOptions {
-    /// Options from `CREATE EXTERNAL TABLE ... OPTIONS (...)`: `string_type`,
-    /// `columns` (comma-separated), `sorted` (comma-separated), `raw` and
-    /// `categorical_values` (`true`/`false`), each optionally prefixed `format.`.
+    /// Options from `CREATE EXTERNAL TABLE ... OPTIONS (...)`: the keys of
+    /// [`ZarrTableOptions`]'s declaration ([`Options::entries`]), each
+    /// optionally prefixed `format.`, in any case; `raw` (`true`: no CF
+    /// decoding) is the older spelling of `decode_cf` `false`.
     ///
     /// # Errors
-    /// [`Error::UnknownOption`] for an unknown key, [`Error::Option`] for a bad value: nothing is
-    /// ignored in silence.
+    /// [`Error::UnknownOption`] for an unknown key, [`Error::Option`] for a bad
+    /// value: nothing is ignored in silence.
     pub fn from_map<'a>(options: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Self> {
-        let list = |v: &str| -> Vec<String> {
-            v.split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(String::from)
-                .collect()
-        };
-        let flag = |key: &'static str, value: &str| -> Result<bool> {
-            value
-                .parse()
-                .map_err(|_| Error::Option(ParseOptionError::new(key, value, "true or false")))
-        };
         let mut out = Self::default();
         for (key, value) in options {
             let key = key.to_ascii_lowercase();
             match key.strip_prefix("format.").unwrap_or(&key) {
-                "string_type" => {
-                    value.parse::<StringType>()?;
-                    out.string_type = Some(value.to_string());
+                "raw" => {
+                    let raw = crate::options::parse_flag(value).ok_or_else(|| {
+                        Error::Option(ParseOptionError::new("raw", value, "true or false"))
+                    })?;
+                    out.read.decode_cf = !raw;
                 }
-                "columns" => out.columns = Some(list(value)),
-                "sorted" => out.sorted = list(value),
-                "raw" => out.raw = flag("raw", value)?,
-                "categorical_values" => {
-                    out.categorical_values = Some(flag("categorical_values", value)?);
-                }
-                other => {
-                    return Err(Error::UnknownOption {
-                        group: "ZARR table",
-                        key: other.to_string(),
-                        known: vec![
-                            "string_type",
-                            "columns",
-                            "sorted",
-                            "raw",
-                            "categorical_values",
-                        ],
-                    });
-                }
+                key => out.set(key, value)?,
             }
         }
         Ok(out)
-    }
-
-    fn read_options(&self) -> Result<ReadOptions> {
-        let mut options = ReadOptions::default()
-            .with_decode_cf(!self.raw)
-            .with_categorical_values(self.categorical_values.unwrap_or(true));
-        if let Some(name) = &self.string_type {
-            options = options.with_string_type(name.parse()?);
-        }
-        Ok(options)
     }
 }
 
@@ -231,7 +192,7 @@ impl ZarrTable {
         location: &Location,
         options: ZarrTableOptions,
     ) -> Result<Self> {
-        let read_options = options.read_options()?;
+        let read_options = options.read;
         let name = location.name();
         let metadata = Arc::new(Consolidated::remembering(store));
         let store: Arc<dyn Store> = metadata.clone();

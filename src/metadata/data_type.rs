@@ -44,6 +44,16 @@ impl std::str::FromStr for StringType {
     }
 }
 
+impl std::fmt::Display for StringType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Utf8 => "utf8",
+            Self::LargeUtf8 => "large-utf8",
+            Self::Utf8View => "utf8-view",
+        })
+    }
+}
+
 impl StringType {
     /// Parse the CLI spelling: `utf8`, `large-utf8` or `utf8-view`.
     pub fn parse(s: &str) -> Option<Self> {

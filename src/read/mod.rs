@@ -62,47 +62,43 @@ pub const DEFAULT_MAX_CHUNK_BYTES: usize = 2 << 30;
 /// 64 GiB of Arrow data.
 pub const DEFAULT_MAX_READ_BYTES: u64 = 64 << 30;
 
-/// How arrays are read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ReadOptions {
-    /// The Arrow layout of string and bytes columns. `None`: the layout zarrow's
-    /// writer recorded in the array's attributes, else `Utf8` / `Binary`.
-    pub string_type: Option<StringType>,
-    /// The most bytes one chunk may decode (or decompress) to; larger chunks are
-    /// an error rather than an allocation.
-    pub max_chunk_bytes: usize,
-    /// The most Arrow data one [`ZarrArray::read_all`] / [`ZarrArray::read_range`]
-    /// may materialise, estimated from the element count (exact for fixed widths,
-    /// 16 bytes an element for strings and bytes, besides their values): a shape
-    /// can promise far more elements than the store holds (missing chunks read as
-    /// the fill value). Streaming readers are bounded by their read-ahead instead.
-    pub max_read_bytes: u64,
-    /// Decode independent chunks on rayon's thread pool.
-    pub parallel: bool,
-    /// Decode CF attributes (`scale_factor`, `add_offset`, `_FillValue`, time
-    /// `units`) into the values xarray gives; off: the raw values.
-    pub decode_cf: bool,
-    /// Read an anndata `categorical` column as its categories' values, one per
-    /// row (nulls for missing), instead of a `DictionaryArray` (and a dictionary
-    /// column zarrow's plain layout stored, as its stored values). String
-    /// categories are `Utf8View` unless `string_type` says otherwise: each row's
-    /// view is its category's, no string is copied. What DataFusion's own
-    /// Parquet scan does with a dictionary-encoded column, and what its
-    /// `GROUP BY` is fastest on.
-    pub categorical_values: bool,
-}
-
-impl Default for ReadOptions {
-    fn default() -> Self {
-        Self {
-            string_type: None,
-            max_chunk_bytes: DEFAULT_MAX_CHUNK_BYTES,
-            max_read_bytes: DEFAULT_MAX_READ_BYTES,
-            parallel: true,
-            decode_cf: true,
-            categorical_values: false,
-        }
+crate::options! {
+    /// How arrays are read.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    #[non_exhaustive]
+    pub struct ReadOptions("read") {
+        /// [from Zarr] The Arrow layout of string and bytes columns: utf8,
+        /// large-utf8 or utf8-view (default: the layout zarrow's writer recorded
+        /// in the array's attributes, else utf8).
+        pub string_type: Option<StringType> as crate::options::Unset = None,
+        /// [from Zarr] The most bytes one chunk may decode (or decompress) to;
+        /// larger chunks are an error naming their key, rather than an
+        /// allocation (suffixes K, M, G, T; default 2 GiB).
+        pub max_chunk_bytes: usize as crate::options::Size = DEFAULT_MAX_CHUNK_BYTES,
+        /// [from Zarr] Decode CF attributes (xarray's scale_factor, add_offset,
+        /// _FillValue, time units) into the values xarray gives; off (the
+        /// command line's --no-cf): the raw values.
+        pub decode_cf: bool = true; negated_flag("no-cf"),
+        /// [from Zarr] Read anndata categoricals as their categories' values,
+        /// one per row (nulls for missing), instead of dictionaries (and a
+        /// dictionary column zarrow's plain layout stored, as its stored
+        /// values). String categories are utf8-view unless string_type says
+        /// otherwise: each row's view is its category's, no string is copied.
+        /// What DataFusion's own Parquet scan does with a dictionary-encoded
+        /// column, and what its GROUP BY is fastest on: off by default, but for
+        /// SQL tables (zarrow sql, CREATE EXTERNAL TABLE), where it is on
+        /// (categorical_values=false: dictionaries).
+        pub categorical_values: bool = false,
+    }
+    internal {
+        /// The most Arrow data one [`ZarrArray::read_all`] / [`ZarrArray::read_range`]
+        /// may materialise, estimated from the element count (exact for fixed widths,
+        /// 16 bytes an element for strings and bytes, besides their values): a shape
+        /// can promise far more elements than the store holds (missing chunks read as
+        /// the fill value). Streaming readers are bounded by their read-ahead instead.
+        pub max_read_bytes: u64 = DEFAULT_MAX_READ_BYTES,
+        /// Decode independent chunks on rayon's thread pool.
+        pub parallel: bool = true,
     }
 }
 

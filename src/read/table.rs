@@ -20,24 +20,29 @@ use crate::error::{Error, Result};
 use crate::metadata::NodeMetadata;
 use crate::store::Store;
 
-/// What of a node to read as a table.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct TableOptions {
-    /// Of a group: these columns, in this order (default: every 1-D array); with
-    /// [`long`](Self::long), these data variables.
-    pub columns: Option<Vec<String>>,
-    /// Only these rows (of 1-D arrays and groups): only the chunks they lie in are
-    /// read.
-    pub rows: Option<Range<u64>>,
-    /// At most this many rows (after [`rows`](Self::rows)).
-    pub limit: Option<u64>,
-    /// Rows per batch (of 1-D arrays and groups; default: the reader's).
-    pub batch_size: Option<usize>,
-    /// Read a gridded dataset (a group of N-d variables with named dimensions) as
-    /// a long table, one row per grid point, like xarray's
-    /// `Dataset.to_dataframe()`.
-    pub long: bool,
+crate::options! {
+    /// What of a node to read as a table.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    #[non_exhaustive]
+    pub struct TableOptions("table") {
+        /// [to a table] Of a group: these columns, in this order, comma-separated
+        /// (default: every 1-D array); with long, these data variables.
+        pub columns: Option<Vec<String>> as crate::options::List = None,
+        /// [to a table] Only rows START..END (of 1-D arrays and groups): only the
+        /// chunks (and of a sharded array, the inner chunks) those rows lie in are
+        /// read.
+        pub rows: Option<Range<u64>> as crate::options::Rows = None,
+        /// [to a table] At most this many rows (after rows).
+        pub limit: Option<u64> as crate::options::Unset = None,
+        /// [to a table] Rows per batch (of 1-D arrays and groups; default: the
+        /// chunk length, at most 65536).
+        pub batch_size: Option<usize> as crate::options::Unset = None,
+        /// [to a table] Read a gridded dataset (xarray's N-d variables with named
+        /// dimensions) as a long table, one row per grid point, like
+        /// Dataset.to_dataframe(): the dimensions' coordinates first, then the
+        /// variables (columns picks them).
+        pub long: bool = false,
+    }
 }
 
 impl TableOptions {

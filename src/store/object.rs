@@ -546,23 +546,27 @@ impl std::fmt::Display for ShortRead {
 
 impl std::error::Error for ShortRead {}
 
-/// How to open a store by URL.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-#[non_exhaustive]
-pub struct UrlOptions {
-    /// Do not sign requests (public buckets).
-    pub anonymous: bool,
-    /// Requests in flight (default [`DEFAULT_CONCURRENCY`]).
-    pub concurrency: Option<usize>,
-    /// How many times a transient failure (a 5xx, a connection reset, a timeout)
-    /// is retried, with exponential backoff (default: object_store's, 10).
-    pub retries: Option<usize>,
-    /// Give up retrying a request after this long (default: object_store's,
-    /// 3 minutes).
-    pub retry_timeout: Option<std::time::Duration>,
-    /// The most one request may take (default: object_store's, 30 seconds).
-    pub timeout: Option<std::time::Duration>,
+crate::options! {
+    /// How to open a store by URL.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    #[non_exhaustive]
+    pub struct UrlOptions("url") {
+        /// [URLs] Do not sign requests (a public bucket). Credentials, region and
+        /// endpoint otherwise come from the environment (AWS_*, GOOGLE_*,
+        /// AZURE_*).
+        pub anonymous: bool = false,
+        /// [URLs] Requests kept in flight while reading (default 32).
+        pub concurrency: Option<usize> as crate::options::Unset = None,
+        /// [URLs] Retries of a transient failure (HTTP 5xx, a connection reset,
+        /// a timeout), with exponential backoff; 403, 404 and other permanent
+        /// errors are not retried (default 10).
+        pub retries: Option<usize> as crate::options::Unset = None,
+        /// [URLs] Stop retrying a request after this many seconds (default 180).
+        pub retry_timeout: Option<std::time::Duration> as crate::options::Seconds = None,
+        /// [URLs] The most seconds one request may take before it counts as
+        /// failed, and is retried (default 30).
+        pub timeout: Option<std::time::Duration> as crate::options::Seconds = None,
+    }
 }
 
 impl UrlOptions {

@@ -247,48 +247,83 @@ impl Layout {
     }
 }
 
-/// How arrays are written.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct WriteOptions {
-    /// 3 (default) or 2.
-    pub zarr_format: u8,
-    /// Layout of string and bytes arrays.
-    pub encoding: Encoding,
-    /// Compressor of every chunk.
-    pub compressor: Compressor,
-    /// Compressor level (`None`: zstd 0, gzip 5, blosc 5).
-    pub level: Option<i32>,
-    /// Elements per chunk of a 1-D array, or per inner chunk when sharded (`None`:
-    /// about [`DEFAULT_CHUNK_BYTES`] of values).
-    pub chunk_len: Option<usize>,
-    /// Elements per shard of a 1-D array: chunks are stored as inner chunks of
-    /// `sharding_indexed` shards of this length (rounded up to a multiple of the
-    /// chunk length). `None`: unsharded.
-    pub shard_len: Option<usize>,
-    /// The chunk shape of an N-d array (`None`: chunks of about
-    /// [`DEFAULT_CHUNK_BYTES`] spanning every dimension but the first).
-    pub chunk_shape: Option<Vec<u64>>,
-    /// The shard shape of an N-d array, a multiple of the chunk shape in every
-    /// dimension (`None`: unsharded).
-    pub shard_shape: Option<Vec<u64>>,
-    /// What to do with nulls.
-    pub nulls: NullPolicy,
-    /// Replace an existing node instead of refusing.
-    pub overwrite: bool,
-    /// How a table becomes a group.
-    pub layout: Layout,
-    /// Append the rows to the group's stored columns (making the group when
-    /// there is none): the group's own format, codecs and chunks apply, and its
-    /// columns must be the input's by names and Zarr data types. A partly
-    /// filled last chunk is stored again whole, new chunks follow, and the
-    /// metadata is updated last (the consolidated metadata last of all): a
-    /// reader sees the old table or the new one.
-    pub append: bool,
-    /// How long an appending writer waits for another to finish (see
-    /// [`Store::lock`](crate::Store::lock)) before it gives up with
-    /// [`Error::Busy`].
-    pub lock_timeout: Duration,
+crate::options! {
+    /// How arrays are written.
+    #[derive(Debug, Clone, PartialEq)]
+    #[non_exhaustive]
+    pub struct WriteOptions("write") {
+        /// [to Zarr] Replace an existing node instead of refusing.
+        pub overwrite: bool = false,
+        /// [to Zarr] Append the rows to the group at the output (made when
+        /// absent): its columns must be the input's, by names and Zarr data
+        /// types, and its own format, codecs and chunks apply. A partly filled
+        /// last chunk is stored again whole, new chunks follow, and the metadata
+        /// is updated last (the consolidated metadata last of all): readers see
+        /// the old rows or all of them. A second writer appending at once waits
+        /// for the first (lock_timeout).
+        pub append: bool = false; conflicts(&[
+            "overwrite", "zarr_format", "encoding", "compressor", "level",
+            "chunk_len", "shard_len", "chunk_shape", "shard_shape",
+        ]),
+        /// [to Zarr] With append: seconds to wait while another writer appends
+        /// to the group before giving up with a Busy error (default 60).
+        pub lock_timeout: Duration as crate::options::Seconds = DEFAULT_LOCK_TIMEOUT;
+            requires(&["append"]),
+        /// [to Zarr] Zarr format: 3 (the default) or 2.
+        pub zarr_format: u8 as ZarrFormat = 3,
+        /// [to Zarr] String and bytes layout: default (vlen-utf8 / vlen-bytes, as
+        /// zarr-python writes), zarrs-vlen, or zep0007 (experimental draft).
+        pub encoding: Encoding = Encoding::Default,
+        /// [to Zarr] Chunk compressor: zstd (the default), gzip, blosc or none.
+        pub compressor: Compressor = Compressor::Zstd,
+        /// [to Zarr] Compressor level (default: zstd 0, gzip 5, blosc 5).
+        pub level: Option<i32> as crate::options::Unset = None,
+        /// [to Zarr] Elements per chunk of a 1-D array (default: about 4 MiB of
+        /// values per chunk); with shard_len, per inner chunk.
+        pub chunk_len: Option<usize> as crate::options::Unset = None,
+        /// [to Zarr] Store 1-D arrays in sharding_indexed shards of N elements
+        /// (rounded up to a multiple of the chunk length), the index at the end
+        /// with crc32c, as zarr-python writes. Zarr v3 only.
+        pub shard_len: Option<usize> as crate::options::Unset = None,
+        /// [to Zarr] Chunk shape of N-d arrays (linear-format input),
+        /// comma-separated, e.g. 100,100 (default: chunks of about 4 MiB
+        /// spanning all but the first dimension).
+        pub chunk_shape: Option<Vec<u64>> as crate::options::List = None,
+        /// [to Zarr] Shard shape of N-d arrays, a multiple of the chunk shape in
+        /// every dimension, e.g. 1000,1000. Zarr v3 only.
+        pub shard_shape: Option<Vec<u64>> as crate::options::List = None,
+        /// [to Zarr] Nulls: error (the default) refuses a column with nulls
+        /// (naming it and the first null row); fill writes each null as "" for
+        /// strings, empty bytes, 0 for integers, NaN for floats, false for
+        /// bools, so the nulls are lost.
+        pub nulls: NullPolicy = NullPolicy::Error,
+        /// [to Zarr] Group layout: plain (the default: one array per column,
+        /// with the dimension name xarray reads) or anndata (an anndata
+        /// dataframe: dictionary columns become categoricals, integer, bool and
+        /// string columns with nulls nullable-* elements, the pandas index
+        /// _index; anndata.io.read_elem reads it as the same DataFrame).
+        pub layout: Layout = Layout::Plain,
+    }
+}
+
+/// The codec of `zarr_format`: 2 or 3.
+#[derive(Debug)]
+pub struct ZarrFormat;
+
+impl crate::options::Codec<u8> for ZarrFormat {
+    const TAKES: &'static str = "2 or 3";
+
+    fn parse(key: &'static str, text: &str) -> Result<u8> {
+        match text.trim() {
+            "2" => Ok(2),
+            "3" => Ok(3),
+            _ => Err(Error::Option(ParseOptionError::new(key, text, Self::TAKES))),
+        }
+    }
+
+    fn items(value: &u8) -> Vec<String> {
+        vec![value.to_string()]
+    }
 }
 
 /// Each option's spelling ([`Encoding::name`], ...) is its `Display`: what its
@@ -304,38 +339,8 @@ macro_rules! display_by_name {
 }
 display_by_name!(Encoding, Compressor, NullPolicy, Layout);
 
-/// A flag option's value as [`WriteOptions::set`] (and `ConvertOptions::set`)
-/// take it: `true` / `1` / `yes`, `false` / `0` / `no`, in any case.
-pub(crate) fn parse_flag(value: &str) -> Option<bool> {
-    match value.trim().to_ascii_lowercase().as_str() {
-        "true" | "1" | "yes" => Some(true),
-        "false" | "0" | "no" => Some(false),
-        _ => None,
-    }
-}
-
 /// How long a writer waits for another by default: a minute.
 pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(60);
-
-impl Default for WriteOptions {
-    fn default() -> Self {
-        Self {
-            zarr_format: 3,
-            encoding: Encoding::Default,
-            compressor: Compressor::Zstd,
-            level: None,
-            chunk_len: None,
-            shard_len: None,
-            chunk_shape: None,
-            shard_shape: None,
-            nulls: NullPolicy::Error,
-            overwrite: false,
-            layout: Layout::Plain,
-            append: false,
-            lock_timeout: DEFAULT_LOCK_TIMEOUT,
-        }
-    }
-}
 
 impl WriteOptions {
     /// Set the Zarr format (2 or 3).
@@ -428,123 +433,6 @@ impl WriteOptions {
         self
     }
 
-    /// The keys [`WriteOptions::set`] takes.
-    pub const KEYS: &[&str] = &[
-        "zarr_format",
-        "encoding",
-        "compressor",
-        "level",
-        "chunk_len",
-        "shard_len",
-        "layout",
-        "nulls",
-        "overwrite",
-        "append",
-        "lock_timeout",
-    ];
-
-    /// Set the option named `key` (as `zarrow convert`'s flag without the
-    /// dashes, or a DataFusion `COPY ... OPTIONS` key) from its text `value`:
-    /// `zarr_format`, `encoding`, `compressor`, `level`, `chunk_len`,
-    /// `shard_len`, `layout`, `nulls`, `overwrite`, `append`, `lock_timeout`
-    /// (seconds).
-    ///
-    /// # Errors
-    /// [`Error::Option`] naming the key, the value and what it takes;
-    /// [`Error::UnknownOption`] for a key that is none of [`WriteOptions::KEYS`].
-    pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
-        let bad = |option: &'static str, takes: &'static str| {
-            Error::Option(ParseOptionError::new(option, value, takes))
-        };
-        let number = |option: &'static str| {
-            value
-                .trim()
-                .parse::<usize>()
-                .map_err(|_| bad(option, "a number of elements"))
-        };
-        let flag =
-            |option: &'static str| parse_flag(value).ok_or_else(|| bad(option, "true or false"));
-        match key {
-            "zarr_format" => {
-                self.zarr_format = match value.trim() {
-                    "2" => 2,
-                    "3" => 3,
-                    _ => return Err(bad("zarr_format", "2 or 3")),
-                };
-            }
-            "encoding" => self.encoding = value.parse()?,
-            "compressor" => self.compressor = value.parse()?,
-            "level" => {
-                self.level = Some(
-                    value
-                        .trim()
-                        .parse()
-                        .map_err(|_| bad("level", "an integer"))?,
-                );
-            }
-            "chunk_len" => self.chunk_len = Some(number("chunk_len")?),
-            "shard_len" => self.shard_len = Some(number("shard_len")?),
-            "layout" => self.layout = value.parse()?,
-            "nulls" => self.nulls = value.parse()?,
-            "overwrite" => self.overwrite = flag("overwrite")?,
-            "append" => self.append = flag("append")?,
-            "lock_timeout" => {
-                self.lock_timeout = value
-                    .trim()
-                    .parse::<f64>()
-                    .ok()
-                    .and_then(|s| Duration::try_from_secs_f64(s).ok())
-                    .ok_or_else(|| bad("lock_timeout", "a number of seconds"))?;
-            }
-            _ => {
-                return Err(Error::UnknownOption {
-                    group: "write",
-                    key: key.to_string(),
-                    known: Self::KEYS.to_vec(),
-                });
-            }
-        }
-        Ok(())
-    }
-
-    /// These options as the `(key, value)` pairs [`WriteOptions::set`] takes,
-    /// each set one given: set in order on the defaults, they make these
-    /// options again (how a plan carries them to another machine).
-    ///
-    /// # Errors
-    /// [`Error::OptionNotApplicable`] for `chunk_shape` or `shard_shape`, which
-    /// `set` has no key for.
-    pub fn pairs(&self) -> Result<Vec<(&'static str, String)>> {
-        if self.chunk_shape.is_some() || self.shard_shape.is_some() {
-            return Err(Error::OptionNotApplicable {
-                options: vec!["chunk_shape", "shard_shape"],
-                applies_to: "WriteOptions in Rust only: they have no key to set them by",
-            });
-        }
-        let mut pairs = vec![
-            ("zarr_format", self.zarr_format.to_string()),
-            ("encoding", self.encoding.name().to_string()),
-            ("compressor", self.compressor.name().to_string()),
-        ];
-        if let Some(level) = self.level {
-            pairs.push(("level", level.to_string()));
-        }
-        if let Some(n) = self.chunk_len {
-            pairs.push(("chunk_len", n.to_string()));
-        }
-        if let Some(n) = self.shard_len {
-            pairs.push(("shard_len", n.to_string()));
-        }
-        pairs.extend([
-            ("layout", self.layout.name().to_string()),
-            ("nulls", self.nulls.name().to_string()),
-            ("overwrite", self.overwrite.to_string()),
-            ("append", self.append.to_string()),
-            ("lock_timeout", self.lock_timeout.as_secs_f64().to_string()),
-        ]);
-        Ok(pairs)
-    }
-
     /// The options the group's own metadata decides when appending (format,
     /// codecs, chunks) that differ from the defaults: set, they would be
     /// ignored.
@@ -631,12 +519,13 @@ impl WriteOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::options::Options as _;
     use proptest::prelude::*;
 
     proptest! {
-        /// Setting the pairs on the defaults makes the same options.
+        /// The options a plan carries make the same options again.
         #[test]
-        fn pairs_set_back_to_the_same_options(
+        fn carried_options_are_the_same_options(
             format in prop_oneof![Just(2u8), Just(3u8)],
             encoding in prop_oneof![Just(Encoding::Default), Just(Encoding::ZarrsVlen), Just(Encoding::Zep0007)],
             compressor in prop_oneof![Just(Compressor::Zstd), Just(Compressor::Gzip), Just(Compressor::Blosc), Just(Compressor::None)],
@@ -661,10 +550,9 @@ mod tests {
             options.level = level;
             options.chunk_len = chunk_len;
             options.shard_len = shard_len;
-            let mut back = WriteOptions::default();
-            for (key, value) in options.pairs().unwrap() {
-                back.set(key, &value).unwrap();
-            }
+            options.chunk_shape = chunk_len.map(|n| vec![n as u64, 7]);
+            let carried = crate::options::Carried::of(&options);
+            let back: WriteOptions = carried.options().unwrap();
             prop_assert_eq!(back, options);
         }
     }
@@ -704,15 +592,6 @@ mod tests {
                 option: "layout",
                 ..
             }))
-        ));
-    }
-
-    #[test]
-    fn n_d_shapes_have_no_pairs() {
-        let options = WriteOptions::default().with_chunk_shape(vec![10, 10]);
-        assert!(matches!(
-            options.pairs(),
-            Err(Error::OptionNotApplicable { options, .. }) if options == ["chunk_shape", "shard_shape"]
         ));
     }
 }

@@ -404,7 +404,7 @@ fn every_string_type_answers_alike() {
     let rt = runtime();
     for string_type in ["utf8", "large-utf8", "utf8-view"] {
         let mut options = ZarrTableOptions::default();
-        options.string_type = Some(string_type.into());
+        options.read.string_type = Some(string_type.parse().unwrap());
         let (_, table) = observed_table(options);
         let batches = rt.block_on(async {
             let ctx = context(2);
