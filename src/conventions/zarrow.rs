@@ -111,6 +111,35 @@ pub fn recorded_columns(attributes: &Map<String, Value>) -> Option<Vec<String>> 
         .collect()
 }
 
+/// What zarrow's writer recorded on a node, read back: the functions above,
+/// asked once (when the node is opened, as part of its
+/// [`Conventions`](super::Conventions)).
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Recorded {
+    /// An array's string layout ([`recorded_string_type`]).
+    pub string_type: Option<StringType>,
+    /// The key type of a dictionary column stored as its values
+    /// ([`recorded_dictionary_keys`]).
+    pub dictionary_keys: Option<ArrowType>,
+    /// A timestamp array's timezone ([`recorded_timezone`]).
+    pub timezone: Option<String>,
+    /// A group's column order ([`recorded_columns`]).
+    pub columns: Option<Vec<String>>,
+}
+
+impl Recorded {
+    /// What `attributes` record.
+    pub fn of(attributes: &Map<String, Value>) -> Self {
+        Self {
+            string_type: recorded_string_type(attributes),
+            dictionary_keys: recorded_dictionary_keys(attributes),
+            timezone: recorded_timezone(attributes),
+            columns: recorded_columns(attributes),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,7 +12,6 @@ use arrow_schema::{Field, Schema};
 use super::to_zarr::options;
 use super::{Job, Written, limits};
 use crate::ReadOptions;
-use crate::conventions::zarrow::recorded_columns;
 use crate::error::{Conversion, Error, Result};
 use crate::export::ExportFormat;
 use crate::linear::{parse_json, read_csv, write_csv, write_json};
@@ -58,11 +57,11 @@ fn arrays(args: &Job<'_>) -> Result<Vec<(String, ZarrArray)>> {
             let name = args.src.name();
             Ok(vec![(name, ZarrArray::open_with(store, "", options)?)])
         }
-        NodeMetadata::Group(meta) => {
+        NodeMetadata::Group(_) => {
             let group = ZarrGroup::open_with(store.clone(), "", options)?;
             // Nothing is dropped in silence: a child group is named.
             for (name, node) in group.children() {
-                if matches!(node, NodeMetadata::Group(_)) {
+                if matches!(node.metadata(), NodeMetadata::Group(_)) {
                     args.observer
                         .note(&format!("not converted: {name} (a group inside the group)"));
                 }
@@ -70,10 +69,10 @@ fn arrays(args: &Job<'_>) -> Result<Vec<(String, ZarrArray)>> {
             let mut names: Vec<String> = group
                 .children()
                 .iter()
-                .filter(|(_, node)| matches!(node, NodeMetadata::Array(_)))
+                .filter(|(_, node)| matches!(node.metadata(), NodeMetadata::Array(_)))
                 .map(|(name, _)| name.clone())
                 .collect();
-            if let Some(order) = recorded_columns(&meta.attributes) {
+            if let Some(order) = &group.conventions().recorded().columns {
                 names.sort_by_key(|n| order.iter().position(|o| o == n).unwrap_or(usize::MAX));
             }
             names

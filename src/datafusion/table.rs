@@ -23,6 +23,7 @@ use super::{df_err, prune};
 use crate::conventions::anndata;
 use crate::error::{Error, ParseOptionError, Result};
 use crate::location::{Location, Stores};
+use crate::read::Node;
 use crate::read::{DIMENSION_NAMES_KEY, ReaderBuilder, Skipped, aligned_splits};
 use crate::store::{Consolidated, MetadataSnapshot, UrlOptions};
 use crate::write::open_for_append;
@@ -503,14 +504,14 @@ impl datafusion::catalog::TableProvider for ZarrTable {
             let plain = self.writable.clone().ok_or_else(|| {
                 DataFusionError::Plan(format!("{}: no store to write through", self.location))
             })?;
-            let root = read_node(plain.as_ref(), "").map_err(df_err)?;
-            let (format, attributes) = match &root {
-                NodeMetadata::Group(g) => (g.zarr_format, Some(&g.attributes)),
-                NodeMetadata::Array(a) => (a.zarr_format, None),
+            let root = Node::read(plain.as_ref(), "").map_err(df_err)?;
+            let format = match root.metadata() {
+                NodeMetadata::Group(g) => g.zarr_format,
+                NodeMetadata::Array(a) => a.zarr_format,
             };
             options = options.with_zarr_format(format);
-            if let Some(anndata::Encoding::DataFrame { .. }) =
-                attributes.and_then(anndata::encoding)
+            if let (NodeMetadata::Group(_), Some(anndata::Encoding::DataFrame { .. })) =
+                (root.metadata(), root.conventions().anndata())
             {
                 options = options.with_layout(Layout::AnnData);
             }

@@ -7,13 +7,13 @@ use arrow_array::{Array, ArrayRef};
 use arrow_schema::{DataType as ArrowType, Field};
 use rayon::prelude::*;
 
+use super::Node;
 use super::ReadOptions;
 use super::plan::{self, ChunkRead, Decoded};
-use super::read_node;
 use crate::assemble::{Part, gather};
 use crate::codec::CodecChain;
+use crate::conventions::Conventions;
 use crate::conventions::cf::CfDecode;
-use crate::conventions::zarrow::{recorded_string_type, recorded_timezone};
 use crate::error::Convention;
 use crate::error::{ChunkError, Error, LimitKind, NodeKind, Result};
 use crate::fill::fill_array;
@@ -32,6 +32,7 @@ pub struct ZarrArray {
     meta: Arc<ArrayMetadata>,
     codecs: CodecChain,
     grid: Grid,
+    conventions: Arc<Conventions>,
     options: ReadOptions,
 }
 
@@ -49,9 +50,11 @@ impl ZarrArray {
     /// Open with explicit options.
     pub fn open_with(store: Arc<dyn Store>, path: &str, options: ReadOptions) -> Result<Self> {
         let path = path.trim_matches('/').to_string();
-        match read_node(store.as_ref(), &path)? {
-            NodeMetadata::Array(meta) => Self::from_metadata(store, path, *meta, options),
-            NodeMetadata::Group(_) => Err(Error::WrongNodeKind {
+        match Node::read(store.as_ref(), &path)?.into_parts() {
+            (NodeMetadata::Array(meta), conventions) => {
+                Self::from_metadata(store, path, *meta, conventions, options)
+            }
+            (NodeMetadata::Group(_), _) => Err(Error::WrongNodeKind {
                 path: crate::store::node_label(store.as_ref(), &path),
                 expected: NodeKind::Array,
                 found: NodeKind::Group,
@@ -63,6 +66,7 @@ impl ZarrArray {
         store: Arc<dyn Store>,
         path: String,
         meta: ArrayMetadata,
+        conventions: Arc<Conventions>,
         options: ReadOptions,
     ) -> Result<Self> {
         let document = if meta.zarr_format == 2 {
@@ -85,6 +89,7 @@ impl ZarrArray {
             meta: Arc::new(meta),
             codecs,
             grid,
+            conventions,
             options,
         })
     }
@@ -126,6 +131,11 @@ impl ZarrArray {
         &self.options
     }
 
+    /// The conventions the array follows, decided when it was opened.
+    pub fn conventions(&self) -> &Conventions {
+        &self.conventions
+    }
+
     /// The codecs, built from the metadata.
     pub fn codecs(&self) -> &CodecChain {
         &self.codecs
@@ -148,7 +158,7 @@ impl ZarrArray {
     pub fn string_type(&self) -> StringType {
         self.options
             .string_type
-            .or_else(|| recorded_string_type(&self.meta.attributes))
+            .or(self.conventions.recorded().string_type)
             .unwrap_or_default()
     }
 
@@ -156,9 +166,9 @@ impl ZarrArray {
     pub fn arrow_type(&self) -> ArrowType {
         let t = self.meta.data_type.arrow_type(self.string_type());
         // numpy's datetime64 is zoneless: the timezone zarrow's writer recorded.
-        match (t, recorded_timezone(&self.meta.attributes)) {
+        match (t, &self.conventions.recorded().timezone) {
             (ArrowType::Timestamp(unit, None), Some(tz)) => {
-                ArrowType::Timestamp(unit, Some(tz.into()))
+                ArrowType::Timestamp(unit, Some(tz.as_str().into()))
             }
             (t, _) => t,
         }
@@ -185,8 +195,14 @@ impl ZarrArray {
         if !self.options.decode_cf {
             return Ok(None);
         }
-        CfDecode::from_metadata(&self.meta, &self.arrow_type())
-            .map_err(|e| self.convention_err(Convention::Cf, e))
+        match self.conventions.cf() {
+            Ok(cf) => Ok(cf.cloned()),
+            Err(source) => Err(Error::Convention {
+                path: self.label(),
+                convention: Convention::Cf,
+                source,
+            }),
+        }
     }
 
     /// An [`Error::Convention`] about this array.

@@ -69,7 +69,7 @@ impl Column {
     /// As [`Column::array`].
     pub(crate) fn table_column(array: ZarrArray) -> Result<Self> {
         let keys = match array.options().categorical_values {
-            false => zarrow::recorded_dictionary_keys(&array.metadata().attributes),
+            false => array.conventions().recorded().dictionary_keys.clone(),
             true => None,
         };
         Self::with_dictionary(array, keys)

@@ -15,9 +15,9 @@
 
 use std::sync::Arc;
 
-use super::{Column, LongTable, ReadOptions, ReaderBuilder, ZarrArray, read_node};
+use super::{Column, LongTable, Node, ReadOptions, ReaderBuilder, ZarrArray};
+use crate::conventions::Conventions;
 use crate::conventions::anndata::{self, Encoding};
-use crate::conventions::zarrow::recorded_columns;
 use crate::error::{ConventionError, Error, NodeKind, Result, SkipReason, Skipped};
 use crate::metadata::{GroupMetadata, NodeMetadata};
 use crate::store::{Store, join_key, node_label};
@@ -31,7 +31,8 @@ pub struct ZarrGroup {
     store: Arc<dyn Store>,
     path: String,
     meta: Arc<GroupMetadata>,
-    children: Arc<Vec<(String, NodeMetadata)>>,
+    conventions: Arc<Conventions>,
+    children: Arc<Vec<(String, Node)>>,
     columns: Arc<Vec<Column>>,
     skipped: Arc<Vec<Skipped>>,
     options: ReadOptions,
@@ -55,9 +56,9 @@ impl ZarrGroup {
     /// the reason. Directories without metadata are not children.
     pub fn open_with(store: Arc<dyn Store>, path: &str, options: ReadOptions) -> Result<Self> {
         let path = path.trim_matches('/').to_string();
-        let meta = match read_node(store.as_ref(), &path)? {
-            NodeMetadata::Group(meta) => meta,
-            NodeMetadata::Array(_) => {
+        let (meta, conventions) = match Node::read(store.as_ref(), &path)?.into_parts() {
+            (NodeMetadata::Group(meta), conventions) => (meta, conventions),
+            (NodeMetadata::Array(_), _) => {
                 return Err(Error::WrongNodeKind {
                     path: node_label(store.as_ref(), &path),
                     expected: NodeKind::Group,
@@ -68,7 +69,7 @@ impl ZarrGroup {
         let mut children = Vec::new();
         let mut skipped = Vec::new();
         for name in store.list_children(&path)? {
-            match read_node(store.as_ref(), &join_key(&path, &name)) {
+            match Node::read(store.as_ref(), &join_key(&path, &name)) {
                 Ok(node) => children.push((name, node)),
                 Err(Error::NodeNotFound { .. }) => {}
                 Err(e) => skipped.push(Skipped::new(name, SkipReason::Unreadable(Arc::new(e)))),
@@ -78,6 +79,7 @@ impl ZarrGroup {
             store,
             path,
             meta: Arc::new(meta),
+            conventions,
             children: Arc::new(children),
             columns: Arc::new(Vec::new()),
             skipped: Arc::new(Vec::new()),
@@ -110,8 +112,13 @@ impl ZarrGroup {
         &self.meta
     }
 
+    /// The conventions the group follows, decided when it was opened.
+    pub fn conventions(&self) -> &Conventions {
+        &self.conventions
+    }
+
     /// The direct children whose metadata zarrow reads, by name, sorted.
-    pub fn children(&self) -> &[(String, NodeMetadata)] {
+    pub fn children(&self) -> &[(String, Node)] {
         &self.children
     }
 
@@ -129,7 +136,7 @@ impl ZarrGroup {
     /// The anndata dataframe's index column (`_index`), when the group is one
     /// and the index is among its columns.
     pub fn dataframe_index(&self) -> Option<&str> {
-        match anndata::encoding(&self.meta.attributes) {
+        match self.conventions.anndata() {
             Some(Encoding::DataFrame {
                 index: Some(index), ..
             }) => self
@@ -145,7 +152,7 @@ impl ZarrGroup {
     /// that pandas metadata describes).
     pub fn is_dataframe(&self) -> bool {
         matches!(
-            anndata::encoding(&self.meta.attributes),
+            self.conventions.anndata(),
             Some(Encoding::DataFrame { .. } | Encoding::Categorical { .. } | Encoding::Nullable(_))
         )
     }
@@ -186,11 +193,17 @@ impl ZarrGroup {
         LongTable::new(self, variables)
     }
 
-    fn array(&self, path: &str, meta: &crate::ArrayMetadata) -> Result<ZarrArray> {
+    fn array(
+        &self,
+        path: &str,
+        meta: &crate::ArrayMetadata,
+        conventions: &Arc<Conventions>,
+    ) -> Result<ZarrArray> {
         ZarrArray::from_metadata(
             self.store.clone(),
             path.to_string(),
             meta.clone(),
+            conventions.clone(),
             self.options,
         )
     }
@@ -206,23 +219,25 @@ impl ZarrGroup {
             name,
             source: Box::new(e),
         };
-        match read_node(self.store.as_ref(), &key) {
-            Ok(NodeMetadata::Array(meta)) => self.array(&key, &meta).map_err(unreadable),
-            Ok(NodeMetadata::Group(_)) => Err(ConventionError::MemberIsGroup { name }),
+        match Node::read(self.store.as_ref(), &key).map(Node::into_parts) {
+            Ok((NodeMetadata::Array(meta), conventions)) => {
+                self.array(&key, &meta, &conventions).map_err(unreadable)
+            }
+            Ok((NodeMetadata::Group(_), _)) => Err(ConventionError::MemberIsGroup { name }),
             Err(Error::NodeNotFound { .. }) => Err(ConventionError::MemberMissing { name }),
             Err(e) => Err(unreadable(e)),
         }
     }
 
-    /// The column that the group at `path`, with `attributes`, makes when it is
-    /// an anndata element; `None` when it is not one.
+    /// The column that the group at `path`, following `conventions`, makes
+    /// when it is an anndata element; `None` when it is not one.
     fn element_at(
         &self,
         path: &str,
         name: &str,
-        attributes: &serde_json::Map<String, serde_json::Value>,
+        conventions: &Conventions,
     ) -> Option<std::result::Result<Column, ConventionError>> {
-        Some(match anndata::encoding(attributes)? {
+        Some(match *conventions.anndata()? {
             Encoding::Categorical { ordered } => {
                 self.member(path, anndata::CODES).and_then(|codes| {
                     let categories = self.member(path, anndata::CATEGORIES)?;
@@ -239,7 +254,7 @@ impl ZarrGroup {
 
     /// This group as one element's column, when it is one.
     fn element(&self, name: &str) -> Option<std::result::Result<Column, ConventionError>> {
-        self.element_at(&self.path, name, &self.meta.attributes)
+        self.element_at(&self.path, name, &self.conventions)
     }
 
     /// The columns and the skipped children, in the table's order.
@@ -251,13 +266,18 @@ impl ZarrGroup {
             own_name
         };
         // A group that holds other elements lists them as skipped children.
-        if let Some(Encoding::Other(kind)) = anndata::encoding(&self.meta.attributes)
-            && !anndata::is_container(&kind)
+        if let Some(Encoding::Other(kind)) = self.conventions.anndata()
+            && !anndata::is_container(kind)
         {
             // A sparse matrix, say: its arrays are not columns of one table.
             return (
                 Vec::new(),
-                vec![Skipped::new("", SkipReason::NotATable { encoding: kind })],
+                vec![Skipped::new(
+                    "",
+                    SkipReason::NotATable {
+                        encoding: kind.clone(),
+                    },
+                )],
             );
         }
         match self.element(own_name) {
@@ -274,9 +294,12 @@ impl ZarrGroup {
         let mut skipped = Vec::new();
         for (name, node) in self.children.iter() {
             let key = join_key(&self.path, name);
-            let column = match node {
+            let column = match node.metadata() {
                 NodeMetadata::Array(meta) if meta.shape.len() == 1 => {
-                    match self.array(&key, meta).and_then(Column::table_column) {
+                    match self
+                        .array(&key, meta, node.conventions())
+                        .and_then(Column::table_column)
+                    {
                         Ok(column) => Ok(column),
                         Err(Error::Convention {
                             path,
@@ -293,12 +316,12 @@ impl ZarrGroup {
                 NodeMetadata::Array(meta) => Err(SkipReason::NotOneDimensional {
                     shape: meta.shape.clone(),
                 }),
-                NodeMetadata::Group(g) => match self.element_at(&key, name, &g.attributes) {
+                NodeMetadata::Group(_) => match self.element_at(&key, name, node.conventions()) {
                     Some(column) => column.map_err(|e| SkipReason::Element(Arc::new(e))),
-                    None => Err(match anndata::encoding(&g.attributes) {
-                        Some(Encoding::Other(kind)) => {
-                            SkipReason::AnnDataElement { encoding: kind }
-                        }
+                    None => Err(match node.conventions().anndata() {
+                        Some(Encoding::Other(kind)) => SkipReason::AnnDataElement {
+                            encoding: kind.clone(),
+                        },
                         Some(Encoding::DataFrame { .. }) => SkipReason::DataFrame,
                         _ => SkipReason::Group,
                     }),
@@ -309,12 +332,17 @@ impl ZarrGroup {
                 Err(reason) => skipped.push(Skipped::new(name.clone(), reason)),
             }
         }
-        let order = match anndata::encoding(&self.meta.attributes) {
+        let order: Vec<String> = match self.conventions.anndata() {
             Some(Encoding::DataFrame {
                 index,
                 column_order,
-            }) => index.into_iter().chain(column_order).collect(),
-            _ => recorded_columns(&self.meta.attributes).unwrap_or_default(),
+            }) => index.iter().chain(column_order).cloned().collect(),
+            _ => self
+                .conventions
+                .recorded()
+                .columns
+                .clone()
+                .unwrap_or_default(),
         };
         let mut ordered = Vec::with_capacity(columns.len());
         for name in order {

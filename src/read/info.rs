@@ -8,7 +8,6 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::{ReadOptions, ZarrArray, ZarrGroup, read_node};
-use crate::conventions::anndata;
 use crate::error::Result;
 use crate::metadata::NodeMetadata;
 use crate::store::Store;
@@ -117,10 +116,6 @@ pub struct ColumnInfo {
     pub rows: u64,
 }
 
-fn anndata(attributes: &Map<String, Value>) -> Option<String> {
-    anndata::encoding_type(attributes).map(str::to_string)
-}
-
 /// The array `array`. A store that cannot be listed leaves the count of stored
 /// chunks unknown, with the reason, rather than failing.
 ///
@@ -163,7 +158,7 @@ pub fn describe_node(store: Arc<dyn Store>, name: &str, options: ReadOptions) ->
             let group = ZarrGroup::open_with(store.clone(), "", options)?.with_column_name(name)?;
             let mut children = Vec::new();
             for (name, node) in group.children() {
-                let node = match node {
+                let node = match node.metadata() {
                     NodeMetadata::Array(_) => {
                         match ZarrArray::open_with(store.clone(), name, options) {
                             Ok(array) => ChildNode::Array(Box::new(describe_array(&array)?)),
@@ -174,7 +169,7 @@ pub fn describe_node(store: Arc<dyn Store>, name: &str, options: ReadOptions) ->
                     }
                     NodeMetadata::Group(g) => ChildNode::Group {
                         zarr_format: g.zarr_format,
-                        anndata: anndata(&g.attributes),
+                        anndata: node.conventions().anndata_type().map(str::to_string),
                     },
                 };
                 children.push(ChildInfo {
@@ -193,7 +188,7 @@ pub fn describe_node(store: Arc<dyn Store>, name: &str, options: ReadOptions) ->
                 .collect();
             Ok(NodeInfo::Group(GroupInfo {
                 zarr_format: meta.zarr_format,
-                anndata: anndata(&meta.attributes),
+                anndata: group.conventions().anndata_type().map(str::to_string),
                 attributes: meta.attributes.clone(),
                 children,
                 columns,

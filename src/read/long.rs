@@ -68,7 +68,7 @@ impl LongTable {
             .cloned()
             .collect();
         for (name, node) in group.children() {
-            let NodeMetadata::Array(meta) = node else {
+            let NodeMetadata::Array(meta) = node.metadata() else {
                 if projection.is_none() {
                     skipped.push(Skipped::new(name.clone(), SkipReason::GroupNotVariable));
                 }
@@ -86,6 +86,7 @@ impl LongTable {
                 group.store().clone(),
                 join_key(group.path(), name),
                 (**meta).clone(),
+                node.conventions().clone(),
                 *group.options(),
             )?;
             match dims {

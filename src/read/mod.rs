@@ -41,7 +41,7 @@ pub use info::{
     ArrayInfo, ChildInfo, ChildNode, ColumnInfo, GroupInfo, NodeInfo, describe_array, describe_node,
 };
 pub use long::LongTable;
-pub use node::read_node;
+pub use node::{Node, read_node};
 #[cfg(feature = "async")]
 pub use stream::ReadBudget;
 pub use table::{TableOptions, TableReader, open_table};

@@ -1,5 +1,9 @@
-//! [`read_node`]: a node's metadata documents fetched from a store and parsed.
+//! [`read_node`]: a node's metadata documents fetched from a store and parsed;
+//! [`Node`]: with the conventions its attributes declare, decided there.
 
+use std::sync::Arc;
+
+use crate::conventions::Conventions;
 use crate::error::{Error, Result};
 use crate::metadata::{
     MAX_METADATA_BYTES, NodeMetadata, parse_zarr_json, parse_zarray, parse_zattrs, parse_zgroup,
@@ -42,4 +46,44 @@ pub fn read_node(store: &dyn Store, path: &str) -> Result<NodeMetadata> {
     Err(Error::NodeNotFound {
         path: crate::store::node_label(store, path),
     })
+}
+
+/// A node as opened: its metadata and the conventions its attributes declare
+/// (anndata's encoding, CF decoding, zarrow's recorded attributes), decided
+/// once here and carried to the [`ZarrArray`](crate::ZarrArray) or
+/// [`ZarrGroup`](crate::ZarrGroup) made from it.
+#[derive(Debug, Clone)]
+pub struct Node {
+    metadata: NodeMetadata,
+    conventions: Arc<Conventions>,
+}
+
+impl Node {
+    /// The node at `path` ([`read_node`]) and its conventions.
+    ///
+    /// # Errors
+    /// As [`read_node`].
+    pub fn read(store: &dyn Store, path: &str) -> Result<Self> {
+        let metadata = read_node(store, path)?;
+        let conventions = Arc::new(Conventions::of(&metadata));
+        Ok(Self {
+            metadata,
+            conventions,
+        })
+    }
+
+    /// Its metadata.
+    pub fn metadata(&self) -> &NodeMetadata {
+        &self.metadata
+    }
+
+    /// The conventions it follows.
+    pub fn conventions(&self) -> &Arc<Conventions> {
+        &self.conventions
+    }
+
+    /// Its metadata and conventions.
+    pub fn into_parts(self) -> (NodeMetadata, Arc<Conventions>) {
+        (self.metadata, self.conventions)
+    }
 }

@@ -20,7 +20,7 @@ use crate::conventions::ConventionError;
 use crate::conventions::anndata::{self, Categories, Encoding, Nullable};
 use crate::error::{AppendMismatch, Error, Result};
 use crate::metadata::NodeMetadata;
-use crate::read::read_node;
+use crate::read::Node;
 use crate::store::{Store, join_key, node_label};
 
 /// How a column with nulls is written under the anndata layout.
@@ -163,12 +163,8 @@ impl ColumnWriter {
             let existing = Existing::open(committed, &key, value_type(t))?;
             ArrayWriter::appending(store.clone(), key, t, options, existing)
         };
-        let node = read_node(committed.as_ref(), &path)?;
-        let encoding = match &node {
-            NodeMetadata::Array(meta) => anndata::encoding(&meta.attributes),
-            NodeMetadata::Group(meta) => anndata::encoding(&meta.attributes),
-        };
-        match (node, encoding) {
+        let node = Node::read(committed.as_ref(), &path)?;
+        match (node.metadata(), node.conventions().anndata().cloned()) {
             (NodeMetadata::Array(_), _) => {
                 let options = if options.layout == Layout::AnnData {
                     array_options(element_type, options)

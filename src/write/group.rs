@@ -209,16 +209,15 @@ impl GroupWriter {
         let group = ZarrGroup::open_with(committed.clone(), &path, raw)?;
         let label = group.label();
         let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
-        let dataframe = anndata::encoding(&group.metadata().attributes);
-        let (stored, index): (Vec<String>, Option<String>) = match dataframe {
+        let (stored, index): (Vec<String>, Option<String>) = match group.conventions().anndata() {
             Some(anndata::Encoding::DataFrame {
                 index,
                 column_order,
             }) => {
                 options.layout = Layout::AnnData;
                 (
-                    column_order,
-                    Some(index.unwrap_or_else(|| anndata::INDEX.into())),
+                    column_order.clone(),
+                    Some(index.clone().unwrap_or_else(|| anndata::INDEX.into())),
                 )
             }
             _ if options.layout == Layout::AnnData => {

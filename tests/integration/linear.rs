@@ -243,7 +243,7 @@ fn all_arrays() -> Vec<(String, ArrayRef, Vec<u64>)> {
                 .unwrap()
                 .children()
                 .iter()
-                .filter(|(_, n)| matches!(n, NodeMetadata::Array(_)))
+                .filter(|(_, n)| matches!(n.metadata(), NodeMetadata::Array(_)))
                 .map(|(n, _)| n.clone())
                 .collect(),
         };
