@@ -104,7 +104,7 @@ fn max_chunk_bytes_reaches_the_reader() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("size \"12X\"") && stderr.contains("K, M, G or T"),
+        stderr.contains("max_chunk_bytes \"12X\"") && stderr.contains("K, M, G or T"),
         "{stderr}"
     );
 }
