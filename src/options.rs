@@ -696,7 +696,10 @@ mod tests {
     #[test]
     fn declared_once() {
         let keys: Vec<_> = Outer::entries().iter().map(|e| e.key).collect();
-        assert_eq!(keys, ["on", "size", "columns", "rows", "wait", "shared", "n"]);
+        assert_eq!(
+            keys,
+            ["on", "size", "columns", "rows", "wait", "shared", "n"]
+        );
         let entries = Outer::entries();
         assert_eq!(entries[0].negated_flag, Some("no-on"));
         assert_eq!(entries[0].kind, OptionKind::Flag);
@@ -714,7 +717,10 @@ mod tests {
         o.set("n", "5").unwrap();
         o.set("shared", "true").unwrap();
         assert_eq!(o.size, 2048);
-        assert_eq!(o.columns.as_deref(), Some(&["a".into(), "b".into(), "c".into()][..]));
+        assert_eq!(
+            o.columns.as_deref(),
+            Some(&["a".into(), "b".into(), "c".into()][..])
+        );
         assert_eq!(o.rows, Some(3..9));
         assert_eq!(o.wait, Duration::from_millis(1500));
         assert!(!o.on && o.shared && !o.inner.shared);
@@ -731,7 +737,12 @@ mod tests {
         }
         assert_eq!(back, o);
 
-        for (key, text) in [("size", "1X"), ("rows", "9..3"), ("wait", "-1"), ("on", "maybe")] {
+        for (key, text) in [
+            ("size", "1X"),
+            ("rows", "9..3"),
+            ("wait", "-1"),
+            ("on", "maybe"),
+        ] {
             match o.set(key, text) {
                 Err(Error::Option(e)) => assert_eq!((e.option, e.value.as_str()), (key, text)),
                 other => panic!("{key}={text}: {other:?}"),

@@ -40,12 +40,21 @@ fn leak(text: String) -> &'static str {
     Box::leak(text.into_boxed_str())
 }
 
+/// A doc comment's paragraphs, each on one line.
+fn paragraphs(doc: &str) -> String {
+    doc.split("\n\n")
+        .map(|p| p.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
 fn arg(entry: &OptionEntry) -> Arg {
     let long = entry.negated_flag.unwrap_or(entry.key).replace('_', "-");
     let mut arg = Arg::new(entry.key)
         .long(leak(long))
         .help(leak(entry.summary()))
-        .long_help(leak(entry.doc.trim().replace("\n ", "\n")))
+        .long_help(leak(paragraphs(entry.doc)))
         .conflicts_with_all(entry.conflicts);
     for key in entry.requires {
         arg = arg.requires(*key);
@@ -71,7 +80,9 @@ fn arg(entry: &OptionEntry) -> Arg {
 
 impl<T: Options> Args for Flags<T> {
     fn augment_args(cmd: Command) -> Command {
-        T::entries().iter().fold(cmd, |cmd, entry| cmd.arg(arg(entry)))
+        T::entries()
+            .iter()
+            .fold(cmd, |cmd, entry| cmd.arg(arg(entry)))
     }
 
     fn augment_args_for_update(cmd: Command) -> Command {

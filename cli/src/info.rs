@@ -9,7 +9,11 @@ use zarrow::{Error, Location, ReadOptions, Result, Stores};
 
 use crate::flags::Flags;
 
-pub(crate) fn info(path: &Location, read: &Flags<ReadOptions>, url: &Flags<UrlOptions>) -> Result<()> {
+pub(crate) fn info(
+    path: &Location,
+    read: &Flags<ReadOptions>,
+    url: &Flags<UrlOptions>,
+) -> Result<()> {
     let text = describe(path, read.options()?, url.options()?)?;
     let mut stdout = std::io::stdout().lock();
     match stdout

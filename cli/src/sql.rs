@@ -178,9 +178,13 @@ fn print(reader: SqlReader) -> Result<()> {
 fn write(reader: SqlReader, path: &Path, format: Output, args: &SqlArgs) -> Result<()> {
     let (partial, file) = Partial::file(path, args.overwrite)?;
     let rows = match format {
-        Output::Export(format) => {
-            write_file(reader, file, partial.path(), format, args.export.options()?.compression)?
-        }
+        Output::Export(format) => write_file(
+            reader,
+            file,
+            partial.path(),
+            format,
+            args.export.options()?.compression,
+        )?,
         Output::Csv => write_csv(reader, file, partial.path())?,
     };
     partial.commit()?;

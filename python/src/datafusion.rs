@@ -27,8 +27,8 @@ use datafusion_ffi::table_provider_factory::FFI_TableProviderFactory;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict};
 use tokio::runtime::Handle;
-use zarrow::datafusion::{ZarrTable, ZarrTableFactory, ZarrTableOptions};
 use zarrow::Options as _;
+use zarrow::datafusion::{ZarrTable, ZarrTableFactory, ZarrTableOptions};
 use zarrow::store::{Blocking, UrlOptions};
 
 use crate::errors::{to_py, zarrow_error};

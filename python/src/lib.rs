@@ -213,7 +213,11 @@ fn convert(
     options: &Bound<'_, PyDict>,
 ) -> PyResult<(&'static str, u64, Vec<String>)> {
     let mut convert = ConvertOptions::default();
-    options::apply("convert", options, &mut [&mut |k, v| convert.try_set_items(k, v)])?;
+    options::apply(
+        "convert",
+        options,
+        &mut [&mut |k, v| convert.try_set_items(k, v)],
+    )?;
     let options = convert;
     let anonymous = options.url.anonymous;
     let observed = Observed {

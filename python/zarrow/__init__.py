@@ -197,6 +197,7 @@ def read(
     decode_cf: bool = True,
     categorical_values: bool = False,
     anonymous: bool = False,
+    **options: Any,
 ) -> Reader:
     """Read a Zarr group (one column per 1-D array) or array as a stream of record
     batches.
@@ -222,6 +223,9 @@ def read(
         ``string_type`` says otherwise: each a view of its category, no string
         copied).
     anonymous: do not sign object store requests (a public bucket).
+    **options: any other option of the read, by its key as ``zarrow convert``'s
+        flag without the dashes (``max_chunk_bytes="64M"``, ``concurrency=8``,
+        ``retries=3``, ``timeout=10.0``...): the library declares them once.
 
     The reader is consumed once: ``pa.table(r)``, ``pl.DataFrame(r)``,
     ``duckdb.from_arrow(r)``, or ``for batch in r``. Children of a group that are
@@ -238,6 +242,7 @@ def read(
         decode_cf=decode_cf,
         categorical_values=categorical_values,
         anonymous=anonymous,
+        **options,
     )
     _warn_skipped(reader, stacklevel=2)
     return reader
@@ -263,6 +268,7 @@ def _open(
     anonymous: bool = False,
     keep: Optional[list] = None,
     gather: Optional[int] = None,
+    **more: Any,
 ) -> Reader:
     """``read`` without its warnings (the engines' scans warn once, when opened);
     ``keep``: ``[(column, [category, ...])]``, only rows whose categorical
@@ -271,6 +277,7 @@ def _open(
     gathered into growing ones of up to that many rows, the first handed on at
     once (a query that stops early reads little more than it uses)."""
     options = {
+        **more,
         "columns": _columns(columns),
         "rows": _rows(rows),
         "limit": limit,
@@ -303,7 +310,9 @@ def _warn_skipped(reader: Reader, stacklevel: int) -> None:
         warnings.warn(f"not read: {skipped}", ZarrowWarning, stacklevel=stacklevel + 1)
 
 
-def info(path: PathLike, string_type: Optional[str] = None, *, anonymous: bool = False) -> dict:
+def info(
+    path: PathLike, string_type: Optional[str] = None, *, anonymous: bool = False, **options: Any
+) -> dict:
     """Describe a Zarr array or group, in Zarr and in Arrow terms.
 
     An array: ``{"node": "array", "zarr_format", "shape", "chunk_shape",
@@ -314,7 +323,7 @@ def info(path: PathLike, string_type: Optional[str] = None, *, anonymous: bool =
     "zarr_format", "anndata", "attributes", "children": [{"name", "node", ...}],
     "columns": [{"name", "arrow_type", "rows"}], "not_columns": [reason, ...]}``.
     """
-    options = {"string_type": string_type, "anonymous": anonymous}
+    options = {**options, "string_type": string_type, "anonymous": anonymous}
     return json.loads(_zarrow.info(_location(path), options))
 
 
@@ -334,6 +343,7 @@ def write(
     anonymous: bool = False,
     mode: Optional[str] = None,
     lock_timeout: Optional[float] = None,
+    **options: Any,
 ) -> int:
     """Write a table as a Zarr group, one 1-D array per column; returns the rows
     written.
@@ -375,6 +385,7 @@ def write(
     if not append and lock_timeout is not None:
         raise OptionError("lock_timeout applies to mode='append'")
     options = {
+        **options,
         "zarr_format": zarr_format,
         "encoding": encoding,
         "compressor": compressor,
@@ -425,6 +436,7 @@ def sql(
     decode_cf: bool = True,
     categorical_values: Optional[bool] = None,
     anonymous: bool = False,
+    **options: Any,
 ) -> Reader:
     """Answer a SQL query (DataFusion's dialect) as a stream of record batches, as
     ``zarrow sql`` does.
@@ -447,6 +459,7 @@ def sql(
     """
     pairs = [(str(name), _location(location)) for name, location in (tables or {}).items()]
     options = {
+        **options,
         "string_type": string_type,
         "decode_cf": decode_cf,
         "categorical_values": categorical_values,
@@ -467,6 +480,7 @@ def table(
     decode_cf: bool = True,
     categorical_values: Optional[bool] = None,
     anonymous: bool = False,
+    **options: Any,
 ) -> Table:
     """A Zarr group or array as a datafusion-python (55) table, its metadata read
     now: ``ctx.register_table("obs", zarrow.table("atlas.zarr/obs"))``. Queries
@@ -491,6 +505,7 @@ def table(
     {'n': [628]}
     """
     options = {
+        **options,
         "columns": _columns(columns),
         "string_type": string_type,
         "sorted": _columns(sorted),

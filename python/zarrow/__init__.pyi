@@ -90,9 +90,14 @@ def read(
     decode_cf: bool = True,
     categorical_values: bool = False,
     anonymous: bool = False,
+    **options: Any,
 ) -> Reader: ...
 def info(
-    path: Location, string_type: Optional[StringType] = None, *, anonymous: bool = False
+    path: Location,
+    string_type: Optional[StringType] = None,
+    *,
+    anonymous: bool = False,
+    **options: Any,
 ) -> Union[ArrayInfo, GroupInfo]: ...
 def write(
     data: Any,
@@ -110,6 +115,7 @@ def write(
     anonymous: bool = False,
     mode: Optional[Literal["create", "overwrite", "append"]] = None,
     lock_timeout: Optional[float] = None,
+    **options: Any,
 ) -> int: ...
 def convert(src: Location, dst: Location, **options: Any) -> dict[str, int]: ...
 def sql(
@@ -121,6 +127,7 @@ def sql(
     decode_cf: bool = True,
     categorical_values: Optional[bool] = None,
     anonymous: bool = False,
+    **options: Any,
 ) -> Reader: ...
 def scan(
     path_or_url: Location,
@@ -140,6 +147,7 @@ def table(
     decode_cf: bool = True,
     categorical_values: Optional[bool] = None,
     anonymous: bool = False,
+    **options: Any,
 ) -> Table: ...
 def register(ctx: Any) -> None: ...
 def dataset(path_or_url: Location, *, anonymous: bool = False, **options: Any) -> Any: ...

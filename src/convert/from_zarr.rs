@@ -5,7 +5,7 @@ use arrow_array::RecordBatchReader;
 use super::{Job, Written, limits};
 use crate::error::{Error, Result};
 use crate::export::ExportFormat;
-use crate::read::{TableOptions, open_table};
+use crate::read::open_table;
 
 pub(super) fn convert(args: &Job<'_>, format: ExportFormat) -> Result<Written> {
     if args.write.append {
@@ -15,18 +15,7 @@ pub(super) fn convert(args: &Job<'_>, format: ExportFormat) -> Result<Written> {
         });
     }
     let store = args.open_src()?;
-    let options = args.read;
-    let mut table = TableOptions::default().with_long(args.select.long);
-    if let Some(columns) = &args.select.columns {
-        table = table.with_columns(columns.clone());
-    }
-    if let Some(rows) = &args.select.rows {
-        table = table.with_rows(rows.clone());
-    }
-    if let Some(limit) = args.select.limit {
-        table = table.with_limit(limit);
-    }
-    let reader = open_table(store, &args.src.name(), options, &table)?;
+    let reader = open_table(store, &args.src.name(), args.read, &args.select)?;
     // Nothing is dropped in silence: name every child that is not a column.
     for skipped in reader.skipped() {
         args.observer.note(&format!("not converted: {skipped}"));

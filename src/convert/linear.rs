@@ -16,6 +16,7 @@ use crate::error::{Conversion, Error, Result};
 use crate::export::ExportFormat;
 use crate::linear::{parse_json, read_csv, write_csv, write_json};
 use crate::metadata::NodeMetadata;
+use crate::options::Options as _;
 use crate::read::{ZarrArray, ZarrGroup, read_node};
 use crate::write::output::Partial;
 use crate::write::{write_group_metadata, write_nd_array};
@@ -92,13 +93,10 @@ pub(super) fn export(args: &Job<'_>, kind: Kind) -> Result<Written> {
         });
     }
     // The linear format holds whole arrays: a selection would be dropped.
-    if args.select.columns.is_some()
-        || args.select.rows.is_some()
-        || args.select.limit.is_some()
-        || args.select.long
-    {
+    let given: Vec<&'static str> = args.select.values().into_iter().map(|(k, _)| k).collect();
+    if !given.is_empty() {
         return Err(Error::OptionNotApplicable {
-            options: vec!["--columns", "--rows", "--limit", "--long"],
+            options: given,
             applies_to: "a table or Zarr output, not a .json / .csv one (the linear format holds whole arrays)",
         });
     }

@@ -28,8 +28,8 @@ use crate::ReadOptions;
 use crate::error::{Conversion, Error, Result};
 pub use crate::export::ExportOptions;
 use crate::export::{ExportFormat, FileFormat};
-use crate::read::TableOptions;
 use crate::location::{Location, LocationError, Stores};
+use crate::read::TableOptions;
 use crate::store::{Consolidated, LocalStore, Store, UrlOptions};
 use crate::write::{WriteOptions, write_zarr};
 

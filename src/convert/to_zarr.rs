@@ -15,6 +15,7 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use super::{Job, Written};
 use crate::error::{Error, Result};
 use crate::export::ExportFormat;
+use crate::options::Options as _;
 use crate::write::{WriteOptions, write_batches};
 
 type Reader = Box<dyn RecordBatchReader + Send>;
@@ -86,9 +87,14 @@ pub(super) fn options(args: &Job<'_>) -> Result<WriteOptions> {
 }
 
 pub(super) fn convert(args: &Job<'_>, format: ExportFormat) -> Result<Written> {
-    if args.select != crate::read::TableOptions::default() || args.read.string_type.is_some() {
+    // How Zarr is read, and which part: nothing of a table file input.
+    let given: Vec<&'static str> = (args.select.values().into_iter())
+        .chain(args.read.values())
+        .map(|(key, _)| key)
+        .collect();
+    if !given.is_empty() {
         return Err(Error::OptionNotApplicable {
-            options: vec!["--columns", "--string-type", "--rows", "--limit"],
+            options: given,
             applies_to: "a Zarr source (SRC a Zarr store)",
         });
     }

@@ -23,12 +23,12 @@ use super::{df_err, prune};
 use crate::conventions::anndata;
 use crate::error::{Error, ParseOptionError, Result};
 use crate::location::{Location, Stores};
+use crate::options::Options as _;
 use crate::read::Node;
 use crate::read::{DIMENSION_NAMES_KEY, ReaderBuilder, Skipped, aligned_splits};
 use crate::store::{Consolidated, MetadataSnapshot, UrlOptions};
 use crate::write::open_for_append;
 use crate::write::{Layout, WriteOptions};
-use crate::options::Options as _;
 use crate::{NodeMetadata, ReadOptions, Store, ZarrArray, ZarrGroup, read_node};
 
 crate::options! {

@@ -305,3 +305,57 @@ fn hints_follow_the_kind_of_error() {
     assert!(stderr.contains("noleap"), "{stderr}");
     assert!(stderr.contains("pass --no-cf"), "{stderr}");
 }
+
+/// The flags are the options' one declaration: each option of
+/// `ConvertOptions` is a flag of `convert` (a flag on by default, its negation),
+/// documented with its doc, and set by it.
+#[test]
+fn every_declared_option_is_a_flag() {
+    use zarrow::Options as _;
+    let help = zarrow(&["convert", "--help"]);
+    assert!(help.status.success());
+    let help = String::from_utf8_lossy(&help.stdout);
+    for entry in zarrow::convert::ConvertOptions::entries() {
+        let flag = entry.negated_flag.unwrap_or(entry.key).replace('_', "-");
+        assert!(
+            help.contains(&format!("--{flag}")),
+            "--{flag} missing:\n{help}"
+        );
+        assert!(help.contains(&entry.summary()), "{}: no help", entry.key);
+    }
+    // A flag with the wrong value names its option, and nothing is written.
+    let dir = tempfile::tempdir().unwrap();
+    let obs = testdata().join("stores/obs.zarr");
+    let out = dir.path().join("t.parquet");
+    let run = zarrow(&[
+        "convert",
+        obs.to_str().unwrap(),
+        out.to_str().unwrap(),
+        "--retry-timeout",
+        "soon",
+    ]);
+    assert!(!run.status.success());
+    assert!(String::from_utf8_lossy(&run.stderr).contains("retry_timeout \"soon\""));
+    assert!(!out.exists());
+    // Relations the declaration names: lock_timeout needs append.
+    let run = zarrow(&[
+        "convert",
+        obs.to_str().unwrap(),
+        out.to_str().unwrap(),
+        "--lock-timeout",
+        "5",
+    ]);
+    assert!(!run.status.success());
+    assert!(String::from_utf8_lossy(&run.stderr).contains("--append"));
+}
+
+/// docs/cli.md documents every flag the declaration makes.
+#[test]
+fn the_reference_lists_every_flag() {
+    use zarrow::Options as _;
+    let doc = std::fs::read_to_string(testdata().join("../docs/cli.md")).unwrap();
+    for entry in zarrow::convert::ConvertOptions::entries() {
+        let flag = entry.negated_flag.unwrap_or(entry.key).replace('_', "-");
+        assert!(doc.contains(&format!("`--{flag}")), "docs/cli.md: --{flag}");
+    }
+}
