@@ -44,7 +44,7 @@ compile_error!(
 
 mod assemble;
 pub mod codec;
-pub mod conventions;
+pub(crate) mod conventions;
 #[cfg(feature = "convert")]
 pub mod convert;
 #[cfg(feature = "datafusion")]

@@ -54,9 +54,9 @@ def test_an_option_not_named_in_the_signature_reaches_the_reader():
     # zarr-python's obs.zarr: its chunks decode to more than 16 bytes.
     assert pa.table(zarrow.read(OBS, columns=["cell_type"])).num_rows > 0
     with pytest.raises(zarrow.ZarrowError, match="exceeds the limit of 16 bytes"):
-        pa.table(zarrow.read(OBS, columns=["cell_type"], max_chunk_bytes=16))
+        list(zarrow.read(OBS, columns=["cell_type"], max_chunk_bytes=16))
     with pytest.raises(zarrow.ZarrowError, match="exceeds the limit of 16 bytes"):
-        zarrow.sql("SELECT count(cell_type) FROM t", {"t": OBS}, max_chunk_bytes=16).read_all()
+        list(zarrow.sql("SELECT count(cell_type) FROM t", {"t": OBS}, max_chunk_bytes=16))
 
 
 def test_lists_and_sizes_by_keyword(tmp_path):

@@ -67,7 +67,7 @@ const CONTAINERS: [&str; 3] = ["anndata", "dict", "raw"];
 /// How anndata says a node is to be read: its `encoding-type` attribute.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum Encoding {
+pub(crate) enum Encoding {
     /// `dataframe`: a group of columns.
     DataFrame {
         /// The element holding the row labels (`_index`).
@@ -91,7 +91,7 @@ pub enum Encoding {
 
 /// The kind of a nullable element.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Nullable {
+pub(crate) enum Nullable {
     /// `nullable-integer`.
     Integer,
     /// `nullable-boolean`.
@@ -104,7 +104,7 @@ impl Nullable {
     const ALL: [Self; 3] = [Self::Integer, Self::Boolean, Self::String];
 
     /// The element's `encoding-type`.
-    pub fn encoding_type(self) -> &'static str {
+    pub(crate) fn encoding_type(self) -> &'static str {
         match self {
             Self::Integer => "nullable-integer",
             Self::Boolean => "nullable-boolean",
@@ -115,7 +115,7 @@ impl Nullable {
     /// The nullable element whose values are of Arrow type `t`, if there is
     /// one: what a column of `t` with nulls is written as, and the values a
     /// nullable element of that kind must hold.
-    pub fn of(t: &ArrowType) -> Option<Self> {
+    pub(crate) fn of(t: &ArrowType) -> Option<Self> {
         match t {
             ArrowType::Boolean => Some(Self::Boolean),
             t if t.is_integer() => Some(Self::Integer),
@@ -126,12 +126,12 @@ impl Nullable {
 }
 
 /// The `encoding-type` anndata wrote on a node, as written.
-pub fn encoding_type(attributes: &Map<String, Value>) -> Option<&str> {
+pub(crate) fn encoding_type(attributes: &Map<String, Value>) -> Option<&str> {
     attributes.get(ENCODING_TYPE)?.as_str()
 }
 
 /// The anndata encoding named in `attributes`, if any.
-pub fn encoding(attributes: &Map<String, Value>) -> Option<Encoding> {
+pub(crate) fn encoding(attributes: &Map<String, Value>) -> Option<Encoding> {
     let kind = encoding_type(attributes)?;
     Some(match kind {
         DATAFRAME => Encoding::DataFrame {
@@ -275,7 +275,7 @@ pub(crate) fn split_masked(array: &ArrayRef) -> [ArrayRef; 2] {
 
 /// The Arrow type of a categorical column: codes as the keys, categories as the
 /// values. `None` when the codes are not a signed integer type.
-pub fn dictionary_type(codes: &ArrowType, categories: &ArrowType) -> Option<ArrowType> {
+pub(crate) fn dictionary_type(codes: &ArrowType, categories: &ArrowType) -> Option<ArrowType> {
     matches!(
         codes,
         ArrowType::Int8 | ArrowType::Int16 | ArrowType::Int32 | ArrowType::Int64
@@ -288,7 +288,7 @@ pub fn dictionary_type(codes: &ArrowType, categories: &ArrowType) -> Option<Arro
 ///
 /// # Errors
 /// A code below -1 or past the last category, or codes of a non-integer type.
-pub fn categorical(codes: &ArrayRef, categories: &ArrayRef) -> Result<ArrayRef, ConventionError> {
+pub(crate) fn categorical(codes: &ArrayRef, categories: &ArrayRef) -> Result<ArrayRef, ConventionError> {
     match codes.data_type() {
         ArrowType::Int8 => dictionary::<Int8Type>(codes, categories),
         ArrowType::Int16 => dictionary::<Int16Type>(codes, categories),
@@ -303,7 +303,7 @@ pub fn categorical(codes: &ArrayRef, categories: &ArrayRef) -> Result<ArrayRef, 
 ///
 /// # Errors
 /// As [`categorical`].
-pub fn categorical_values(
+pub(crate) fn categorical_values(
     codes: &ArrayRef,
     categories: &ArrayRef,
 ) -> Result<ArrayRef, ConventionError> {
@@ -340,7 +340,7 @@ where
 ///
 /// # Errors
 /// A mask that is not boolean or not as long as the values.
-pub fn masked(values: &ArrayRef, mask: &ArrayRef) -> Result<ArrayRef, ConventionError> {
+pub(crate) fn masked(values: &ArrayRef, mask: &ArrayRef) -> Result<ArrayRef, ConventionError> {
     let Some(mask) = mask.as_boolean_opt() else {
         return Err(ConventionError::MaskType(mask.data_type().clone()));
     };

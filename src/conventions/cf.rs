@@ -38,7 +38,7 @@ pub const DIMENSION_NAMES_KEY: &str = "dimension_names";
 
 /// The dimension names of an array: v3 `dimension_names`, else v2 xarray's
 /// `_ARRAY_DIMENSIONS` attribute.
-pub fn dimension_names(meta: &ArrayMetadata) -> Option<Vec<Option<String>>> {
+pub(crate) fn dimension_names(meta: &ArrayMetadata) -> Option<Vec<Option<String>>> {
     if let Some(names) = &meta.dimension_names {
         return Some(names.clone());
     }
@@ -53,7 +53,7 @@ pub fn dimension_names(meta: &ArrayMetadata) -> Option<Vec<Option<String>>> {
 
 /// The Arrow field metadata that carries an array's [`dimension_names`], under
 /// [`DIMENSION_NAMES_KEY`] (empty when it has none).
-pub fn dimension_metadata(meta: &ArrayMetadata) -> HashMap<String, String> {
+pub(crate) fn dimension_metadata(meta: &ArrayMetadata) -> HashMap<String, String> {
     let mut metadata = HashMap::new();
     if let Some(names) = dimension_names(meta) {
         metadata.insert(
@@ -77,7 +77,7 @@ pub(crate) fn record_dimension_names(meta: &mut ArrayMetadata, names: &[&str]) {
 
 /// How an array's CF attributes change its values.
 #[derive(Debug, Clone, PartialEq)]
-pub struct CfDecode {
+pub(crate) struct CfDecode {
     scale: Option<f64>,
     offset: Option<f64>,
     /// Raw values that mean "missing" (`_FillValue`, `missing_value`).
@@ -102,7 +102,7 @@ impl CfDecode {
     /// # Errors
     /// A time variable in a calendar other than the standard (proleptic)
     /// Gregorian one, or `units` zarrow cannot parse.
-    pub fn from_metadata(
+    pub(crate) fn from_metadata(
         meta: &ArrayMetadata,
         raw: &ArrowType,
     ) -> Result<Option<Self>, ConventionError> {
@@ -154,7 +154,7 @@ impl CfDecode {
     }
 
     /// The Arrow type of the decoded values.
-    pub fn data_type(&self) -> &ArrowType {
+    pub(crate) fn data_type(&self) -> &ArrowType {
         &self.out
     }
 
@@ -162,7 +162,7 @@ impl CfDecode {
     ///
     /// # Errors
     /// A time that does not fit a 64-bit nanosecond timestamp.
-    pub fn decode(&self, raw: &ArrayRef) -> Result<ArrayRef, ConventionError> {
+    pub(crate) fn decode(&self, raw: &ArrayRef) -> Result<ArrayRef, ConventionError> {
         let values =
             to_f64(raw).ok_or_else(|| ConventionError::NotNumeric(raw.data_type().clone()))?;
         let is_missing = |v: f64| {

@@ -21,23 +21,23 @@
 //! (`read/column.rs`, `write/column.rs`, the group modules) then drive these
 //! functions with it.
 
-pub mod anndata;
-pub mod cf;
-pub mod pandas;
-pub mod zarrow;
+pub(crate) mod anndata;
+pub(crate) mod cf;
+pub(crate) mod pandas;
+pub(crate) mod zarrow;
 
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-pub use crate::error::ConventionError;
+pub(crate) use crate::error::ConventionError;
 use crate::metadata::{ArrayMetadata, NodeMetadata, StringType};
 
 /// The conventions a node follows, decided once from its attributes when it is
 /// opened and carried with it: its anndata encoding, its CF decoding (an
 /// array's) and what zarrow's writer recorded on it.
 #[derive(Debug, Clone, Default)]
-pub struct Conventions {
+pub(crate) struct Conventions {
     anndata_type: Option<String>,
     anndata: Option<anndata::Encoding>,
     recorded: zarrow::Recorded,
@@ -46,7 +46,7 @@ pub struct Conventions {
 
 impl Conventions {
     /// The conventions of the node `meta` describes.
-    pub fn of(meta: &NodeMetadata) -> Self {
+    pub(crate) fn of(meta: &NodeMetadata) -> Self {
         match meta {
             NodeMetadata::Array(meta) => Self::of_array(meta),
             NodeMetadata::Group(meta) => Self::of_attributes(&meta.attributes),
@@ -54,7 +54,7 @@ impl Conventions {
     }
 
     /// The conventions of an array: its attributes' and its CF decoding.
-    pub fn of_array(meta: &ArrayMetadata) -> Self {
+    pub(crate) fn of_array(meta: &ArrayMetadata) -> Self {
         // CF decodes numbers only, whose Arrow type neither the string layout
         // nor a recorded timezone changes.
         let raw = meta.data_type.arrow_type(StringType::default());
@@ -68,7 +68,7 @@ impl Conventions {
 
     /// The conventions `attributes` declare (no CF decoding: that is an
     /// array's, see [`Conventions::of_array`]).
-    pub fn of_attributes(attributes: &Map<String, Value>) -> Self {
+    pub(crate) fn of_attributes(attributes: &Map<String, Value>) -> Self {
         Self {
             anndata_type: anndata::encoding_type(attributes).map(str::to_string),
             anndata: anndata::encoding(attributes),
@@ -78,18 +78,18 @@ impl Conventions {
     }
 
     /// The anndata element the node is ([`anndata::encoding`]), if any.
-    pub fn anndata(&self) -> Option<&anndata::Encoding> {
+    pub(crate) fn anndata(&self) -> Option<&anndata::Encoding> {
         self.anndata.as_ref()
     }
 
     /// The node's anndata `encoding-type`, as written
     /// ([`anndata::encoding_type`]).
-    pub fn anndata_type(&self) -> Option<&str> {
+    pub(crate) fn anndata_type(&self) -> Option<&str> {
         self.anndata_type.as_deref()
     }
 
     /// What zarrow's writer recorded on the node.
-    pub fn recorded(&self) -> &zarrow::Recorded {
+    pub(crate) fn recorded(&self) -> &zarrow::Recorded {
         &self.recorded
     }
 
@@ -99,7 +99,7 @@ impl Conventions {
     /// # Errors
     /// Attributes zarrow cannot decode (a calendar other than the Gregorian
     /// one, say).
-    pub fn cf(&self) -> std::result::Result<Option<&cf::CfDecode>, Arc<ConventionError>> {
+    pub(crate) fn cf(&self) -> std::result::Result<Option<&cf::CfDecode>, Arc<ConventionError>> {
         self.cf
             .as_ref()
             .map(|cf| cf.as_ref().map_err(Arc::clone))

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::anndata::INDEX;
 
 /// The schema metadata key of pyarrow's pandas metadata.
-pub const SCHEMA_KEY: &str = "pandas";
+pub(crate) const SCHEMA_KEY: &str = "pandas";
 
 /// The `numpy_type`s of pandas' nullable extension types, which anndata stores
 /// as nullable elements.
@@ -69,7 +69,7 @@ fn unit_name(unit: &arrow_schema::TimeUnit) -> &'static str {
 
 /// One column of a dataframe, for [`pandas_metadata`].
 #[derive(Debug, Clone)]
-pub struct PandasColumn<'a> {
+pub(crate) struct PandasColumn<'a> {
     /// The Arrow field.
     pub field: &'a Field,
     /// Read from a nullable element: a pandas extension type.
@@ -83,7 +83,7 @@ pub struct PandasColumn<'a> {
 /// anndata wrote it unnamed, as `_index`; xarray's dimensions), so
 /// `Table.to_pandas()` rebuilds the frame anndata (or xarray) gives: index,
 /// column order, categoricals and nullable types.
-pub fn pandas_metadata(index: &[&str], columns: &[PandasColumn<'_>]) -> String {
+pub(crate) fn pandas_metadata(index: &[&str], columns: &[PandasColumn<'_>]) -> String {
     let entries: Vec<Value> = columns
         .iter()
         .map(|c| {
@@ -139,7 +139,7 @@ pub(crate) struct PandasSchema {
 
 impl PandasSchema {
     /// What `schema`'s pandas metadata says (nothing, without any).
-    pub fn of(schema: &Schema) -> Self {
+    pub(crate) fn of(schema: &Schema) -> Self {
         let meta: Option<Value> = schema
             .metadata()
             .get(SCHEMA_KEY)
@@ -174,14 +174,14 @@ impl PandasSchema {
 
     /// The one column that holds the index's labels, when the index is one
     /// named column of the schema (not a RangeIndex).
-    pub fn index(&self) -> Option<&str> {
+    pub(crate) fn index(&self) -> Option<&str> {
         self.index.as_deref()
     }
 
     /// Whether pandas holds column `field` in a nullable extension type
     /// (`Int64`, `boolean`, `string`, ...); `None` when the metadata does not
     /// name the column.
-    pub fn nullable(&self, field: &str) -> Option<bool> {
+    pub(crate) fn nullable(&self, field: &str) -> Option<bool> {
         self.numpy_types
             .iter()
             .find(|(name, _)| name == field)

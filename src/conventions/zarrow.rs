@@ -16,7 +16,7 @@ use super::ConventionError;
 use crate::metadata::StringType;
 
 /// The attribute under which zarrow records what a reader of its own needs.
-pub const ATTRIBUTE: &str = "zarrow";
+pub(crate) const ATTRIBUTE: &str = "zarrow";
 
 /// The Arrow type an array was written from, by name (`Utf8View`, ...).
 const ARROW_TYPE: &str = "arrow_type";
@@ -61,7 +61,7 @@ fn recorded_type(attributes: &Map<String, Value>) -> Option<ArrowType> {
 
 /// The string layout zarrow's writer recorded in `attributes.zarrow.arrow_type`
 /// (of a dictionary: of its values).
-pub fn recorded_string_type(attributes: &Map<String, Value>) -> Option<StringType> {
+pub(crate) fn recorded_string_type(attributes: &Map<String, Value>) -> Option<StringType> {
     let recorded = recorded_type(attributes)?;
     let values = match &recorded {
         ArrowType::Dictionary(_, values) => values.as_ref(),
@@ -78,7 +78,7 @@ pub fn recorded_string_type(attributes: &Map<String, Value>) -> Option<StringTyp
 /// The key type of a dictionary column the plain layout stored as its values
 /// (Zarr has no dictionary type): read back, the values are encoded again with
 /// keys of this type.
-pub fn recorded_dictionary_keys(attributes: &Map<String, Value>) -> Option<ArrowType> {
+pub(crate) fn recorded_dictionary_keys(attributes: &Map<String, Value>) -> Option<ArrowType> {
     match recorded_type(attributes)? {
         ArrowType::Dictionary(keys, _) if keys.is_dictionary_key_type() => Some(*keys),
         _ => None,
@@ -90,20 +90,20 @@ pub fn recorded_dictionary_keys(attributes: &Map<String, Value>) -> Option<Arrow
 ///
 /// # Errors
 /// More distinct values than `keys` can number.
-pub fn dictionary(values: &ArrayRef, keys: &ArrowType) -> Result<ArrayRef, ConventionError> {
+pub(crate) fn dictionary(values: &ArrayRef, keys: &ArrowType) -> Result<ArrayRef, ConventionError> {
     let t = ArrowType::Dictionary(Box::new(keys.clone()), Box::new(values.data_type().clone()));
     Ok(arrow_cast::cast(values, &t)?)
 }
 
 /// The timezone zarrow's writer recorded for a `Timestamp` column in
 /// `attributes.zarrow.timezone` (numpy's datetime64 values are UTC and zoneless).
-pub fn recorded_timezone(attributes: &Map<String, Value>) -> Option<String> {
+pub(crate) fn recorded_timezone(attributes: &Map<String, Value>) -> Option<String> {
     let tz = recorded(attributes, TIMEZONE)?.as_str()?;
     Some(tz.to_string())
 }
 
 /// The column order zarrow's writer recorded in a group's `attributes.zarrow.columns`.
-pub fn recorded_columns(attributes: &Map<String, Value>) -> Option<Vec<String>> {
+pub(crate) fn recorded_columns(attributes: &Map<String, Value>) -> Option<Vec<String>> {
     recorded(attributes, COLUMNS)?
         .as_array()?
         .iter()
@@ -116,7 +116,7 @@ pub fn recorded_columns(attributes: &Map<String, Value>) -> Option<Vec<String>> 
 /// [`Conventions`](super::Conventions)).
 #[derive(Debug, Clone, Default, PartialEq)]
 #[non_exhaustive]
-pub struct Recorded {
+pub(crate) struct Recorded {
     /// An array's string layout ([`recorded_string_type`]).
     pub string_type: Option<StringType>,
     /// The key type of a dictionary column stored as its values
@@ -130,7 +130,7 @@ pub struct Recorded {
 
 impl Recorded {
     /// What `attributes` record.
-    pub fn of(attributes: &Map<String, Value>) -> Self {
+    pub(crate) fn of(attributes: &Map<String, Value>) -> Self {
         Self {
             string_type: recorded_string_type(attributes),
             dictionary_keys: recorded_dictionary_keys(attributes),

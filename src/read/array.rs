@@ -132,7 +132,7 @@ impl ZarrArray {
     }
 
     /// The conventions the array follows, decided when it was opened.
-    pub fn conventions(&self) -> &Conventions {
+    pub(crate) fn conventions(&self) -> &Conventions {
         &self.conventions
     }
 
@@ -191,7 +191,7 @@ impl ZarrArray {
     /// # Errors
     /// [`Error::Convention`] for attributes zarrow cannot decode (a calendar other
     /// than the Gregorian one, say).
-    pub fn cf_decode(&self) -> Result<Option<CfDecode>> {
+    pub(crate) fn cf_decode(&self) -> Result<Option<CfDecode>> {
         if !self.options.decode_cf {
             return Ok(None);
         }

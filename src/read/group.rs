@@ -113,7 +113,7 @@ impl ZarrGroup {
     }
 
     /// The conventions the group follows, decided when it was opened.
-    pub fn conventions(&self) -> &Conventions {
+    pub(crate) fn conventions(&self) -> &Conventions {
         &self.conventions
     }
 

@@ -78,12 +78,12 @@ impl Node {
     }
 
     /// The conventions it follows.
-    pub fn conventions(&self) -> &Arc<Conventions> {
+    pub(crate) fn conventions(&self) -> &Arc<Conventions> {
         &self.conventions
     }
 
     /// Its metadata and conventions.
-    pub fn into_parts(self) -> (NodeMetadata, Arc<Conventions>) {
+    pub(crate) fn into_parts(self) -> (NodeMetadata, Arc<Conventions>) {
         (self.metadata, self.conventions)
     }
 }

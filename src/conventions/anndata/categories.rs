@@ -34,7 +34,7 @@ impl Categories {
     ///
     /// # Errors
     /// Categories of a type other than a primitive, string or bytes one.
-    pub fn new(values: &ArrowType) -> Result<Self, ConventionError> {
+    pub(crate) fn new(values: &ArrowType) -> Result<Self, ConventionError> {
         let supported = values.is_primitive()
             || matches!(
                 values,
@@ -64,7 +64,7 @@ impl Categories {
     /// # Errors
     /// As [`Categories::new`]; a stored category that is missing or appears
     /// twice.
-    pub fn seeded(
+    pub(crate) fn seeded(
         values: &ArrowType,
         codes_type: &ArrowType,
         stored: &ArrayRef,
@@ -89,7 +89,7 @@ impl Categories {
     }
 
     /// The codes' type.
-    pub fn codes_type(&self) -> &ArrowType {
+    pub(crate) fn codes_type(&self) -> &ArrowType {
         &self.codes_type
     }
 
@@ -140,7 +140,7 @@ impl Categories {
     /// # Errors
     /// Categories of another type than the column's; more categories than the
     /// codes' type counts.
-    pub fn codes(&mut self, array: &ArrayRef) -> Result<ArrayRef, ConventionError> {
+    pub(crate) fn codes(&mut self, array: &ArrayRef) -> Result<ArrayRef, ConventionError> {
         let Some(dict) = array.as_any_dictionary_opt() else {
             let codes = self.entry_codes_uncached(array)?;
             return self.narrow(Int32Array::from(codes));
@@ -175,7 +175,7 @@ impl Categories {
     ///
     /// # Errors
     /// A column without categories.
-    pub fn values(&self) -> Result<ArrayRef, ConventionError> {
+    pub(crate) fn values(&self) -> Result<ArrayRef, ConventionError> {
         if self.parts.is_empty() {
             return Err(ConventionError::NoCategories);
         }
