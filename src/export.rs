@@ -9,7 +9,7 @@ mod parallel_parquet;
 use std::borrow::Cow;
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
@@ -91,7 +91,7 @@ pub const ROW_GROUP_BYTES: usize = 16 << 20;
 
 /// The default Parquet compression, as [`parse_parquet_compression`] spells it:
 /// zstd at parquet's default level ([`ZstdLevel::default`], 1, as pyarrow's).
-pub const DEFAULT_PARQUET_COMPRESSION: &str = "zstd";
+pub(crate) const DEFAULT_PARQUET_COMPRESSION: &str = "zstd";
 
 /// The compression names [`parse_parquet_compression`] accepts, for messages
 /// (`N`: a level, 1-22 for zstd, 0-9 for gzip).
@@ -340,28 +340,6 @@ impl<R: RecordBatchReader> RecordBatchReader for SecondsAsMillis<R> {
     }
 }
 
-/// Write `reader` to `path` in `format`. The file appears only when complete: it
-/// is written beside `path` under a temporary name and renamed at the end, so a
-/// failed export leaves nothing behind.
-pub fn export_to_path<R: RecordBatchReader>(
-    reader: R,
-    path: &Path,
-    format: ExportFormat,
-    parquet_compression: Compression,
-) -> Result<u64> {
-    let temp = temp_path(path);
-    let result = (|| {
-        let file = File::create(&temp).map_err(|e| Error::io(&temp, e))?;
-        let rows = write_file(reader, file, &temp, format, parquet_compression)?;
-        std::fs::rename(&temp, path).map_err(|e| Error::io(path, e))?;
-        Ok(rows)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    result
-}
-
 /// Write `reader` in `format` to `file` (at `path`, for error messages), buffered,
 /// and flush it to disk: the rows written.
 pub fn write_file<R: RecordBatchReader>(
@@ -382,14 +360,6 @@ pub fn write_file<R: RecordBatchReader>(
         .map_err(|e| Error::io(path, e.into_error()))?;
     file.sync_all().map_err(|e| Error::io(path, e))?;
     Ok(rows)
-}
-
-fn temp_path(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    path.with_file_name(format!(".{name}.{}.partial", std::process::id()))
 }
 
 #[cfg(test)]

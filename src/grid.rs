@@ -97,7 +97,7 @@ impl Grid {
     }
 
     /// Chunks along each dimension.
-    pub fn grid_shape(&self) -> Vec<u64> {
+    pub(crate) fn grid_shape(&self) -> Vec<u64> {
         self.shape
             .iter()
             .zip(&self.chunk_shape)
@@ -116,7 +116,7 @@ impl Grid {
     }
 
     /// How much of the chunk at `indices` lies inside the array, per dimension.
-    pub fn valid_extent(&self, indices: &[u64]) -> Vec<u64> {
+    pub(crate) fn valid_extent(&self, indices: &[u64]) -> Vec<u64> {
         indices
             .iter()
             .zip(self.shape.iter().zip(&self.chunk_shape))

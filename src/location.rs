@@ -92,7 +92,7 @@ impl Cloud {
     }
 
     /// Whether this build of zarrow has the cloud's client.
-    pub fn is_built(self) -> bool {
+    pub(crate) fn is_built(self) -> bool {
         match self {
             Self::S3 => cfg!(feature = "s3"),
             Self::Gcs => cfg!(feature = "gcs"),
@@ -219,7 +219,7 @@ impl Location {
     /// # Errors
     /// [`Error::Location`]: [`LocationError::Missing`] or
     /// [`LocationError::NotADirectory`].
-    pub fn local_dir(&self) -> Result<Option<&Path>> {
+    pub(crate) fn local_dir(&self) -> Result<Option<&Path>> {
         let Self::Path(path) = self else {
             return Ok(None);
         };
@@ -360,7 +360,7 @@ impl RemoteUrl {
 
     /// `scheme://authority`, which an object store registry keys its stores by,
     /// and the path under it (no leading or trailing `/`).
-    pub fn split_root(&self) -> (String, String) {
+    pub(crate) fn split_root(&self) -> (String, String) {
         let (scheme, rest) = self.text.split_once("://").unwrap_or(("", &self.text));
         let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
         (
@@ -480,7 +480,7 @@ impl Stores {
     ///
     /// # Errors
     /// As [`Stores::open`], but for a missing local directory.
-    pub fn open_output(&self, location: &Location) -> Result<Arc<dyn Store>> {
+    pub(crate) fn open_output(&self, location: &Location) -> Result<Arc<dyn Store>> {
         match location {
             Location::Path(path) => Ok(Arc::new(LocalStore::new(path))),
             other => self.open(other),
@@ -498,7 +498,7 @@ impl Stores {
 
     /// The async store an engine has registered for `url`, under the URL's
     /// path.
-    pub fn registered_async(&self, url: &RemoteUrl) -> Option<ObjectStoreAsync> {
+    pub(crate) fn registered_async(&self, url: &RemoteUrl) -> Option<ObjectStoreAsync> {
         let store = self.registered.as_ref()?.object_store(url)?;
         let (_, prefix) = url.split_root();
         Some(ObjectStoreAsync::new(store, &prefix, url.as_str()))

@@ -166,7 +166,7 @@ pub trait Options: Default {
 /// options again there with [`Options::set_items`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(transparent)]
-pub struct Carried(Vec<(String, Vec<String>)>);
+pub(crate) struct Carried(Vec<(String, Vec<String>)>);
 
 impl Carried {
     /// What `options` carry.

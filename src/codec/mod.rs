@@ -122,7 +122,7 @@ impl<'a> DecodeContext<'a> {
     }
 
     /// The same context for a chunk of another shape.
-    pub fn with_shape(&self, shape: &'a [u64]) -> Self {
+    pub(crate) fn with_shape(&self, shape: &'a [u64]) -> Self {
         Self::new(
             shape,
             self.data_type,

@@ -288,7 +288,10 @@ pub(crate) fn dictionary_type(codes: &ArrowType, categories: &ArrowType) -> Opti
 ///
 /// # Errors
 /// A code below -1 or past the last category, or codes of a non-integer type.
-pub(crate) fn categorical(codes: &ArrayRef, categories: &ArrayRef) -> Result<ArrayRef, ConventionError> {
+pub(crate) fn categorical(
+    codes: &ArrayRef,
+    categories: &ArrayRef,
+) -> Result<ArrayRef, ConventionError> {
     match codes.data_type() {
         ArrowType::Int8 => dictionary::<Int8Type>(codes, categories),
         ArrowType::Int16 => dictionary::<Int16Type>(codes, categories),

@@ -8,10 +8,10 @@ use arrow_schema::DataType;
 
 /// Default for `--max-rows`: the largest row count Arrow's 32-bit lengths and most
 /// tools handle without a second thought.
-pub const DEFAULT_MAX_ROWS: u64 = i32::MAX as u64;
+pub(crate) const DEFAULT_MAX_ROWS: u64 = i32::MAX as u64;
 
 /// Default for `--max-bytes`: 64 GiB of Arrow data.
-pub const DEFAULT_MAX_BYTES: u64 = 64 << 30;
+pub(crate) const DEFAULT_MAX_BYTES: u64 = 64 << 30;
 
 crate::options! {
     /// [from Zarr] Bounds on the input of one conversion, checked before anything

@@ -59,7 +59,7 @@ pub use sink::ZarrFormatFactory;
 pub use table::{ZarrTable, ZarrTableOptions};
 
 /// The file type `CREATE EXTERNAL TABLE ... STORED AS` names for Zarr.
-pub const FILE_TYPE: &str = "ZARR";
+pub(crate) const FILE_TYPE: &str = "ZARR";
 
 /// Add the `ZARR` file type to `ctx`, so that `CREATE EXTERNAL TABLE name STORED
 /// AS ZARR LOCATION '...'` opens a Zarr group or array (a directory or an object

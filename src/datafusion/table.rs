@@ -169,14 +169,14 @@ impl ZarrTable {
     /// Write `INSERT INTO` through `store`: the table's store as it is, before
     /// any consolidated metadata is read (the table opened by location knows
     /// it; one opened over a store by [`ZarrTable::from_store`] needs it).
-    pub fn with_store_for_writes(mut self, store: Arc<dyn Store>) -> Self {
+    pub(crate) fn with_store_for_writes(mut self, store: Arc<dyn Store>) -> Self {
         self.writable = Some(store);
         self
     }
 
     /// Record how the location's URL is opened, for another machine that opens
     /// the table again (the default: [`UrlOptions::default`]).
-    pub fn with_url_options(mut self, url: UrlOptions) -> Self {
+    pub(crate) fn with_url_options(mut self, url: UrlOptions) -> Self {
         self.url = url;
         self
     }
@@ -317,7 +317,7 @@ impl ZarrTable {
     }
 
     /// The metadata documents and listings opening the table read.
-    pub fn metadata_snapshot(&self) -> MetadataSnapshot {
+    pub(crate) fn metadata_snapshot(&self) -> MetadataSnapshot {
         self.metadata.snapshot()
     }
 

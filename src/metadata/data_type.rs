@@ -136,7 +136,7 @@ pub enum DataType {
 
 impl DataType {
     /// Bytes per element for fixed-width types; `None` for variable-length ones.
-    pub fn fixed_size(&self) -> Option<usize> {
+    pub(crate) fn fixed_size(&self) -> Option<usize> {
         Some(match self {
             Self::Bool | Self::Int8 | Self::UInt8 => 1,
             Self::Int16 | Self::UInt16 | Self::Float16 => 2,
@@ -161,7 +161,7 @@ impl DataType {
 
     /// Whether the data type has NaT (`datetime64`, `timedelta64`): its elements
     /// read as Arrow nulls, so its columns are nullable and nulls write as NaT.
-    pub fn has_nat(&self) -> bool {
+    pub(crate) fn has_nat(&self) -> bool {
         matches!(self, Self::DateTime64(_) | Self::TimeDelta64(_))
     }
 
@@ -278,7 +278,7 @@ impl DateTimeUnit {
 
     /// The Arrow unit (days, which Arrow times lack, as seconds: callers map
     /// `datetime64[D]` to `Date32` first).
-    pub fn time_unit(self) -> TimeUnit {
+    pub(crate) fn time_unit(self) -> TimeUnit {
         match self {
             Self::Day | Self::Second => TimeUnit::Second,
             Self::Millisecond => TimeUnit::Millisecond,
@@ -288,7 +288,7 @@ impl DateTimeUnit {
     }
 
     /// The unit of an Arrow time unit.
-    pub fn from_time_unit(unit: TimeUnit) -> Self {
+    pub(crate) fn from_time_unit(unit: TimeUnit) -> Self {
         match unit {
             TimeUnit::Second => Self::Second,
             TimeUnit::Millisecond => Self::Millisecond,

@@ -26,13 +26,13 @@ use crate::error::{Error, Result};
 use crate::grid::ChunkKeyEncoding;
 
 /// The most elements one chunk may hold (vlen chunks store the count as u32).
-pub const MAX_CHUNK_ELEMENTS: u64 = u32::MAX as u64;
+pub(crate) const MAX_CHUNK_ELEMENTS: u64 = u32::MAX as u64;
 
 /// The widest fixed-width element zarrow reads (`length_bytes`, numpy `<U`n / `|S`n).
-pub const MAX_ELEMENT_BYTES: usize = 1 << 24;
+pub(crate) const MAX_ELEMENT_BYTES: usize = 1 << 24;
 
 /// The largest metadata document zarrow reads.
-pub const MAX_METADATA_BYTES: u64 = 64 << 20;
+pub(crate) const MAX_METADATA_BYTES: u64 = 64 << 20;
 
 /// Everything zarrow needs to know about an array.
 #[derive(Debug, Clone, PartialEq)]
@@ -170,7 +170,7 @@ impl ArrayMetadata {
     }
 
     /// Whether `data_type` uses a variable-length layout.
-    pub fn is_variable_length(&self) -> bool {
+    pub(crate) fn is_variable_length(&self) -> bool {
         self.data_type.fixed_size().is_none()
     }
 

@@ -194,12 +194,12 @@ impl CodecMetadata {
     }
 
     /// The v3 entry: `{"name": ..., "configuration": {...}}`.
-    pub fn to_v3(&self) -> Value {
+    pub(crate) fn to_v3(&self) -> Value {
         json!({"name": self.name, "configuration": self.configuration})
     }
 
     /// The v2 entry: the configuration's fields beside `"id"`.
-    pub fn to_v2(&self) -> Value {
+    pub(crate) fn to_v2(&self) -> Value {
         let mut object = Map::with_capacity(self.configuration.len() + 1);
         object.insert("id".into(), json!(self.name));
         for (k, v) in &self.configuration {

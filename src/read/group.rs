@@ -135,7 +135,7 @@ impl ZarrGroup {
 
     /// The anndata dataframe's index column (`_index`), when the group is one
     /// and the index is among its columns.
-    pub fn dataframe_index(&self) -> Option<&str> {
+    pub(crate) fn dataframe_index(&self) -> Option<&str> {
         match self.conventions.anndata() {
             Some(Encoding::DataFrame {
                 index: Some(index), ..
@@ -150,7 +150,7 @@ impl ZarrGroup {
 
     /// Whether the group is an anndata dataframe or one element of one (a table
     /// that pandas metadata describes).
-    pub fn is_dataframe(&self) -> bool {
+    pub(crate) fn is_dataframe(&self) -> bool {
         matches!(
             self.conventions.anndata(),
             Some(Encoding::DataFrame { .. } | Encoding::Categorical { .. } | Encoding::Nullable(_))

@@ -60,7 +60,7 @@ pub const DEFAULT_MAX_CHUNK_BYTES: usize = 2 << 30;
 
 /// The default bound on what one `read_all` / `read_range` call may materialise:
 /// 64 GiB of Arrow data.
-pub const DEFAULT_MAX_READ_BYTES: u64 = 64 << 30;
+pub(crate) const DEFAULT_MAX_READ_BYTES: u64 = 64 << 30;
 
 crate::options! {
     /// How arrays are read.
@@ -165,7 +165,6 @@ fn decode_threads() -> usize {
 /// so.
 #[derive(Debug)]
 pub struct ArrayBatchReader {
-    array: ZarrArray,
     schema: SchemaRef,
     /// The reader, or why there is none (a CF attribute that cannot be decoded),
     /// given by the first batch.
@@ -199,24 +198,13 @@ impl ArrayBatchReader {
             Ok(reader) => Self {
                 schema: reader.schema(),
                 reader: Ok(reader),
-                array,
                 total,
             },
             Err(e) => Self {
                 schema: fallback(),
                 reader: Err(Some(e)),
-                array,
                 total,
             },
-        }
-    }
-
-    /// Read slabs `range` only (a slab: the elements whose first index falls in
-    /// one chunk row; see [`ZarrArray::read_slab`]), clamped to the array's.
-    pub fn with_slabs(self, range: std::ops::Range<u64>) -> Self {
-        match self.reader {
-            Ok(_) => Self::of_slabs(self.array, range),
-            Err(_) => self,
         }
     }
 

@@ -52,12 +52,6 @@ impl TableOptions {
         self
     }
 
-    /// Read only `rows`.
-    pub fn with_rows(mut self, rows: Range<u64>) -> Self {
-        self.rows = Some(rows);
-        self
-    }
-
     /// Read at most `rows` rows.
     pub fn with_limit(mut self, rows: u64) -> Self {
         self.limit = Some(rows);
@@ -67,12 +61,6 @@ impl TableOptions {
     /// Set the rows per batch.
     pub fn with_batch_size(mut self, rows: usize) -> Self {
         self.batch_size = Some(rows);
-        self
-    }
-
-    /// Read a gridded dataset as a long table.
-    pub fn with_long(mut self, long: bool) -> Self {
-        self.long = long;
         self
     }
 }

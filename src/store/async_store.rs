@@ -202,7 +202,8 @@ impl Blocking {
 
     /// Whether the process's I/O runtime (see [`Blocking::default`]) has
     /// started.
-    pub fn started_runtime() -> bool {
+    #[cfg(test)]
+    pub(crate) fn started_runtime() -> bool {
         IO_RUNTIME.get().is_some()
     }
 

@@ -122,7 +122,7 @@ impl Consolidated {
 
     /// `store` as it is, nothing read yet: each metadata document and listing is
     /// read once, when first asked for, and remembered.
-    pub fn remembering(store: Arc<dyn Store>) -> Self {
+    pub(crate) fn remembering(store: Arc<dyn Store>) -> Self {
         Self {
             inner: store,
             known: RwLock::default(),

@@ -97,7 +97,7 @@ impl ObjectStoreAsync {
     }
 
     /// Retry a response body cut off mid-way up to `n` times.
-    pub fn with_body_retries(mut self, n: usize) -> Self {
+    pub(crate) fn with_body_retries(mut self, n: usize) -> Self {
         self.body_retries = n;
         self
     }
@@ -426,13 +426,13 @@ impl ObjectStoreBackend {
     }
 
     /// Retry a response body cut off mid-way up to `n` times.
-    pub fn with_body_retries(mut self, n: usize) -> Self {
+    pub(crate) fn with_body_retries(mut self, n: usize) -> Self {
         self.inner = Arc::new((*self.inner).clone().with_body_retries(n));
         self
     }
 
     /// Keep at most `n` requests in flight.
-    pub fn with_concurrency(mut self, n: usize) -> Self {
+    pub(crate) fn with_concurrency(mut self, n: usize) -> Self {
         self.concurrency = n.max(1);
         self
     }

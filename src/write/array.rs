@@ -196,7 +196,7 @@ impl ArrayWriter {
 
     /// Name the array's dimension (v3 `dimension_names`, v2 `_ARRAY_DIMENSIONS`),
     /// as xarray reads it.
-    pub fn with_dimension(mut self, name: impl Into<String>) -> Self {
+    pub(crate) fn with_dimension(mut self, name: impl Into<String>) -> Self {
         self.dimension = Some(name.into());
         self
     }

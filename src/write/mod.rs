@@ -308,7 +308,7 @@ crate::options! {
 
 /// The codec of `zarr_format`: 2 or 3.
 #[derive(Debug)]
-pub struct ZarrFormat;
+pub(crate) struct ZarrFormat;
 
 impl crate::options::Codec<u8> for ZarrFormat {
     const TAKES: &'static str = "2 or 3";
@@ -340,7 +340,7 @@ macro_rules! display_by_name {
 display_by_name!(Encoding, Compressor, NullPolicy, Layout);
 
 /// How long a writer waits for another by default: a minute.
-pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(60);
 
 impl WriteOptions {
     /// Set the Zarr format (2 or 3).
