@@ -94,6 +94,9 @@ struct ConvertArgs {
     /// The conversion's options, one flag per option of `ConvertOptions`.
     #[command(flatten)]
     options: Flags<ConvertOptions>,
+    /// How a URL is opened.
+    #[command(flatten)]
+    url: Flags<UrlOptions>,
 }
 
 fn main() -> ExitCode {
@@ -158,7 +161,10 @@ fn convert(args: &ConvertArgs) -> Result<()> {
         // run).
         options = unsafe { options.with_mmap(true) };
     }
-    let written = zarrow::convert::convert(&args.src, &args.dst, &options, &Terminal)?;
+    // Its URLs' I/O waits on the library's runtime, started only when a URL
+    // is read (the command line starts none for a conversion).
+    let stores = zarrow::Stores::new(args.url.options()?);
+    let written = zarrow::convert::convert(&args.src, &args.dst, &options, &stores, &Terminal)?;
     let _ = writeln!(std::io::stderr(), "zarrow: wrote {written} to {}", args.dst);
     Ok(())
 }

@@ -212,22 +212,24 @@ fn convert(
     dst: PyLocation,
     options: &Bound<'_, PyDict>,
 ) -> PyResult<(&'static str, u64, Vec<String>)> {
-    let mut convert = ConvertOptions::default();
+    let (mut url, mut convert) = Default::default();
     options::apply(
         "convert",
         options,
-        &mut [&mut |k, v| convert.try_set_items(k, v)],
+        &mut [
+            &mut |k, v| UrlOptions::try_set_items(&mut url, k, v),
+            &mut |k, v| ConvertOptions::try_set_items(&mut convert, k, v),
+        ],
     )?;
-    let options = convert;
-    let anonymous = options.url.anonymous;
+    let (url, options): (UrlOptions, ConvertOptions) = (url, convert);
     let observed = Observed {
         raised: Arc::new(Mutex::new(None)),
         notes: Mutex::new(Vec::new()),
     };
     let written = py.detach(|| {
-        src.check_anonymous(anonymous)?;
-        dst.check_anonymous(anonymous)?;
-        zarrow::convert::convert(&src.0, &dst.0, &options, &observed)
+        // The package's runtime, lent to the ends' URLs.
+        let stores = location::stores(url, &[&src, &dst])?;
+        zarrow::convert::convert(&src.0, &dst.0, &options, &stores, &observed)
     });
     if let Some(err) = take(&observed.raised) {
         return Err(err);

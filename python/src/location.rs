@@ -60,19 +60,12 @@ impl<'a, 'py> FromPyObject<'a, 'py> for PyLocation {
 }
 
 impl PyLocation {
-    /// How this call opens locations: URLs with `url`, their blocking
-    /// calls waiting on the package's one runtime (started only when a URL
-    /// is read: a local path needs none).
+    /// How this call opens its location: see [`stores`].
     ///
     /// # Errors
-    /// As [`PyLocation::check_anonymous`].
+    /// As [`stores`].
     pub(crate) fn stores(&self, url: UrlOptions) -> zarrow::Result<Stores> {
-        self.check_anonymous(url.anonymous)?;
-        let stores = Stores::new(url);
-        Ok(match self.0 {
-            Location::Url(_) => stores.with_blocking(Blocking::on(crate::runtime()?)),
-            _ => stores,
-        })
+        stores(url, &[self])
     }
 
     /// Refuse `anonymous` with an obstore store (its own configuration says
@@ -92,4 +85,24 @@ impl PyLocation {
         }
         Ok(())
     }
+}
+
+/// How a call opens `locations`: URLs with `url`, their blocking calls waiting
+/// on the package's one runtime (started only when a URL is read: a local
+/// path needs none).
+///
+/// # Errors
+/// As [`PyLocation::check_anonymous`].
+pub(crate) fn stores(url: UrlOptions, locations: &[&PyLocation]) -> zarrow::Result<Stores> {
+    for location in locations {
+        location.check_anonymous(url.anonymous)?;
+    }
+    let stores = Stores::new(url);
+    Ok(
+        if locations.iter().any(|l| matches!(l.0, Location::Url(_))) {
+            stores.with_blocking(Blocking::on(crate::runtime()?))
+        } else {
+            stores
+        },
+    )
 }

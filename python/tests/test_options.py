@@ -26,6 +26,7 @@ FUNCTIONS = [
     (zarrow.read, ("url", "read", "table"), {"path_or_url"}),
     (zarrow.info, ("url", "read"), {"path"}),
     (zarrow.write, ("url", "write"), {"data", "path", "mode"}),
+    (zarrow.convert, ("url", "convert"), {"src", "dst"}),
     (zarrow.sql, ("url", "read"), {"query", "tables", "partitions"}),
     (zarrow.table, ("url", "ZARR table"), {"path_or_url"}),
 ]
@@ -42,7 +43,8 @@ def test_named_keywords_are_declared_options(function, groups, own):
 
 
 def test_the_groups_compose():
-    assert keys("convert") >= keys("url", "read", "table", "write") - {"overwrite"}
+    assert keys("convert") >= keys("read", "table", "write") - {"overwrite"}
+    assert not keys("convert") & keys("url")
     assert "decode_cf" in keys("ZARR table") and "sorted" in keys("ZARR table")
     # Documented, with what each takes.
     for key, kind, doc in _zarrow.options("convert"):

@@ -30,16 +30,17 @@ pub use crate::export::ExportOptions;
 use crate::export::{ExportFormat, FileFormat};
 use crate::location::{Location, LocationError, Stores};
 use crate::read::TableOptions;
-use crate::store::{Consolidated, LocalStore, Store, UrlOptions};
+use crate::store::{Consolidated, LocalStore, Store};
 use crate::write::{WriteOptions, write_zarr};
 
 crate::options! {
     /// The options of one conversion (the `zarrow convert` flags), composed of
-    /// the options each side takes: how a store named by URL is opened
-    /// ([`UrlOptions`]), how Zarr is read ([`ReadOptions`]) and which part
-    /// ([`TableOptions`]), within which bounds ([`Limits`]), how a table file is
-    /// written ([`ExportOptions`]) and how Zarr is written ([`WriteOptions`]).
-    /// Options of the other direction are refused where they would be ignored.
+    /// the options each side takes: how Zarr is read ([`ReadOptions`]) and
+    /// which part ([`TableOptions`]), within which bounds ([`Limits`]), how a
+    /// table file is written ([`ExportOptions`]) and how Zarr is written
+    /// ([`WriteOptions`]). Options of the other direction are refused where
+    /// they would be ignored. Where the ends are opened from (URLs' options, a
+    /// runtime) is the [`Stores`] the conversion is given.
     #[derive(Debug, Clone)]
     #[non_exhaustive]
     pub struct ConvertOptions("convert") {
@@ -48,8 +49,6 @@ crate::options! {
         pub overwrite: bool = false,
     }
     groups {
-        /// How a store named by URL is opened.
-        pub url: UrlOptions = UrlOptions::default(),
         /// [from Zarr] How the input is read.
         pub read: ReadOptions = ReadOptions::default(),
         /// [from Zarr to a table] Which columns and rows.
@@ -176,7 +175,7 @@ struct Job<'a> {
     src: &'a Location,
     dst: &'a Location,
     /// How the ends' stores are opened.
-    stores: Stores,
+    stores: &'a Stores,
     options: &'a ConvertOptions,
     observer: &'a dyn Observer,
 }
@@ -218,7 +217,7 @@ impl Job<'_> {
             self.dst,
             self.overwrite,
             self.write.append,
-            &self.stores,
+            self.stores,
             write,
         )
     }
@@ -268,7 +267,8 @@ impl Deref for Job<'_> {
 /// module docs); either end may be a store the caller opened
 /// ([`Location::Store`]): a Zarr input read from it, or a Zarr output written
 /// into it (its keys replaced only with `overwrite`, and only if it holds a
-/// Zarr store).
+/// Zarr store). URLs are opened through `stores`, with its options, on its
+/// runtime (a front end's own, lent: [`Stores::with_blocking`]).
 ///
 /// # Errors
 /// [`Error::UnsupportedConversion`] and [`Error::UnknownFormat`] for ends
@@ -280,12 +280,13 @@ pub fn convert(
     src: &Location,
     dst: &Location,
     options: &ConvertOptions,
+    stores: &Stores,
     observer: &dyn Observer,
 ) -> Result<Written> {
     let job = Job {
         src,
         dst,
-        stores: Stores::new(options.url.clone()),
+        stores,
         options,
         observer,
     };
@@ -348,7 +349,6 @@ mod tests {
             ("max_rows", "5"),
             ("max_bytes", "2G"),
             ("compression", "gzip(6)"),
-            ("anonymous", "true"),
             ("zarr_format", "2"),
             ("encoding", "zep0007"),
             ("nulls", "fill"),
@@ -358,11 +358,10 @@ mod tests {
             ("rows", "3..9"),
             ("columns", "a,b"),
             ("chunk_shape", "4,5"),
-            ("timeout", "2.5"),
         ] {
             o.set(key, value).unwrap_or_else(|e| panic!("{key}: {e}"));
         }
-        assert!(o.overwrite && o.url.anonymous);
+        assert!(o.overwrite);
         assert_eq!(o.read.string_type, Some(StringType::LargeUtf8));
         assert_eq!(o.read.max_chunk_bytes, 1 << 20);
         assert!(!o.read.decode_cf && o.read.categorical_values);
@@ -370,7 +369,6 @@ mod tests {
         assert_eq!(o.select.rows, Some(3..9));
         assert_eq!(o.select.columns, Some(vec!["a".into(), "b".into()]));
         assert_eq!(o.write.chunk_shape, Some(vec![4, 5]));
-        assert_eq!(o.url.timeout, Some(std::time::Duration::from_millis(2500)));
         assert_eq!((o.limits.max_rows, o.limits.max_bytes), (5, 2 << 30));
         assert_eq!(
             o.export.compression,
@@ -401,7 +399,14 @@ mod tests {
         std::fs::write(&table, b"not read").unwrap();
         let table = Location::Path(table);
         let run = |src: &Location, dst: &Location| {
-            convert(src, dst, &ConvertOptions::default(), &Quiet).unwrap_err()
+            convert(
+                src,
+                dst,
+                &ConvertOptions::default(),
+                &Stores::default(),
+                &Quiet,
+            )
+            .unwrap_err()
         };
         let reason = |src: &Location, dst: &Location| match run(src, dst) {
             Error::UnsupportedConversion { reason, .. } => reason,

@@ -354,7 +354,11 @@ fn every_declared_option_is_a_flag() {
 fn the_reference_lists_every_flag() {
     use zarrow::Options as _;
     let doc = std::fs::read_to_string(testdata().join("../docs/cli.md")).unwrap();
-    for entry in zarrow::convert::ConvertOptions::entries() {
+    let url = zarrow::store::UrlOptions::entries();
+    for entry in zarrow::convert::ConvertOptions::entries()
+        .into_iter()
+        .chain(url)
+    {
         let flag = entry.negated_flag.unwrap_or(entry.key).replace('_', "-");
         assert!(doc.contains(&format!("`--{flag}")), "docs/cli.md: --{flag}");
     }

@@ -147,12 +147,27 @@ fn the_library_converts_file_urls_and_refuses_table_files_at_urls() {
     let out_url = format!("file://{}", out.to_str().unwrap().replace(' ', "%20"));
     let options = ConvertOptions::default();
     let loc = |s: &str| zarrow::Location::parse(s).unwrap();
-    convert(&loc(&src_url), &loc(&out_url), &options, &Quiet).unwrap();
+    convert(
+        &loc(&src_url),
+        &loc(&out_url),
+        &options,
+        &zarrow::Stores::default(),
+        &Quiet,
+    )
+    .unwrap();
     assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&plain).unwrap());
     // Nothing under ./file:/...
     assert!(!Path::new("file:").exists());
     let src = zarrow::Location::Path(src);
-    let err = convert(&src, &loc("s3://bucket/out.parquet"), &options, &Quiet).unwrap_err();
+    let stores = zarrow::Stores::default();
+    let err = convert(
+        &src,
+        &loc("s3://bucket/out.parquet"),
+        &options,
+        &stores,
+        &Quiet,
+    )
+    .unwrap_err();
     assert!(
         matches!(
             err,
