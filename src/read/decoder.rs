@@ -365,7 +365,7 @@ impl RowDecoder {
             .job_mut(id)
             .filter(|job| matches!(job.state, State::Decoding))
             .ok_or(Error::UnknownRequest { id })?;
-        job.state = state?;
+        job.state = (*state)?;
         Ok(())
     }
 
@@ -758,7 +758,10 @@ impl DecodeJob {
         }));
         let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
         stats.decode_nanos.fetch_add(nanos, Ordering::Relaxed);
-        DecodedChunk { id, state }
+        DecodedChunk {
+            id,
+            state: Box::new(state),
+        }
     }
 }
 
@@ -767,7 +770,9 @@ impl DecodeJob {
 #[derive(Debug)]
 pub struct DecodedChunk {
     id: u64,
-    state: Result<State>,
+    /// Boxed: a chunk read's state is a few hundred bytes, and drivers pass
+    /// this through channels beside small values.
+    state: Box<Result<State>>,
 }
 
 impl DecodedChunk {
