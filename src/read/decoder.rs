@@ -158,6 +158,9 @@ struct Job {
     state: State,
 }
 
+/// The source of [`RowDecoder`]s' tokens: each decoder's is its own.
+static NEXT_TOKEN: AtomicU64 = AtomicU64::new(0);
+
 /// The push decoder of a table's rows, sans IO.
 ///
 /// ```text
@@ -203,6 +206,8 @@ pub struct RowDecoder {
     /// number `first_seq`, the next ones follow.
     jobs: VecDeque<Job>,
     first_seq: u64,
+    /// This decoder among all (its jobs' chunks are refused by any other).
+    token: u64,
     stats: Arc<ReadStats>,
     failed: bool,
 }
@@ -238,6 +243,7 @@ impl RowDecoder {
             lookahead: parts.lookahead,
             jobs: VecDeque::new(),
             first_seq: 0,
+            token: NEXT_TOKEN.fetch_add(1, Ordering::Relaxed),
             stats: Arc::default(),
             failed: false,
         };
@@ -331,6 +337,7 @@ impl RowDecoder {
             };
             out.push(DecodeJob {
                 id: self.first_seq + i as u64,
+                token: self.token,
                 array: job.array.clone(),
                 chunk: job.chunk,
                 rows: job.rows.clone(),
@@ -347,8 +354,8 @@ impl RowDecoder {
     ///
     /// # Errors
     /// The job's error (a corrupt chunk: [`Error::Chunk`] naming its key);
-    /// [`Error::UnknownRequest`] when no job of its id is out (another
-    /// decoder's, given back twice). The decoder then fails.
+    /// [`Error::UnknownRequest`] when it is not the result of a job this
+    /// decoder handed out (another decoder's). The decoder then fails.
     pub fn push_decoded(&mut self, decoded: DecodedChunk) -> Result<()> {
         let result = self.push_decoded_inner(decoded);
         if result.is_err() {
@@ -357,8 +364,9 @@ impl RowDecoder {
         result
     }
 
-    fn push_decoded_inner(&mut self, DecodedChunk { id, state }: DecodedChunk) -> Result<()> {
-        if self.failed {
+    fn push_decoded_inner(&mut self, decoded: DecodedChunk) -> Result<()> {
+        let DecodedChunk { id, token, state } = decoded;
+        if self.failed || token != self.token {
             return Err(Error::UnknownRequest { id });
         }
         let job = self
@@ -721,6 +729,7 @@ fn finished(
 #[must_use = "the decoder waits for every job handed out to be given back"]
 pub struct DecodeJob {
     id: u64,
+    token: u64,
     array: ZarrArray,
     chunk: u64,
     rows: Range<u64>,
@@ -741,6 +750,7 @@ impl DecodeJob {
     pub fn run(self) -> DecodedChunk {
         let Self {
             id,
+            token,
             array,
             chunk,
             rows,
@@ -760,6 +770,7 @@ impl DecodeJob {
         stats.decode_nanos.fetch_add(nanos, Ordering::Relaxed);
         DecodedChunk {
             id,
+            token,
             state: Box::new(state),
         }
     }
@@ -770,6 +781,8 @@ impl DecodeJob {
 #[derive(Debug)]
 pub struct DecodedChunk {
     id: u64,
+    /// The decoder whose job it was.
+    token: u64,
     /// Boxed: a chunk read's state is a few hundred bytes, and drivers pass
     /// this through channels beside small values.
     state: Box<Result<State>>,
