@@ -468,8 +468,10 @@ fn longest_run(columns: &[Column]) -> u64 {
 /// boundaries, concatenating) as needed.
 ///
 /// The blocking driver of a [`RowDecoder`]: a local store's values are read on
-/// the calling thread while rayon decodes those read before; a remote store's
-/// are fetched many at a time by the async driver, on the store's runtime.
+/// rayon and decoded there (the decoder's [`DecodeJob`]s) while the caller works
+/// on the batch before, or, for a read of one chunk, read and decoded on the
+/// calling thread; a remote store's are fetched many at a time by the async
+/// driver, on the store's runtime.
 pub struct BatchReader {
     schema: SchemaRef,
     rows: Range<u64>,
