@@ -14,7 +14,7 @@
 //!
 //! Everything goes through the public API: metadata documents and chunks in a
 //! [`MemoryStore`], opened with [`ZarrArray::open_with`] under each
-//! [`StringType`], then `decode_chunk`, `read_all`, `read_range` and `batches`
+//! [`StringType`], then a chunk row through the reader, `read_all`, `read_range` and `batches`
 //! (the group reader for groups). The first bytes of an input choose parameters;
 //! each target documents its input layout, and `examples/seeds.rs` builds the seed
 //! corpus in that layout from `testdata/stores/`.
