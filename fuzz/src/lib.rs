@@ -14,8 +14,8 @@
 //!
 //! Everything goes through the public API: metadata documents and chunks in a
 //! [`MemoryStore`], opened with [`ZarrArray::open_with`] under each
-//! [`StringType`], then a chunk row through the reader, `read_all`, `read_range` and `batches`
-//! (the group reader for groups). The first bytes of an input choose parameters;
+//! [`StringType`], then a chunk row through the reader, `read_all`, `read_range`
+//! and `batches` (the group reader for groups). The first bytes of an input choose parameters;
 //! each target documents its input layout, and `examples/seeds.rs` builds the seed
 //! corpus in that layout from `testdata/stores/`.
 
@@ -230,8 +230,8 @@ pub fn scalars(array: &dyn Array) -> Option<Vec<Scalar>> {
 }
 
 /// Read the array at `path` every way, under each string layout: the chunk row
-/// of each of `chunks` (see [`chunk_row`]), then (when small) `read_all`; the values `read_all` gives must
-/// not depend on the layout. `read_range` and `batches` (which decode the same
+/// of each of `chunks` (see [`chunk_row`]), then (when small) `read_all`; the
+/// values `read_all` gives must not depend on the layout. `read_range` and `batches` (which decode the same
 /// chunks again) run under one layout, `STRING_TYPES[rotate % 3]`.
 fn exercise(store: &Arc<dyn Store>, path: &str, chunks: &[Vec<u64>], rotate: usize) {
     let mut first: Option<(StringType, Vec<Scalar>)> = None;
