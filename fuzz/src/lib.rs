@@ -231,8 +231,9 @@ pub fn scalars(array: &dyn Array) -> Option<Vec<Scalar>> {
 
 /// Read the array at `path` every way, under each string layout: the chunk row
 /// of each of `chunks` (see [`chunk_row`]), then (when small) `read_all`; the
-/// values `read_all` gives must not depend on the layout. `read_range` and `batches` (which decode the same
-/// chunks again) run under one layout, `STRING_TYPES[rotate % 3]`.
+/// values `read_all` gives must not depend on the layout. `read_range` and
+/// `batches` (which decode the same chunks again) run under one layout,
+/// `STRING_TYPES[rotate % 3]`.
 fn exercise(store: &Arc<dyn Store>, path: &str, chunks: &[Vec<u64>], rotate: usize) {
     let mut first: Option<(StringType, Vec<Scalar>)> = None;
     for (i, string_type) in STRING_TYPES.into_iter().enumerate() {
