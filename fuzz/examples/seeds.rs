@@ -1033,6 +1033,28 @@ fn push_decoder_seeds(seeds: &mut Seeds) {
             );
         }
     }
+    // Decode jobs (cfg & 16), run when the decoder waits, the last first, and
+    // given back: the sharded table, the v2 table, a 2-D grid, and the partial
+    // read of a sharded zarrs.vlen table.
+    let jobs: [[u8; 6]; 4] = [
+        [200, 0, 15, 7, 16, 49],
+        [137, 0, 9, 0, 17, 30],
+        [200, 0, 15, 0, 18, 49],
+        [150, 1, 15, 7, 28, 49],
+    ];
+    for (j, case) in jobs.iter().enumerate() {
+        for (d, driver) in drivers
+            .iter()
+            .enumerate()
+            .filter(|(d, _)| j < 2 || ![3, 9].contains(d))
+        {
+            seeds.add(
+                "push_decoder",
+                &format!("jobs{j}-driver{d}"),
+                header(case, driver),
+            );
+        }
+    }
 }
 
 fn main() {

@@ -14,8 +14,8 @@
 //!
 //! Everything goes through the public API: metadata documents and chunks in a
 //! [`MemoryStore`], opened with [`ZarrArray::open_with`] under each
-//! [`StringType`], then `decode_chunk`, `read_all`, `read_range` and `batches`
-//! (the group reader for groups). The first bytes of an input choose parameters;
+//! [`StringType`], then a chunk row through the reader, `read_all`, `read_range`
+//! and `batches` (the group reader for groups). The first bytes of an input choose parameters;
 //! each target documents its input layout, and `examples/seeds.rs` builds the seed
 //! corpus in that layout from `testdata/stores/`.
 
@@ -229,10 +229,11 @@ pub fn scalars(array: &dyn Array) -> Option<Vec<Scalar>> {
     })
 }
 
-/// Read the array at `path` every way, under each string layout: `decode_chunk` of
-/// each of `chunks`, then (when small) `read_all`; the values `read_all` gives must
-/// not depend on the layout. `read_range` and `batches` (which decode the same
-/// chunks again) run under one layout, `STRING_TYPES[rotate % 3]`.
+/// Read the array at `path` every way, under each string layout: the chunk row
+/// of each of `chunks` (see [`chunk_row`]), then (when small) `read_all`; the
+/// values `read_all` gives must not depend on the layout. `read_range` and
+/// `batches` (which decode the same chunks again) run under one layout,
+/// `STRING_TYPES[rotate % 3]`.
 fn exercise(store: &Arc<dyn Store>, path: &str, chunks: &[Vec<u64>], rotate: usize) {
     let mut first: Option<(StringType, Vec<Scalar>)> = None;
     for (i, string_type) in STRING_TYPES.into_iter().enumerate() {
@@ -243,14 +244,8 @@ fn exercise(store: &Arc<dyn Store>, path: &str, chunks: &[Vec<u64>], rotate: usi
         let expected = array.arrow_type();
         let text_or_bytes = meta.data_type.is_text() || meta.data_type.is_binary();
         let all_reads = i == rotate % STRING_TYPES.len() || !text_or_bytes;
-        let chunk_len = meta
-            .chunk_shape
-            .iter()
-            .try_fold(1u64, |a, &c| a.checked_mul(c));
         for indices in chunks {
-            if let Ok(Some(chunk)) = array.decode_chunk(indices) {
-                check("decode_chunk", chunk.as_ref(), &expected, chunk_len);
-            }
+            chunk_row(&array, indices, &expected);
         }
         // Metadata targets give arrays of any size: read only small ones.
         if array.len() <= MAX_READ_ELEMENTS && array.grid().num_chunks() <= MAX_READ_CHUNKS {
@@ -284,6 +279,37 @@ fn exercise(store: &Arc<dyn Store>, path: &str, chunks: &[Vec<u64>], rotate: usi
             break;
         }
     }
+}
+
+/// The chunk row that holds the chunk at grid `indices` (a 1-D array's chunk, an
+/// N-d array's chunks that share its first index, in C order; a 0-d array's
+/// element), read by the push decoder for its elements' range, when not too
+/// many; each batch checked, and the elements counted.
+fn chunk_row(array: &ZarrArray, indices: &[u64], expected: &ArrowType) {
+    let meta = array.metadata();
+    let per_row = match (meta.shape.split_first(), meta.chunk_shape.first()) {
+        (Some((_, rest)), Some(&c)) => rest.iter().fold(c, |a, &d| a.saturating_mul(d)),
+        _ => 1,
+    };
+    let start = indices
+        .first()
+        .copied()
+        .unwrap_or(0)
+        .saturating_mul(per_row.max(1));
+    let end = start.saturating_add(per_row.max(1)).min(array.len());
+    if start >= end || end - start > MAX_READ_ELEMENTS {
+        return;
+    }
+    let Ok(reader) = array.reader().with_row_range(start..end).build() else {
+        return;
+    };
+    let mut rows = 0;
+    for batch in reader {
+        let Ok(batch) = batch else { return };
+        check("chunk row", batch.column(0).as_ref(), expected, None);
+        rows += batch.num_rows() as u64;
+    }
+    assert_eq!(rows, end - start, "the chunk row's batches miss elements");
 }
 
 /// Open the group at `path` under each string layout and read it as a table.
@@ -1953,7 +1979,9 @@ pub fn undo_bytes_codecs(chain: &BytesToBytes, encoded: &[u8]) -> Option<Vec<u8>
 /// - `11`-`15`: the store's answer, held back and pushed after the later ones.
 ///
 /// With `cfg & 2`, the table is a 2-D array instead (its elements in C order,
-/// read slab by slab; the expected rows: `read_all`).
+/// read slab by slab; the expected rows: `read_all`). With `cfg & 16`, answers
+/// are decoded as [`DecodeJob`](zarrow::read::DecodeJob)s, run when the decoder
+/// waits (last handed out first) and given back, rather than by `try_decode`.
 ///
 /// Input: `[rows_lo, rows_hi, chunk, shard, cfg, batch, actions...]`; once the
 /// actions are used up, every answer is honest. zarrow misbehaves when it panics,
@@ -2080,10 +2108,15 @@ pub fn push_decoder(data: &[u8]) {
     let mut adversarial = false;
     let mut failed = false;
     let mut held: Vec<(u64, Fetched)> = Vec::new();
+    let mut jobs: Vec<zarrow::read::DecodeJob> = Vec::new();
+    let by_jobs = cfg & 16 != 0;
     let mut outstanding = 0usize;
     let mut got: Vec<RecordBatch> = Vec::new();
     let mut next_wrong_id = u64::MAX;
     for _ in 0..100_000 {
+        if by_jobs {
+            jobs.extend(decoder.decode_jobs());
+        }
         let step = decoder.try_decode();
         if failed {
             assert!(
@@ -2112,9 +2145,13 @@ pub fn push_decoder(data: &[u8]) {
             Ok(DecodeResult::NeedsData(requests)) => requests,
         };
         if requests.is_empty() {
-            if decoder.is_decoding() {
-                if decoder.wait().is_err() {
-                    failed = true;
+            if !jobs.is_empty() {
+                for job in jobs.drain(..).rev() {
+                    let done = job.run();
+                    if decoder.push_decoded(done).is_err() {
+                        failed = true;
+                        break;
+                    }
                 }
                 continue;
             }

@@ -354,7 +354,7 @@ impl ZarrTable {
     pub(crate) fn splits(&self, rows: Range<u64>, n: usize) -> Result<Vec<Range<u64>>> {
         match &self.source {
             Source::Rows(builder) => builder.clone().with_row_range(rows).splits(n),
-            Source::Flat(array) => Ok(aligned_splits(rows, array.slab_len(0), n)),
+            Source::Flat(array) => Ok(aligned_splits(rows, array.row_chunk_len(), n)),
         }
     }
 }

@@ -1,15 +1,15 @@
-//! [`ZarrArray`]: open an array, read it whole, by element range, or chunk by chunk.
+//! [`ZarrArray`]: open an array, read it whole, by element range, or batch by
+//! batch (a chunk row each), all through the push decoder's drivers.
 
 use std::ops::Range;
 use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef};
 use arrow_schema::{DataType as ArrowType, Field};
-use rayon::prelude::*;
 
 use super::Node;
 use super::ReadOptions;
-use super::plan::{self, ChunkRead, Decoded};
+use super::plan::{ChunkRead, Decoded};
 use crate::assemble::{Part, gather};
 use crate::codec::CodecChain;
 use crate::conventions::Conventions;
@@ -258,37 +258,6 @@ impl ZarrArray {
             .count() as u64)
     }
 
-    /// Decode the chunk at grid `indices` as stored: all `chunk_len` elements,
-    /// including edge padding. A missing chunk is `Ok(None)`.
-    ///
-    /// # Errors
-    /// [`Error::Chunk`] naming the key when the chunk is corrupt.
-    pub fn decode_chunk(&self, indices: &[u64]) -> Result<Option<ArrayRef>> {
-        self.read_chunk(indices, None, false)?
-            .map(|decoded| self.concat(decoded.runs))
-            .transpose()
-    }
-
-    /// Elements `want` of the chunk at `indices` (all when `None`): the plan's
-    /// steps run against the store. The result may hold more than `want` (from
-    /// its `offset`): a whole chunk, or whole inner chunks of a shard.
-    /// `runs`: a 1-D shard's inner chunks as separate runs (see
-    /// [`ChunkRead::with_runs`]).
-    fn read_chunk(
-        &self,
-        indices: &[u64],
-        want: Option<Range<u64>>,
-        runs: bool,
-    ) -> Result<Option<Decoded>> {
-        let mut read = ChunkRead::new(self, indices, want);
-        if runs {
-            read = read.with_runs();
-        }
-        plan::run(self.store.as_ref(), read)?
-            .map(|decoded| self.retyped(decoded))
-            .transpose()
-    }
-
     /// `decoded` with the timezone of [`ZarrArray::arrow_type`] on every run.
     fn retyped(&self, Decoded { offset, runs }: Decoded) -> Result<Decoded> {
         let runs = runs
@@ -312,33 +281,6 @@ impl ZarrArray {
             source,
         })
         .and_then(|a| self.with_timezone(a))
-    }
-
-    fn chunk(&self, indices: &[u64]) -> Result<Part> {
-        Ok(match self.decode_chunk(indices)? {
-            Some(array) => Part::Present(array),
-            None => Part::Missing(self.fill(1)?),
-        })
-    }
-
-    /// The rows of 1-D chunk `i` that lie in `within` (and in the array): only what
-    /// they need is fetched (a shard's index and inner chunks, when sharded).
-    pub(crate) fn chunk_rows(&self, i: u64, within: Range<u64>) -> Result<ArrayRef> {
-        self.concat(self.chunk_row_runs(i, within, false)?)
-    }
-
-    /// [`ZarrArray::chunk_rows`] as consecutive runs: with `runs`, a shard with
-    /// [`ZarrArray::run_len`] gives one run per inner chunk (no gathering copy);
-    /// anything else is one run.
-    pub(crate) fn chunk_row_runs(
-        &self,
-        i: u64,
-        within: Range<u64>,
-        runs: bool,
-    ) -> Result<Vec<ArrayRef>> {
-        let rows = self.plan_rows(i, within, runs);
-        let decoded = plan::run(self.store.as_ref(), rows.read)?;
-        self.finish_rows(i, rows.lo..rows.hi, decoded)
     }
 
     /// The plan for the rows of 1-D chunk `i` that lie in `within` (and in the
@@ -389,7 +331,7 @@ impl ZarrArray {
     }
 
     /// The inner chunk length of a 1-D array whose shards can be decoded as runs
-    /// (see [`ZarrArray::chunk_row_runs`]), when each run would be at least
+    /// (see [`ZarrArray::plan_rows`]), when each run would be at least
     /// [`MIN_RUN_LEN`] elements; else `None` (the shard is gathered into one array).
     pub(crate) fn run_len(&self) -> Option<u64> {
         if self.meta.shape.len() != 1 {
@@ -411,51 +353,6 @@ impl ZarrArray {
                 .fold(c, |acc, &d| acc.saturating_mul(d))
                 .max(1),
         }
-    }
-
-    /// Number of slabs: chunks along the first dimension (1 for a 0-d array).
-    pub fn num_slabs(&self) -> u64 {
-        if self.meta.shape.is_empty() {
-            1
-        } else {
-            self.grid.grid_shape()[0]
-        }
-    }
-
-    /// The number of elements in slab `s` (0 past the end).
-    pub fn slab_len(&self, s: u64) -> u64 {
-        let shape = &self.meta.shape;
-        let Some((&first, rest)) = shape.split_first() else {
-            return u64::from(s == 0);
-        };
-        let c = self.meta.chunk_shape[0].max(1);
-        let rows = first.saturating_sub(s.saturating_mul(c)).min(c);
-        rest.iter().fold(rows, |acc, &d| acc.saturating_mul(d))
-    }
-
-    /// Slab `s`: the elements whose first index falls in chunk row `s`, flattened in
-    /// C order. For a 1-D array a slab is one chunk (a zero-copy slice of it).
-    pub fn read_slab(&self, s: u64) -> Result<ArrayRef> {
-        match self.meta.shape.len() {
-            0 => match self.chunk(&[])? {
-                Part::Present(a) => Ok(a.slice(0, 1)),
-                Part::Missing(a) => Ok(a),
-            },
-            1 => self.chunk_rows(s, 0..self.len()),
-            _ => self.read_slab_nd(s),
-        }
-    }
-
-    fn read_slab_nd(&self, s: u64) -> Result<ArrayRef> {
-        let within = 0..self.slab_len(s);
-        let reads = self.plan_slab(s, within.clone())?;
-        let run = |read| self.finish_part(plan::run(self.store.as_ref(), read)?);
-        let parts: Vec<Part> = if self.options.parallel && reads.len() > 1 {
-            reads.into_par_iter().map(run).collect::<Result<_>>()?
-        } else {
-            reads.into_iter().map(run).collect::<Result<_>>()?
-        };
-        self.finish_slab(s, within, parts)
     }
 
     /// The chunk reads of elements `within` (C order) of slab `s` of an N-d
@@ -607,26 +504,6 @@ impl ZarrArray {
             });
         }
         Ok(slab.slice(lo as usize, (hi - lo) as usize))
-    }
-
-    fn map_maybe_parallel<T: Send>(
-        &self,
-        range: Range<u64>,
-        f: impl Fn(u64) -> Result<T> + Sync + Send,
-    ) -> Result<Vec<T>> {
-        if !self.options.parallel || range.end - range.start <= 1 {
-            return range.map(f).collect();
-        }
-        range.into_par_iter().map(f).collect()
-    }
-
-    /// Slabs `range`, decoded in parallel when the options allow, in order.
-    pub fn read_slabs(&self, range: Range<u64>) -> Result<Vec<ArrayRef>> {
-        if self.meta.shape.len() == 1 {
-            self.map_maybe_parallel(range, |s| self.read_slab(s))
-        } else {
-            range.map(|s| self.read_slab(s)).collect()
-        }
     }
 
     /// The whole array as one Arrow array (N-d arrays flattened in C order).

@@ -7,17 +7,19 @@
 //!        with_batch_size; splits(n): chunk-aligned row ranges, one reader each
 //!         └─▶ BatchReader: per batch, the chunks each column needs (only the rows
 //!             asked for: a shard's index and inner chunks, not the whole shard);
-//!             the next batch's chunks decode on rayon's pool while the caller
-//!             works on this one
+//!             the next batch's chunks are read and decoded on rayon's pool (the
+//!             decoder's DecodeJobs) while the caller works on this one
 //! ```
 
 use std::ops::Range;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
+use std::sync::mpsc::{Receiver, Sender, channel};
 
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, Schema, SchemaRef};
 
-use super::decoder::{Cursor, DecodeResult, DecoderParts, RowDecoder};
+use super::decoder::{Cursor, DecodeJob, DecodeResult, DecodedChunk, DecoderParts, RowDecoder};
 use super::{Column, READ_AHEAD_BYTES, ReadOptions, Skipped, ZarrArray, ZarrGroup, plan};
 use crate::conventions::pandas::{self, pandas_metadata};
 use crate::error::{Error, Result, SkipReason, TableProblem};
@@ -280,7 +282,7 @@ impl ReaderBuilder {
     /// As [`ReaderBuilder::rows`].
     pub fn build_decoder(self) -> Result<RowDecoder> {
         let concurrency = self.store_concurrency();
-        self.decoder(concurrency)
+        Ok(self.decoder(concurrency)?.decoder)
     }
 
     /// How many requests the columns' store wants in flight.
@@ -297,8 +299,9 @@ impl ReaderBuilder {
         }
     }
 
-    /// The decoder, its read-ahead sized for `concurrency` requests in flight.
-    fn decoder(self, concurrency: usize) -> Result<RowDecoder> {
+    /// The decoder, its read-ahead sized for `concurrency` requests in flight,
+    /// and whether its driver should decode in parallel.
+    fn decoder(self, concurrency: usize) -> Result<Planned> {
         let columns = self.columns()?;
         let rows = self.row_range(columns[0].len())?;
         let longest = longest_chunk(&columns);
@@ -351,7 +354,7 @@ impl ReaderBuilder {
             .collect();
         // One chunk to read: on this thread (no pool to wake, no hand-off).
         let parallel = self.options.parallel && chunks_to_read(&columns, &rows) > 1;
-        RowDecoder::new(DecoderParts {
+        let decoder = RowDecoder::new(DecoderParts {
             schema: Arc::new(schema),
             columns,
             leaves,
@@ -360,8 +363,8 @@ impl ReaderBuilder {
             batch_size,
             aligned,
             lookahead,
-            parallel,
-        })
+        })?;
+        Ok(Planned { decoder, parallel })
     }
 
     /// Build the blocking reader.
@@ -379,10 +382,11 @@ impl ReaderBuilder {
             // Many requests in flight, on the store's runtime: the async driver,
             // waited for batch by batch.
             let concurrency = store.concurrency();
-            let decoder = self.decoder(concurrency)?;
+            let Planned { decoder, parallel } = self.decoder(concurrency)?;
             let schema = decoder.schema();
             let rows = decoder.row_range();
-            let stream = super::stream::drive(decoder, remote.store.clone(), concurrency, None);
+            let stream =
+                super::stream::drive(decoder, remote.store.clone(), concurrency, parallel, None);
             return Ok(BatchReader {
                 schema,
                 rows,
@@ -393,19 +397,26 @@ impl ReaderBuilder {
                 ended: false,
             });
         }
-        let decoder = self.build_decoder()?;
-        let parallel = decoder.is_parallel();
+        let concurrency = self.store_concurrency();
+        let Planned { decoder, parallel } = self.decoder(concurrency)?;
         Ok(BatchReader {
             schema: decoder.schema(),
             rows: decoder.row_range(),
             driver: Driver::Local {
                 decoder: Box::new(decoder),
                 store,
-                fetches: parallel.then(LocalFetches::default),
+                pool: parallel.then(LocalPool::default),
             },
             ended: false,
         })
     }
+}
+
+/// A decoder, and whether its driver should decode in parallel (more than one
+/// chunk to read, and the options allow it).
+struct Planned {
+    decoder: RowDecoder,
+    parallel: bool,
 }
 
 /// How many chunks reading `rows` of `columns` takes (at most 2 counted: the
@@ -457,8 +468,10 @@ fn longest_run(columns: &[Column]) -> u64 {
 /// boundaries, concatenating) as needed.
 ///
 /// The blocking driver of a [`RowDecoder`]: a local store's values are read on
-/// the calling thread while rayon decodes those read before; a remote store's
-/// are fetched many at a time by the async driver, on the store's runtime.
+/// rayon and decoded there (the decoder's [`DecodeJob`]s) while the caller works
+/// on the batch before, or, for a read of one chunk, read and decoded on the
+/// calling thread; a remote store's are fetched many at a time by the async
+/// driver, on the store's runtime.
 pub struct BatchReader {
     schema: SchemaRef,
     rows: Range<u64>,
@@ -468,16 +481,27 @@ pub struct BatchReader {
     ended: bool,
 }
 
-/// The values a parallel blocking read of a local store is reading on rayon.
-struct LocalFetches {
-    sender: std::sync::mpsc::Sender<(u64, Result<plan::Fetched>)>,
-    receiver: std::sync::mpsc::Receiver<(u64, Result<plan::Fetched>)>,
+/// What a parallel blocking read of a local store hands to rayon: reading
+/// values, and decoding them ([`DecodeJob`]s), each task sending its outcome
+/// back to the reader's thread.
+struct LocalPool {
+    sender: Sender<Done>,
+    receiver: Receiver<Done>,
+    /// Tasks on rayon whose outcome has not been received.
     pending: usize,
 }
 
-impl Default for LocalFetches {
+/// A [`LocalPool`] task's outcome.
+enum Done {
+    /// A value read, for the request of this id.
+    Fetched(u64, Result<plan::Fetched>),
+    /// A chunk decoded.
+    Decoded(DecodedChunk),
+}
+
+impl Default for LocalPool {
     fn default() -> Self {
-        let (sender, receiver) = std::sync::mpsc::channel();
+        let (sender, receiver) = channel();
         Self {
             sender,
             receiver,
@@ -486,34 +510,69 @@ impl Default for LocalFetches {
     }
 }
 
-impl LocalFetches {
+impl LocalPool {
     /// Read each of `requests` on rayon.
-    fn spawn(&mut self, store: &Arc<dyn crate::Store>, requests: Vec<plan::Request>) {
+    fn fetch(&mut self, store: &Arc<dyn crate::Store>, requests: Vec<plan::Request>) {
         for request in requests {
             let (store, sender) = (store.clone(), self.sender.clone());
             self.pending += 1;
             rayon::spawn(move || {
-                let fetched = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    plan::fetch(store.as_ref(), &request)
-                }))
-                .unwrap_or(Err(Error::Panicked { task: "store read" }));
+                let fetched =
+                    catch_unwind(AssertUnwindSafe(|| plan::fetch(store.as_ref(), &request)))
+                        .unwrap_or(Err(Error::Panicked { task: "store read" }));
                 // The reader may be gone (dropped early): nobody to tell.
-                let _ = sender.send((request.id, fetched));
+                let _ = sender.send(Done::Fetched(request.id, fetched));
             });
         }
     }
 
-    /// The next value read, waiting for one; `None` when none is being read.
-    fn next(&mut self) -> Result<Option<(u64, Result<plan::Fetched>)>> {
-        if self.pending == 0 {
-            return Ok(None);
+    /// Run each of `jobs` on rayon (a job catches its own panic).
+    fn decode(&mut self, jobs: Vec<DecodeJob>) {
+        for job in jobs {
+            let sender = self.sender.clone();
+            self.pending += 1;
+            rayon::spawn(move || {
+                let _ = sender.send(Done::Decoded(job.run()));
+            });
         }
-        let value = self
-            .receiver
-            .recv()
-            .map_err(|_| Error::Panicked { task: "store read" })?;
-        self.pending -= 1;
-        Ok(Some(value))
+    }
+
+    /// Give `decoder` the next outcome, waiting for one, then those already
+    /// in, without waiting; a value read is handed back to rayon to decode.
+    ///
+    /// # Errors
+    /// A store error or a corrupt chunk; [`Error::Panicked`] when nothing is
+    /// on rayon (the decoder waits for nothing: a bug).
+    fn give(&mut self, decoder: &mut RowDecoder) -> Result<()> {
+        if self.pending == 0 {
+            return Err(Error::Panicked {
+                task: "row decoder (waiting for nothing)",
+            });
+        }
+        let mut done = Some(
+            self.receiver
+                .recv()
+                .map_err(|_| Error::Panicked { task: "store read" })?,
+        );
+        let mut fetched = false;
+        while let Some(outcome) = done {
+            self.pending -= 1;
+            match outcome {
+                Done::Fetched(id, value) => {
+                    decoder.push(id, value?)?;
+                    fetched = true;
+                }
+                Done::Decoded(chunk) => decoder.push_decoded(chunk)?,
+            }
+            done = match self.pending {
+                0 => None,
+                _ => self.receiver.try_recv().ok(),
+            };
+        }
+        if fetched {
+            self.decode(decoder.decode_jobs());
+        }
+        Ok(())
     }
 }
 
@@ -521,8 +580,9 @@ enum Driver {
     Local {
         decoder: Box<RowDecoder>,
         store: Arc<dyn crate::Store>,
-        /// Values read on rayon (a parallel read), not yet pushed.
-        fetches: Option<LocalFetches>,
+        /// Reads and decodes on rayon (a parallel read); `None`: all on the
+        /// reader's thread.
+        pool: Option<LocalPool>,
     },
     #[cfg(feature = "async")]
     Remote {
@@ -557,30 +617,23 @@ impl BatchReader {
             Driver::Local {
                 decoder,
                 store,
-                fetches,
+                pool,
             } => loop {
                 match decoder.try_decode()? {
                     DecodeResult::Batch(batch) => return Ok(Some(batch)),
                     DecodeResult::Finished => return Ok(None),
-                    DecodeResult::NeedsData(requests) if requests.is_empty() => {
-                        // A value read on rayon: push it (its decode starts).
-                        if let Some(fetches) = fetches.as_mut()
-                            && let Some((id, fetched)) = fetches.next()?
-                        {
-                            decoder.push(id, fetched?)?;
-                            continue;
-                        }
-                        if !decoder.is_decoding() {
+                    // Reading a file is part of the work to share: each value
+                    // is read on rayon, then decoded there.
+                    DecodeResult::NeedsData(requests) => match pool.as_mut() {
+                        Some(pool) if requests.is_empty() => pool.give(decoder)?,
+                        Some(pool) => pool.fetch(store, requests),
+                        // One chunk: read and decoded (by the next
+                        // `try_decode`) on this thread.
+                        None if requests.is_empty() => {
                             return Err(Error::Panicked {
                                 task: "row decoder (waiting for nothing)",
                             });
                         }
-                        decoder.wait()?;
-                    }
-                    DecodeResult::NeedsData(requests) => match fetches.as_mut() {
-                        // Reading a file is part of the work to share: each
-                        // value is read on rayon, as its decode then runs.
-                        Some(fetches) => fetches.spawn(store, requests),
                         None => {
                             for request in requests {
                                 let fetched = plan::fetch(store.as_ref(), &request)?;
@@ -620,9 +673,9 @@ impl ReaderBuilder {
         impl futures::Stream<Item = Result<RecordBatch>> + Send + 'static,
         Arc<super::ReadStats>,
     )> {
-        let decoder = self.decoder(concurrency.max(1))?;
+        let Planned { decoder, parallel } = self.decoder(concurrency.max(1))?;
         let stats = decoder.stats().clone();
-        let stream = super::stream::drive(decoder, store, concurrency.max(1), budget);
+        let stream = super::stream::drive(decoder, store, concurrency.max(1), parallel, budget);
         Ok((stream, stats))
     }
 

@@ -5,9 +5,17 @@
 //!        ▲                                    store, any order, concurrently)
 //!        │                                          │
 //!        │        push(id, fetched) ◀───────────────┘
-//!        │           └─▶ decoded on rayon (or inline when not parallel)
+//!        │           └─▶ kept, decoded by the next try_decode (inline), or
+//!        │               handed out as DecodeJobs the driver runs where it
+//!        │               likes (rayon) and gives back: push_decoded(done)
 //!        └──────── Batch(RecordBatch) | Finished
 //! ```
+//!
+//! The decoder owns no thread and spawns no work: each driver decides what runs
+//! in parallel. The blocking [`BatchReader`](super::BatchReader) and the async
+//! stream run the decode jobs of the chunks they have fetched on rayon (the
+//! stream without blocking its runtime thread), or leave a read of one chunk
+//! to `try_decode`, inline.
 //!
 //! The decoder plans, in row order, the chunks each leaf array needs for the
 //! next batch and for a read-ahead window behind it (bounded in bytes: see
@@ -27,10 +35,8 @@
 use std::collections::VecDeque;
 use std::ops::Range;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
 use arrow_array::{ArrayRef, RecordBatch};
@@ -48,8 +54,8 @@ pub use super::plan::{Fetched, Request};
 #[derive(Debug)]
 pub enum DecodeResult {
     /// Fetch these and [`push`](RowDecoder::push) each answer. Empty: the
-    /// decoder waits for answers to requests already handed out, or for chunks
-    /// decoding on rayon ([`RowDecoder::wait`], [`RowDecoder::poll_decoded`]).
+    /// decoder waits for answers to requests already handed out, or for the
+    /// [decode jobs](RowDecoder::decode_jobs) handed out to be given back.
     NeedsData(Vec<Request>),
     /// The next batch, in row order.
     Batch(RecordBatch),
@@ -125,9 +131,10 @@ enum State {
     Next(ChunkRead, Request),
     /// Its request handed out, the answer not yet pushed.
     Waiting(ChunkRead),
-    /// Answered, to decode inline (a decoder that is not parallel).
+    /// Answered: decoded by the next `try_decode`, unless handed out first as
+    /// a [`DecodeJob`].
     Fetched(ChunkRead, Fetched),
-    /// Decoding on rayon.
+    /// Handed out as a [`DecodeJob`], not yet given back.
     Decoding,
     /// Its rows.
     Done(Vec<ArrayRef>),
@@ -151,9 +158,8 @@ struct Job {
     state: State,
 }
 
-/// What a decode on rayon sends back: the job's sequence number and its next
-/// state.
-type Outcome = (u64, Result<State>);
+/// The source of [`RowDecoder`]s' tokens: each decoder's is its own.
+static NEXT_TOKEN: AtomicU64 = AtomicU64::new(0);
 
 /// The push decoder of a table's rows, sans IO.
 ///
@@ -161,14 +167,17 @@ type Outcome = (u64, Result<State>);
 ///   try_decode() ──▶ NeedsData(requests) ──▶ the driver fetches each (any
 ///        ▲                                    store, any order, concurrently)
 ///        │        push(id, fetched) ◀───────────────┘
-///        │           └─▶ decoded on rayon (or inline when not parallel)
+///        │           └─▶ decoded by the next try_decode, or handed out by
+///        │               decode_jobs() and given back by push_decoded()
 ///        └──────── Batch(RecordBatch) | Finished
 /// ```
 ///
 /// It plans, in row order, the chunks each leaf array needs for the next batch
 /// and for a read-ahead window behind it (bounded in bytes), hands out their
 /// requests and assembles batches from the answers; a categorical's categories
-/// are read first, by the same requests. It never touches a store: the blocking
+/// are read first, by the same requests. It never touches a store and starts no
+/// thread: a driver that wants chunks decoded in parallel takes them as
+/// [`DecodeJob`]s and runs them where it likes. The blocking
 /// [`BatchReader`](super::BatchReader) and the async stream
 /// ([`ReaderBuilder::into_stream`](super::ReaderBuilder)) drive it. An answer to
 /// no waiting request, or bytes that do not answer what was asked, is an error,
@@ -193,18 +202,12 @@ pub struct RowDecoder {
     /// Rows from the first not yet given whose chunks are planned (at least
     /// the next batch's): the read-ahead window, the batch being built in it.
     lookahead: u64,
-    parallel: bool,
     /// The chunk reads in flight, in the order planned; the first has sequence
     /// number `first_seq`, the next ones follow.
     jobs: VecDeque<Job>,
     first_seq: u64,
-    sender: Sender<Outcome>,
-    receiver: Receiver<Outcome>,
-    /// Outcomes received while polling, not yet applied.
-    received: Vec<Outcome>,
-    /// Chunks decoding on rayon.
-    decoding: usize,
-    waker: Arc<Mutex<Option<Waker>>>,
+    /// This decoder among all (its jobs' chunks are refused by any other).
+    token: u64,
     stats: Arc<ReadStats>,
     failed: bool,
 }
@@ -220,12 +223,10 @@ pub(crate) struct DecoderParts {
     pub batch_size: usize,
     pub aligned: bool,
     pub lookahead: u64,
-    pub parallel: bool,
 }
 
 impl RowDecoder {
     pub(crate) fn new(parts: DecoderParts) -> Result<Self> {
-        let (sender, receiver) = channel();
         let n = parts.columns.len();
         let mut decoder = Self {
             schema: parts.schema,
@@ -240,14 +241,9 @@ impl RowDecoder {
             batch_size: parts.batch_size,
             aligned: parts.aligned,
             lookahead: parts.lookahead,
-            parallel: parts.parallel,
             jobs: VecDeque::new(),
             first_seq: 0,
-            sender,
-            receiver,
-            received: Vec::new(),
-            decoding: 0,
-            waker: Arc::default(),
+            token: NEXT_TOKEN.fetch_add(1, Ordering::Relaxed),
             stats: Arc::default(),
             failed: false,
         };
@@ -273,11 +269,6 @@ impl RowDecoder {
         &self.stats
     }
 
-    /// Whether answers are decoded on rayon (else on the pushing thread).
-    pub fn is_parallel(&self) -> bool {
-        self.parallel
-    }
-
     /// The Arrow bytes of the chunks planned and not yet handed out in batches,
     /// estimated from their types: what the read-ahead holds (or will, once
     /// fetched and decoded). An engine reserves this much of its memory pool.
@@ -292,12 +283,6 @@ impl RowDecoder {
             })
             .sum();
         planned.saturating_add(queued)
-    }
-
-    /// Whether chunks are decoding on rayon (then [`RowDecoder::wait`] returns
-    /// when one is done).
-    pub fn is_decoding(&self) -> bool {
-        self.decoding > 0
     }
 
     /// The next thing the decoder needs or gives. After an error, `Finished`.
@@ -316,8 +301,10 @@ impl RowDecoder {
         result
     }
 
-    /// Answer request `id` with what the store gave. When the decoder is
-    /// parallel, the answer starts decoding on rayon at once.
+    /// Answer request `id` with what the store gave. The answer is kept: the
+    /// next [`try_decode`](RowDecoder::try_decode) decodes it on the calling
+    /// thread, unless [`decode_jobs`](RowDecoder::decode_jobs) hands it out
+    /// first.
     ///
     /// # Errors
     /// [`Error::UnknownRequest`] when no request `id` is waiting (unknown,
@@ -330,52 +317,79 @@ impl RowDecoder {
         result
     }
 
-    /// Block until a chunk decoding on rayon is done (the blocking driver's
-    /// wait). Returns at once when none is.
-    ///
-    /// # Errors
-    /// As [`RowDecoder::try_decode`].
-    pub fn wait(&mut self) -> Result<()> {
-        if self.decoding == 0 || !self.received.is_empty() {
-            return Ok(());
+    /// The answers pushed and not yet decoded, each as a job that decodes it
+    /// on whatever thread runs it ([`DecodeJob::run`]), for a driver that
+    /// decodes chunks in parallel. The decoder waits for each job's
+    /// [`DecodedChunk`] ([`RowDecoder::push_decoded`]): a job dropped unrun
+    /// leaves the decoder waiting for it.
+    pub fn decode_jobs(&mut self) -> Vec<DecodeJob> {
+        if self.failed {
+            return Vec::new();
         }
-        match self.receiver.recv() {
-            Ok(outcome) => {
-                self.received.push(outcome);
-                Ok(())
+        let mut out = Vec::new();
+        for (i, job) in self.jobs.iter_mut().enumerate() {
+            if !matches!(job.state, State::Fetched(..)) {
+                continue;
             }
-            Err(_) => Err(Error::Panicked {
-                task: "chunk decoder",
-            }),
+            let State::Fetched(read, fetched) = std::mem::replace(&mut job.state, State::Decoding)
+            else {
+                unreachable!("checked above")
+            };
+            out.push(DecodeJob {
+                id: self.first_seq + i as u64,
+                token: self.token,
+                array: job.array.clone(),
+                chunk: job.chunk,
+                rows: job.rows.clone(),
+                part: job.part,
+                read,
+                fetched,
+                stats: self.stats.clone(),
+            });
         }
+        out
     }
 
-    /// Ready when a chunk decoding on rayon is done, or when none is (the
-    /// async driver's wait).
-    pub fn poll_decoded(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        if self.decoding == 0 || !self.received.is_empty() {
-            return Poll::Ready(());
+    /// Give back what a [`DecodeJob`] of this decoder decoded.
+    ///
+    /// # Errors
+    /// The job's error (a corrupt chunk: [`Error::Chunk`] naming its key);
+    /// [`Error::UnknownRequest`] when it is not the result of a job this
+    /// decoder handed out (another decoder's). The decoder then fails.
+    pub fn push_decoded(&mut self, decoded: DecodedChunk) -> Result<()> {
+        let result = self.push_decoded_inner(decoded);
+        if result.is_err() {
+            self.fail();
         }
-        *self.waker.lock().unwrap_or_else(PoisonError::into_inner) = Some(cx.waker().clone());
-        match self.receiver.try_recv() {
-            Ok(outcome) => {
-                self.received.push(outcome);
-                Poll::Ready(())
-            }
-            Err(TryRecvError::Empty) => Poll::Pending,
-            // Cannot happen: the decoder holds a sender.
-            Err(TryRecvError::Disconnected) => Poll::Ready(()),
+        result
+    }
+
+    fn push_decoded_inner(&mut self, decoded: DecodedChunk) -> Result<()> {
+        let DecodedChunk { id, token, state } = decoded;
+        if self.failed || token != self.token {
+            return Err(Error::UnknownRequest { id });
         }
+        let job = self
+            .job_mut(id)
+            .filter(|job| matches!(job.state, State::Decoding))
+            .ok_or(Error::UnknownRequest { id })?;
+        job.state = (*state)?;
+        Ok(())
+    }
+
+    /// The job of sequence number `id`, when still in the decoder.
+    fn job_mut(&mut self, id: u64) -> Option<&mut Job> {
+        id.checked_sub(self.first_seq)
+            .and_then(|i| usize::try_from(i).ok())
+            .and_then(|i| self.jobs.get_mut(i))
     }
 
     fn fail(&mut self) {
         self.failed = true;
         self.jobs.clear();
-        self.received.clear();
     }
 
     fn step(&mut self) -> Result<DecodeResult> {
-        self.collect()?;
         self.decode_inline()?;
         self.drain()?;
         if let Some(batch) = self.next_batch()? {
@@ -390,70 +404,24 @@ impl RowDecoder {
     }
 
     fn push_inner(&mut self, id: u64, fetched: Fetched) -> Result<()> {
-        let parallel = self.parallel;
-        let job = id
-            .checked_sub(self.first_seq)
-            .and_then(|i| usize::try_from(i).ok())
-            .and_then(|i| self.jobs.get_mut(i))
+        if self.failed {
+            return Err(Error::UnknownRequest { id });
+        }
+        let job = self
+            .job_mut(id)
             .filter(|job| matches!(job.state, State::Waiting(_)))
-            .ok_or_else(|| Error::UnknownRequest { id })?;
-        let bytes = fetched.len();
-        self.stats.bytes_fetched.fetch_add(bytes, Ordering::Relaxed);
+            .ok_or(Error::UnknownRequest { id })?;
         let State::Waiting(read) = std::mem::replace(&mut job.state, State::Decoding) else {
             unreachable!("checked above")
         };
-        if !parallel {
-            job.state = State::Fetched(read, fetched);
-            return Ok(());
-        }
-        let array = job.array.clone();
-        let (chunk, rows, part) = (job.chunk, job.rows.clone(), job.part);
-        let sender = self.sender.clone();
-        let waker = self.waker.clone();
-        let stats = self.stats.clone();
-        self.decoding += 1;
-        rayon::spawn(move || {
-            let started = Instant::now();
-            let state = catch_unwind(AssertUnwindSafe(|| {
-                resume(&array, chunk, rows, part, read, fetched)
-            }))
-            .unwrap_or(Err(Error::Panicked {
-                task: "chunk decoder",
-            }));
-            let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-            stats.decode_nanos.fetch_add(nanos, Ordering::Relaxed);
-            // The decoder may be gone (dropped early): nobody to tell.
-            let _ = sender.send((id, state));
-            if let Some(waker) = waker.lock().unwrap_or_else(PoisonError::into_inner).take() {
-                waker.wake();
-            }
-        });
+        let bytes = fetched.len();
+        job.state = State::Fetched(read, fetched);
+        self.stats.bytes_fetched.fetch_add(bytes, Ordering::Relaxed);
         Ok(())
     }
 
-    /// Apply the outcomes of decodes on rayon that are done.
-    fn collect(&mut self) -> Result<()> {
-        let mut outcomes = std::mem::take(&mut self.received);
-        while let Ok(outcome) = self.receiver.try_recv() {
-            outcomes.push(outcome);
-        }
-        for (seq, state) in outcomes {
-            self.decoding = self.decoding.saturating_sub(1);
-            let state = state?;
-            let job = seq
-                .checked_sub(self.first_seq)
-                .and_then(|i| usize::try_from(i).ok())
-                .and_then(|i| self.jobs.get_mut(i))
-                .ok_or(Error::Panicked {
-                    task: "chunk decoder (an answer for no job)",
-                })?;
-            job.state = state;
-        }
-        Ok(())
-    }
-
-    /// Decode, on this thread, what was pushed to a decoder that is not
-    /// parallel.
+    /// Decode, on this thread, the answers pushed and not handed out as
+    /// decode jobs.
     fn decode_inline(&mut self) -> Result<()> {
         for job in &mut self.jobs {
             if matches!(job.state, State::Fetched(..)) {
@@ -746,4 +714,83 @@ fn finished(
         Some(_) => State::DonePart(array.finish_part(decoded)?),
         None => State::Done(array.finish_rows(chunk, rows, decoded)?),
     })
+}
+
+/// The decode of one fetched answer, apart from its [`RowDecoder`]: `Send`,
+/// so that a driver can run it on any thread (rayon's, say), then give the
+/// result back with [`RowDecoder::push_decoded`].
+///
+/// ```text
+///   decoder.decode_jobs() ──▶ [DecodeJob] ──▶ job.run() on any thread
+///                                                 │
+///   decoder.push_decoded(done) ◀── DecodedChunk ◀─┘
+/// ```
+#[derive(Debug)]
+#[must_use = "the decoder waits for every job handed out to be given back"]
+pub struct DecodeJob {
+    id: u64,
+    token: u64,
+    array: ZarrArray,
+    chunk: u64,
+    rows: Range<u64>,
+    part: Option<(usize, usize)>,
+    read: ChunkRead,
+    fetched: Fetched,
+    stats: Arc<ReadStats>,
+}
+
+impl DecodeJob {
+    /// The id of the request whose answer it decodes.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Decode, on the calling thread. A panic is caught and given back as
+    /// [`Error::Panicked`].
+    pub fn run(self) -> DecodedChunk {
+        let Self {
+            id,
+            token,
+            array,
+            chunk,
+            rows,
+            part,
+            read,
+            fetched,
+            stats,
+        } = self;
+        let started = Instant::now();
+        let state = catch_unwind(AssertUnwindSafe(|| {
+            resume(&array, chunk, rows, part, read, fetched)
+        }))
+        .unwrap_or(Err(Error::Panicked {
+            task: "chunk decoder",
+        }));
+        let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        stats.decode_nanos.fetch_add(nanos, Ordering::Relaxed);
+        DecodedChunk {
+            id,
+            token,
+            state: Box::new(state),
+        }
+    }
+}
+
+/// What a [`DecodeJob`] decoded (or its error), for
+/// [`RowDecoder::push_decoded`].
+#[derive(Debug)]
+pub struct DecodedChunk {
+    id: u64,
+    /// The decoder whose job it was.
+    token: u64,
+    /// Boxed: a chunk read's state is a few hundred bytes, and drivers pass
+    /// this through channels beside small values.
+    state: Box<Result<State>>,
+}
+
+impl DecodedChunk {
+    /// The id of the request whose answer was decoded.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
 }

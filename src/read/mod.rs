@@ -35,7 +35,7 @@ pub use array::ZarrArray;
 pub(crate) use builder::aligned_splits;
 pub use builder::{BatchReader, DEFAULT_MAX_BATCH_ROWS, ReaderBuilder};
 pub use column::Column;
-pub use decoder::{DecodeResult, Fetched, ReadStats, Request, RowDecoder};
+pub use decoder::{DecodeJob, DecodeResult, DecodedChunk, Fetched, ReadStats, Request, RowDecoder};
 pub use group::ZarrGroup;
 pub use info::{
     ArrayInfo, ChildInfo, ChildNode, ColumnInfo, GroupInfo, NodeInfo, describe_array, describe_node,
@@ -174,14 +174,14 @@ pub struct ArrayBatchReader {
 
 impl ArrayBatchReader {
     fn new(array: ZarrArray) -> Self {
-        let slabs = array.num_slabs();
+        let slabs = num_slabs(&array);
         Self::of_slabs(array, 0..slabs)
     }
 
     /// The reader of slabs `slabs` (clamped to the array's): the rows of the
     /// push decoder, one batch per slab.
     fn of_slabs(array: ZarrArray, slabs: std::ops::Range<u64>) -> Self {
-        let end = slabs.end.min(array.num_slabs());
+        let end = slabs.end.min(num_slabs(&array));
         let start = slabs.start.min(end);
         let per_slab = array.row_chunk_len();
         let rows = (start.saturating_mul(per_slab)).min(array.len())
@@ -211,6 +211,16 @@ impl ArrayBatchReader {
     /// Total rows this reader yields.
     pub fn total_rows(&self) -> u64 {
         self.total
+    }
+}
+
+/// The slabs of `array`: its chunk rows (chunks along the first dimension; 1
+/// for a 0-d array).
+fn num_slabs(array: &ZarrArray) -> u64 {
+    if array.metadata().shape.is_empty() {
+        1
+    } else {
+        array.grid().grid_shape()[0]
     }
 }
 

@@ -3,8 +3,8 @@
 //!
 //! ```text
 //! ChunkRead::start ──▶ Step::Fetch(Request: key, whole or byte ranges)
-//!        ▲                        │ any executor: the sync one below, an async one
-//!        │                        ▼ (object_store) later; neither decodes
+//!        ▲                        │ a driver of the RowDecoder (sync or async)
+//!        │                        ▼ fetches it; neither decodes
 //!        └── ChunkRead::resume(Fetched) ──▶ … ──▶ Step::Done(Decoded)
 //! ```
 //!
@@ -23,7 +23,7 @@ use arrow_buffer::Buffer;
 
 use super::ZarrArray;
 use crate::codec::{ChunkRange, DecodeContext, PartialDecoder, PartialRead, PartialStep};
-use crate::error::{ChunkError, Error, Result};
+use crate::error::{ChunkError, Result};
 use crate::store::{ByteRange, RangeRead, Store};
 
 /// What a read asks a store for: one value, whole or some byte ranges of it.
@@ -266,26 +266,4 @@ pub(crate) fn fetch(store: &dyn Store, request: &Request) -> Result<Fetched> {
             .get_ranges(&request.key, ranges)?
             .map_or(Fetched::Missing, Fetched::Ranges),
     })
-}
-
-/// Run `read` against `store`, blocking, on the calling thread.
-///
-/// # Errors
-/// Store errors; [`Error::Chunk`] naming the key for a corrupt chunk.
-pub(crate) fn run(store: &dyn Store, mut read: ChunkRead) -> Result<Option<Decoded>> {
-    let chunk_error = |key: &str, source| Error::Chunk {
-        key: key.to_string(),
-        source,
-    };
-    let mut step = read.start().map_err(|e| chunk_error(read.key(), e))?;
-    loop {
-        let request = match step {
-            Step::Done(decoded) => return Ok(decoded),
-            Step::Fetch(request) => request,
-        };
-        let fetched = fetch(store, &request)?;
-        step = read
-            .resume(fetched)
-            .map_err(|e| chunk_error(read.key(), e))?;
-    }
 }

@@ -2,10 +2,13 @@
 //! `Stream`, on the caller's runtime.
 //!
 //! Requests go to an [`AsyncStore`], at most `concurrency` in flight (as
-//! `buffer_unordered` keeps them); answers are pushed as they come, and the
-//! decoder decodes them on rayon, whose threads bound the CPU apart from the
-//! requests. No thread, no runtime of its own: dropping the stream drops the
-//! requests in flight and asks for no more.
+//! `buffer_unordered` keeps them); answers are pushed as they come, and their
+//! [decode jobs](RowDecoder::decode_jobs) run on rayon, whose threads bound the
+//! CPU apart from the requests: each sends its chunk back through a oneshot
+//! channel, so the runtime's thread never blocks on a decode. A read of one
+//! chunk is decoded inline (no pool to wake, no hand-off). No thread, no
+//! runtime of its own: dropping the stream drops the requests in flight and
+//! asks for no more.
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -14,9 +17,10 @@ use std::sync::Arc;
 use std::task::Poll;
 
 use arrow_array::RecordBatch;
+use futures::channel::oneshot;
 use futures::stream::{FuturesUnordered, StreamExt};
 
-use super::decoder::{DecodeResult, Fetched, Request, RowDecoder};
+use super::decoder::{DecodeJob, DecodeResult, DecodedChunk, Fetched, Request, RowDecoder};
 use crate::error::{Error, Result};
 use crate::store::AsyncStore;
 
@@ -42,6 +46,8 @@ struct Driver {
     /// Requests the decoder handed out, not yet sent.
     queued: VecDeque<Request>,
     in_flight: FuturesUnordered<Fetch>,
+    /// Decode jobs on rayon (`None`: decoded inline, by `try_decode`).
+    decoding: Option<FuturesUnordered<oneshot::Receiver<DecodedChunk>>>,
     budget: Option<Box<dyn ReadBudget>>,
     done: bool,
 }
@@ -49,7 +55,18 @@ struct Driver {
 /// What woke the driver while it waited.
 enum Event {
     Fetched(u64, Result<Fetched>),
-    Decoded,
+    /// A decode job's chunk; `Err`: its task ended without one.
+    Decoded(std::result::Result<DecodedChunk, oneshot::Canceled>),
+}
+
+/// Run `job` on rayon; its chunk comes back through the receiver.
+fn spawn_decode(job: DecodeJob) -> oneshot::Receiver<DecodedChunk> {
+    let (sender, receiver) = oneshot::channel();
+    rayon::spawn(move || {
+        // The stream may be gone (dropped early): nobody to tell.
+        let _ = sender.send(job.run());
+    });
+    receiver
 }
 
 /// Fetch what `request` asks of `store`.
@@ -97,7 +114,8 @@ impl Driver {
                 }
                 DecodeResult::NeedsData(_) => {}
             }
-            if self.in_flight.is_empty() && !self.decoder.is_decoding() {
+            let decoding = self.decoding.as_ref().map_or(0, FuturesUnordered::len);
+            if self.in_flight.is_empty() && decoding == 0 {
                 return Err(Error::Panicked {
                     task: "row decoder (waiting for nothing)",
                 });
@@ -107,26 +125,41 @@ impl Driver {
                 if let Poll::Ready(Some((id, fetched))) = self.in_flight.poll_next_unpin(cx) {
                     return Poll::Ready(Event::Fetched(id, fetched));
                 }
-                if self.decoder.is_decoding() && self.decoder.poll_decoded(cx).is_ready() {
-                    return Poll::Ready(Event::Decoded);
+                if let Some(decoding) = &mut self.decoding
+                    && let Poll::Ready(Some(decoded)) = decoding.poll_next_unpin(cx)
+                {
+                    return Poll::Ready(Event::Decoded(decoded));
                 }
                 Poll::Pending
             })
             .await;
-            if let Event::Fetched(id, fetched) = event {
-                self.decoder.push(id, fetched?)?;
-                self.send();
+            match event {
+                Event::Fetched(id, fetched) => {
+                    self.decoder.push(id, fetched?)?;
+                    if let Some(decoding) = &mut self.decoding {
+                        decoding.extend(self.decoder.decode_jobs().into_iter().map(spawn_decode));
+                    }
+                    self.send();
+                }
+                Event::Decoded(decoded) => {
+                    let decoded = decoded.map_err(|_| Error::Panicked {
+                        task: "chunk decoder",
+                    })?;
+                    self.decoder.push_decoded(decoded)?;
+                }
             }
         }
     }
 }
 
 /// Drive `decoder` through `store`, at most `concurrency` requests in flight,
-/// its read-ahead held within `budget` when there is one.
+/// its chunks decoded on rayon when `parallel` (else inline), its read-ahead
+/// held within `budget` when there is one.
 pub(crate) fn drive(
     decoder: RowDecoder,
     store: Arc<dyn AsyncStore>,
     concurrency: usize,
+    parallel: bool,
     budget: Option<Box<dyn ReadBudget>>,
 ) -> impl futures::Stream<Item = Result<RecordBatch>> + Send + 'static {
     let driver = Driver {
@@ -135,6 +168,7 @@ pub(crate) fn drive(
         concurrency: concurrency.max(1),
         queued: VecDeque::new(),
         in_flight: FuturesUnordered::new(),
+        decoding: parallel.then(FuturesUnordered::new),
         budget,
         done: false,
     };
@@ -149,6 +183,7 @@ pub(crate) fn drive(
                 // Stop after the first error; the requests in flight are dropped.
                 driver.done = true;
                 driver.in_flight = FuturesUnordered::new();
+                driver.decoding = None;
                 driver.queued.clear();
                 if let Some(budget) = &mut driver.budget {
                     let _ = budget.resize(0);

@@ -18,9 +18,13 @@ const ROWS: u64 = 10_007;
 /// A group with three columns: `id` (chunks of 1000), `name` (chunks of 300),
 /// `tag` (shards of 2000 in inner chunks of 250).
 fn table() -> (ZarrGroup, Vec<i64>, Vec<String>) {
+    table_on(Arc::new(MemoryStore::new()))
+}
+
+/// [`table`], written to `store`.
+fn table_on(store: Arc<MemoryStore>) -> (ZarrGroup, Vec<i64>, Vec<String>) {
     let ids: Vec<i64> = (0..ROWS as i64).map(|i| i * 3 - 7).collect();
     let names: Vec<String> = (0..ROWS).map(|i| format!("n{i}")).collect();
-    let store = Arc::new(MemoryStore::new());
     let id: ArrayRef = Arc::new(Int64Array::from(ids.clone()));
     let name: ArrayRef = Arc::new(StringArray::from(names.clone()));
     let tag: ArrayRef = Arc::new(StringArray::from(
@@ -377,4 +381,95 @@ fn a_zero_dimensional_array_is_one_row() {
     assert_eq!(text.iter().collect::<Vec<_>>(), [Some("only")]);
     let whole = array.read_all().unwrap();
     assert_eq!(whole.len(), 1);
+}
+
+/// A driver of its own: the decoder decodes nothing it hands out as jobs; the
+/// jobs run on other threads, in reverse order, and given back they make the
+/// blocking reader's batches. A job's chunk given to another decoder is
+/// refused, and that decoder then fails.
+#[test]
+fn decode_jobs_run_anywhere_give_the_blocking_readers_batches() {
+    use zarrow::Store;
+    use zarrow::read::{DecodeResult, Fetched, Request};
+    let store = Arc::new(MemoryStore::new());
+    let (group, _, _) = table_on(store.clone());
+    let builder = group
+        .reader()
+        .with_row_range(123..9_876)
+        .with_batch_size(700);
+    let blocking: Vec<RecordBatch> = builder
+        .clone()
+        .build()
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let fetch = |request: &Request| -> Fetched {
+        match &request.ranges {
+            None => store
+                .get_bounded(&request.key, request.max_len)
+                .unwrap()
+                .map_or(Fetched::Missing, Fetched::Whole),
+            Some(ranges) => store
+                .get_ranges(&request.key, ranges)
+                .unwrap()
+                .map_or(Fetched::Missing, Fetched::Ranges),
+        }
+    };
+    let mut decoder = builder.clone().build_decoder().unwrap();
+    let mut got = Vec::new();
+    let mut ran = 0;
+    loop {
+        match decoder.try_decode().unwrap() {
+            DecodeResult::Batch(batch) => got.push(batch),
+            DecodeResult::Finished => break,
+            DecodeResult::NeedsData(requests) => {
+                for request in requests {
+                    decoder.push(request.id, fetch(&request)).unwrap();
+                }
+                // Handed out before `try_decode` can decode them inline, run
+                // on threads of their own, the last first.
+                let jobs = decoder.decode_jobs();
+                assert!(!jobs.is_empty(), "the decoder waits for nothing");
+                let done: Vec<_> = std::thread::scope(|s| {
+                    let handles: Vec<_> = jobs
+                        .into_iter()
+                        .rev()
+                        .map(|job| s.spawn(move || job.run()))
+                        .collect();
+                    handles.into_iter().map(|h| h.join().unwrap()).collect()
+                });
+                ran += done.len();
+                for chunk in done {
+                    decoder.push_decoded(chunk).unwrap();
+                }
+            }
+        }
+    }
+    assert!(ran > 10, "{ran} jobs");
+    assert_eq!(got, blocking);
+    // A job's chunk given to another decoder is refused.
+    let mut other = builder.clone().build_decoder().unwrap();
+    let DecodeResult::NeedsData(requests) = other.try_decode().unwrap() else {
+        panic!("a first batch without data");
+    };
+    let request = &requests[0];
+    other.push(request.id, fetch(request)).unwrap();
+    let job = other.decode_jobs().pop().unwrap();
+    let chunk = job.run();
+    let id = chunk.id();
+    // Even where a job of that id is out.
+    let mut third = builder.build_decoder().unwrap();
+    let DecodeResult::NeedsData(requests) = third.try_decode().unwrap() else {
+        panic!("a first batch without data");
+    };
+    for request in &requests {
+        third.push(request.id, fetch(request)).unwrap();
+    }
+    let out = third.decode_jobs();
+    assert!(out.iter().any(|job| job.id() == id));
+    assert!(matches!(
+        third.push_decoded(chunk),
+        Err(Error::UnknownRequest { id: refused }) if refused == id
+    ));
+    assert!(matches!(third.try_decode(), Ok(DecodeResult::Finished)));
 }
