@@ -71,6 +71,11 @@ pub mod write;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::offsets::keys::bits;
+    /// Store plumbing: a sync store read as an async one (the store
+    /// conformance tests run the async checks over it), and what
+    /// [`Store::remote`](crate::Store) gives.
+    #[cfg(feature = "async")]
+    pub use crate::store::async_store::{Remote, SyncAsAsync};
     /// The atomic outputs' partial files, for the command line's `sql
     /// --output` and its signal handler.
     #[cfg(feature = "convert")]

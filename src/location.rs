@@ -427,9 +427,10 @@ impl Stores {
         }
     }
 
-    /// A URL's blocking calls wait on the caller's runtime.
-    pub fn with_blocking(mut self, blocking: Blocking) -> Self {
-        self.blocking = blocking;
+    /// A URL's blocking calls wait on `runtime` (the caller's, lent down)
+    /// instead of the process's I/O runtime.
+    pub fn with_runtime(mut self, runtime: tokio::runtime::Handle) -> Self {
+        self.blocking = Blocking::on(runtime);
         self
     }
 

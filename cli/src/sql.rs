@@ -110,9 +110,8 @@ pub(crate) fn sql(args: &SqlArgs) -> Result<()> {
     // the object stores' requests run on (declared before the reader, so it
     // outlives it).
     let runtime = crate::runtime()?;
-    let blocking = zarrow::store::Blocking::on(runtime.handle().clone());
-    options.session = session(args, &blocking)?;
-    let reader = zarrow::datafusion::sql(&args.query, &tables, &options, &blocking)?;
+    options.session = session(args, &runtime)?;
+    let reader = zarrow::datafusion::sql(&args.query, &tables, &options, runtime.handle().clone())?;
     // Nothing is dropped in silence: name every child that is not a column.
     for (name, skipped) in reader.skipped() {
         eprintln!("zarrow: {name}: not a column: {skipped}");
@@ -132,7 +131,7 @@ pub(crate) fn sql(args: &SqlArgs) -> Result<()> {
 #[cfg(feature = "cluster")]
 fn session(
     args: &SqlArgs,
-    blocking: &zarrow::store::Blocking,
+    runtime: &tokio::runtime::Runtime,
 ) -> Result<Option<datafusion::prelude::SessionContext>> {
     let Some(url) = &args.cluster else {
         return Ok(None);
@@ -144,16 +143,15 @@ fn session(
             why: "the executors hold the memory; give each its own (zarrow cluster executor --memory-limit)",
         });
     }
-    Ok(Some(blocking.block_on(crate::cluster::client(
-        url,
-        args.partitions,
-    ))??))
+    Ok(Some(
+        runtime.block_on(crate::cluster::client(url, args.partitions))?,
+    ))
 }
 
 #[cfg(not(feature = "cluster"))]
 fn session(
     _args: &SqlArgs,
-    _blocking: &zarrow::store::Blocking,
+    _runtime: &tokio::runtime::Runtime,
 ) -> Result<Option<datafusion::prelude::SessionContext>> {
     Ok(None)
 }

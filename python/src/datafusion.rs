@@ -29,7 +29,7 @@ use pyo3::types::{PyCapsule, PyDict};
 use tokio::runtime::Handle;
 use zarrow::Options as _;
 use zarrow::datafusion::{ZarrTable, ZarrTableFactory, ZarrTableOptions};
-use zarrow::store::{Blocking, UrlOptions};
+use zarrow::store::UrlOptions;
 
 use crate::errors::{to_py, zarrow_error};
 use crate::location::PyLocation;
@@ -66,7 +66,7 @@ pub(crate) fn table(
     let stores = location
         .stores(url)
         .map_err(to_py)?
-        .with_blocking(Blocking::on(crate::runtime().map_err(to_py)?));
+        .with_runtime(crate::runtime().map_err(to_py)?);
     // An obstore store's table reads the store itself (the session's registry
     // has no `obstore://` store), and `INSERT INTO` appends through it.
     let table = py

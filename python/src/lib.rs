@@ -22,7 +22,7 @@ use pyo3::types::PyDict;
 use zarrow::convert::{ConvertOptions, Observer, Written};
 use zarrow::datafusion::SqlOptions;
 use zarrow::read::{TableOptions, describe_node, open_table};
-use zarrow::store::{Blocking, UrlOptions};
+use zarrow::store::UrlOptions;
 use zarrow::write::write_zarr;
 use zarrow::write::{WriteOptions, write_batches};
 use zarrow::{Options as _, ReadOptions};
@@ -270,7 +270,7 @@ fn sql(
     sql.partitions = partitions;
     sql.url = url;
     let mut options = sql;
-    let blocking = Blocking::on(runtime().map_err(to_py)?);
+    let runtime = runtime().map_err(to_py)?;
     let reader = py
         .detach(|| {
             // An obstore store's table reads the store itself: the session's
@@ -290,7 +290,7 @@ fn sql(
                     }
                 }
             }
-            zarrow::datafusion::sql(query, &located, &options, &blocking)
+            zarrow::datafusion::sql(query, &located, &options, runtime)
         })
         .map_err(to_py)?;
     let skipped = reader

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3_object_store::AnyObjectStore;
-use zarrow::store::{Blocking, ObjectStoreAsync, ObjectStoreBackend, UrlOptions};
+use zarrow::store::{ObjectStoreAsync, ObjectStoreBackend, UrlOptions};
 use zarrow::{Location, ParseOptionError, Stores};
 
 use crate::errors::to_py;
@@ -48,9 +48,9 @@ impl<'a, 'py> FromPyObject<'a, 'py> for PyLocation {
             .unwrap_or_default();
         // Its blocking calls wait on the package's runtime.
         let label = obj.repr()?.to_string();
-        let backend = ObjectStoreBackend::with_blocking(
+        let backend = ObjectStoreBackend::with_runtime(
             ObjectStoreAsync::new(store.into_dyn(), "", &label),
-            Blocking::on(crate::runtime().map_err(to_py)?),
+            crate::runtime().map_err(to_py)?,
         );
         Ok(Self(Location::supplied(
             Arc::new(backend),
@@ -100,7 +100,7 @@ pub(crate) fn stores(url: UrlOptions, locations: &[&PyLocation]) -> zarrow::Resu
     let stores = Stores::new(url);
     Ok(
         if locations.iter().any(|l| matches!(l.0, Location::Url(_))) {
-            stores.with_blocking(Blocking::on(crate::runtime()?))
+            stores.with_runtime(crate::runtime()?)
         } else {
             stores
         },

@@ -268,7 +268,7 @@ impl Deref for Job<'_> {
 /// ([`Location::Store`]): a Zarr input read from it, or a Zarr output written
 /// into it (its keys replaced only with `overwrite`, and only if it holds a
 /// Zarr store). URLs are opened through `stores`, with its options, on its
-/// runtime (a front end's own, lent: [`Stores::with_blocking`]).
+/// runtime (a front end's own, lent: [`Stores::with_runtime`]).
 ///
 /// # Errors
 /// [`Error::UnsupportedConversion`] and [`Error::UnknownFormat`] for ends

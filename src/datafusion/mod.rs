@@ -49,7 +49,7 @@ use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::prelude::SessionContext;
 
 use crate::location::{RegisteredStores, RemoteUrl, Stores};
-use crate::store::{Blocking, UrlOptions};
+use crate::store::UrlOptions;
 
 pub use codec::{ZarrLogicalCodec, ZarrPhysicalCodec};
 pub use factory::ZarrTableFactory;
@@ -105,7 +105,7 @@ pub(crate) fn session_stores(runtime: Arc<RuntimeEnv>) -> Arc<dyn RegisteredStor
 /// opened from the environment with `url`), blocking calls on its runtime.
 pub(crate) fn session_registry(runtime: Arc<RuntimeEnv>, url: UrlOptions) -> Stores {
     Stores::new(url)
-        .with_blocking(Blocking::on(tokio::runtime::Handle::current()))
+        .with_runtime(tokio::runtime::Handle::current())
         .with_registered(session_stores(runtime))
 }
 

@@ -269,8 +269,7 @@ async fn run_statements(
 }
 
 /// [`sql_stream`] for a sync caller: the query runs, and the reader waits, on
-/// `blocking` (the caller's runtime by [`Blocking::on`], which must outlive the
-/// reader; or [`Blocking::default`], the process's I/O runtime).
+/// `runtime` (the caller's, lent down; it must outlive the reader).
 ///
 /// # Errors
 /// As [`sql_stream`].
@@ -278,10 +277,11 @@ pub fn sql(
     query: &str,
     tables: &[(String, String)],
     options: &SqlOptions,
-    blocking: &Blocking,
+    runtime: tokio::runtime::Handle,
 ) -> Result<SqlReader> {
+    let blocking = Blocking::on(runtime);
     let answer = blocking.block_on(sql_stream(query, tables, options))??;
-    Ok(SqlReader::new(answer, blocking))
+    Ok(SqlReader::new(answer, &blocking))
 }
 
 impl SqlReader {

@@ -10,7 +10,7 @@
 //! [`Error::InvalidKey`] before any I/O happens.
 
 #[cfg(feature = "async")]
-mod async_store;
+pub(crate) mod async_store;
 mod consolidated;
 #[cfg(feature = "object-store")]
 mod lease;
@@ -27,7 +27,8 @@ use std::time::Duration;
 use arrow_buffer::Buffer;
 
 #[cfg(feature = "async")]
-pub use async_store::{AsyncStore, Blocking, Remote, SyncAsAsync};
+pub use async_store::AsyncStore;
+pub(crate) use async_store::{Blocking, Remote, SyncAsAsync};
 pub use consolidated::{
     Consolidated, MetadataSnapshot, consolidated_metadata, consolidated_nodes, zmetadata,
 };

@@ -407,9 +407,13 @@ impl ObjectStoreBackend {
         )
     }
 
-    /// A backend over `store` whose calls wait on `blocking` (the caller's
-    /// runtime: [`Blocking::on`]).
-    pub fn with_blocking(store: ObjectStoreAsync, blocking: Blocking) -> Self {
+    /// A backend over `store` whose calls wait on `runtime` (the caller's).
+    pub fn with_runtime(store: ObjectStoreAsync, runtime: tokio::runtime::Handle) -> Self {
+        Self::with_blocking(store, Blocking::on(runtime))
+    }
+
+    /// A backend over `store` whose calls wait on `blocking`.
+    pub(crate) fn with_blocking(store: ObjectStoreAsync, blocking: Blocking) -> Self {
         Self {
             inner: Arc::new(store),
             blocking,

@@ -15,7 +15,8 @@
 use std::sync::Arc;
 
 use arrow_buffer::Buffer;
-use zarrow::store::{AsyncStore, ByteRange, ObjectStoreAsync, ObjectStoreBackend, SyncAsAsync};
+use zarrow::__private::SyncAsAsync;
+use zarrow::store::{AsyncStore, ByteRange, ObjectStoreAsync, ObjectStoreBackend};
 use zarrow::{Error, LocalStore, MemoryStore, Store, StoreExt};
 
 /// A value of 1,000 bytes, each its own: a range read in the wrong place shows.
