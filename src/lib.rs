@@ -44,6 +44,7 @@ compile_error!(
 
 mod assemble;
 pub mod codec;
+mod context;
 pub(crate) mod conventions;
 #[cfg(feature = "convert")]
 pub mod convert;
@@ -85,6 +86,7 @@ pub mod __private {
 }
 
 pub use codec::CodecChain;
+pub use context::{Decode, ExecutionContext};
 pub use error::{
     AppendMismatch, ArrowTypeUse, ChunkError, ConditionalWrite, Convention, ConventionError,
     Conversion, EncodeError, Error, ErrorKind, LimitKind, NameError, NodeKind, Overwrite,

@@ -121,6 +121,7 @@ fn table(path: &str, columns: &str) -> Res<u64> {
         "",
         options,
         &TableOptions::default().with_columns(columns),
+        &zarrow::ExecutionContext::default(),
     )?;
     let mut rows = 0;
     for batch in reader {

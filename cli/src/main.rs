@@ -16,7 +16,10 @@ use arrow_array::RecordBatchReader;
 use clap::{Args, Parser, Subcommand};
 use zarrow::convert::{ConvertOptions, Observer};
 use zarrow::store::UrlOptions;
-use zarrow::{ChunkError, Convention, Error, Location, Overwrite, ReadOptions, Result};
+use zarrow::{
+    ChunkError, Convention, Error, ExecutionContext, Location, Overwrite, ReadOptions, Result,
+    Stores,
+};
 
 use crate::flags::Flags;
 
@@ -163,8 +166,8 @@ fn convert(args: &ConvertArgs) -> Result<()> {
     }
     // Its URLs' I/O waits on the library's runtime, started only when a URL
     // is read (the command line starts none for a conversion).
-    let stores = zarrow::Stores::new(args.url.options()?);
-    let written = zarrow::convert::convert(&args.src, &args.dst, &options, &stores, &Terminal)?;
+    let context = ExecutionContext::default().with_stores(Stores::new(args.url.options()?));
+    let written = zarrow::convert::convert(&args.src, &args.dst, &options, &context, &Terminal)?;
     let _ = writeln!(std::io::stderr(), "zarrow: wrote {written} to {}", args.dst);
     Ok(())
 }

@@ -39,7 +39,10 @@ use arrow_schema::DataType as ArrowType;
 use serde_json::{Value, json};
 use zarrow::CodecChain as BytesToBytes;
 use zarrow::write::{Compressor, Encoding, NullPolicy, WriteOptions};
-use zarrow::{MemoryStore, NodeMetadata, ReadOptions, Store, StringType, ZarrArray, ZarrGroup};
+use zarrow::{
+    Decode, ExecutionContext, MemoryStore, NodeMetadata, ReadOptions, Store, StringType, ZarrArray,
+    ZarrGroup,
+};
 
 /// The decoded-chunk bound every target reads with.
 pub const MAX_CHUNK_BYTES: usize = 16 << 20;
@@ -77,11 +80,15 @@ pub fn decoded_count() -> u64 {
 // Checks shared by the targets
 // ---------------------------------------------------------------------------
 
+/// Decoded on the fuzzing thread, as a fuzzer wants it.
+fn inline() -> ExecutionContext {
+    ExecutionContext::default().with_decode(Decode::Inline)
+}
+
 fn read_options(string_type: StringType) -> ReadOptions {
     ReadOptions::default()
         .with_string_type(string_type)
         .with_max_chunk_bytes(MAX_CHUNK_BYTES)
-        .with_parallel(false)
 }
 
 /// Panic unless `array` passes arrow-rs's full validation, has the type zarrow
@@ -300,7 +307,12 @@ fn chunk_row(array: &ZarrArray, indices: &[u64], expected: &ArrowType) {
     if start >= end || end - start > MAX_READ_ELEMENTS {
         return;
     }
-    let Ok(reader) = array.reader().with_row_range(start..end).build() else {
+    let Ok(reader) = array
+        .reader()
+        .with_context(&inline())
+        .with_row_range(start..end)
+        .build()
+    else {
         return;
     };
     let mut rows = 0;
@@ -323,7 +335,12 @@ fn exercise_group(store: &Arc<dyn Store>, path: &str) {
             let _ = column.field();
         }
         let _ = group.skipped();
-        let Ok(reader) = group.reader().with_batch_size(7).build() else {
+        let Ok(reader) = group
+            .reader()
+            .with_context(&inline())
+            .with_batch_size(7)
+            .build()
+        else {
             continue;
         };
         for batch in reader {
@@ -1906,6 +1923,7 @@ pub fn append_roundtrip(data: &[u8]) {
         "v",
         read_options(string_type).with_decode_cf(false),
         &TableOptions::default(),
+        &inline(),
     )
     .unwrap_or_else(|e| panic!("cannot open the grown table ({create:?}): {e}"));
     let mut parts = Vec::new();

@@ -25,7 +25,7 @@ use zarrow::read::{TableOptions, describe_node, open_table};
 use zarrow::store::UrlOptions;
 use zarrow::write::write_zarr;
 use zarrow::write::{WriteOptions, write_batches};
-use zarrow::{Options as _, ReadOptions};
+use zarrow::{ExecutionContext, Options as _, ReadOptions};
 
 use errors::{to_py, zarrow_error};
 use location::PyLocation;
@@ -62,9 +62,10 @@ fn read(
     let batch_size = table.batch_size;
     let (reader, enums) = py
         .detach(|| {
-            let store = path.stores(url)?.open_consolidated(&path.0)?;
+            let context = ExecutionContext::default().with_stores(path.stores(url)?);
+            let store = context.stores().open_consolidated(&path.0)?;
             let name = path.0.name();
-            let reader = open_table(store.clone(), &name, options, &table)?;
+            let reader = open_table(store.clone(), &name, options, &table, &context)?;
             // Ordered categoricals: their categories, for Polars' Enums.
             let ordered = enums::ordered_columns(&reader.schema());
             let enums = if ordered.is_empty() {
@@ -228,8 +229,9 @@ fn convert(
     };
     let written = py.detach(|| {
         // The package's runtime, lent to the ends' URLs.
-        let stores = location::stores(url, &[&src, &dst])?;
-        zarrow::convert::convert(&src.0, &dst.0, &options, &stores, &observed)
+        let context =
+            ExecutionContext::default().with_stores(location::stores(url, &[&src, &dst])?);
+        zarrow::convert::convert(&src.0, &dst.0, &options, &context, &observed)
     });
     if let Some(err) = take(&observed.raised) {
         return Err(err);

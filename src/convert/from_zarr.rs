@@ -15,7 +15,13 @@ pub(super) fn convert(args: &Job<'_>, format: ExportFormat) -> Result<Written> {
         });
     }
     let store = args.open_src()?;
-    let reader = open_table(store, &args.src.name(), args.read, &args.select)?;
+    let reader = open_table(
+        store,
+        &args.src.name(),
+        args.read,
+        &args.select,
+        args.context,
+    )?;
     // Nothing is dropped in silence: name every child that is not a column.
     for skipped in reader.skipped() {
         args.observer.note(&format!("not converted: {skipped}"));

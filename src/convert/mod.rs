@@ -25,10 +25,11 @@ use arrow_array::RecordBatchReader;
 
 pub use self::limits::Limits;
 use crate::ReadOptions;
+use crate::context::ExecutionContext;
 use crate::error::{Conversion, Error, Result};
 pub use crate::export::ExportOptions;
 use crate::export::{ExportFormat, FileFormat};
-use crate::location::{Location, LocationError, Stores};
+use crate::location::{Location, LocationError};
 use crate::read::TableOptions;
 use crate::store::{Consolidated, LocalStore, Store};
 use crate::write::{WriteOptions, write_zarr};
@@ -174,8 +175,9 @@ impl Format {
 struct Job<'a> {
     src: &'a Location,
     dst: &'a Location,
-    /// How the ends' stores are opened.
-    stores: &'a Stores,
+    /// Where the work runs: how the ends' stores are opened, how chunks are
+    /// decoded.
+    context: &'a ExecutionContext,
     options: &'a ConvertOptions,
     observer: &'a dyn Observer,
 }
@@ -184,7 +186,7 @@ impl Job<'_> {
     /// The Zarr input, through its consolidated metadata when it has some.
     fn open_src(&self) -> Result<Arc<dyn Store>> {
         if !self.mmap {
-            return self.stores.open_consolidated(self.src);
+            return self.context.stores().open_consolidated(self.src);
         }
         let Some(path) = self.src.local_dir()? else {
             return Err(Error::OptionNotApplicable {
@@ -217,7 +219,7 @@ impl Job<'_> {
             self.dst,
             self.overwrite,
             self.write.append,
-            self.stores,
+            self.context.stores(),
             write,
         )
     }
@@ -267,8 +269,9 @@ impl Deref for Job<'_> {
 /// module docs); either end may be a store the caller opened
 /// ([`Location::Store`]): a Zarr input read from it, or a Zarr output written
 /// into it (its keys replaced only with `overwrite`, and only if it holds a
-/// Zarr store). URLs are opened through `stores`, with its options, on its
-/// runtime (a front end's own, lent: [`Stores::with_runtime`]).
+/// Zarr store). The work runs as `context` says: URLs opened through its
+/// stores, with their options, on their runtime (a front end's own, lent:
+/// [`Stores::with_runtime`](crate::Stores::with_runtime)); chunks decoded as it says.
 ///
 /// # Errors
 /// [`Error::UnsupportedConversion`] and [`Error::UnknownFormat`] for ends
@@ -280,13 +283,13 @@ pub fn convert(
     src: &Location,
     dst: &Location,
     options: &ConvertOptions,
-    stores: &Stores,
+    context: &ExecutionContext,
     observer: &dyn Observer,
 ) -> Result<Written> {
     let job = Job {
         src,
         dst,
-        stores,
+        context,
         options,
         observer,
     };
@@ -403,7 +406,7 @@ mod tests {
                 src,
                 dst,
                 &ConvertOptions::default(),
-                &Stores::default(),
+                &ExecutionContext::default(),
                 &Quiet,
             )
             .unwrap_err()

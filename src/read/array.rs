@@ -605,9 +605,9 @@ impl ZarrArray {
     }
 
     /// A streaming reader: one record batch per slab (per chunk for 1-D arrays),
-    /// decoding at most [`ReadOptions::read_ahead`] slabs at a time.
+    /// decoding at most one slab per decoding thread ahead.
     pub fn batches(&self) -> super::ArrayBatchReader {
-        super::ArrayBatchReader::new(self.clone())
+        super::ArrayBatchReader::new(self.clone(), &crate::ExecutionContext::default())
     }
 }
 

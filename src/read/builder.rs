@@ -20,7 +20,8 @@ use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, Schema, SchemaRef};
 
 use super::decoder::{Cursor, DecodeJob, DecodeResult, DecodedChunk, DecoderParts, RowDecoder};
-use super::{Column, READ_AHEAD_BYTES, ReadOptions, Skipped, ZarrArray, ZarrGroup, plan};
+use super::{Column, READ_AHEAD_BYTES, Skipped, ZarrArray, ZarrGroup, plan};
+use crate::context::{Decode, ExecutionContext};
 use crate::conventions::pandas::{self, pandas_metadata};
 use crate::error::{Error, Result, SkipReason, TableProblem};
 
@@ -67,7 +68,10 @@ enum Source {
 #[derive(Debug, Clone)]
 pub struct ReaderBuilder {
     source: Source,
-    options: ReadOptions,
+    /// How chunks are decoded.
+    decode: Decode,
+    /// The most bytes decoded ahead.
+    read_ahead_bytes: u64,
     projection: Option<Vec<String>>,
     rows: Option<Range<u64>>,
     offset: u64,
@@ -77,25 +81,32 @@ pub struct ReaderBuilder {
 
 impl ReaderBuilder {
     pub(crate) fn for_group(group: ZarrGroup) -> Self {
-        let options = *group.options();
-        Self::new(Source::Group(group), options)
+        Self::new(Source::Group(group))
     }
 
     pub(crate) fn for_array(array: ZarrArray) -> Self {
-        let options = *array.options();
-        Self::new(Source::Array(array), options)
+        Self::new(Source::Array(array))
     }
 
-    fn new(source: Source, options: ReadOptions) -> Self {
+    fn new(source: Source) -> Self {
         Self {
             source,
-            options,
+            decode: Decode::default(),
+            read_ahead_bytes: READ_AHEAD_BYTES,
             projection: None,
             rows: None,
             offset: 0,
             limit: None,
             batch_size: None,
         }
+    }
+
+    /// Decode, and read ahead, as `context` says (the default: on rayon, at
+    /// most [`READ_AHEAD_BYTES`] ahead).
+    pub fn with_context(mut self, context: &ExecutionContext) -> Self {
+        self.decode = context.decode();
+        self.read_ahead_bytes = context.read_ahead_bytes();
+        self
     }
 
     /// Read only these columns, in this order.
@@ -336,7 +347,8 @@ impl ReaderBuilder {
         // batch, and one of the longest chunks per thread (as many decode at once
         // as there are threads; more only queue, and hold memory).
         // A remote store wants many requests in flight: as many chunks ahead, but
-        // no more than fit in READ_AHEAD_BYTES (estimated from the types): memory
+        // no more than fit in the context's read-ahead bytes (estimated from the
+        // types): memory
         // is bounded by that window whatever the store's size.
         let row_bytes: u64 = columns
             .iter()
@@ -344,8 +356,10 @@ impl ReaderBuilder {
             .map(|a| a.metadata().data_type.estimated_arrow_bytes())
             .sum::<u64>()
             .max(1);
-        let fits = (READ_AHEAD_BYTES / longest.saturating_mul(row_bytes).max(1)) as usize;
-        let ahead = self.options.read_ahead().max(concurrency.min(fits)) as u64;
+        let fits = (self.read_ahead_bytes / longest.saturating_mul(row_bytes).max(1)) as usize;
+        let parallel = self.decode == Decode::Parallel;
+        let threads = if parallel { decode_threads() } else { 1 };
+        let ahead = threads.max(concurrency.min(fits)) as u64;
         let lookahead = (batch_size as u64).max(longest.saturating_mul(ahead));
         let leaves = columns
             .iter()
@@ -353,7 +367,7 @@ impl ReaderBuilder {
             .map(|array| Cursor::new(array, rows.start))
             .collect();
         // One chunk to read: on this thread (no pool to wake, no hand-off).
-        let parallel = self.options.parallel && chunks_to_read(&columns, &rows) > 1;
+        let parallel = parallel && chunks_to_read(&columns, &rows) > 1;
         let decoder = RowDecoder::new(DecoderParts {
             schema: Arc::new(schema),
             columns,
@@ -724,4 +738,18 @@ impl RecordBatchReader for BatchReader {
     fn schema(&self) -> SchemaRef {
         self.schema.clone()
     }
+}
+
+/// The threads rayon decodes on, without starting its global pool to ask (a
+/// read of one chunk never needs it): the current pool's inside one, else what
+/// the global pool has or would have (`RAYON_NUM_THREADS`, or the cores).
+fn decode_threads() -> usize {
+    if rayon::current_thread_index().is_some() {
+        return rayon::current_num_threads().max(1);
+    }
+    std::env::var("RAYON_NUM_THREADS")
+        .ok()
+        .and_then(|n| n.parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }

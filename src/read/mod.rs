@@ -46,6 +46,7 @@ pub use node::{Node, read_node};
 pub use stream::ReadBudget;
 pub use table::{TableOptions, TableReader, open_table};
 
+use crate::context::ExecutionContext;
 use crate::error::{Error, Result};
 use crate::metadata::StringType;
 
@@ -97,8 +98,6 @@ crate::options! {
         /// can promise far more elements than the store holds (missing chunks read as
         /// the fill value). Streaming readers are bounded by their read-ahead instead.
         pub max_read_bytes: u64 = DEFAULT_MAX_READ_BYTES,
-        /// Decode independent chunks on rayon's thread pool.
-        pub parallel: bool = true,
     }
 }
 
@@ -121,12 +120,6 @@ impl ReadOptions {
         self
     }
 
-    /// Turn parallel chunk decoding on or off.
-    pub fn with_parallel(mut self, parallel: bool) -> Self {
-        self.parallel = parallel;
-        self
-    }
-
     /// Read anndata categoricals as their values (see
     /// [`categorical_values`](Self::categorical_values)), or as dictionaries.
     pub fn with_categorical_values(mut self, values: bool) -> Self {
@@ -139,25 +132,6 @@ impl ReadOptions {
         self.decode_cf = decode;
         self
     }
-
-    /// How many chunks a reader decodes ahead: one per thread when parallel.
-    pub fn read_ahead(&self) -> usize {
-        if self.parallel { decode_threads() } else { 1 }
-    }
-}
-
-/// The threads rayon decodes on, without starting its global pool to ask (a
-/// read of one chunk never needs it): the current pool's inside one, else what
-/// the global pool has or would have (`RAYON_NUM_THREADS`, or the cores).
-fn decode_threads() -> usize {
-    if rayon::current_thread_index().is_some() {
-        return rayon::current_num_threads().max(1);
-    }
-    std::env::var("RAYON_NUM_THREADS")
-        .ok()
-        .and_then(|n| n.parse::<usize>().ok())
-        .filter(|&n| n > 0)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// A [`RecordBatchReader`] over one array: a single column named after the array,
@@ -173,25 +147,16 @@ pub struct ArrayBatchReader {
 }
 
 impl ArrayBatchReader {
-    fn new(array: ZarrArray) -> Self {
-        let slabs = num_slabs(&array);
-        Self::of_slabs(array, 0..slabs)
-    }
-
-    /// The reader of slabs `slabs` (clamped to the array's): the rows of the
-    /// push decoder, one batch per slab.
-    fn of_slabs(array: ZarrArray, slabs: std::ops::Range<u64>) -> Self {
-        let end = slabs.end.min(num_slabs(&array));
-        let start = slabs.start.min(end);
+    /// The reader of every slab, one batch per slab, decoding as `context`
+    /// says.
+    pub(crate) fn new(array: ZarrArray, context: &ExecutionContext) -> Self {
+        let total = array.len();
         let per_slab = array.row_chunk_len();
-        let rows = (start.saturating_mul(per_slab)).min(array.len())
-            ..(end.saturating_mul(per_slab)).min(array.len());
-        let total = rows.end - rows.start;
         let fallback = || Arc::new(Schema::new(vec![array.field()]));
         let batch = usize::try_from(per_slab).unwrap_or(usize::MAX).max(1);
         match array
             .reader()
-            .with_row_range(rows)
+            .with_context(context)
             .with_batch_size(batch)
             .build()
         {
@@ -211,16 +176,6 @@ impl ArrayBatchReader {
     /// Total rows this reader yields.
     pub fn total_rows(&self) -> u64 {
         self.total
-    }
-}
-
-/// The slabs of `array`: its chunk rows (chunks along the first dimension; 1
-/// for a 0-d array).
-fn num_slabs(array: &ZarrArray) -> u64 {
-    if array.metadata().shape.is_empty() {
-        1
-    } else {
-        array.grid().grid_shape()[0]
     }
 }
 

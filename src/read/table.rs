@@ -15,7 +15,8 @@ use std::sync::Arc;
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
 
-use super::{ReadOptions, Skipped, ZarrArray, ZarrGroup, read_node};
+use super::{ArrayBatchReader, ReadOptions, Skipped, ZarrArray, ZarrGroup, read_node};
+use crate::context::ExecutionContext;
 use crate::error::{Error, Result};
 use crate::metadata::NodeMetadata;
 use crate::store::Store;
@@ -117,6 +118,8 @@ impl RecordBatchReader for TableReader {
 
 /// The node at the root of `store` as a table; `name` names a root array's
 /// column and prefixes a group's nested columns (as [`ZarrGroup::with_column_name`]).
+/// Its chunks are decoded, and read ahead, as `context` says (a long table's
+/// coordinates and variables are read whole, on rayon).
 ///
 /// # Errors
 /// [`Error::OptionNotApplicable`] for a selection that does not apply to the node (a
@@ -127,6 +130,7 @@ pub fn open_table(
     name: &str,
     options: ReadOptions,
     table: &TableOptions,
+    context: &ExecutionContext,
 ) -> Result<TableReader> {
     let some_rows = table.rows.is_some() || table.limit.is_some();
     let refuse = |options: &'static str, applies_to: &'static str| {
@@ -162,12 +166,12 @@ pub fn open_table(
                 // The whole N-d array, flattened: one batch per chunk row.
                 let total_rows = array.len();
                 return Ok(TableReader {
-                    reader: Box::new(array.batches()),
+                    reader: Box::new(ArrayBatchReader::new(array, context)),
                     total_rows,
                     skipped: Vec::new(),
                 });
             }
-            array.reader()
+            array.reader().with_context(context)
         }
         NodeMetadata::Group(_) if table.long => {
             if some_rows {
@@ -191,7 +195,8 @@ pub fn open_table(
         NodeMetadata::Group(_) => {
             let builder = ZarrGroup::open_with(store, "", options)?
                 .with_column_name(name)?
-                .reader();
+                .reader()
+                .with_context(context);
             match &table.columns {
                 Some(columns) => builder.with_projection(columns.clone()),
                 None => builder,

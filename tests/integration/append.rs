@@ -17,7 +17,14 @@ use crate::common::numbered_batch as batch;
 /// The table as zarrow reads it through the consolidated metadata.
 fn read(store: &Arc<dyn Store>) -> RecordBatch {
     let store = Consolidated::open(store.clone()).unwrap();
-    let reader = open_table(store, "t", ReadOptions::default(), &TableOptions::default()).unwrap();
+    let reader = open_table(
+        store,
+        "t",
+        ReadOptions::default(),
+        &TableOptions::default(),
+        &Default::default(),
+    )
+    .unwrap();
     let schema = reader.schema();
     let batches: Vec<RecordBatch> = reader.map(|b| b.unwrap()).collect();
     arrow_select::concat::concat_batches(&schema, &batches).unwrap()

@@ -497,6 +497,7 @@ fn a_remote_reader_asked_again_after_its_end_stays_ended() {
         "t",
         ReadOptions::default(),
         &TableOptions::default(),
+        &zarrow::ExecutionContext::default(),
     )
     .unwrap();
     let rows: usize = reader.by_ref().map(|b| b.unwrap().num_rows()).sum();

@@ -125,6 +125,7 @@ fn zarrow_sql_runs_statements_in_order_and_prints_the_last() {
         "obs",
         ReadOptions::default(),
         &TableOptions::default(),
+        &zarrow::ExecutionContext::default(),
     )
     .unwrap()
     .total_rows();
@@ -134,6 +135,7 @@ fn zarrow_sql_runs_statements_in_order_and_prints_the_last() {
         "c",
         ReadOptions::default(),
         &TableOptions::default(),
+        &zarrow::ExecutionContext::default(),
     )
     .unwrap();
     assert_eq!(written.total_rows(), rows);

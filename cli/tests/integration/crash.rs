@@ -58,7 +58,14 @@ fn table_rows(path: &Path) -> Vec<i64> {
     let store = Consolidated::open(Arc::new(LocalStore::new(path))).unwrap();
     // Utf8 whatever type the writer recorded (DataFusion's strings are views).
     let options = ReadOptions::default().with_string_type(StringType::Utf8);
-    let reader = open_table(store, "t", options, &TableOptions::default()).unwrap();
+    let reader = open_table(
+        store,
+        "t",
+        options,
+        &TableOptions::default(),
+        &Default::default(),
+    )
+    .unwrap();
     let schema = reader.schema();
     let batches: Vec<RecordBatch> = reader.map(|b| b.unwrap()).collect();
     let all = arrow_select::concat::concat_batches(&schema, &batches).unwrap();

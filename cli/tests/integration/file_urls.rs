@@ -151,7 +151,7 @@ fn the_library_converts_file_urls_and_refuses_table_files_at_urls() {
         &loc(&src_url),
         &loc(&out_url),
         &options,
-        &zarrow::Stores::default(),
+        &zarrow::ExecutionContext::default(),
         &Quiet,
     )
     .unwrap();
@@ -159,12 +159,12 @@ fn the_library_converts_file_urls_and_refuses_table_files_at_urls() {
     // Nothing under ./file:/...
     assert!(!Path::new("file:").exists());
     let src = zarrow::Location::Path(src);
-    let stores = zarrow::Stores::default();
+    let context = zarrow::ExecutionContext::default();
     let err = convert(
         &src,
         &loc("s3://bucket/out.parquet"),
         &options,
-        &stores,
+        &context,
         &Quiet,
     )
     .unwrap_err();

@@ -1,0 +1,82 @@
+//! Where a call's work runs and what it may hold, given once by the front end
+//! that starts the work (the command line, the Python package, a Rust caller)
+//! and handed down: how chunks are decoded (on rayon, or inline), how many
+//! bytes a reader may decode ahead of what it has given, and (with
+//! `object-store`) the [`Stores`](crate::Stores) that open locations, with the
+//! runtime their I/O waits on. zarrow chooses none of these itself below the
+//! front end; inside DataFusion the session is the context (its pool, its
+//! stores, its runtime).
+
+use crate::read::READ_AHEAD_BYTES;
+
+/// How a reader decodes the chunks it has read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Decode {
+    /// On rayon's pool (the caller's, when it runs inside one), as many at
+    /// once as it has threads; a read of one chunk still decodes inline.
+    #[default]
+    Parallel,
+    /// On the reading thread, one chunk after another.
+    Inline,
+}
+
+/// Where a call's work runs and what it may hold: see the [module](self).
+#[derive(Debug, Clone)]
+pub struct ExecutionContext {
+    decode: Decode,
+    read_ahead_bytes: u64,
+    #[cfg(feature = "object-store")]
+    stores: crate::Stores,
+}
+
+impl Default for ExecutionContext {
+    fn default() -> Self {
+        Self {
+            decode: Decode::default(),
+            read_ahead_bytes: READ_AHEAD_BYTES,
+            #[cfg(feature = "object-store")]
+            stores: crate::Stores::default(),
+        }
+    }
+}
+
+impl ExecutionContext {
+    /// Decode as `decode` says.
+    pub fn with_decode(mut self, decode: Decode) -> Self {
+        self.decode = decode;
+        self
+    }
+
+    /// Let a reader of a remote store decode at most `bytes` ahead of what it
+    /// has given (estimated from the types; at least one chunk per decoding
+    /// thread is always read ahead). Default [`READ_AHEAD_BYTES`].
+    pub fn with_read_ahead_bytes(mut self, bytes: u64) -> Self {
+        self.read_ahead_bytes = bytes;
+        self
+    }
+
+    /// Open locations through `stores` (their URL options, the runtime their
+    /// I/O waits on, an engine's registered stores).
+    #[cfg(feature = "object-store")]
+    pub fn with_stores(mut self, stores: crate::Stores) -> Self {
+        self.stores = stores;
+        self
+    }
+
+    /// How chunks are decoded.
+    pub fn decode(&self) -> Decode {
+        self.decode
+    }
+
+    /// The most bytes a reader decodes ahead.
+    pub fn read_ahead_bytes(&self) -> u64 {
+        self.read_ahead_bytes
+    }
+
+    /// The stores that open locations.
+    #[cfg(feature = "object-store")]
+    pub fn stores(&self) -> &crate::Stores {
+        &self.stores
+    }
+}
