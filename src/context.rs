@@ -21,7 +21,10 @@ pub enum Decode {
     Inline,
 }
 
-/// Where a call's work runs and what it may hold: see the [module](self).
+/// Where a call's work runs and what it may hold: how chunks are decoded, how many bytes a reader
+/// decodes ahead, and (with `object-store`) the stores that open locations,
+/// with the runtime their I/O waits on. Given once by the front end that
+/// starts the work and handed down; zarrow chooses none of these below it.
 #[derive(Debug, Clone)]
 pub struct ExecutionContext {
     decode: Decode,

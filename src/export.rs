@@ -98,7 +98,7 @@ pub(crate) const DEFAULT_PARQUET_COMPRESSION: &str = "zstd";
 pub const PARQUET_COMPRESSIONS: &str =
     "zstd[:N], zstd(N), gzip[(N)], snappy, lz4, lz4_raw, none, uncompressed";
 
-crate::options! {
+crate::options::options! {
     /// How a table file is written (`zarrow convert` to `.parquet`, `.arrow`, ...).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     #[non_exhaustive]
@@ -116,7 +116,7 @@ crate::options! {
 /// The codec of a Parquet compression option: [`parse_parquet_compression`],
 /// and back to a name it reads.
 #[derive(Debug)]
-pub struct ParquetCompression;
+pub(crate) struct ParquetCompression;
 
 impl crate::options::Codec<Compression> for ParquetCompression {
     const TAKES: &'static str = PARQUET_COMPRESSIONS;

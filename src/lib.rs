@@ -5,7 +5,7 @@
 //!
 //! The modules, from the bottom up: [`metadata`]; [`codec`] (with the private
 //! `offsets`, the only place untrusted offsets become Arrow arrays) and [`store`];
-//! [`conventions`] (anndata, CF / xarray, pandas metadata and zarrow's own
+//! `conventions` (anndata, CF / xarray, pandas metadata and zarrow's own
 //! attributes, each both ways); [`read`] and [`write`](mod@write); [`export`],
 //! [`linear`] and, with their features, `convert` and `datafusion`.
 //! How they fit together (the layers, the one push decoder under every reader and

@@ -418,7 +418,7 @@ impl Default for Stores {
 
 impl Stores {
     /// A registry that opens URLs with `url`, their blocking calls waiting on
-    /// the process's I/O runtime, started by the first ([`Blocking::default`]).
+    /// the process's I/O runtime, started by the first.
     pub fn new(url: UrlOptions) -> Self {
         Self {
             url,

@@ -3,7 +3,7 @@
 //! Each option group ([`ReadOptions`](crate::ReadOptions),
 //! [`TableOptions`](crate::read::TableOptions), [`WriteOptions`](crate::write::WriteOptions),
 //! `UrlOptions`, `Limits`, `ExportOptions`, and the compositions of them that
-//! `convert` and the DataFusion table take) is one [`options!`] declaration:
+//! `convert` and the DataFusion table take) is one `options!` declaration:
 //! each field with its type, default and doc. From it come the struct, its
 //! `Default`, and the [`Options`] impl: [`Options::entries`] (what the command
 //! line's flags, the Python package's keywords and `--help` are made of),
@@ -13,8 +13,8 @@
 //! as the items `set_items` takes back: how a plan carries them to another
 //! machine). No front end lists the options again.
 //!
-//! How a field's text is read and written is its [`Codec`]: the field type's
-//! own ([`Plain`], through [`OptionValue`]), or one the declaration names
+//! How a field's text is read and written is its codec: the field type's
+//! own spelling, or one the declaration names
 //! (`as Size`, `as Seconds`, `as Rows`...).
 
 use std::ops::Range;
@@ -57,8 +57,7 @@ pub struct OptionEntry {
 }
 
 impl OptionEntry {
-    #[doc(hidden)]
-    pub const fn new(
+    pub(crate) const fn new(
         key: &'static str,
         doc: &'static str,
         kind: OptionKind,
@@ -75,20 +74,17 @@ impl OptionEntry {
         }
     }
 
-    #[doc(hidden)]
-    pub const fn negated_flag(mut self, flag: &'static str) -> Self {
+    pub(crate) const fn negated_flag(mut self, flag: &'static str) -> Self {
         self.negated_flag = Some(flag);
         self
     }
 
-    #[doc(hidden)]
-    pub const fn conflicts(mut self, keys: &'static [&'static str]) -> Self {
+    pub(crate) const fn conflicts(mut self, keys: &'static [&'static str]) -> Self {
         self.conflicts = keys;
         self
     }
 
-    #[doc(hidden)]
-    pub const fn requires(mut self, keys: &'static [&'static str]) -> Self {
+    pub(crate) const fn requires(mut self, keys: &'static [&'static str]) -> Self {
         self.requires = keys;
         self
     }
@@ -100,7 +96,7 @@ impl OptionEntry {
     }
 }
 
-/// A group of options declared with [`options!`].
+/// A group of options declared with `options!`.
 pub trait Options: Default {
     /// The group's name, in errors (`write`, `convert`, `ZARR table`).
     const GROUP: &'static str;
@@ -170,7 +166,7 @@ pub(crate) struct Carried(Vec<(String, Vec<String>)>);
 
 impl Carried {
     /// What `options` carry.
-    pub fn of<T: Options>(options: &T) -> Self {
+    pub(crate) fn of<T: Options>(options: &T) -> Self {
         Self(
             options
                 .values()
@@ -185,7 +181,7 @@ impl Carried {
     /// # Errors
     /// As [`Options::set_items`]: a plan from another version of zarrow may
     /// carry a key or a value this one does not take.
-    pub fn options<T: Options>(&self) -> Result<T> {
+    pub(crate) fn options<T: Options>(&self) -> Result<T> {
         let mut options = T::default();
         for (key, items) in &self.0 {
             options.set_items(key, items)?;
@@ -203,7 +199,7 @@ fn unknown<T: Options>(key: &str) -> Error {
 }
 
 /// How an option's text becomes its value and back.
-pub trait Codec<T> {
+pub(crate) trait Codec<T> {
     /// What it takes.
     const KIND: OptionKind = OptionKind::Value;
     /// Its values, as a phrase.
@@ -232,7 +228,7 @@ fn bad(key: &'static str, value: &str, takes: &'static str) -> Error {
 }
 
 /// A value an option holds, read and written by its own spelling.
-pub trait OptionValue: Sized {
+pub(crate) trait OptionValue: Sized {
     /// What it takes.
     const KIND: OptionKind = OptionKind::Value;
     /// Its values, as a phrase.
@@ -245,7 +241,7 @@ pub trait OptionValue: Sized {
 
 /// The codec of a type's own [`OptionValue`] spelling.
 #[derive(Debug)]
-pub struct Plain;
+pub(crate) struct Plain;
 
 impl<T: OptionValue> Codec<T> for Plain {
     const KIND: OptionKind = T::KIND;
@@ -341,12 +337,12 @@ impl<T: OptionValue> Codec<Option<T>> for Unset {
 
 /// The codec of an `Option<T>` whose `None` is "not given": no items.
 #[derive(Debug)]
-pub struct Unset;
+pub(crate) struct Unset;
 
 /// The codec of a list, comma-separated as text: `Option<Vec<T>>` (`None`:
 /// not given) or `Vec<T>`.
 #[derive(Debug)]
-pub struct List;
+pub(crate) struct List;
 
 fn list_items(text: &str) -> Vec<String> {
     text.split(',')
@@ -390,7 +386,7 @@ impl<T: OptionValue> Codec<Option<Vec<T>>> for List {
 /// A byte count with an optional suffix K, M, G or T (powers of 1024; `KB`,
 /// `KiB` alike).
 #[derive(Debug)]
-pub struct Size;
+pub(crate) struct Size;
 
 /// What a byte count takes.
 const SIZE: &str = "a byte count, optionally with a suffix K, M, G or T (powers of 1024)";
@@ -454,7 +450,7 @@ impl Codec<Option<u64>> for Size {
 
 /// A duration in seconds (a decimal number, 0 or more).
 #[derive(Debug)]
-pub struct Seconds;
+pub(crate) struct Seconds;
 
 const SECONDS: &str = "a number of seconds (0 or more)";
 
@@ -488,7 +484,7 @@ impl Codec<Option<Duration>> for Seconds {
 
 /// A row range: `START..END` as text, `[START, END]` as items.
 #[derive(Debug)]
-pub struct Rows;
+pub(crate) struct Rows;
 
 const ROWS: &str = "START..END (for example 1000..2000), START at most END";
 
@@ -546,8 +542,6 @@ impl Codec<Option<Range<u64>>> for Rows {
 /// after `;`, the entry's builders (`negated_flag`, `conflicts`, `requires`).
 /// A composed group's keys follow the struct's own (a key the struct has
 /// itself is the struct's).
-#[macro_export]
-#[doc(hidden)]
 macro_rules! options {
     (
         $(#[$meta:meta])*
@@ -591,8 +585,8 @@ macro_rules! options {
                     $crate::options::OptionEntry::new(
                         stringify!($field),
                         concat!($($doc, "\n"),*),
-                        <$crate::options!(@codec $($codec)?) as $crate::options::Codec<$ty>>::KIND,
-                        <$crate::options!(@codec $($codec)?) as $crate::options::Codec<$ty>>::TAKES,
+                        <$crate::options::options!(@codec $($codec)?) as $crate::options::Codec<$ty>>::KIND,
+                        <$crate::options::options!(@codec $($codec)?) as $crate::options::Codec<$ty>>::TAKES,
                     ) $($( .$build($($barg),*) )+)?
                 ),*];
                 $($(
@@ -608,7 +602,7 @@ macro_rules! options {
             fn try_set(&mut self, key: &str, value: &str) -> ::std::option::Option<$crate::Result<()>> {
                 match key {
                     $(stringify!($field) => ::std::option::Option::Some(
-                        <$crate::options!(@codec $($codec)?) as $crate::options::Codec<$ty>>::parse(stringify!($field), value)
+                        <$crate::options::options!(@codec $($codec)?) as $crate::options::Codec<$ty>>::parse(stringify!($field), value)
                             .map(|v| self.$field = v),
                     ),)*
                     _ => {
@@ -625,7 +619,7 @@ macro_rules! options {
             fn try_set_items(&mut self, key: &str, items: &[::std::string::String]) -> ::std::option::Option<$crate::Result<()>> {
                 match key {
                     $(stringify!($field) => ::std::option::Option::Some(
-                        <$crate::options!(@codec $($codec)?) as $crate::options::Codec<$ty>>::parse_items(stringify!($field), items)
+                        <$crate::options::options!(@codec $($codec)?) as $crate::options::Codec<$ty>>::parse_items(stringify!($field), items)
                             .map(|v| self.$field = v),
                     ),)*
                     _ => {
@@ -640,7 +634,7 @@ macro_rules! options {
             }
 
             fn visit(&self, f: &mut dyn FnMut(&'static str, ::std::vec::Vec<::std::string::String>)) {
-                $( f(stringify!($field), <$crate::options!(@codec $($codec)?) as $crate::options::Codec<$ty>>::items(&self.$field)); )*
+                $( f(stringify!($field), <$crate::options::options!(@codec $($codec)?) as $crate::options::Codec<$ty>>::items(&self.$field)); )*
                 #[allow(unused_variables)]
                 let own: &[&str] = &[$(stringify!($field)),*];
                 $($(
@@ -652,12 +646,13 @@ macro_rules! options {
     (@codec) => { $crate::options::Plain };
     (@codec $codec:ty) => { $codec };
 }
+pub(crate) use options;
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    crate::options! {
+    crate::options::options! {
         #[derive(Debug, Clone, PartialEq)]
         struct Inner("inner") {
             /// A number.
@@ -667,7 +662,7 @@ mod tests {
         }
     }
 
-    crate::options! {
+    crate::options::options! {
         #[derive(Debug, Clone, PartialEq)]
         struct Outer("outer") {
             /// On by default.

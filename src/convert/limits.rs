@@ -13,7 +13,7 @@ pub(crate) const DEFAULT_MAX_ROWS: u64 = i32::MAX as u64;
 /// Default for `--max-bytes`: 64 GiB of Arrow data.
 pub(crate) const DEFAULT_MAX_BYTES: u64 = 64 << 30;
 
-crate::options! {
+crate::options::options! {
     /// [from Zarr] Bounds on the input of one conversion, checked before anything
     /// is read.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -34,14 +34,14 @@ use crate::read::TableOptions;
 use crate::store::{Consolidated, LocalStore, Store};
 use crate::write::{WriteOptions, write_zarr};
 
-crate::options! {
+crate::options::options! {
     /// The options of one conversion (the `zarrow convert` flags), composed of
     /// the options each side takes: how Zarr is read ([`ReadOptions`]) and
     /// which part ([`TableOptions`]), within which bounds ([`Limits`]), how a
     /// table file is written ([`ExportOptions`]) and how Zarr is written
     /// ([`WriteOptions`]). Options of the other direction are refused where
     /// they would be ignored. Where the ends are opened from (URLs' options, a
-    /// runtime) is the [`Stores`] the conversion is given.
+    /// runtime) is the [`ExecutionContext`] the conversion is given.
     #[derive(Debug, Clone)]
     #[non_exhaustive]
     pub struct ConvertOptions("convert") {

@@ -66,7 +66,7 @@ impl std::fmt::Debug for SqlOptions {
     }
 }
 
-/// The answer of [`sql`], batch by batch. Iterating waits on the [`Blocking`]
+/// The answer of [`sql`], batch by batch. Iterating waits on the runtime
 /// the query was given (the caller's runtime, where DataFusion's tasks run).
 pub struct SqlReader {
     schema: SchemaRef,

@@ -31,7 +31,7 @@ use crate::write::open_for_append;
 use crate::write::{Layout, WriteOptions};
 use crate::{NodeMetadata, ReadOptions, Store, ZarrArray, ZarrGroup, read_node};
 
-crate::options! {
+crate::options::options! {
     /// How a Zarr store is read as a table: what `CREATE EXTERNAL TABLE ... OPTIONS`
     /// sets, and what the codecs carry to another machine.
     #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,7 +57,7 @@ crate::options! {
 
 impl ZarrTableOptions {
     /// Options from `CREATE EXTERNAL TABLE ... OPTIONS (...)`: the keys of
-    /// [`ZarrTableOptions`]'s declaration ([`Options::entries`]), each
+    /// [`ZarrTableOptions`]'s declaration ([`Options::entries`](crate::Options::entries)), each
     /// optionally prefixed `format.`, in any case; `raw` (`true`: no CF
     /// decoding) is the older spelling of `decode_cf` `false`.
     ///

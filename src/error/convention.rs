@@ -17,8 +17,8 @@ pub enum Convention {
     Zarrow,
 }
 
-/// Values a convention cannot be applied to: what [`anndata`](crate::conventions::anndata)'s and
-/// [`cf`](crate::conventions::cf)'s
+/// Values a convention cannot be applied to: what `conventions::anndata`'s and
+/// `conventions::cf`'s
 /// functions return (the reader adds the array's name, the writer the column's:
 /// [`Error::Convention`]).
 #[derive(Debug, thiserror::Error)]

@@ -63,7 +63,7 @@ pub const DEFAULT_MAX_CHUNK_BYTES: usize = 2 << 30;
 /// 64 GiB of Arrow data.
 pub(crate) const DEFAULT_MAX_READ_BYTES: u64 = 64 << 30;
 
-crate::options! {
+crate::options::options! {
     /// How arrays are read.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     #[non_exhaustive]

@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::metadata::NodeMetadata;
 use crate::store::Store;
 
-crate::options! {
+crate::options::options! {
     /// What of a node to read as a table.
     #[derive(Debug, Clone, PartialEq, Eq)]
     #[non_exhaustive]

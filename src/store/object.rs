@@ -74,7 +74,8 @@ pub struct ObjectStoreAsync {
 }
 
 /// A [`Store`] over an `object_store` store, under a prefix: the sync adapter
-/// over [`ObjectStoreAsync`], each call waiting on [`Blocking`].
+/// over [`ObjectStoreAsync`], each call waiting on a runtime (the caller's, or
+/// the process's I/O runtime).
 #[derive(Debug, Clone)]
 pub struct ObjectStoreBackend {
     inner: Arc<ObjectStoreAsync>,
@@ -398,7 +399,7 @@ impl AsyncStore for ObjectStoreAsync {
 impl ObjectStoreBackend {
     /// A backend over `store`, its keys under `prefix` (`""`: the store's root);
     /// `location` names it in messages (a URL). Its calls wait on the
-    /// process's I/O runtime ([`Blocking::default`], started by the first
+    /// process's I/O runtime (the crate's `Blocking`, started by the first
     /// call): a sync caller has none to lend.
     pub fn new(store: Arc<dyn ObjectStore>, prefix: &str, location: &str) -> Self {
         Self::with_blocking(
@@ -550,24 +551,24 @@ impl std::fmt::Display for ShortRead {
 
 impl std::error::Error for ShortRead {}
 
-crate::options! {
+crate::options::options! {
     /// How to open a store by URL.
     #[derive(Debug, Clone, PartialEq, Eq)]
     #[non_exhaustive]
     pub struct UrlOptions("url") {
-        /// [URLs] Do not sign requests (a public bucket). Credentials, region and
+        /// [object stores] Do not sign requests (a public bucket). Credentials, region and
         /// endpoint otherwise come from the environment (AWS_*, GOOGLE_*,
         /// AZURE_*).
         pub anonymous: bool = false,
-        /// [URLs] Requests kept in flight while reading (default 32).
+        /// [object stores] Requests kept in flight while reading (default 32).
         pub concurrency: Option<usize> as crate::options::Unset = None,
-        /// [URLs] Retries of a transient failure (HTTP 5xx, a connection reset,
+        /// [object stores] Retries of a transient failure (HTTP 5xx, a connection reset,
         /// a timeout), with exponential backoff; 403, 404 and other permanent
         /// errors are not retried (default 10).
         pub retries: Option<usize> as crate::options::Unset = None,
-        /// [URLs] Stop retrying a request after this many seconds (default 180).
+        /// [object stores] Stop retrying a request after this many seconds (default 180).
         pub retry_timeout: Option<std::time::Duration> as crate::options::Seconds = None,
-        /// [URLs] The most seconds one request may take before it counts as
+        /// [object stores] The most seconds one request may take before it counts as
         /// failed, and is retried (default 30).
         pub timeout: Option<std::time::Duration> as crate::options::Seconds = None,
     }

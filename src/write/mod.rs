@@ -247,7 +247,7 @@ impl Layout {
     }
 }
 
-crate::options! {
+crate::options::options! {
     /// How arrays are written.
     #[derive(Debug, Clone, PartialEq)]
     #[non_exhaustive]
