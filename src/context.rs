@@ -7,7 +7,11 @@
 //! front end; inside DataFusion the session is the context (its pool, its
 //! stores, its runtime).
 
-use crate::read::READ_AHEAD_BYTES;
+/// The Arrow data a reader of a remote store decodes ahead of its caller, at most
+/// (estimated from the types): it keeps up to its store's concurrency of chunks
+/// in flight, fewer when they are large. A local reader reads one chunk ahead per
+/// thread.
+pub const READ_AHEAD_BYTES: u64 = 256 << 20;
 
 /// How a reader decodes the chunks it has read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

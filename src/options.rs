@@ -301,10 +301,11 @@ impl OptionValue for String {
     }
 }
 
-/// The types whose `FromStr` and `Display` are the option's spelling.
+/// Implement [`OptionValue`] for types whose `FromStr` and `Display` are the
+/// option's spelling (each type's module names its own).
 macro_rules! by_name {
     ($($t:ty: $takes:expr),*) => {$(
-        impl OptionValue for $t {
+        impl $crate::options::OptionValue for $t {
             const TAKES: &'static str = $takes;
             fn parse_text(text: &str) -> Option<Self> {
                 text.parse().ok()
@@ -315,13 +316,8 @@ macro_rules! by_name {
         }
     )*};
 }
-by_name!(
-    crate::StringType: "utf8, large-utf8 or utf8-view",
-    crate::write::Encoding: "default, zarrs-vlen or zep0007",
-    crate::write::Compressor: "zstd, gzip, blosc or none",
-    crate::write::NullPolicy: "error or fill",
-    crate::write::Layout: "plain or anndata"
-);
+pub(crate) use by_name;
+by_name!(crate::StringType: "utf8, large-utf8 or utf8-view");
 
 /// `Option<T>`'s codec: none when unset.
 impl<T: OptionValue> Codec<Option<T>> for Unset {

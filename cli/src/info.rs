@@ -3,8 +3,8 @@
 use std::fmt::Write as _;
 use std::io::Write as _;
 
+use zarrow::location::UrlOptions;
 use zarrow::read::{ArrayInfo, ChildNode, NodeInfo, describe_node};
-use zarrow::store::UrlOptions;
 use zarrow::{Error, Location, ReadOptions, Result, Stores};
 
 use crate::flags::Flags;

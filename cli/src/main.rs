@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use arrow_array::RecordBatchReader;
 use clap::{Args, Parser, Subcommand};
 use zarrow::convert::{ConvertOptions, Observer};
-use zarrow::store::UrlOptions;
+use zarrow::location::UrlOptions;
 use zarrow::{
     ChunkError, Convention, Error, ExecutionContext, Location, Overwrite, ReadOptions, Result,
     Stores,

@@ -10,7 +10,7 @@ use clap::Args;
 use zarrow::datafusion::{SqlOptions, SqlReader};
 use zarrow::export::{ExportFormat, ExportOptions, FileFormat, write_file};
 use zarrow::location::LocationError;
-use zarrow::store::UrlOptions;
+use zarrow::location::UrlOptions;
 use zarrow::{Error, Location, ReadOptions, Result};
 
 use crate::flags::Flags;

@@ -29,7 +29,7 @@ use pyo3::types::{PyCapsule, PyDict};
 use tokio::runtime::Handle;
 use zarrow::Options as _;
 use zarrow::datafusion::{ZarrTable, ZarrTableFactory, ZarrTableOptions};
-use zarrow::store::UrlOptions;
+use zarrow::location::UrlOptions;
 
 use crate::errors::{to_py, zarrow_error};
 use crate::location::PyLocation;

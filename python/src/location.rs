@@ -9,7 +9,8 @@ use std::sync::Arc;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3_object_store::AnyObjectStore;
-use zarrow::store::{ObjectStoreAsync, ObjectStoreBackend, UrlOptions};
+use zarrow::location::UrlOptions;
+use zarrow::store::{ObjectStoreAsync, ObjectStoreBackend};
 use zarrow::{Location, ParseOptionError, Stores};
 
 use crate::errors::to_py;

@@ -82,7 +82,7 @@ pub(crate) fn options(group: &str) -> PyResult<Vec<(&'static str, String, &'stat
     let entries = match group {
         "read" => of::<zarrow::ReadOptions>(),
         "table" => of::<zarrow::read::TableOptions>(),
-        "url" => of::<zarrow::store::UrlOptions>(),
+        "url" => of::<zarrow::location::UrlOptions>(),
         "write" => of::<zarrow::write::WriteOptions>(),
         "convert" => of::<zarrow::convert::ConvertOptions>(),
         "ZARR table" => of::<zarrow::datafusion::ZarrTableOptions>(),

@@ -109,7 +109,7 @@ fn values_of_another_type_than_deltas_dtype() {
             &error,
             EncodeError::TypeMismatch {
                 codec: "numcodecs.delta",
-                configured: crate::DataType::Int32,
+                configured: arrow_schema::DataType::Int32,
                 found: arrow_schema::DataType::Float64,
             }
         ),

@@ -112,7 +112,7 @@ impl Delta {
         if array.data_type() != &want {
             return Err(EncodeError::TypeMismatch {
                 codec: "numcodecs.delta",
-                configured: self.data_type,
+                configured: want,
                 found: array.data_type().clone(),
             });
         }

@@ -11,7 +11,7 @@ use datafusion::logical_expr::{CreateExternalTable, Expr};
 use super::df_err;
 use super::table::{ZarrTable, ZarrTableOptions};
 use crate::location::Location;
-use crate::store::UrlOptions;
+use crate::location::UrlOptions;
 
 /// Makes a [`ZarrTable`] for `CREATE EXTERNAL TABLE name STORED AS ZARR LOCATION
 /// '...' [WITH ORDER (column ASC)] [OPTIONS (...)]` (see

@@ -48,8 +48,8 @@ use datafusion::error::DataFusionError;
 use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::prelude::SessionContext;
 
+use crate::location::UrlOptions;
 use crate::location::{RegisteredStores, RemoteUrl, Stores};
-use crate::store::UrlOptions;
 
 pub use codec::{ZarrLogicalCodec, ZarrPhysicalCodec};
 pub use factory::ZarrTableFactory;

@@ -21,8 +21,9 @@ use super::{ZarrTable, ZarrTableOptions};
 use crate::error::{Error, Result};
 use crate::export::{ExportFormat, FileFormat};
 use crate::location::Location;
+use crate::location::UrlOptions;
 use crate::read::Skipped;
-use crate::store::{Blocking, UrlOptions};
+use crate::store::Blocking;
 
 /// How [`sql`] opens its tables and plans the query.
 #[derive(Clone, Default)]

@@ -50,9 +50,9 @@ use serde::{Deserialize, Serialize};
 
 use super::df_err;
 use crate::error::{Error, Result};
+use crate::location::UrlOptions;
 use crate::location::{Location, Stores};
 use crate::options::{Carried, Options as _};
-use crate::store::UrlOptions;
 use crate::write::{WriteOptions, write_batches, write_zarr};
 
 /// `STORED AS ZARR` for `COPY ... TO`: registered by

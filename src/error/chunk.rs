@@ -4,7 +4,6 @@
 use arrow_schema::{ArrowError, DataType as ArrowType};
 
 use super::Cut;
-use crate::metadata::DataType;
 
 /// Why a codec could not encode a chunk ([`Error::Encode`](super::Error::Encode) names the chunk and
 /// the codec).
@@ -50,15 +49,13 @@ pub enum EncodeError {
     },
     /// Values of another Arrow type than the one of the data type the codec is
     /// configured for.
-    #[error(
-        "{codec} over {} cannot apply to {found} values",
-        configured.zarr_name()
-    )]
+    #[error("{codec} over {configured} values cannot apply to {found} values")]
     TypeMismatch {
         /// The codec.
         codec: &'static str,
-        /// The data type it is configured for (`numcodecs.delta`'s `dtype`).
-        configured: DataType,
+        /// The Arrow type of the data type it is configured for
+        /// (`numcodecs.delta`'s `dtype`).
+        configured: ArrowType,
         /// The Arrow type of the values given.
         found: ArrowType,
     },

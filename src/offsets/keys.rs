@@ -13,7 +13,7 @@ use arrow_array::types::ArrowDictionaryKeyType;
 use arrow_array::{Array, ArrayRef, DictionaryArray, PrimitiveArray};
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer};
 
-use crate::conventions::ConventionError;
+use crate::error::ConventionError;
 
 /// `codes` as keys into `categories` entries: `-1` a null, every other code
 /// checked to lie in `0..categories`.

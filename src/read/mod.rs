@@ -50,11 +50,7 @@ use crate::context::ExecutionContext;
 use crate::error::{Error, Result};
 use crate::metadata::StringType;
 
-/// The Arrow data a reader of a remote store decodes ahead of its caller, at most
-/// (estimated from the types): it keeps up to its store's concurrency of chunks
-/// in flight, fewer when they are large. A local reader reads one chunk ahead per
-/// thread.
-pub const READ_AHEAD_BYTES: u64 = 256 << 20;
+pub use crate::context::READ_AHEAD_BYTES;
 
 /// The default bound on one chunk's decoded size: 2 GiB.
 pub const DEFAULT_MAX_CHUNK_BYTES: usize = 2 << 30;

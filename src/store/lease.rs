@@ -26,8 +26,8 @@ use serde_json::{Value, json};
 
 use super::async_store::Blocking;
 use super::{WriteLock, wait_for_lock};
+use crate::error::LocationError;
 use crate::error::{ConditionalWrite, Error, Result};
-use crate::location::LocationError;
 
 /// How long a lease lasts: a writer that died holding it blocks others this
 /// long.

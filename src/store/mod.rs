@@ -38,11 +38,8 @@ pub use local::LocalStore;
 pub(crate) use local::is_temporary;
 pub use memory::MemoryStore;
 #[cfg(feature = "object-store")]
-pub(crate) use object::open_url;
-#[cfg(feature = "object-store")]
 pub use object::{
-    DEFAULT_CONCURRENCY, MULTIPART_CHUNK, MULTIPART_THRESHOLD, ObjectStoreAsync,
-    ObjectStoreBackend, UrlOptions,
+    DEFAULT_CONCURRENCY, MULTIPART_CHUNK, MULTIPART_THRESHOLD, ObjectStoreAsync, ObjectStoreBackend,
 };
 pub use ranges::{ByteRange, COALESCE_GAP, RangeRead};
 pub(crate) use ranges::{read_coalesced, slice_ranges};

@@ -28,8 +28,6 @@ use std::time::Duration;
 
 use arrow_buffer::Buffer;
 use futures::TryStreamExt;
-#[cfg(any(feature = "s3", feature = "gcs", feature = "azure", feature = "http"))]
-use object_store::ClientConfigKey;
 use object_store::path::Path;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart};
 
@@ -42,9 +40,6 @@ use super::{
     ByteRange, COALESCE_GAP, RangeRead, Store, WriteLock, check_range, check_size, validate_key,
 };
 use crate::error::{Error, Result};
-#[cfg(any(feature = "s3", feature = "gcs", feature = "azure", feature = "http"))]
-use crate::location::Cloud;
-use crate::location::RemoteUrl;
 
 /// Values larger than this are uploaded in parts (S3 needs parts of 5 MiB at
 /// least; a part is [`MULTIPART_CHUNK`]).
@@ -550,182 +545,6 @@ impl std::fmt::Display for ShortRead {
 }
 
 impl std::error::Error for ShortRead {}
-
-crate::options::options! {
-    /// How to open a store by URL.
-    #[derive(Debug, Clone, PartialEq, Eq)]
-    #[non_exhaustive]
-    pub struct UrlOptions("url") {
-        /// [object stores] Do not sign requests (a public bucket). Credentials, region and
-        /// endpoint otherwise come from the environment (AWS_*, GOOGLE_*,
-        /// AZURE_*).
-        pub anonymous: bool = false,
-        /// [object stores] Requests kept in flight while reading (default 32).
-        pub concurrency: Option<usize> as crate::options::Unset = None,
-        /// [object stores] Retries of a transient failure (HTTP 5xx, a connection reset,
-        /// a timeout), with exponential backoff; 403, 404 and other permanent
-        /// errors are not retried (default 10).
-        pub retries: Option<usize> as crate::options::Unset = None,
-        /// [object stores] Stop retrying a request after this many seconds (default 180).
-        pub retry_timeout: Option<std::time::Duration> as crate::options::Seconds = None,
-        /// [object stores] The most seconds one request may take before it counts as
-        /// failed, and is retried (default 30).
-        pub timeout: Option<std::time::Duration> as crate::options::Seconds = None,
-    }
-}
-
-impl UrlOptions {
-    #[cfg(any(feature = "s3", feature = "gcs", feature = "azure", feature = "http"))]
-    fn retry(&self) -> object_store::RetryConfig {
-        let mut retry = object_store::RetryConfig::default();
-        if let Some(n) = self.retries {
-            retry.max_retries = n;
-        }
-        if let Some(t) = self.retry_timeout {
-            retry.retry_timeout = t;
-        }
-        retry
-    }
-
-    /// The client settings these options make, as configuration pairs laid
-    /// over those a builder read from the environment (`*_ALLOW_HTTP`,
-    /// `*_PROXY_URL`...), which `with_client_options` would replace.
-    #[cfg(any(feature = "s3", feature = "gcs", feature = "azure", feature = "http"))]
-    fn client_config(&self) -> Vec<(ClientConfigKey, String)> {
-        self.timeout
-            .map(|t| (ClientConfigKey::Timeout, format!("{}ns", t.as_nanos())))
-            .into_iter()
-            .collect()
-    }
-}
-
-/// Open the store a URL names: `s3://bucket/prefix` (credentials, region and
-/// endpoint from `AWS_*`), `gs://` (`GOOGLE_*`), `az://`, `abfs://` (`AZURE_*`),
-/// `http://`, `https://`, its blocking calls waiting on `blocking`. What
-/// [`Stores::open`](crate::location::Stores::open) does with a URL no engine
-/// has registered a store for.
-///
-/// # Errors
-/// [`Error::Remote`] for a URL or configuration `object_store` refuses.
-pub(crate) fn open_url(
-    url: &RemoteUrl,
-    options: &UrlOptions,
-    blocking: Blocking,
-) -> Result<ObjectStoreBackend> {
-    let text = url.as_str();
-    let (store, prefix) = cloud_store(url, options).map_err(|e| remote(text, e))?;
-    let mut backend =
-        ObjectStoreBackend::with_blocking(ObjectStoreAsync::new(store, &prefix, text), blocking);
-    if let Some(n) = options.retries {
-        backend = backend.with_body_retries(n);
-    }
-    Ok(match options.concurrency {
-        Some(n) => backend.with_concurrency(n),
-        None => backend,
-    })
-}
-
-/// The object store `url`'s cloud opens from the environment, and the path
-/// under it.
-#[cfg_attr(
-    not(any(feature = "s3", feature = "gcs", feature = "azure", feature = "http")),
-    allow(unused_variables)
-)]
-fn cloud_store(
-    url: &RemoteUrl,
-    options: &UrlOptions,
-) -> std::result::Result<(Arc<dyn ObjectStore>, String), object_store::Error> {
-    #[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
-    let (_, prefix) = url.split_root();
-    // A local server (moto, MinIO, Azurite, an emulator) is plain HTTP: an
-    // endpoint the user names with http:// allows it.
-    #[cfg(any(feature = "s3", feature = "azure"))]
-    let http_endpoint = |var: &str| std::env::var(var).is_ok_and(|e| e.starts_with("http://"));
-    #[cfg(any(feature = "s3", feature = "gcs"))]
-    let bucket = url.url().host_str().unwrap_or_default();
-    match url.cloud() {
-        #[cfg(feature = "s3")]
-        Cloud::S3 => {
-            use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
-            let mut builder = AmazonS3Builder::from_env()
-                .with_bucket_name(bucket)
-                .with_retry(options.retry());
-            if let Ok(endpoint) = std::env::var("AWS_ENDPOINT_URL") {
-                builder = builder.with_endpoint(endpoint);
-            }
-            if http_endpoint("AWS_ENDPOINT_URL") {
-                builder = builder.with_allow_http(true);
-            }
-            for (key, value) in options.client_config() {
-                builder = builder.with_config(AmazonS3ConfigKey::Client(key), value);
-            }
-            if options.anonymous {
-                builder = builder.with_skip_signature(true);
-            }
-            Ok((Arc::new(builder.build()?), prefix))
-        }
-        #[cfg(feature = "gcs")]
-        Cloud::Gcs => {
-            use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
-            // The endpoint: `GOOGLE_BASE_URL`, or `gcs_base_url` in the service
-            // account file (an emulator's, with `"disable_oauth": true`).
-            let mut builder = GoogleCloudStorageBuilder::from_env()
-                .with_bucket_name(bucket)
-                .with_retry(options.retry());
-            for (key, value) in options.client_config() {
-                builder = builder.with_config(GoogleConfigKey::Client(key), value);
-            }
-            if options.anonymous {
-                builder = builder.with_skip_signature(true);
-            }
-            Ok((Arc::new(builder.build()?), prefix))
-        }
-        #[cfg(feature = "azure")]
-        Cloud::Azure => {
-            use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
-            // Azurite: `AZURE_STORAGE_USE_EMULATOR=true` and its URL in
-            // `AZURITE_BLOB_STORAGE_URL` (object_store then allows HTTP and
-            // uses the emulator's well-known account and key).
-            let mut builder = MicrosoftAzureBuilder::from_env()
-                .with_url(url.as_str())
-                .with_retry(options.retry());
-            if http_endpoint("AZURE_STORAGE_ENDPOINT") {
-                builder = builder.with_allow_http(true);
-            }
-            for (key, value) in options.client_config() {
-                builder = builder.with_config(AzureConfigKey::Client(key), value);
-            }
-            if options.anonymous {
-                builder = builder.with_skip_signature(true);
-            }
-            // The container is in the URL (`az://container/...`,
-            // `abfs://container@account.dfs.core.windows.net/...`); the rest of
-            // the path is the prefix.
-            Ok((Arc::new(builder.build()?), prefix))
-        }
-        #[cfg(feature = "http")]
-        Cloud::Http => {
-            use object_store::http::HttpBuilder;
-            // The whole URL is the store's root: keys are relative to it.
-            let mut builder = HttpBuilder::new()
-                .with_url(url.as_str())
-                .with_config(
-                    ClientConfigKey::AllowHttp,
-                    (url.url().scheme() == "http").to_string(),
-                )
-                .with_retry(options.retry());
-            for (key, value) in options.client_config() {
-                builder = builder.with_config(key, value);
-            }
-            Ok((Arc::new(builder.build()?), String::new()))
-        }
-        // `Location::parse` refuses a URL of a cloud this build leaves out.
-        #[allow(unreachable_patterns)]
-        other => Err(object_store::Error::NotSupported {
-            source: format!("zarrow was built without its `{}` feature", other.feature()).into(),
-        }),
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -338,6 +338,12 @@ macro_rules! display_by_name {
     )*};
 }
 display_by_name!(Encoding, Compressor, NullPolicy, Layout);
+crate::options::by_name!(
+    Encoding: "default, zarrs-vlen or zep0007",
+    Compressor: "zstd, gzip, blosc or none",
+    NullPolicy: "error or fill",
+    Layout: "plain or anndata"
+);
 
 /// How long a writer waits for another by default: a minute.
 pub(crate) const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(60);

@@ -320,7 +320,7 @@ fn a_decoded_plan_reads_no_metadata_and_keeps_its_url_options() {
         physical_plan_from_bytes_with_extension_codec, physical_plan_to_bytes_with_extension_codec,
     };
     use zarrow::datafusion::{ZarrPhysicalCodec, ZarrTable, ZarrTableOptions};
-    use zarrow::store::UrlOptions;
+    use zarrow::location::UrlOptions;
 
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("obs.zarr");

@@ -354,7 +354,7 @@ fn every_declared_option_is_a_flag() {
 fn the_reference_lists_every_flag() {
     use zarrow::Options as _;
     let doc = std::fs::read_to_string(testdata().join("../docs/cli.md")).unwrap();
-    let url = zarrow::store::UrlOptions::entries();
+    let url = zarrow::location::UrlOptions::entries();
     for entry in zarrow::convert::ConvertOptions::entries()
         .into_iter()
         .chain(url)

@@ -32,8 +32,11 @@ use crate::error::{Error, Result};
 pub use crate::error::{FileUrlProblem, LocationError};
 use crate::export::FileFormat;
 use crate::store::{
-    Blocking, Consolidated, LocalStore, ObjectStoreAsync, ObjectStoreBackend, Store, UrlOptions,
+    Blocking, Consolidated, LocalStore, ObjectStoreAsync, ObjectStoreBackend, Store,
 };
+
+mod clouds;
+pub use clouds::UrlOptions;
 
 /// Where a Zarr node or a table file is: a local path, an object store URL,
 /// or a store the caller supplies. Made by [`Location::parse`] (or
@@ -466,11 +469,7 @@ impl Stores {
                     store,
                     self.blocking.clone(),
                 )),
-                None => Arc::new(crate::store::open_url(
-                    url,
-                    &self.url,
-                    self.blocking.clone(),
-                )?),
+                None => Arc::new(clouds::open_url(url, &self.url, self.blocking.clone())?),
             }),
             Location::Store { store, .. } => Ok(store.clone()),
         }
