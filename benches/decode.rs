@@ -147,7 +147,10 @@ fn bench(c: &mut Criterion) {
             let array = ZarrArray::open_with(
                 store,
                 "",
-                ReadOptions::default().with_string_type(string_type),
+                ReadOptions {
+                    string_type: Some(string_type),
+                    ..ReadOptions::default()
+                },
             )
             .unwrap();
             group.bench_function(format!("{layout} -> {string_type:?}"), |b| {

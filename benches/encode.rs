@@ -59,10 +59,12 @@ fn bench(c: &mut Criterion) {
             ("Utf8 -> vlen-utf8", Encoding::Default),
             ("Utf8 -> zarrs.vlen", Encoding::ZarrsVlen),
         ] {
-            let options = WriteOptions::default()
-                .with_encoding(encoding)
-                .with_compressor(compressor)
-                .with_chunk_len(CHUNK);
+            let options = WriteOptions {
+                encoding,
+                compressor,
+                chunk_len: Some(CHUNK),
+                ..WriteOptions::default()
+            };
             group.bench_function(name, |b| {
                 b.iter(|| {
                     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());

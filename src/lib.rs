@@ -27,7 +27,7 @@
 //! assert_eq!(batch.num_columns(), 2);
 //!
 //! // One array, as Utf8View pointing into the decoded chunks.
-//! let options = ReadOptions::default().with_string_type(StringType::Utf8View);
+//! let options = ReadOptions { string_type: Some(StringType::Utf8View), ..ReadOptions::default() };
 //! let cell_type = ZarrArray::open_with(store, "cell_type", options)?;
 //! let all = cell_type.read_all()?;
 //! assert_eq!(all.len() as u64, cell_type.len());

@@ -32,14 +32,20 @@ fn write_table(store: Arc<dyn Store>) {
     let kinds: ArrayRef = Arc::new(StringArray::from_iter_values(
         (0..ROWS).map(|i| ["a", "b", "c", "d"][(i % 4) as usize]),
     ));
-    let options = WriteOptions::default().with_chunk_len(5_000);
+    let options = WriteOptions {
+        chunk_len: Some(5_000),
+        ..WriteOptions::default()
+    };
     write_array(store.clone(), "id", &ids, options.clone()).unwrap();
     write_array(store.clone(), "kind", &kinds, options.clone()).unwrap();
     write_array(
         store.clone(),
         "name",
         &names,
-        options.with_shard_len(25_000),
+        WriteOptions {
+            shard_len: Some(25_000),
+            ..options
+        },
     )
     .unwrap();
     let columns = ["id", "kind", "name"].map(String::from);

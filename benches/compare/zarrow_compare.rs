@@ -90,7 +90,10 @@ fn timed(job: impl FnOnce() -> Res<u64>) -> Res<()> {
 }
 
 fn open(path: &str, string_type: StringType, memory_map: bool) -> Res<ZarrArray> {
-    let options = ReadOptions::default().with_string_type(string_type);
+    let options = ReadOptions {
+        string_type: Some(string_type),
+        ..ReadOptions::default()
+    };
     let store = if memory_map {
         // SAFETY: `new_memory_mapped` requires that no file under `path` be
         // truncated or modified while a buffer from it is alive. The harness
@@ -115,12 +118,18 @@ fn read(path: &str, string_type: &str, mode: &str) -> Res<u64> {
 
 fn table(path: &str, columns: &str) -> Res<u64> {
     let columns = columns.split(',').map(str::to_string).collect();
-    let options = ReadOptions::default().with_string_type(StringType::Utf8View);
+    let options = ReadOptions {
+        string_type: Some(StringType::Utf8View),
+        ..ReadOptions::default()
+    };
     let reader = open_table(
         Arc::new(LocalStore::new(path)),
         "",
         options,
-        &TableOptions::default().with_columns(columns),
+        &TableOptions {
+            columns: Some(columns),
+            ..TableOptions::default()
+        },
         &zarrow::ExecutionContext::default(),
     )?;
     let mut rows = 0;
@@ -198,10 +207,12 @@ fn from_parquet(src: &str, dst: &str, encoding: &str) -> Res<u64> {
     let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(src)?)?
         .with_batch_size(1 << 20)
         .build()?;
-    let options = WriteOptions::default()
-        .with_encoding(encoding)
-        .with_chunk_len(1 << 20)
-        .with_overwrite(true);
+    let options = WriteOptions {
+        encoding,
+        chunk_len: Some(1 << 20),
+        overwrite: true,
+        ..WriteOptions::default()
+    };
     Ok(write_batches(
         reader,
         Arc::new(LocalStore::new(dst)),

@@ -86,9 +86,11 @@ fn inline() -> ExecutionContext {
 }
 
 fn read_options(string_type: StringType) -> ReadOptions {
-    ReadOptions::default()
-        .with_string_type(string_type)
-        .with_max_chunk_bytes(MAX_CHUNK_BYTES)
+    ReadOptions {
+        string_type: Some(string_type),
+        max_chunk_bytes: MAX_CHUNK_BYTES,
+        ..ReadOptions::default()
+    }
 }
 
 /// Panic unless `array` passes arrow-rs's full validation, has the type zarrow
@@ -1724,14 +1726,16 @@ pub fn write_roundtrip(data: &[u8]) {
     } else {
         NullPolicy::Error
     };
-    let mut options = WriteOptions::default()
-        .with_encoding(encoding)
-        .with_zarr_format(if v2 { 2 } else { 3 })
-        .with_compressor(compressor)
-        .with_chunk_len(usize::from(chunk) + 1)
-        .with_nulls(policy);
+    let mut options = WriteOptions {
+        encoding,
+        zarr_format: if v2 { 2 } else { 3 },
+        compressor,
+        chunk_len: Some(usize::from(chunk) + 1),
+        nulls: policy,
+        ..WriteOptions::default()
+    };
     if opts & 128 != 0 {
-        options = options.with_level(1);
+        options.level = Some(1);
     }
     let mut input = values.into_array(nulls_mode == 1 || nulls_mode == 2);
     let shape: Option<Vec<u64>> = match nd % 4 {
@@ -1865,15 +1869,17 @@ pub fn append_roundtrip(data: &[u8]) {
         _ => Compressor::None,
     };
     let chunk_len = usize::from(chunk % 32) + 1;
-    let mut create = WriteOptions::default()
-        .with_zarr_format(if v2 { 2 } else { 3 })
-        .with_compressor(compressor)
-        .with_chunk_len(chunk_len)
-        .with_nulls(NullPolicy::Fill);
+    let mut create = WriteOptions {
+        zarr_format: if v2 { 2 } else { 3 },
+        compressor,
+        chunk_len: Some(chunk_len),
+        nulls: NullPolicy::Fill,
+        ..WriteOptions::default()
+    };
     let mut grid = chunk_len;
     if sharded {
         grid = chunk_len * (usize::from(shard % 4) + 1);
-        create = create.with_shard_len(grid);
+        create.shard_len = Some(grid);
     }
     let schema = Arc::new(Schema::new(vec![Field::new(
         "v",
@@ -1888,9 +1894,11 @@ pub fn append_roundtrip(data: &[u8]) {
         let options = if i == 0 {
             create.clone()
         } else {
-            WriteOptions::default()
-                .with_append(true)
-                .with_nulls(NullPolicy::Fill)
+            WriteOptions {
+                append: true,
+                nulls: NullPolicy::Fill,
+                ..WriteOptions::default()
+            }
         };
         match write_batches(reader, store.clone(), "", options) {
             Ok(rows) => assert_eq!(rows, (part[1] - part[0]) as u64, "part {i}: rows counted"),
@@ -1921,7 +1929,10 @@ pub fn append_roundtrip(data: &[u8]) {
     let reader = open_table(
         committed,
         "v",
-        read_options(string_type).with_decode_cf(false),
+        ReadOptions {
+            decode_cf: false,
+            ..read_options(string_type)
+        },
         &TableOptions::default(),
         &inline(),
     )
@@ -2033,16 +2044,18 @@ pub fn push_decoder(data: &[u8]) {
         ("kind", Arc::new(kinds) as ArrayRef),
     ])
     .expect("a valid batch");
-    let mut options = WriteOptions::default()
-        .with_layout(Layout::AnnData)
-        .with_zarr_format(if cfg & 1 == 0 { 3 } else { 2 })
-        .with_chunk_len(chunk_len);
+    let mut options = WriteOptions {
+        layout: Layout::AnnData,
+        zarr_format: if cfg & 1 == 0 { 3 } else { 2 },
+        chunk_len: Some(chunk_len),
+        ..WriteOptions::default()
+    };
     if cfg & 1 == 0 && shard % 2 == 1 {
-        options = options.with_shard_len(chunk_len * (1 + usize::from(shard / 2) % 8));
+        options.shard_len = Some(chunk_len * (1 + usize::from(shard / 2) % 8));
     }
     if cfg & 1 == 0 && cfg & 4 != 0 {
         // Offsets and values apart: `zarrs.vlen` reads some rows in part.
-        options = options.with_encoding(zarrow::write::Encoding::ZarrsVlen);
+        options.encoding = zarrow::write::Encoding::ZarrsVlen;
     }
     // Some rows only (cfg & 8): partial reads of the chunks at either end.
     let row_range = |total: usize| {
@@ -2080,13 +2093,15 @@ pub fn push_decoder(data: &[u8]) {
         }
         let values: ArrayRef = Arc::new(Int64Array::from_iter_values(0..(rows * cols) as i64));
         let inner = vec![1 + chunk_len as u64 % 7, 1 + u64::from(chunk) % 3];
-        let mut nd = WriteOptions::default()
-            .with_zarr_format(if cfg & 1 == 0 { 3 } else { 2 })
-            .with_chunk_shape(inner.clone());
+        let mut nd = WriteOptions {
+            zarr_format: if cfg & 1 == 0 { 3 } else { 2 },
+            chunk_shape: Some(inner.clone()),
+            ..WriteOptions::default()
+        };
         if cfg & 1 == 0 && cfg & 4 != 0 {
             // N-d shards, read in part for a row range.
             let rows_of = 1 + u64::from(batch) % 3;
-            nd = nd.with_shard_shape(vec![inner[0] * rows_of, inner[1] * (1 + u64::from(r1) % 2)]);
+            nd.shard_shape = Some(vec![inner[0] * rows_of, inner[1] * (1 + u64::from(r1) % 2)]);
         }
         let shape = [rows as u64, cols as u64];
         zarrow::write::write_nd_array(store.clone(), "a", &values, &shape, nd)

@@ -513,7 +513,11 @@ fn write(
         return Err(exists(&target.to_string()));
     }
     let append = mode == Mode::Append;
-    let options = options.with_append(append).with_overwrite(false);
+    let options = WriteOptions {
+        append,
+        overwrite: false,
+        ..options
+    };
     let write = |store, node: &str| write_batches(reader, store, node, options);
     write_zarr(target, mode == Mode::Overwrite, append, stores, write).map_err(|e| match e {
         Error::AlreadyExists { .. } => exists(&target.to_string()),

@@ -52,7 +52,7 @@ crate::options::options! {
         /// `categorical_values`, on by default here (each row a view of its
         /// category, as DataFusion reads a dictionary-encoded Parquet column,
         /// and what its `GROUP BY` is fastest on).
-        pub read: ReadOptions = ReadOptions::default().with_categorical_values(true),
+        pub read: ReadOptions = ReadOptions { categorical_values: true, ..ReadOptions::default() },
     }
 }
 
@@ -510,11 +510,11 @@ impl datafusion::catalog::TableProvider for ZarrTable {
                 NodeMetadata::Group(g) => g.zarr_format,
                 NodeMetadata::Array(a) => a.zarr_format,
             };
-            options = options.with_zarr_format(format);
+            options.zarr_format = format;
             if let (NodeMetadata::Group(_), Some(anndata::Encoding::DataFrame { .. })) =
                 (root.metadata(), root.conventions().anndata())
             {
-                options = options.with_layout(Layout::AnnData);
+                options.layout = Layout::AnnData;
             }
         }
         let sink = ZarrSink {

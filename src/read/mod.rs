@@ -62,7 +62,6 @@ pub(crate) const DEFAULT_MAX_READ_BYTES: u64 = 64 << 30;
 crate::options::options! {
     /// How arrays are read.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    #[non_exhaustive]
     pub struct ReadOptions("read") {
         /// [from Zarr] The Arrow layout of string and bytes columns: utf8,
         /// large-utf8 or utf8-view (default: the layout zarrow's writer recorded
@@ -94,39 +93,6 @@ crate::options::options! {
         /// can promise far more elements than the store holds (missing chunks read as
         /// the fill value). Streaming readers are bounded by their read-ahead instead.
         pub max_read_bytes: u64 = DEFAULT_MAX_READ_BYTES,
-    }
-}
-
-impl ReadOptions {
-    /// Set the Arrow string layout.
-    pub fn with_string_type(mut self, string_type: StringType) -> Self {
-        self.string_type = Some(string_type);
-        self
-    }
-
-    /// Set the decoded-chunk bound.
-    pub fn with_max_chunk_bytes(mut self, bytes: usize) -> Self {
-        self.max_chunk_bytes = bytes;
-        self
-    }
-
-    /// Set the bound on what one `read_all` / `read_range` may materialise.
-    pub fn with_max_read_bytes(mut self, bytes: u64) -> Self {
-        self.max_read_bytes = bytes;
-        self
-    }
-
-    /// Read anndata categoricals as their values (see
-    /// [`categorical_values`](Self::categorical_values)), or as dictionaries.
-    pub fn with_categorical_values(mut self, values: bool) -> Self {
-        self.categorical_values = values;
-        self
-    }
-
-    /// Decode CF attributes (the default), or keep the raw values.
-    pub fn with_decode_cf(mut self, decode: bool) -> Self {
-        self.decode_cf = decode;
-        self
     }
 }
 

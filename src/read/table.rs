@@ -24,7 +24,6 @@ use crate::store::Store;
 crate::options::options! {
     /// What of a node to read as a table.
     #[derive(Debug, Clone, PartialEq, Eq)]
-    #[non_exhaustive]
     pub struct TableOptions("table") {
         /// [to a table] Of a group: these columns, in this order, comma-separated
         /// (default: every 1-D array); with long, these data variables.
@@ -43,26 +42,6 @@ crate::options::options! {
         /// Dataset.to_dataframe(): the dimensions' coordinates first, then the
         /// variables (columns picks them).
         pub long: bool = false,
-    }
-}
-
-impl TableOptions {
-    /// Read only `columns`.
-    pub fn with_columns(mut self, columns: Vec<String>) -> Self {
-        self.columns = Some(columns);
-        self
-    }
-
-    /// Read at most `rows` rows.
-    pub fn with_limit(mut self, rows: u64) -> Self {
-        self.limit = Some(rows);
-        self
-    }
-
-    /// Set the rows per batch.
-    pub fn with_batch_size(mut self, rows: usize) -> Self {
-        self.batch_size = Some(rows);
-        self
     }
 }
 

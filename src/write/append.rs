@@ -53,9 +53,11 @@ impl Existing {
             ArrowType::Utf8View | ArrowType::BinaryView => StringType::Utf8View,
             _ => StringType::Utf8,
         };
-        let options = ReadOptions::default()
-            .with_decode_cf(false)
-            .with_string_type(string_type);
+        let options = ReadOptions {
+            decode_cf: false,
+            string_type: Some(string_type),
+            ..ReadOptions::default()
+        };
         let array = ZarrArray::open_with(store.clone(), path, options)?;
         if array.metadata().shape.len() != 1 {
             return Err(Error::NotOneDimensional {

@@ -118,7 +118,10 @@ impl ColumnWriter {
             }
             Encoding::Nullable(kind) => {
                 // The mask says which values are missing.
-                let fill = options.clone().with_nulls(NullPolicy::Fill);
+                let fill = WriteOptions {
+                    nulls: NullPolicy::Fill,
+                    ..options.clone()
+                };
                 let values = part(join_key(&path, anndata::VALUES), data_type, fill)?;
                 let mask = part(
                     join_key(&path, anndata::MASK),
@@ -216,7 +219,10 @@ impl ColumnWriter {
                 })
             }
             (_, Some(Encoding::Nullable(kind))) => {
-                let fill = options.clone().with_nulls(NullPolicy::Fill);
+                let fill = WriteOptions {
+                    nulls: NullPolicy::Fill,
+                    ..options.clone()
+                };
                 let values = leaf(join_key(&path, anndata::VALUES), element_type, fill)?;
                 let mask = leaf(
                     join_key(&path, anndata::MASK),
@@ -429,7 +435,10 @@ impl ColumnWriter {
 /// the fill value where anndata says so.
 fn array_options(t: &ArrowType, options: &WriteOptions) -> WriteOptions {
     if anndata::nulls_as_nan(t) {
-        options.clone().with_nulls(NullPolicy::Fill)
+        WriteOptions {
+            nulls: NullPolicy::Fill,
+            ..options.clone()
+        }
     } else {
         options.clone()
     }

@@ -205,7 +205,10 @@ impl GroupWriter {
         // left those ahead of it), else each array's own.
         clear_temporary(store.as_ref(), &path)?;
         let committed = Consolidated::open(store.clone())?;
-        let raw = ReadOptions::default().with_decode_cf(false);
+        let raw = ReadOptions {
+            decode_cf: false,
+            ..ReadOptions::default()
+        };
         let group = ZarrGroup::open_with(committed.clone(), &path, raw)?;
         let label = group.label();
         let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();

@@ -250,7 +250,6 @@ impl Layout {
 crate::options::options! {
     /// How arrays are written.
     #[derive(Debug, Clone, PartialEq)]
-    #[non_exhaustive]
     pub struct WriteOptions("write") {
         /// [to Zarr] Replace an existing node instead of refusing.
         pub overwrite: bool = false,
@@ -349,54 +348,6 @@ crate::options::by_name!(
 pub(crate) const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(60);
 
 impl WriteOptions {
-    /// Set the Zarr format (2 or 3).
-    pub fn with_zarr_format(mut self, format: u8) -> Self {
-        self.zarr_format = format;
-        self
-    }
-
-    /// Set the string/bytes encoding.
-    pub fn with_encoding(mut self, encoding: Encoding) -> Self {
-        self.encoding = encoding;
-        self
-    }
-
-    /// Set the compressor.
-    pub fn with_compressor(mut self, compressor: Compressor) -> Self {
-        self.compressor = compressor;
-        self
-    }
-
-    /// Set the compressor level.
-    pub fn with_level(mut self, level: i32) -> Self {
-        self.level = Some(level);
-        self
-    }
-
-    /// Set the elements per chunk.
-    pub fn with_chunk_len(mut self, len: usize) -> Self {
-        self.chunk_len = Some(len);
-        self
-    }
-
-    /// Store 1-D arrays in `sharding_indexed` shards of `len` elements.
-    pub fn with_shard_len(mut self, len: usize) -> Self {
-        self.shard_len = Some(len);
-        self
-    }
-
-    /// Set the chunk shape of N-d arrays.
-    pub fn with_chunk_shape(mut self, shape: Vec<u64>) -> Self {
-        self.chunk_shape = Some(shape);
-        self
-    }
-
-    /// Store N-d arrays in `sharding_indexed` shards of `shape`.
-    pub fn with_shard_shape(mut self, shape: Vec<u64>) -> Self {
-        self.shard_shape = Some(shape);
-        self
-    }
-
     /// Refuse `chunk_shape` and `shard_shape` where a table's 1-D columns are
     /// written: they shape N-d arrays (`write_nd_array`), and nothing is ignored
     /// in silence.
@@ -413,30 +364,6 @@ impl WriteOptions {
     /// Whether chunks are stored in shards.
     fn sharded(&self) -> bool {
         self.shard_len.is_some() || self.shard_shape.is_some()
-    }
-
-    /// Set the null policy.
-    pub fn with_nulls(mut self, nulls: NullPolicy) -> Self {
-        self.nulls = nulls;
-        self
-    }
-
-    /// Set how a table becomes a group.
-    pub fn with_layout(mut self, layout: Layout) -> Self {
-        self.layout = layout;
-        self
-    }
-
-    /// Append to the stored group (see [`WriteOptions::append`]).
-    pub fn with_append(mut self, append: bool) -> Self {
-        self.append = append;
-        self
-    }
-
-    /// Wait this long for another writer (see [`WriteOptions::lock_timeout`]).
-    pub fn with_lock_timeout(mut self, wait: Duration) -> Self {
-        self.lock_timeout = wait;
-        self
     }
 
     /// The options the group's own metadata decides when appending (format,
@@ -464,12 +391,6 @@ impl WriteOptions {
             given.push("shard_len");
         }
         given
-    }
-
-    /// Allow replacing an existing node.
-    pub fn with_overwrite(mut self, overwrite: bool) -> Self {
-        self.overwrite = overwrite;
-        self
     }
 
     fn validate(&self) -> Result<()> {
@@ -544,15 +465,7 @@ mod tests {
             append: bool,
             wait_ms in 0u64..10_000_000,
         ) {
-            let mut options = WriteOptions::default()
-                .with_zarr_format(format)
-                .with_encoding(encoding)
-                .with_compressor(compressor)
-                .with_layout(if anndata { Layout::AnnData } else { Layout::Plain })
-                .with_nulls(if fill { NullPolicy::Fill } else { NullPolicy::Error })
-                .with_overwrite(overwrite)
-                .with_append(append)
-                .with_lock_timeout(Duration::from_millis(wait_ms));
+            let mut options = WriteOptions { zarr_format: format, encoding, compressor, layout: if anndata { Layout::AnnData } else { Layout::Plain }, nulls: if fill { NullPolicy::Fill } else { NullPolicy::Error }, overwrite, append, lock_timeout: Duration::from_millis(wait_ms), ..WriteOptions::default() };
             options.level = level;
             options.chunk_len = chunk_len;
             options.shard_len = shard_len;

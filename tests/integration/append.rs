@@ -70,7 +70,10 @@ fn a_second_lock_waits_then_gives_up_and_a_dropped_lock_frees_the_store() {
 #[test]
 fn a_failed_append_leaves_the_table_and_the_next_one_clears_its_chunks() {
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
-    let options = WriteOptions::default().with_chunk_len(8);
+    let options = WriteOptions {
+        chunk_len: Some(8),
+        ..WriteOptions::default()
+    };
     let first = batch(0, 21, None);
     write_batches(
         arrow_array::RecordBatchIterator::new([Ok(first.clone())], first.schema()),
@@ -83,7 +86,10 @@ fn a_failed_append_leaves_the_table_and_the_next_one_clears_its_chunks() {
 
     // 40 rows go in (five new chunks are stored), then a null is refused.
     // The table's own chunks apply: the append sets none.
-    let append = WriteOptions::default().with_append(true);
+    let append = WriteOptions {
+        append: true,
+        ..WriteOptions::default()
+    };
     let mut writer =
         GroupWriter::try_new(store.clone(), "", &first.schema(), append.clone()).unwrap();
     writer.write(&batch(21, 40, None)).unwrap();
@@ -106,7 +112,10 @@ fn a_failed_append_leaves_the_table_and_the_next_one_clears_its_chunks() {
 fn an_append_waits_for_the_writer_that_holds_the_store() {
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
     let first = batch(0, 5, None);
-    let options = WriteOptions::default().with_chunk_len(4);
+    let options = WriteOptions {
+        chunk_len: Some(4),
+        ..WriteOptions::default()
+    };
     write_batches(
         arrow_array::RecordBatchIterator::new([Ok(first.clone())], first.schema()),
         store.clone(),
@@ -114,9 +123,11 @@ fn an_append_waits_for_the_writer_that_holds_the_store() {
         options.clone(),
     )
     .unwrap();
-    let append = WriteOptions::default()
-        .with_append(true)
-        .with_lock_timeout(Duration::from_millis(100));
+    let append = WriteOptions {
+        append: true,
+        lock_timeout: Duration::from_millis(100),
+        ..WriteOptions::default()
+    };
     let holder = GroupWriter::try_new(store.clone(), "", &first.schema(), append.clone()).unwrap();
     let err = GroupWriter::try_new(store.clone(), "", &first.schema(), append.clone()).unwrap_err();
     assert!(matches!(err, Error::Busy { .. }), "{err}");
@@ -202,7 +213,10 @@ fn an_append_to_a_hostile_chunk_grid_is_refused() {
         store,
         "",
         &schema,
-        WriteOptions::default().with_append(true),
+        WriteOptions {
+            append: true,
+            ..WriteOptions::default()
+        },
     )
     .unwrap_err();
     // The reader leaves such an array out of the table (its chunks are past

@@ -42,7 +42,10 @@ fn read_everything(
     } else {
         LocalStore::new(path)
     });
-    let options = ReadOptions::default().with_string_type(string_type);
+    let options = ReadOptions {
+        string_type: Some(string_type),
+        ..ReadOptions::default()
+    };
     match read_node(store.as_ref(), "")? {
         NodeMetadata::Array(_) => {
             // Streamed first, as `zarrow convert` reads; then whole (which refuses

@@ -80,7 +80,10 @@ fn zarrow_groups_are_written_consolidated() {
         )
         .unwrap();
         let reader = src.reader().build().unwrap();
-        let options = WriteOptions::default().with_zarr_format(format);
+        let options = WriteOptions {
+            zarr_format: format,
+            ..WriteOptions::default()
+        };
         write_batches(reader, inner.clone(), "", options).unwrap();
         let observed = Observed::new(inner);
         let group = ZarrGroup::open(Consolidated::open(observed.clone()).unwrap(), "").unwrap();

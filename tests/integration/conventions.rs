@@ -85,7 +85,10 @@ fn read_case(case: &Value) -> zarrow::Result<RecordBatch> {
         .iter()
         .map(|a| a.as_str().unwrap())
         .collect();
-    let options = ReadOptions::default().with_decode_cf(!args.contains(&"--no-cf"));
+    let options = ReadOptions {
+        decode_cf: !args.contains(&"--no-cf"),
+        ..ReadOptions::default()
+    };
     let columns: Option<Vec<String>> = args
         .iter()
         .position(|a| *a == "--columns")
@@ -312,7 +315,10 @@ fn a_table_written_as_anndata_reads_back_as_the_same_columns() {
     let store: Arc<dyn zarrow::Store> = Arc::new(MemoryStore::new());
     let reader =
         arrow_array::RecordBatchIterator::new(input.clone().into_iter().map(Ok), schema.clone());
-    let options = WriteOptions::default().with_layout(Layout::AnnData);
+    let options = WriteOptions {
+        layout: Layout::AnnData,
+        ..WriteOptions::default()
+    };
     write_batches(reader, store.clone(), "obs", options).unwrap();
     let got = ZarrGroup::open(store, "obs")
         .unwrap()
@@ -370,9 +376,11 @@ fn nullable_and_categorical_columns_line_up_across_chunks_and_batches() {
     .unwrap();
     let store: Arc<dyn zarrow::Store> = Arc::new(MemoryStore::new());
     let reader = arrow_array::RecordBatchIterator::new([Ok(batch.clone())], batch.schema());
-    let options = WriteOptions::default()
-        .with_layout(Layout::AnnData)
-        .with_chunk_len(1000);
+    let options = WriteOptions {
+        layout: Layout::AnnData,
+        chunk_len: Some(1000),
+        ..WriteOptions::default()
+    };
     write_batches(reader, store.clone(), "df", options).unwrap();
     let reader = ZarrGroup::open(store, "df")
         .unwrap()

@@ -176,9 +176,11 @@ fn times_write_as_zarr_python_writes_them_and_keep_their_timezone() {
     for format in [3u8, 2] {
         let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
         // Nulls of times are NaT, so the default policy (refuse nulls) accepts them.
-        let options = WriteOptions::default()
-            .with_zarr_format(format)
-            .with_nulls(NullPolicy::Error);
+        let options = WriteOptions {
+            zarr_format: format,
+            nulls: NullPolicy::Error,
+            ..WriteOptions::default()
+        };
         let reader = RecordBatchIterator::new([Ok(batch.clone())], batch.schema());
         write_batches(reader, store.clone(), "t", options).unwrap();
         let group = ZarrGroup::open(store.clone(), "t").unwrap();

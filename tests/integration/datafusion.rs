@@ -43,17 +43,27 @@ pub(crate) fn write_table(store: Arc<dyn Store>) {
         store.clone(),
         "id",
         &id,
-        options.clone().with_chunk_len(1000),
+        WriteOptions {
+            chunk_len: Some(1000),
+            ..options.clone()
+        },
     )
     .unwrap();
     write_array(
         store.clone(),
         "name",
         &name,
-        options.clone().with_chunk_len(300),
+        WriteOptions {
+            chunk_len: Some(300),
+            ..options.clone()
+        },
     )
     .unwrap();
-    let sharded = options.with_chunk_len(250).with_shard_len(2000);
+    let sharded = WriteOptions {
+        chunk_len: Some(250),
+        shard_len: Some(2000),
+        ..options
+    };
     write_array(store.clone(), "kind", &kind, sharded).unwrap();
     let columns = ["id", "name", "kind"].map(String::from);
     write_group_metadata(store.as_ref(), "", &columns, 3).unwrap();

@@ -238,7 +238,10 @@ fn a_limit_over_a_slow_store_stops_requesting_once_its_rows_are_in() {
         backend.clone(),
         "name",
         &name,
-        WriteOptions::default().with_chunk_len(CHUNK as usize),
+        WriteOptions {
+            chunk_len: Some(CHUNK as usize),
+            ..WriteOptions::default()
+        },
     )
     .unwrap();
     write_group_metadata(backend.as_ref(), "", &["name".to_string()], 3).unwrap();
@@ -397,9 +400,11 @@ fn a_limit_over_nd_shards_reads_the_first_inner_chunks_only() {
     // An 8 x 6 grid whose element (r, c) is r * 6 + c, in shards of 4 x 6 made
     // of inner chunks of 2 x 3.
     let values: ArrayRef = Arc::new(Int64Array::from_iter_values(0..48));
-    let options = WriteOptions::default()
-        .with_chunk_shape(vec![2, 3])
-        .with_shard_shape(vec![4, 6]);
+    let options = WriteOptions {
+        chunk_shape: Some(vec![2, 3]),
+        shard_shape: Some(vec![4, 6]),
+        ..WriteOptions::default()
+    };
     write_nd_array(Arc::new(backend), "", &values, &[8, 6], options).unwrap();
     let shard = runtime()
         .block_on(object_store::ObjectStoreExt::head(
@@ -446,7 +451,10 @@ fn an_nd_array_streams_through_the_registered_store() {
     let backend = ObjectStoreBackend::new(memory.clone(), "grid.zarr", "memory:///grid.zarr");
     // A 10 x 6 grid whose element (r, c) is r * 6 + c: in C order, 0..60.
     let values: ArrayRef = Arc::new(Int64Array::from_iter_values(0..60));
-    let options = WriteOptions::default().with_chunk_shape(vec![3, 4]);
+    let options = WriteOptions {
+        chunk_shape: Some(vec![3, 4]),
+        ..WriteOptions::default()
+    };
     write_nd_array(Arc::new(backend), "", &values, &[10, 6], options).unwrap();
     let ctx = session_over(memory, SessionConfig::new().with_target_partitions(3));
     let (sums, head, plan) = runtime().block_on(async {

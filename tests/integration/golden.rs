@@ -49,7 +49,10 @@ fn check_case(case: &str, string_type: StringType, memory_map: bool) -> Result<(
     } else {
         LocalStore::new(root)
     });
-    let options = ReadOptions::default().with_string_type(string_type);
+    let options = ReadOptions {
+        string_type: Some(string_type),
+        ..ReadOptions::default()
+    };
     let node = read_node(store.as_ref(), "").map_err(|e| format!("{case}: {e}"))?;
     let batches: Vec<_> = match node {
         NodeMetadata::Array(_) => {

@@ -35,17 +35,27 @@ fn table_on(store: Arc<MemoryStore>) -> (ZarrGroup, Vec<i64>, Vec<String>) {
         store.clone(),
         "t/id",
         &id,
-        options.clone().with_chunk_len(1000),
+        WriteOptions {
+            chunk_len: Some(1000),
+            ..options.clone()
+        },
     )
     .unwrap();
     write_array(
         store.clone(),
         "t/name",
         &name,
-        options.clone().with_chunk_len(300),
+        WriteOptions {
+            chunk_len: Some(300),
+            ..options.clone()
+        },
     )
     .unwrap();
-    let sharded = options.with_chunk_len(250).with_shard_len(2000);
+    let sharded = WriteOptions {
+        chunk_len: Some(250),
+        shard_len: Some(2000),
+        ..options
+    };
     write_array(store.clone(), "t/tag", &tag, sharded).unwrap();
     let columns = ["id", "name", "tag"].map(String::from);
     write_group_metadata(store.as_ref(), "t", &columns, 3).unwrap();
@@ -142,7 +152,10 @@ fn splits_are_chunk_aligned_and_read_independently() {
 /// `ids` written as the array `id` in chunks of 1000, opened.
 fn ids_array(store: Arc<dyn zarrow::Store>, ids: &[i64]) -> ZarrArray {
     let id: ArrayRef = Arc::new(Int64Array::from(ids.to_vec()));
-    let options = WriteOptions::default().with_chunk_len(1000);
+    let options = WriteOptions {
+        chunk_len: Some(1000),
+        ..WriteOptions::default()
+    };
     write_array(store.clone(), "id", &id, options).unwrap();
     ZarrArray::open(store, "id").unwrap()
 }
@@ -256,10 +269,22 @@ fn default_batches_end_at_long_chunks_boundaries() {
         store.clone(),
         "t/a",
         &a,
-        options.clone().with_chunk_len(70_000),
+        WriteOptions {
+            chunk_len: Some(70_000),
+            ..options.clone()
+        },
     )
     .unwrap();
-    write_array(store.clone(), "t/b", &b, options.with_chunk_len(100_000)).unwrap();
+    write_array(
+        store.clone(),
+        "t/b",
+        &b,
+        WriteOptions {
+            chunk_len: Some(100_000),
+            ..options
+        },
+    )
+    .unwrap();
     write_group_metadata(store.as_ref(), "t", &["a".into(), "b".into()], 3).unwrap();
     let group = ZarrGroup::open(store, "t").unwrap();
     let batches: Vec<RecordBatch> = group
@@ -314,9 +339,11 @@ fn long_inner_chunks_of_a_shard_are_batches_of_their_own() {
     let store = Arc::new(MemoryStore::new());
     let names: Vec<String> = (0..N).map(|i| format!("name-{i}")).collect();
     let array: ArrayRef = Arc::new(StringArray::from(names.clone()));
-    let options = WriteOptions::default()
-        .with_chunk_len(10_000)
-        .with_shard_len(50_000);
+    let options = WriteOptions {
+        chunk_len: Some(10_000),
+        shard_len: Some(50_000),
+        ..WriteOptions::default()
+    };
     write_array(store.clone(), "a", &array, options).unwrap();
     let array = ZarrArray::open(store, "a").unwrap();
     let read = |builder: ReaderBuilder, start: usize| {

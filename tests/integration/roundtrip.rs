@@ -104,11 +104,11 @@ fn options_strategy() -> impl Strategy<Value = WriteOptions> {
             Compressor::None,
         ]),
     )
-        .prop_map(|(encoding, format, compressor)| {
-            WriteOptions::default()
-                .with_encoding(encoding)
-                .with_zarr_format(format)
-                .with_compressor(compressor)
+        .prop_map(|(encoding, format, compressor)| WriteOptions {
+            encoding,
+            zarr_format: format,
+            compressor,
+            ..WriteOptions::default()
         })
 }
 
@@ -131,7 +131,7 @@ proptest! {
         let array = build(kind, &strings, &numbers);
         let n = array.len();
         let chunk_len = [1, 3, n.max(1), n + 5][chunk_choice];
-        let options = options.with_chunk_len(chunk_len);
+        let options = WriteOptions { chunk_len: Some(chunk_len), ..options };
         let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
         let result = write_array(store.clone(), "col", &array, options.clone());
         if options.zarr_format == 2 && options.encoding != Encoding::Default {
@@ -166,7 +166,7 @@ proptest! {
             .collect();
         let reader = RecordBatchIterator::new(batches.into_iter().map(Ok), schema.clone());
         let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
-        let rows = write_batches(reader, store.clone(), "table", options.with_chunk_len(chunk_len)).unwrap();
+        let rows = write_batches(reader, store.clone(), "table", WriteOptions { chunk_len: Some(chunk_len), ..options }).unwrap();
         prop_assert_eq!(rows, numbers.len() as u64);
         let back: Vec<RecordBatch> = ZarrGroup::open(store, "table").unwrap().reader().build().unwrap().map(|b| b.unwrap()).collect();
         let got_names: Vec<String> = match back.first() {
@@ -205,7 +205,10 @@ fn nulls_are_refused_with_column_and_row() {
         store.clone(),
         "names",
         &array,
-        WriteOptions::default().with_nulls(NullPolicy::Fill),
+        WriteOptions {
+            nulls: NullPolicy::Fill,
+            ..WriteOptions::default()
+        },
     );
     assert_eq!(ok.unwrap(), 4);
     let back = ZarrArray::open(store, "names").unwrap().read_all().unwrap();
@@ -220,7 +223,10 @@ fn nulls_are_refused_with_column_and_row() {
 #[test]
 fn null_floats_fill_as_nan() {
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
-    let fill = WriteOptions::default().with_nulls(NullPolicy::Fill);
+    let fill = WriteOptions {
+        nulls: NullPolicy::Fill,
+        ..WriteOptions::default()
+    };
     let f64s: ArrayRef = Arc::new(Float64Array::from(vec![
         Some(1.5),
         None,
@@ -300,7 +306,10 @@ fn dictionaries_are_written_as_their_values() {
         let group = ZarrGroup::open_with(
             store.clone(),
             "",
-            ReadOptions::default().with_categorical_values(values),
+            ReadOptions {
+                categorical_values: values,
+                ..ReadOptions::default()
+            },
         )
         .unwrap();
         let batches: Vec<RecordBatch> = group
@@ -331,9 +340,11 @@ fn existing_nodes_need_overwrite() {
         store.clone(),
         "a",
         &smaller,
-        WriteOptions::default()
-            .with_overwrite(true)
-            .with_chunk_len(1),
+        WriteOptions {
+            overwrite: true,
+            chunk_len: Some(1),
+            ..WriteOptions::default()
+        },
     )
     .unwrap();
     // Old chunks are gone with the old array.
@@ -384,9 +395,11 @@ fn metadata_is_written_after_the_chunks() {
             })
             .collect();
         let reader = RecordBatchIterator::new(batches.into_iter().map(Ok), schema);
-        let options = WriteOptions::default()
-            .with_zarr_format(format)
-            .with_chunk_len(10);
+        let options = WriteOptions {
+            zarr_format: format,
+            chunk_len: Some(10),
+            ..WriteOptions::default()
+        };
         write_batches(reader, store.clone(), "g", options).unwrap();
         let sets = store.take_writes();
         let is_meta =
@@ -436,12 +449,17 @@ fn fixed_width_chunks_are_budgeted_by_their_exact_size() {
     // (a missing chunk) is budgeted the same way.
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
     let values: ArrayRef = Arc::new(UInt8Array::from_iter_values((0..2000).map(|i| i as u8)));
-    let options = WriteOptions::default()
-        .with_chunk_len(1000)
-        .with_compressor(Compressor::None);
+    let options = WriteOptions {
+        chunk_len: Some(1000),
+        compressor: Compressor::None,
+        ..WriteOptions::default()
+    };
     write_array(store.clone(), "u8", &values, options).unwrap();
     let read = |limit: usize| {
-        let options = zarrow::ReadOptions::default().with_max_chunk_bytes(limit);
+        let options = zarrow::ReadOptions {
+            max_chunk_bytes: limit,
+            ..zarrow::ReadOptions::default()
+        };
         ZarrArray::open_with(store.clone(), "u8", options)?.read_all()
     };
     assert_eq!(read(1000).unwrap().as_ref(), values.as_ref());
@@ -451,10 +469,16 @@ fn fixed_width_chunks_are_budgeted_by_their_exact_size() {
     assert_eq!(with_fill.len(), 2000);
     // Strings keep the per-element bound of a view (16 bytes).
     let names: ArrayRef = Arc::new(StringArray::from_iter_values((0..1000).map(|_| "a")));
-    let options = WriteOptions::default().with_chunk_len(1000);
+    let options = WriteOptions {
+        chunk_len: Some(1000),
+        ..WriteOptions::default()
+    };
     write_array(store.clone(), "s", &names, options).unwrap();
     let open = |limit: usize| {
-        let options = zarrow::ReadOptions::default().with_max_chunk_bytes(limit);
+        let options = zarrow::ReadOptions {
+            max_chunk_bytes: limit,
+            ..zarrow::ReadOptions::default()
+        };
         ZarrArray::open_with(store.clone(), "s", options)?.read_all()
     };
     assert!(open(16_000).is_ok());
@@ -492,7 +516,10 @@ fn reading_a_shape_that_promises_too_much_is_refused_not_allocated() {
         some.as_any().downcast_ref::<Int8Array>().unwrap().value(0),
         7
     );
-    let options = zarrow::ReadOptions::default().with_max_read_bytes(999);
+    let options = zarrow::ReadOptions {
+        max_read_bytes: 999,
+        ..zarrow::ReadOptions::default()
+    };
     let bounded = ZarrArray::open_with(store, "huge", options).unwrap();
     assert!(bounded.read_range(0..999).is_ok());
     assert!(matches!(
@@ -508,15 +535,25 @@ fn shapes_of_the_other_kind_of_array_are_refused() {
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
     let three: ArrayRef = Arc::new(Int32Array::from(vec![1, 2, 3]));
     for options in [
-        WriteOptions::default().with_chunk_shape(vec![2]),
-        WriteOptions::default().with_shard_shape(vec![2]),
+        WriteOptions {
+            chunk_shape: Some(vec![2]),
+            ..WriteOptions::default()
+        },
+        WriteOptions {
+            shard_shape: Some(vec![2]),
+            ..WriteOptions::default()
+        },
     ] {
         assert!(matches!(
             write_array(store.clone(), "a", &three, options),
             Err(Error::OptionNotApplicable { options, .. }) if options == ["chunk_shape", "shard_shape"]
         ));
     }
-    let sharded = WriteOptions::default().with_chunk_len(1).with_shard_len(2);
+    let sharded = WriteOptions {
+        chunk_len: Some(1),
+        shard_len: Some(2),
+        ..WriteOptions::default()
+    };
     zarrow::write::write_nd_array(store.clone(), "b", &three, &[3], sharded.clone()).unwrap();
     let b = ZarrArray::open(store.clone(), "b").unwrap();
     assert_eq!(b.metadata().chunk_shape, vec![2]);

@@ -44,9 +44,11 @@ fn sharded() -> (Arc<MemoryStore>, Vec<String>) {
         .collect();
     let store = Arc::new(MemoryStore::new());
     let array: ArrayRef = Arc::new(StringArray::from(values.clone()));
-    let options = WriteOptions::default()
-        .with_chunk_len(INNER)
-        .with_shard_len(SHARD);
+    let options = WriteOptions {
+        chunk_len: Some(INNER),
+        shard_len: Some(SHARD),
+        ..WriteOptions::default()
+    };
     write_array(store.clone(), "s", &array, options).unwrap();
     (store, values)
 }

@@ -201,7 +201,10 @@ fn memory_mapped_chunks_are_not_copied() {
             .join(format!("{case}.zarr"));
         // SAFETY: the test data is not modified while the test runs.
         let store = Arc::new(unsafe { LocalStore::new_memory_mapped(&root) });
-        let options = ReadOptions::default().with_string_type(string_type);
+        let options = ReadOptions {
+            string_type: Some(string_type),
+            ..ReadOptions::default()
+        };
         let array = ZarrArray::open_with(store, "", options).unwrap();
         let mut checked = 0;
         for (i, batch) in array.batches().enumerate() {

@@ -57,7 +57,10 @@ fn zarrow_ok(args: &[&str]) {
 fn table_rows(path: &Path) -> Vec<i64> {
     let store = Consolidated::open(Arc::new(LocalStore::new(path))).unwrap();
     // Utf8 whatever type the writer recorded (DataFusion's strings are views).
-    let options = ReadOptions::default().with_string_type(StringType::Utf8);
+    let options = ReadOptions {
+        string_type: Some(StringType::Utf8),
+        ..ReadOptions::default()
+    };
     let reader = open_table(
         store,
         "t",
