@@ -46,20 +46,21 @@ use crate::options::Carried;
 use crate::store::MetadataSnapshot;
 
 /// Tags the bytes of a table (and of a scan) so that the codec tells its own
-/// from the wrapped codec's.
-const TABLE_TAG: &[u8] = b"zarrow.table.v1:";
+/// from the wrapped codec's. Version 2: options are carried as their declared
+/// keys and values (`Carried`), not as serialized structs.
+const TABLE_TAG: &[u8] = b"zarrow.table.v2:";
 /// A scan as a client (or any local session) planned it: decoded in the file
 /// form a distributed engine slices, so that a scheduler receiving it as a
 /// physical plan hands each task its slice.
-const SCAN_TAG: &[u8] = b"zarrow.scan.v1:";
+const SCAN_TAG: &[u8] = b"zarrow.scan.v2:";
 /// A scan in the file form (a scheduler's, cut down to a task's slice):
 /// decoded as the `ZarrScanExec` of exactly those ranges, which an executor
 /// runs with its memory pool, object stores and metrics.
-const SLICE_TAG: &[u8] = b"zarrow.slice.v1:";
+const SLICE_TAG: &[u8] = b"zarrow.slice.v2:";
 /// Tags a `COPY ... STORED AS ZARR`'s format (with its options) and a Zarr
 /// sink (`COPY`, `INSERT INTO`).
 const FORMAT_TAG: &[u8] = b"zarrow.format.v1:";
-const SINK_TAG: &[u8] = b"zarrow.sink.v1:";
+const SINK_TAG: &[u8] = b"zarrow.sink.v2:";
 
 #[derive(Serialize, Deserialize)]
 struct TableSpec {
