@@ -150,11 +150,6 @@ pub trait Options: Default {
         });
         given
     }
-
-    /// Whether the group has the option `key`.
-    fn has(key: &str) -> bool {
-        Self::entries().iter().any(|e| e.key == key)
-    }
 }
 
 /// Options as a plan carries them to another machine: the `(key, items)` of
