@@ -27,7 +27,6 @@ use datafusion_ffi::table_provider_factory::FFI_TableProviderFactory;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict};
 use tokio::runtime::Handle;
-use zarrow::Options as _;
 use zarrow::datafusion::{ZarrTable, ZarrTableFactory, ZarrTableOptions};
 use zarrow::location::UrlOptions;
 
@@ -53,16 +52,8 @@ pub(crate) fn table(
     location: PyLocation,
     options: &Bound<'_, PyDict>,
 ) -> PyResult<Table> {
-    let (mut url, mut table) = Default::default();
-    crate::options::apply(
-        "table",
-        options,
-        &mut [
-            &mut |k, v| UrlOptions::try_set_items(&mut url, k, v),
-            &mut |k, v| ZarrTableOptions::try_set_items(&mut table, k, v),
-        ],
-    )?;
-    let (url, options): (UrlOptions, ZarrTableOptions) = (url, table);
+    let (url, options): (UrlOptions, ZarrTableOptions) =
+        crate::options::keywords("table", options)?;
     let stores = location
         .stores(url)
         .map_err(to_py)?

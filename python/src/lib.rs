@@ -25,7 +25,7 @@ use zarrow::location::UrlOptions;
 use zarrow::read::{TableOptions, describe_node, open_table};
 use zarrow::write::write_zarr;
 use zarrow::write::{WriteOptions, write_batches};
-use zarrow::{ExecutionContext, Options as _, ReadOptions};
+use zarrow::{ExecutionContext, ReadOptions};
 
 use errors::{to_py, zarrow_error};
 use location::PyLocation;
@@ -45,17 +45,8 @@ fn read(
     keep: Option<Vec<(String, Vec<String>)>>,
     gather: Option<usize>,
 ) -> PyResult<Reader> {
-    let (mut url, mut read, mut table) = Default::default();
-    options::apply(
-        "read",
-        options,
-        &mut [
-            &mut |k, v| UrlOptions::try_set_items(&mut url, k, v),
-            &mut |k, v| ReadOptions::try_set_items(&mut read, k, v),
-            &mut |k, v| TableOptions::try_set_items(&mut table, k, v),
-        ],
-    )?;
-    let (url, options, table): (UrlOptions, ReadOptions, TableOptions) = (url, read, table);
+    let (url, options, table): (UrlOptions, ReadOptions, TableOptions) =
+        options::keywords("read", options)?;
     if table.batch_size == Some(0) {
         return Err(zarrow_error("batch_size must be at least 1"));
     }
@@ -99,16 +90,7 @@ fn read(
 /// The node at `path` described, as JSON.
 #[pyfunction]
 fn info(py: Python<'_>, path: PyLocation, options: &Bound<'_, PyDict>) -> PyResult<String> {
-    let (mut url, mut read) = Default::default();
-    options::apply(
-        "info",
-        options,
-        &mut [
-            &mut |k, v| UrlOptions::try_set_items(&mut url, k, v),
-            &mut |k, v| ReadOptions::try_set_items(&mut read, k, v),
-        ],
-    )?;
-    let (url, options): (UrlOptions, ReadOptions) = (url, read);
+    let (url, options): (UrlOptions, ReadOptions) = options::keywords("info", options)?;
     let info = py
         .detach(|| {
             let store = path.stores(url)?.open_consolidated(&path.0)?;
@@ -148,16 +130,7 @@ fn write(
 ) -> PyResult<u64> {
     // The option names and values of `zarrow convert` and COPY's OPTIONS;
     // those not given keep the library's defaults.
-    let (mut url, mut write) = Default::default();
-    options::apply(
-        "write",
-        options,
-        &mut [
-            &mut |k, v| UrlOptions::try_set_items(&mut url, k, v),
-            &mut |k, v| WriteOptions::try_set_items(&mut write, k, v),
-        ],
-    )?;
-    let (url, options): (UrlOptions, WriteOptions) = (url, write);
+    let (url, options): (UrlOptions, WriteOptions) = options::keywords("write", options)?;
     let (overwrite, append) = (options.overwrite, options.append);
     let raised = Arc::new(Mutex::new(None));
     let reader = Interruptible::driven(batches(data)?, raised.clone());
@@ -213,16 +186,7 @@ fn convert(
     dst: PyLocation,
     options: &Bound<'_, PyDict>,
 ) -> PyResult<(&'static str, u64, Vec<String>)> {
-    let (mut url, mut convert) = Default::default();
-    options::apply(
-        "convert",
-        options,
-        &mut [
-            &mut |k, v| UrlOptions::try_set_items(&mut url, k, v),
-            &mut |k, v| ConvertOptions::try_set_items(&mut convert, k, v),
-        ],
-    )?;
-    let (url, options): (UrlOptions, ConvertOptions) = (url, convert);
+    let (url, options): (UrlOptions, ConvertOptions) = options::keywords("convert", options)?;
     let observed = Observed {
         raised: Arc::new(Mutex::new(None)),
         notes: Mutex::new(Vec::new()),
@@ -259,15 +223,10 @@ fn sql(
     options: &Bound<'_, PyDict>,
 ) -> PyResult<Reader> {
     let mut sql = SqlOptions::default();
-    let (mut url, mut read) = (UrlOptions::default(), sql.table.read);
-    options::apply(
-        "sql",
-        options,
-        &mut [
-            &mut |k, v| UrlOptions::try_set_items(&mut url, k, v),
-            &mut |k, v| ReadOptions::try_set_items(&mut read, k, v),
-        ],
-    )?;
+    // The read options over a SQL table's defaults.
+    let mut groups = (UrlOptions::default(), sql.table.read);
+    options::apply("sql", options, &mut groups)?;
+    let (url, read) = groups;
     sql.table.read = read;
     sql.partitions = partitions;
     sql.url = url;

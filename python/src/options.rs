@@ -9,16 +9,44 @@ use zarrow::options::{OptionEntry, Options};
 
 use crate::errors::to_py;
 
-/// One group a call's keywords may set: its `try_set_items`.
-pub(crate) type Group<'a> = &'a mut dyn FnMut(&str, &[String]) -> Option<zarrow::Result<()>>;
+/// The option groups a call's keywords set, in the order a key is looked
+/// up: a tuple of [`Options`] groups.
+pub(crate) trait Groups {
+    /// Set `key` on the first group that has it (`None`: none has).
+    fn try_set_items(&mut self, key: &str, items: &[String]) -> Option<zarrow::Result<()>>;
+}
+
+macro_rules! groups {
+    ($($g:ident . $i:tt),+) => {
+        impl<$($g: Options),+> Groups for ($($g,)+) {
+            fn try_set_items(&mut self, key: &str, items: &[String]) -> Option<zarrow::Result<()>> {
+                None$(.or_else(|| self.$i.try_set_items(key, items)))+
+            }
+        }
+    };
+}
+groups!(A.0);
+groups!(A.0, B.1);
+groups!(A.0, B.1, C.2);
+
+/// The groups `G` (each from its defaults) with the keywords of `options`
+/// set: see [`apply`].
+pub(crate) fn keywords<G: Groups + Default>(
+    function: &str,
+    options: &Bound<'_, PyDict>,
+) -> PyResult<G> {
+    let mut groups = G::default();
+    apply(function, options, &mut groups)?;
+    Ok(groups)
+}
 
 /// Set each keyword of `options` on the first of `groups` that has its key
-/// (`None` keeps the default); `function` names the call in the error for a
+/// (`None` keeps the value); `function` names the call in the error for a
 /// key none has.
 pub(crate) fn apply(
     function: &str,
     options: &Bound<'_, PyDict>,
-    groups: &mut [Group<'_>],
+    groups: &mut impl Groups,
 ) -> PyResult<()> {
     for (key, value) in options.iter() {
         let key: String = key.extract()?;
@@ -30,8 +58,7 @@ pub(crate) fn apply(
             err.set_cause(value.py(), Some(e));
             err
         })?;
-        let done = groups.iter_mut().find_map(|set| set(&key, &items));
-        match done {
+        match groups.try_set_items(&key, &items) {
             Some(done) => done.map_err(to_py)?,
             None => {
                 return Err(PyTypeError::new_err(format!(
