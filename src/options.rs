@@ -155,10 +155,12 @@ pub trait Options: Default {
 /// Options as a plan carries them to another machine: the `(key, items)` of
 /// those that differ from the defaults ([`Options::values`]), made into the
 /// options again there with [`Options::set_items`].
+#[cfg(any(feature = "datafusion", test))]
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(transparent)]
 pub(crate) struct Carried(Vec<(String, Vec<String>)>);
 
+#[cfg(any(feature = "datafusion", test))]
 impl Carried {
     /// What `options` carry.
     pub(crate) fn of<T: Options>(options: &T) -> Self {

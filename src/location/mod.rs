@@ -480,6 +480,7 @@ impl Stores {
     ///
     /// # Errors
     /// As [`Stores::open`], but for a missing local directory.
+    #[cfg(feature = "convert")]
     pub(crate) fn open_output(&self, location: &Location) -> Result<Arc<dyn Store>> {
         match location {
             Location::Path(path) => Ok(Arc::new(LocalStore::new(path))),

@@ -196,6 +196,7 @@ static IO_RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
 
 impl Blocking {
     /// Wait on `handle`'s runtime (the caller's).
+    #[cfg(feature = "object-store")]
     pub fn on(handle: tokio::runtime::Handle) -> Self {
         Self(Some(handle))
     }

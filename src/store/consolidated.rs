@@ -122,6 +122,7 @@ impl Consolidated {
 
     /// `store` as it is, nothing read yet: each metadata document and listing is
     /// read once, when first asked for, and remembered.
+    #[cfg(feature = "datafusion")]
     pub(crate) fn remembering(store: Arc<dyn Store>) -> Self {
         Self {
             inner: store,

@@ -28,7 +28,10 @@ use arrow_buffer::Buffer;
 
 #[cfg(feature = "async")]
 pub use async_store::AsyncStore;
-pub(crate) use async_store::{Blocking, Remote, SyncAsAsync};
+#[cfg(feature = "object-store")]
+pub(crate) use async_store::Blocking;
+#[cfg(feature = "async")]
+pub(crate) use async_store::{Remote, SyncAsAsync};
 pub use consolidated::{
     Consolidated, MetadataSnapshot, consolidated_metadata, consolidated_nodes, zmetadata,
 };
