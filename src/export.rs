@@ -106,7 +106,7 @@ crate::options::options! {
         /// [to a table] Parquet compression: zstd, zstd:LEVEL or zstd(LEVEL)
         /// (1-22), gzip or gzip(LEVEL) (0-9), snappy, lz4 (LZ4_RAW) or none;
         /// parquet's own names (lz4_raw, uncompressed, upper case) also work
-        /// (default zstd(3)).
+        /// (default zstd at level 1, as pyarrow writes).
         // The name is declared once; it parses (tested).
         pub compression: Compression as ParquetCompression = parse_parquet_compression(DEFAULT_PARQUET_COMPRESSION)
             .unwrap_or(Compression::UNCOMPRESSED),

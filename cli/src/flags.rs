@@ -51,10 +51,15 @@ fn paragraphs(doc: &str) -> String {
 
 fn arg(entry: &OptionEntry) -> Arg {
     let long = entry.negated_flag.unwrap_or(entry.key).replace('_', "-");
+    // A negated flag turns its option off: its help says which.
+    let off = |help: String| match entry.negated_flag {
+        Some(_) => format!("Sets {} to false. {help}", entry.key),
+        None => help,
+    };
     let mut arg = Arg::new(entry.key)
         .long(leak(long))
-        .help(leak(entry.summary()))
-        .long_help(leak(paragraphs(entry.doc)))
+        .help(leak(off(entry.summary())))
+        .long_help(leak(off(paragraphs(entry.doc))))
         .conflicts_with_all(entry.conflicts);
     for key in entry.requires {
         arg = arg.requires(*key);
