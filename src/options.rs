@@ -89,10 +89,13 @@ impl OptionEntry {
         self
     }
 
-    /// The first paragraph of the doc, on one line: a short help.
-    pub fn summary(&self) -> String {
-        let para = self.doc.trim().split("\n\n").next().unwrap_or_default();
-        para.split_whitespace().collect::<Vec<_>>().join(" ")
+    /// The doc's paragraphs, each on one line: the first is a short help.
+    pub fn paragraphs(&self) -> Vec<String> {
+        self.doc
+            .split("\n\n")
+            .map(|p| p.split_whitespace().collect::<Vec<_>>().join(" "))
+            .filter(|p| !p.is_empty())
+            .collect()
     }
 }
 
@@ -693,7 +696,7 @@ mod tests {
         assert_eq!(entries[0].kind, OptionKind::Flag);
         assert_eq!(entries[2].kind, OptionKind::List);
         assert_eq!(entries[4].requires, ["on"]);
-        assert_eq!(entries[1].summary(), "A size.");
+        assert_eq!(entries[1].paragraphs(), ["A size."]);
 
         let mut o = Outer::default();
         assert_eq!((o.hidden, o.inner.n), (3, Some(7)));

@@ -2,24 +2,22 @@
 //! ([`zarrow::options`]): a flag per option, named by its key with `-` for
 //! `_`, its help the option's doc. Nothing here lists an option.
 
-use std::marker::PhantomData;
-
 use clap::error::ErrorKind;
 use clap::parser::ValueSource;
 use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
 use zarrow::options::{OptionEntry, OptionKind, Options};
 
-/// The options of group `T` given on the command line, as their keys and
-/// items, checked against `T` when parsed.
+/// The options of group `T` given on the command line: their keys and items,
+/// and, parsed once when the flags are, the group they make over its
+/// defaults.
 #[derive(Debug, Clone)]
 pub(crate) struct Flags<T> {
     given: Vec<(&'static str, Vec<String>)>,
-    group: PhantomData<T>,
+    options: T,
 }
 
 impl<T: Options> Flags<T> {
-    /// Lay the given options over `options` (a group's defaults, or a front
-    /// end's own).
+    /// Lay the given options over `options` (a front end's own defaults).
     pub(crate) fn apply(&self, options: &mut T) -> zarrow::Result<()> {
         for (key, items) in &self.given {
             options.set_items(key, items)?;
@@ -28,25 +26,14 @@ impl<T: Options> Flags<T> {
     }
 
     /// The given options over the group's defaults.
-    pub(crate) fn options(&self) -> zarrow::Result<T> {
-        let mut options = T::default();
-        self.apply(&mut options)?;
-        Ok(options)
+    pub(crate) fn options(&self) -> &T {
+        &self.options
     }
 }
 
 /// A name clap keeps for the program's life (made once per flag).
 fn leak(text: String) -> &'static str {
     Box::leak(text.into_boxed_str())
-}
-
-/// A doc comment's paragraphs, each on one line.
-fn paragraphs(doc: &str) -> String {
-    doc.split("\n\n")
-        .map(|p| p.split_whitespace().collect::<Vec<_>>().join(" "))
-        .filter(|p| !p.is_empty())
-        .collect::<Vec<_>>()
-        .join("\n\n")
 }
 
 fn arg(entry: &OptionEntry) -> Arg {
@@ -56,10 +43,12 @@ fn arg(entry: &OptionEntry) -> Arg {
         Some(_) => format!("Sets {} to false. {help}", entry.key),
         None => help,
     };
+    let paragraphs = entry.paragraphs();
+    let summary = paragraphs.first().cloned().unwrap_or_default();
     let mut arg = Arg::new(entry.key)
         .long(leak(long))
-        .help(leak(off(entry.summary())))
-        .long_help(leak(off(paragraphs(entry.doc))))
+        .help(leak(off(summary)))
+        .long_help(leak(off(paragraphs.join("\n\n"))))
         .conflicts_with_all(entry.conflicts);
     for key in entry.requires {
         arg = arg.requires(*key);
@@ -114,15 +103,14 @@ impl<T: Options> FromArgMatches for Flags<T> {
             };
             given.push((entry.key, items));
         }
-        let flags = Self {
-            given,
-            group: PhantomData,
-        };
-        // A bad value is refused as clap refuses its own, before any work.
-        flags
-            .options()
-            .map_err(|e| clap::Error::raw(ErrorKind::ValueValidation, format!("{e}\n")))?;
-        Ok(flags)
+        let mut options = T::default();
+        for (key, items) in &given {
+            // A bad value is refused as clap refuses its own, before any work.
+            options
+                .set_items(key, items)
+                .map_err(|e| clap::Error::raw(ErrorKind::ValueValidation, format!("{e}\n")))?;
+        }
+        Ok(Self { given, options })
     }
 
     fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {

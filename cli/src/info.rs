@@ -14,7 +14,7 @@ pub(crate) fn info(
     read: &Flags<ReadOptions>,
     url: &Flags<UrlOptions>,
 ) -> Result<()> {
-    let text = describe(path, read.options()?, url.options()?)?;
+    let text = describe(path, *read.options(), url.options().clone())?;
     let mut stdout = std::io::stdout().lock();
     match stdout
         .write_all(text.as_bytes())

@@ -157,7 +157,7 @@ fn hint(e: &Error) -> Option<&'static str> {
 }
 
 fn convert(args: &ConvertArgs) -> Result<()> {
-    let mut options = args.options.options()?;
+    let mut options = args.options.options().clone();
     if args.mmap {
         // SAFETY: the user opted in with `--mmap`, whose help states exactly the
         // condition `with_mmap` requires (no file of the store changes during the
@@ -166,7 +166,7 @@ fn convert(args: &ConvertArgs) -> Result<()> {
     }
     // Its URLs' I/O waits on the library's runtime, started only when a URL
     // is read (the command line starts none for a conversion).
-    let context = ExecutionContext::default().with_stores(Stores::new(args.url.options()?));
+    let context = ExecutionContext::default().with_stores(Stores::new(args.url.options().clone()));
     let written = zarrow::convert::convert(&args.src, &args.dst, &options, &context, &Terminal)?;
     let _ = writeln!(std::io::stderr(), "zarrow: wrote {written} to {}", args.dst);
     Ok(())

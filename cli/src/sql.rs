@@ -105,7 +105,7 @@ pub(crate) fn sql(args: &SqlArgs) -> Result<()> {
     args.read.apply(&mut options.table.read)?;
     options.partitions = args.partitions;
     options.memory_limit = args.memory_limit;
-    options.url = args.url.options()?;
+    options.url = args.url.options().clone();
     // A sync program: the command's one runtime, which DataFusion's tasks and
     // the object stores' requests run on (declared before the reader, so it
     // outlives it).
@@ -181,7 +181,7 @@ fn write(reader: SqlReader, path: &Path, format: Output, args: &SqlArgs) -> Resu
             file,
             partial.path(),
             format,
-            args.export.options()?.compression,
+            args.export.options().compression,
         )?,
         Output::Csv => write_csv(reader, file, partial.path())?,
     };
