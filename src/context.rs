@@ -11,7 +11,7 @@
 /// (estimated from the types): it keeps up to its store's concurrency of chunks
 /// in flight, fewer when they are large. A local reader reads one chunk ahead per
 /// thread.
-pub const READ_AHEAD_BYTES: u64 = 256 << 20;
+pub(crate) const READ_AHEAD_BYTES: u64 = 256 << 20;
 
 /// How a reader decodes the chunks it has read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -57,7 +57,7 @@ impl ExecutionContext {
 
     /// Let a reader of a remote store decode at most `bytes` ahead of what it
     /// has given (estimated from the types; at least one chunk per decoding
-    /// thread is always read ahead). Default [`READ_AHEAD_BYTES`].
+    /// thread is always read ahead). Default 256 MiB.
     pub fn with_read_ahead_bytes(mut self, bytes: u64) -> Self {
         self.read_ahead_bytes = bytes;
         self
@@ -77,7 +77,7 @@ impl ExecutionContext {
     }
 
     /// The most bytes a reader decodes ahead.
-    pub fn read_ahead_bytes(&self) -> u64 {
+    pub(crate) fn read_ahead_bytes(&self) -> u64 {
         self.read_ahead_bytes
     }
 

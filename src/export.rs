@@ -7,9 +7,7 @@ mod dictionaries;
 mod parallel_parquet;
 
 use std::borrow::Cow;
-use std::fs::File;
-use std::io::{BufWriter, Write};
-use std::path::Path;
+use std::io::Write;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
@@ -37,17 +35,6 @@ pub enum ExportFormat {
     IpcStream,
 }
 
-impl ExportFormat {
-    /// The format a file extension names: `.parquet`, `.pq`; `.arrow`, `.ipc`,
-    /// `.feather` (IPC file); `.arrows` (IPC stream). See [`FileFormat`].
-    pub fn from_path(path: &Path) -> Option<Self> {
-        match FileFormat::from_path(path)? {
-            FileFormat::Table(format) => Some(format),
-            FileFormat::Csv | FileFormat::Json => None,
-        }
-    }
-}
-
 /// What a file's extension says it holds: every decision zarrow makes by
 /// extension (convert's input and output, `zarrow sql`'s tables and output) is
 /// made here. A path with none of these extensions is a Zarr store.
@@ -63,16 +50,10 @@ pub enum FileFormat {
 }
 
 impl FileFormat {
-    /// The format of `path` by its extension (any case), if it names one.
-    ///
-    /// ```
-    /// # use std::path::Path;
-    /// use zarrow::export::{ExportFormat, FileFormat};
-    /// assert_eq!(FileFormat::from_path(Path::new("t.PQ")), Some(FileFormat::Table(ExportFormat::Parquet)));
-    /// assert_eq!(FileFormat::from_path(Path::new("t.arrows")), Some(FileFormat::Table(ExportFormat::IpcStream)));
-    /// assert_eq!(FileFormat::from_path(Path::new("obs.zarr")), None);
-    /// ```
-    pub fn from_path(path: &Path) -> Option<Self> {
+    /// The format of `path` by its extension (any case), if it names one
+    /// (`Location::file_format` asks it).
+    #[cfg(feature = "object-store")]
+    pub(crate) fn from_path(path: &std::path::Path) -> Option<Self> {
         let extension = path.extension()?.to_str()?.to_ascii_lowercase();
         Some(match extension.as_str() {
             "parquet" | "pq" => Self::Table(ExportFormat::Parquet),
@@ -95,7 +76,7 @@ pub(crate) const DEFAULT_PARQUET_COMPRESSION: &str = "zstd";
 
 /// The compression names [`parse_parquet_compression`] accepts, for messages
 /// (`N`: a level, 1-22 for zstd, 0-9 for gzip).
-pub const PARQUET_COMPRESSIONS: &str =
+pub(crate) const PARQUET_COMPRESSIONS: &str =
     "zstd[:N], zstd(N), gzip[(N)], snappy, lz4, lz4_raw, none, uncompressed";
 
 crate::options::options! {
@@ -152,7 +133,7 @@ impl crate::options::Codec<Compression> for ParquetCompression {
 ///
 /// # Errors
 ///
-/// [`Error::ParquetCompression`] naming the accepted forms ([`PARQUET_COMPRESSIONS`])
+/// [`Error::ParquetCompression`] naming the accepted forms
 /// for an unknown name, a level out of range, and for `brotli` and `lzo`, which
 /// parquet can parse but this build cannot write.
 pub fn parse_parquet_compression(name: &str) -> Result<Compression> {
@@ -340,26 +321,22 @@ impl<R: RecordBatchReader> RecordBatchReader for SecondsAsMillis<R> {
     }
 }
 
-/// Write `reader` in `format` to `file` (at `path`, for error messages), buffered,
-/// and flush it to disk: the rows written.
-pub fn write_file<R: RecordBatchReader>(
+/// Write `reader` in `format` to `writer` (`write_parquet`, `write_ipc_file`
+/// or `write_ipc_stream`): the rows written.
+///
+/// # Errors
+/// Reading a batch; encoding; writing.
+pub fn write_file<R: RecordBatchReader, W: Write + Send>(
     reader: R,
-    file: File,
-    path: &Path,
+    writer: W,
     format: ExportFormat,
     parquet_compression: Compression,
 ) -> Result<u64> {
-    let mut out = BufWriter::with_capacity(1 << 20, file);
-    let rows = match format {
-        ExportFormat::Parquet => write_parquet(reader, &mut out, parquet_compression)?,
-        ExportFormat::IpcFile => write_ipc_file(reader, &mut out)?,
-        ExportFormat::IpcStream => write_ipc_stream(reader, &mut out)?,
-    };
-    let file = out
-        .into_inner()
-        .map_err(|e| Error::io(path, e.into_error()))?;
-    file.sync_all().map_err(|e| Error::io(path, e))?;
-    Ok(rows)
+    match format {
+        ExportFormat::Parquet => write_parquet(reader, writer, parquet_compression),
+        ExportFormat::IpcFile => write_ipc_file(reader, writer),
+        ExportFormat::IpcStream => write_ipc_stream(reader, writer),
+    }
 }
 
 #[cfg(test)]

@@ -37,7 +37,7 @@ impl ChunkKeyEncoding {
     /// The key of the chunk at `indices`, relative to the array's node path.
     ///
     /// A 0-d array's only chunk is `c` (default) or `0` (v2).
-    pub fn key(&self, indices: &[u64]) -> String {
+    pub(crate) fn key(&self, indices: &[u64]) -> String {
         let sep = self.separator.to_string();
         let joined = indices
             .iter()
@@ -56,7 +56,7 @@ impl ChunkKeyEncoding {
 impl ChunkKeyEncoding {
     /// The chunk indices a key names, or `None` when it is not a chunk key of this
     /// encoding (metadata files, other nodes' keys).
-    pub fn parse(&self, key: &str) -> Option<Vec<u64>> {
+    pub(crate) fn parse(&self, key: &str) -> Option<Vec<u64>> {
         let indices = match self.kind {
             KeyKind::Default if key == "c" => return Some(Vec::new()),
             KeyKind::Default => key.strip_prefix('c')?.strip_prefix(self.separator)?,
@@ -81,7 +81,7 @@ impl fmt::Display for ChunkKeyEncoding {
 
 /// A regular grid over an array shape.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Grid {
+pub(crate) struct Grid {
     shape: Vec<u64>,
     chunk_shape: Vec<u64>,
 }
@@ -89,7 +89,7 @@ pub struct Grid {
 impl Grid {
     /// A grid; `chunk_shape` must have `shape`'s rank and no zero extent (checked by
     /// metadata validation).
-    pub fn new(shape: &[u64], chunk_shape: &[u64]) -> Self {
+    pub(crate) fn new(shape: &[u64], chunk_shape: &[u64]) -> Self {
         Self {
             shape: shape.to_vec(),
             chunk_shape: chunk_shape.to_vec(),
@@ -106,12 +106,12 @@ impl Grid {
     }
 
     /// Total number of chunks (1 for a 0-d array).
-    pub fn num_chunks(&self) -> u64 {
+    pub(crate) fn num_chunks(&self) -> u64 {
         self.grid_shape().iter().product()
     }
 
     /// The chunk indices of the `linear`-th chunk in C order.
-    pub fn unravel(&self, linear: u64) -> Vec<u64> {
+    pub(crate) fn unravel(&self, linear: u64) -> Vec<u64> {
         unravel(linear, &self.grid_shape())
     }
 

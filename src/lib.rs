@@ -54,7 +54,7 @@ mod error;
 pub mod export;
 mod failpoint;
 mod fill;
-pub mod grid;
+mod grid;
 pub mod linear;
 #[cfg(feature = "object-store")]
 pub mod location;
@@ -81,7 +81,7 @@ pub mod __private {
     /// --output` and its signal handler.
     #[cfg(feature = "convert")]
     pub mod output {
-        pub use crate::write::output::{Partial, PartialsRemoved, remove_partials};
+        pub use crate::write::output::{PartialsRemoved, remove_partials, write_atomic};
     }
 }
 

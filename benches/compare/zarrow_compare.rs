@@ -106,8 +106,7 @@ fn open(path: &str, string_type: StringType, memory_map: bool) -> Res<ZarrArray>
 }
 
 fn read(path: &str, string_type: &str, mode: &str) -> Res<u64> {
-    let string_type =
-        StringType::parse(string_type).ok_or("string type: utf8, large-utf8, utf8-view")?;
+    let string_type = string_type.parse::<StringType>()?;
     let array = open(path, string_type, mode == "mmap")?;
     let mut rows = 0;
     for batch in array.batches() {
@@ -170,9 +169,7 @@ fn bound(path: &str) -> Res<u64> {
         Ok(Some(CodecChain::from_codecs(&list)?))
     };
     let (index_codecs, data_codecs) = (sections("index_codecs")?, sections("data_codecs")?);
-    let keys: Vec<String> = (0..array.grid().num_chunks())
-        .map(|i| array.chunk_key(&array.grid().unravel(i)))
-        .collect();
+    let keys: Vec<String> = array.chunk_keys().collect();
     let bytes: usize = keys
         .par_iter()
         .map(|key| -> Res<usize> {
@@ -203,7 +200,7 @@ fn to_parquet(src: &str, dst: &str) -> Res<u64> {
 }
 
 fn from_parquet(src: &str, dst: &str, encoding: &str) -> Res<u64> {
-    let encoding = Encoding::parse(encoding).ok_or("encoding: default, zarrs-vlen")?;
+    let encoding = encoding.parse::<Encoding>()?;
     let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(src)?)?
         .with_batch_size(1 << 20)
         .build()?;

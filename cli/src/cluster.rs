@@ -82,7 +82,7 @@ pub(crate) struct ExecutorArgs {
     heartbeat: u64,
     /// The most memory this executor's tasks may hold in all (K, M, G suffixes):
     /// sorts and joins spill past it (default: 70% of the machine's).
-    #[arg(long, short = 'm', value_name = "SIZE", value_parser = zarrow::convert::limits::parse_size)]
+    #[arg(long, short = 'm', value_name = "SIZE", value_parser = zarrow::options::parse_size)]
     memory_limit: Option<u64>,
     /// Directory for shuffle files (default: a temporary one).
     #[arg(long)]

@@ -1,8 +1,7 @@
 //! `zarrow sql QUERY --table NAME=STORE [--table ...] [--output FILE]`: SQL over
 //! Zarr stores (and Parquet / Arrow IPC / CSV files) through DataFusion.
 
-use std::fs::File;
-use std::io::{BufWriter, Write as _};
+use std::io::Write as _;
 use std::path::Path;
 
 use arrow_array::RecordBatch;
@@ -14,7 +13,7 @@ use zarrow::location::UrlOptions;
 use zarrow::{Error, Location, ReadOptions, Result};
 
 use crate::flags::Flags;
-use zarrow::__private::output::Partial;
+use zarrow::__private::output::write_atomic;
 
 /// Options of `sql`.
 #[derive(Args, Debug)]
@@ -44,7 +43,7 @@ pub(crate) struct SqlArgs {
     /// The most memory the query may hold (K, M, G suffixes), as datafusion-cli's
     /// -m: scans reserve their read-ahead in it, sorts and joins spill or fail
     /// with "Resources exhausted" past it (default: no limit).
-    #[arg(long, short = 'm', value_name = "SIZE", value_parser = zarrow::convert::limits::parse_size)]
+    #[arg(long, short = 'm', value_name = "SIZE", value_parser = zarrow::options::parse_size)]
     memory_limit: Option<u64>,
     /// How an --output table file is written.
     #[command(flatten)]
@@ -174,40 +173,24 @@ fn print(reader: SqlReader) -> Result<()> {
 
 /// Write the result to `path` atomically.
 fn write(reader: SqlReader, path: &Path, format: Output, args: &SqlArgs) -> Result<()> {
-    let (partial, file) = Partial::file(path, args.overwrite)?;
-    let rows = match format {
-        Output::Export(format) => write_file(
-            reader,
-            file,
-            partial.path(),
-            format,
-            args.export.options().compression,
-        )?,
-        Output::Csv => write_csv(reader, file, partial.path())?,
-    };
-    partial.commit()?;
+    let compression = args.export.options().compression;
+    let rows = write_atomic(path, args.overwrite, |out| match format {
+        Output::Export(format) => write_file(reader, out, format, compression),
+        Output::Csv => write_csv(reader, out),
+    })?;
     eprintln!("zarrow: wrote {rows} rows to {}", path.display());
     Ok(())
 }
 
-fn write_csv(reader: SqlReader, file: File, path: &Path) -> Result<u64> {
+fn write_csv(reader: SqlReader, out: impl std::io::Write) -> zarrow::Result<u64> {
     let mut writer = datafusion::arrow::csv::WriterBuilder::new()
         .with_header(true)
-        .build(BufWriter::new(file));
+        .build(out);
     let mut rows = 0;
     for batch in reader {
         let batch = batch?;
         rows += batch.num_rows() as u64;
         writer.write(&batch)?;
     }
-    writer
-        .into_inner()
-        .into_inner()
-        .map_err(|e| e.into_error())
-        .and_then(|f| f.sync_all())
-        .map_err(|e| Error::Io {
-            path: path.to_path_buf(),
-            source: e,
-        })?;
     Ok(rows)
 }

@@ -284,11 +284,8 @@ fn array_seeds(seeds: &mut Seeds, name: &str, store: &Arc<dyn Store>, path: &str
     let chain = &chain;
     let n: u64 = meta.chunk_shape.iter().product();
     let v2 = meta.zarr_format == 2;
-    let grid = array.grid().clone();
     let mut chunks = Vec::new();
-    for linear in 0..grid.num_chunks().min(64) {
-        let indices = grid.unravel(linear);
-        let key = array.chunk_key(&indices);
+    for key in array.chunk_keys().take(64) {
         let Ok(Some(stored)) = store.get(&key) else {
             continue;
         };

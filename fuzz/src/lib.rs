@@ -257,7 +257,7 @@ fn exercise(store: &Arc<dyn Store>, path: &str, chunks: &[Vec<u64>], rotate: usi
             chunk_row(&array, indices, &expected);
         }
         // Metadata targets give arrays of any size: read only small ones.
-        if array.len() <= MAX_READ_ELEMENTS && array.grid().num_chunks() <= MAX_READ_CHUNKS {
+        if array.len() <= MAX_READ_ELEMENTS && array.chunk_keys().len() as u64 <= MAX_READ_CHUNKS {
             if let Ok(all) = array.read_all() {
                 check("read_all", all.as_ref(), &expected, Some(array.len()));
                 if let Some(values) = scalars(all.as_ref()) {
@@ -1265,13 +1265,12 @@ fn exercise_root(store: &Arc<dyn Store>, chunk: Option<&[u8]>) {
     };
     match node {
         NodeMetadata::Array(meta) => {
-            // The accessors `zarrow info` prints.
-            let _ = meta.fill_value.describe(&meta.data_type);
-            let _ = meta.data_type.zarr_name();
             let Ok(array) = ZarrArray::open_with(store.clone(), "", read_options(StringType::Utf8))
             else {
                 return;
             };
+            // What `zarrow info` prints.
+            let _ = zarrow::read::describe_array(&array);
             let _ = array.codecs().to_string();
             let first = vec![0; meta.shape.len()];
             if let Some(chunk) = chunk {
@@ -1439,10 +1438,7 @@ pub fn fill_value(data: &[u8]) {
     let Ok(array) = ZarrArray::open_with(store.clone(), "", read_options(StringType::Utf8)) else {
         return;
     };
-    let _ = array
-        .metadata()
-        .fill_value
-        .describe(&array.metadata().data_type);
+    let _ = zarrow::read::describe_array(&array);
     for (indices, bytes) in &chunks {
         let _ = store.set(&array.chunk_key(indices), bytes);
     }

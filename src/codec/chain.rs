@@ -60,7 +60,7 @@ impl CodecChain {
                 key,
                 format!(
                     "data type {} cannot use the array->bytes codec {}",
-                    meta.data_type.zarr_name(),
+                    meta.data_type,
                     describe(chain.array_to_bytes.as_ref())
                 ),
             ));

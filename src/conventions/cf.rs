@@ -34,7 +34,7 @@ const V2_DIMENSIONS: &str = "_ARRAY_DIMENSIONS";
 
 /// The field metadata key under which a column's dimension names are recorded
 /// (a JSON list; `null` for an unnamed dimension).
-pub const DIMENSION_NAMES_KEY: &str = "dimension_names";
+pub(crate) const DIMENSION_NAMES_KEY: &str = "dimension_names";
 
 /// The dimension names of an array: v3 `dimension_names`, else v2 xarray's
 /// `_ARRAY_DIMENSIONS` attribute.

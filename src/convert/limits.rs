@@ -72,11 +72,10 @@ pub(crate) fn check<'a>(
     Ok(())
 }
 
-pub use crate::options::parse_size;
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::options::parse_size;
 
     #[test]
     fn sizes() {

@@ -2,8 +2,7 @@
 //! `.json`, a group (or an array) to `.csv` (one column per array), and back.
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter};
-use std::path::Path;
+use std::io::BufReader;
 use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, RecordBatch, RecordBatchIterator};
@@ -18,7 +17,7 @@ use crate::linear::{parse_json, read_csv, write_csv, write_json};
 use crate::metadata::NodeMetadata;
 use crate::options::Options as _;
 use crate::read::{ZarrArray, ZarrGroup, read_node};
-use crate::write::output::Partial;
+use crate::write::output::write_atomic;
 use crate::write::{write_group_metadata, write_nd_array};
 
 /// The linear-format file kinds, by extension.
@@ -26,23 +25,6 @@ use crate::write::{write_group_metadata, write_nd_array};
 pub(super) enum Kind {
     Json,
     Csv,
-}
-
-/// Write a file atomically (see [`Partial`]): a temporary file beside it, renamed
-/// when complete.
-fn write_file(
-    dst: &Path,
-    overwrite: bool,
-    write: impl FnOnce(&mut BufWriter<File>) -> Result<()>,
-) -> Result<()> {
-    let (partial, file) = Partial::file(dst, overwrite)?;
-    let mut out = BufWriter::new(file);
-    write(&mut out)?;
-    out.into_inner()
-        .map_err(|e| e.into_error())
-        .and_then(|f| f.sync_all())
-        .map_err(|e| Error::io(dst, e))?;
-    partial.commit()
 }
 
 /// The arrays of a group in the order zarrow recorded, else by name; or the array.
@@ -120,7 +102,7 @@ pub(super) fn export(args: &Job<'_>, kind: Kind) -> Result<Written> {
                     reason: Conversion::GroupToJson { arrays: read.len() },
                 });
             };
-            write_file(args.dst_path(), args.overwrite, |w| {
+            write_atomic(args.dst_path(), args.overwrite, |w| {
                 write_json(w, values.as_ref(), shape)
             })?;
         }
@@ -129,7 +111,7 @@ pub(super) fn export(args: &Job<'_>, kind: Kind) -> Result<Written> {
                 .iter()
                 .map(|(n, a, s)| (n.clone(), a.as_ref(), s.clone()))
                 .collect();
-            write_file(args.dst_path(), args.overwrite, |w| write_csv(w, &columns))?;
+            write_atomic(args.dst_path(), args.overwrite, |w| write_csv(w, &columns))?;
         }
     }
     Ok(Written::Arrays(read.len()))

@@ -13,7 +13,7 @@
 //! Needs the `convert` feature (its atomic directory replacement uses `rustix`).
 
 mod from_zarr;
-pub mod limits;
+mod limits;
 mod linear;
 mod to_zarr;
 
@@ -27,8 +27,7 @@ pub use self::limits::Limits;
 use crate::ReadOptions;
 use crate::context::ExecutionContext;
 use crate::error::{Conversion, Error, Result};
-pub use crate::export::ExportOptions;
-use crate::export::{ExportFormat, FileFormat};
+use crate::export::{ExportFormat, ExportOptions, FileFormat};
 use crate::location::{Location, LocationError};
 use crate::read::TableOptions;
 use crate::store::{Consolidated, LocalStore, Store};
@@ -225,17 +224,12 @@ impl Job<'_> {
     }
 
     /// Write `reader` to the table file output, whole or not at all (see
-    /// [`Partial`](crate::write::output::Partial)).
+    /// [`write_atomic`](crate::write::output::write_atomic)).
     fn write_table(&self, reader: impl RecordBatchReader, format: ExportFormat) -> Result<Written> {
-        let (partial, file) = crate::write::output::Partial::file(self.dst_path(), self.overwrite)?;
-        let rows = crate::export::write_file(
-            reader,
-            file,
-            partial.path(),
-            format,
-            self.export.compression,
-        )?;
-        partial.commit()?;
+        let compression = self.export.compression;
+        let rows = crate::write::output::write_atomic(self.dst_path(), self.overwrite, |out| {
+            crate::export::write_file(reader, out, format, compression)
+        })?;
         Ok(Written::Rows(rows))
     }
 

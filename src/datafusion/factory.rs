@@ -15,7 +15,7 @@ use crate::location::UrlOptions;
 
 /// Makes a [`ZarrTable`] for `CREATE EXTERNAL TABLE name STORED AS ZARR LOCATION
 /// '...' [WITH ORDER (column ASC)] [OPTIONS (...)]` (see
-/// [`ZarrTableOptions::from_map`]; `WITH ORDER` declares a sorted column).
+/// [`ZarrTableOptions`]; `WITH ORDER` declares a sorted column).
 ///
 /// A URL whose bucket the session has an object store registered for
 /// (`RuntimeEnv::register_object_store`) reads through that store; any other

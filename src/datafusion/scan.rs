@@ -59,7 +59,7 @@ impl ZarrScanExec {
     ///
     /// # Errors
     /// A column index outside the table's schema.
-    pub fn try_new(
+    pub(crate) fn try_new(
         table: Arc<ZarrTable>,
         columns: Vec<usize>,
         ranges: Vec<Range<u64>>,

@@ -82,12 +82,12 @@ impl ZarrFormatFactory {
 
     /// The factory with `options` (`COPY ... OPTIONS` keys and values), set
     /// before the statement's own.
-    pub fn with_options(options: Vec<(String, String)>) -> Self {
+    pub(crate) fn with_options(options: Vec<(String, String)>) -> Self {
         Self { options }
     }
 
     /// The options it carries.
-    pub fn options(&self) -> &[(String, String)] {
+    pub(crate) fn options(&self) -> &[(String, String)] {
         &self.options
     }
 }

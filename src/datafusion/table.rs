@@ -21,12 +21,13 @@ use super::scan::ZarrScanExec;
 use super::sink::{Mode, Target, ZarrSink};
 use super::{df_err, prune};
 use crate::conventions::anndata;
+use crate::conventions::cf::DIMENSION_NAMES_KEY;
 use crate::error::{Error, ParseOptionError, Result};
 use crate::location::UrlOptions;
 use crate::location::{Location, Stores};
 use crate::options::Options as _;
 use crate::read::Node;
-use crate::read::{DIMENSION_NAMES_KEY, ReaderBuilder, Skipped, aligned_splits};
+use crate::read::{ReaderBuilder, Skipped, aligned_splits};
 use crate::store::{Consolidated, MetadataSnapshot};
 use crate::write::open_for_append;
 use crate::write::{Layout, WriteOptions};
@@ -65,7 +66,9 @@ impl ZarrTableOptions {
     /// # Errors
     /// [`Error::UnknownOption`] for an unknown key, [`Error::Option`] for a bad
     /// value: nothing is ignored in silence.
-    pub fn from_map<'a>(options: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Self> {
+    pub(crate) fn from_map<'a>(
+        options: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<Self> {
         let mut out = Self::default();
         for (key, value) in options {
             let key = key.to_ascii_lowercase();
@@ -147,7 +150,7 @@ impl ZarrTable {
     ///
     /// # Errors
     /// As [`ZarrTable::from_store`].
-    pub fn from_snapshot(
+    pub(crate) fn from_snapshot(
         location: &Location,
         options: ZarrTableOptions,
         stores: &Stores,
@@ -289,7 +292,7 @@ impl ZarrTable {
     ///
     /// # Errors
     /// The store's.
-    pub fn reopen(&self) -> Result<()> {
+    pub(crate) fn reopen(&self) -> Result<()> {
         let Some(plain) = &self.writable else {
             return Ok(());
         };
@@ -308,7 +311,7 @@ impl ZarrTable {
     }
 
     /// The options it was opened with.
-    pub fn options(&self) -> &ZarrTableOptions {
+    pub(crate) fn options(&self) -> &ZarrTableOptions {
         &self.options
     }
 

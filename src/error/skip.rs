@@ -31,7 +31,7 @@ impl Skipped {
     /// calendar zarrow does not know) cannot be decoded: reading the whole
     /// table is then an error rather than a table without it; it reads with
     /// conventions off.
-    pub fn is_convention(&self) -> bool {
+    pub(crate) fn is_convention(&self) -> bool {
         matches!(self.reason, SkipReason::Convention { .. })
     }
 }
@@ -52,7 +52,7 @@ impl fmt::Display for Skipped {
 pub enum SkipReason {
     /// Its metadata, or the array itself, cannot be read.
     Unreadable(Arc<Error>),
-    /// An array whose conventions cannot be decoded ([`Skipped::is_convention`]).
+    /// An array whose conventions cannot be decoded.
     Convention {
         /// The array: the store's location and the node path.
         path: String,

@@ -44,14 +44,14 @@ use arrow_buffer::{Buffer, OffsetBuffer};
 
 pub use self::csv::{read_csv, write_csv};
 pub use export::write_json;
-pub use parse::{parse_json, parse_tokens};
+pub use parse::parse_json;
 
 use crate::error::{Error, Result};
 
 /// The RFC's `dtype` values that zarrow reads and writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum LinearType {
+pub(crate) enum LinearType {
     /// `float64`.
     Float64,
     /// `float32`.
@@ -76,7 +76,7 @@ pub enum LinearType {
 
 impl LinearType {
     /// The RFC spelling.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Float64 => "float64",
             Self::Float32 => "float32",
@@ -110,7 +110,7 @@ impl LinearType {
 
 /// Memory order named in the header (the strides define the indexing).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Order {
+pub(crate) enum Order {
     /// `row-major`.
     RowMajor,
     /// `column-major`.
@@ -121,7 +121,7 @@ pub enum Order {
 /// must share it). Strings and bytes are packed into one buffer.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[non_exhaustive]
-pub enum GenericValues {
+pub(crate) enum GenericValues {
     /// No elements yet.
     #[default]
     Empty,
@@ -162,7 +162,7 @@ impl GenericValues {
 /// The data buffer, typed by the header's `dtype`.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
-pub enum Values {
+pub(crate) enum Values {
     /// `float64` (also what NaN / infinities arrive as).
     Float64(Vec<f64>),
     /// `float32`.
@@ -208,15 +208,15 @@ pub struct Linear {
     /// Dimension sizes (empty for 0-d).
     pub shape: Vec<u64>,
     /// Strides in elements (one 0 for 0-d), possibly negative.
-    pub strides: Vec<i64>,
+    pub(crate) strides: Vec<i64>,
     /// Index of the view's first element in the data buffer.
-    pub offset: u64,
+    pub(crate) offset: u64,
     /// The header's `order`.
-    pub order: Order,
+    pub(crate) order: Order,
     /// The header's `dtype`.
-    pub dtype: LinearType,
+    pub(crate) dtype: LinearType,
     /// The whole data buffer (`capacity` elements).
-    pub data: Values,
+    pub(crate) data: Values,
 }
 
 impl Linear {

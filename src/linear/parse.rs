@@ -393,15 +393,6 @@ fn push_int(values: &mut GenericValues, v: i128) {
     }
 }
 
-/// Parse a sequence of tokens (CSV cells already turned into JSON values).
-pub fn parse_tokens(tokens: impl IntoIterator<Item = Value>) -> Result<Linear> {
-    let mut parser = Parser::new();
-    for token in tokens {
-        parser.push(token)?;
-    }
-    parser.finish()
-}
-
 /// Parse one linear-format JSON document, streaming.
 ///
 /// # Errors

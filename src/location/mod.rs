@@ -85,7 +85,7 @@ pub enum Cloud {
 
 impl Cloud {
     /// The cargo feature that builds this cloud's client.
-    pub fn feature(self) -> &'static str {
+    pub(crate) fn feature(self) -> &'static str {
         match self {
             Self::S3 => "s3",
             Self::Gcs => "gcs",
@@ -249,7 +249,19 @@ impl Location {
 
     /// What a file's extension says it holds (Parquet, IPC, CSV, JSON), if it
     /// names one; `None` for a Zarr store (a directory, a URL without such an
-    /// extension, a supplied store).
+    /// extension, a supplied store). The extension is read in any case.
+    ///
+    /// ```
+    /// use zarrow::Location;
+    /// use zarrow::export::{ExportFormat, FileFormat};
+    /// # fn main() -> zarrow::Result<()> {
+    /// let format = |text: &str| Location::parse(text).map(|l| l.file_format());
+    /// assert_eq!(format("t.PQ")?, Some(FileFormat::Table(ExportFormat::Parquet)));
+    /// assert_eq!(format("s3://b/t.arrows")?, Some(FileFormat::Table(ExportFormat::IpcStream)));
+    /// assert_eq!(format("obs.zarr")?, None);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn file_format(&self) -> Option<FileFormat> {
         match self {
             Self::Path(path) => FileFormat::from_path(path),
@@ -303,9 +315,10 @@ impl Location {
         }
     }
 
+    #[cfg(feature = "convert")]
     /// The location one level up and this one's name in it, for a path or a
     /// URL with a parent below its bucket or host; `None` at a root.
-    pub fn parent(&self) -> Option<(Self, String)> {
+    pub(crate) fn parent(&self) -> Option<(Self, String)> {
         match self {
             Self::Path(path) => {
                 let name = path.file_name()?.to_string_lossy().into_owned();
@@ -398,7 +411,7 @@ fn file_path(text: &str) -> std::result::Result<PathBuf, LocationError> {
 
 /// An object store some engine has registered for a URL (a DataFusion
 /// session's): [`Stores`] reads through it rather than open one of its own.
-pub trait RegisteredStores: fmt::Debug + Send + Sync {
+pub(crate) trait RegisteredStores: fmt::Debug + Send + Sync {
     /// The store registered for `url`'s scheme and authority, if any.
     fn object_store(&self, url: &RemoteUrl) -> Option<Arc<dyn ObjectStore>>;
 }
@@ -437,15 +450,17 @@ impl Stores {
         self
     }
 
+    #[cfg(feature = "datafusion")]
     /// Read through the stores an engine has registered, where it has one
     /// for a URL.
-    pub fn with_registered(mut self, registered: Arc<dyn RegisteredStores>) -> Self {
+    pub(crate) fn with_registered(mut self, registered: Arc<dyn RegisteredStores>) -> Self {
         self.registered = Some(registered);
         self
     }
 
+    #[cfg(feature = "datafusion")]
     /// How URLs are opened.
-    pub fn url_options(&self) -> &UrlOptions {
+    pub(crate) fn url_options(&self) -> &UrlOptions {
         &self.url
     }
 

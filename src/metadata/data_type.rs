@@ -56,7 +56,7 @@ impl std::fmt::Display for StringType {
 
 impl StringType {
     /// Parse the CLI spelling: `utf8`, `large-utf8` or `utf8-view`.
-    pub fn parse(s: &str) -> Option<Self> {
+    fn parse(s: &str) -> Option<Self> {
         match s {
             "utf8" => Some(Self::Utf8),
             "large-utf8" | "large_utf8" => Some(Self::LargeUtf8),
@@ -188,8 +188,8 @@ impl DataType {
         }
     }
 
-    /// The Zarr v3 spelling, as `zarrow info` prints it.
-    pub fn zarr_name(&self) -> String {
+    /// The Zarr v3 spelling, as `zarrow info` prints it (the `Display`).
+    fn zarr_name(&self) -> String {
         match self {
             Self::Bool => "bool".into(),
             Self::Int8 => "int8".into(),
@@ -236,6 +236,12 @@ impl DataType {
     }
 }
 
+impl std::fmt::Display for DataType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.zarr_name())
+    }
+}
+
 /// The unit of a numpy `datetime64` / `timedelta64` that zarrow reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -254,7 +260,7 @@ pub enum DateTimeUnit {
 
 impl DateTimeUnit {
     /// numpy's spelling: `D`, `s`, `ms`, `us`, `ns`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Day => "D",
             Self::Second => "s",
@@ -265,7 +271,7 @@ impl DateTimeUnit {
     }
 
     /// Parse numpy's spelling (`D`, `s`, `ms`, `us`, `ns`); `None` for any other.
-    pub fn parse(unit: &str) -> Option<Self> {
+    pub(crate) fn parse(unit: &str) -> Option<Self> {
         Some(match unit {
             "D" => Self::Day,
             "s" => Self::Second,

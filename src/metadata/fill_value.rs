@@ -50,7 +50,7 @@ impl PartialEq for FillValue {
 /// A fill value that does not fit its data type ([`FillValue::parse`]): why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct InvalidFillValue(String);
+pub(crate) struct InvalidFillValue(String);
 
 impl FillValue {
     /// The fill value zarrow uses when metadata gives none (v2 `null`).
@@ -68,7 +68,7 @@ impl FillValue {
     }
 
     /// A readable rendering: strings quoted, bytes as a byte-string literal.
-    pub fn describe(&self, data_type: &DataType) -> String {
+    pub(crate) fn describe(&self, data_type: &DataType) -> String {
         match self {
             Self::Bool(b) => b.to_string(),
             Self::Int(i64::MIN) if data_type.has_nat() => "NaT".to_string(),
@@ -84,7 +84,11 @@ impl FillValue {
     ///
     /// # Errors
     /// [`InvalidFillValue`], saying why the value does not fit the type.
-    pub fn parse(value: &Value, data_type: &DataType, v2: bool) -> Result<Self, InvalidFillValue> {
+    pub(crate) fn parse(
+        value: &Value,
+        data_type: &DataType,
+        v2: bool,
+    ) -> Result<Self, InvalidFillValue> {
         Self::parse_checked(value, data_type, v2).map_err(InvalidFillValue)
     }
 
@@ -124,12 +128,7 @@ impl FillValue {
                 Err("fill_value is null (Zarr v3 requires a value)".into())
             };
         }
-        let bad = || {
-            format!(
-                "fill_value {value} does not fit data type {}",
-                data_type.zarr_name()
-            )
-        };
+        let bad = || format!("fill_value {value} does not fit data type {}", data_type);
         match data_type {
             DataType::Bool => match value {
                 Value::Bool(b) => Ok(Self::Bool(*b)),

@@ -1,9 +1,11 @@
 //! Zarr metadata, pure parsing and serializing: v3 `zarr.json` and v2 `.zarray` /
 //! `.zgroup` / `.zattrs` documents (bytes in, plain data out) into one
 //! [`ArrayMetadata`] or [`GroupMetadata`], and back
-//! ([`ArrayMetadata::to_documents`]: what the writer stores). No store and no codec here: the codecs stay as written
-//! ([`CodecMetadata`]) until `CodecChain::from_metadata` builds them, and reading
-//! the documents from a store is `read::read_node`'s job.
+//! (what the writer stores). No store and no codec here: the codecs stay as
+//! written ([`CodecMetadata`]) until [`CodecChain::from_metadata`](crate::CodecChain::from_metadata)
+//! builds them, and reading the documents from a store is
+//! [`read_node`](crate::read_node)'s job (the way to parse a document: put it
+//! in a [`MemoryStore`](crate::MemoryStore)).
 
 mod data_type;
 mod fill_value;
@@ -16,14 +18,12 @@ use serde_json::{Map, Value};
 
 pub(crate) use data_type::{ARROW_BYTES_PER_ELEMENT, unsupported_time_unit};
 pub use data_type::{DataType, DateTimeUnit, Endian, StringType};
-pub use fill_value::{FillValue, InvalidFillValue};
-pub use serialize::Document;
-pub(crate) use v2::parse_dtype;
-pub use v2::{parse_zarray, parse_zattrs, parse_zgroup};
-pub use v3::parse_zarr_json;
+pub use fill_value::FillValue;
+pub(crate) use v2::{parse_dtype, parse_zarray, parse_zattrs, parse_zgroup};
+pub(crate) use v3::parse_zarr_json;
 
 use crate::error::{Error, Result};
-use crate::grid::ChunkKeyEncoding;
+pub use crate::grid::{ChunkKeyEncoding, KeyKind};
 
 /// The most elements one chunk may hold (vlen chunks store the count as u32).
 pub(crate) const MAX_CHUNK_ELEMENTS: u64 = u32::MAX as u64;
@@ -162,11 +162,6 @@ impl ArrayMetadata {
     /// Whether the array has no elements.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-
-    /// Elements in one chunk.
-    pub fn chunk_len(&self) -> u64 {
-        self.chunk_shape.iter().product()
     }
 
     /// Whether `data_type` uses a variable-length layout.

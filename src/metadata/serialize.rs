@@ -26,7 +26,7 @@ use crate::grid::KeyKind;
 
 /// One metadata document: its name within the node (`zarr.json`, `.zarray`, ...)
 /// and its JSON.
-pub type Document = (&'static str, Value);
+pub(crate) type Document = (&'static str, Value);
 
 impl ArrayMetadata {
     /// The documents that store this array: v3 `zarr.json`; v2 `.zattrs` then
@@ -36,7 +36,7 @@ impl ArrayMetadata {
     /// [`Error::Metadata`] for metadata its format cannot hold: a v2 array with
     /// dimension names, a ZEP0007 type or v3 key encoding, codecs that do not map
     /// onto v2's filters / compressor, a string fill value that is not UTF-8.
-    pub fn to_documents(&self) -> Result<Vec<Document>> {
+    pub(crate) fn to_documents(&self) -> Result<Vec<Document>> {
         match self.zarr_format {
             2 => self.v2_documents(),
             3 => Ok(vec![("zarr.json", self.v3_document()?)]),
@@ -128,10 +128,7 @@ impl ArrayMetadata {
             }
             ("bytes", t) if t.fixed_size().is_some() => v2_dtype(t, big),
             (name, t) => {
-                return refuse(format!(
-                    "layout {name} does not hold data type {}",
-                    t.zarr_name()
-                ));
+                return refuse(format!("layout {name} does not hold data type {}", t));
             }
         };
         let compressor = match compressors {
@@ -165,7 +162,7 @@ impl ArrayMetadata {
 impl GroupMetadata {
     /// The documents that store this group: v3 `zarr.json`; v2 `.zattrs` then
     /// `.zgroup`. (Consolidated metadata is the store's to add: it lists children.)
-    pub fn to_documents(&self) -> Vec<Document> {
+    pub(crate) fn to_documents(&self) -> Vec<Document> {
         if self.zarr_format == 2 {
             return vec![
                 (".zattrs", Value::Object(self.attributes.clone())),
@@ -241,7 +238,7 @@ fn v3_data_type(t: &DataType, zep0007: Option<Zep0007Offsets>, zarrs_bytes: bool
         (DataType::NullTerminatedBytes { length }, _) => {
             json!({"name": "null_terminated_bytes", "configuration": {"length_bytes": length}})
         }
-        (t, _) => json!(t.zarr_name()),
+        (t, _) => json!(t.to_string()),
     }
 }
 
@@ -322,11 +319,7 @@ fn fill(
         }
         (t, f) => Err(Error::metadata(
             key,
-            format!(
-                "fill value {} does not fit data type {}",
-                f.describe(t),
-                t.zarr_name()
-            ),
+            format!("fill value {} does not fit data type {}", f.describe(t), t),
         )),
     }
 }

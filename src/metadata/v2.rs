@@ -39,7 +39,7 @@ fn check_format(key: &str, zarr_format: Option<&Value>) -> Result<()> {
 ///
 /// # Errors
 /// [`Error::Json`] or [`Error::Metadata`] when it is not a JSON object.
-pub fn parse_zattrs(key: &str, bytes: &[u8]) -> Result<Map<String, Value>> {
+pub(crate) fn parse_zattrs(key: &str, bytes: &[u8]) -> Result<Map<String, Value>> {
     parse_json(key, bytes)
 }
 
@@ -47,7 +47,7 @@ pub fn parse_zattrs(key: &str, bytes: &[u8]) -> Result<Map<String, Value>> {
 ///
 /// # Errors
 /// [`Error::Json`] or [`Error::Metadata`].
-pub fn parse_zgroup(
+pub(crate) fn parse_zgroup(
     key: &str,
     bytes: &[u8],
     attributes: Map<String, Value>,
@@ -169,7 +169,7 @@ pub(crate) fn check_delta(
             format!(
                 "{} dtype {dtype:?} is not the array's data type ({}, {} endian)",
                 codec.name,
-                data_type.zarr_name(),
+                data_type,
                 match endian {
                     Endian::Little => "little",
                     Endian::Big => "big",
@@ -184,7 +184,7 @@ pub(crate) fn check_delta(
 ///
 /// # Errors
 /// [`Error::Json`], [`Error::Metadata`] or [`Error::UnsupportedDataType`].
-pub fn parse_zarray(
+pub(crate) fn parse_zarray(
     key: &str,
     bytes: &[u8],
     attributes: Map<String, Value>,
@@ -237,7 +237,7 @@ pub fn parse_zarray(
         (Some(t), Some(f)) => {
             return Err(Error::metadata(
                 key,
-                format!("filter {f:?} does not apply to dtype {}", t.zarr_name()),
+                format!("filter {f:?} does not apply to dtype {}", t),
             ));
         }
     };

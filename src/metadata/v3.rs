@@ -65,7 +65,7 @@ struct KeySettings {
 /// # Errors
 /// [`Error::Json`] when it is not JSON; [`Error::Metadata`],
 /// [`Error::UnsupportedDataType`] when it is not a valid v3 node.
-pub fn parse_zarr_json(key: &str, bytes: &[u8]) -> Result<NodeMetadata> {
+pub(crate) fn parse_zarr_json(key: &str, bytes: &[u8]) -> Result<NodeMetadata> {
     let doc: Document = from_map(key, parse_json(key, bytes)?)?;
     if doc.zarr_format.as_u64() != Some(3) {
         return Err(Error::metadata(

@@ -102,7 +102,7 @@ impl ZarrArray {
     }
 
     /// The column name used in record batches.
-    pub fn column_name(&self) -> &str {
+    pub(crate) fn column_name(&self) -> &str {
         &self.name
     }
 
@@ -112,7 +112,7 @@ impl ZarrArray {
     }
 
     /// The array as a user names it: the store's location and the node path.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         crate::store::node_label(self.store.as_ref(), &self.path)
     }
 
@@ -127,7 +127,7 @@ impl ZarrArray {
     }
 
     /// The read options in force.
-    pub fn options(&self) -> &ReadOptions {
+    pub(crate) fn options(&self) -> &ReadOptions {
         &self.options
     }
 
@@ -142,7 +142,7 @@ impl ZarrArray {
     }
 
     /// The chunk grid.
-    pub fn grid(&self) -> &Grid {
+    pub(crate) fn grid(&self) -> &Grid {
         &self.grid
     }
 
@@ -237,6 +237,14 @@ impl ZarrArray {
     /// The store key of the chunk at grid `indices`.
     pub fn chunk_key(&self, indices: &[u64]) -> String {
         join_key(&self.path, &self.meta.chunk_key_encoding.key(indices))
+    }
+
+    /// The store keys of the grid's chunks, in C order (the keys, present in
+    /// the store or not: a missing chunk reads as the fill value).
+    pub fn chunk_keys(&self) -> impl ExactSizeIterator<Item = String> + '_ {
+        let grid_shape = self.grid.grid_shape();
+        let n = usize::try_from(self.grid.num_chunks()).unwrap_or(usize::MAX);
+        (0..n).map(move |i| self.chunk_key(&unravel(i as u64, &grid_shape)))
     }
 
     /// How many chunks of the grid are present in the store.

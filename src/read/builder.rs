@@ -102,7 +102,7 @@ impl ReaderBuilder {
     }
 
     /// Decode, and read ahead, as `context` says (the default: on rayon, at
-    /// most [`READ_AHEAD_BYTES`] ahead).
+    /// most 256 MiB ahead).
     pub fn with_context(mut self, context: &ExecutionContext) -> Self {
         self.decode = context.decode();
         self.read_ahead_bytes = context.read_ahead_bytes();
@@ -620,11 +620,6 @@ impl BatchReader {
         self.rows.end - self.rows.start
     }
 
-    /// The rows this reader yields.
-    pub fn row_range(&self) -> Range<u64> {
-        self.rows.clone()
-    }
-
     /// The next batch, with zarrow's error.
     pub(crate) fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
         match &mut self.driver {
@@ -678,7 +673,7 @@ impl ReaderBuilder {
     /// # Errors
     /// As [`ReaderBuilder::rows`].
     #[allow(clippy::type_complexity)]
-    pub fn into_stream_on(
+    pub(crate) fn into_stream_on(
         self,
         store: Arc<dyn crate::store::AsyncStore>,
         concurrency: usize,
@@ -693,10 +688,12 @@ impl ReaderBuilder {
         Ok((stream, stats))
     }
 
-    /// The batches as an async `Stream` through the columns' own store (its
-    /// async form for an object store; a local store is read inline, each read a
-    /// short one): see [`ReaderBuilder::into_stream_on`]. An error building the
-    /// decoder is the stream's only item.
+    /// The batches as an async `Stream` (feature `async`) through the columns'
+    /// own store (its async form for an object store, with the store's
+    /// concurrency; a local store is read inline, each read a short one), on
+    /// the caller's runtime, the chunks decoded on rayon. Dropping the stream
+    /// drops the requests in flight and asks for no more. An error building
+    /// the decoder is the stream's only item.
     pub fn into_stream(self) -> impl futures::Stream<Item = Result<RecordBatch>> + Send + 'static {
         use futures::StreamExt;
         let store = self.store();

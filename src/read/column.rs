@@ -167,7 +167,7 @@ impl Column {
                     Nullable::Boolean => "Boolean",
                     Nullable::String => "String",
                 },
-                data_type: values.metadata().data_type.zarr_name().to_string(),
+                data_type: values.metadata().data_type.to_string().to_string(),
             });
         }
         Ok(Self {

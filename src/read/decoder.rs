@@ -66,7 +66,7 @@ pub enum DecodeResult {
 /// Counters of a read, updated as it goes (shared: a driver or an engine's
 /// metrics read them while the decoder works).
 #[derive(Debug, Default)]
-pub struct ReadStats {
+pub(crate) struct ReadStats {
     /// Requests handed out.
     pub requests: AtomicU64,
     /// Bytes pushed in answer.
@@ -260,12 +260,13 @@ impl RowDecoder {
     }
 
     /// The rows this decoder gives.
-    pub fn row_range(&self) -> Range<u64> {
+    pub(crate) fn row_range(&self) -> Range<u64> {
         self.rows.clone()
     }
 
+    #[cfg(feature = "async")]
     /// The read's counters.
-    pub fn stats(&self) -> &Arc<ReadStats> {
+    pub(crate) fn stats(&self) -> &Arc<ReadStats> {
         &self.stats
     }
 

@@ -98,12 +98,12 @@ impl ZarrGroup {
     }
 
     /// The group as a user names it: the store's location and the node path.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         node_label(self.store.as_ref(), &self.path)
     }
 
     /// The store the group is in.
-    pub fn store(&self) -> &Arc<dyn Store> {
+    pub(crate) fn store(&self) -> &Arc<dyn Store> {
         &self.store
     }
 
@@ -175,7 +175,7 @@ impl ZarrGroup {
     }
 
     /// The read options in force.
-    pub fn options(&self) -> &ReadOptions {
+    pub(crate) fn options(&self) -> &ReadOptions {
         &self.options
     }
 
@@ -188,7 +188,9 @@ impl ZarrGroup {
     /// xarray's `Dataset.to_dataframe()` (`variables`: only these).
     ///
     /// # Errors
-    /// As [`LongTable::new`].
+    /// [`Error::Table`](crate::Error::Table) when a variable has no dimension
+    /// names, dimensions of one name differ in length, or a projected name is
+    /// not a variable; read errors.
     pub fn long_table(&self, variables: Option<&[String]>) -> Result<LongTable> {
         LongTable::new(self, variables)
     }

@@ -131,7 +131,7 @@ pub fn describe_array(array: &ZarrArray) -> Result<ArrayInfo> {
         zarr_format: m.zarr_format,
         shape: m.shape.clone(),
         chunk_shape: m.chunk_shape.clone(),
-        data_type: m.data_type.zarr_name(),
+        data_type: m.data_type.to_string(),
         fill_value: m.fill_value.describe(&m.data_type),
         chunk_key_encoding: m.chunk_key_encoding.to_string(),
         codecs: array.codecs().to_string(),

@@ -53,7 +53,7 @@ impl LongTable {
     /// # Errors
     /// [`Error::Table`] when a variable has no dimension names, dimensions of one
     /// name differ in length, or a projected name is not a variable; read errors.
-    pub fn new(group: &ZarrGroup, projection: Option<&[String]>) -> Result<Self> {
+    pub(crate) fn new(group: &ZarrGroup, projection: Option<&[String]>) -> Result<Self> {
         let label = group.label();
         let err = |problem: TableProblem| Error::Table {
             path: label.clone(),

@@ -28,14 +28,15 @@ use std::sync::Arc;
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, Schema, SchemaRef};
 
-pub use crate::conventions::cf::DIMENSION_NAMES_KEY;
-pub use crate::error::{SkipReason, Skipped};
+pub(crate) use crate::error::Skipped;
 pub use array::ZarrArray;
 #[cfg(feature = "datafusion")]
 pub(crate) use builder::aligned_splits;
 pub use builder::{BatchReader, DEFAULT_MAX_BATCH_ROWS, ReaderBuilder};
 pub use column::Column;
-pub use decoder::{DecodeJob, DecodeResult, DecodedChunk, Fetched, ReadStats, Request, RowDecoder};
+#[cfg(feature = "async")]
+pub(crate) use decoder::ReadStats;
+pub use decoder::{DecodeJob, DecodeResult, DecodedChunk, Fetched, Request, RowDecoder};
 pub use group::ZarrGroup;
 pub use info::{
     ArrayInfo, ChildInfo, ChildNode, ColumnInfo, GroupInfo, NodeInfo, describe_array, describe_node,
@@ -43,17 +44,17 @@ pub use info::{
 pub use long::LongTable;
 pub use node::{Node, read_node};
 #[cfg(feature = "async")]
-pub use stream::ReadBudget;
+pub(crate) use stream::ReadBudget;
 pub use table::{TableOptions, TableReader, open_table};
 
 use crate::context::ExecutionContext;
 use crate::error::{Error, Result};
 use crate::metadata::StringType;
 
-pub use crate::context::READ_AHEAD_BYTES;
+pub(crate) use crate::context::READ_AHEAD_BYTES;
 
 /// The default bound on one chunk's decoded size: 2 GiB.
-pub const DEFAULT_MAX_CHUNK_BYTES: usize = 2 << 30;
+pub(crate) const DEFAULT_MAX_CHUNK_BYTES: usize = 2 << 30;
 
 /// The default bound on what one `read_all` / `read_range` call may materialise:
 /// 64 GiB of Arrow data.

@@ -30,7 +30,7 @@ type Fetch = Pin<Box<dyn Future<Output = (u64, Result<Fetched>)> + Send>>;
 /// its read-ahead holds ([`RowDecoder::buffered_bytes`]), and stops with the
 /// budget's error ([`Error::MemoryExhausted`]) when it says no. An engine's
 /// memory pool is one (DataFusion's `MemoryReservation`).
-pub trait ReadBudget: Send {
+pub(crate) trait ReadBudget: Send {
     /// Hold `bytes` in all (more or fewer than before).
     ///
     /// # Errors

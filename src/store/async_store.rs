@@ -65,7 +65,7 @@ pub trait AsyncStore: Debug + Send + Sync {
 /// reads are short (a file read, a memory map); a store that waits on a network
 /// has an async form of its own ([`Store::remote`]). Each call runs inline, when
 /// its future is first polled, except the values' reads of a store made with
-/// [`SyncAsAsync::reading_on_rayon`].
+/// `SyncAsAsync::reading_on_rayon`.
 #[derive(Debug, Clone)]
 pub struct SyncAsAsync {
     store: Arc<dyn Store>,
@@ -81,10 +81,11 @@ impl SyncAsAsync {
         }
     }
 
+    #[cfg(feature = "datafusion")]
     /// `store` as an async store whose values (`get_bounded`, `get_ranges`) are
     /// read on rayon: a scan's consumer (a DataFusion operator) goes on while
     /// the next chunks are read, as the blocking reader's values are.
-    pub fn reading_on_rayon(store: Arc<dyn Store>) -> Self {
+    pub(crate) fn reading_on_rayon(store: Arc<dyn Store>) -> Self {
         Self {
             store,
             on_rayon: true,
@@ -184,7 +185,7 @@ impl Remote {
 /// I/O runtime: the only runtime zarrow ever starts, started by the first
 /// blocking call that needs it and shared by every store and reader after.
 #[derive(Debug, Clone, Default)]
-pub struct Blocking(Option<tokio::runtime::Handle>);
+pub(crate) struct Blocking(Option<tokio::runtime::Handle>);
 
 /// The runtime of a sync caller that has none (the command line's `convert`
 /// and `info`): object_store's clients need one. Started by the first
@@ -197,7 +198,7 @@ static IO_RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
 impl Blocking {
     /// Wait on `handle`'s runtime (the caller's).
     #[cfg(feature = "object-store")]
-    pub fn on(handle: tokio::runtime::Handle) -> Self {
+    pub(crate) fn on(handle: tokio::runtime::Handle) -> Self {
         Self(Some(handle))
     }
 
@@ -241,7 +242,7 @@ impl Blocking {
     ///
     /// # Errors
     /// [`Error::Io`] when the runtime of its own cannot start.
-    pub fn block_on<F: Future + Send>(&self, future: F) -> Result<F::Output>
+    pub(crate) fn block_on<F: Future + Send>(&self, future: F) -> Result<F::Output>
     where
         F::Output: Send,
     {

@@ -45,7 +45,7 @@ pub struct Consolidated {
 /// The metadata documents (by key; `None`: known absent) and child listings
 /// (by prefix) a [`Consolidated`] store has read or was given.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct MetadataSnapshot {
+pub(crate) struct MetadataSnapshot {
     /// Metadata documents by key (`None`: known absent).
     pub documents: BTreeMap<String, Option<Buffer>>,
     /// The children listed below each prefix.
@@ -131,10 +131,11 @@ impl Consolidated {
         }
     }
 
+    #[cfg(feature = "datafusion")]
     /// `store` with the metadata of `snapshot` (taken from a store of the same
     /// data, elsewhere), reading none: a document the snapshot does not hold is
     /// absent, and a listing it does not hold is its documents' nodes.
-    pub fn from_snapshot(store: Arc<dyn Store>, snapshot: MetadataSnapshot) -> Self {
+    pub(crate) fn from_snapshot(store: Arc<dyn Store>, snapshot: MetadataSnapshot) -> Self {
         Self {
             inner: store,
             known: RwLock::new(snapshot),
@@ -142,8 +143,9 @@ impl Consolidated {
         }
     }
 
+    #[cfg(feature = "datafusion")]
     /// The metadata documents and listings read (or given) so far.
-    pub fn snapshot(&self) -> MetadataSnapshot {
+    pub(crate) fn snapshot(&self) -> MetadataSnapshot {
         self.known
             .read()
             .unwrap_or_else(PoisonError::into_inner)
@@ -309,7 +311,7 @@ impl Store for Consolidated {
 ///
 /// # Errors
 /// Store errors; invalid JSON in a document.
-pub fn consolidated_nodes(
+pub(crate) fn consolidated_nodes(
     store: &dyn Store,
     path: &str,
     zarr_format: u8,
@@ -342,11 +344,11 @@ pub fn consolidated_nodes(
 }
 
 /// A v3 group's `consolidated_metadata` member for `nodes`.
-pub fn consolidated_metadata(nodes: Map<String, Value>) -> Value {
+pub(crate) fn consolidated_metadata(nodes: Map<String, Value>) -> Value {
     json!({"kind": "inline", "must_understand": false, "metadata": nodes})
 }
 
 /// A v2 `.zmetadata` document for `nodes`.
-pub fn zmetadata(nodes: Map<String, Value>) -> Value {
+pub(crate) fn zmetadata(nodes: Map<String, Value>) -> Value {
     json!({"metadata": nodes, "zarr_consolidated_format": 1})
 }

@@ -31,7 +31,7 @@ use crate::error::{ConditionalWrite, Error, Result};
 
 /// How long a lease lasts: a writer that died holding it blocks others this
 /// long.
-pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(600);
+pub(crate) const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(600);
 
 /// The largest lease object read (a lease is about 100 bytes).
 const MAX_LEASE_BYTES: u64 = 4096;

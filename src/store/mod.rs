@@ -5,7 +5,7 @@
 //! [`LocalStore`] (a directory, the default) and [`MemoryStore`]. Every backend
 //! passes the same conformance test (`tests/integration/store.rs`).
 //!
-//! Keys are checked by [`validate_key`]: a key that could leave the store root
+//! Keys are checked (`validate_key`): a key that could leave the store root
 //! (`..`, an absolute path, a backslash, an empty component) is refused with
 //! [`Error::InvalidKey`] before any I/O happens.
 
@@ -32,19 +32,20 @@ pub use async_store::AsyncStore;
 pub(crate) use async_store::Blocking;
 #[cfg(feature = "async")]
 pub(crate) use async_store::{Remote, SyncAsAsync};
-pub use consolidated::{
-    Consolidated, MetadataSnapshot, consolidated_metadata, consolidated_nodes, zmetadata,
-};
-#[cfg(feature = "object-store")]
-pub use lease::DEFAULT_LEASE_TTL;
+pub use consolidated::Consolidated;
+#[cfg(feature = "datafusion")]
+pub(crate) use consolidated::MetadataSnapshot;
+pub(crate) use consolidated::{consolidated_metadata, consolidated_nodes, zmetadata};
 pub use local::LocalStore;
 pub(crate) use local::is_temporary;
 pub use memory::MemoryStore;
+#[cfg(feature = "datafusion")]
+pub(crate) use object::DEFAULT_CONCURRENCY;
 #[cfg(feature = "object-store")]
-pub use object::{
-    DEFAULT_CONCURRENCY, MULTIPART_CHUNK, MULTIPART_THRESHOLD, ObjectStoreAsync, ObjectStoreBackend,
-};
-pub use ranges::{ByteRange, COALESCE_GAP, RangeRead};
+pub use object::{ObjectStoreAsync, ObjectStoreBackend};
+#[cfg(feature = "object-store")]
+pub(crate) use ranges::COALESCE_GAP;
+pub use ranges::{ByteRange, RangeRead};
 pub(crate) use ranges::{read_coalesced, slice_ranges};
 
 use crate::error::{Error, Result};
@@ -109,7 +110,7 @@ pub trait Store: Debug + Send + Sync {
     /// end of a value whose length the caller does not know (a shard index).
     ///
     /// The default asks [`Store::value_len`] once, then fetches ranges nearer
-    /// than [`COALESCE_GAP`] to each other with one [`Store::get_range`] each, as
+    /// than 1 MiB to each other with one [`Store::get_range`] each, as
     /// object_store's `get_ranges` does.
     ///
     /// # Errors
@@ -222,7 +223,7 @@ impl<S: Store + ?Sized> StoreExt for S {}
 ///
 /// # Errors
 /// [`Error::InvalidKey`] naming the rule the key breaks.
-pub fn validate_key(key: &str) -> Result<()> {
+pub(crate) fn validate_key(key: &str) -> Result<()> {
     let refuse = |reason| {
         Err(Error::InvalidKey {
             key: key.to_string(),

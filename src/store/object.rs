@@ -43,17 +43,17 @@ use crate::error::{Error, Result};
 
 /// Values larger than this are uploaded in parts (S3 needs parts of 5 MiB at
 /// least; a part is [`MULTIPART_CHUNK`]).
-pub const MULTIPART_THRESHOLD: usize = 16 << 20;
+pub(crate) const MULTIPART_THRESHOLD: usize = 16 << 20;
 
 /// The size of one part of a multipart upload.
-pub const MULTIPART_CHUNK: usize = 8 << 20;
+pub(crate) const MULTIPART_CHUNK: usize = 8 << 20;
 
 /// How many times a transient failure is retried by default (object_store's
 /// own default, which its `RetryConfig` sets with a cloud's client).
 const DEFAULT_RETRIES: usize = 10;
 
 /// The default number of requests a reader keeps in flight on an object store.
-pub const DEFAULT_CONCURRENCY: usize = 32;
+pub(crate) const DEFAULT_CONCURRENCY: usize = 32;
 
 /// An [`AsyncStore`] over an `object_store` store, under a prefix: no runtime
 /// of its own, its futures run on the caller's (a DataFusion session reads
@@ -96,11 +96,6 @@ impl ObjectStoreAsync {
     pub(crate) fn with_body_retries(mut self, n: usize) -> Self {
         self.body_retries = n;
         self
-    }
-
-    /// The store underneath.
-    pub fn object_store(&self) -> &Arc<dyn ObjectStore> {
-        &self.store
     }
 
     fn path(&self, key: &str) -> Result<Path> {
@@ -435,16 +430,6 @@ impl ObjectStoreBackend {
     pub(crate) fn with_concurrency(mut self, n: usize) -> Self {
         self.concurrency = n.max(1);
         self
-    }
-
-    /// The store underneath.
-    pub fn object_store(&self) -> &Arc<dyn ObjectStore> {
-        self.inner.object_store()
-    }
-
-    /// The store, async.
-    pub fn async_store(&self) -> &Arc<ObjectStoreAsync> {
-        &self.inner
     }
 
     fn block_on<T: Send, F: std::future::Future<Output = Result<T>> + Send>(

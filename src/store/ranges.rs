@@ -15,7 +15,7 @@ use crate::error::Result;
 
 /// Ranges closer than this many bytes are fetched as one request (object_store's
 /// default for `get_ranges`): reading a gap costs less than a second request.
-pub const COALESCE_GAP: u64 = 1 << 20;
+pub(crate) const COALESCE_GAP: u64 = 1 << 20;
 
 /// A byte range of one value.
 #[derive(Debug, Clone, PartialEq, Eq)]

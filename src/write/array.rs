@@ -147,8 +147,8 @@ impl ArrayWriter {
                 path: node_label(writer.store.as_ref(), &writer.path),
                 reason: AppendMismatch::DataType {
                     column: writer.name.clone(),
-                    stored: stored.zarr_name().to_string(),
-                    input: writer.spec.data_type.zarr_name().to_string(),
+                    stored: stored.to_string().to_string(),
+                    input: writer.spec.data_type.to_string().to_string(),
                     arrow_type: arrow_type.clone(),
                 },
             });
@@ -378,7 +378,7 @@ fn encode_task(store: Arc<dyn Store>, chunk: ReadyChunk) -> impl FnOnce() -> Res
 ///
 /// Chunks have [`WriteOptions::chunk_shape`], by default `[rows, shape[1], ...]`
 /// (spanning every dimension but the first, `rows` from the chunk length option or
-/// about [`DEFAULT_CHUNK_BYTES`](super::DEFAULT_CHUNK_BYTES) of values); with
+/// about 4 MiB of values); with
 /// [`WriteOptions::shard_shape`] they are the inner chunks of shards of that shape.
 /// A 0-d array (`shape` empty) is one chunk of one element.
 ///

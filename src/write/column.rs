@@ -265,7 +265,7 @@ impl ColumnWriter {
                 path: node_label(committed.as_ref(), &path),
                 reason: AppendMismatch::IndexLabels {
                     index: path,
-                    data_type: existing.metadata().data_type.zarr_name().to_string(),
+                    data_type: existing.metadata().data_type.to_string().to_string(),
                 },
             });
         }

@@ -19,13 +19,14 @@ use crate::store::{LocalStore, Store};
 /// metadata after its chunks, and every key removed again if `write` fails);
 /// an existing output is replaced only with `overwrite`, and only if it is a
 /// Zarr store. With `append`, in place (the writer keeps a reader's view
-/// whole), at the node [`open_for_append`] finds. What `zarrow convert`,
+/// whole), as a node of the outermost Zarr group above the destination (its
+/// consolidated metadata grows too). What `zarrow convert`,
 /// `zarrow.write` and DataFusion's COPY and INSERT write a Zarr output
 /// through.
 ///
 /// # Errors
-/// An existing `dst` without `overwrite`, or not a Zarr store; as
-/// [`open_for_append`]; `write`'s errors.
+/// An existing `dst` without `overwrite`, or not a Zarr store; a URL that
+/// cannot be opened; store errors; `write`'s errors.
 pub fn write_zarr(
     dst: &Location,
     overwrite: bool,
@@ -53,7 +54,7 @@ pub fn write_zarr(
 ///
 /// # Errors
 /// A URL that cannot be opened; store errors.
-pub fn open_for_append(dst: &Location, stores: &Stores) -> Result<(Arc<dyn Store>, String)> {
+pub(crate) fn open_for_append(dst: &Location, stores: &Stores) -> Result<(Arc<dyn Store>, String)> {
     let mut root = dst.clone();
     let mut node: Vec<String> = Vec::new();
     // Climb while the parent is a Zarr group.

@@ -25,8 +25,10 @@ pub(crate) mod output;
 mod pipeline;
 
 pub use array::{ArrayWriter, write_array, write_nd_array};
+#[cfg(feature = "datafusion")]
+pub(crate) use destination::open_for_append;
 #[cfg(feature = "convert")]
-pub use destination::{open_for_append, write_zarr};
+pub use destination::write_zarr;
 pub use group::{GroupWriter, write_batches, write_group_metadata};
 
 use std::sync::Arc;
@@ -40,7 +42,7 @@ use crate::error::{Error, ParseOptionError, Result, ShapeProblem};
 /// Fixed-width columns get `4 MiB / element size` elements per chunk; variable
 /// length columns get `4 MiB / (average value size + 4)`, the average taken from
 /// the first batch written. [`WriteOptions::chunk_len`] overrides both.
-pub const DEFAULT_CHUNK_BYTES: usize = 4 << 20;
+pub(crate) const DEFAULT_CHUNK_BYTES: usize = 4 << 20;
 
 /// The chunk layout of string and bytes arrays.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -68,7 +70,7 @@ impl std::str::FromStr for Encoding {
 
 impl Encoding {
     /// Parse the CLI spelling: `default`, `zarrs-vlen`, `zep0007`.
-    pub fn parse(s: &str) -> Option<Self> {
+    fn parse(s: &str) -> Option<Self> {
         match s {
             "default" | "vlen" | "vlen-utf8" => Some(Self::Default),
             "zarrs-vlen" | "zarrs.vlen" => Some(Self::ZarrsVlen),
@@ -77,8 +79,8 @@ impl Encoding {
         }
     }
 
-    /// The spelling [`Encoding::parse`] reads back.
-    pub fn name(self) -> &'static str {
+    /// The spelling `Encoding::from_str` reads back (its `Display`).
+    fn name(self) -> &'static str {
         match self {
             Self::Default => "default",
             Self::ZarrsVlen => "zarrs-vlen",
@@ -112,7 +114,7 @@ impl std::str::FromStr for Compressor {
 
 impl Compressor {
     /// Parse the CLI spelling: `zstd`, `gzip`, `blosc`, `none`.
-    pub fn parse(s: &str) -> Option<Self> {
+    fn parse(s: &str) -> Option<Self> {
         match s {
             "zstd" => Some(Self::Zstd),
             "gzip" => Some(Self::Gzip),
@@ -122,8 +124,8 @@ impl Compressor {
         }
     }
 
-    /// The spelling [`Compressor::parse`] reads back.
-    pub fn name(self) -> &'static str {
+    /// The spelling `Compressor::from_str` reads back (its `Display`).
+    fn name(self) -> &'static str {
         match self {
             Self::Zstd => "zstd",
             Self::Gzip => "gzip",
@@ -186,7 +188,7 @@ impl std::str::FromStr for NullPolicy {
 
 impl NullPolicy {
     /// Parse the CLI spelling: `error`, `fill`.
-    pub fn parse(s: &str) -> Option<Self> {
+    fn parse(s: &str) -> Option<Self> {
         match s {
             "error" => Some(Self::Error),
             "fill" => Some(Self::Fill),
@@ -194,8 +196,8 @@ impl NullPolicy {
         }
     }
 
-    /// The spelling [`NullPolicy::parse`] reads back.
-    pub fn name(self) -> &'static str {
+    /// The spelling `NullPolicy::from_str` reads back (its `Display`).
+    fn name(self) -> &'static str {
         match self {
             Self::Error => "error",
             Self::Fill => "fill",
@@ -230,7 +232,7 @@ impl std::str::FromStr for Layout {
 
 impl Layout {
     /// Parse the CLI spelling: `plain`, `anndata`.
-    pub fn parse(s: &str) -> Option<Self> {
+    fn parse(s: &str) -> Option<Self> {
         match s {
             "plain" | "default" => Some(Self::Plain),
             "anndata" => Some(Self::AnnData),
@@ -238,8 +240,8 @@ impl Layout {
         }
     }
 
-    /// The spelling [`Layout::parse`] reads back.
-    pub fn name(self) -> &'static str {
+    /// The spelling `Layout::from_str` reads back (its `Display`).
+    fn name(self) -> &'static str {
         match self {
             Self::Plain => "plain",
             Self::AnnData => "anndata",
@@ -325,7 +327,7 @@ impl crate::options::Codec<u8> for ZarrFormat {
     }
 }
 
-/// Each option's spelling ([`Encoding::name`], ...) is its `Display`: what its
+/// Each option's spelling (`Encoding::name`, ...) is its `Display`: what its
 /// `FromStr` reads back, and what `--help` shows as a default.
 macro_rules! display_by_name {
     ($($t:ty),*) => {$(
@@ -403,7 +405,7 @@ impl WriteOptions {
         }
         if self.zarr_format == 2 && self.encoding != Encoding::Default {
             return Err(Error::OptionConflict {
-                option: format!("encoding {}", self.encoding.name()),
+                option: format!("encoding {}", self.encoding),
                 other: "zarr_format 2".into(),
                 why: "the encoding needs Zarr v3 (v2 has only vlen-utf8 / vlen-bytes)",
             });

@@ -19,7 +19,7 @@
 //! never touched.
 
 use std::fs::File;
-use std::io::Write as _;
+use std::io::{BufWriter, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -48,6 +48,31 @@ pub fn remove_partials() -> PartialsRemoved {
         remove_all(path);
     }
     PartialsRemoved { _held: held }
+}
+
+/// Write the file `dst` whole or not at all: `write` fills a buffered
+/// partial file beside it, which is flushed, synced and moved into place once
+/// `write` returns `Ok` (and removed if it fails). An existing `dst` needs
+/// `overwrite`. Every file output (Parquet, IPC, the linear format's JSON and
+/// CSV, `zarrow sql --output`) is written here.
+///
+/// # Errors
+/// `dst` exists and not `overwrite`; `write`'s errors; writing, syncing or
+/// moving the file.
+pub fn write_atomic<T>(
+    dst: &Path,
+    overwrite: bool,
+    write: impl FnOnce(&mut BufWriter<File>) -> Result<T>,
+) -> Result<T> {
+    let (partial, file) = Partial::file(dst, overwrite)?;
+    let mut out = BufWriter::with_capacity(1 << 20, file);
+    let value = write(&mut out)?;
+    out.into_inner()
+        .map_err(|e| e.into_error())
+        .and_then(|f| f.sync_all())
+        .map_err(|e| io_error(partial.path(), e))?;
+    partial.commit()?;
+    Ok(value)
 }
 
 /// The partial-output registry, locked ([`remove_partials`]).
@@ -87,7 +112,7 @@ enum Kind {
 /// An output being written beside its destination: removed when dropped
 /// uncommitted, moved into place by [`Partial::commit`].
 #[derive(Debug)]
-pub struct Partial {
+pub(crate) struct Partial {
     temp: PathBuf,
     dst: PathBuf,
     kind: Kind,
@@ -125,7 +150,7 @@ impl Partial {
     ///
     /// # Errors
     /// `dst` exists and not `overwrite`; creating the partial file.
-    pub fn file(dst: &Path, overwrite: bool) -> Result<(Self, File)> {
+    pub(crate) fn file(dst: &Path, overwrite: bool) -> Result<(Self, File)> {
         if dst.exists() && !overwrite {
             return Err(exists(dst));
         }
@@ -200,7 +225,7 @@ impl Partial {
     }
 
     /// Where to write.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.temp
     }
 
@@ -208,7 +233,7 @@ impl Partial {
     ///
     /// # Errors
     /// Moving the partial output into place.
-    pub fn commit(mut self) -> Result<()> {
+    pub(crate) fn commit(mut self) -> Result<()> {
         let old = {
             // Not while a signal handler removes partial outputs (it never returns).
             let mut held = partials();

@@ -8,8 +8,7 @@ use arrow_buffer::Buffer;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use zarrow::codec::{CodecChain, DecodeContext};
-use zarrow::metadata::parse_zarr_json;
-use zarrow::{DataType, NodeMetadata, StringType};
+use zarrow::{DataType, MemoryStore, NodeMetadata, Store, StringType};
 
 /// The chain and data type of a one-chunk array with `codecs` and `data_type`,
 /// built from its `zarr.json` as a reader builds it.
@@ -22,9 +21,9 @@ pub(crate) fn chain(data_type: Value, codecs: Value) -> (CodecChain, DataType) {
     let doc = json!({"zarr_format": 3, "node_type": "array", "shape": [1],
         "data_type": data_type, "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [1]}},
         "chunk_key_encoding": {"name": "default"}, "fill_value": fill, "codecs": codecs});
-    let NodeMetadata::Array(meta) =
-        parse_zarr_json("zarr.json", doc.to_string().as_bytes()).unwrap()
-    else {
+    let store = MemoryStore::new();
+    store.set("zarr.json", doc.to_string().as_bytes()).unwrap();
+    let NodeMetadata::Array(meta) = zarrow::read_node(&store, "").unwrap() else {
         panic!("not an array")
     };
     (
