@@ -63,6 +63,7 @@ mod offsets;
 pub mod options;
 pub mod read;
 mod rows;
+mod stats;
 pub mod store;
 pub mod write;
 

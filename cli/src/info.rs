@@ -118,4 +118,23 @@ fn describe_array(out: &mut String, m: &ArrayInfo, indent: &str) {
             )
         }
     };
+    if let Some(fresh) = m.stats_fresh {
+        let stale = match m.stats_stale.len() {
+            0 => String::new(),
+            n if n <= 8 => format!("; stale (read): chunks {:?}", m.stats_stale),
+            n => format!("; stale (read): {n} chunks"),
+        };
+        let note = m
+            .stats_note
+            .as_deref()
+            .map(|n| format!(" ({n})"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "{indent}statistics:    {fresh} of {} chunks{stale}{note}",
+            m.chunks
+        );
+    } else if let Some(note) = &m.stats_note {
+        let _ = writeln!(out, "{indent}statistics:    {note}");
+    }
 }

@@ -7,21 +7,26 @@
 //! such columns (declared, or xarray dimension coordinates), where reading the
 //! column first pays off. The filters stay `Inexact`: DataFusion applies them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::ops::Range;
+use std::sync::Arc;
 
-use arrow_array::Array;
 use arrow_array::cast::AsArray;
+use arrow_array::{Array, ArrayRef, BooleanArray, UInt32Array, UInt64Array};
+use arrow_schema::DataType;
 use datafusion::catalog::Session;
 use datafusion::common::DFSchema;
+use datafusion::common::{Column, ScalarValue};
 use datafusion::error::Result as DfResult;
 use datafusion::logical_expr::expr_rewriter::unnormalize_col;
 use datafusion::logical_expr::{Expr, utils::conjunction};
+use datafusion::physical_optimizer::pruning::{PruningPredicateBuilder, PruningStatistics};
 use futures::StreamExt;
 
 use super::df_err;
 use super::table::{Source, ZarrTable};
 use crate::error::Error;
+use crate::stats::Bounds;
 
 /// The one column `filter` reads, when the table may narrow rows by it.
 fn pruning_column(table: &ZarrTable, filter: &Expr) -> Option<String> {
@@ -101,4 +106,218 @@ pub(crate) async fn matching_rows(
         });
     }
     Ok(rows)
+}
+
+/// The row ranges of `rows` that may hold a row matching `filters`, from the
+/// chunk statistics of the columns the filters name (DataFusion's
+/// `PruningPredicate` over them); `None` when no named column has
+/// statistics. Columns chunked differently are cut at every chunk boundary of
+/// any of them: each piece takes the statistics of the chunk of each column
+/// it lies in.
+pub(crate) fn by_statistics(
+    table: &ZarrTable,
+    state: &dyn Session,
+    filters: &[Expr],
+    rows: Range<u64>,
+    statistics: HashMap<String, Bounds>,
+) -> DfResult<Option<Vec<Range<u64>>>> {
+    let Some(predicate) = conjunction(pruning_filters(filters)) else {
+        return Ok(None);
+    };
+    let schema = table.arrow_schema().clone();
+    let mut columns = HashMap::new();
+    for (name, bounds) in statistics {
+        let field = schema.field_with_name(&name)?;
+        columns.insert(name, Piecewise::new(bounds, field.data_type()));
+    }
+    if columns.is_empty() || rows.is_empty() {
+        return Ok(None);
+    }
+    let mut cuts = BTreeSet::from([rows.start, rows.end]);
+    for column in columns.values() {
+        let len = column.bounds.chunk_len;
+        let mut at = (rows.start / len + 1).saturating_mul(len);
+        while at < rows.end {
+            cuts.insert(at);
+            at = at.saturating_add(len);
+        }
+    }
+    let cuts: Vec<u64> = cuts.into_iter().collect();
+    let pieces: Vec<Range<u64>> = cuts.windows(2).map(|w| w[0]..w[1]).collect();
+    let df_schema = DFSchema::try_from(schema.as_ref().clone())?;
+    let physical = state.create_physical_expr(predicate, &df_schema)?;
+    // A predicate statistics cannot decide keeps every piece.
+    let Some(pruning) = PruningPredicateBuilder::new()
+        .with_file_schema(schema)
+        .build(physical)
+    else {
+        return Ok(None);
+    };
+    let keep = pruning.prune(&Pieces {
+        pieces: &pieces,
+        columns: &columns,
+    })?;
+    let mut kept: Vec<Range<u64>> = Vec::new();
+    for (piece, keep) in pieces.into_iter().zip(keep) {
+        if !keep {
+            continue;
+        }
+        match kept.last_mut() {
+            Some(last) if last.end == piece.start => last.end = piece.end,
+            _ => kept.push(piece),
+        }
+    }
+    Ok(Some(kept))
+}
+
+/// The filters statistics may prune by: the deterministic ones, their
+/// columns unqualified.
+fn pruning_filters(filters: &[Expr]) -> Vec<Expr> {
+    filters
+        .iter()
+        .filter(|f| !f.is_volatile())
+        .map(|f| unnormalize_col(f.clone()))
+        .collect()
+}
+
+/// The columns `filters` name.
+pub(crate) fn named_columns(filters: &[Expr]) -> HashSet<String> {
+    pruning_filters(filters)
+        .iter()
+        .flat_map(|f| f.column_refs())
+        .map(|c| c.name.clone())
+        .collect()
+}
+
+/// The chunk statistics of the table's columns in `named` that have them
+/// (blocking: a GET and a listing per column).
+pub(crate) fn statistics(
+    table: &ZarrTable,
+    named: &HashSet<String>,
+) -> DfResult<HashMap<String, Bounds>> {
+    let mut out = HashMap::new();
+    let Source::Rows(builder) = &table.source else {
+        return Ok(out);
+    };
+    if named.is_empty() {
+        return Ok(out);
+    }
+    for column in builder.columns().map_err(df_err)? {
+        if named.contains(column.name())
+            && let Some(bounds) = column.statistics().map_err(df_err)?
+        {
+            out.insert(column.name().to_string(), bounds);
+        }
+    }
+    Ok(out)
+}
+
+/// The scan's partitions over the row ranges `kept`: each range one (a
+/// range holds the rows of whole chunks, read in one stream); more than four
+/// per target partition are merged across the narrowest gaps.
+pub(crate) fn partitions(mut kept: Vec<Range<u64>>, target: usize) -> Vec<Range<u64>> {
+    let cap = target.max(1) * 4;
+    if kept.len() <= cap {
+        return kept;
+    }
+    // Merging every gap up to the (n - cap)-th narrowest leaves at most `cap`.
+    let mut gaps: Vec<u64> = kept.windows(2).map(|w| w[1].start - w[0].end).collect();
+    gaps.sort_unstable();
+    let widest_merged = gaps[kept.len() - cap - 1];
+    let mut out: Vec<Range<u64>> = Vec::with_capacity(cap);
+    for range in kept.drain(..) {
+        match out.last_mut() {
+            Some(last) if range.start - last.end <= widest_merged => last.end = range.end,
+            _ => out.push(range),
+        }
+    }
+    out
+}
+
+/// A column's statistics, its bounds in the table's type.
+struct Piecewise {
+    bounds: Bounds,
+    min: Option<ArrayRef>,
+    max: Option<ArrayRef>,
+}
+
+impl Piecewise {
+    fn new(bounds: Bounds, data_type: &DataType) -> Self {
+        // Bounds the table's type cannot hold prune nothing.
+        let cast = |a: &ArrayRef| arrow_cast::cast(a, data_type).ok();
+        Self {
+            min: cast(&bounds.min),
+            max: cast(&bounds.max),
+            bounds,
+        }
+    }
+
+    /// The statistics row of the chunk holding `row`.
+    fn row_of(&self, row: u64) -> Option<usize> {
+        self.bounds
+            .chunks
+            .binary_search(&(row / self.bounds.chunk_len))
+            .ok()
+    }
+}
+
+/// The pieces of a scan's rows as `PruningStatistics` containers.
+struct Pieces<'a> {
+    pieces: &'a [Range<u64>],
+    columns: &'a HashMap<String, Piecewise>,
+}
+
+impl Pieces<'_> {
+    /// `values` (a statistic per chunk row) taken for each piece.
+    fn take(&self, column: &Piecewise, values: &ArrayRef) -> Option<ArrayRef> {
+        let indices: UInt32Array = self
+            .pieces
+            .iter()
+            .map(|p| column.row_of(p.start).and_then(|i| u32::try_from(i).ok()))
+            .collect();
+        arrow_select::take::take(values.as_ref(), &indices, None).ok()
+    }
+}
+
+impl PruningStatistics for Pieces<'_> {
+    fn min_values(&self, column: &Column) -> Option<ArrayRef> {
+        let c = self.columns.get(&column.name)?;
+        self.take(c, c.min.as_ref()?)
+    }
+
+    fn max_values(&self, column: &Column) -> Option<ArrayRef> {
+        let c = self.columns.get(&column.name)?;
+        self.take(c, c.max.as_ref()?)
+    }
+
+    fn num_containers(&self) -> usize {
+        self.pieces.len()
+    }
+
+    fn null_counts(&self, column: &Column) -> Option<ArrayRef> {
+        let c = self.columns.get(&column.name)?;
+        // A whole chunk's count; a part of a chunk without nulls has none; of
+        // other parts nothing is known.
+        let counts: UInt64Array = self
+            .pieces
+            .iter()
+            .map(|p| {
+                let i = c.row_of(p.start)?;
+                let nulls = c.bounds.nulls[i]?;
+                let chunk = p.start / c.bounds.chunk_len * c.bounds.chunk_len;
+                let whole = p.start == chunk && p.end - p.start == c.bounds.rows[i];
+                (whole || nulls == 0).then_some(nulls)
+            })
+            .collect();
+        Some(Arc::new(counts))
+    }
+
+    fn row_counts(&self) -> Option<ArrayRef> {
+        let rows: UInt64Array = self.pieces.iter().map(|p| Some(p.end - p.start)).collect();
+        Some(Arc::new(rows))
+    }
+
+    fn contained(&self, _column: &Column, _values: &HashSet<ScalarValue>) -> Option<BooleanArray> {
+        None
+    }
 }

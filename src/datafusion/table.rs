@@ -396,6 +396,16 @@ impl datafusion::catalog::TableProvider for ZarrTable {
             Some(r) => r.start.min(self.rows)..r.end.min(self.rows),
             None => 0..self.rows,
         };
+        // The chunks whose statistics say a filter may match (one GET and one
+        // listing per filtered column with statistics).
+        let named = prune::named_columns(filters);
+        let statistics = {
+            let table = self.clone();
+            tokio::task::spawn_blocking(move || prune::statistics(&table, &named))
+                .await
+                .map_err(|e| DataFusionError::External(Box::new(e)))??
+        };
+        let pruned = prune::by_statistics(self, state, filters, rows.clone(), statistics)?;
         let ranges = match limit {
             // DataFusion passes a limit only when every filter is exact (here:
             // none): the first `n` rows are the answer.
@@ -404,9 +414,12 @@ impl datafusion::catalog::TableProvider for ZarrTable {
                 std::iter::once(rows.start..end).collect()
             }
             // From the metadata alone: no I/O.
-            None => self
-                .splits(rows.clone(), state.config().target_partitions())
-                .map_err(df_err)?,
+            None => match pruned {
+                None => self
+                    .splits(rows.clone(), state.config().target_partitions())
+                    .map_err(df_err)?,
+                Some(kept) => prune::partitions(kept, state.config().target_partitions()),
+            },
         };
         if columns.iter().any(|&i| i >= self.schema.fields().len()) {
             return plan_err!("projection {columns:?} is outside the table's columns");
@@ -428,7 +441,10 @@ impl datafusion::catalog::TableProvider for ZarrTable {
         Ok(filters
             .iter()
             .map(|f| {
-                if prune::prunes(self, f) {
+                // Inexact: DataFusion applies every filter again. Chunk
+                // statistics (and sorted columns) may skip rows by any
+                // deterministic one.
+                if prune::prunes(self, f) || !f.is_volatile() {
                     TableProviderFilterPushDown::Inexact
                 } else {
                     TableProviderFilterPushDown::Unsupported

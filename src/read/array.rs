@@ -205,6 +205,19 @@ impl ZarrArray {
         }
     }
 
+    /// Whether the array's CF attributes change its values when decoded (as
+    /// a reader with the default options does), whatever the options say.
+    pub(crate) fn has_cf_decoding(&self) -> Result<bool> {
+        match self.conventions.cf() {
+            Ok(cf) => Ok(cf.is_some()),
+            Err(source) => Err(Error::Convention {
+                path: self.label(),
+                convention: Convention::Cf,
+                source,
+            }),
+        }
+    }
+
     /// An [`Error::Convention`] about this array.
     pub(crate) fn convention_err(
         &self,
@@ -245,6 +258,64 @@ impl ZarrArray {
         let grid_shape = self.grid.grid_shape();
         let n = usize::try_from(self.grid.num_chunks()).unwrap_or(usize::MAX);
         (0..n).map(move |i| self.chunk_key(&unravel(i as u64, &grid_shape)))
+    }
+
+    /// The chunk statistics of a 1-D array (zarrow's `zarrow.stats`) that
+    /// still describe its stored chunks, when the options use them and they
+    /// describe values as these options read them. One GET and one listing.
+    ///
+    /// # Errors
+    /// A statistics file that is not one; store errors.
+    pub(crate) fn chunk_statistics(&self) -> Result<Option<crate::stats::Bounds>> {
+        if !self.options.use_stats {
+            return Ok(None);
+        }
+        match self.statistics_report()? {
+            Some(report) if report.usable => {
+                crate::stats::Bounds::of(&report.stats, &report.fresh).map(Some)
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// The array's chunk statistics file, read and checked against the
+    /// stored chunks (`None`: there is none, or the array is not 1-D).
+    ///
+    /// # Errors
+    /// As [`ZarrArray::chunk_statistics`].
+    pub(crate) fn statistics_report(&self) -> Result<Option<crate::stats::Report>> {
+        use crate::stats::{MAX_STATS_BYTES, Report, STATS_KEY, decode, fresh};
+        if self.meta.shape.len() != 1 {
+            return Ok(None);
+        }
+        let key = join_key(&self.path, STATS_KEY);
+        let Some(bytes) = self.store.get_bounded(&key, MAX_STATS_BYTES)? else {
+            return Ok(None);
+        };
+        let stats = decode(&key, &bytes)?;
+        let grid_len = self.meta.chunk_shape.first().copied().unwrap_or(0);
+        // The metadata changed since (the values may read differently), or
+        // the values are read otherwise (raw, where the statistics are of
+        // CF-decoded values), or a statistic's rows would straddle two
+        // stored objects: not used.
+        let usable = stats.array == crate::stats::fingerprint(&self.meta)
+            && (stats.decode_cf == self.options.decode_cf || !self.has_cf_decoding()?)
+            && grid_len != 0
+            && grid_len % stats.chunk_len == 0;
+        let per_grid = (grid_len / stats.chunk_len).max(1);
+        let versions = self
+            .store
+            .list_versions(&join_key(&self.path, ""))?
+            .map(|v| v.into_iter().collect::<std::collections::HashMap<_, _>>());
+        let fresh = fresh(&stats, versions.as_ref(), |i| {
+            self.chunk_key(&[i / per_grid])
+        });
+        Ok(Some(Report {
+            verified: versions.is_some(),
+            usable,
+            fresh,
+            stats,
+        }))
     }
 
     /// How many chunks of the grid are present in the store.

@@ -196,6 +196,30 @@ impl Column {
         self.len() == 0
     }
 
+    /// The column's chunk statistics, its bounds as the table shows its
+    /// values: an array's own; a categorical's from its codes' (see
+    /// [`Bounds::categorical`](crate::stats::Bounds::categorical)); none for
+    /// a masked column.
+    ///
+    /// # Errors
+    /// As [`ZarrArray::chunk_statistics`]; reading the categories.
+    pub(crate) fn statistics(&self) -> Result<Option<crate::stats::Bounds>> {
+        match &self.kind {
+            Kind::Array { array, .. } => array.chunk_statistics(),
+            Kind::Categorical {
+                codes, categories, ..
+            } => {
+                let Some(bounds) = codes.chunk_statistics()? else {
+                    return Ok(None);
+                };
+                let values = arrow_cast::cast(&categories.read_all()?, &ArrowType::Utf8)?;
+                let values = arrow_array::cast::AsArray::as_string::<i32>(values.as_ref());
+                Ok(Some(crate::stats::Bounds::categorical(bounds, values)))
+            }
+            Kind::Masked { .. } => Ok(None),
+        }
+    }
+
     /// The arrays read row by row: the array, the codes, or values and mask.
     pub(crate) fn leaves(&self) -> Vec<&ZarrArray> {
         match &self.kind {

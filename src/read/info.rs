@@ -52,6 +52,15 @@ pub struct ArrayInfo {
     pub chunks_unlisted: Option<String>,
     /// The user attributes.
     pub attributes: Map<String, Value>,
+    /// Chunks with statistics (zarrow's `zarrow.stats`) that still describe
+    /// them; `None`: no statistics.
+    pub stats_fresh: Option<u64>,
+    /// Chunks whose statistics are stale: stored again since (they are read).
+    pub stats_stale: Vec<u64>,
+    /// Why the statistics are not used at all, when they are not (the
+    /// metadata changed since, or the file cannot be read), or that they
+    /// cannot be checked (a store that cannot list: they are used as they are).
+    pub stats_note: Option<String>,
 }
 
 /// A group.
@@ -127,7 +136,29 @@ pub fn describe_array(array: &ZarrArray) -> Result<ArrayInfo> {
         Ok(n) => (Some(n), None),
         Err(e) => (None, Some(e.with_sources())),
     };
+    let (stats_fresh, stats_stale, stats_note) = match array.statistics_report() {
+        Ok(None) => (None, Vec::new(), None),
+        Ok(Some(report)) => {
+            let fresh = report.fresh.iter().filter(|f| **f).count() as u64;
+            let note = if !report.usable {
+                Some("not used: recorded for other metadata or another CF decoding".to_string())
+            } else if !report.verified {
+                Some("not checked: the store cannot list versions; used as they are".to_string())
+            } else {
+                None
+            };
+            (Some(fresh), report.stale(), note)
+        }
+        Err(e) => (
+            None,
+            Vec::new(),
+            Some(format!("unreadable: {}", e.with_sources())),
+        ),
+    };
     Ok(ArrayInfo {
+        stats_fresh,
+        stats_stale,
+        stats_note,
         zarr_format: m.zarr_format,
         shape: m.shape.clone(),
         chunk_shape: m.chunk_shape.clone(),

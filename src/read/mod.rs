@@ -76,6 +76,10 @@ crate::options::options! {
         /// _FillValue, time units) into the values xarray gives; off (the
         /// command line's --no-cf): the raw values.
         pub decode_cf: bool = true; negated_flag("no-cf"),
+        /// [from Zarr] Use chunk statistics (`zarrow.stats`) to skip chunks a
+        /// filter cannot match, where they still describe the stored chunks;
+        /// off (the command line's --ignore-stats): every chunk is read.
+        pub use_stats: bool = true; negated_flag("ignore-stats"),
         /// [from Zarr] Read anndata categoricals as their categories' values,
         /// one per row (nulls for missing), instead of dictionaries (and a
         /// dictionary column zarrow's plain layout stored, as its stored

@@ -267,6 +267,10 @@ impl Store for Consolidated {
         self.inner.list_prefix(prefix)
     }
 
+    fn list_versions(&self, prefix: &str) -> Result<Option<Vec<(String, String)>>> {
+        self.inner.list_versions(prefix)
+    }
+
     /// The nodes the consolidated metadata names directly below `prefix` (the
     /// store's listing without it).
     fn list_children(&self, prefix: &str) -> Result<Vec<String>> {

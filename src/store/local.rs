@@ -33,6 +33,29 @@ pub struct LocalStore {
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
+/// A file's version ([`Store::list_versions`]): its size, modification time
+/// in nanoseconds, inode and change time, any of which a rewrite (in place or
+/// by a rename over it) changes.
+#[cfg(unix)]
+fn file_version(meta: &std::fs::Metadata) -> String {
+    use std::os::unix::fs::MetadataExt;
+    format!(
+        "{}:{}.{:09}:{}:{}.{:09}",
+        meta.len(),
+        meta.mtime(),
+        meta.mtime_nsec(),
+        meta.ino(),
+        meta.ctime(),
+        meta.ctime_nsec()
+    )
+}
+
+/// A file's version: its size and modification time.
+#[cfg(not(unix))]
+fn file_version(meta: &std::fs::Metadata) -> String {
+    format!("{}:{:?}", meta.len(), meta.modified().ok())
+}
+
 impl LocalStore {
     /// A store rooted at `root`. The directory need not exist yet (it is created
     /// by the first write).
@@ -381,6 +404,21 @@ impl Store for LocalStore {
         out.retain(|k| k.starts_with(prefix));
         out.sort();
         Ok(out)
+    }
+
+    fn list_versions(&self, prefix: &str) -> Result<Option<Vec<(String, String)>>> {
+        let keys = self.list_prefix(prefix)?;
+        let mut out = Vec::with_capacity(keys.len());
+        for key in keys {
+            let path = self.path(&key)?;
+            match std::fs::symlink_metadata(&path) {
+                Ok(meta) => out.push((key, file_version(&meta))),
+                // Removed since the listing: not there.
+                Err(e) if e.kind() == ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io(path, e)),
+            }
+        }
+        Ok(Some(out))
     }
 
     fn list_children(&self, prefix: &str) -> Result<Vec<String>> {

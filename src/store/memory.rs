@@ -16,6 +16,9 @@ use crate::error::Result;
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     map: RwLock<BTreeMap<String, Buffer>>,
+    /// Each key's version: the count of stores when it was last set.
+    versions: Mutex<BTreeMap<String, u64>>,
+    stores: std::sync::atomic::AtomicU64,
     /// Whether a writer holds the store (see [`Store::lock`]).
     held: Arc<Mutex<bool>>,
 }
@@ -43,6 +46,10 @@ impl MemoryStore {
 
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, Buffer>> {
         self.map.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn versions(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, u64>> {
+        self.versions.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -91,14 +98,20 @@ impl Store for MemoryStore {
 
     fn set(&self, key: &str, value: &[u8]) -> Result<()> {
         validate_key(key)?;
-        self.write()
-            .insert(key.to_string(), Buffer::from_slice_ref(value));
+        let mut map = self.write();
+        map.insert(key.to_string(), Buffer::from_slice_ref(value));
+        let version = self
+            .stores
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.versions().insert(key.to_string(), version);
         Ok(())
     }
 
     fn delete(&self, key: &str) -> Result<()> {
         validate_key(key)?;
-        self.write().remove(key);
+        let mut map = self.write();
+        map.remove(key);
+        self.versions().remove(key);
         Ok(())
     }
 
@@ -109,6 +122,20 @@ impl Store for MemoryStore {
             .take_while(|(k, _)| k.starts_with(prefix))
             .map(|(k, _)| k.clone())
             .collect())
+    }
+
+    fn list_versions(&self, prefix: &str) -> Result<Option<Vec<(String, String)>>> {
+        let map = self.read();
+        let versions = self.versions();
+        Ok(Some(
+            map.range(prefix.to_string()..)
+                .take_while(|(k, _)| k.starts_with(prefix))
+                .map(|(k, v)| {
+                    let version = versions.get(k).copied().unwrap_or_default();
+                    (k.clone(), format!("{}:{version}", v.len()))
+                })
+                .collect(),
+        ))
     }
 
     fn list_children(&self, prefix: &str) -> Result<Vec<String>> {

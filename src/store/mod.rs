@@ -133,6 +133,16 @@ pub trait Store: Debug + Send + Sync {
     /// Every key that starts with `prefix`, sorted. A `prefix` of `""` lists all.
     fn list_prefix(&self, prefix: &str) -> Result<Vec<String>>;
 
+    /// Every key that starts with `prefix`, with its version: text that
+    /// changes whenever the value is stored again (a file's size, modification
+    /// and change times in nanoseconds and inode; an object's size and ETag).
+    /// One listing, not a request per key. `None` (the default): the store
+    /// cannot tell (an HTTP server), and chunk statistics are used as they are.
+    fn list_versions(&self, prefix: &str) -> Result<Option<Vec<(String, String)>>> {
+        let _ = prefix;
+        Ok(None)
+    }
+
     /// Keep other writers of this store out until the returned lock drops,
     /// waiting up to `wait` while another writer holds it. `Ok(None)` (the
     /// default): the store cannot keep writers out, and two writers at once may

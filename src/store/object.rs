@@ -326,6 +326,39 @@ impl ObjectStoreAsync {
         Ok(keys)
     }
 
+    /// The keys under `prefix` with their versions (size and ETag, else size
+    /// and modification time); `None` for a plain HTTP server, which cannot
+    /// list.
+    async fn list_versions_inner(&self, prefix: &str) -> Result<Option<Vec<(String, String)>>> {
+        if self.location.starts_with("http://") || self.location.starts_with("https://") {
+            return Ok(None);
+        }
+        let dir = match prefix.rsplit_once('/') {
+            Some((dir, _)) => dir,
+            None => "",
+        };
+        let base = self.dir_path(dir)?;
+        let metas: Vec<_> = self
+            .store
+            .list(base.as_ref())
+            .try_collect::<Vec<_>>()
+            .await
+            .map_err(|e| remote(&self.url(prefix), e))?;
+        let mut out: Vec<(String, String)> = metas
+            .iter()
+            .filter_map(|m| {
+                let key = self.key_of(&m.location).filter(|k| k.starts_with(prefix))?;
+                let version = match &m.e_tag {
+                    Some(etag) => format!("{}:{etag}", m.size),
+                    None => format!("{}:{}", m.size, m.last_modified.to_rfc3339()),
+                };
+                Some((key, version))
+            })
+            .collect();
+        out.sort();
+        Ok(Some(out))
+    }
+
     async fn list_children_inner(&self, prefix: &str) -> Result<Vec<String>> {
         let prefix = prefix.trim_matches('/');
         let base = self.dir_path(prefix)?;
@@ -516,6 +549,10 @@ impl Store for ObjectStoreBackend {
 
     fn list_children(&self, prefix: &str) -> Result<Vec<String>> {
         self.block_on(self.inner.list_children_inner(prefix))
+    }
+
+    fn list_versions(&self, prefix: &str) -> Result<Option<Vec<(String, String)>>> {
+        self.block_on(self.inner.list_versions_inner(prefix))
     }
 }
 

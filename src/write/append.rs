@@ -128,6 +128,12 @@ impl Existing {
         retype(values, arrow_type, &self.array.label()).map(Some)
     }
 
+    /// Whether a reader with the default options decodes the array's values
+    /// (CF attributes), so that its raw values are not what a reader sees.
+    pub(crate) fn decodes_cf(&self) -> Result<bool> {
+        self.array.has_cf_decoding()
+    }
+
     /// Remove what an append that did not finish left in the array: chunks at
     /// or past the grid's end, temporary files.
     ///

@@ -17,7 +17,9 @@ use crate::error::{
     AppendMismatch, ArrowTypeUse, Error, LimitKind, NameError, Result, SchemaChange, ShapeProblem,
 };
 use crate::grid::{ChunkKeyEncoding, Grid};
+use crate::metadata::ArrayMetadata;
 use crate::rows::RowQueue;
+use crate::stats::{ChunkStats, stats_type};
 use crate::store::{Store, join_key, node_label};
 
 /// A column's chunk length (the shard's when sharded), its inner chunks' shape
@@ -52,6 +54,8 @@ pub struct ArrayWriter {
     key_encoding: ChunkKeyEncoding,
     /// The stored array this writer appends to, whose metadata it updates.
     existing: Option<Existing>,
+    /// Each chunk's statistics (by chunk number), when they are recorded.
+    stats: Option<Vec<(u64, ChunkStats)>>,
 }
 
 /// A chunk ready to be encoded and stored.
@@ -107,6 +111,7 @@ impl ArrayWriter {
             ArraySpec::new(&name, value_type(arrow_type), &options)?.recording(arrow_type),
         );
         let key_encoding = key_encoding(options.zarr_format);
+        let records_stats = options.stats && stats_type(&spec.arrow_type).is_some();
         Ok(Self {
             store,
             path,
@@ -118,6 +123,7 @@ impl ArrayWriter {
             pipeline: Pipeline::default(),
             queued: RowQueue::default(),
             next_chunk: 0,
+            stats: records_stats.then(Vec::new),
             rows: 0,
             attributes: Map::new(),
             dimension: None,
@@ -178,6 +184,11 @@ impl ArrayWriter {
         writer.chunk_len = Some(len);
         writer.chunking = Some((len, None, existing.codecs()));
         writer.key_encoding = existing.key_encoding();
+        if existing.decodes_cf()? {
+            // The old rows read back raw: statistics of the decoded values
+            // cannot be taken here (the old ones stay, checked by version).
+            writer.stats = None;
+        }
         writer.next_chunk = rows / grid_len;
         writer.rows = rows - rows % grid_len;
         if let Some(head) = existing.head(&writer.spec.arrow_type)? {
@@ -267,6 +278,16 @@ impl ArrayWriter {
         let (len, _, codecs) = self.chunking(&values)?;
         let index = self.next_chunk;
         self.next_chunk += 1;
+        if let (Some(stats), Some(inner)) = (&mut self.stats, self.chunk_len) {
+            // One statistic per inner chunk of a shard.
+            let per_grid = (len / inner.max(1)) as u64;
+            for (j, start) in (0..values.len()).step_by(inner.max(1)).enumerate() {
+                let n = inner.min(values.len() - start);
+                if let Some(s) = ChunkStats::of(values.slice(start, n).as_ref()) {
+                    stats.push((index * per_grid + j as u64, s));
+                }
+            }
+        }
         Ok(ReadyChunk {
             key: join_key(&self.path, &self.key_encoding.key(&[index])),
             shape: vec![len as u64],
@@ -326,10 +347,61 @@ impl ArrayWriter {
             .transpose()
     }
 
+    /// Write the chunk statistics (after every chunk is stored, before the
+    /// metadata): each chunk's, with the version of the object holding it, as
+    /// the store lists them now. When appending, the statistics of the chunks
+    /// kept are kept.
+    fn finish_stats(&mut self, meta: &ArrayMetadata, appending: bool) -> Result<()> {
+        let (Some(stats), Some(inner)) = (self.stats.take(), self.chunk_len) else {
+            return Ok(());
+        };
+        let Some((grid_len, _, _)) = self.chunking.clone() else {
+            return Ok(());
+        };
+        let Some(bound) = stats_type(&self.spec.arrow_type) else {
+            return Ok(());
+        };
+        let key = join_key(&self.path, crate::stats::STATS_KEY);
+        let inner = inner.max(1) as u64;
+        let mut rows: Vec<(u64, ChunkStats, Option<String>)> = Vec::new();
+        if appending {
+            // The chunks before the first one stored again keep theirs.
+            let first = stats.first().map_or(u64::MAX, |(i, _)| *i);
+            if let Ok(Some(old)) = self.store.get_bounded(&key, crate::stats::MAX_STATS_BYTES)
+                && let Ok(old) = crate::stats::decode(&key, &old)
+                && old.chunk_len == inner
+                && old.bound_type() == &bound
+            {
+                rows.extend(crate::stats::rows(&old).into_iter().filter(|r| r.0 < first));
+            }
+        }
+        let prefix = join_key(&self.path, "");
+        let versions: std::collections::HashMap<String, String> = self
+            .store
+            .list_versions(&prefix)?
+            .unwrap_or_default()
+            .into_iter()
+            .collect();
+        let per_grid = (grid_len as u64 / inner).max(1);
+        for (i, s) in stats {
+            let object = join_key(&self.path, &self.key_encoding.key(&[i / per_grid]));
+            rows.push((i, s, versions.get(&object).cloned()));
+        }
+        let header = crate::stats::Header {
+            chunk_len: inner,
+            array_len: self.rows,
+            array: &crate::stats::fingerprint(meta),
+        };
+        let bytes = crate::stats::encode(&rows, &bound, &header)?;
+        self.store.set(&key, &bytes)
+    }
+
     /// Write the metadata documents (after every chunk is stored).
     pub(crate) fn finish_metadata(&mut self) -> Result<u64> {
-        if let Some(existing) = &self.existing {
+        if let Some(existing) = self.existing.take() {
+            self.finish_stats(existing.metadata(), true)?;
             existing.commit(self.store.as_ref(), self.rows)?;
+            self.existing = Some(existing);
             return Ok(self.rows);
         }
         // With no rows written, the default chunk length comes from an empty sample.
@@ -342,6 +414,7 @@ impl ArrayWriter {
             &self.attributes,
             self.dimension.as_deref(),
         )?;
+        self.finish_stats(&meta, false)?;
         write_documents(self.store.as_ref(), &self.path, meta.to_documents()?)?;
         Ok(self.rows)
     }

@@ -304,6 +304,11 @@ crate::options::options! {
         /// string columns with nulls nullable-* elements, the pandas index
         /// _index; anndata.io.read_elem reads it as the same DataFrame).
         pub layout: Layout = Layout::Plain,
+        /// [to Zarr] Record chunk statistics beside each 1-D array
+        /// (`zarrow.stats`: each chunk's bounds, null and NaN counts, and its
+        /// object's version), which let a filter skip chunks; off (the command
+        /// line's --no-stats): none are written.
+        pub stats: bool = true; negated_flag("no-stats"),
     }
 }
 

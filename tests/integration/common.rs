@@ -296,6 +296,11 @@ impl Store for Observed {
         self.inner.delete(key)
     }
 
+    fn list_versions(&self, prefix: &str) -> zarrow::Result<Option<Vec<(String, String)>>> {
+        *self.lists.lock().unwrap() += 1;
+        self.inner.list_versions(prefix)
+    }
+
     fn list_prefix(&self, prefix: &str) -> zarrow::Result<Vec<String>> {
         *self.lists.lock().unwrap() += 1;
         self.inner.list_prefix(prefix)

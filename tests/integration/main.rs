@@ -22,6 +22,8 @@ mod reader;
 mod robustness;
 mod roundtrip;
 mod shard_reads;
+#[cfg(feature = "datafusion")]
+mod stats;
 mod store;
 #[cfg(feature = "object-store")]
 mod store_conformance;

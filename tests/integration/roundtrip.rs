@@ -347,10 +347,11 @@ fn existing_nodes_need_overwrite() {
         },
     )
     .unwrap();
-    // Old chunks are gone with the old array.
+    // Old chunks are gone with the old array (the statistics are the new
+    // array's).
     assert_eq!(
         store.list_prefix("a/").unwrap(),
-        vec!["a/c/0", "a/zarr.json"]
+        vec!["a/c/0", "a/zarr.json", "a/zarrow.stats"]
     );
     assert!(write_array(store.clone(), "__reserved", &array, WriteOptions::default()).is_err());
 }
@@ -404,16 +405,28 @@ fn metadata_is_written_after_the_chunks() {
         let sets = store.take_writes();
         let is_meta =
             |k: &str| k.ends_with("zarr.json") || k.ends_with(".zarray") || k.ends_with(".zgroup");
+        let is_stats = |k: &str| k.ends_with("/zarrow.stats");
         for column in ["g/a/", "g/b/"] {
             let last_chunk = sets
                 .iter()
-                .rposition(|k| k.starts_with(column) && !is_meta(k) && !k.ends_with(".zattrs"))
+                .rposition(|k| {
+                    k.starts_with(column) && !is_meta(k) && !k.ends_with(".zattrs") && !is_stats(k)
+                })
+                .unwrap();
+            // The statistics after the chunks they describe, before the
+            // metadata that makes the array visible.
+            let stats = sets
+                .iter()
+                .position(|k| k.starts_with(column) && is_stats(k))
                 .unwrap();
             let meta = sets
                 .iter()
                 .position(|k| k.starts_with(column) && is_meta(k))
                 .unwrap();
-            assert!(last_chunk < meta, "v{format} {column}: {sets:?}");
+            assert!(
+                last_chunk < stats && stats < meta,
+                "v{format} {column}: {sets:?}"
+            );
         }
         let group_meta = sets
             .iter()
@@ -435,7 +448,9 @@ fn metadata_is_written_after_the_chunks() {
         );
         assert_eq!(
             sets.iter()
-                .filter(|k| k.starts_with("g/a/") && !is_meta(k) && !k.ends_with(".zattrs"))
+                .filter(|k| {
+                    k.starts_with("g/a/") && !is_meta(k) && !k.ends_with(".zattrs") && !is_stats(k)
+                })
                 .count(),
             4
         );

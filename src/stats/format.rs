@@ -1,0 +1,215 @@
+//! The statistics file: one Arrow IPC file, a row per chunk, parsed as
+//! untrusted input (the IPC reader validates every buffer; the columns, their
+//! types and the chunk numbers are checked here).
+
+use std::collections::HashMap;
+use std::io::Cursor;
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::UInt64Type;
+use arrow_array::{
+    Array, ArrayRef, BinaryArray, RecordBatch, StringArray, UInt64Array, new_empty_array,
+};
+use arrow_ipc::reader::FileReader;
+use arrow_ipc::writer::FileWriter;
+use arrow_schema::{DataType as ArrowType, Field, Schema};
+
+use super::{ArrayStats, ChunkStats, VERSION, stats_type};
+use crate::error::{Error, Result};
+
+pub(super) const CHUNK: usize = 0;
+const ROWS: usize = 1;
+const NULLS: usize = 2;
+const NANS: usize = 3;
+pub(super) const MIN: usize = 4;
+const MAX: usize = 5;
+const SET: usize = 6;
+pub(super) const VERSION_COLUMN: usize = 7;
+
+const NAMES: [&str; 8] = [
+    "chunk", "rows", "nulls", "nans", "min", "max", "set", "version",
+];
+
+/// The schema metadata's one key: its value is a JSON object (one key, so
+/// that the file's bytes do not depend on a map's order).
+const CONVENTION: &str = "zarrow.stats";
+
+/// What a file says about its array and how it was read.
+pub(crate) struct Header<'a> {
+    pub(crate) chunk_len: u64,
+    pub(crate) array_len: u64,
+    /// [`fingerprint`](super::fingerprint) of the array's metadata.
+    pub(crate) array: &'a str,
+}
+
+fn schema(bound: &ArrowType, header: &Header<'_>, decode_cf: bool) -> Schema {
+    let u64 = |name: &str| Field::new(name, ArrowType::UInt64, false);
+    let fields = vec![
+        u64(NAMES[CHUNK]),
+        u64(NAMES[ROWS]),
+        u64(NAMES[NULLS]),
+        u64(NAMES[NANS]),
+        Field::new(NAMES[MIN], bound.clone(), true),
+        Field::new(NAMES[MAX], bound.clone(), true),
+        Field::new(NAMES[SET], ArrowType::Binary, true),
+        Field::new(NAMES[VERSION_COLUMN], ArrowType::Utf8, true),
+    ];
+    let about = serde_json::json!({
+        "version": VERSION,
+        "chunk_len": header.chunk_len,
+        "array_len": header.array_len,
+        "decode_cf": decode_cf,
+        "array": header.array,
+    });
+    Schema::new(fields).with_metadata(HashMap::from([(CONVENTION.to_string(), about.to_string())]))
+}
+
+/// The statistics file of `chunks` (chunk number, statistics, the version of
+/// the object holding it), in chunk order, their bounds of type `bound`.
+///
+/// # Errors
+/// Bounds of another type; encoding.
+pub(crate) fn encode(
+    chunks: &[(u64, ChunkStats, Option<String>)],
+    bound: &ArrowType,
+    header: &Header<'_>,
+) -> Result<Vec<u8>> {
+    let schema = Arc::new(schema(bound, header, true));
+    let column = |f: &dyn Fn(&ChunkStats) -> u64| -> ArrayRef {
+        Arc::new(UInt64Array::from_iter_values(
+            chunks.iter().map(|(_, s, _)| f(s)),
+        ))
+    };
+    let bounds = |pick: &dyn Fn(&ChunkStats) -> &ArrayRef| -> Result<ArrayRef> {
+        if chunks.is_empty() {
+            return Ok(new_empty_array(bound));
+        }
+        let parts: Vec<&dyn Array> = chunks.iter().map(|(_, s, _)| pick(s).as_ref()).collect();
+        Ok(arrow_select::concat::concat(&parts)?)
+    };
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(UInt64Array::from_iter_values(
+            chunks.iter().map(|(i, _, _)| *i),
+        )),
+        column(&|s| s.rows),
+        column(&|s| s.nulls),
+        column(&|s| s.nans),
+        bounds(&|s| &s.min)?,
+        bounds(&|s| &s.max)?,
+        Arc::new(BinaryArray::from_iter(
+            chunks.iter().map(|(_, s, _)| s.set.as_deref()),
+        )),
+        Arc::new(StringArray::from_iter(
+            chunks.iter().map(|(_, _, v)| v.as_deref()),
+        )),
+    ];
+    let batch = RecordBatch::try_new(schema.clone(), columns)?;
+    let mut out = Vec::new();
+    let mut writer = FileWriter::try_new(&mut out, &schema)?;
+    writer.write(&batch)?;
+    writer.finish()?;
+    drop(writer);
+    Ok(out)
+}
+
+/// The rows of `stats`, as [`encode`] takes them.
+pub(crate) fn rows(stats: &ArrayStats) -> Vec<(u64, ChunkStats, Option<String>)> {
+    let b = &stats.batch;
+    let u64s = |i: usize| b.column(i).as_primitive::<UInt64Type>().clone();
+    let (chunks, rows, nulls, nans) = (u64s(CHUNK), u64s(ROWS), u64s(NULLS), u64s(NANS));
+    let sets = b.column(SET).as_binary::<i32>();
+    let versions = b.column(VERSION_COLUMN).as_string::<i32>();
+    (0..b.num_rows())
+        .map(|i| {
+            let stats = ChunkStats {
+                rows: rows.value(i),
+                nulls: nulls.value(i),
+                nans: nans.value(i),
+                min: b.column(MIN).slice(i, 1),
+                max: b.column(MAX).slice(i, 1),
+                set: sets.is_valid(i).then(|| sets.value(i).to_vec()),
+            };
+            let version = versions.is_valid(i).then(|| versions.value(i).to_string());
+            (chunks.value(i), stats, version)
+        })
+        .collect()
+}
+
+/// Parse the statistics file at `key`: every check of an untrusted file.
+///
+/// # Errors
+/// [`Error::Metadata`] naming `key` for a file that is not one: not Arrow
+/// IPC, another convention version, missing or mistyped columns, chunk
+/// numbers out of order.
+pub(crate) fn decode(key: &str, bytes: &[u8]) -> Result<ArrayStats> {
+    let bad = |message: String| Error::metadata(key, format!("chunk statistics: {message}"));
+    let reader = FileReader::try_new(Cursor::new(bytes), None)
+        .map_err(|e| bad(format!("not an Arrow IPC file ({e})")))?;
+    let schema = reader.schema();
+    let about: serde_json::Value = schema
+        .metadata()
+        .get(CONVENTION)
+        .and_then(|text| serde_json::from_str(text).ok())
+        .ok_or_else(|| bad(format!("no {CONVENTION:?} metadata")))?;
+    match about.get("version").and_then(|v| v.as_str()) {
+        Some(VERSION) => {}
+        Some(other) => return Err(bad(format!("version {other:?}, not {VERSION:?}"))),
+        None => return Err(bad("no version".into())),
+    }
+    let number = |name: &str| -> Result<u64> {
+        about
+            .get(name)
+            .and_then(|v| v.as_u64())
+            .ok_or_else(|| bad(format!("no {name:?}")))
+    };
+    // The array's length when recorded: checked, for a reader that reports
+    // exact statistics.
+    let (chunk_len, _array_len) = (number("chunk_len")?, number("array_len")?);
+    if chunk_len == 0 {
+        return Err(bad("a chunk length of 0".into()));
+    }
+    let decode_cf = about
+        .get("decode_cf")
+        .and_then(|v| v.as_bool())
+        .ok_or_else(|| bad("no \"decode_cf\"".into()))?;
+    let array = about
+        .get("array")
+        .and_then(|v| v.as_str())
+        .map(str::to_string)
+        .ok_or_else(|| bad("no \"array\"".into()))?;
+    let fields = schema.fields();
+    let names: Vec<&str> = fields.iter().map(|f| f.name().as_str()).collect();
+    if names != NAMES {
+        return Err(bad(format!("columns {names:?}, not {NAMES:?}")));
+    }
+    let bound = fields[MIN].data_type();
+    let expected = |i: usize, t: &ArrowType| fields[i].data_type() == t;
+    let typed = [CHUNK, ROWS, NULLS, NANS]
+        .iter()
+        .all(|&i| expected(i, &ArrowType::UInt64))
+        && expected(MAX, bound)
+        && stats_type(bound).as_ref() == Some(bound)
+        && expected(SET, &ArrowType::Binary)
+        && expected(VERSION_COLUMN, &ArrowType::Utf8);
+    if !typed {
+        return Err(bad(format!(
+            "column types {:?}",
+            fields.iter().map(|f| f.data_type()).collect::<Vec<_>>()
+        )));
+    }
+    let batches = reader
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|e| bad(format!("unreadable ({e})")))?;
+    let batch = arrow_select::concat::concat_batches(&schema, &batches)?;
+    let chunks = batch.column(CHUNK).as_primitive::<UInt64Type>();
+    if chunks.null_count() > 0 || chunks.values().windows(2).any(|w| w[0] >= w[1]) {
+        return Err(bad("chunk numbers not strictly increasing".into()));
+    }
+    Ok(ArrayStats {
+        chunk_len,
+        decode_cf,
+        array,
+        batch,
+    })
+}

@@ -1,0 +1,278 @@
+//! Chunk statistics: what the writer records, and which chunks a filtered
+//! DataFusion query then reads, counted on the store and checked against the
+//! chunk sets computed from the data itself.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float64Type, Int64Type};
+use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray};
+use arrow_schema::{DataType, Field, Schema};
+use zarrow::datafusion::{ZarrTable, ZarrTableOptions};
+use zarrow::write::{WriteOptions, write_batches};
+use zarrow::{MemoryStore, ReadOptions, Store};
+
+use crate::common::Observed;
+use crate::datafusion::{context, query, runtime};
+
+const ROWS: usize = 10_000;
+const CHUNK: usize = 500;
+
+/// The table's columns: `sample` in runs of uneven length stored one after
+/// another (as an atlas stores them), `day` sorted, `n` pseudo-random, `x`
+/// floats with a NaN every 997 rows.
+fn columns() -> (Vec<String>, Vec<i64>, Vec<i64>, Vec<f64>) {
+    let mut samples = Vec::with_capacity(ROWS);
+    let (mut sample, mut left) = (0, 0);
+    let mut seed: u64 = 7;
+    let mut next = || {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        seed >> 33
+    };
+    for _ in 0..ROWS {
+        if left == 0 {
+            sample += 1;
+            left = 50 + next() % 900;
+        }
+        left -= 1;
+        samples.push(format!("S{sample:04}"));
+    }
+    let days = (0..ROWS as i64).map(|i| i / 37).collect();
+    let n = (0..ROWS).map(|_| (next() % 5000) as i64).collect();
+    let x = (0..ROWS)
+        .map(|i| {
+            if i % 997 == 3 {
+                f64::NAN
+            } else {
+                (i % 1000) as f64 / 10.0
+            }
+        })
+        .collect();
+    (samples, days, n, x)
+}
+
+fn batch() -> RecordBatch {
+    let (samples, days, n, x) = columns();
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("sample", DataType::Utf8, false),
+        Field::new("day", DataType::Int64, false),
+        Field::new("n", DataType::Int64, false),
+        Field::new("x", DataType::Float64, false),
+    ]));
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(StringArray::from(samples)),
+        Arc::new(Int64Array::from(days)),
+        Arc::new(Int64Array::from(n)),
+        Arc::new(Float64Array::from(x)),
+    ];
+    RecordBatch::try_new(schema, columns).unwrap()
+}
+
+fn write(store: Arc<dyn Store>, stats: bool) {
+    let batch = batch();
+    let options = WriteOptions {
+        chunk_len: Some(CHUNK),
+        stats,
+        ..WriteOptions::default()
+    };
+    let reader = arrow_array::RecordBatchIterator::new([Ok(batch.clone())], batch.schema());
+    write_batches(reader, store, "", options).unwrap();
+}
+
+/// The chunks (by number) of the rows where `keep` holds.
+fn chunks_of(keep: impl Fn(usize) -> bool) -> BTreeSet<u64> {
+    (0..ROWS)
+        .filter(|&i| keep(i))
+        .map(|i| (i / CHUNK) as u64)
+        .collect()
+}
+
+/// The chunk numbers read, by array.
+fn chunk_reads(store: &Observed) -> BTreeMap<String, BTreeSet<u64>> {
+    let mut out: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
+    for (key, _) in store.take() {
+        if let Some((array, chunk)) = key.split_once("/c/") {
+            out.entry(array.to_string())
+                .or_default()
+                .insert(chunk.parse().unwrap());
+        }
+    }
+    out
+}
+
+/// Run `sql` over the table in `memory`, read through an observing store:
+/// the result's rows and the chunks read.
+fn run(
+    memory: Arc<MemoryStore>,
+    options: ZarrTableOptions,
+    sql: &str,
+) -> (Vec<RecordBatch>, BTreeMap<String, BTreeSet<u64>>) {
+    let store = Observed::new(memory);
+    let location = zarrow::Location::supplied(store.clone(), "t");
+    let table = ZarrTable::from_store(store.clone(), &location, options).unwrap();
+    store.take();
+    let batches = runtime().block_on(async {
+        let ctx = context(4);
+        ctx.register_table("t", Arc::new(table)).unwrap();
+        query(&ctx, sql).await
+    });
+    (batches, chunk_reads(&store))
+}
+
+fn rows_of(batches: &[RecordBatch]) -> usize {
+    batches.iter().map(RecordBatch::num_rows).sum()
+}
+
+#[test]
+fn the_writer_records_one_statistics_object_per_array_and_zarr_sees_no_member() {
+    let memory = Arc::new(MemoryStore::new());
+    write(memory.clone(), true);
+    for name in ["sample", "day", "n", "x"] {
+        assert!(
+            memory
+                .get(&format!("{name}/zarrow.stats"))
+                .unwrap()
+                .is_some(),
+            "{name}"
+        );
+    }
+    // Not a node: the group's children are its columns only.
+    let group = zarrow::ZarrGroup::open(memory.clone(), "").unwrap();
+    let children: Vec<&str> = group.children().iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(children, ["day", "n", "sample", "x"]);
+    // Nor a chunk: every chunk key is one of the grid's.
+    let array = zarrow::ZarrArray::open(memory.clone(), "x").unwrap();
+    assert_eq!(array.chunks_present().unwrap(), (ROWS / CHUNK) as u64);
+
+    let off = Arc::new(MemoryStore::new());
+    write(off.clone(), false);
+    assert!(off.get("x/zarrow.stats").unwrap().is_none());
+}
+
+#[test]
+fn an_equality_filter_reads_only_the_chunks_that_can_match() {
+    let memory = Arc::new(MemoryStore::new());
+    write(memory.clone(), true);
+    let (samples, _, n, _) = columns();
+    let wanted = samples[ROWS / 2].clone();
+    let sql = format!("SELECT n FROM t WHERE sample = '{wanted}'");
+    let (batches, reads) = run(memory, ZarrTableOptions::default(), &sql);
+    let expected: Vec<i64> = (0..ROWS)
+        .filter(|&i| samples[i] == wanted)
+        .map(|i| n[i])
+        .collect();
+    let mut got: Vec<i64> = batches
+        .iter()
+        .flat_map(|b| b.column(0).as_primitive::<Int64Type>().values().to_vec())
+        .collect();
+    got.sort_unstable();
+    let mut sorted = expected.clone();
+    sorted.sort_unstable();
+    assert_eq!(got, sorted);
+    // The chunks holding the sample, and no other.
+    let holding = chunks_of(|i| samples[i] == wanted);
+    assert_eq!(reads["sample"], holding);
+    assert_eq!(reads["n"], holding);
+}
+
+#[test]
+fn without_statistics_every_chunk_is_read() {
+    let sql = "SELECT n FROM t WHERE day BETWEEN 100 AND 110";
+    let memory = Arc::new(MemoryStore::new());
+    write(memory.clone(), false);
+    let (with_none, reads) = run(memory, ZarrTableOptions::default(), sql);
+    assert_eq!(reads["day"].len(), ROWS / CHUNK);
+
+    let memory = Arc::new(MemoryStore::new());
+    write(memory.clone(), true);
+    let mut ignoring = ZarrTableOptions::default();
+    ignoring.read = ReadOptions {
+        use_stats: false,
+        ..ignoring.read
+    };
+    let (ignored, reads) = run(memory.clone(), ignoring, sql);
+    assert_eq!(reads["day"].len(), ROWS / CHUNK);
+    let (pruned, reads) = run(memory, ZarrTableOptions::default(), sql);
+    let (_, days, _, _) = columns();
+    assert_eq!(reads["day"], chunks_of(|i| (100..=110).contains(&days[i])));
+    assert_eq!(rows_of(&with_none), rows_of(&pruned));
+    assert_eq!(rows_of(&ignored), rows_of(&pruned));
+    assert_eq!(
+        rows_of(&pruned),
+        days.iter().filter(|d| (100..=110).contains(*d)).count()
+    );
+}
+
+/// `x > k`, `x != k` and `x IS NULL` over floats with NaNs: NaN is greater
+/// than every number in DataFusion's order, so a chunk with a NaN matches
+/// `x > k` whatever its largest number.
+#[test]
+fn nans_are_never_pruned_away() {
+    let memory = Arc::new(MemoryStore::new());
+    write(memory.clone(), true);
+    let (_, _, _, x) = columns();
+    let count = |sql: &str| {
+        let (batches, _) = run(memory.clone(), ZarrTableOptions::default(), sql);
+        batches[0].column(0).as_primitive::<Int64Type>().value(0) as usize
+    };
+    let nans = x.iter().filter(|v| v.is_nan()).count();
+    assert!(nans > 0);
+    assert_eq!(count("SELECT count(*) FROM t WHERE x > 1000"), nans);
+    assert_eq!(
+        count("SELECT count(*) FROM t WHERE x <> 5"),
+        x.iter().filter(|v| v.is_nan() || **v != 5.0).count()
+    );
+    assert_eq!(count("SELECT count(*) FROM t WHERE x IS NULL"), 0);
+    assert_eq!(count("SELECT count(*) FROM t WHERE x IS NOT NULL"), ROWS);
+    let (batches, reads) = run(
+        memory.clone(),
+        ZarrTableOptions::default(),
+        "SELECT x FROM t WHERE x > 1000",
+    );
+    assert!(batches.iter().all(|b| {
+        b.column(0)
+            .as_primitive::<Float64Type>()
+            .values()
+            .iter()
+            .all(|v| v.is_nan())
+    }));
+    assert_eq!(reads["x"], chunks_of(|i| x[i].is_nan()));
+}
+
+/// A chunk stored again after its statistics were written (as zarr-python
+/// would write it) is read, and its new values answer.
+#[test]
+fn a_chunk_rewritten_since_is_read() {
+    let memory = Arc::new(MemoryStore::new());
+    write(memory.clone(), true);
+    // Chunk 3 of `day` as days 100 to 599: a zarrow without statistics writes it.
+    let other = Arc::new(MemoryStore::new());
+    let day: ArrayRef = Arc::new(Int64Array::from_iter_values((0..ROWS as i64).map(|i| {
+        if (1500..2000).contains(&i) {
+            100_000
+        } else {
+            i / 37
+        }
+    })));
+    let options = WriteOptions {
+        chunk_len: Some(CHUNK),
+        stats: false,
+        ..WriteOptions::default()
+    };
+    zarrow::write::write_array(other.clone(), "day", &day, options).unwrap();
+    let rewritten = other.get("day/c/3").unwrap().unwrap();
+    memory.set("day/c/3", &rewritten).unwrap();
+    let (batches, reads) = run(
+        memory,
+        ZarrTableOptions::default(),
+        "SELECT count(*) FROM t WHERE day = 100000",
+    );
+    assert_eq!(
+        batches[0].column(0).as_primitive::<Int64Type>().value(0),
+        500
+    );
+    assert!(reads["day"].contains(&3), "{reads:?}");
+}
