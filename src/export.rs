@@ -193,7 +193,7 @@ fn ipc_options() -> IpcWriteOptions {
 /// A dictionary column whose batches carry dictionaries of their own is keyed
 /// into one dictionary per column, which later batches extend (the file format
 /// takes deltas, not replacements).
-pub fn write_ipc_file<R: RecordBatchReader, W: Write>(reader: R, writer: W) -> Result<u64> {
+pub(crate) fn write_ipc_file<R: RecordBatchReader, W: Write>(reader: R, writer: W) -> Result<u64> {
     let schema = reader.schema();
     let mut dictionaries = GrowingDictionaries::new(&schema);
     let mut w = FileWriter::try_new_with_options(writer, &schema, ipc_options())?;
@@ -206,7 +206,10 @@ pub fn write_ipc_file<R: RecordBatchReader, W: Write>(reader: R, writer: W) -> R
 
 /// Write every batch of `reader` as an Arrow IPC stream, dictionaries as
 /// [`write_ipc_file`] writes them. Returns the rows written.
-pub fn write_ipc_stream<R: RecordBatchReader, W: Write>(reader: R, writer: W) -> Result<u64> {
+pub(crate) fn write_ipc_stream<R: RecordBatchReader, W: Write>(
+    reader: R,
+    writer: W,
+) -> Result<u64> {
     let schema = reader.schema();
     let mut dictionaries = GrowingDictionaries::new(&schema);
     let mut w = StreamWriter::try_new_with_options(writer, &schema, ipc_options())?;

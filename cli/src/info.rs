@@ -29,6 +29,88 @@ pub(crate) fn info(
     }
 }
 
+/// `zarrow stats --show`: each 1-D array's statistics coverage, the arrays
+/// of nested groups too.
+pub(crate) fn show_stats(path: &Location, url: &Flags<UrlOptions>) -> Result<()> {
+    let stores = Stores::new(url.options().clone());
+    let mut out = String::new();
+    show_node(&mut out, &stores, path, "")?;
+    print!("{out}");
+    Ok(())
+}
+
+/// The location of the node `child` below `location`.
+fn below(location: &Location, child: &str) -> Result<Location> {
+    match location {
+        Location::Path(path) => Ok(Location::Path(path.join(child))),
+        other => Location::parse(&format!(
+            "{}/{child}",
+            other.to_string().trim_end_matches('/')
+        )),
+    }
+}
+
+fn show_node(out: &mut String, stores: &Stores, location: &Location, path: &str) -> Result<()> {
+    let store = stores.open(location)?;
+    let node = zarrow::read::describe_node(store, path, ReadOptions::default())?;
+    match node {
+        NodeInfo::Array(array) => stats_line(out, path, &array),
+        NodeInfo::Group(group) => {
+            for child in &group.children {
+                let child_path = if path.is_empty() {
+                    child.name.clone()
+                } else {
+                    format!("{path}/{}", child.name)
+                };
+                match &child.node {
+                    ChildNode::Array(array) => stats_line(out, &child_path, array),
+                    ChildNode::Group { .. } => {
+                        let below = below(location, &child.name)?;
+                        show_node(out, stores, &below, &child_path)?;
+                    }
+                    ChildNode::Unreadable { error } => {
+                        let _ = writeln!(out, "{child_path}: cannot be read: {error}");
+                    }
+                    _ => {}
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn stats_line(out: &mut String, path: &str, array: &ArrayInfo) {
+    let shown = if path.is_empty() { "(the array)" } else { path };
+    match (array.stats_fresh, &array.stats_note) {
+        (None, None) if array.shape.len() != 1 => {
+            let _ = writeln!(out, "{shown}: no statistics (an N-d array)");
+        }
+        (None, None) => {
+            let _ = writeln!(out, "{shown}: no statistics (zarrow stats records them)");
+        }
+        (None, Some(note)) => {
+            let _ = writeln!(out, "{shown}: {note}");
+        }
+        (Some(fresh), note) => {
+            let stale = match array.stats_stale.len() {
+                0 => String::new(),
+                n if n <= 8 => format!("; stale: chunks {:?}", array.stats_stale),
+                n => format!("; stale: {n} chunks"),
+            };
+            let note = note
+                .as_deref()
+                .map(|n| format!(" ({n})"))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "{shown}: {fresh} of {} chunks{stale}{note}",
+                array.chunks
+            );
+        }
+    }
+}
+
 /// The `info` report for the node at `path`.
 fn describe(path: &Location, read: ReadOptions, url: UrlOptions) -> Result<String> {
     let store = Stores::new(url).open_consolidated(path)?;

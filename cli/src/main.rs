@@ -61,6 +61,23 @@ enum Command {
     /// array) to OUT.csv with one column per array; IN.json to a Zarr array (N-d) or
     /// a table file, IN.csv to a Zarr group.
     Convert(Box<ConvertArgs>),
+    /// Record chunk statistics for a Zarr array or group that something else
+    /// wrote (anndata, xarray, zarr-python), so that filters skip the chunks
+    /// that cannot match: one pass, chunk by chunk, under the writer lock.
+    /// zarrow's own writes record them already.
+    Stats {
+        /// A Zarr array or group: a directory or a URL (s3://, gs://, az://,
+        /// file://; plain HTTP is read-only).
+        #[arg(value_parser = location())]
+        path: Location,
+        /// Print each array's coverage (chunks with statistics that still
+        /// describe them, and the stale ones) instead of recording.
+        #[arg(long)]
+        show: bool,
+        /// How a URL is opened.
+        #[command(flatten)]
+        url: Flags<UrlOptions>,
+    },
     /// Run a SQL query over Zarr stores (and Parquet / Arrow IPC / CSV files)
     /// with DataFusion; print the result or write it to a file.
     ///
@@ -108,6 +125,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Info { path, read, url } => info::info(&path, &read, &url),
         Command::Convert(args) => convert(&args),
+        Command::Stats { path, show, url } => stats(&path, show, &url),
         Command::Sql(args) => sql::sql(&args),
         #[cfg(feature = "cluster")]
         Command::Cluster { command } => cluster::run(&command),
@@ -169,6 +187,19 @@ fn convert(args: &ConvertArgs) -> Result<()> {
     let context = ExecutionContext::default().with_stores(Stores::new(args.url.options().clone()));
     let written = zarrow::convert::convert(&args.src, &args.dst, &options, &context, &Terminal)?;
     let _ = writeln!(std::io::stderr(), "zarrow: wrote {written} to {}", args.dst);
+    Ok(())
+}
+
+fn stats(path: &Location, show: bool, url: &Flags<UrlOptions>) -> Result<()> {
+    if show {
+        return info::show_stats(path, url);
+    }
+    let context = ExecutionContext::default().with_stores(Stores::new(url.options().clone()));
+    let written = zarrow::convert::record_stats(path, &context, &Terminal)?;
+    let _ = writeln!(
+        std::io::stderr(),
+        "zarrow: recorded the statistics of {written} at {path}"
+    );
     Ok(())
 }
 

@@ -1485,6 +1485,52 @@ fn check_linear(what: &str, linear: &zarrow::linear::Linear) -> Option<ArrayRef>
     Some(array)
 }
 
+/// `stats`: a chunk statistics file (`zarrow.stats`) from the input, beside
+/// an array of ints, floats or strings (the first byte chooses), read as
+/// `zarrow info` reads it: parsed and checked against the stored chunks. A
+/// file that is not one is a typed error (a note in the description), never
+/// a panic or an unbounded allocation.
+pub fn stats(data: &[u8]) {
+    let Some((&which, file)) = data.split_first() else {
+        return;
+    };
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let name = ["i", "f", "s"][usize::from(which) % 3];
+    let values: ArrayRef = match name {
+        "i" => Arc::new(arrow_array::Int64Array::from_iter_values(-20..20)),
+        "f" => Arc::new(arrow_array::Float64Array::from_iter_values((0..40).map(
+            |i| {
+                if i % 7 == 0 {
+                    f64::NAN
+                } else {
+                    f64::from(i) / 4.0
+                }
+            },
+        ))),
+        _ => Arc::new(arrow_array::StringArray::from_iter_values(
+            (0..40).map(|i| format!("value {i:03}")),
+        )),
+    };
+    let options = WriteOptions {
+        chunk_len: Some(8),
+        ..WriteOptions::default()
+    };
+    if zarrow::write::write_array(store.clone(), name, &values, options).is_err() {
+        return;
+    }
+    let _ = store.set(&format!("{name}/zarrow.stats"), file);
+    let Ok(array) = ZarrArray::open(store, name) else {
+        return;
+    };
+    if let Ok(info) = zarrow::read::describe_array(&array) {
+        // Never more chunks described than the file has rows for.
+        assert!(info.stats_fresh.unwrap_or(0) as usize + info.stats_stale.len() <= file.len());
+    }
+    // The values read as they were written, whatever the file says.
+    let all = array.read_all().expect("the array reads");
+    assert_eq!(all.len(), values.len());
+}
+
 /// `zarrow::linear::parse_json`, then `write_json` of what it read, which must parse
 /// back to the same values (int64/uint64 compare as integers, NaN as NaN).
 pub fn linear_json(data: &[u8]) {
@@ -2336,7 +2382,7 @@ pub fn push_decoder(data: &[u8]) {
 pub type Target = fn(&[u8]);
 
 /// Every target: its name and function.
-pub const TARGETS: [(&str, Target); 15] = [
+pub const TARGETS: [(&str, Target); 16] = [
     ("vlen_interleaved", vlen_interleaved),
     ("zarrs_vlen", zarrs_vlen),
     ("zep0007", zep0007),
@@ -2352,4 +2398,5 @@ pub const TARGETS: [(&str, Target); 15] = [
     ("write_roundtrip", write_roundtrip),
     ("push_decoder", push_decoder),
     ("append_roundtrip", append_roundtrip),
+    ("stats", stats),
 ];

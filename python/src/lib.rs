@@ -211,6 +211,36 @@ fn convert(
     }
 }
 
+/// Record chunk statistics for every 1-D array at `location` (as `zarrow
+/// stats` does); returns (the arrays described, the notes).
+#[pyfunction]
+fn build_stats(
+    py: Python<'_>,
+    location: PyLocation,
+    options: &Bound<'_, PyDict>,
+) -> PyResult<(u64, Vec<String>)> {
+    let (url,): (UrlOptions,) = options::keywords("build_stats", options)?;
+    let observed = Observed {
+        raised: Arc::new(Mutex::new(None)),
+        notes: Mutex::new(Vec::new()),
+    };
+    let written = py.detach(|| {
+        let context = ExecutionContext::default().with_stores(location::stores(url, &[&location])?);
+        zarrow::convert::record_stats(&location.0, &context, &observed)
+    });
+    if let Some(err) = take(&observed.raised) {
+        return Err(err);
+    }
+    let notes = observed
+        .notes
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner);
+    match written.map_err(to_py)? {
+        Written::Arrays(n) => Ok((n as u64, notes)),
+        other => Err(zarrow_error(&format!("wrote {other}"))),
+    }
+}
+
 /// Answer `query` (DataFusion's SQL) over `tables` (name, location: a path, a
 /// URL or an obstore store) as a stream of record batches.
 #[pyfunction]
@@ -291,6 +321,7 @@ fn zarrow_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(info, m)?)?;
     m.add_function(wrap_pyfunction!(write, m)?)?;
     m.add_function(wrap_pyfunction!(convert, m)?)?;
+    m.add_function(wrap_pyfunction!(build_stats, m)?)?;
     m.add_function(wrap_pyfunction!(sql, m)?)?;
     m.add_class::<datafusion::Table>()?;
     m.add_class::<datafusion::Factory>()?;

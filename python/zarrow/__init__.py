@@ -147,6 +147,7 @@ __all__ = [
     "ZarrowError",
     "ZarrowIOError",
     "ZarrowWarning",
+    "build_stats",
     "convert",
     "dataset",
     "info",
@@ -425,6 +426,23 @@ def convert(src: PathLike, dst: PathLike, **options: Any) -> dict:
     for note in notes:
         warnings.warn(note, ZarrowWarning, stacklevel=2)
     return {what: n}
+
+
+def build_stats(location: PathLike, **options: Any) -> dict:
+    """Record chunk statistics for every 1-D array at ``location`` (a Zarr array
+    or group: a directory, a URL or an obstore store) that something else wrote
+    (anndata, xarray, zarr-python), as ``zarrow stats`` does: one pass, chunk
+    by chunk, under the writer lock. Filters then skip the chunks that cannot
+    match (``zarrow.sql``, ``scan``, ``dataset``). zarrow's own writes record
+    them already; a plain HTTP store is read-only (``ZarrowError``). The URL
+    options (``anonymous``, ``concurrency``...) apply. Returns
+    ``{"arrays": n}``; an array without statistics (N-d, or a type zarrow
+    records none for) is a ``ZarrowWarning``.
+    """
+    n, notes = _zarrow.build_stats(_location(location), options)
+    for note in notes:
+        warnings.warn(note, ZarrowWarning, stacklevel=2)
+    return {"arrays": n}
 
 
 def sql(

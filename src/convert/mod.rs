@@ -321,6 +321,66 @@ pub fn convert(
     }
 }
 
+/// Record chunk statistics (`zarrow.stats`, see docs/formats.md) for every
+/// 1-D array at `location`: an array, or a group and every group under it,
+/// as something else (anndata, xarray, zarr-python) wrote them. One pass,
+/// chunk by chunk, under the store's writer lock; `observer` wraps each
+/// array's reader (a progress bar). Returns the arrays described.
+///
+/// # Errors
+/// A read-only store (plain HTTP): [`Error::UnsupportedConversion`]; another
+/// writer holding the store past the lock timeout: [`Error::Busy`]; reading
+/// an array; storing its statistics.
+pub fn record_stats(
+    location: &Location,
+    context: &ExecutionContext,
+    observer: &dyn Observer,
+) -> Result<Written> {
+    if let Location::Url(url) = location
+        && url.cloud() == crate::location::Cloud::Http
+    {
+        return Err(Error::UnsupportedConversion {
+            path: location.to_string(),
+            reason: Conversion::ReadOnlyStats,
+        });
+    }
+    let store = context.stores().open(location)?;
+    let _lock = store.lock(crate::write::DEFAULT_LOCK_TIMEOUT)?;
+    let mut arrays = Vec::new();
+    one_d_arrays(store.as_ref(), "", &mut arrays)?;
+    let wrap = |reader, rows| observer.reader(reader, Some(rows));
+    let mut described = 0;
+    for path in &arrays {
+        if crate::stats::record(store.clone(), path, &wrap)? > 0 {
+            described += 1;
+        } else {
+            observer.note(&format!(
+                "{}: no statistics (an array of a type zarrow records none for)",
+                crate::store::node_label(store.as_ref(), path)
+            ));
+        }
+    }
+    Ok(Written::Arrays(described))
+}
+
+/// The paths of the 1-D arrays at `path` and below.
+fn one_d_arrays(store: &dyn Store, path: &str, out: &mut Vec<String>) -> Result<()> {
+    match crate::read_node(store, path)? {
+        crate::NodeMetadata::Array(meta) if meta.shape.len() == 1 => out.push(path.to_string()),
+        crate::NodeMetadata::Array(_) => {}
+        crate::NodeMetadata::Group(_) => {
+            for child in store.list_children(path)? {
+                let child = crate::store::join_key(path, &child);
+                // A directory without Zarr metadata is no node of the hierarchy.
+                if crate::read::Node::read(store, &child).is_ok() {
+                    one_d_arrays(store, &child, out)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use parquet::basic::{Compression, GzipLevel};

@@ -127,6 +127,11 @@ pub(crate) fn by_statistics(
     let schema = table.arrow_schema().clone();
     let mut columns = HashMap::new();
     for (name, bounds) in statistics {
+        if (rows.end - rows.start) / bounds.chunk_len.max(1) > MAX_PIECES {
+            // More pieces than pruning is worth (a store's file may say
+            // anything): this column prunes nothing.
+            continue;
+        }
         let field = schema.field_with_name(&name)?;
         columns.insert(name, Piecewise::new(bounds, field.data_type()));
     }
@@ -169,6 +174,9 @@ pub(crate) fn by_statistics(
     }
     Ok(Some(kept))
 }
+
+/// The most chunks of one column a scan cuts its rows at.
+const MAX_PIECES: u64 = 1 << 20;
 
 /// The filters statistics may prune by: the deterministic ones, their
 /// columns unqualified.

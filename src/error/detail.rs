@@ -388,6 +388,8 @@ pub enum Conversion {
         /// The table's name in the query.
         table: String,
     },
+    /// Chunk statistics asked of a store zarrow cannot write (plain HTTP).
+    ReadOnlyStats,
 }
 
 pub(super) fn unsupported_conversion(path: &str, reason: &Conversion) -> String {
@@ -411,6 +413,9 @@ pub(super) fn unsupported_conversion(path: &str, reason: &Conversion) -> String 
         }
         Conversion::UnknownInput => format!(
             "{path} is neither a Zarr directory nor a .parquet / .arrow / .ipc / .feather / .arrows / .json / .csv file"
+        ),
+        Conversion::ReadOnlyStats => format!(
+            "{path} is read-only (plain HTTP): its chunk statistics cannot be recorded; record them where the store is written"
         ),
         Conversion::LinearAsTable { table } => format!(
             "table {} ({path}): a .json file holds the linear format (an N-d array), not a table; tables are Zarr stores and .parquet / .pq, .arrow / .ipc / .feather / .arrows and .csv files",

@@ -136,6 +136,50 @@ pub(crate) fn rows(stats: &ArrayStats) -> Vec<(u64, ChunkStats, Option<String>)>
         .collect()
 }
 
+/// Refuse an IPC file whose record batches are compressed, or that has
+/// dictionaries: a compressed buffer declares the length it decompresses to,
+/// which the IPC reader would allocate whatever the file's size. Statistics
+/// files are never compressed, so every buffer is bounded by the file.
+fn uncompressed(bytes: &[u8]) -> std::result::Result<(), &'static str> {
+    const TAIL: usize = 10; // footer length (i32) and "ARROW1"
+    let n = bytes.len();
+    let tail = bytes
+        .get(n.saturating_sub(TAIL)..)
+        .filter(|t| t.len() == TAIL);
+    let tail = tail.ok_or("not an Arrow IPC file (too short)")?;
+    let footer_len = i32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]);
+    let footer_len = usize::try_from(footer_len).map_err(|_| "a negative footer length")?;
+    let start = (n - TAIL)
+        .checked_sub(footer_len)
+        .ok_or("a footer longer than the file")?;
+    let footer = arrow_ipc::root_as_footer(&bytes[start..n - TAIL]).map_err(|_| "a bad footer")?;
+    if footer.dictionaries().is_some_and(|d| !d.is_empty()) {
+        return Err("dictionaries (a statistics file has none)");
+    }
+    for block in footer.recordBatches().iter().flatten() {
+        let offset = usize::try_from(block.offset()).map_err(|_| "a bad block offset")?;
+        let len = usize::try_from(block.metaDataLength()).map_err(|_| "a bad block length")?;
+        let meta = offset
+            .checked_add(len)
+            .and_then(|end| bytes.get(offset..end))
+            .ok_or("a block past the end of the file")?;
+        // A continuation marker, then the flatbuffer's length (or, in old
+        // files, the length alone).
+        let skip = if meta.starts_with(&[0xff; 4]) { 8 } else { 4 };
+        let message = meta
+            .get(skip..)
+            .and_then(|m| arrow_ipc::root_as_message(m).ok())
+            .ok_or("a bad message")?;
+        let batch = message
+            .header_as_record_batch()
+            .ok_or("a block that is not a batch")?;
+        if batch.compression().is_some() {
+            return Err("compressed buffers (a statistics file has none)");
+        }
+    }
+    Ok(())
+}
+
 /// Parse the statistics file at `key`: every check of an untrusted file.
 ///
 /// # Errors
@@ -144,6 +188,7 @@ pub(crate) fn rows(stats: &ArrayStats) -> Vec<(u64, ChunkStats, Option<String>)>
 /// numbers out of order.
 pub(crate) fn decode(key: &str, bytes: &[u8]) -> Result<ArrayStats> {
     let bad = |message: String| Error::metadata(key, format!("chunk statistics: {message}"));
+    uncompressed(bytes).map_err(|m| bad(m.into()))?;
     let reader = FileReader::try_new(Cursor::new(bytes), None)
         .map_err(|e| bad(format!("not an Arrow IPC file ({e})")))?;
     let schema = reader.schema();

@@ -27,6 +27,8 @@
 
 mod compute;
 mod format;
+#[cfg(feature = "convert")]
+mod record;
 
 use arrow_array::{Array as _, ArrayRef, RecordBatch};
 use arrow_schema::DataType as ArrowType;
@@ -35,6 +37,8 @@ use crate::error::Result;
 
 pub(crate) use compute::{ChunkStats, stats_type};
 pub(crate) use format::{Header, decode, encode, rows};
+#[cfg(feature = "convert")]
+pub(crate) use record::record;
 
 /// The key of an array's statistics, below its node.
 pub(crate) const STATS_KEY: &str = "zarrow.stats";

@@ -101,4 +101,5 @@ replay_tests!(
     write_roundtrip,
     push_decoder,
     append_roundtrip,
+    stats,
 );

@@ -193,3 +193,92 @@ fn kill_9_at_each_write_of_a_copy_leaves_no_table_or_the_old_one() {
     }
     assert!(kills >= 12, "{kills} kills");
 }
+
+/// What `zarrow sql` prints for filters over the table at `path`, with
+/// `extra` flags.
+fn answers(path: &Path, extra: &[&str]) -> Vec<String> {
+    let table = format!("t={}", path.display());
+    [
+        "SELECT n, s FROM t WHERE n BETWEEN 5 AND 45 ORDER BY n",
+        "SELECT count(*) FROM t WHERE n > 60",
+        "SELECT count(*) FROM t WHERE s = 'value 33'",
+    ]
+    .iter()
+    .map(|query| {
+        let mut args = vec!["sql", query, "--table", &table];
+        args.extend_from_slice(extra);
+        let out = Command::new(env!("CARGO_BIN_EXE_zarrow"))
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    })
+    .collect()
+}
+
+/// kill -9 at each write of an append that records statistics, and of
+/// `zarrow stats` over a table without any: every filtered query answers as
+/// it does reading every chunk (`--ignore-stats`).
+#[test]
+fn kill_9_during_an_append_or_zarrow_stats_never_changes_an_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let (first, more) = (
+        dir.path().join("first.parquet"),
+        dir.path().join("more.parquet"),
+    );
+    parquet(&first, 0..30);
+    parquet(&more, 30..70);
+    let mut kills = 0;
+    for (name, create, run) in [
+        (
+            "append",
+            vec!["--chunk-len", "8"],
+            vec!["convert", "MORE", "T", "--append"],
+        ),
+        (
+            "stats",
+            vec!["--chunk-len", "8", "--no-stats"],
+            vec!["stats", "T"],
+        ),
+    ] {
+        for write in 1.. {
+            let t = dir.path().join(format!("{name}{write}.zarr"));
+            let t_s = t.to_str().unwrap();
+            let mut args = vec!["convert", first.to_str().unwrap(), t_s];
+            args.extend_from_slice(&create);
+            zarrow_ok(&args);
+            let args: Vec<&str> = run
+                .iter()
+                .map(|a| match *a {
+                    "MORE" => more.to_str().unwrap(),
+                    "T" => t_s,
+                    other => other,
+                })
+                .collect();
+            let out = zarrow_killed_at(write, &args);
+            let done = out.status.success();
+            if !done {
+                assert_eq!(
+                    out.status.signal(),
+                    Some(9),
+                    "{name} write {write}: {out:?}"
+                );
+                kills += 1;
+            }
+            assert_eq!(
+                answers(&t, &[]),
+                answers(&t, &["--ignore-stats"]),
+                "{name} killed at write {write}"
+            );
+            if done {
+                break;
+            }
+        }
+    }
+    assert!(kills >= 10, "{kills} kills");
+}
