@@ -260,6 +260,7 @@ impl ZarrArray {
         (0..n).map(move |i| self.chunk_key(&unravel(i as u64, &grid_shape)))
     }
 
+    #[cfg(feature = "datafusion")]
     /// The chunk statistics of a 1-D array (zarrow's `zarrow.stats`) that
     /// still describe its stored chunks, when the options use them and they
     /// describe values as these options read them. One GET and one listing.

@@ -196,6 +196,7 @@ impl Column {
         self.len() == 0
     }
 
+    #[cfg(feature = "datafusion")]
     /// The column's chunk statistics, its bounds as the table shows its
     /// values: an array's own; a categorical's from its codes' (see
     /// [`Bounds::categorical`](crate::stats::Bounds::categorical)); none for
