@@ -41,11 +41,6 @@ fn pruning_column(table: &ZarrTable, filter: &Expr) -> Option<String> {
     }
 }
 
-/// Whether a scan narrows its rows by `filter`.
-pub(crate) fn prunes(table: &ZarrTable, filter: &Expr) -> bool {
-    pruning_column(table, filter).is_some()
-}
-
 /// The rows outside of which no row matches `filters` (`None`: no filter
 /// narrows). Each sorted column is read once, with all the filters on it.
 pub(crate) async fn matching_rows(

@@ -444,7 +444,7 @@ impl datafusion::catalog::TableProvider for ZarrTable {
                 // Inexact: DataFusion applies every filter again. Chunk
                 // statistics (and sorted columns) may skip rows by any
                 // deterministic one.
-                if prune::prunes(self, f) || !f.is_volatile() {
+                if !f.is_volatile() {
                     TableProviderFilterPushDown::Inexact
                 } else {
                     TableProviderFilterPushDown::Unsupported
