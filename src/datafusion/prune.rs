@@ -215,26 +215,33 @@ pub(crate) fn statistics(
     Ok(out)
 }
 
-/// The scan's partitions over the row ranges `kept`: each range one (a
-/// range holds the rows of whole chunks, read in one stream); more than four
-/// per target partition are merged across the narrowest gaps.
-pub(crate) fn partitions(mut kept: Vec<Range<u64>>, target: usize) -> Vec<Range<u64>> {
-    let cap = target.max(1) * 4;
-    if kept.len() <= cap {
-        return kept;
+/// The scan's partitions over the row ranges `kept`: at most `target`, each
+/// a run of consecutive ranges (read one after another) of about the same
+/// rows. No range is widened: the rows between them are never read.
+pub(crate) fn partitions(kept: Vec<Range<u64>>, target: usize) -> Vec<Vec<Range<u64>>> {
+    let target = target.max(1);
+    if kept.len() <= target {
+        return kept.into_iter().map(|r| vec![r]).collect();
     }
-    // Merging every gap up to the (n - cap)-th narrowest leaves at most `cap`.
-    let mut gaps: Vec<u64> = kept.windows(2).map(|w| w[1].start - w[0].end).collect();
-    gaps.sort_unstable();
-    let widest_merged = gaps[kept.len() - cap - 1];
-    let mut out: Vec<Range<u64>> = Vec::with_capacity(cap);
-    for range in kept.drain(..) {
-        match out.last_mut() {
-            Some(last) if range.start - last.end <= widest_merged => last.end = range.end,
-            _ => out.push(range),
+    let total: u64 = kept.iter().map(|r| r.end - r.start).sum();
+    let share = total.div_ceil(target as u64).max(1);
+    let mut groups: Vec<Vec<Range<u64>>> = Vec::with_capacity(target);
+    let mut rows = 0;
+    for range in kept {
+        let len = range.end - range.start;
+        let full = groups.len() == target;
+        match groups.last_mut() {
+            Some(group) if rows < share || full => {
+                group.push(range);
+                rows += len;
+            }
+            _ => {
+                groups.push(vec![range]);
+                rows = len;
+            }
         }
     }
-    out
+    groups
 }
 
 /// A column's statistics, its bounds in the table's type.
@@ -322,5 +329,25 @@ impl PruningStatistics for Pieces<'_> {
 
     fn contained(&self, _column: &Column, _values: &HashSet<ScalarValue>) -> Option<BooleanArray> {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::partitions;
+
+    /// At most `target` partitions, every kept range in one of them, in
+    /// order, none widened.
+    #[test]
+    fn partitions_keep_every_range_and_no_more() {
+        let kept: Vec<_> = (0..37u64).map(|i| i * 1000..i * 1000 + 100 + i * 7).collect();
+        for target in [1, 2, 3, 8, 36, 37, 100] {
+            let groups = partitions(kept.clone(), target);
+            assert!(groups.len() <= target.max(1), "{target}");
+            assert!(groups.iter().all(|g| !g.is_empty()));
+            let flat: Vec<_> = groups.into_iter().flatten().collect();
+            assert_eq!(flat, kept, "{target}");
+        }
+        assert!(partitions(Vec::new(), 4).is_empty());
     }
 }

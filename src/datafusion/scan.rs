@@ -47,7 +47,11 @@ const EMPTY_BATCH_ROWS: u64 = 1 << 16;
 pub struct ZarrScanExec {
     table: Arc<ZarrTable>,
     columns: Vec<usize>,
+    /// Every row range read, in order (what a plan carries to another
+    /// machine).
     ranges: Vec<Range<u64>>,
+    /// The ranges of each partition, read one after another.
+    groups: Vec<Vec<Range<u64>>>,
     schema: SchemaRef,
     properties: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
@@ -79,12 +83,25 @@ impl ZarrScanExec {
         columns: Vec<usize>,
         ranges: Vec<Range<u64>>,
     ) -> DfResult<Self> {
+        let groups = ranges.into_iter().map(|r| vec![r]).collect();
+        Self::grouped(table, columns, groups)
+    }
+
+    /// The scan with one partition per group of ranges, each partition
+    /// reading its ranges one after another (the row ranges a filter keeps,
+    /// spread over the session's partitions).
+    pub(crate) fn grouped(
+        table: Arc<ZarrTable>,
+        columns: Vec<usize>,
+        groups: Vec<Vec<Range<u64>>>,
+    ) -> DfResult<Self> {
+        let ranges: Vec<Range<u64>> = groups.iter().flatten().cloned().collect();
         let table_schema = datafusion::catalog::TableProvider::schema(table.as_ref());
         // Field by field (the table's schema carries no metadata of its own).
         let schema = Arc::new(table_schema.project(&columns)?);
         let properties = PlanProperties::new(
             EquivalenceProperties::new(schema.clone()),
-            Partitioning::UnknownPartitioning(ranges.len()),
+            Partitioning::UnknownPartitioning(groups.len()),
             EmissionType::Incremental,
             Boundedness::Bounded,
         );
@@ -92,6 +109,7 @@ impl ZarrScanExec {
             table,
             columns,
             ranges,
+            groups,
             schema,
             properties: Arc::new(properties),
             metrics: ExecutionPlanMetricsSet::new(),
@@ -162,16 +180,66 @@ impl ZarrScanExec {
 
     fn rows(&self, partition: Option<usize>) -> u64 {
         match partition {
-            Some(p) => self
-                .ranges
-                .get(p)
-                .map_or(0, |r| r.end.saturating_sub(r.start)),
+            Some(p) => self.groups.get(p).map_or(0, |group| {
+                group
+                    .iter()
+                    .map(|r| r.end.saturating_sub(r.start))
+                    .fold(0, u64::saturating_add)
+            }),
             None => self
                 .ranges
                 .iter()
                 .map(|r| r.end.saturating_sub(r.start))
                 .fold(0, u64::saturating_add),
         }
+    }
+}
+
+impl ZarrScanExec {
+    /// The batches of one row range of partition `partition`.
+    fn range_stream(
+        &self,
+        partition: usize,
+        range: Range<u64>,
+        context: &Arc<TaskContext>,
+    ) -> DfResult<futures::stream::BoxStream<'static, DfResult<RecordBatch>>> {
+        let schema = self.schema.clone();
+        let batches = if self.columns.is_empty() {
+            // No column read: row counts only, no I/O.
+            row_counts(schema.clone(), range.end - range.start).boxed()
+        } else {
+            let names = self.names();
+            let builder = match self.table.source.clone() {
+                Source::Rows(builder) => builder,
+                // An N-d array: its elements in C order, a batch per slab.
+                Source::Flat(array) => {
+                    let slab = usize::try_from(array.row_chunk_len()).unwrap_or(usize::MAX);
+                    array.reader().with_batch_size(slab)
+                }
+            };
+            let (store, concurrency) = self.read_store(context, &builder)?;
+            let reservation = MemoryConsumer::new(format!("ZarrScanExec[{partition}]"))
+                .register(context.memory_pool());
+            let (stream, stats) = builder
+                .with_projection(names)
+                .with_row_range(range)
+                .into_stream_on(store, concurrency, Some(Box::new(PoolBudget(reservation))))
+                .map_err(df_err)?;
+            let mut metrics = ScanMetrics::new(&self.metrics, partition, stats);
+            stream
+                .map(move |batch| {
+                    metrics.update();
+                    let batch = batch.map_err(scan_err)?;
+                    // The reader's schema may carry table metadata (pandas'):
+                    // the plan's is the projected table schema.
+                    Ok(RecordBatch::try_new(
+                        schema.clone(),
+                        batch.columns().to_vec(),
+                    )?)
+                })
+                .boxed()
+        };
+        Ok(batches)
     }
 }
 
@@ -183,7 +251,7 @@ impl DisplayAs for ZarrScanExec {
                 "ZarrScanExec: location={}, columns=[{}], partitions={}, rows={}",
                 self.table.location(),
                 self.names().join(", "),
-                self.ranges.len(),
+                self.groups.len(),
                 self.rows(None)
             ),
             DisplayFormatType::TreeRender => {
@@ -229,47 +297,27 @@ impl ExecutionPlan for ZarrScanExec {
         partition: usize,
         context: Arc<TaskContext>,
     ) -> DfResult<SendableRecordBatchStream> {
-        let Some(range) = self.ranges.get(partition).cloned() else {
+        let Some(group) = self.groups.get(partition).cloned() else {
             return internal_err!(
                 "ZarrScanExec: partition {partition} of {}",
-                self.ranges.len()
+                self.groups.len()
             );
         };
-        let schema = self.schema.clone();
-        let batches = if self.columns.is_empty() {
-            // No column read: row counts only, no I/O.
-            row_counts(schema.clone(), range.end - range.start).boxed()
-        } else {
-            let names = self.names();
-            let builder = match self.table.source.clone() {
-                Source::Rows(builder) => builder,
-                // An N-d array: its elements in C order, a batch per slab.
-                Source::Flat(array) => {
-                    let slab = usize::try_from(array.row_chunk_len()).unwrap_or(usize::MAX);
-                    array.reader().with_batch_size(slab)
-                }
-            };
-            let (store, concurrency) = self.read_store(&context, &builder)?;
-            let reservation = MemoryConsumer::new(format!("ZarrScanExec[{partition}]"))
-                .register(context.memory_pool());
-            let (stream, stats) = builder
-                .with_projection(names)
-                .with_row_range(range)
-                .into_stream_on(store, concurrency, Some(Box::new(PoolBudget(reservation))))
-                .map_err(df_err)?;
-            let mut metrics = ScanMetrics::new(&self.metrics, partition, stats);
-            stream
-                .map(move |batch| {
-                    metrics.update();
-                    let batch = batch.map_err(scan_err)?;
-                    // The reader's schema may carry table metadata (pandas'):
-                    // the plan's is the projected table schema.
-                    Ok(RecordBatch::try_new(
-                        schema.clone(),
-                        batch.columns().to_vec(),
-                    )?)
-                })
-                .boxed()
+        let batches = match group.as_slice() {
+            [range] => self.range_stream(partition, range.clone(), &context)?,
+            _ => {
+                // One range after another, each opened when the last ends.
+                let scan = self.clone();
+                futures::stream::iter(group)
+                    .map(
+                        move |range| match scan.range_stream(partition, range, &context) {
+                            Ok(stream) => stream,
+                            Err(e) => futures::stream::once(async move { Err(e) }).boxed(),
+                        },
+                    )
+                    .flatten()
+                    .boxed()
+            }
         };
         Ok(Box::pin(RecordBatchStreamAdapter::new(
             self.schema.clone(),

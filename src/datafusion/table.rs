@@ -406,25 +406,32 @@ impl datafusion::catalog::TableProvider for ZarrTable {
                 .map_err(|e| DataFusionError::External(Box::new(e)))??
         };
         let pruned = prune::by_statistics(self, state, filters, rows.clone(), statistics)?;
-        let ranges = match limit {
+        let groups: Vec<Vec<Range<u64>>> = match (limit, pruned) {
             // DataFusion passes a limit only when every filter is exact (here:
             // none): the first `n` rows are the answer.
-            Some(n) => {
+            (Some(n), _) => {
                 let end = rows.end.min(rows.start.saturating_add(n as u64));
-                std::iter::once(rows.start..end).collect()
+                vec![vec![rows.start..end]]
             }
             // From the metadata alone: no I/O.
-            None => match pruned {
-                None => self
-                    .splits(rows.clone(), state.config().target_partitions())
-                    .map_err(df_err)?,
-                Some(kept) => prune::partitions(kept, state.config().target_partitions()),
-            },
+            (None, None) => self
+                .splits(rows.clone(), state.config().target_partitions())
+                .map_err(df_err)?
+                .into_iter()
+                .map(|r| vec![r])
+                .collect(),
+            // The ranges whose chunks may match, spread over the partitions.
+            (None, Some(kept)) => prune::partitions(kept, state.config().target_partitions()),
         };
         if columns.iter().any(|&i| i >= self.schema.fields().len()) {
             return plan_err!("projection {columns:?} is outside the table's columns");
         }
-        let scan = ZarrScanExec::try_new(Arc::new(self.clone()), columns, ranges)?;
+        let groups = if groups.is_empty() {
+            vec![vec![0..0]]
+        } else {
+            groups
+        };
+        let scan = ZarrScanExec::grouped(Arc::new(self.clone()), columns, groups)?;
         if self.sliceable {
             return super::distributed::as_file_scan(&scan);
         }

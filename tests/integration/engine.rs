@@ -259,8 +259,9 @@ fn a_limit_over_a_slow_store_stops_requesting_once_its_rows_are_in() {
             "CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION 's3://mem/t.zarr'",
         )
         .await;
-        // The filter is not pushed into the scan, so neither is the limit: the
-        // scan streams its whole range until the limit has its rows and drops it.
+        // The filter reaches the scan as `Inexact` (chunk statistics may
+        // skip chunks), so the limit does not: the scan streams what the
+        // statistics keep until the limit has its rows and drops it.
         let mut stream = ctx
             .sql("SELECT name FROM t WHERE name LIKE 'n1%' LIMIT 5")
             .await
