@@ -96,8 +96,10 @@ def main() -> None:
                 if engine == "zarr":
                     zarr_result = result
                 else:
-                    key = result.column_names[0]
-                    assert zarr_result.sort_by(key).equals(result.sort_by(key)), name
+                    rows = lambda t: sorted(map(tuple, zip(*(
+                        c.cast(pa.string()).to_pylist() if pa.types.is_string_view(c.type) or pa.types.is_binary_view(c.type)
+                        else c.to_pylist() for c in t.columns))))
+                    assert rows(zarr_result) == rows(result), name
         z, p = statistics.median(times["zarr"]), statistics.median(times["parquet"])
         spread = lambda v: f"{min(v) * 1e3:.1f}-{max(v) * 1e3:.1f}"
         print(f"({name}) zarr {z * 1e3:.1f} ms [{spread(times['zarr'])}], "

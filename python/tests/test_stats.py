@@ -145,3 +145,24 @@ def test_build_stats_on_an_anndata_obs_prunes_its_categoricals(tmp_path):
 def test_build_stats_refuses_a_read_only_store():
     with pytest.raises(zarrow.UnsupportedError, match="read-only"):
         zarrow.build_stats("http://127.0.0.1:9/x.zarr")
+
+
+def test_datafusion_python_prunes_through_the_table_provider(tmp_path):
+    """Over the FFI provider (datafusion-python), the scan fetches only the
+    chunks whose statistics may match: counted in EXPLAIN ANALYZE against
+    the chunks that hold the sample, computed from the data."""
+    import re
+    datafusion = pytest.importorskip("datafusion")
+    t = table()
+    path = tmp_path / "t.zarr"
+    zarrow.write(t, path, chunk_len=1000)
+    ctx = datafusion.SessionContext()
+    ctx.register_table("t", zarrow.table(path))
+    query = "SELECT n_genes FROM t WHERE sample = 'S0017'"
+    got = ctx.sql(query).to_arrow_table()
+    rows = np.flatnonzero(np.asarray(t.column("sample").to_pylist()) == "S0017")
+    assert sorted(got.column("n_genes").to_pylist()) == sorted(t.column("n_genes").to_numpy()[rows].tolist())
+    plan = "\n".join(ctx.sql("EXPLAIN ANALYZE " + query).to_arrow_table().column(1).to_pylist())
+    requests = int(re.search(r"requests=(\d+)", plan).group(1))
+    holding = set(rows // 1000)
+    assert requests == 2 * len(holding), plan  # `sample` and `n_genes`, those chunks only

@@ -19,7 +19,9 @@ use datafusion::common::DFSchema;
 use datafusion::common::{Column, ScalarValue};
 use datafusion::error::Result as DfResult;
 use datafusion::logical_expr::expr_rewriter::unnormalize_col;
+use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
 use datafusion::logical_expr::{Expr, utils::conjunction};
+use datafusion::physical_expr::create_physical_expr;
 use datafusion::physical_optimizer::pruning::{PruningPredicateBuilder, PruningStatistics};
 use futures::StreamExt;
 
@@ -145,7 +147,15 @@ pub(crate) fn by_statistics(
     let cuts: Vec<u64> = cuts.into_iter().collect();
     let pieces: Vec<Range<u64>> = cuts.windows(2).map(|w| w[0]..w[1]).collect();
     let df_schema = DFSchema::try_from(schema.as_ref().clone())?;
-    let physical = state.create_physical_expr(predicate, &df_schema)?;
+    // Made here, not by the session: a session across an FFI boundary
+    // (datafusion-python) makes expressions `PruningPredicate` cannot look
+    // into. The filters are already typed by the planner.
+    let physical = create_physical_expr(
+        &predicate,
+        &df_schema,
+        state.execution_props(),
+        &PhysicalPlanningContext::default(),
+    )?;
     // A predicate statistics cannot decide keeps every piece.
     let Some(pruning) = PruningPredicateBuilder::new()
         .with_file_schema(schema)
@@ -340,7 +350,9 @@ mod tests {
     /// order, none widened.
     #[test]
     fn partitions_keep_every_range_and_no_more() {
-        let kept: Vec<_> = (0..37u64).map(|i| i * 1000..i * 1000 + 100 + i * 7).collect();
+        let kept: Vec<_> = (0..37u64)
+            .map(|i| i * 1000..i * 1000 + 100 + i * 7)
+            .collect();
         for target in [1, 2, 3, 8, 36, 37, 100] {
             let groups = partitions(kept.clone(), target);
             assert!(groups.len() <= target.max(1), "{target}");
