@@ -420,8 +420,16 @@ impl datafusion::catalog::TableProvider for ZarrTable {
                 .into_iter()
                 .map(|r| vec![r])
                 .collect(),
-            // The ranges whose chunks may match, spread over the partitions.
-            (None, Some(kept)) => prune::partitions(kept, state.config().target_partitions()),
+            // The ranges whose chunks may match, each cut at chunk boundaries
+            // as an unfiltered scan is, spread over the partitions.
+            (None, Some(kept)) => {
+                let target = state.config().target_partitions();
+                let mut cut = Vec::with_capacity(kept.len());
+                for range in kept {
+                    cut.extend(self.splits(range, target).map_err(df_err)?);
+                }
+                prune::partitions(cut, target)
+            }
         };
         if columns.iter().any(|&i| i >= self.schema.fields().len()) {
             return plan_err!("projection {columns:?} is outside the table's columns");
