@@ -54,9 +54,13 @@ pub struct ArrayWriter {
     key_encoding: ChunkKeyEncoding,
     /// The stored array this writer appends to, whose metadata it updates.
     existing: Option<Existing>,
-    /// Each chunk's statistics (by chunk number), when they are recorded.
-    stats: Option<Vec<(u64, ChunkStats)>>,
+    /// Each chunk's statistics (by chunk number), when they are recorded:
+    /// taken by the chunks' tasks, in any order.
+    stats: Option<StatsSink>,
 }
+
+/// Where the chunk tasks put the statistics they take.
+type StatsSink = Arc<std::sync::Mutex<Vec<(u64, ChunkStats)>>>;
 
 /// A chunk ready to be encoded and stored.
 #[derive(Debug)]
@@ -66,6 +70,9 @@ pub(crate) struct ReadyChunk {
     shape: Vec<u64>,
     values: ArrayRef,
     codecs: Arc<CodecChain>,
+    /// Take the statistics of each inner chunk of this many rows (the first
+    /// numbered as given) into the sink.
+    stats: Option<(StatsSink, u64, usize)>,
 }
 
 impl ArrayWriter {
@@ -123,7 +130,7 @@ impl ArrayWriter {
             pipeline: Pipeline::default(),
             queued: RowQueue::default(),
             next_chunk: 0,
-            stats: records_stats.then(Vec::new),
+            stats: records_stats.then(StatsSink::default),
             rows: 0,
             attributes: Map::new(),
             dimension: None,
@@ -278,21 +285,20 @@ impl ArrayWriter {
         let (len, _, codecs) = self.chunking(&values)?;
         let index = self.next_chunk;
         self.next_chunk += 1;
-        if let (Some(stats), Some(inner)) = (&mut self.stats, self.chunk_len) {
-            // One statistic per inner chunk of a shard.
-            let per_grid = (len / inner.max(1)) as u64;
-            for (j, start) in (0..values.len()).step_by(inner.max(1)).enumerate() {
-                let n = inner.min(values.len() - start);
-                if let Some(s) = ChunkStats::of(values.slice(start, n).as_ref()) {
-                    stats.push((index * per_grid + j as u64, s));
-                }
+        // One statistic per inner chunk of a shard, taken by the task.
+        let stats = match (&self.stats, self.chunk_len) {
+            (Some(sink), Some(inner)) => {
+                let inner = inner.max(1);
+                Some((sink.clone(), index * (len / inner) as u64, inner))
             }
-        }
+            _ => None,
+        };
         Ok(ReadyChunk {
             key: join_key(&self.path, &self.key_encoding.key(&[index])),
             shape: vec![len as u64],
             values,
             codecs,
+            stats,
         })
     }
 
@@ -352,9 +358,13 @@ impl ArrayWriter {
     /// the store lists them now. When appending, the statistics of the chunks
     /// kept are kept.
     fn finish_stats(&mut self, meta: &ArrayMetadata, appending: bool) -> Result<()> {
-        let (Some(stats), Some(inner)) = (self.stats.take(), self.chunk_len) else {
+        let (Some(sink), Some(inner)) = (self.stats.take(), self.chunk_len) else {
             return Ok(());
         };
+        // Every task has run (the pipeline finished): the statistics in
+        // chunk order.
+        let mut stats = std::mem::take(&mut *sink.lock().unwrap_or_else(|e| e.into_inner()));
+        stats.sort_unstable_by_key(|(i, _)| *i);
         let Some((grid_len, _, _)) = self.chunking.clone() else {
             return Ok(());
         };
@@ -434,6 +444,17 @@ impl ArrayWriter {
 /// The task that encodes `chunk` with its codecs and stores it.
 fn encode_task(store: Arc<dyn Store>, chunk: ReadyChunk) -> impl FnOnce() -> Result<()> + Send {
     move || {
+        if let Some((sink, first, inner)) = &chunk.stats {
+            let values = &chunk.values;
+            let mut taken = Vec::new();
+            for (j, start) in (0..values.len()).step_by(*inner).enumerate() {
+                let n = (*inner).min(values.len() - start);
+                if let Some(s) = ChunkStats::of(values.slice(start, n).as_ref()) {
+                    taken.push((first + j as u64, s));
+                }
+            }
+            sink.lock().unwrap_or_else(|e| e.into_inner()).extend(taken);
+        }
         let bytes =
             chunk
                 .codecs
@@ -554,6 +575,7 @@ pub fn write_nd_array(
             shape: grid_shape.clone(),
             values: cut(&values, shape, &origin, &grid_shape)?,
             codecs: codecs.clone(),
+            stats: None,
         };
         let task = encode_task(writer.store.clone(), chunk);
         writer.pipeline.submit(task)?;
