@@ -248,3 +248,58 @@ fn bytes_upper_bound(b: &[u8]) -> Option<Vec<u8>> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use arrow_array::{BinaryArray, Float64Array, Int8Array, StringArray};
+
+    use super::*;
+
+    fn text(a: &ArrayRef) -> Option<String> {
+        let a = a.as_string::<i32>();
+        a.is_valid(0).then(|| a.value(0).to_string())
+    }
+
+    /// Cut strings still bound every value: the minimum's prefix below, the
+    /// raised prefix above; cuts fall on char boundaries.
+    #[test]
+    fn long_strings_are_bounded() {
+        let long = "é".repeat(40); // 80 bytes
+        let values = StringArray::from(vec![long.clone(), format!("{long}z"), "b".into()]);
+        let s = ChunkStats::of(&values).unwrap();
+        let (min, max) = (text(&s.min).unwrap(), text(&s.max).unwrap());
+        assert_eq!(min, "b");
+        assert!(max.len() <= PREFIX_BYTES);
+        for v in [&long, &format!("{long}z")] {
+            assert!(max.as_str() > v.as_str(), "{max:?} above {v:?}");
+        }
+        let low = StringArray::from(vec![format!("{long}a"), format!("{long}b")]);
+        let s = ChunkStats::of(&low).unwrap();
+        assert!(text(&s.min).unwrap().as_str() <= format!("{long}a").as_str());
+        // Bytes that cannot be raised: no upper bound.
+        let top = BinaryArray::from(vec![&[0xffu8; 80][..]]);
+        let s = ChunkStats::of(&top).unwrap();
+        assert!(s.max.is_null(0));
+    }
+
+    /// A NaN is counted apart and makes the maximum NaN; nulls are counted.
+    #[test]
+    fn nans_and_nulls() {
+        let values = Float64Array::from(vec![Some(1.0), None, Some(f64::NAN), Some(-2.0)]);
+        let s = ChunkStats::of(&values).unwrap();
+        assert_eq!((s.rows, s.nulls, s.nans), (4, 1, 1));
+        let min = s.min.as_primitive::<Float64Type>().value(0);
+        let max = s.max.as_primitive::<Float64Type>().value(0);
+        assert_eq!(min, -2.0);
+        assert!(max.is_nan() && max.is_sign_positive());
+    }
+
+    /// Small integers record the values present (bit v + 1).
+    #[test]
+    fn small_integer_sets() {
+        let s = ChunkStats::of(&Int8Array::from(vec![-1, 3, 3, 0])).unwrap();
+        assert_eq!(s.set, Some(vec![0b0001_0011]));
+        let s = ChunkStats::of(&Int8Array::from(vec![-2, 3])).unwrap();
+        assert_eq!(s.set, None);
+    }
+}

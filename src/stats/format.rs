@@ -258,3 +258,93 @@ pub(crate) fn decode(key: &str, bytes: &[u8]) -> Result<ArrayStats> {
         batch,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::{Array, Int64Array, StringArray};
+    use arrow_ipc::CompressionType;
+    use arrow_ipc::writer::IpcWriteOptions;
+
+    use super::*;
+
+    fn file() -> Vec<u8> {
+        let values: Vec<(u64, ChunkStats, Option<String>)> = (0..3)
+            .map(|i| {
+                let chunk = Int64Array::from_iter_values(i * 10..i * 10 + 10);
+                (
+                    i as u64,
+                    ChunkStats::of(&chunk).unwrap(),
+                    Some(format!("v{i}")),
+                )
+            })
+            .collect();
+        let header = Header {
+            chunk_len: 10,
+            array_len: 30,
+            array: "{}",
+        };
+        encode(&values, &ArrowType::Int64, &header).unwrap()
+    }
+
+    /// What is encoded decodes: the same rows, the header's lengths.
+    #[test]
+    fn a_file_reads_back() {
+        let stats = decode("k", &file()).unwrap();
+        assert_eq!((stats.chunk_len, stats.decode_cf), (10, true));
+        assert_eq!(stats.array, "{}");
+        let rows = rows(&stats);
+        assert_eq!(rows.len(), 3);
+        let max = rows[2].1.max.as_any().downcast_ref::<Int64Array>().unwrap();
+        assert_eq!((rows[2].0, max.value(0)), (2, 29));
+        assert_eq!(rows[1].2.as_deref(), Some("v1"));
+        // Deterministic bytes: the same statistics, the same file.
+        assert_eq!(file(), file());
+    }
+
+    /// A compressed file declares the sizes its buffers decompress to: it is
+    /// refused before anything is decompressed.
+    #[test]
+    fn compressed_files_are_refused() {
+        let stats = decode("k", &file()).unwrap();
+        let mut out = Vec::new();
+        let options = IpcWriteOptions::default()
+            .try_with_compression(Some(CompressionType::ZSTD))
+            .unwrap();
+        let mut writer =
+            FileWriter::try_new_with_options(&mut out, stats.batch.schema_ref(), options).unwrap();
+        writer.write(&stats.batch).unwrap();
+        writer.finish().unwrap();
+        drop(writer);
+        let e = decode("k", &out).unwrap_err().to_string();
+        assert!(e.contains("compressed"), "{e}");
+    }
+
+    /// Files that are not statistics files are errors naming the key.
+    #[test]
+    fn other_files_are_errors() {
+        let good = file();
+        for bad in [
+            &b""[..],
+            b"ARROW1",
+            &good[..good.len() / 2],
+            &good[..good.len() - 1],
+        ] {
+            let e = decode("x/zarrow.stats", bad).unwrap_err().to_string();
+            assert!(e.contains("x/zarrow.stats"), "{e}");
+        }
+        // Another table in IPC: its columns are refused.
+        let batch = RecordBatch::try_from_iter([(
+            "a",
+            Arc::new(StringArray::from(vec!["x"])) as Arc<dyn Array>,
+        )])
+        .unwrap();
+        let mut out = Vec::new();
+        let mut writer = FileWriter::try_new(&mut out, batch.schema_ref()).unwrap();
+        writer.write(&batch).unwrap();
+        writer.finish().unwrap();
+        drop(writer);
+        assert!(decode("k", &out).is_err());
+    }
+}
