@@ -82,33 +82,28 @@ fn show_node(out: &mut String, stores: &Stores, location: &Location, path: &str)
 
 fn stats_line(out: &mut String, path: &str, array: &ArrayInfo) {
     let shown = if path.is_empty() { "(the array)" } else { path };
-    match (array.stats_fresh, &array.stats_note) {
-        (None, None) if array.shape.len() != 1 => {
-            let _ = writeln!(out, "{shown}: no statistics (an N-d array)");
-        }
-        (None, None) => {
-            let _ = writeln!(out, "{shown}: no statistics (zarrow stats records them)");
-        }
-        (None, Some(note)) => {
-            let _ = writeln!(out, "{shown}: {note}");
-        }
-        (Some(fresh), note) => {
-            let stale = match array.stats_stale.len() {
-                0 => String::new(),
-                n if n <= 8 => format!("; stale: chunks {:?}", array.stats_stale),
-                n => format!("; stale: {n} chunks"),
-            };
-            let note = note
-                .as_deref()
-                .map(|n| format!(" ({n})"))
-                .unwrap_or_default();
-            let _ = writeln!(
-                out,
-                "{shown}: {fresh} of {} chunks{stale}{note}",
-                array.chunks
-            );
-        }
-    }
+    let summary = match stats_summary(array) {
+        Some(summary) => summary,
+        None if array.shape.len() != 1 => "no statistics (an N-d array)".to_string(),
+        None => "no statistics (zarrow stats records them)".to_string(),
+    };
+    let _ = writeln!(out, "{shown}: {summary}");
+}
+
+/// An array's statistics in a line: the chunks they describe, the stale
+/// ones (read), and why they are not used or not checked; `None` without any.
+fn stats_summary(array: &ArrayInfo) -> Option<String> {
+    let note = array.stats_note.as_deref();
+    let Some(fresh) = array.stats_fresh else {
+        return note.map(str::to_string);
+    };
+    let stale = match array.stats_stale.len() {
+        0 => String::new(),
+        n if n <= 8 => format!("; stale (read): chunks {:?}", array.stats_stale),
+        n => format!("; stale (read): {n} chunks"),
+    };
+    let note = note.map(|n| format!(" ({n})")).unwrap_or_default();
+    Some(format!("{fresh} of {} chunks{stale}{note}", array.chunks))
 }
 
 /// The `info` report for the node at `path`.
@@ -200,23 +195,7 @@ fn describe_array(out: &mut String, m: &ArrayInfo, indent: &str) {
             )
         }
     };
-    if let Some(fresh) = m.stats_fresh {
-        let stale = match m.stats_stale.len() {
-            0 => String::new(),
-            n if n <= 8 => format!("; stale (read): chunks {:?}", m.stats_stale),
-            n => format!("; stale (read): {n} chunks"),
-        };
-        let note = m
-            .stats_note
-            .as_deref()
-            .map(|n| format!(" ({n})"))
-            .unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "{indent}statistics:    {fresh} of {} chunks{stale}{note}",
-            m.chunks
-        );
-    } else if let Some(note) = &m.stats_note {
-        let _ = writeln!(out, "{indent}statistics:    {note}");
+    if let Some(summary) = stats_summary(m) {
+        let _ = writeln!(out, "{indent}statistics:    {summary}");
     }
 }

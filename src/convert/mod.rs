@@ -346,8 +346,14 @@ pub fn record_stats(
     }
     let store = context.stores().open(location)?;
     let _lock = store.lock(crate::write::DEFAULT_LOCK_TIMEOUT)?;
-    let mut arrays = Vec::new();
-    one_d_arrays(store.as_ref(), "", &mut arrays)?;
+    let (mut arrays, mut others) = (Vec::new(), Vec::new());
+    one_d_arrays(store.as_ref(), "", &mut arrays, &mut others)?;
+    for path in &others {
+        observer.note(&format!(
+            "{}: no statistics (an N-d array: zarrow records them for 1-D arrays)",
+            crate::store::node_label(store.as_ref(), path)
+        ));
+    }
     let wrap = |reader, rows| observer.reader(reader, Some(rows));
     let mut described = 0;
     for path in &arrays {
@@ -363,17 +369,23 @@ pub fn record_stats(
     Ok(Written::Arrays(described))
 }
 
-/// The paths of the 1-D arrays at `path` and below.
-fn one_d_arrays(store: &dyn Store, path: &str, out: &mut Vec<String>) -> Result<()> {
+/// The paths of the 1-D arrays at `path` and below (`out`), and of the
+/// other arrays (`others`).
+fn one_d_arrays(
+    store: &dyn Store,
+    path: &str,
+    out: &mut Vec<String>,
+    others: &mut Vec<String>,
+) -> Result<()> {
     match crate::read_node(store, path)? {
         crate::NodeMetadata::Array(meta) if meta.shape.len() == 1 => out.push(path.to_string()),
-        crate::NodeMetadata::Array(_) => {}
+        crate::NodeMetadata::Array(_) => others.push(path.to_string()),
         crate::NodeMetadata::Group(_) => {
             for child in store.list_children(path)? {
                 let child = crate::store::join_key(path, &child);
                 // A directory without Zarr metadata is no node of the hierarchy.
                 if crate::read::Node::read(store, &child).is_ok() {
-                    one_d_arrays(store, &child, out)?;
+                    one_d_arrays(store, &child, out, others)?;
                 }
             }
         }

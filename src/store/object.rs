@@ -29,7 +29,9 @@ use std::time::Duration;
 use arrow_buffer::Buffer;
 use futures::TryStreamExt;
 use object_store::path::Path;
-use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart};
+use object_store::{
+    GetOptions, GetRange, ObjectMeta, ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart,
+};
 
 use futures::future::BoxFuture;
 
@@ -303,7 +305,8 @@ impl ObjectStoreAsync {
         }
     }
 
-    async fn list_prefix_inner(&self, prefix: &str) -> Result<Vec<String>> {
+    /// Every object whose key starts with `prefix`, with its key.
+    async fn list_objects(&self, prefix: &str) -> Result<Vec<(String, ObjectMeta)>> {
         // object_store lists whole path segments: list the directory the prefix
         // names, then keep the keys that start with it.
         let dir = match prefix.rsplit_once('/') {
@@ -311,19 +314,24 @@ impl ObjectStoreAsync {
             None => "",
         };
         let base = self.dir_path(dir)?;
-        let metas: Vec<_> = self
+        let metas: Vec<ObjectMeta> = self
             .store
             .list(base.as_ref())
             .try_collect::<Vec<_>>()
             .await
             .map_err(|e| remote(&self.url(prefix), e))?;
-        let mut keys: Vec<String> = metas
-            .iter()
-            .filter_map(|m| self.key_of(&m.location))
-            .filter(|k| k.starts_with(prefix))
+        let mut objects: Vec<(String, ObjectMeta)> = metas
+            .into_iter()
+            .filter_map(|m| Some((self.key_of(&m.location)?, m)))
+            .filter(|(k, _)| k.starts_with(prefix))
             .collect();
-        keys.sort();
-        Ok(keys)
+        objects.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(objects)
+    }
+
+    async fn list_prefix_inner(&self, prefix: &str) -> Result<Vec<String>> {
+        let objects = self.list_objects(prefix).await?;
+        Ok(objects.into_iter().map(|(key, _)| key).collect())
     }
 
     /// The keys under `prefix` with their versions (size and ETag, else size
@@ -333,30 +341,19 @@ impl ObjectStoreAsync {
         if self.location.starts_with("http://") || self.location.starts_with("https://") {
             return Ok(None);
         }
-        let dir = match prefix.rsplit_once('/') {
-            Some((dir, _)) => dir,
-            None => "",
-        };
-        let base = self.dir_path(dir)?;
-        let metas: Vec<_> = self
-            .store
-            .list(base.as_ref())
-            .try_collect::<Vec<_>>()
-            .await
-            .map_err(|e| remote(&self.url(prefix), e))?;
-        let mut out: Vec<(String, String)> = metas
-            .iter()
-            .filter_map(|m| {
-                let key = self.key_of(&m.location).filter(|k| k.starts_with(prefix))?;
-                let version = match &m.e_tag {
-                    Some(etag) => format!("{}:{etag}", m.size),
-                    None => format!("{}:{}", m.size, m.last_modified.to_rfc3339()),
-                };
-                Some((key, version))
-            })
-            .collect();
-        out.sort();
-        Ok(Some(out))
+        let objects = self.list_objects(prefix).await?;
+        Ok(Some(
+            objects
+                .into_iter()
+                .map(|(key, m)| {
+                    let version = match &m.e_tag {
+                        Some(etag) => format!("{}:{etag}", m.size),
+                        None => format!("{}:{}", m.size, m.last_modified.to_rfc3339()),
+                    };
+                    (key, version)
+                })
+                .collect(),
+        ))
     }
 
     async fn list_children_inner(&self, prefix: &str) -> Result<Vec<String>> {
