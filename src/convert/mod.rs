@@ -15,6 +15,7 @@
 mod from_zarr;
 mod limits;
 mod linear;
+mod stats;
 mod to_zarr;
 
 use std::ops::Deref;
@@ -357,7 +358,7 @@ pub fn record_stats(
     let wrap = |reader, rows| observer.reader(reader, Some(rows));
     let mut described = 0;
     for path in &arrays {
-        if crate::stats::record(store.clone(), path, &wrap)? > 0 {
+        if stats::record(store.clone(), path, &wrap)? > 0 {
             described += 1;
         } else {
             observer.note(&format!(

@@ -29,8 +29,6 @@
 mod bounds;
 mod compute;
 mod format;
-#[cfg(feature = "convert")]
-mod record;
 
 use arrow_array::RecordBatch;
 use arrow_schema::DataType as ArrowType;
@@ -39,8 +37,6 @@ use arrow_schema::DataType as ArrowType;
 pub(crate) use bounds::Bounds;
 pub(crate) use compute::{ChunkStats, stats_type};
 pub(crate) use format::{Header, decode, encode, rows};
-#[cfg(feature = "convert")]
-pub(crate) use record::record;
 
 /// The key of an array's statistics, below its node.
 pub(crate) const STATS_KEY: &str = "zarrow.stats";

@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use arrow_array::RecordBatchReader;
 
-use super::{ChunkStats, Header, STATS_KEY, encode, fingerprint, stats_type};
 use crate::error::Result;
 use crate::read::{ReadOptions, ZarrArray};
+use crate::stats::{ChunkStats, Header, STATS_KEY, encode, fingerprint, stats_type};
 use crate::store::{Store, join_key};
 
 /// Record the statistics of the 1-D array at `path`, reading it whole, one
