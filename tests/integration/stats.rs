@@ -276,3 +276,49 @@ fn a_chunk_rewritten_since_is_read() {
     );
     assert!(reads["day"].contains(&3), "{reads:?}");
 }
+
+/// COPY records statistics as every write does; `OPTIONS ('stats' 'false')`
+/// (the write option's declared key) records none. A table it wrote prunes.
+#[test]
+fn copy_records_statistics_unless_told_not_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let (with, without) = (
+        dir.path().join("with.zarr"),
+        dir.path().join("without.zarr"),
+    );
+    let rt = runtime();
+    rt.block_on(async {
+        let ctx = context(2);
+        let copy = |path: &std::path::Path, options: &str| {
+            format!(
+                "COPY (SELECT v, v * 2 AS w FROM (SELECT unnest(range(0, 5000)) AS v)) TO '{}' \
+                 STORED AS ZARR OPTIONS ('chunk_len' '500'{options})",
+                path.display()
+            )
+        };
+        query(&ctx, &copy(&with, "")).await;
+        query(&ctx, &copy(&without, ", 'stats' 'false'")).await;
+    });
+    assert!(with.join("v/zarrow.stats").is_file());
+    assert!(with.join("w/zarrow.stats").is_file());
+    assert!(!without.join("v/zarrow.stats").exists());
+    let location = zarrow::Location::Path(with.clone());
+    let table = ZarrTable::open(
+        &location,
+        ZarrTableOptions::default(),
+        &zarrow::Stores::default(),
+    )
+    .unwrap();
+    let counted = rt.block_on(async {
+        let ctx = context(2);
+        ctx.register_table("t", Arc::new(table)).unwrap();
+        let plan = query(
+            &ctx,
+            "EXPLAIN ANALYZE SELECT w FROM t WHERE v BETWEEN 1200 AND 1300",
+        )
+        .await;
+        format!("{:?}", plan)
+    });
+    // Chunk 2 of `v` and of `w` (rows 1000..1500) only.
+    assert!(counted.contains("requests=2,"), "{counted}");
+}
