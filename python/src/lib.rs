@@ -177,6 +177,29 @@ impl Observer for Observed {
     }
 }
 
+impl Observed {
+    /// Run `work` (without the GIL) under a fresh observer: what it wrote and
+    /// the notes it made, or the exception a batch raised (an interrupt).
+    fn run(
+        py: Python<'_>,
+        work: impl FnOnce(&Observed) -> zarrow::Result<Written> + Send,
+    ) -> PyResult<(Written, Vec<String>)> {
+        let observed = Observed {
+            raised: Arc::new(Mutex::new(None)),
+            notes: Mutex::new(Vec::new()),
+        };
+        let written = py.detach(|| work(&observed));
+        if let Some(err) = take(&observed.raised) {
+            return Err(err);
+        }
+        let notes = observed
+            .notes
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner);
+        Ok((written.map_err(to_py)?, notes))
+    }
+}
+
 /// Convert `src` to `dst` as `zarrow convert` does; returns (what was written:
 /// "rows" or "arrays", how many, the notes).
 #[pyfunction]
@@ -187,24 +210,13 @@ fn convert(
     options: &Bound<'_, PyDict>,
 ) -> PyResult<(&'static str, u64, Vec<String>)> {
     let (url, options): (UrlOptions, ConvertOptions) = options::keywords("convert", options)?;
-    let observed = Observed {
-        raised: Arc::new(Mutex::new(None)),
-        notes: Mutex::new(Vec::new()),
-    };
-    let written = py.detach(|| {
+    let (written, notes) = Observed::run(py, |observed| {
         // The package's runtime, lent to the ends' URLs.
         let context =
             ExecutionContext::default().with_stores(location::stores(url, &[&src, &dst])?);
-        zarrow::convert::convert(&src.0, &dst.0, &options, &context, &observed)
-    });
-    if let Some(err) = take(&observed.raised) {
-        return Err(err);
-    }
-    let notes = observed
-        .notes
-        .into_inner()
-        .unwrap_or_else(PoisonError::into_inner);
-    match written.map_err(to_py)? {
+        zarrow::convert::convert(&src.0, &dst.0, &options, &context, observed)
+    })?;
+    match written {
         Written::Rows(n) => Ok(("rows", n, notes)),
         Written::Arrays(n) => Ok(("arrays", n as u64, notes)),
         other => Err(zarrow_error(&format!("wrote {other}"))),
@@ -220,22 +232,11 @@ fn build_stats(
     options: &Bound<'_, PyDict>,
 ) -> PyResult<(u64, Vec<String>)> {
     let (url,): (UrlOptions,) = options::keywords("build_stats", options)?;
-    let observed = Observed {
-        raised: Arc::new(Mutex::new(None)),
-        notes: Mutex::new(Vec::new()),
-    };
-    let written = py.detach(|| {
+    let (written, notes) = Observed::run(py, |observed| {
         let context = ExecutionContext::default().with_stores(location::stores(url, &[&location])?);
-        zarrow::convert::record_stats(&location.0, &context, &observed)
-    });
-    if let Some(err) = take(&observed.raised) {
-        return Err(err);
-    }
-    let notes = observed
-        .notes
-        .into_inner()
-        .unwrap_or_else(PoisonError::into_inner);
-    match written.map_err(to_py)? {
+        zarrow::convert::record_stats(&location.0, &context, observed)
+    })?;
+    match written {
         Written::Arrays(n) => Ok((n as u64, notes)),
         other => Err(zarrow_error(&format!("wrote {other}"))),
     }

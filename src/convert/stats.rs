@@ -1,6 +1,5 @@
 //! Recording statistics for arrays something else wrote (`zarrow stats`).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow_array::RecordBatchReader;
@@ -33,11 +32,7 @@ pub(crate) fn record(
     if meta.shape.len() != 1 || grid_len == 0 {
         return Ok(0);
     }
-    let versions: HashMap<String, String> = store
-        .list_versions(&join_key(path, ""))?
-        .unwrap_or_default()
-        .into_iter()
-        .collect();
+    let versions = crate::stats::versions(store.as_ref(), path)?.unwrap_or_default();
     let batch_size = usize::try_from(grid_len).unwrap_or(usize::MAX);
     let reader = array.reader().with_batch_size(batch_size).build()?;
     // The values as read (CF-decoded: their type may not be the stored one).

@@ -304,10 +304,7 @@ impl ZarrArray {
             && grid_len != 0
             && grid_len % stats.chunk_len == 0;
         let per_grid = (grid_len / stats.chunk_len).max(1);
-        let versions = self
-            .store
-            .list_versions(&join_key(&self.path, ""))?
-            .map(|v| v.into_iter().collect::<std::collections::HashMap<_, _>>());
+        let versions = crate::stats::versions(self.store.as_ref(), &self.path)?;
         let fresh = fresh(&stats, versions.as_ref(), |i| {
             self.chunk_key(&[i / per_grid])
         });

@@ -43,11 +43,11 @@ impl Bounds {
             chunk_len: stats.chunk_len,
             chunks: u64s(format::CHUNK),
             min: batch.column(format::MIN).clone(),
-            max: batch.column(format::MIN + 1).clone(),
-            nulls: u64s(format::CHUNK + 2).into_iter().map(Some).collect(),
-            rows: u64s(format::CHUNK + 1),
+            max: batch.column(format::MAX).clone(),
+            nulls: u64s(format::NULLS).into_iter().map(Some).collect(),
+            rows: u64s(format::ROWS),
             sets: {
-                let sets = batch.column(format::MIN + 2).as_binary::<i32>();
+                let sets = batch.column(format::SET).as_binary::<i32>();
                 (0..sets.len())
                     .map(|i| arrow_array::Array::is_valid(sets, i).then(|| sets.value(i).to_vec()))
                     .collect()
@@ -61,14 +61,18 @@ impl Bounds {
     pub(crate) fn categorical(codes: Self, categories: &arrow_array::StringArray) -> Self {
         use arrow_array::cast::AsArray;
         let n = categories.len() as i64;
+        // The codes' bounds as i64, cast once for every chunk.
+        let as_i64 = |a: &ArrayRef| {
+            arrow_cast::cast(a, &ArrowType::Int64)
+                .ok()
+                .map(|c| c.as_primitive::<arrow_array::types::Int64Type>().clone())
+        };
+        let (lows, highs) = (as_i64(&codes.min), as_i64(&codes.max));
         let code_bounds = |i: usize| -> Option<(i64, i64)> {
-            let as_i64 = |a: &ArrayRef| {
-                arrow_cast::cast(a, &ArrowType::Int64).ok().and_then(|c| {
-                    let c = c.as_primitive::<arrow_array::types::Int64Type>().clone();
-                    arrow_array::Array::is_valid(&c, i).then(|| c.value(i))
-                })
+            let at = |a: &Option<arrow_array::Int64Array>| {
+                a.as_ref().filter(|a| a.is_valid(i)).map(|a| a.value(i))
             };
-            Some((as_i64(&codes.min)?, as_i64(&codes.max)?))
+            Some((at(&lows)?, at(&highs)?))
         };
         let mut min: Vec<Option<&str>> = Vec::with_capacity(codes.chunks.len());
         let mut max: Vec<Option<&str>> = Vec::with_capacity(codes.chunks.len());

@@ -19,12 +19,12 @@ use super::{ArrayStats, ChunkStats, VERSION, stats_type};
 use crate::error::{Error, Result};
 
 pub(super) const CHUNK: usize = 0;
-const ROWS: usize = 1;
-const NULLS: usize = 2;
+pub(super) const ROWS: usize = 1;
+pub(super) const NULLS: usize = 2;
 const NANS: usize = 3;
 pub(super) const MIN: usize = 4;
-const MAX: usize = 5;
-const SET: usize = 6;
+pub(super) const MAX: usize = 5;
+pub(super) const SET: usize = 6;
 pub(super) const VERSION_COLUMN: usize = 7;
 
 const NAMES: [&str; 8] = [

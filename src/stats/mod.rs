@@ -33,6 +33,9 @@ mod format;
 use arrow_array::RecordBatch;
 use arrow_schema::DataType as ArrowType;
 
+use crate::error::Result;
+use crate::store::{Store, join_key};
+
 #[cfg(feature = "datafusion")]
 pub(crate) use bounds::Bounds;
 pub(crate) use compute::{ChunkStats, stats_type};
@@ -87,6 +90,19 @@ pub(crate) fn fingerprint(meta: &crate::ArrayMetadata) -> String {
         "attributes": meta.attributes,
     })
     .to_string()
+}
+
+/// The stored objects of the array at `path` with their versions, from one
+/// listing (`None`: the store cannot tell, [`Store::list_versions`]).
+///
+/// # Errors
+/// Listing the store.
+pub(crate) fn versions(
+    store: &dyn Store,
+    path: &str,
+) -> Result<Option<std::collections::HashMap<String, String>>> {
+    let listed = store.list_versions(&join_key(path, ""))?;
+    Ok(listed.map(|v| v.into_iter().collect()))
 }
 
 /// Which rows of `stats` still describe the stored chunks: a row whose object

@@ -385,13 +385,7 @@ impl ArrayWriter {
                 rows.extend(crate::stats::rows(&old).into_iter().filter(|r| r.0 < first));
             }
         }
-        let prefix = join_key(&self.path, "");
-        let versions: std::collections::HashMap<String, String> = self
-            .store
-            .list_versions(&prefix)?
-            .unwrap_or_default()
-            .into_iter()
-            .collect();
+        let versions = crate::stats::versions(self.store.as_ref(), &self.path)?.unwrap_or_default();
         let per_grid = (grid_len as u64 / inner).max(1);
         for (i, s) in stats {
             let object = join_key(&self.path, &self.key_encoding.key(&[i / per_grid]));
