@@ -20,6 +20,7 @@ use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, Schema, SchemaRef};
 
 use super::decoder::{Cursor, DecodeJob, DecodeResult, DecodedChunk, DecoderParts, RowDecoder};
+use super::selection::Selection;
 use super::{Column, READ_AHEAD_BYTES, Skipped, ZarrArray, ZarrGroup, plan};
 use crate::context::{Decode, ExecutionContext};
 use crate::conventions::pandas::{self, pandas_metadata};
@@ -74,6 +75,8 @@ pub struct ReaderBuilder {
     read_ahead_bytes: u64,
     projection: Option<Vec<String>>,
     rows: Option<Range<u64>>,
+    /// Of those rows, only these (in row order).
+    selection: Option<Vec<Range<u64>>>,
     offset: u64,
     limit: Option<u64>,
     batch_size: Option<usize>,
@@ -95,6 +98,7 @@ impl ReaderBuilder {
             read_ahead_bytes: READ_AHEAD_BYTES,
             projection: None,
             rows: None,
+            selection: None,
             offset: 0,
             limit: None,
             batch_size: None,
@@ -123,6 +127,15 @@ impl ReaderBuilder {
     /// [`with_limit`](Self::with_limit) apply within it).
     pub fn with_row_range(mut self, range: Range<u64>) -> Self {
         self.rows = Some(range);
+        self
+    }
+
+    /// Of the rows read (the row range, after the offset and the limit), give
+    /// only those in `ranges`, in row order: only the chunks holding one are
+    /// read, and of a sharded chunk only the inner chunks from its first
+    /// chosen row to its last (late materialization's second step).
+    pub(crate) fn with_row_selection(mut self, ranges: Vec<Range<u64>>) -> Self {
+        self.selection = Some(ranges);
         self
     }
 
@@ -361,13 +374,19 @@ impl ReaderBuilder {
         let threads = if parallel { decode_threads() } else { 1 };
         let ahead = threads.max(concurrency.min(fits)) as u64;
         let lookahead = (batch_size as u64).max(longest.saturating_mul(ahead));
+        let rows = match &self.selection {
+            Some(ranges) => Selection::new(ranges.iter().cloned(), rows),
+            None => Selection::all(rows),
+        };
+        let first = rows.row(0);
         let leaves = columns
             .iter()
             .flat_map(|c| c.leaves().into_iter().cloned())
-            .map(|array| Cursor::new(array, rows.start))
+            .map(|array| Cursor::new(array, first))
             .collect();
         // One chunk to read: on this thread (no pool to wake, no hand-off).
-        let parallel = parallel && chunks_to_read(&columns, &rows) > 1;
+        let span = first..rows.end_of(rows.len());
+        let parallel = parallel && chunks_to_read(&columns, &span) > 1;
         let decoder = RowDecoder::new(DecoderParts {
             schema: Arc::new(schema),
             columns,
@@ -398,7 +417,7 @@ impl ReaderBuilder {
             let concurrency = store.concurrency();
             let Planned { decoder, parallel } = self.decoder(concurrency)?;
             let schema = decoder.schema();
-            let rows = decoder.row_range();
+            let rows = decoder.num_rows();
             let stream =
                 super::stream::drive(decoder, remote.store.clone(), concurrency, parallel, None);
             return Ok(BatchReader {
@@ -415,7 +434,7 @@ impl ReaderBuilder {
         let Planned { decoder, parallel } = self.decoder(concurrency)?;
         Ok(BatchReader {
             schema: decoder.schema(),
-            rows: decoder.row_range(),
+            rows: decoder.num_rows(),
             driver: Driver::Local {
                 decoder: Box::new(decoder),
                 store,
@@ -488,7 +507,8 @@ fn longest_run(columns: &[Column]) -> u64 {
 /// driver, on the store's runtime.
 pub struct BatchReader {
     schema: SchemaRef,
-    rows: Range<u64>,
+    /// How many rows it gives.
+    rows: u64,
     driver: Driver,
     /// The last batch was read, or reading failed: every later call gets
     /// `None` (an async driver's stream must not be polled after its end).
@@ -617,7 +637,7 @@ impl std::fmt::Debug for BatchReader {
 impl BatchReader {
     /// Total rows this reader yields.
     pub fn total_rows(&self) -> u64 {
-        self.rows.end - self.rows.start
+        self.rows
     }
 
     /// The next batch, with zarrow's error.

@@ -43,6 +43,7 @@ use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::SchemaRef;
 
 use super::plan::{ChunkRead, Decoded, Step};
+use super::selection::{Selection, cut_runs};
 use super::{Column, ZarrArray};
 use crate::assemble::Part;
 use crate::error::{Error, Result};
@@ -90,9 +91,7 @@ pub(crate) struct Cursor {
     parts: Vec<Part>,
     /// The rows of one decoded run: the chunk, or a shard's inner chunk.
     run_len: u64,
-    /// The first chunk not yet planned.
-    next_chunk: u64,
-    /// Rows up to here are planned.
+    /// Rows up to here are planned (the chunks of the chosen ones read).
     covered: u64,
     queued: RowQueue,
 }
@@ -107,7 +106,6 @@ impl Cursor {
             array,
             chunk_len,
             run_len,
-            next_chunk: start / chunk_len,
             covered: start,
             queued: RowQueue::default(),
         }
@@ -153,6 +151,9 @@ struct Job {
     /// For a chunk of a slab: its place among the slab's chunks, and how many
     /// there are.
     part: Option<(usize, usize)>,
+    /// The rows of `rows` the selection keeps (relative to the chunk, or
+    /// slab), when not all of them.
+    keep: Option<Vec<Range<u64>>>,
     /// The Arrow bytes its rows take, estimated from the type.
     estimate: u64,
     state: State,
@@ -194,7 +195,9 @@ pub struct RowDecoder {
     categories_left: usize,
     leaves: Vec<Cursor>,
     label: String,
-    rows: Range<u64>,
+    /// The rows read: all of a row range, or those a selection keeps.
+    rows: Selection,
+    /// How many of them have been given.
     done: u64,
     batch_size: usize,
     /// Whether batches end early at run boundaries.
@@ -219,7 +222,7 @@ pub(crate) struct DecoderParts {
     pub columns: Vec<Column>,
     pub leaves: Vec<Cursor>,
     pub label: String,
-    pub rows: Range<u64>,
+    pub rows: Selection,
     pub batch_size: usize,
     pub aligned: bool,
     pub lookahead: u64,
@@ -247,8 +250,7 @@ impl RowDecoder {
             stats: Arc::default(),
             failed: false,
         };
-        decoder.done = decoder.rows.start;
-        if !decoder.rows.is_empty() {
+        if decoder.rows.len() > 0 {
             decoder.plan_categories()?;
         }
         Ok(decoder)
@@ -259,9 +261,9 @@ impl RowDecoder {
         self.schema.clone()
     }
 
-    /// The rows this decoder gives.
-    pub(crate) fn row_range(&self) -> Range<u64> {
-        self.rows.clone()
+    /// How many rows this decoder gives.
+    pub(crate) fn num_rows(&self) -> u64 {
+        self.rows.len()
     }
 
     #[cfg(feature = "async")]
@@ -396,11 +398,17 @@ impl RowDecoder {
         if let Some(batch) = self.next_batch()? {
             return Ok(DecodeResult::Batch(batch));
         }
-        if self.done >= self.rows.end {
+        if self.done >= self.rows.len() {
             return Ok(DecodeResult::Finished);
         }
+        // The next batch's rows, and at least the read-ahead window's (in rows
+        // of the store, so that it bounds memory however sparse the selection).
         let n = self.next_len();
-        self.plan(self.done.saturating_add(n.max(self.lookahead)))?;
+        let upto = self
+            .rows
+            .end_of(self.done.saturating_add(n))
+            .max(self.rows.row(self.done).saturating_add(self.lookahead));
+        self.plan(upto)?;
         Ok(DecodeResult::NeedsData(self.take_requests()?))
     }
 
@@ -481,6 +489,10 @@ impl RowDecoder {
                 }
                 _ => unreachable!("checked above"),
             };
+            let runs = match &job.keep {
+                Some(keep) => cut_runs(runs, job.rows.start, keep)?,
+                None => runs,
+            };
             match job.owner {
                 Owner::Leaf(i) => {
                     for run in runs {
@@ -518,6 +530,7 @@ impl RowDecoder {
                     estimate: estimate(categories, planned.hi - planned.lo),
                     rows: planned.lo..planned.hi,
                     part: None,
+                    keep: None,
                     state: State::Ready(planned.read),
                 });
             }
@@ -544,38 +557,55 @@ impl RowDecoder {
 
     /// The rows of the next batch.
     fn next_len(&self) -> u64 {
-        let mut n = (self.rows.end - self.done).min(self.batch_size as u64);
+        let mut n = (self.rows.len() - self.done).min(self.batch_size as u64);
         if self.aligned {
+            // The chosen rows up to the end of the run the next one is in.
+            let at = self.rows.row(self.done);
             n = self.leaves.iter().fold(n, |n, leaf| {
                 if leaf.run_len < self.batch_size as u64 {
                     n
                 } else {
-                    n.min(leaf.run_len - self.done % leaf.run_len)
+                    let run_end = (at / leaf.run_len + 1).saturating_mul(leaf.run_len);
+                    n.min(self.rows.count(at..run_end))
                 }
             });
         }
         n
     }
 
-    /// Plan the chunks every leaf needs for rows up to `upto`, in row order
-    /// across the leaves (the order the rows are wanted in). An N-d leaf's
-    /// chunk row is a slab: every chunk of it, read for the rows wanted of it.
+    /// Plan the chunks every leaf needs for the chosen rows up to `upto`, in
+    /// row order across the leaves (the order the rows are wanted in): of each
+    /// chunk holding a chosen row, the rows from its first chosen one to its
+    /// last (a chunk with none is never planned). An N-d leaf's chunk row is a
+    /// slab: every chunk of it, read for the rows wanted of it.
     fn plan(&mut self, upto: u64) -> Result<()> {
-        let end = self.rows.end;
+        let end = self.rows.end_of(self.rows.len());
+        let upto = upto.min(end);
         let mut jobs = Vec::new();
         for (i, leaf) in self.leaves.iter_mut().enumerate() {
-            while leaf.covered < upto.min(end) {
-                let chunk = leaf.next_chunk;
+            while leaf.covered < upto {
+                let Some(first) = self.rows.next_from(leaf.covered).filter(|&r| r < upto) else {
+                    leaf.covered = upto;
+                    break;
+                };
+                let chunk = first / leaf.chunk_len;
                 let chunk_start = chunk * leaf.chunk_len;
                 let chunk_end = ((chunk + 1) * leaf.chunk_len).min(end);
+                let chosen: Vec<Range<u64>> = self
+                    .rows
+                    .within(first..chunk_end)
+                    .map(|r| r.start - chunk_start..r.end - chunk_start)
+                    .collect();
+                let wanted = first..chosen.last().map_or(first, |r| r.end + chunk_start);
+                let keep = (chosen.len() > 1).then_some(chosen);
                 if leaf.slabs {
-                    let rows = leaf.covered - chunk_start..chunk_end - chunk_start;
+                    let rows = wanted.start - chunk_start..wanted.end - chunk_start;
                     let reads = leaf.array.plan_slab(chunk, rows.clone())?;
                     let of = reads.len();
                     let per_part = estimate(&leaf.array, leaf.chunk_len) / of.max(1) as u64;
                     for (index, read) in reads.into_iter().enumerate() {
                         jobs.push((
-                            leaf.covered,
+                            first,
                             Job {
                                 owner: Owner::Leaf(i),
                                 array: leaf.array.clone(),
@@ -583,14 +613,15 @@ impl RowDecoder {
                                 estimate: per_part,
                                 rows: rows.clone(),
                                 part: Some((index, of)),
+                                keep: keep.clone(),
                                 state: State::Ready(read),
                             },
                         ));
                     }
                 } else {
-                    let planned = leaf.array.plan_rows(chunk, leaf.covered..chunk_end, true);
+                    let planned = leaf.array.plan_rows(chunk, wanted, true);
                     jobs.push((
-                        leaf.covered,
+                        first,
                         Job {
                             owner: Owner::Leaf(i),
                             array: leaf.array.clone(),
@@ -598,12 +629,12 @@ impl RowDecoder {
                             estimate: estimate(&leaf.array, planned.hi - planned.lo),
                             rows: planned.lo..planned.hi,
                             part: None,
+                            keep,
                             state: State::Ready(planned.read),
                         },
                     ));
                 }
                 leaf.covered = chunk_end;
-                leaf.next_chunk += 1;
             }
         }
         // Stable: a slab's chunks stay together, in order.
@@ -662,7 +693,7 @@ impl RowDecoder {
                         path: self.label.clone(),
                         problem: crate::error::TableProblem::ColumnEnded {
                             column: leaf.array.column_name().to_string(),
-                            row: self.done + n,
+                            row: self.rows.end_of(self.done + n),
                         },
                     });
                 }

@@ -19,6 +19,7 @@ mod info;
 mod long;
 mod node;
 mod plan;
+mod selection;
 #[cfg(feature = "async")]
 mod stream;
 mod table;
