@@ -38,6 +38,7 @@ use serde::{Deserialize, Serialize};
 
 use super::df_err;
 use super::distributed::{as_file_scan, sliced_scan};
+use super::filter::ScanFilter;
 use super::scan::ZarrScanExec;
 use super::sink::{SinkSpec, ZarrFormatFactory, ZarrSink};
 use super::table::{ZarrTable, ZarrTableOptions};
@@ -118,6 +119,10 @@ struct ScanSpec {
     /// The most rows each partition yields (a file scan's limit).
     #[serde(default)]
     limit: Option<usize>,
+    /// The filters the scan evaluates itself, as datafusion-proto encodes
+    /// them.
+    #[serde(default)]
+    filter: Vec<Vec<u8>>,
 }
 
 impl TableSpec {
@@ -343,7 +348,9 @@ impl PhysicalExtensionCodec for ZarrPhysicalCodec {
         let spec: ScanSpec = decode(json)?;
         let table = Arc::new(spec.table.open()?);
         let ranges: Vec<Range<u64>> = spec.ranges.iter().map(|&(a, b)| a..b).collect();
-        let scan = ZarrScanExec::with_partitions(table, spec.columns, ranges)?;
+        let filter = ScanFilter::from_bytes(table.arrow_schema(), &spec.filter, ctx)?;
+        let scan = ZarrScanExec::with_partitions(table, spec.columns, ranges)?
+            .with_filter(filter.map(Arc::new), None);
         let scan: Arc<dyn ExecutionPlan> = if planned {
             as_file_scan(&scan)?
         } else {
@@ -373,7 +380,7 @@ impl PhysicalExtensionCodec for ZarrPhysicalCodec {
         let sliced = sliced_scan(&node)?;
         let (scan, limit, tag) = match (&sliced, node.downcast_ref::<ZarrScanExec>()) {
             (Some((scan, limit)), _) => (scan, *limit, SLICE_TAG),
-            (None, Some(scan)) => (scan, None, SCAN_TAG),
+            (None, Some(scan)) => (scan, scan.fetch(), SCAN_TAG),
             (None, None) => return self.inner.try_encode(node, buf, proto_converter),
         };
         let spec = ScanSpec {
@@ -381,6 +388,10 @@ impl PhysicalExtensionCodec for ZarrPhysicalCodec {
             columns: scan.columns().to_vec(),
             ranges: scan.ranges().iter().map(|r| (r.start, r.end)).collect(),
             limit,
+            filter: match scan.filter() {
+                Some(filter) => filter.to_bytes()?,
+                None => Vec::new(),
+            },
         };
         encode(tag, &spec, buf)
     }

@@ -43,6 +43,7 @@ use futures::StreamExt;
 use object_store::ObjectStore;
 
 use super::ZarrTable;
+use super::filter::ScanFilter;
 use super::scan::ZarrScanExec;
 
 /// `scan` as a file scan: one group of one "file" per row range.
@@ -51,6 +52,7 @@ pub(crate) fn as_file_scan(scan: &ZarrScanExec) -> DfResult<Arc<dyn ExecutionPla
     let source = ZarrRanges {
         table: scan.table().clone(),
         columns: scan.columns().to_vec(),
+        filter: scan.filter().cloned(),
         table_schema: TableSchema::from(schema.clone()),
         metrics: ExecutionPlanMetricsSet::new(),
     };
@@ -72,6 +74,7 @@ pub(crate) fn as_file_scan(scan: &ZarrScanExec) -> DfResult<Arc<dyn ExecutionPla
         .collect::<DfResult<Vec<_>>>()?;
     let config = FileScanConfigBuilder::new(ObjectStoreUrl::local_filesystem(), Arc::new(source))
         .with_file_groups(groups)
+        .with_limit(scan.fetch())
         .build();
     Ok(DataSourceExec::from_data_source(config))
 }
@@ -108,7 +111,8 @@ pub(crate) fn sliced_scan(
         };
         ranges.push(start..end);
     }
-    let scan = ZarrScanExec::with_partitions(source.table.clone(), source.columns.clone(), ranges)?;
+    let scan = ZarrScanExec::with_partitions(source.table.clone(), source.columns.clone(), ranges)?
+        .with_filter(source.filter.clone(), None);
     Ok(Some((scan, config.limit)))
 }
 
@@ -121,6 +125,8 @@ pub(crate) fn sliced_scan(
 pub(crate) struct ZarrRanges {
     table: Arc<ZarrTable>,
     columns: Vec<usize>,
+    /// The filters the scan evaluates itself.
+    filter: Option<Arc<ScanFilter>>,
     table_schema: TableSchema,
     metrics: ExecutionPlanMetricsSet,
 }
@@ -129,6 +135,7 @@ pub(crate) struct ZarrRanges {
 struct RangeOpener {
     table: Arc<ZarrTable>,
     columns: Vec<usize>,
+    filter: Option<Arc<ScanFilter>>,
 }
 
 impl FileOpener for RangeOpener {
@@ -140,7 +147,8 @@ impl FileOpener for RangeOpener {
             },
             None => return internal_err!("a Zarr scan's file has no row range"),
         };
-        let scan = ZarrScanExec::try_new(self.table.clone(), self.columns.clone(), vec![rows])?;
+        let scan = ZarrScanExec::try_new(self.table.clone(), self.columns.clone(), vec![rows])?
+            .with_filter(self.filter.clone(), None);
         let stream = scan.execute(0, Arc::new(TaskContext::default()))?;
         Ok(Box::pin(async move { Ok(stream.boxed()) }))
     }
@@ -156,6 +164,7 @@ impl FileSource for ZarrRanges {
         Ok(Arc::new(RangeOpener {
             table: self.table.clone(),
             columns: self.columns.clone(),
+            filter: self.filter.clone(),
         }))
     }
 

@@ -36,6 +36,7 @@
 mod codec;
 mod distributed;
 mod factory;
+mod filter;
 mod prune;
 mod query;
 mod scan;

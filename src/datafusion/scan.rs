@@ -29,6 +29,7 @@ use datafusion::physical_plan::metrics::{
 };
 
 use super::df_err;
+use super::filter::{Batches, Filtered, ScanFilter, block_rows};
 use super::table::{Source, ZarrTable};
 use crate::error::Result;
 use crate::location::{Location, Stores};
@@ -53,6 +54,12 @@ pub struct ZarrScanExec {
     /// The ranges of each partition, read one after another.
     groups: Vec<Vec<Range<u64>>>,
     schema: SchemaRef,
+    /// The filters the scan evaluates itself (the table's exact ones).
+    filter: Option<Arc<ScanFilter>>,
+    /// The most rows each partition gives (after the filter).
+    fetch: Option<usize>,
+    /// Rows the chunk statistics excluded when the scan was planned.
+    pruned: u64,
     properties: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
 }
@@ -111,9 +118,42 @@ impl ZarrScanExec {
             ranges,
             groups,
             schema,
+            filter: None,
+            fetch: None,
+            pruned: 0,
             properties: Arc::new(properties),
             metrics: ExecutionPlanMetricsSet::new(),
         })
+    }
+
+    /// The scan that gives only the rows `filter` keeps (evaluated on its
+    /// columns first, the others read only where rows match), at most `fetch`
+    /// of them per partition.
+    pub(crate) fn with_filter(
+        mut self,
+        filter: Option<Arc<ScanFilter>>,
+        fetch: Option<usize>,
+    ) -> Self {
+        self.filter = filter;
+        self.fetch = fetch;
+        self
+    }
+
+    /// Record that chunk statistics excluded `rows` rows (shown in `EXPLAIN
+    /// ANALYZE`).
+    pub(crate) fn with_pruned(mut self, rows: u64) -> Self {
+        self.pruned = rows;
+        self
+    }
+
+    /// The filters the scan evaluates itself.
+    pub(crate) fn filter(&self) -> Option<&Arc<ScanFilter>> {
+        self.filter.as_ref()
+    }
+
+    /// The most rows each partition gives.
+    pub(crate) fn fetch(&self) -> Option<usize> {
+        self.fetch
     }
 
     /// The Zarr scan `plan` is: a `ZarrScanExec`, or the file form a table
@@ -202,58 +242,105 @@ impl ZarrScanExec {
         partition: usize,
         range: Range<u64>,
         context: &Arc<TaskContext>,
-    ) -> DfResult<futures::stream::BoxStream<'static, DfResult<RecordBatch>>> {
+        metrics: &PartitionMetrics,
+    ) -> DfResult<Batches> {
         let schema = self.schema.clone();
-        let batches = if self.columns.is_empty() {
+        let needs_columns = !self.columns.is_empty() || self.filter.is_some();
+        if !needs_columns {
             // No column read: row counts only, no I/O.
-            row_counts(schema.clone(), range.end - range.start).boxed()
-        } else {
-            let names = self.names();
-            let builder = match self.table.source.clone() {
-                Source::Rows(builder) => builder,
-                // An N-d array: its elements in C order, a batch per slab.
-                Source::Flat(array) => {
-                    let slab = usize::try_from(array.row_chunk_len()).unwrap_or(usize::MAX);
-                    array.reader().with_batch_size(slab)
+            return Ok(row_counts(schema, range.end - range.start).boxed());
+        }
+        let builder = match self.table.source.clone() {
+            Source::Rows(builder) => builder,
+            // An N-d array: its elements in C order, a batch per slab.
+            Source::Flat(array) => {
+                let slab = usize::try_from(array.row_chunk_len()).unwrap_or(usize::MAX);
+                array.reader().with_batch_size(slab)
+            }
+        };
+        let (store, concurrency) = self.read_store(context, &builder)?;
+        let open = {
+            let builder = builder.clone();
+            let pool = context.memory_pool().clone();
+            let metrics = metrics.clone();
+            move |names: Vec<String>,
+                  rows: Range<u64>,
+                  selection: Option<Vec<Range<u64>>>|
+                  -> DfResult<Batches> {
+                let reservation =
+                    MemoryConsumer::new(format!("ZarrScanExec[{partition}]")).register(&pool);
+                let mut reader = builder.clone().with_projection(names).with_row_range(rows);
+                if let Some(selection) = selection {
+                    reader = reader.with_row_selection(selection);
                 }
-            };
-            let (store, concurrency) = self.read_store(context, &builder)?;
-            let reservation = MemoryConsumer::new(format!("ZarrScanExec[{partition}]"))
-                .register(context.memory_pool());
-            let (stream, stats) = builder
-                .with_projection(names)
-                .with_row_range(range)
-                .into_stream_on(store, concurrency, Some(Box::new(PoolBudget(reservation))))
-                .map_err(df_err)?;
-            let mut metrics = ScanMetrics::new(&self.metrics, partition, stats);
-            stream
+                let (stream, stats) = reader
+                    .into_stream_on(
+                        store.clone(),
+                        concurrency,
+                        Some(Box::new(PoolBudget(reservation))),
+                    )
+                    .map_err(df_err)?;
+                let mut tracker = metrics.track(stats);
+                Ok(stream
+                    .map(move |batch| {
+                        tracker.update();
+                        batch.map_err(scan_err)
+                    })
+                    .boxed())
+            }
+        };
+        let Some(filter) = &self.filter else {
+            let batches = open(self.names(), range, None)?;
+            return Ok(batches
                 .map(move |batch| {
-                    metrics.update();
-                    let batch = batch.map_err(scan_err)?;
                     // The reader's schema may carry table metadata (pandas'):
                     // the plan's is the projected table schema.
-                    Ok(RecordBatch::try_new(
-                        schema.clone(),
-                        batch.columns().to_vec(),
-                    )?)
+                    Ok(RecordBatch::try_new(schema.clone(), batch?.columns().to_vec())?)
                 })
-                .boxed()
+                .boxed());
         };
-        Ok(batches)
+        let longest = builder.columns().map_err(df_err)?.iter().filter(|c| {
+            self.columns.contains(&self.table_index(c.name()))
+                || filter.columns().contains(&self.table_index(c.name()))
+        }).map(|c| c.chunk_len()).max().unwrap_or(1);
+        let filtered = Filtered {
+            open: Arc::new(open),
+            filter: filter.clone(),
+            table: self.table.arrow_schema().clone(),
+            columns: self.columns.clone(),
+            schema,
+            block_rows: block_rows(longest),
+            matched: metrics.matched.clone(),
+        };
+        Ok(filtered.stream(range))
+    }
+
+    /// The index of column `name` in the table's schema (`usize::MAX`: none).
+    fn table_index(&self, name: &str) -> usize {
+        self.table.arrow_schema().index_of(name).unwrap_or(usize::MAX)
     }
 }
 
 impl DisplayAs for ZarrScanExec {
     fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
         match t {
-            DisplayFormatType::Default | DisplayFormatType::Verbose => write!(
-                f,
-                "ZarrScanExec: location={}, columns=[{}], partitions={}, rows={}",
-                self.table.location(),
-                self.names().join(", "),
-                self.groups.len(),
-                self.rows(None)
-            ),
+            DisplayFormatType::Default | DisplayFormatType::Verbose => {
+                write!(
+                    f,
+                    "ZarrScanExec: location={}, columns=[{}], partitions={}, rows={}",
+                    self.table.location(),
+                    self.names().join(", "),
+                    self.groups.len(),
+                    self.rows(None)
+                )?;
+                if let Some(filter) = &self.filter {
+                    write!(f, ", filter=[{}]", filter.display())?;
+                }
+                if let Some(n) = self.fetch {
+                    write!(f, ", fetch={n}")?;
+                }
+                Ok(())
+            }
             DisplayFormatType::TreeRender => {
                 writeln!(f, "location={}", self.table.location())?;
                 write!(f, "rows={}", self.rows(None))
@@ -303,21 +390,31 @@ impl ExecutionPlan for ZarrScanExec {
                 self.groups.len()
             );
         };
+        let metrics = PartitionMetrics::new(&self.metrics, partition);
+        if partition == 0 {
+            metrics
+                .pruned
+                .add(usize::try_from(self.pruned).unwrap_or(usize::MAX));
+        }
         let batches = match group.as_slice() {
-            [range] => self.range_stream(partition, range.clone(), &context)?,
+            [range] => self.range_stream(partition, range.clone(), &context, &metrics)?,
             _ => {
                 // One range after another, each opened when the last ends.
                 let scan = self.clone();
                 futures::stream::iter(group)
-                    .map(
-                        move |range| match scan.range_stream(partition, range, &context) {
+                    .map(move |range| {
+                        match scan.range_stream(partition, range, &context, &metrics) {
                             Ok(stream) => stream,
                             Err(e) => futures::stream::once(async move { Err(e) }).boxed(),
-                        },
-                    )
+                        }
+                    })
                     .flatten()
                     .boxed()
             }
+        };
+        let batches = match self.fetch {
+            Some(n) => limited(batches, n),
+            None => batches,
         };
         Ok(Box::pin(RecordBatchStreamAdapter::new(
             self.schema.clone(),
@@ -337,7 +434,15 @@ impl ExecutionPlan for ZarrScanExec {
         let rows = self.rows(args.partition());
         let mut stats = Statistics::new_unknown(&self.schema);
         if let Ok(rows) = usize::try_from(rows) {
-            stats = stats.with_num_rows(Precision::Exact(rows));
+            // A filter keeps some of them.
+            let rows = match self.fetch {
+                Some(n) => rows.min(n),
+                None => rows,
+            };
+            stats = stats.with_num_rows(match self.filter {
+                Some(_) => Precision::Inexact(rows),
+                None => Precision::Exact(rows),
+            });
         }
         Ok(Arc::new(stats))
     }
@@ -368,27 +473,47 @@ impl ReadBudget for PoolBudget {
     }
 }
 
-/// A partition's counters in the plan's metrics (`EXPLAIN ANALYZE`), copied
-/// from the read's as it goes.
-struct ScanMetrics {
-    stats: Arc<ReadStats>,
+/// A partition's counters in the plan's metrics (`EXPLAIN ANALYZE`).
+#[derive(Clone)]
+struct PartitionMetrics {
     bytes: Count,
     requests: Count,
     decode: Time,
-    seen: [u64; 3],
+    /// Rows the filter kept.
+    matched: Count,
+    /// Rows chunk statistics excluded (of the whole scan, on partition 0).
+    pruned: Count,
 }
 
-impl ScanMetrics {
-    fn new(set: &ExecutionPlanMetricsSet, partition: usize, stats: Arc<ReadStats>) -> Self {
+impl PartitionMetrics {
+    fn new(set: &ExecutionPlanMetricsSet, partition: usize) -> Self {
         Self {
-            stats,
             bytes: MetricBuilder::new(set).counter("bytes_fetched", partition),
             requests: MetricBuilder::new(set).counter("requests", partition),
             decode: MetricBuilder::new(set).subset_time("decode_time", partition),
-            seen: [0; 3],
+            matched: MetricBuilder::new(set).counter("rows_matched", partition),
+            pruned: MetricBuilder::new(set).counter("rows_pruned_by_statistics", partition),
         }
     }
 
+    /// Copy a read's counters into these as it goes.
+    fn track(&self, stats: Arc<ReadStats>) -> Tracker {
+        Tracker {
+            stats,
+            metrics: self.clone(),
+            seen: [0; 3],
+        }
+    }
+}
+
+/// Copies one read's counters into its partition's metrics.
+struct Tracker {
+    stats: Arc<ReadStats>,
+    metrics: PartitionMetrics,
+    seen: [u64; 3],
+}
+
+impl Tracker {
     fn update(&mut self) {
         let now = [
             self.stats.bytes_fetched.load(Ordering::Relaxed),
@@ -396,19 +521,40 @@ impl ScanMetrics {
             self.stats.decode_nanos.load(Ordering::Relaxed),
         ];
         let delta = |i: usize| usize::try_from(now[i].saturating_sub(self.seen[i])).unwrap_or(0);
-        self.bytes.add(delta(0));
-        self.requests.add(delta(1));
-        self.decode.add_duration(std::time::Duration::from_nanos(
+        self.metrics.bytes.add(delta(0));
+        self.metrics.requests.add(delta(1));
+        self.metrics.decode.add_duration(std::time::Duration::from_nanos(
             now[2].saturating_sub(self.seen[2]),
         ));
         self.seen = now;
     }
 }
 
-impl Drop for ScanMetrics {
+impl Drop for Tracker {
     fn drop(&mut self) {
         self.update();
     }
+}
+
+/// The first `n` rows of `batches`.
+fn limited(batches: Batches, n: usize) -> Batches {
+    batches
+        .scan(n, |left, batch| {
+            let out = match batch {
+                _ if *left == 0 => None,
+                Ok(batch) => {
+                    let take = batch.num_rows().min(*left);
+                    *left -= take;
+                    Some(Ok(batch.slice(0, take)))
+                }
+                Err(e) => {
+                    *left = 0;
+                    Some(Err(e))
+                }
+            };
+            futures::future::ready(out)
+        })
+        .boxed()
 }
 
 /// Batches of no columns that count `rows` rows.

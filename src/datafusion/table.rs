@@ -19,6 +19,7 @@ use datafusion::physical_plan::ExecutionPlan;
 
 use super::scan::ZarrScanExec;
 use super::sink::{Mode, Target, ZarrSink};
+use super::filter::{self, ScanFilter};
 use super::{df_err, prune};
 use crate::conventions::anndata;
 use crate::conventions::cf::DIMENSION_NAMES_KEY;
@@ -348,11 +349,6 @@ impl ZarrTable {
         &self.schema
     }
 
-    pub(crate) fn is_sorted(&self, column: &str) -> bool {
-        self.schema
-            .index_of(column)
-            .is_ok_and(|i| self.sorted.contains(&i))
-    }
 
     /// `rows` split into at most `n` ranges that start on chunk (slab) boundaries.
     pub(crate) fn splits(&self, rows: Range<u64>, n: usize) -> Result<Vec<Range<u64>>> {
@@ -390,12 +386,16 @@ impl datafusion::catalog::TableProvider for ZarrTable {
             Some(p) => p.clone(),
             None => (0..self.schema.fields().len()).collect(),
         };
-        // A filter on a sorted column: only the rows between its first and last
-        // match (reading that column first).
-        let rows = match prune::matching_rows(self, state, filters).await? {
-            Some(r) => r.start.min(self.rows)..r.end.min(self.rows),
-            None => 0..self.rows,
-        };
+        let rows = 0..self.rows;
+        // The filters the scan evaluates itself (on their columns first, the
+        // others read only where rows match): DataFusion applies them no more.
+        let exact: Vec<Expr> = filters
+            .iter()
+            .filter(|f| filter::exact(self, f))
+            .cloned()
+            .collect();
+        let filter =
+            ScanFilter::new(&self.schema, exact, state.execution_props())?.map(Arc::new);
         // The chunks whose statistics say a filter may match (one GET and one
         // listing per filtered column with statistics).
         let named = prune::named_columns(filters);
@@ -406,13 +406,19 @@ impl datafusion::catalog::TableProvider for ZarrTable {
                 .map_err(|e| DataFusionError::External(Box::new(e)))??
         };
         let pruned = prune::by_statistics(self, state, filters, rows.clone(), statistics)?;
+        let kept_rows = pruned.as_ref().map_or(self.rows, |kept| {
+            kept.iter().map(|r| r.end - r.start).sum::<u64>()
+        });
         let groups: Vec<Vec<Range<u64>>> = match (limit, pruned) {
-            // DataFusion passes a limit only when every filter is exact (here:
-            // none): the first `n` rows are the answer.
-            (Some(n), _) => {
+            // DataFusion passes a limit only when every filter is exact: with
+            // none, the first `n` rows are the answer.
+            (Some(n), _) if filter.is_none() => {
                 let end = rows.end.min(rows.start.saturating_add(n as u64));
                 vec![vec![rows.start..end]]
             }
+            // With one, the first `n` matches: the ranges in order, read
+            // until they are found.
+            (Some(_), kept) => vec![kept.unwrap_or_else(|| vec![rows.clone()])],
             // From the metadata alone: no I/O.
             (None, None) => self
                 .splits(rows.clone(), state.config().target_partitions())
@@ -439,7 +445,10 @@ impl datafusion::catalog::TableProvider for ZarrTable {
         } else {
             groups
         };
-        let scan = ZarrScanExec::grouped(Arc::new(self.clone()), columns, groups)?;
+        let fetch = limit.filter(|_| filter.is_some());
+        let scan = ZarrScanExec::grouped(Arc::new(self.clone()), columns, groups)?
+            .with_filter(filter, fetch)
+            .with_pruned(self.rows - kept_rows);
         if self.sliceable {
             return super::distributed::as_file_scan(&scan);
         }
@@ -456,10 +465,12 @@ impl datafusion::catalog::TableProvider for ZarrTable {
         Ok(filters
             .iter()
             .map(|f| {
-                // Inexact: DataFusion applies every filter again. Chunk
-                // statistics (and sorted columns) may skip rows by any
-                // deterministic one.
-                if !f.is_volatile() {
+                if filter::exact(self, f) {
+                    // Evaluated by the scan, on its columns first.
+                    TableProviderFilterPushDown::Exact
+                } else if !f.is_volatile() {
+                    // Applied by DataFusion again; chunk statistics may still
+                    // skip rows by it.
                     TableProviderFilterPushDown::Inexact
                 } else {
                     TableProviderFilterPushDown::Unsupported

@@ -73,6 +73,7 @@ impl Selection {
     }
 
     /// The chosen ranges, in order.
+    #[cfg(test)]
     pub(crate) fn ranges(&self) -> &[Range<u64>] {
         &self.ranges
     }

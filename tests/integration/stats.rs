@@ -322,3 +322,128 @@ fn copy_records_statistics_unless_told_not_to() {
     // Chunk 2 of `v` and of `w` (rows 1000..1500) only.
     assert!(counted.contains("requests=2,"), "{counted}");
 }
+
+/// Every chunk read, as (array, chunk) requests: one per GET.
+fn chunk_requests(store: &Observed) -> Vec<(String, u64)> {
+    store
+        .take()
+        .into_iter()
+        .filter_map(|(key, _)| {
+            let (array, chunk) = key.split_once("/c/")?;
+            Some((array.to_string(), chunk.parse().unwrap()))
+        })
+        .collect()
+}
+
+/// A rare filter that statistics cannot prune (`n` random in every chunk):
+/// the filter's columns are read whole, the other projected column only in
+/// the chunks holding a match, and the answer is the rows that match.
+#[test]
+fn late_materialization_reads_the_rest_only_where_rows_match() {
+    let memory = Arc::new(MemoryStore::new());
+    write(memory.clone(), true);
+    let (samples, _, n, x) = columns();
+    let matches = |i: usize| n[i] == 4321 || (n[i] < 3 && x[i] < 50.0);
+    let matching: Vec<usize> = (0..ROWS).filter(|&i| matches(i)).collect();
+    assert!(!matching.is_empty() && matching.len() < ROWS / CHUNK);
+
+    let store = Observed::new(memory);
+    let location = zarrow::Location::supplied(store.clone(), "t");
+    let table = ZarrTable::from_store(store.clone(), &location, ZarrTableOptions::default())
+        .unwrap();
+    store.take();
+    let sql = "SELECT sample, n FROM t WHERE n = 4321 OR (n < 3 AND x < 50)";
+    let batches = runtime().block_on(async {
+        let ctx = context(3);
+        ctx.register_table("t", Arc::new(table)).unwrap();
+        query(&ctx, sql).await
+    });
+    let mut got: Vec<(String, i64)> = batches
+        .iter()
+        .flat_map(|b| {
+            let s = b.column(0).as_string::<i32>();
+            let v = b.column(1).as_primitive::<Int64Type>();
+            (0..b.num_rows())
+                .map(|i| (s.value(i).to_string(), v.value(i)))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    got.sort();
+    let mut want: Vec<(String, i64)> = matching
+        .iter()
+        .map(|&i| (samples[i].clone(), n[i]))
+        .collect();
+    want.sort();
+    assert_eq!(got, want);
+
+    // The bound of the issue: the filter columns' chunks statistics cannot
+    // exclude (here all), plus the projected chunks holding a match, plus
+    // one; and the other column only where rows match.
+    let requests = chunk_requests(&store);
+    let holding = chunks_of(matches);
+    let sample_reads: BTreeSet<u64> = requests
+        .iter()
+        .filter(|(a, _)| a == "sample")
+        .map(|(_, c)| *c)
+        .collect();
+    assert_eq!(sample_reads, holding);
+    let bound = 2 * ROWS / CHUNK + holding.len() + 1;
+    assert!(requests.len() <= bound, "{} > {bound}", requests.len());
+}
+
+/// `LIMIT` over an exact filter: the first matches, and no more of the
+/// table read than the blocks that hold them.
+#[test]
+fn a_limit_over_a_filter_stops_at_the_first_matches() {
+    let memory = Arc::new(MemoryStore::new());
+    write(memory.clone(), false);
+    let (_, _, n, _) = columns();
+    let store = Observed::new(memory);
+    let location = zarrow::Location::supplied(store.clone(), "t");
+    let table = ZarrTable::from_store(store.clone(), &location, ZarrTableOptions::default())
+        .unwrap();
+    store.take();
+    let batches = runtime().block_on(async {
+        let ctx = context(4);
+        ctx.register_table("t", Arc::new(table)).unwrap();
+        query(&ctx, "SELECT n FROM t WHERE n < 100 LIMIT 5").await
+    });
+    let got: Vec<i64> = batches
+        .iter()
+        .flat_map(|b| b.column(0).as_primitive::<Int64Type>().values().to_vec())
+        .collect();
+    assert_eq!(got.len(), 5);
+    assert!(got.iter().all(|v| *v < 100));
+    assert!(n.iter().filter(|v| **v < 100).count() > 5);
+}
+
+/// The scan evaluates the filter itself (no `FilterExec` above it), and
+/// `EXPLAIN ANALYZE` shows the rows statistics pruned and the rows matched.
+#[test]
+fn explain_analyze_shows_pruned_and_matched_rows() {
+    let memory = Arc::new(MemoryStore::new());
+    write(memory.clone(), true);
+    let location = zarrow::Location::supplied(memory.clone(), "t");
+    let table =
+        ZarrTable::from_store(memory, &location, ZarrTableOptions::default()).unwrap();
+    let (_, days, _, _) = columns();
+    let plan = runtime().block_on(async {
+        let ctx = context(2);
+        ctx.register_table("t", Arc::new(table)).unwrap();
+        let plan = query(
+            &ctx,
+            "EXPLAIN ANALYZE SELECT n FROM t WHERE day BETWEEN 100 AND 110",
+        )
+        .await;
+        format!("{plan:?}")
+    });
+    assert!(!plan.contains("FilterExec"), "{plan}");
+    let matched = days.iter().filter(|d| (100..=110).contains(*d)).count();
+    let kept = chunks_of(|i| (100..=110).contains(&days[i])).len() * CHUNK;
+    assert!(plan.contains(&format!("rows_matched={matched}")), "{plan}");
+    // The rows the scan kept, and those it pruned (DataFusion abbreviates
+    // counts: 9000 is "9.00 K").
+    assert!(plan.contains(&format!(", rows={kept},")), "{plan}");
+    assert_eq!(ROWS - kept, 9000);
+    assert!(plan.contains("rows_pruned_by_statistics=9.00 K"), "{plan}");
+}

@@ -1,0 +1,370 @@
+//! Filters a scan evaluates itself, exactly: late materialization.
+//!
+//! ```text
+//! a block of rows (chunk-aligned) ──▶ read the filter's columns ──▶ evaluate
+//!        the rows that match, as row ranges ◀─────────────────────────┘
+//!        └─▶ read the other projected columns with that row selection: only
+//!            the chunks holding a match, only from its first match to its last
+//!            └─▶ the block's batches: the filter columns' matching rows beside
+//! ```
+//!
+//! A block of no match reads nothing but the filter's columns. Blocks run a
+//! few at a time, in order, so the next block's chunks are read while this
+//! one's are decoded. The filters are the table's `Exact` ones
+//! ([`exact`]): DataFusion applies them no more.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions};
+use arrow_schema::{Schema, SchemaRef};
+use datafusion::common::DFSchema;
+use datafusion::common::tree_node::TreeNode;
+use datafusion::error::{DataFusionError, Result as DfResult};
+use datafusion::execution::TaskContext;
+use datafusion::execution::context::ExecutionProps;
+use datafusion::logical_expr::Expr;
+use datafusion::logical_expr::expr_rewriter::unnormalize_col;
+use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
+use datafusion::logical_expr::utils::conjunction;
+use datafusion::physical_expr::{PhysicalExpr, create_physical_expr};
+use datafusion_proto::bytes::Serializeable;
+use futures::stream::BoxStream;
+use futures::{StreamExt, TryStreamExt};
+
+use super::table::{Source, ZarrTable};
+
+/// How many blocks a partition reads at once (each: its filter columns, then
+/// the rest where rows match).
+const BLOCKS_AHEAD: usize = 3;
+
+/// The fewest rows a block spans (a whole number of the longest chunks).
+const MIN_BLOCK_ROWS: u64 = 1 << 16;
+
+/// Whether the table evaluates `filter` itself, exactly: a deterministic
+/// expression over its columns (of a table of rows, not a flattened N-d array)
+/// that needs nothing but a row's values (no subquery, no aggregate).
+pub(crate) fn exact(table: &ZarrTable, filter: &Expr) -> bool {
+    if filter.is_volatile() || !matches!(table.source, Source::Rows(_)) {
+        return false;
+    }
+    let columns = filter.column_refs();
+    if columns.is_empty()
+        || columns
+            .iter()
+            .any(|c| table.arrow_schema().index_of(&c.name).is_err())
+    {
+        return false;
+    }
+    let needs_more = filter
+        .exists(|e| {
+            Ok(matches!(
+                e,
+                Expr::ScalarSubquery(_)
+                    | Expr::Exists(_)
+                    | Expr::InSubquery(_)
+                    | Expr::SetComparison(_)
+                    | Expr::OuterReferenceColumn(..)
+                    | Expr::Placeholder(_)
+                    | Expr::AggregateFunction(_)
+                    | Expr::WindowFunction(_)
+                    | Expr::Unnest(_)
+                    | Expr::GroupingSet(_)
+            ))
+        })
+        .unwrap_or(true);
+    !needs_more
+}
+
+/// The filters a scan evaluates: their conjunction, over the columns they
+/// read.
+#[derive(Debug)]
+pub(crate) struct ScanFilter {
+    /// The filters, their columns unqualified (what a plan carries).
+    exprs: Vec<Expr>,
+    /// The table's columns they read (indices into its schema), in order.
+    columns: Vec<usize>,
+    /// Those columns' schema.
+    schema: SchemaRef,
+    /// The conjunction, over `schema`.
+    predicate: Arc<dyn PhysicalExpr>,
+}
+
+impl ScanFilter {
+    /// The scan's filter of `exprs` (the table's exact ones) over a table of
+    /// `schema`; `None` for none.
+    ///
+    /// # Errors
+    /// A filter DataFusion cannot plan over the table's columns.
+    pub(crate) fn new(
+        schema: &Schema,
+        exprs: Vec<Expr>,
+        props: &ExecutionProps,
+    ) -> DfResult<Option<Self>> {
+        let exprs: Vec<Expr> = exprs.into_iter().map(unnormalize_col).collect();
+        let Some(conjunct) = conjunction(exprs.clone()) else {
+            return Ok(None);
+        };
+        let mut columns: Vec<usize> = conjunct
+            .column_refs()
+            .iter()
+            .map(|c| schema.index_of(&c.name))
+            .collect::<Result<_, _>>()?;
+        columns.sort_unstable();
+        columns.dedup();
+        let schema = Arc::new(schema.project(&columns)?);
+        let df_schema = DFSchema::try_from(schema.as_ref().clone())?;
+        // Planned here, not by the session: a session across an FFI boundary
+        // (datafusion-python) makes expressions that cannot be sent in a plan.
+        let predicate = create_physical_expr(
+            &conjunct,
+            &df_schema,
+            props,
+            &PhysicalPlanningContext::default(),
+        )?;
+        Ok(Some(Self {
+            exprs,
+            columns,
+            schema,
+            predicate,
+        }))
+    }
+
+    /// The filters, as a plan carries them to another machine.
+    ///
+    /// # Errors
+    /// A filter datafusion-proto cannot encode.
+    pub(crate) fn to_bytes(&self) -> DfResult<Vec<Vec<u8>>> {
+        self.exprs
+            .iter()
+            .map(|e| Ok(e.to_bytes()?.to_vec()))
+            .collect()
+    }
+
+    /// The filter [`ScanFilter::to_bytes`] carried, over a table of `schema`
+    /// (its functions resolved in `ctx`).
+    ///
+    /// # Errors
+    /// Bytes that are not an expression over the table's columns.
+    pub(crate) fn from_bytes(
+        schema: &Schema,
+        bytes: &[Vec<u8>],
+        ctx: &TaskContext,
+    ) -> DfResult<Option<Self>> {
+        let exprs = bytes
+            .iter()
+            .map(|b| Expr::from_bytes_with_ctx(b, ctx))
+            .collect::<DfResult<Vec<_>>>()?;
+        Self::new(schema, exprs, &ExecutionProps::new())
+    }
+
+    /// The table's columns the filter reads.
+    pub(crate) fn columns(&self) -> &[usize] {
+        &self.columns
+    }
+
+    /// The filters, for display.
+    pub(crate) fn display(&self) -> String {
+        self.exprs
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(" AND ")
+    }
+
+    /// Which rows of `batch` (the filter's columns) match: nulls do not.
+    fn evaluate(&self, batch: &RecordBatch) -> DfResult<BooleanArray> {
+        let n = batch.num_rows();
+        let mask = self.predicate.evaluate(batch)?.into_array(n)?;
+        let Some(mask) = mask.as_boolean_opt() else {
+            return Err(DataFusionError::Internal(format!(
+                "a filter evaluated to {}, not booleans",
+                mask.data_type()
+            )));
+        };
+        Ok(match mask.null_count() {
+            0 => mask.clone(),
+            _ => arrow_select::filter::prep_null_mask_filter(mask),
+        })
+    }
+}
+
+/// What a late-materialized read of one row range needs: how to open a
+/// read of some columns over some rows, the filter, and the columns to give.
+pub(crate) struct Filtered {
+    /// Opens a stream of `names`' rows in `rows` (of those a selection keeps).
+    pub open: Arc<dyn Fn(Vec<String>, Range<u64>, Option<Vec<Range<u64>>>) -> DfResult<Batches>
+            + Send
+            + Sync>,
+    pub filter: Arc<ScanFilter>,
+    /// The table's schema.
+    pub table: SchemaRef,
+    /// The columns to give (indices into the table's schema), and their schema.
+    pub columns: Vec<usize>,
+    pub schema: SchemaRef,
+    /// The rows of a block.
+    pub block_rows: u64,
+    /// Counts the rows the filter kept.
+    pub matched: datafusion::physical_plan::metrics::Count,
+}
+
+/// A stream of batches.
+pub(crate) type Batches = BoxStream<'static, DfResult<RecordBatch>>;
+
+impl Filtered {
+    /// The rows of `range` that match, the given columns of them.
+    pub(crate) fn stream(self, range: Range<u64>) -> Batches {
+        let this = Arc::new(self);
+        let blocks = blocks(range, this.block_rows);
+        futures::stream::iter(blocks)
+            .map(move |block| {
+                let this = this.clone();
+                async move { this.block(block).await }
+            })
+            .buffered(BLOCKS_AHEAD)
+            .map_ok(|batches| futures::stream::iter(batches.into_iter().map(Ok)))
+            .try_flatten()
+            .boxed()
+    }
+
+    fn names(&self, columns: &[usize]) -> Vec<String> {
+        columns
+            .iter()
+            .map(|&i| self.table.field(i).name().clone())
+            .collect()
+    }
+
+    /// The matching rows of one block.
+    async fn block(&self, rows: Range<u64>) -> DfResult<Vec<RecordBatch>> {
+        let filter = &self.filter;
+        // 1. The filter's columns, evaluated.
+        let mut read = (self.open)(self.names(filter.columns()), rows.clone(), None)?;
+        // Of the columns given, those the filter reads (their place among
+        // the filter's columns), and the others.
+        let given: Vec<Option<usize>> = self
+            .columns
+            .iter()
+            .map(|c| filter.columns().iter().position(|f| f == c))
+            .collect();
+        let others: Vec<usize> = self
+            .columns
+            .iter()
+            .zip(&given)
+            .filter(|(_, g)| g.is_none())
+            .map(|(&c, _)| c)
+            .collect();
+        let mut matches: Vec<Range<u64>> = Vec::new();
+        let mut kept: Vec<RecordBatch> = Vec::new();
+        let mut row = rows.start;
+        while let Some(batch) = read.next().await {
+            let batch = batch?;
+            let batch = RecordBatch::try_new(filter.schema.clone(), batch.columns().to_vec())?;
+            let mask = filter.evaluate(&batch)?;
+            for (start, end) in mask.values().set_slices() {
+                let found = row + start as u64..row + end as u64;
+                match matches.last_mut() {
+                    Some(last) if last.end == found.start => last.end = found.end,
+                    _ => matches.push(found),
+                }
+            }
+            if mask.true_count() > 0 && given.iter().any(Option::is_some) {
+                kept.push(arrow_select::filter::filter_record_batch(&batch, &mask)?);
+            }
+            row += batch.num_rows() as u64;
+        }
+        let matched: u64 = matches.iter().map(|r| r.end - r.start).sum();
+        self.matched.add(usize::try_from(matched).unwrap_or(usize::MAX));
+        if matched == 0 {
+            return Ok(Vec::new());
+        }
+        // The filter's columns' matching rows, as one batch.
+        let kept = match kept.len() {
+            0 => None,
+            1 => kept.pop(),
+            _ => Some(arrow_select::concat::concat_batches(&filter.schema, &kept)?),
+        };
+        // 2. The other columns, only where rows match.
+        let mut out = Vec::new();
+        if others.is_empty() {
+            out.push(self.assemble(&given, kept.as_ref(), 0, None, matched as usize)?);
+            return Ok(out);
+        }
+        let mut rest = (self.open)(self.names(&others), rows, Some(matches))?;
+        let mut offset = 0;
+        while let Some(batch) = rest.next().await {
+            let batch = batch?;
+            let n = batch.num_rows();
+            out.push(self.assemble(&given, kept.as_ref(), offset, Some(&batch), n)?);
+            offset += n;
+        }
+        if offset as u64 != matched {
+            return Err(DataFusionError::Internal(format!(
+                "late materialization read {offset} rows of the other columns for {matched} matches"
+            )));
+        }
+        Ok(out)
+    }
+
+    /// The given columns of `n` matching rows, from `offset` on: each either
+    /// a filter column (from `kept`) or the next of `rest`'s.
+    fn assemble(
+        &self,
+        given: &[Option<usize>],
+        kept: Option<&RecordBatch>,
+        offset: usize,
+        rest: Option<&RecordBatch>,
+        n: usize,
+    ) -> DfResult<RecordBatch> {
+        let mut rest_columns = rest.map(|b| b.columns().iter()).into_iter().flatten();
+        let mut columns: Vec<ArrayRef> = Vec::with_capacity(given.len());
+        for g in given {
+            let column = match (g, kept) {
+                (Some(i), Some(kept)) => kept.column(*i).slice(offset, n),
+                _ => rest_columns.next().cloned().ok_or_else(|| {
+                    DataFusionError::Internal("late materialization lost a column".into())
+                })?,
+            };
+            columns.push(column);
+        }
+        Ok(RecordBatch::try_new_with_options(
+            self.schema.clone(),
+            columns,
+            &RecordBatchOptions::new().with_row_count(Some(n)),
+        )?)
+    }
+}
+
+/// `range` cut at multiples of `block` rows.
+fn blocks(range: Range<u64>, block: u64) -> Vec<Range<u64>> {
+    let block = block.max(1);
+    let mut out = Vec::new();
+    let mut start = range.start;
+    while start < range.end {
+        let end = ((start / block + 1).saturating_mul(block)).min(range.end);
+        out.push(start..end);
+        start = end;
+    }
+    out
+}
+
+/// The rows of a block over columns whose longest chunk is `longest`: a
+/// whole number of such chunks, at least [`MIN_BLOCK_ROWS`].
+pub(crate) fn block_rows(longest: u64) -> u64 {
+    let longest = longest.max(1);
+    MIN_BLOCK_ROWS.div_ceil(longest).saturating_mul(longest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{block_rows, blocks};
+
+    #[test]
+    fn blocks_are_aligned_and_cover_the_range() {
+        assert_eq!(blocks(5..25, 10), vec![5..10, 10..20, 20..25]);
+        assert_eq!(blocks(0..0, 10), Vec::<std::ops::Range<u64>>::new());
+        assert_eq!(block_rows(100_000), 100_000);
+        assert_eq!(block_rows(1000), 66_000);
+        assert_eq!(block_rows(0), 1 << 16);
+    }
+}
