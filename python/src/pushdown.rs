@@ -121,6 +121,10 @@ async fn plan(
     if let Some(n) = batch_size {
         config = config.with_batch_size(n.max(1));
     }
+    // The filter's batches handed on as they come (a slice of a chunk each),
+    // not gathered to the batch size first: a consumer that stops early
+    // (`filter(...).head(3)`) has read little more than it used.
+    config.options_mut().execution.coalesce_batches = false;
     let ctx = SessionContext::new_with_config(config);
     let predicate = match predicate(&ctx, &expression).await {
         Ok(p) => p,

@@ -9,7 +9,9 @@ exactly the matching rows (``src/pushdown.rs``).
   at all (then the dataset filters as before).
 - Polars hands ``zarrow.scan`` a ``pl.Expr``: each top-level ``&`` part is
   turned into a pyarrow expression by Polars' own converter (the one its Delta
-  and Iceberg scans use), or, for a categorical's ``is_in``, by zarrow; the
+  and Iceberg scans use), or, for a categorical's ``==`` and ``is_in``, by
+  zarrow (a categorical's order comparisons follow its categories, not its
+  strings: Polars applies them); the
   parts so turned are pushed (a row failing one fails the whole predicate),
   and Polars' own predicate is applied to what comes back when any part was
   not.
@@ -99,12 +101,17 @@ def polars_predicate(predicate: Any, schema: Any, arrow: Any) -> Tuple[Optional[
     categorical = {n for n, t in schema.items() if t == pl.Categorical or isinstance(t, pl.Enum)}
     pushed, complete = [], True
     for part in _conjuncts(predicate):
-        converted = _converted(part, schema)
-        if converted is None:
+        # A categorical compared by order follows its categories' order in
+        # Polars (an Enum), not its strings': only `==` and `is_in` on one
+        # are pushed, as the set of strings they allow.
+        if categorical & set(part.meta.root_names()):
             found = _compared_strings(part, categorical)
+            converted = None
             if found is not None:
                 column, values = found
                 converted = pa.compute.field(column).isin(sorted(values))
+        else:
+            converted = _converted(part, schema)
         # A part pyarrow cannot put in Substrait (a cast it would need to
         # compare an unsigned column with a Python int) stays Polars'.
         if converted is not None:
