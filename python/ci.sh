@@ -2,7 +2,8 @@
 # The Python package's CI, from the repository root (the lead's .ci/run calls it
 # after its venv step):
 #   bash python/ci.sh
-# 1. The test requirements into .venv (beside testdata/gen/requirements.txt).
+# 1. The test requirements into .venv (beside testdata/gen/requirements.txt), and
+#    protoc (Debian's protobuf-compiler), which building the package needs.
 # 2. The package built by maturin (release profile; .ci/run passes MATURIN_PEP517_ARGS
 #    ="--profile ci" to share its build) and installed into .venv, as
 #    `pip install ./python` does, in the repository's target/ directory so the
@@ -22,6 +23,12 @@ if [ ! -x .venv/bin/python ]; then
     .venv/bin/python -m pip install --disable-pip-version-check -q -r testdata/gen/requirements.txt
 fi
 .venv/bin/python -m pip install --disable-pip-version-check -q -r python/requirements-test.txt
+
+step "protoc (the substrait crate, under datafusion-substrait, compiles Substrait's protobuf definitions when it builds)"
+if ! command -v protoc >/dev/null; then
+    apt-get update -qq
+    apt-get install -y -qq protobuf-compiler
+fi
 
 step "fmt, clippy (python crate)"
 cargo fmt --check -p zarrow-python

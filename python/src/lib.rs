@@ -10,6 +10,7 @@ mod errors;
 mod keep;
 mod location;
 mod options;
+mod pushdown;
 mod stream;
 
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -294,7 +295,7 @@ fn sql(
 }
 
 /// The package's one runtime, lent to everything that runs async work: `sql`,
-/// the datafusion-python tables, and the I/O of every URL and obstore store
+/// the engines' pushed filters (`pushdown.rs`), the datafusion-python tables, and the I/O of every URL and obstore store
 /// it opens (Python lends none). One for the process, started by the first
 /// use, a worker per core.
 fn runtime() -> zarrow::Result<tokio::runtime::Handle> {
@@ -324,6 +325,7 @@ fn zarrow_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(convert, m)?)?;
     m.add_function(wrap_pyfunction!(build_stats, m)?)?;
     m.add_function(wrap_pyfunction!(sql, m)?)?;
+    m.add_function(wrap_pyfunction!(pushdown::filtered, m)?)?;
     m.add_class::<datafusion::Table>()?;
     m.add_class::<datafusion::Factory>()?;
     m.add_function(wrap_pyfunction!(datafusion::table, m)?)?;

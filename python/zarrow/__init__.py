@@ -297,6 +297,10 @@ def _probe(path: Any, columns: Optional[Sequence[str]], options: dict) -> Tuple[
     the node is an N-d array, which reads as its elements in C order with no
     row selection (then the reader is the whole read's: take its schema with
     ``_schema_only()``, which reads nothing)."""
+    if options.get("long"):
+        # A long table takes no row selection: its reader (metadata only
+        # until read) is the probe.
+        return _open(path, columns, **options), False
     try:
         return _open(path, columns, limit=0, **options), False
     except ZarrowError:

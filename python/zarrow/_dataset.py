@@ -2,9 +2,11 @@
 DuckDB (which pushes its projection and filters into it) and
 ``pl.scan_pyarrow_dataset``.
 
-Both engines trust a filter they hand over: neither applies it again. So the
-scanner reads the projected columns plus the filter's, and pyarrow's own
-scanner (``Scanner.from_batches``) applies the filter exactly and projects.
+Both engines trust a filter they hand over: neither applies it again. The
+scanner pushes it into zarrow (``_pushdown``: DataFusion filters the table,
+and chunks that no row can match are not read); where it cannot, it reads the
+projected columns plus the filter's, and pyarrow's own scanner
+(``Scanner.from_batches``) applies the filter exactly and projects.
 
 pyarrow's ``Dataset`` is a C++ object: a Python subclass that leaves its base
 uninitialised must override every method a caller may reach (a base method would
@@ -47,6 +49,21 @@ def _referenced(schema: pa.Schema, expression: ds.Expression) -> list[str]:
     return among(list(schema.names))
 
 
+def _as_schema(stream: pa.RecordBatchReader, schema: pa.Schema) -> pa.RecordBatchReader:
+    """`stream`'s batches under `schema`, which differs at most in its fields'
+    nullability and metadata (the DataFusion table marks every column
+    nullable; the dataset's schema is the reader's): the same arrays,
+    relabelled. Another difference is an error."""
+    if stream.schema == schema:
+        return stream
+    if stream.schema.names != schema.names or stream.schema.types != schema.types:
+        from . import ZarrowError
+
+        raise ZarrowError(f"zarrow.ZarrDataset: the filtered scan's schema {stream.schema} is not {schema}")
+    batches = (pa.RecordBatch.from_arrays(b.columns, schema=schema) for b in stream)
+    return pa.RecordBatchReader.from_batches(schema, batches)
+
+
 class ZarrDataset(ds.Dataset):
     """A Zarr group or array as a ``pyarrow.dataset.Dataset``: ``schema``,
     ``scanner``, ``to_batches``, ``to_table``, ``to_reader``, ``count_rows``,
@@ -60,6 +77,7 @@ class ZarrDataset(ds.Dataset):
         rows: int,
         selection: Optional[list[str]],
         flat: bool,
+        sorted: Optional[list[str]] = None,
     ) -> None:
         # The C++ base is left uninitialised on purpose (see the module's doc).
         self._path = path
@@ -70,6 +88,8 @@ class ZarrDataset(ds.Dataset):
         self._selection = selection
         # An N-d array, read as its elements: no row selection applies.
         self._flat = flat
+        # Columns whose values never decrease (a pushed filter narrows by them).
+        self._sorted = sorted
 
     @property
     def schema(self) -> pa.Schema:
@@ -147,8 +167,12 @@ class ZarrScanner:
             if schema.get_field_index(name) < 0:
                 raise KeyError(f"zarrow.ZarrDataset: no column named {name!r} (have: {', '.join(schema.names)})")
         read = list(names)
-        if filter is not None:
-            read += [c for c in _referenced(schema, filter) if c not in read]
+        # The columns the filter reads.
+        self._filter_columns = [] if filter is None else _referenced(schema, filter)
+        read += [c for c in self._filter_columns if c not in read]
+        # Why the filter was not pushed into zarrow (``None``: it was, or
+        # there is none).
+        self.not_pushed: Optional[str] = None
         self._dataset = dataset
         self._columns = list(names)
         self._read = read
@@ -185,7 +209,37 @@ class ZarrScanner:
 
         return pa.RecordBatchReader.from_batches(pa.schema([]), batches())
 
+    def _pushed(self) -> Optional[pa.RecordBatchReader]:
+        """The scan with its filter evaluated in zarrow (see ``_pushdown``):
+        chunks that no row of it can match are not read, and only matching
+        rows come back. ``None`` where it cannot be pushed (an N-d array read
+        flat, a long table, a filter Substrait or DataFusion cannot take);
+        why is kept in ``not_pushed``."""
+        from . import _pushdown
+
+        d = self._dataset
+        if self._filter is None:
+            return None
+        if d._flat or d._options.get("long"):
+            self.not_pushed = "a long table or an N-d array is filtered as it is read"
+            return None
+        schema = _pushdown.substrait_schema(d.schema, self._filter_columns)
+        blob = _pushdown.substrait(self._filter, schema)
+        if blob is None:
+            self.not_pushed = "pyarrow cannot write the filter as Substrait"
+            return None
+        reader, why = _pushdown.filtered(
+            d._path, d._options, d._selection, d._sorted, blob, self._columns, self._batch_size
+        )
+        if reader is None:
+            self.not_pushed = why
+            return None
+        return _as_schema(pa.RecordBatchReader.from_stream(reader), self.projected_schema)
+
     def to_reader(self) -> pa.RecordBatchReader:
+        pushed = self._pushed()
+        if pushed is not None:
+            return pushed
         stream = self._open() if self._read else self._rows_only()
         if self._filter is None and self._read == self._columns and self._columns:
             return pa.RecordBatchReader.from_stream(stream)
@@ -222,12 +276,31 @@ class ZarrScanner:
         return pa.Table.from_batches(batches, schema=self.projected_schema)
 
 
-def dataset(path_or_url: Any, *, anonymous: bool = False, **options: Any) -> ZarrDataset:
+def dataset(
+    path_or_url: Any,
+    *,
+    anonymous: bool = False,
+    sorted: Optional[Sequence[str]] = None,
+    **options: Any,
+) -> ZarrDataset:
     """A Zarr group (one column per 1-D array) or array as a
     ``pyarrow.dataset.Dataset``: DuckDB (``duckdb.sql("SELECT ... FROM ds")``)
     and ``pl.scan_pyarrow_dataset(ds)`` push their projection and filters into
     it, and it reads only the columns they use.
 
+    A filter (a pyarrow expression: DuckDB's ``WHERE``) is pushed into zarrow
+    whole, as Substrait: DataFusion evaluates it over the table (with SQL's
+    floats: NaN the greatest value, equal to itself, as DuckDB has them) and
+    only matching rows come back. Chunks whose statistics (``zarrow.write``
+    records them; ``zarrow.build_stats`` for a store another tool wrote) rule
+    out every row are not read, and a filter on a sorted column (``sorted``, or
+    an xarray dimension coordinate) reads only the rows between its first and
+    last match. A filter pyarrow cannot write as Substrait (one that needs a
+    checked cast, such as an unsigned column against a signed literal), a
+    long table and an N-d array are read whole and filtered by pyarrow, as
+    the scanner's ``not_pushed`` says.
+
+    sorted: columns whose values never decrease, as ``zarrow.table``.
     options: as ``zarrow.read``: ``columns``, ``string_type``, ``decode_cf``,
     ``long``, ``categorical_values``. Strings are "utf8" unless
     ``string_type`` says otherwise: pyarrow cannot filter "utf8-view", and
@@ -250,4 +323,4 @@ def dataset(path_or_url: Any, *, anonymous: bool = False, **options: Any) -> Zar
     # Opening a reader reads metadata only; its row count is the table's.
     rows = probe.total_rows if flat else _open(path, columns, **options).total_rows
     selection = _columns(columns)
-    return ZarrDataset(path, options, schema, rows, selection, flat)
+    return ZarrDataset(path, options, schema, rows, selection, flat, _columns(sorted))

@@ -2,7 +2,9 @@
 
 Polars hands the plugin the columns it needs, the rows it wants (``n_rows``) and
 a predicate, and applies none of them again: the plugin reads only those columns
-and rows, and filters each batch with the predicate exactly.
+and rows, and returns only the rows the predicate keeps. The predicate is
+pushed into zarrow where it can be (``_pushdown``: chunks are skipped by their
+statistics); the rest of it is applied to each batch by Polars.
 """
 
 from __future__ import annotations
@@ -26,10 +28,21 @@ def scan(
     The schema comes from the metadata alone (no chunk is read, but for an
     ordered categorical's categories, when the scan is made). A query reads
     only the columns it uses and, with ``head(n)`` or ``n_rows``, only the
-    chunks those rows lie in; its filter is applied to each batch as it
-    arrives. A filter on a sorted column (``sorted``, or an
-    xarray dimension coordinate) first reads that column alone, then only the
-    rows between its first and last match.
+    chunks those rows lie in.
+
+    A filter is pushed into zarrow: each part of it joined by ``&`` that is a
+    comparison of a column with a literal (``==``, ``!=``, ``<``, ``<=``,
+    ``>``, ``>=``), ``is_in``, ``is_between``, ``is_null``,
+    ``is_not_null``, ``is_nan``, or ``|`` and ``~`` of those, is evaluated
+    by DataFusion over the table (as ``zarrow.table`` does): chunks whose
+    statistics (``zarrow.write`` records them; ``zarrow.build_stats`` for a
+    store written by another tool) rule out every row are not read, a filter
+    on a sorted column (``sorted``, or an xarray dimension coordinate) reads
+    only the rows between its first and last match, and only matching rows
+    cross to Polars. The parts that cannot be pushed (other expressions, a
+    Python int compared with an unsigned column) are applied by Polars to
+    what comes back. A long table (``long=True``), an N-d array and
+    ``head(n)`` before a filter are read whole and filtered by Polars.
 
     columns: of a group, only these columns, in this order.
     string_type: strings as "utf8-view" (the default: Polars' own string
@@ -41,10 +54,11 @@ def scan(
     anndata categoricals arrive as ``pl.Categorical`` (their codes and
     categories, unless ``categorical_values=True``), ordered ones as a
     ``pl.Enum`` of their categories (read with the schema, for their order),
-    nullable columns with their nulls. A filter comparing a categorical with
-    strings (``==``, ``is_in``) is first evaluated on its categories, once,
-    and rows whose codes name none of them never cross to Polars. Children of
-    a group that are not columns are named once, in a ``ZarrowWarning``.
+    nullable columns with their nulls. Where a filter is not pushed (a long
+    table), its comparisons of a categorical with strings (``==``,
+    ``is_in``) are first evaluated on its categories, once, and rows whose
+    codes name none of them never cross to Polars. Children of a group that
+    are not columns are named once, in a ``ZarrowWarning``.
 
     >>> import polars as pl, zarrow
     >>> lf = zarrow.scan("testdata/stores/obs.zarr", columns=["barcode", "cell_type", "n_genes"])
@@ -91,38 +105,72 @@ def scan(
             read_columns += [c for c in predicate.meta.root_names() if c not in read_columns]
         if n_rows == 0:
             return
-        # `n_rows` comes before the predicate: the first n rows, then filtered.
-        rows: Optional[Tuple[int, int]] = None
-        if predicate is not None and not opened.get("long") and not flat:
-            rows = _matching_rows(path, predicate, columns, names, sorted, opened, frame_of)
-        if rows is not None and n_rows is not None:
-            end = min(rows[1], n_rows)
-            rows = (min(rows[0], end), end)
-        if rows is not None and rows[0] == rows[1]:
-            return
+        # `n_rows` comes before the predicate (the first n rows, then
+        # filtered): such a scan is not pushed.
+        if predicate is not None and n_rows is None and not opened.get("long") and not flat:
+            pushed = _pushed(predicate, wanted, read_columns)
+            if pushed is not None:
+                yield from pushed
+                return
         # All of them: the scan's own selection (an array's one column has no
         # name to select).
-        selection = columns if read_columns == names else read_columns
-        limit = None if rows is not None or flat else n_rows
+        # A long table reads its coordinates whatever the selection (a
+        # selected one would come twice): all of it, then selected here.
+        long = bool(opened.get("long"))
+        selection = columns if read_columns == names or long else read_columns
+        # An N-d array and a long table take no row selection: their first
+        # n rows are cut here.
+        cut = flat or long
+        limit = None if cut else n_rows
         keep = _kept_categories(predicate, schema) if predicate is not None and not flat else None
         # Polars' batch size is a hint: the reader's batches stay chunk-aligned
         # (slices of decoded chunks), gathered into growing ones up to it, so
         # that a query that stops early (`filter(...).head(3)`) reads little
         # more than it uses. An N-d array's batches are its chunk rows.
         gather = None if flat else batch_size
-        reader = _open(path, selection, rows, limit=limit, keep=keep, gather=gather, **opened)
-        left = n_rows if flat else None
+        reader = _open(path, selection, limit=limit, keep=keep, gather=gather, **opened)
+        left = n_rows if cut else None
         while (batch := reader._next_stream()) is not None:
             frame = frame_of(batch)
             if left is not None:
                 frame, left = frame.head(left), left - min(left, frame.height)
             if predicate is not None:
                 frame = frame.filter(predicate)
-            if len(read_columns) != len(wanted):
+            if frame.columns != wanted:
                 frame = frame.select(wanted)
             yield frame
             if left == 0:
                 return
+
+    def _pushed(predicate: pl.Expr, wanted: list[str], read_columns: list[str]) -> Optional[Iterator[pl.DataFrame]]:
+        """The scan with the parts of `predicate` that pyarrow expresses
+        evaluated in zarrow (see ``_pushdown``), Polars' own predicate applied
+        to what comes back where a part is not; ``None``: no part is."""
+        try:
+            from . import _pushdown
+        except ImportError:  # pragma: no cover (pyarrow is needed for it)
+            return None
+        arrow = probe.schema
+        expression, complete = _pushdown.polars_predicate(predicate, schema, arrow)
+        if expression is None:
+            return None
+        referenced = [n for n in predicate.meta.root_names() if n in schema]
+        blob = _pushdown.substrait(expression, _pushdown.substrait_schema(arrow, referenced))
+        if blob is None:
+            return None
+        output = wanted if complete else read_columns
+        reader, _why = _pushdown.filtered(path, opened, columns, sorted, blob, output)
+        if reader is None:
+            return None
+
+        def frames() -> Iterator[pl.DataFrame]:
+            while (batch := reader._next_stream()) is not None:
+                frame = frame_of(batch)
+                if not complete:
+                    frame = frame.filter(predicate).select(wanted)
+                yield frame
+
+        return frames()
 
     return register_io_source(source, schema=schema, is_pure=True, explain_name="zarrow", explain_detail=str(path))
 
@@ -189,60 +237,3 @@ def _compared_strings(part: Any, categorical: set) -> Optional[Tuple[str, set]]:
     if values.dtype != pl.String:
         return None
     return name, {v for v in values.to_list() if v is not None}
-
-
-def _matching_rows(
-    path: str,
-    predicate: Any,
-    columns: Optional[Sequence[str]],
-    names: list,
-    sorted: Optional[Sequence[str]],
-    opened: dict,
-    frame_of: Any,
-) -> Optional[Tuple[int, int]]:
-    """The rows outside of which no row matches `predicate` (``None``: nothing
-    narrows them), as the DataFusion table finds them: each sorted column that
-    a conjunct reads alone is read once, and the conjuncts on it evaluated.
-    Narrowing to the first and last match is sound whatever the column holds."""
-    import polars as pl
-
-    from . import _zarrow
-
-    by_column: dict = {}
-    for part in _conjuncts(predicate):
-        roots = set(part.meta.root_names())
-        if len(roots) == 1 and next(iter(roots)) in names:
-            by_column.setdefault(next(iter(roots)), []).append(part)
-    if not by_column:
-        return None
-    options = {
-        "columns": None if columns is None else list(columns),
-        "sorted": None if sorted is None else list(sorted),
-        "decode_cf": opened.get("decode_cf", True),
-        "anonymous": opened["anonymous"],
-    }
-    sorted_columns = set(_zarrow.table(path, options).sorted_columns)
-    from . import _open
-
-    rows: Optional[Tuple[int, int]] = None
-    for column, parts in by_column.items():
-        if column not in sorted_columns:
-            continue
-        reader = _open(path, columns if [column] == names else [column], **opened)
-        first, last, row = None, 0, 0
-        while (batch := reader._next_stream()) is not None:
-            frame = frame_of(batch)
-            mask = frame.select(pl.all_horizontal(parts).fill_null(False)).to_series()
-            hits = mask.arg_true()
-            if hits.len():
-                if first is None:
-                    first = row + hits[0]
-                last = row + hits[-1] + 1
-            row += frame.height
-        found = (0, 0) if first is None else (first, last)
-        if rows is None:
-            rows = found
-        else:
-            start = max(rows[0], found[0])
-            rows = (start, max(start, min(rows[1], found[1])))
-    return rows

@@ -1,0 +1,242 @@
+//! A filter pushed into a Zarr table from Python's engines: DuckDB's filters
+//! (which reach `zarrow.dataset` as pyarrow expressions) and the Polars scan's
+//! predicate (turned into pyarrow expressions by `zarrow/_polars.py`).
+//!
+//! ```text
+//! pyarrow Expression --to_substrait--> Substrait ExtendedExpression (bytes)
+//!   --datafusion-substrait--> DataFusion Expr
+//!   --> read_table(ZarrTable).filter(expr).select(columns) --> batches
+//! ```
+//!
+//! The table's scan takes the filter as DataFusion hands it down: chunks whose
+//! statistics (or a sorted column) rule out every row are not read. DataFusion's
+//! `FilterExec` keeps exactly the matching rows, so the engine may trust the
+//! answer (DuckDB applies a filter it hands over no more).
+//!
+//! The plan runs in one partition: the rows come in the table's order, as
+//! `zarrow.read` gives them (the scan still reads ahead and decodes on rayon).
+//!
+//! A filter that Substrait or DataFusion cannot take (an unknown function, a
+//! type the table's column cannot be compared with) is refused with the
+//! reason, before anything is read: the caller then filters as it did without
+//! pushdown. Failures of the read itself are errors.
+
+use std::sync::Arc;
+
+use arrow_array::{RecordBatch, RecordBatchReader};
+use arrow_schema::{ArrowError, SchemaRef};
+use datafusion::error::DataFusionError;
+use datafusion::execution::SendableRecordBatchStream;
+use datafusion::logical_expr::Expr;
+use datafusion::physical_plan::execute_stream;
+use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion_substrait::logical_plan::consumer::from_substrait_extended_expr;
+use datafusion_substrait::substrait::proto::ExtendedExpression;
+use futures::StreamExt;
+use prost::Message;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use tokio::runtime::Handle;
+use zarrow::datafusion::{ZarrTable, ZarrTableOptions};
+use zarrow::location::UrlOptions;
+
+use crate::errors::to_py;
+use crate::location::PyLocation;
+use crate::stream::Reader;
+
+/// Why a filter was not taken: the caller filters itself.
+#[derive(Debug)]
+struct Refused(String);
+
+/// What planning ended with: a stream, a filter refused, or a failure.
+enum Planned {
+    Stream(SendableRecordBatchStream),
+    Refused(Refused),
+}
+
+/// Read `columns` (in this order; none: only the count of matching rows) of
+/// the table at `location` (a directory, a URL or an obstore store), opened
+/// with `options` (the keys of `zarrow.table`'s options and a URL's), where
+/// `filter` holds: a Substrait `ExtendedExpression` of one boolean expression
+/// over the table's columns (pyarrow's `Expression.to_substrait`), in
+/// batches of up to `batch_size` rows (default: DataFusion's).
+///
+/// Returns the reader, or (`None`, why) when the filter cannot be taken:
+/// bytes that are no extended expression, an expression DataFusion's
+/// Substrait consumer or planner refuses. Opening or reading the store
+/// raises as `zarrow.read` does.
+#[pyfunction]
+#[pyo3(signature = (location, options, filter, columns, batch_size=None))]
+pub(crate) fn filtered(
+    py: Python<'_>,
+    location: PyLocation,
+    options: &Bound<'_, PyDict>,
+    filter: &[u8],
+    columns: Vec<String>,
+    batch_size: Option<usize>,
+) -> PyResult<(Option<Reader>, Option<String>)> {
+    let (url, options): (UrlOptions, ZarrTableOptions) =
+        crate::options::keywords("filtered", options)?;
+    let handle = crate::runtime().map_err(to_py)?;
+    let stores = location
+        .stores(url)
+        .map_err(to_py)?
+        .with_runtime(handle.clone());
+    let planned = py.detach(|| {
+        let table = ZarrTable::open(&location.0, options, &stores)?;
+        let expression = match ExtendedExpression::decode(filter) {
+            Ok(e) => e,
+            Err(e) => {
+                return Ok(Planned::Refused(Refused(format!(
+                    "not a Substrait extended expression: {e}"
+                ))));
+            }
+        };
+        block_on(&handle, plan(table, expression, columns, batch_size))
+    });
+    match planned.map_err(to_py)? {
+        Planned::Stream(stream) => {
+            let reader = Filtered {
+                schema: stream.schema(),
+                stream,
+                handle,
+                ended: false,
+            };
+            Ok((Some(Reader::new(Box::new(reader), None, Vec::new())), None))
+        }
+        Planned::Refused(Refused(why)) => Ok((None, Some(why))),
+    }
+}
+
+/// The plan of `table` filtered by `expression` and projected to `columns`,
+/// started; refused where the expression cannot be taken.
+async fn plan(
+    table: ZarrTable,
+    expression: ExtendedExpression,
+    columns: Vec<String>,
+    batch_size: Option<usize>,
+) -> zarrow::Result<Planned> {
+    // One partition: the rows in the table's order.
+    let mut config = SessionConfig::new().with_target_partitions(1);
+    if let Some(n) = batch_size {
+        config = config.with_batch_size(n.max(1));
+    }
+    // The filter's batches handed on as they come (a slice of a chunk each),
+    // not gathered to the batch size first: a consumer that stops early
+    // (`filter(...).head(3)`) has read little more than it used.
+    config.options_mut().execution.coalesce_batches = false;
+    let ctx = SessionContext::new_with_config(config);
+    let predicate = match predicate(&ctx, &expression).await {
+        Ok(p) => p,
+        Err(refused) => return Ok(Planned::Refused(refused)),
+    };
+    let frame = ctx.read_table(Arc::new(table)).map_err(query_error)?;
+    // The filter checked against the table's columns and types (analysis,
+    // type coercion), then optimised (the scan gets it as its filters).
+    let names: Vec<&str> = columns.iter().map(String::as_str).collect();
+    let optimised = frame
+        .filter(predicate)
+        .and_then(|f| f.select_columns(&names))
+        .and_then(|f| f.into_optimized_plan());
+    let logical = match optimised {
+        Ok(plan) => plan,
+        Err(e) => {
+            return Ok(Planned::Refused(Refused(format!(
+                "DataFusion cannot apply it to the table: {}",
+                e.strip_backtrace()
+            ))));
+        }
+    };
+    let state = ctx.state();
+    let physical = match state.create_physical_plan(&logical).await {
+        Ok(plan) => plan,
+        // Expressions with no physical form: refused, nothing read.
+        Err(e @ (DataFusionError::NotImplemented(_) | DataFusionError::Plan(_))) => {
+            return Ok(Planned::Refused(Refused(format!(
+                "DataFusion cannot plan it: {}",
+                e.strip_backtrace()
+            ))));
+        }
+        // Reading the statistics, or the sorted columns, failed.
+        Err(e) => return Err(query_error(e)),
+    };
+    let stream = execute_stream(physical, ctx.task_ctx()).map_err(query_error)?;
+    Ok(Planned::Stream(stream))
+}
+
+/// The one boolean expression of `expression`, as DataFusion's.
+async fn predicate(ctx: &SessionContext, expression: &ExtendedExpression) -> Result<Expr, Refused> {
+    let container = from_substrait_extended_expr(&ctx.state(), expression)
+        .await
+        .map_err(|e| {
+            Refused(format!(
+                "DataFusion's Substrait consumer refuses it: {}",
+                e.strip_backtrace()
+            ))
+        })?;
+    let mut exprs = container.exprs.into_iter();
+    match (exprs.next(), exprs.next()) {
+        (Some((expr, _)), None) => Ok(expr),
+        _ => Err(Refused(format!(
+            "{} expressions, where a filter is one",
+            expression.referred_expr.len()
+        ))),
+    }
+}
+
+/// A DataFusion error as zarrow's: a store's error that crossed DataFusion
+/// comes back as itself.
+fn query_error(e: DataFusionError) -> zarrow::Error {
+    match e {
+        DataFusionError::External(inner) => match inner.downcast::<zarrow::Error>() {
+            Ok(ours) => *ours,
+            Err(other) => zarrow::Error::from(ArrowError::ExternalError(other)),
+        },
+        other => zarrow::Error::from(ArrowError::ExternalError(Box::new(other))),
+    }
+}
+
+/// Run `future` on `handle`'s runtime and wait for it, from any thread: on a
+/// thread of a runtime (where tokio refuses to block), from a scoped thread.
+fn block_on<F: Future + Send>(handle: &Handle, future: F) -> F::Output
+where
+    F::Output: Send,
+{
+    if Handle::try_current().is_ok() {
+        std::thread::scope(|s| {
+            s.spawn(|| handle.block_on(future))
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })
+    } else {
+        handle.block_on(future)
+    }
+}
+
+/// The filtered plan's batches, waited for on the package's runtime.
+struct Filtered {
+    schema: SchemaRef,
+    stream: SendableRecordBatchStream,
+    handle: Handle,
+    /// The stream ended or failed: it is not polled again.
+    ended: bool,
+}
+
+impl Iterator for Filtered {
+    type Item = Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.ended {
+            return None;
+        }
+        let next = block_on(&self.handle, self.stream.next());
+        self.ended = !matches!(next, Some(Ok(_)));
+        next.map(|batch| batch.map_err(|e| ArrowError::from(query_error(e))))
+    }
+}
+
+impl RecordBatchReader for Filtered {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+}
