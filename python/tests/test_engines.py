@@ -556,11 +556,6 @@ def served_long(tmp_path_factory):
             yield f"{url}/t.zarr", proxy, pl.from_arrow(table)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a pushed filter reads through the DataFusion scan, whose first batch gathers up to "
-    "8,192 rows of 10-row chunks (all 400 here): it does not yet grow its batches as the plain reader does",
-)
 def test_a_scan_that_stops_early_reads_little_more_than_it_uses(served_long):
     """`filter(...).head(3)`: Polars stops pulling once it has 3 rows; the scan
     hands on its first rows at once (batches then grow), so only the chunks

@@ -8,9 +8,10 @@
 //!            └─▶ the block's batches: the filter columns' matching rows beside
 //! ```
 //!
-//! A block of no match reads nothing but the filter's columns. Blocks run a
-//! few at a time, in order, so the next block's chunks are read while this
-//! one's are decoded. The filters are the table's `Exact` ones
+//! A block of no match reads nothing but the filter's columns. The first
+//! block is read alone and small (a query may stop after it); the next ones
+//! grow, and run a few at a time, in order, so that the next block's chunks
+//! are read while this one's are decoded. The filters are the table's `Exact` ones
 //! ([`exact`]): DataFusion applies them no more.
 
 use std::ops::Range;
@@ -39,8 +40,14 @@ use super::table::{Source, ZarrTable};
 /// the rest where rows match).
 const BLOCKS_AHEAD: usize = 3;
 
-/// The fewest rows a block spans (a whole number of the longest chunks).
-const MIN_BLOCK_ROWS: u64 = 1 << 16;
+/// The rows of the first block, at least (a whole number of the longest
+/// chunks): small, so that a query that stops early (`LIMIT`, Polars'
+/// `head`) reads little more than it uses.
+const FIRST_BLOCK_ROWS: u64 = 512;
+
+/// The rows a block grows to, by doubling, at least (a whole number of the
+/// longest chunks): few readers for many small chunks.
+const MAX_BLOCK_ROWS: u64 = 1 << 16;
 
 /// Whether the table evaluates `filter` itself, exactly: a deterministic
 /// expression over its columns (of a table of rows, not a flattened N-d array)
@@ -194,17 +201,18 @@ impl ScanFilter {
 /// read of some columns over some rows, the filter, and the columns to give.
 pub(crate) struct Filtered {
     /// Opens a stream of `names`' rows in `rows` (of those a selection keeps).
-    pub open: Arc<dyn Fn(Vec<String>, Range<u64>, Option<Vec<Range<u64>>>) -> DfResult<Batches>
-            + Send
-            + Sync>,
+    pub open: Arc<
+        dyn Fn(Vec<String>, Range<u64>, Option<Vec<Range<u64>>>) -> DfResult<Batches> + Send + Sync,
+    >,
     pub filter: Arc<ScanFilter>,
     /// The table's schema.
     pub table: SchemaRef,
     /// The columns to give (indices into the table's schema), and their schema.
     pub columns: Vec<usize>,
     pub schema: SchemaRef,
-    /// The rows of a block.
-    pub block_rows: u64,
+    /// The longest chunk among the columns read (blocks are whole numbers of
+    /// it).
+    pub longest: u64,
     /// Counts the rows the filter kept.
     pub matched: datafusion::physical_plan::metrics::Count,
 }
@@ -216,13 +224,19 @@ impl Filtered {
     /// The rows of `range` that match, the given columns of them.
     pub(crate) fn stream(self, range: Range<u64>) -> Batches {
         let this = Arc::new(self);
-        let blocks = blocks(range, this.block_rows);
-        futures::stream::iter(blocks)
-            .map(move |block| {
-                let this = this.clone();
-                async move { this.block(block).await }
-            })
-            .buffered(BLOCKS_AHEAD)
+        let mut blocks = blocks(range, this.longest).into_iter();
+        let read = move |block: Range<u64>| {
+            let this = this.clone();
+            async move { this.block(block).await }
+        };
+        let first = blocks.next().map(&read);
+        futures::stream::iter(first)
+            .buffered(1)
+            .chain(
+                futures::stream::iter(blocks)
+                    .map(read)
+                    .buffered(BLOCKS_AHEAD),
+            )
             .map_ok(|batches| futures::stream::iter(batches.into_iter().map(Ok)))
             .try_flatten()
             .boxed()
@@ -274,7 +288,8 @@ impl Filtered {
             row += batch.num_rows() as u64;
         }
         let matched: u64 = matches.iter().map(|r| r.end - r.start).sum();
-        self.matched.add(usize::try_from(matched).unwrap_or(usize::MAX));
+        self.matched
+            .add(usize::try_from(matched).unwrap_or(usize::MAX));
         if matched == 0 {
             return Ok(Vec::new());
         }
@@ -335,36 +350,63 @@ impl Filtered {
     }
 }
 
-/// `range` cut at multiples of `block` rows.
-fn blocks(range: Range<u64>, block: u64) -> Vec<Range<u64>> {
-    let block = block.max(1);
+/// `range` cut into blocks of whole `longest`-row chunks (from its start,
+/// which is a chunk boundary): the first at least [`FIRST_BLOCK_ROWS`], each
+/// next twice the last, up to at least [`MAX_BLOCK_ROWS`].
+fn blocks(range: Range<u64>, longest: u64) -> Vec<Range<u64>> {
+    let longest = longest.max(1);
+    let most = MAX_BLOCK_ROWS.div_ceil(longest).saturating_mul(longest);
+    let mut size = FIRST_BLOCK_ROWS.div_ceil(longest).saturating_mul(longest);
     let mut out = Vec::new();
     let mut start = range.start;
     while start < range.end {
-        let end = ((start / block + 1).saturating_mul(block)).min(range.end);
+        let end = start.saturating_add(size).min(range.end);
         out.push(start..end);
         start = end;
+        size = size.saturating_mul(2).min(most).max(size);
     }
     out
 }
 
-/// The rows of a block over columns whose longest chunk is `longest`: a
-/// whole number of such chunks, at least [`MIN_BLOCK_ROWS`].
-pub(crate) fn block_rows(longest: u64) -> u64 {
-    let longest = longest.max(1);
-    MIN_BLOCK_ROWS.div_ceil(longest).saturating_mul(longest)
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{block_rows, blocks};
+    use super::blocks;
 
+    /// Whole chunks, the first small, then doubling up to the most; every
+    /// row of the range in exactly one block.
     #[test]
-    fn blocks_are_aligned_and_cover_the_range() {
-        assert_eq!(blocks(5..25, 10), vec![5..10, 10..20, 20..25]);
-        assert_eq!(blocks(0..0, 10), Vec::<std::ops::Range<u64>>::new());
-        assert_eq!(block_rows(100_000), 100_000);
-        assert_eq!(block_rows(1000), 66_000);
-        assert_eq!(block_rows(0), 1 << 16);
+    fn blocks_grow_in_whole_chunks_and_cover_the_range() {
+        let sizes = |range, longest| -> Vec<u64> {
+            blocks(range, longest)
+                .iter()
+                .map(|b| b.end - b.start)
+                .collect()
+        };
+        assert_eq!(sizes(0..100_000, 10), {
+            let mut want = vec![520, 1040, 2080, 4160, 8320, 16640, 33280, 65540];
+            while want.iter().sum::<u64>() > 100_000 {
+                want.pop();
+            }
+            let covered: u64 = want.iter().sum();
+            want.push(100_000 - covered);
+            want
+        });
+        assert_eq!(
+            sizes(200_000..450_000, 100_000),
+            vec![100_000, 100_000, 50_000]
+        );
+        assert_eq!(sizes(0..0, 10), Vec::<u64>::new());
+        for (range, longest) in [(0..12_345, 7), (1000..1001, 0), (0..70_000, 300)] {
+            let b = blocks(range.clone(), longest);
+            assert_eq!(b.first().map(|r| r.start), Some(range.start));
+            assert_eq!(b.last().map(|r| r.end), Some(range.end));
+            assert!(b.windows(2).all(|w| w[0].end == w[1].start));
+            let longest = longest.max(1);
+            assert!(
+                b[..b.len() - 1]
+                    .iter()
+                    .all(|r| (r.end - r.start) % longest == 0)
+            );
+        }
     }
 }

@@ -29,7 +29,7 @@ use datafusion::physical_plan::metrics::{
 };
 
 use super::df_err;
-use super::filter::{Batches, Filtered, ScanFilter, block_rows};
+use super::filter::{Batches, Filtered, ScanFilter};
 use super::table::{Source, ZarrTable};
 use crate::error::Result;
 use crate::location::{Location, Stores};
@@ -295,21 +295,31 @@ impl ZarrScanExec {
                 .map(move |batch| {
                     // The reader's schema may carry table metadata (pandas'):
                     // the plan's is the projected table schema.
-                    Ok(RecordBatch::try_new(schema.clone(), batch?.columns().to_vec())?)
+                    Ok(RecordBatch::try_new(
+                        schema.clone(),
+                        batch?.columns().to_vec(),
+                    )?)
                 })
                 .boxed());
         };
-        let longest = builder.columns().map_err(df_err)?.iter().filter(|c| {
-            self.columns.contains(&self.table_index(c.name()))
-                || filter.columns().contains(&self.table_index(c.name()))
-        }).map(|c| c.chunk_len()).max().unwrap_or(1);
+        let longest = builder
+            .columns()
+            .map_err(df_err)?
+            .iter()
+            .filter(|c| {
+                self.columns.contains(&self.table_index(c.name()))
+                    || filter.columns().contains(&self.table_index(c.name()))
+            })
+            .map(|c| c.chunk_len())
+            .max()
+            .unwrap_or(1);
         let filtered = Filtered {
             open: Arc::new(open),
             filter: filter.clone(),
             table: self.table.arrow_schema().clone(),
             columns: self.columns.clone(),
             schema,
-            block_rows: block_rows(longest),
+            longest,
             matched: metrics.matched.clone(),
         };
         Ok(filtered.stream(range))
@@ -317,7 +327,10 @@ impl ZarrScanExec {
 
     /// The index of column `name` in the table's schema (`usize::MAX`: none).
     fn table_index(&self, name: &str) -> usize {
-        self.table.arrow_schema().index_of(name).unwrap_or(usize::MAX)
+        self.table
+            .arrow_schema()
+            .index_of(name)
+            .unwrap_or(usize::MAX)
     }
 }
 
@@ -523,9 +536,11 @@ impl Tracker {
         let delta = |i: usize| usize::try_from(now[i].saturating_sub(self.seen[i])).unwrap_or(0);
         self.metrics.bytes.add(delta(0));
         self.metrics.requests.add(delta(1));
-        self.metrics.decode.add_duration(std::time::Duration::from_nanos(
-            now[2].saturating_sub(self.seen[2]),
-        ));
+        self.metrics
+            .decode
+            .add_duration(std::time::Duration::from_nanos(
+                now[2].saturating_sub(self.seen[2]),
+            ));
         self.seen = now;
     }
 }

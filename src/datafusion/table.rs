@@ -17,9 +17,9 @@ use datafusion::logical_expr::dml::InsertOp;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_plan::ExecutionPlan;
 
+use super::filter::{self, ScanFilter};
 use super::scan::ZarrScanExec;
 use super::sink::{Mode, Target, ZarrSink};
-use super::filter::{self, ScanFilter};
 use super::{df_err, prune};
 use crate::conventions::anndata;
 use crate::conventions::cf::DIMENSION_NAMES_KEY;
@@ -349,7 +349,6 @@ impl ZarrTable {
         &self.schema
     }
 
-
     /// `rows` split into at most `n` ranges that start on chunk (slab) boundaries.
     pub(crate) fn splits(&self, rows: Range<u64>, n: usize) -> Result<Vec<Range<u64>>> {
         match &self.source {
@@ -394,8 +393,7 @@ impl datafusion::catalog::TableProvider for ZarrTable {
             .filter(|f| filter::exact(self, f))
             .cloned()
             .collect();
-        let filter =
-            ScanFilter::new(&self.schema, exact, state.execution_props())?.map(Arc::new);
+        let filter = ScanFilter::new(&self.schema, exact, state.execution_props())?.map(Arc::new);
         // The chunks whose statistics say a filter may match (one GET and one
         // listing per filtered column with statistics).
         let named = prune::named_columns(filters);

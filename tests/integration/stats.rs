@@ -349,8 +349,8 @@ fn late_materialization_reads_the_rest_only_where_rows_match() {
 
     let store = Observed::new(memory);
     let location = zarrow::Location::supplied(store.clone(), "t");
-    let table = ZarrTable::from_store(store.clone(), &location, ZarrTableOptions::default())
-        .unwrap();
+    let table =
+        ZarrTable::from_store(store.clone(), &location, ZarrTableOptions::default()).unwrap();
     store.take();
     let sql = "SELECT sample, n FROM t WHERE n = 4321 OR (n < 3 AND x < 50)";
     let batches = runtime().block_on(async {
@@ -400,8 +400,8 @@ fn a_limit_over_a_filter_stops_at_the_first_matches() {
     let (_, _, n, _) = columns();
     let store = Observed::new(memory);
     let location = zarrow::Location::supplied(store.clone(), "t");
-    let table = ZarrTable::from_store(store.clone(), &location, ZarrTableOptions::default())
-        .unwrap();
+    let table =
+        ZarrTable::from_store(store.clone(), &location, ZarrTableOptions::default()).unwrap();
     store.take();
     let batches = runtime().block_on(async {
         let ctx = context(4);
@@ -424,8 +424,7 @@ fn explain_analyze_shows_pruned_and_matched_rows() {
     let memory = Arc::new(MemoryStore::new());
     write(memory.clone(), true);
     let location = zarrow::Location::supplied(memory.clone(), "t");
-    let table =
-        ZarrTable::from_store(memory, &location, ZarrTableOptions::default()).unwrap();
+    let table = ZarrTable::from_store(memory, &location, ZarrTableOptions::default()).unwrap();
     let (_, days, _, _) = columns();
     let plan = runtime().block_on(async {
         let ctx = context(2);
