@@ -7,10 +7,12 @@
 //!     schema and exact row count from metadata alone
 //!  scan(projection, filters, limit)
 //!     └▶ ZarrScanExec: one partition per chunk-aligned row range
-//!         (target_partitions of them; LIMIT n: one range of n rows; a filter on
-//!         a sorted column narrows the rows first), each an async stream on the
-//!         session's runtime (its object stores, memory pool and metrics): only
-//!         the projected arrays, only the chunks the rows need
+//!         (target_partitions of them; LIMIT n: one range of n rows; chunk
+//!         statistics keep only the ranges a filter may match), each an async
+//!         stream on the session's runtime (its object stores, memory pool and
+//!         metrics): only the projected arrays, only the chunks the rows need;
+//!         with a filter, its columns first, the others only where rows match
+//!         (filter)
 //!  sql(query, tables, options): the tables registered by location, the answer
 //!     as a blocking RecordBatchReader (`zarrow sql`, Python's `zarrow.sql`)
 //!  ZarrLogicalCodec / ZarrPhysicalCodec: the table and the scan through
