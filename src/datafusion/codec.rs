@@ -1,16 +1,18 @@
-//! datafusion-proto codecs for [`ZarrTable`] and [`ZarrScanExec`], so that a
-//! distributed engine (Ballista, or another built on datafusion-proto) can send
-//! a Zarr scan to other machines.
+//! datafusion-proto codecs for [`ZarrTable`] and its scan (a `DataSourceExec`
+//! over zarrow's file source), so that a distributed engine (Ballista, or
+//! another built on datafusion-proto) can send a Zarr scan to other machines.
 //!
 //! What travels is the table's location, its options and URL options, the
-//! metadata documents opening it read, the columns and the row ranges, as JSON
-//! behind a tag. The receiving side opens the store again (by path or URL,
+//! metadata documents opening it read, the columns, the row ranges of each
+//! partition (a scheduler's slice of them, once it has cut the scan for a
+//! task), the limit and the filters the scan evaluates, as JSON behind a
+//! tag. A decoded scan reads with the decoding machine's task context: its
+//! memory pool and object stores. The receiving side opens the store again (by path or URL,
 //! credentials from its own environment) with that metadata, so decoding a plan
 //! makes no request and starts no runtime; its scan then reads the same rows.
 //! Anything else goes to the codec these wrap (an engine's own, such as
 //! Ballista's, or datafusion-proto's default).
 
-use std::ops::Range;
 use std::sync::Arc;
 
 use datafusion::catalog::TableProvider;
@@ -26,7 +28,6 @@ use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr_common::physical_expr::proto_decode::PhysicalExprDecodeCtx;
 use datafusion::physical_expr_common::physical_expr::proto_encode::PhysicalExprEncodeCtx;
 use datafusion::physical_plan::ExecutionPlan;
-use datafusion::physical_plan::limit::LocalLimitExec;
 use datafusion_proto::logical_plan::{DefaultLogicalExtensionCodec, LogicalExtensionCodec};
 use datafusion_proto::physical_plan::{
     DefaultPhysicalExtensionCodec, PhysicalExtensionCodec, PhysicalProtoConverterExtension,
@@ -37,11 +38,11 @@ use arrow_buffer::Buffer;
 use serde::{Deserialize, Serialize};
 
 use super::df_err;
-use super::distributed::{as_file_scan, sliced_scan};
 use super::filter::ScanFilter;
-use super::scan::ZarrScanExec;
 use super::sink::{SinkSpec, ZarrFormatFactory, ZarrSink};
-use super::table::{ZarrTable, ZarrTableOptions};
+use super::snapshot::Snapshot;
+use super::source::{Scan, scan_groups, scan_plan, zarr_source};
+use super::{ZarrTable, ZarrTableOptions};
 use crate::location::{Location, Stores};
 use crate::options::Carried;
 use crate::store::MetadataSnapshot;
@@ -50,14 +51,10 @@ use crate::store::MetadataSnapshot;
 /// from the wrapped codec's. Version 2: options are carried as their declared
 /// keys and values (`Carried`), not as serialized structs.
 const TABLE_TAG: &[u8] = b"zarrow.table.v2:";
-/// A scan as a client (or any local session) planned it: decoded in the file
-/// form a distributed engine slices, so that a scheduler receiving it as a
-/// physical plan hands each task its slice.
-const SCAN_TAG: &[u8] = b"zarrow.scan.v2:";
-/// A scan in the file form (a scheduler's, cut down to a task's slice):
-/// decoded as the `ZarrScanExec` of exactly those ranges, which an executor
-/// runs with its memory pool, object stores and metrics.
-const SLICE_TAG: &[u8] = b"zarrow.slice.v2:";
+/// A scan: its partitions' row ranges (a task's slice of them, once a
+/// scheduler cut it), decoded as the same scan, which reads with the
+/// decoding machine's memory pool, object stores and metrics.
+const SCAN_TAG: &[u8] = b"zarrow.scan.v3:";
 /// Tags a `COPY ... STORED AS ZARR`'s format (with its options) and a Zarr
 /// sink (`COPY`, `INSERT INTO`).
 const FORMAT_TAG: &[u8] = b"zarrow.format.v1:";
@@ -115,7 +112,8 @@ impl MetadataSpec {
 struct ScanSpec {
     table: TableSpec,
     columns: Vec<usize>,
-    ranges: Vec<(u64, u64)>,
+    /// Each partition's row ranges.
+    groups: Vec<Vec<(u64, u64)>>,
     /// The most rows each partition yields (a file scan's limit).
     #[serde(default)]
     limit: Option<usize>,
@@ -126,10 +124,7 @@ struct ScanSpec {
 }
 
 impl TableSpec {
-    fn of(table: &ZarrTable) -> DfResult<Self> {
-        // As the last INSERT through it left it.
-        let newest = table.newest();
-        let table = newest.as_deref().unwrap_or(table);
+    fn of(table: &Snapshot) -> DfResult<Self> {
         let Some(location) = table.location().portable() else {
             return not_impl_err!(
                 "{}: a store opened in this process (an obstore store) cannot be read on another machine",
@@ -145,11 +140,11 @@ impl TableSpec {
     }
 
     /// The table, opened from the metadata carried (no request).
-    fn open(self) -> DfResult<ZarrTable> {
+    fn open(self) -> DfResult<Snapshot> {
         let location = Location::parse(&self.location).map_err(df_err)?;
         let options: ZarrTableOptions = self.options.options().map_err(df_err)?;
         let stores = Stores::new(self.url.options().map_err(df_err)?);
-        ZarrTable::from_snapshot(&location, options, &stores, self.metadata.snapshot())
+        Snapshot::from_snapshot(&location, options, &stores, self.metadata.snapshot())
             .map_err(df_err)
     }
 }
@@ -251,9 +246,7 @@ impl LogicalExtensionCodec for ZarrLogicalCodec {
         ctx: &TaskContext,
     ) -> DfResult<Arc<dyn TableProvider>> {
         match buf.strip_prefix(TABLE_TAG) {
-            // A table in a logical plan is planned by the engine's scheduler:
-            // its scans in the form the engine hands out in slices.
-            Some(json) => Ok(Arc::new(decode::<TableSpec>(json)?.open()?.sliceable())),
+            Some(json) => Ok(Arc::new(ZarrTable::of(decode::<TableSpec>(json)?.open()?))),
             None => self
                 .inner
                 .try_decode_table_provider(buf, table_ref, schema, ctx),
@@ -267,7 +260,8 @@ impl LogicalExtensionCodec for ZarrLogicalCodec {
         buf: &mut Vec<u8>,
     ) -> DfResult<()> {
         match node.downcast_ref::<ZarrTable>() {
-            Some(table) => encode(TABLE_TAG, &TableSpec::of(table)?, buf),
+            // As the last INSERT through it left it.
+            Some(table) => encode(TABLE_TAG, &TableSpec::of(&table.snapshot())?, buf),
             None => self.inner.try_encode_table_provider(table_ref, node, buf),
         }
     }
@@ -299,7 +293,8 @@ impl LogicalExtensionCodec for ZarrLogicalCodec {
     delegate_functions!();
 }
 
-/// Encodes [`ZarrScanExec`]s in physical plans; everything else goes to `inner`.
+/// Encodes Zarr scans (and sinks) in physical plans; everything else goes to
+/// `inner`.
 #[derive(Debug)]
 pub struct ZarrPhysicalCodec {
     inner: Arc<dyn PhysicalExtensionCodec>,
@@ -340,25 +335,25 @@ impl PhysicalExtensionCodec for ZarrPhysicalCodec {
                 None,
             )));
         }
-        let (json, planned) = match (buf.strip_prefix(SCAN_TAG), buf.strip_prefix(SLICE_TAG)) {
-            (Some(json), _) => (json, true),
-            (None, Some(json)) => (json, false),
-            (None, None) => return self.inner.try_decode(buf, inputs, ctx, proto_converter),
+        let Some(json) = buf.strip_prefix(SCAN_TAG) else {
+            return self.inner.try_decode(buf, inputs, ctx, proto_converter);
         };
         let spec: ScanSpec = decode(json)?;
-        let table = Arc::new(spec.table.open()?);
-        let ranges: Vec<Range<u64>> = spec.ranges.iter().map(|&(a, b)| a..b).collect();
-        let filter = ScanFilter::from_bytes(table.arrow_schema(), &spec.filter, ctx)?;
-        let scan = ZarrScanExec::with_partitions(table, spec.columns, ranges)?
-            .with_filter(filter.map(Arc::new), None);
-        let scan: Arc<dyn ExecutionPlan> = if planned {
-            as_file_scan(&scan)?
-        } else {
-            Arc::new(scan)
-        };
-        Ok(match spec.limit {
-            Some(n) => Arc::new(LocalLimitExec::new(scan, n)),
-            None => scan,
+        let snapshot = Arc::new(spec.table.open()?);
+        let filter = ScanFilter::from_bytes(snapshot.arrow_schema(), &spec.filter, ctx)?;
+        let groups = spec
+            .groups
+            .iter()
+            .map(|group| group.iter().map(|&(a, b)| a..b).collect())
+            .collect();
+        scan_plan(Scan {
+            snapshot,
+            columns: spec.columns,
+            groups,
+            filter: filter.map(Arc::new),
+            fetch: spec.limit,
+            pruned: 0,
+            runtime: ctx.runtime_env(),
         })
     }
 
@@ -375,25 +370,23 @@ impl PhysicalExtensionCodec for ZarrPhysicalCodec {
             // meet it, is.
             return encode(SINK_TAG, &sink.spec()?, buf);
         }
-        // A scan, or one in the file form a distributed engine slices
-        // (`distributed`), sent as a scan of its ranges.
-        let sliced = sliced_scan(&node)?;
-        let (scan, limit, tag) = match (&sliced, node.downcast_ref::<ZarrScanExec>()) {
-            (Some((scan, limit)), _) => (scan, *limit, SLICE_TAG),
-            (None, Some(scan)) => (scan, scan.fetch(), SCAN_TAG),
-            (None, None) => return self.inner.try_encode(node, buf, proto_converter),
+        let Some((source, config)) = zarr_source(node.as_ref()) else {
+            return self.inner.try_encode(node, buf, proto_converter);
         };
         let spec = ScanSpec {
-            table: TableSpec::of(scan.table())?,
-            columns: scan.columns().to_vec(),
-            ranges: scan.ranges().iter().map(|r| (r.start, r.end)).collect(),
-            limit,
-            filter: match scan.filter() {
+            table: TableSpec::of(source.snapshot())?,
+            columns: source.columns().to_vec(),
+            groups: scan_groups(config)?
+                .into_iter()
+                .map(|group| group.into_iter().map(|r| (r.start, r.end)).collect())
+                .collect(),
+            limit: config.limit,
+            filter: match source.filter() {
                 Some(filter) => filter.to_bytes()?,
                 None => Vec::new(),
             },
         };
-        encode(tag, &spec, buf)
+        encode(SCAN_TAG, &spec, buf)
     }
 
     // The rest is the wrapped codec's.

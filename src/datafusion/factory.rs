@@ -9,7 +9,7 @@ use datafusion::error::Result as DfResult;
 use datafusion::logical_expr::{CreateExternalTable, Expr};
 
 use super::df_err;
-use super::table::{ZarrTable, ZarrTableOptions};
+use super::{ZarrTable, ZarrTableOptions};
 use crate::location::Location;
 use crate::location::UrlOptions;
 

@@ -34,7 +34,7 @@ use datafusion_proto::bytes::Serializeable;
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 
-use super::table::{Source, ZarrTable};
+use super::snapshot::{Snapshot, Source};
 
 /// How many blocks a partition reads at once (each: its filter columns, then
 /// the rest where rows match).
@@ -52,7 +52,7 @@ const MAX_BLOCK_ROWS: u64 = 1 << 16;
 /// Whether the table evaluates `filter` itself, exactly: a deterministic
 /// expression over its columns (of a table of rows, not a flattened N-d array)
 /// that needs nothing but a row's values (no subquery, no aggregate).
-pub(crate) fn exact(table: &ZarrTable, filter: &Expr) -> bool {
+pub(crate) fn exact(table: &Snapshot, filter: &Expr) -> bool {
     if filter.is_volatile() || !matches!(table.source, Source::Rows(_)) {
         return false;
     }
@@ -201,9 +201,7 @@ impl ScanFilter {
 /// read of some columns over some rows, the filter, and the columns to give.
 pub(crate) struct Filtered {
     /// Opens a stream of `names`' rows in `rows` (of those a selection keeps).
-    pub open: Arc<
-        dyn Fn(Vec<String>, Range<u64>, Option<Vec<Range<u64>>>) -> DfResult<Batches> + Send + Sync,
-    >,
+    pub open: Arc<OpenRead>,
     pub filter: Arc<ScanFilter>,
     /// The table's schema.
     pub table: SchemaRef,
@@ -219,6 +217,11 @@ pub(crate) struct Filtered {
 
 /// A stream of batches.
 pub(crate) type Batches = BoxStream<'static, DfResult<RecordBatch>>;
+
+/// Opens a read of some columns (by name) over some rows (of those a
+/// selection keeps).
+pub(crate) type OpenRead =
+    dyn Fn(Vec<String>, Range<u64>, Option<Vec<Range<u64>>>) -> DfResult<Batches> + Send + Sync;
 
 impl Filtered {
     /// The rows of `range` that match, the given columns of them.

@@ -36,13 +36,13 @@
 //! ```
 
 mod codec;
-mod distributed;
 mod factory;
 mod filter;
 mod prune;
 mod query;
-mod scan;
 mod sink;
+mod snapshot;
+mod source;
 mod table;
 
 use std::sync::Arc;
@@ -57,9 +57,9 @@ use crate::location::{RegisteredStores, RemoteUrl, Stores};
 pub use codec::{ZarrLogicalCodec, ZarrPhysicalCodec};
 pub use factory::ZarrTableFactory;
 pub use query::{SqlOptions, SqlReader, SqlStream, sql, sql_stream};
-pub use scan::ZarrScanExec;
 pub use sink::ZarrFormatFactory;
-pub use table::{ZarrTable, ZarrTableOptions};
+pub use snapshot::ZarrTableOptions;
+pub use table::ZarrTable;
 
 /// The file type `CREATE EXTERNAL TABLE ... STORED AS` names for Zarr.
 pub(crate) const FILE_TYPE: &str = "ZARR";

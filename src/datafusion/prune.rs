@@ -20,7 +20,7 @@ use datafusion::physical_expr::create_physical_expr;
 use datafusion::physical_optimizer::pruning::{PruningPredicateBuilder, PruningStatistics};
 
 use super::df_err;
-use super::table::{Source, ZarrTable};
+use super::snapshot::{Snapshot, Source};
 use crate::stats::Bounds;
 
 /// The row ranges of `rows` that may hold a row matching `filters`, from the
@@ -30,7 +30,7 @@ use crate::stats::Bounds;
 /// any of them: each piece takes the statistics of the chunk of each column
 /// it lies in.
 pub(crate) fn by_statistics(
-    table: &ZarrTable,
+    table: &Snapshot,
     state: &dyn Session,
     filters: &[Expr],
     rows: Range<u64>,
@@ -123,7 +123,7 @@ pub(crate) fn named_columns(filters: &[Expr]) -> HashSet<String> {
 /// The chunk statistics of the table's columns in `named` that have them
 /// (blocking: a GET and a listing per column).
 pub(crate) fn statistics(
-    table: &ZarrTable,
+    table: &Snapshot,
     named: &HashSet<String>,
 ) -> DfResult<HashMap<String, Bounds>> {
     let mut out = HashMap::new();

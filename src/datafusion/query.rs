@@ -17,6 +17,7 @@ use datafusion::prelude::{CsvReadOptions, ParquetReadOptions, SessionConfig, Ses
 use datafusion::sql::parser::DFParser;
 use futures::StreamExt;
 
+use super::snapshot::Snapshot;
 use super::{ZarrTable, ZarrTableOptions};
 use crate::error::{Error, Result};
 use crate::export::{ExportFormat, FileFormat};
@@ -209,12 +210,8 @@ async fn zarr_table(
 /// statements (and later queries in this session) see the rows. A sink that
 /// wrote in this process has done so (the table's newest state changed); one
 /// on another machine, a distributed engine's executor, could not.
-async fn reopen(table: ZarrTable, before: Option<Arc<ZarrTable>>) -> datafusion::error::Result<()> {
-    let reopened = match (table.newest(), before) {
-        (Some(now), Some(before)) => !Arc::ptr_eq(&now, &before),
-        (now, _) => now.is_some(),
-    };
-    if reopened {
+async fn reopen(table: ZarrTable, before: Arc<Snapshot>) -> datafusion::error::Result<()> {
+    if !Arc::ptr_eq(&table.snapshot(), &before) {
         return Ok(());
     }
     tokio::task::spawn_blocking(move || table.reopen())
@@ -241,12 +238,7 @@ async fn run_statements(
             _ => None,
         };
         // The written Zarr table's state before the statement.
-        let before = written
-            .iter()
-            .flatten()
-            .map(ZarrTable::newest)
-            .next()
-            .flatten();
+        let before = written.iter().flatten().map(ZarrTable::snapshot).next();
         let frame = ctx.execute_logical_plan(plan).await?;
         let Some(table) = written else {
             if i == last {
@@ -258,7 +250,7 @@ async fn run_statements(
         // An INSERT: its count, then the table read again.
         let schema = frame.schema().inner().clone();
         let counts = frame.collect().await?;
-        if let Some(table) = table {
+        if let (Some(table), Some(before)) = (table, before) {
             reopen(table, before).await?;
         }
         if i == last {

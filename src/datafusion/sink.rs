@@ -363,7 +363,7 @@ pub(crate) struct ZarrSink {
     pub(crate) mode: Mode,
     pub(crate) options: WriteOptions,
     /// The table written to (`INSERT INTO`), opened again after the commit.
-    pub(crate) written: Option<Arc<super::ZarrTable>>,
+    pub(crate) written: Option<super::snapshot::Current>,
 }
 
 impl DisplayAs for ZarrSink {

@@ -197,7 +197,7 @@ mod tests {
             vec![10..13, 30..40, 90..95]
         );
         assert_eq!(Selection::new([], 0..10).len(), 0);
-        assert_eq!(Selection::all(3..9).ranges(), &[3..9]);
+        assert_eq!(Selection::all(3..9).ranges(), std::slice::from_ref(&(3..9)));
     }
 
     /// Every row of every run is kept exactly when a range keeps it, in
@@ -209,7 +209,8 @@ mod tests {
             Arc::new(Int64Array::from_iter_values(140..150)),
         ];
         let sparse: Vec<Range<u64>> = (0..25).map(|i| 100 + i * 2..101 + i * 2).collect();
-        for keep in [vec![102..105, 138..143], vec![100..150], sparse, vec![]] {
+        let whole: Vec<Range<u64>> = std::iter::once(100..150).collect();
+        for keep in [vec![102..105, 138..143], whole, sparse, vec![]] {
             let cut = cut_runs(runs.clone(), 100, &keep).unwrap();
             let got: Vec<i64> = cut
                 .iter()

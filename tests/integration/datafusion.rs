@@ -11,7 +11,7 @@ use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch, StringArray};
 use arrow_schema::DataType;
 use datafusion::physical_plan::{ExecutionPlan, collect, collect_partitioned};
 use datafusion::prelude::{SessionConfig, SessionContext};
-use zarrow::datafusion::{ZarrPhysicalCodec, ZarrScanExec, ZarrTable, ZarrTableOptions};
+use zarrow::datafusion::{ZarrPhysicalCodec, ZarrTable, ZarrTableOptions};
 use zarrow::write::{WriteOptions, write_array, write_group_metadata};
 use zarrow::{LocalStore, MemoryStore, Store};
 
@@ -196,10 +196,11 @@ fn partitions_split_on_chunk_boundaries_in_row_order() {
             .create_physical_plan()
             .await
             .unwrap();
-        let ranges = find_scan(&plan)
+        let ranges: Vec<_> = find_scan(&plan)
             .expect("a Zarr scan in the plan")
-            .ranges()
-            .to_vec();
+            .into_iter()
+            .flatten()
+            .collect();
         assert_eq!(ranges.len(), 4);
         // Aligned on the longest chunks (kind's shards of 2000 rows).
         for range in &ranges[1..] {
@@ -220,13 +221,33 @@ fn partitions_split_on_chunk_boundaries_in_row_order() {
     });
 }
 
-/// The Zarr scan in `plan`: a `ZarrScanExec`, or the file form a plan
-/// decoded by the codec holds.
-pub(crate) fn find_scan(plan: &Arc<dyn ExecutionPlan>) -> Option<ZarrScanExec> {
-    if let Some(scan) = ZarrScanExec::of_plan(plan).unwrap() {
-        return Some(scan);
-    }
-    plan.children().into_iter().find_map(find_scan)
+/// The row ranges of each partition of the Zarr scan in `plan`: a
+/// `DataSourceExec` of `file_type=zarr`, whose "files" are row ranges.
+pub(crate) fn find_scan(plan: &Arc<dyn ExecutionPlan>) -> Option<Vec<Vec<std::ops::Range<u64>>>> {
+    use datafusion::datasource::physical_plan::FileScanConfig;
+    use datafusion::datasource::source::DataSourceExec;
+    let config = plan
+        .downcast_ref::<DataSourceExec>()
+        .and_then(|exec| exec.data_source().downcast_ref::<FileScanConfig>())
+        .filter(|config| config.file_source().file_type() == "zarr");
+    let Some(config) = config else {
+        return plan.children().into_iter().find_map(find_scan);
+    };
+    let groups = config
+        .file_groups
+        .iter()
+        .map(|group| {
+            group
+                .files()
+                .iter()
+                .map(|f| {
+                    let r = f.range.as_ref().expect("a row range");
+                    r.start as u64..r.end as u64
+                })
+                .collect()
+        })
+        .collect();
+    Some(groups)
 }
 
 #[test]
@@ -477,7 +498,7 @@ fn an_nd_array_is_flattened() {
             .create_physical_plan()
             .await
             .unwrap();
-        assert_eq!(find_scan(&plan).unwrap().ranges().len(), 3);
+        assert_eq!(find_scan(&plan).unwrap().len(), 3);
         let parts = collect_partitioned(plan, ctx.task_ctx()).await.unwrap();
         let all: Vec<RecordBatch> = parts.into_iter().flatten().collect();
         assert_eq!(values(column(&all, "v2_string_2d").as_ref()), want);
@@ -545,7 +566,8 @@ fn the_table_names_what_it_leaves_out() {
         &testdata().join("stores/obs.zarr"),
         ZarrTableOptions::default(),
     );
-    let skipped: Vec<&str> = table.skipped().iter().map(|s| s.name.as_str()).collect();
+    let skipped = table.skipped();
+    let skipped: Vec<&str> = skipped.iter().map(|s| s.name.as_str()).collect();
     assert!(skipped.contains(&"X_umap"), "{skipped:?}");
     assert!(skipped.contains(&"uns"), "{skipped:?}");
 }

@@ -183,7 +183,7 @@ fn explain_analyze_shows_what_the_scan_fetched_and_decoded() {
     });
     let scan = plan
         .lines()
-        .find(|l| l.contains("ZarrScanExec"))
+        .find(|l| l.contains("file_type=zarr"))
         .unwrap_or_else(|| panic!("no scan in {plan}"));
     // `name` has 10,007 rows in chunks of 300: 34 chunks, one request each.
     assert!(scan.contains("requests=34"), "{scan}");
@@ -218,7 +218,7 @@ fn a_memory_limit_too_small_for_the_read_ahead_is_a_clean_error() {
         matches!(err.find_root(), DataFusionError::ResourcesExhausted(_)),
         "{err:?}"
     );
-    assert!(err.to_string().contains("ZarrScanExec"), "{err}");
+    assert!(err.to_string().contains("ZarrScan[0]"), "{err}");
 }
 
 #[test]
@@ -363,8 +363,9 @@ fn a_decoded_plan_reads_no_metadata_and_keeps_its_url_options() {
         let decoded =
             physical_plan_from_bytes_with_extension_codec(&bytes, &other.task_ctx(), &codec)
                 .unwrap();
-        let scan = crate::datafusion::find_scan(&decoded).expect("a Zarr scan");
-        assert_eq!(scan.table().url_options(), &url);
+        // The scan, read with the URL options carried (the endpoint of a
+        // store this context never registered).
+        assert!(crate::datafusion::find_scan(&decoded).is_some());
         let got = pretty_format_batches(&collect(decoded, other.task_ctx()).await.unwrap())
             .unwrap()
             .to_string();
@@ -378,7 +379,7 @@ fn a_decoded_plan_reads_no_metadata_and_keeps_its_url_options() {
 /// The named metric of the scans in an `EXPLAIN ANALYZE` plan, summed.
 fn scan_metric(plan: &str, name: &str) -> u64 {
     plan.lines()
-        .filter(|l| l.contains("ZarrScanExec"))
+        .filter(|l| l.contains("file_type=zarr"))
         .filter_map(|l| l.split(&format!("{name}=")).nth(1))
         .filter_map(|r| {
             r.split(|c: char| !c.is_ascii_digit())

@@ -1,0 +1,334 @@
+//! A table's state: what one opening of its store saw. A
+//! [`ZarrTable`](super::ZarrTable) holds its current one and swaps it whole
+//! when an `INSERT INTO` commits ([`Current`]); a scan keeps the one it was
+//! planned on.
+
+use std::ops::Range;
+use std::sync::{Arc, PoisonError, RwLock};
+
+use arrow_array::RecordBatchReader;
+use arrow_schema::{Schema, SchemaRef};
+
+use crate::conventions::cf::DIMENSION_NAMES_KEY;
+use crate::error::{Error, ParseOptionError, Result};
+use crate::location::UrlOptions;
+use crate::location::{Location, Stores};
+use crate::options::Options as _;
+use crate::read::{ReaderBuilder, Skipped, aligned_splits};
+use crate::store::{Consolidated, MetadataSnapshot};
+use crate::{NodeMetadata, ReadOptions, Store, ZarrArray, ZarrGroup, read_node};
+
+crate::options::options! {
+    /// How a Zarr store is read as a table: what `CREATE EXTERNAL TABLE ... OPTIONS`
+    /// sets, and what the codecs carry to another machine.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    #[non_exhaustive]
+    pub struct ZarrTableOptions("ZARR table") {
+        /// The group's columns to expose, in this order, comma-separated
+        /// (default: every 1-D array).
+        pub columns: Option<Vec<String>> as crate::options::List = None,
+        /// Columns whose values never decrease with the row, comma-separated: a
+        /// filter on one of them narrows the rows read (`Inexact`: DataFusion
+        /// still applies it). An xarray dimension coordinate (a 1-D array named
+        /// after its own dimension) counts without being named.
+        pub sorted: Vec<String> as crate::options::List = Vec::new(),
+    }
+    groups {
+        /// How the arrays are read: as [`ReadOptions`], but for
+        /// `categorical_values`, on by default here (each row a view of its
+        /// category, as DataFusion reads a dictionary-encoded Parquet column,
+        /// and what its `GROUP BY` is fastest on).
+        pub read: ReadOptions = ReadOptions { categorical_values: true, ..ReadOptions::default() },
+    }
+}
+
+impl ZarrTableOptions {
+    /// Options from `CREATE EXTERNAL TABLE ... OPTIONS (...)`: the keys of
+    /// [`ZarrTableOptions`]'s declaration ([`Options::entries`](crate::Options::entries)), each
+    /// optionally prefixed `format.`, in any case; `raw` (`true`: no CF
+    /// decoding) is the older spelling of `decode_cf` `false`.
+    ///
+    /// # Errors
+    /// [`Error::UnknownOption`] for an unknown key, [`Error::Option`] for a bad
+    /// value: nothing is ignored in silence.
+    pub(crate) fn from_map<'a>(
+        options: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<Self> {
+        let mut out = Self::default();
+        for (key, value) in options {
+            let key = key.to_ascii_lowercase();
+            match key.strip_prefix("format.").unwrap_or(&key) {
+                "raw" => {
+                    let raw = crate::options::parse_flag(value).ok_or_else(|| {
+                        Error::Option(ParseOptionError::new("raw", value, "true or false"))
+                    })?;
+                    out.read.decode_cf = !raw;
+                }
+                key => out.set(key, value)?,
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// What a table reads from.
+#[derive(Debug, Clone)]
+pub(crate) enum Source {
+    /// A group's 1-D arrays, or one 1-D array: rows read by a [`ReaderBuilder`].
+    Rows(ReaderBuilder),
+    /// An N-d array, flattened in C order, read slab by slab (a slab: the
+    /// elements whose first index falls in one chunk row).
+    Flat(ZarrArray),
+}
+
+/// What one opening of a Zarr group or array saw: its metadata, columns and
+/// rows.
+#[derive(Debug, Clone)]
+pub(crate) struct Snapshot {
+    location: Location,
+    options: ZarrTableOptions,
+    /// How the location was opened (kept for another machine to open it alike).
+    url: UrlOptions,
+    /// The store's metadata as read when the table opened (sent with a plan, so
+    /// that another machine opens the table without reading it again).
+    metadata: Arc<Consolidated>,
+    pub(crate) source: Source,
+    schema: SchemaRef,
+    rows: u64,
+    /// Indices of the columns whose values never decrease (declared or
+    /// dimension coordinates).
+    sorted: Vec<usize>,
+    skipped: Vec<Skipped>,
+    /// The store `INSERT INTO` writes through (its keys, before any
+    /// consolidated metadata is read), when the table knows it.
+    writable: Option<Arc<dyn Store>>,
+}
+
+/// A table's current snapshot, shared by its clones (the session's table
+/// sees what an `INSERT` through another clone committed).
+#[derive(Debug, Clone)]
+pub(crate) struct Current(Arc<RwLock<Arc<Snapshot>>>);
+
+impl Current {
+    pub(crate) fn new(snapshot: Snapshot) -> Self {
+        Self(Arc::new(RwLock::new(Arc::new(snapshot))))
+    }
+
+    /// The snapshot now.
+    pub(crate) fn get(&self) -> Arc<Snapshot> {
+        self.0.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Read the table's metadata again, so that the scans that follow (and
+    /// the plans that carry it) see the rows written since. A table opened
+    /// over a store it cannot write through keeps what it read.
+    ///
+    /// # Errors
+    /// The store's.
+    pub(crate) fn reopen(&self) -> Result<()> {
+        let now = self.get();
+        let Some(plain) = &now.writable else {
+            return Ok(());
+        };
+        let store = Consolidated::open(plain.clone())?;
+        let fresh = Snapshot::from_store(store, &now.location, now.options.clone())?
+            .with_url_options(now.url.clone())
+            .with_store_for_writes(plain.clone());
+        *self.0.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(fresh);
+        Ok(())
+    }
+}
+
+impl Snapshot {
+    /// Open the Zarr group or array at `location` through `stores` (a URL
+    /// through the store an engine registered for it, else one opened from
+    /// the environment as `stores` says).
+    ///
+    /// # Errors
+    /// As [`Stores::open`] and [`ZarrTable::from_store`].
+    pub(crate) fn open(location: &Location, options: ZarrTableOptions, stores: &Stores) -> Result<Self> {
+        let plain = stores.open(location)?;
+        let store = Consolidated::open(plain.clone())?;
+        Ok(Self::from_store(store, location, options)?
+            .with_url_options(stores.url_options().clone())
+            .with_store_for_writes(plain))
+    }
+
+    /// The table at `location` (opened through `stores`) as it was when
+    /// `metadata` was read: no metadata request is made (how a distributed
+    /// plan opens it on another machine).
+    ///
+    /// # Errors
+    /// As [`ZarrTable::from_store`].
+    pub(crate) fn from_snapshot(
+        location: &Location,
+        options: ZarrTableOptions,
+        stores: &Stores,
+        metadata: MetadataSnapshot,
+    ) -> Result<Self> {
+        let plain = stores.open(location)?;
+        let store = Arc::new(Consolidated::from_snapshot(plain.clone(), metadata));
+        Ok(Self::from_store(store, location, options)?
+            .with_url_options(stores.url_options().clone())
+            .with_store_for_writes(plain))
+    }
+
+    /// Write `INSERT INTO` through `store`: the table's store as it is, before
+    /// any consolidated metadata is read (the table opened by location knows
+    /// it; one opened over a store by [`ZarrTable::from_store`] needs it).
+    pub(crate) fn with_store_for_writes(mut self, store: Arc<dyn Store>) -> Self {
+        self.writable = Some(store);
+        self
+    }
+
+    /// Record how the location's URL is opened, for another machine that opens
+    /// the table again (the default: [`UrlOptions::default`]).
+    pub(crate) fn with_url_options(mut self, url: UrlOptions) -> Self {
+        self.url = url;
+        self
+    }
+
+    /// The table over the root of `store`, which `location` names (in messages,
+    /// in a root array's column name, and for another machine to open it again).
+    /// For a store the caller opened, `location` is [`Location::supplied`].
+    ///
+    /// # Errors
+    /// A store that holds neither a group with 1-D arrays nor an array; a column
+    /// in the options that is not one.
+    pub(crate) fn from_store(
+        store: Arc<dyn Store>,
+        location: &Location,
+        options: ZarrTableOptions,
+    ) -> Result<Self> {
+        let read_options = options.read;
+        let name = location.name();
+        let metadata = Arc::new(Consolidated::remembering(store));
+        let store: Arc<dyn Store> = metadata.clone();
+        let source = match read_node(store.as_ref(), "")? {
+            NodeMetadata::Array(meta) if meta.shape.len() == 1 => {
+                let array = ZarrArray::open_with(store, "", read_options)?.with_column_name(name);
+                Source::Rows(array.reader())
+            }
+            NodeMetadata::Array(_) => {
+                if options.columns.is_some() {
+                    return Err(Error::OptionNotApplicable {
+                        options: vec!["the columns option"],
+                        applies_to: "groups only",
+                    });
+                }
+                Source::Flat(ZarrArray::open_with(store, "", read_options)?.with_column_name(name))
+            }
+            NodeMetadata::Group(_) => {
+                let builder = ZarrGroup::open_with(store, "", read_options)?
+                    .with_column_name(&name)?
+                    .reader();
+                Source::Rows(match &options.columns {
+                    Some(columns) => builder.with_projection(columns.clone()),
+                    None => builder,
+                })
+            }
+        };
+        let (fields, rows, skipped) = match &source {
+            Source::Rows(builder) => {
+                let columns = builder.columns()?;
+                let fields: Vec<_> = columns.iter().map(|c| c.field().clone()).collect();
+                (fields, columns[0].len(), builder.skipped())
+            }
+            Source::Flat(array) => {
+                let fields = array.batches().schema().fields().iter().cloned().collect();
+                (fields, array.len(), Vec::new())
+            }
+        };
+        let schema = Arc::new(Schema::new(fields));
+        let mut sorted = Vec::new();
+        for name in &options.sorted {
+            let Ok(i) = schema.index_of(name) else {
+                return Err(Error::Option(ParseOptionError::new(
+                    "sorted",
+                    name,
+                    "columns of the table",
+                )));
+            };
+            sorted.push(i);
+        }
+        for (i, field) in schema.fields().iter().enumerate() {
+            let coordinate = field
+                .metadata()
+                .get(DIMENSION_NAMES_KEY)
+                .and_then(|d| serde_json::from_str::<Vec<Option<String>>>(d).ok())
+                .is_some_and(|d| d == [Some(field.name().clone())]);
+            if coordinate && !sorted.contains(&i) {
+                sorted.push(i);
+            }
+        }
+        Ok(Self {
+            location: location.clone(),
+            options,
+            url: UrlOptions::default(),
+            metadata,
+            source,
+            schema,
+            rows,
+            sorted,
+            skipped,
+            writable: None,
+        })
+    }
+
+    /// Where the table reads from.
+    pub(crate) fn location(&self) -> &Location {
+        &self.location
+    }
+
+    /// The options it was opened with.
+    pub(crate) fn options(&self) -> &ZarrTableOptions {
+        &self.options
+    }
+
+    /// How its URL is opened.
+    pub(crate) fn url_options(&self) -> &UrlOptions {
+        &self.url
+    }
+
+    /// The metadata documents and listings opening the table read.
+    pub(crate) fn metadata_snapshot(&self) -> MetadataSnapshot {
+        self.metadata.snapshot()
+    }
+
+    /// Rows in the table.
+    pub(crate) fn num_rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// The store `INSERT INTO` writes through, when known.
+    pub(crate) fn writable(&self) -> Option<&Arc<dyn Store>> {
+        self.writable.as_ref()
+    }
+
+    /// The group's children that are not columns of the table, each with the
+    /// reason (nothing is dropped in silence).
+    pub(crate) fn skipped(&self) -> &[Skipped] {
+        &self.skipped
+    }
+
+    /// The columns a filter may narrow the rows by.
+    pub(crate) fn sorted_columns(&self) -> Vec<&str> {
+        self.sorted
+            .iter()
+            .map(|&i| self.schema.field(i).name().as_str())
+            .collect()
+    }
+
+    pub(crate) fn arrow_schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// `rows` split into at most `n` ranges that start on chunk (slab) boundaries.
+    pub(crate) fn splits(&self, rows: Range<u64>, n: usize) -> Result<Vec<Range<u64>>> {
+        match &self.source {
+            Source::Rows(builder) => builder.clone().with_row_range(rows).splits(n),
+            Source::Flat(array) => Ok(aligned_splits(rows, array.row_chunk_len(), n)),
+        }
+    }
+}
+

@@ -1,0 +1,517 @@
+//! The scan of a [`ZarrTable`](super::ZarrTable): a `DataSourceExec` over
+//! a [`ZarrSource`], whose "files" are row ranges.
+//!
+//! ```text
+//! ZarrTable::scan ─▶ DataSourceExec(FileScanConfig: a file group per
+//!   partition, a "file" per row range it reads in turn; ZarrSource)
+//!     └▶ open(range): an async stream on the session's runtime: only the
+//!        projected arrays, only the chunks the rows need (with a filter, its
+//!        columns first, the others where rows match: `filter`)
+//! ```
+//!
+//! The source reads with the resources of the session that planned it (its
+//! registered object stores and memory pool, captured at `scan`), or, for a
+//! plan decoded on another machine (a Ballista executor), with that
+//! machine's task context (captured by the codec). A distributed engine
+//! slices the file groups like any file scan's.
+
+use std::ops::Range;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use arrow_array::{RecordBatch, RecordBatchOptions};
+use arrow_schema::SchemaRef;
+use datafusion::common::stats::Precision;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::{Statistics, internal_err};
+use datafusion::datasource::listing::PartitionedFile;
+use datafusion::datasource::physical_plan::{
+    FileGroup, FileOpenFuture, FileOpener, FileScanConfig, FileScanConfigBuilder, FileSource,
+};
+use datafusion::datasource::source::DataSourceExec;
+use datafusion::datasource::table_schema::TableSchema;
+use datafusion::error::{DataFusionError, Result as DfResult};
+use datafusion::execution::memory_pool::{MemoryConsumer, MemoryReservation};
+use datafusion::execution::object_store::ObjectStoreUrl;
+use datafusion::execution::runtime_env::RuntimeEnv;
+use datafusion::physical_expr::{LexOrdering, PhysicalExpr};
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::metrics::{
+    Count, ExecutionPlanMetricsSet, MetricBuilder, Time,
+};
+use futures::StreamExt;
+use object_store::ObjectStore;
+
+use super::df_err;
+use super::filter::{Batches, Filtered, ScanFilter};
+use super::snapshot::{Snapshot, Source};
+use crate::error::Result;
+use crate::location::{Location, Stores};
+use crate::read::{ReadBudget, ReadStats, ReaderBuilder};
+use crate::store::{AsyncStore, SyncAsAsync};
+
+/// Rows per batch when no column is read (`count(*)` that statistics could not
+/// answer): the batches carry a row count only.
+const EMPTY_BATCH_ROWS: u64 = 1 << 16;
+
+/// What a scan reads.
+pub(crate) struct Scan {
+    pub snapshot: Arc<Snapshot>,
+    /// The columns given (indices into the table's schema).
+    pub columns: Vec<usize>,
+    /// The row ranges of each partition, read in turn.
+    pub groups: Vec<Vec<Range<u64>>>,
+    /// The filters the scan evaluates itself.
+    pub filter: Option<Arc<ScanFilter>>,
+    /// The most rows each partition gives (after the filter).
+    pub fetch: Option<usize>,
+    /// Rows chunk statistics excluded at planning (for `EXPLAIN ANALYZE`).
+    pub pruned: u64,
+    /// The resources it reads with.
+    pub runtime: Arc<RuntimeEnv>,
+}
+
+/// The plan of `scan`: a `DataSourceExec` over a [`ZarrSource`].
+///
+/// # Errors
+/// A row range past `i64` (a file range's type).
+pub(crate) fn scan_plan(scan: Scan) -> DfResult<Arc<dyn ExecutionPlan>> {
+    let Scan {
+        snapshot,
+        columns,
+        groups,
+        filter,
+        fetch,
+        pruned,
+        runtime,
+    } = scan;
+    let schema = Arc::new(snapshot.arrow_schema().project(&columns)?);
+    let location = snapshot.location().to_string();
+    let groups = groups
+        .into_iter()
+        .map(|ranges| {
+            let files = ranges
+                .into_iter()
+                .map(|rows| range_file(&location, &schema, rows, filter.is_some()))
+                .collect::<DfResult<Vec<_>>>()?;
+            Ok(FileGroup::new(files))
+        })
+        .collect::<DfResult<Vec<_>>>()?;
+    let source = ZarrSource {
+        snapshot,
+        columns,
+        filter,
+        pruned,
+        runtime,
+        table_schema: TableSchema::from(schema),
+        metrics: ExecutionPlanMetricsSet::new(),
+    };
+    let config = FileScanConfigBuilder::new(ObjectStoreUrl::local_filesystem(), Arc::new(source))
+        .with_file_groups(groups)
+        .with_limit(fetch)
+        .build();
+    Ok(DataSourceExec::from_data_source(config))
+}
+
+/// A "file" of rows `rows`, with its row count (exact unless a filter keeps
+/// some of them).
+fn range_file(
+    location: &str,
+    schema: &SchemaRef,
+    rows: Range<u64>,
+    filtered: bool,
+) -> DfResult<PartitionedFile> {
+    let (Ok(start), Ok(end)) = (i64::try_from(rows.start), i64::try_from(rows.end)) else {
+        return internal_err!("row range {rows:?} past i64");
+    };
+    let n = usize::try_from(rows.end.saturating_sub(rows.start)).unwrap_or(usize::MAX);
+    let n = if filtered {
+        Precision::Inexact(n)
+    } else {
+        Precision::Exact(n)
+    };
+    let stats = Statistics::new_unknown(schema).with_num_rows(n);
+    Ok(PartitionedFile::new_with_range(location.to_string(), rows.end, start, end)
+        .with_statistics(Arc::new(stats)))
+}
+
+/// The Zarr source in `plan`, with its scan's configuration, when `plan` is
+/// a Zarr scan.
+pub(crate) fn zarr_source(plan: &dyn ExecutionPlan) -> Option<(&ZarrSource, &FileScanConfig)> {
+    let exec = plan.downcast_ref::<DataSourceExec>()?;
+    let config = exec.data_source().downcast_ref::<FileScanConfig>()?;
+    let source = config.file_source().downcast_ref::<ZarrSource>()?;
+    Some((source, config))
+}
+
+/// The row ranges of a Zarr scan's partitions.
+///
+/// # Errors
+/// A "file" with no row range, or a negative one.
+pub(crate) fn scan_groups(config: &FileScanConfig) -> DfResult<Vec<Vec<Range<u64>>>> {
+    config
+        .file_groups
+        .iter()
+        .map(|group| {
+            group
+                .files()
+                .iter()
+                .map(|file| match &file.range {
+                    Some(r) => match (u64::try_from(r.start), u64::try_from(r.end)) {
+                        (Ok(start), Ok(end)) => Ok(start..end),
+                        _ => internal_err!("a Zarr scan's row range {r:?} is negative"),
+                    },
+                    None => internal_err!("a Zarr scan's file has no row range"),
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The source of a Zarr scan: the table snapshot it reads, its columns and
+/// filter, and the resources it reads with.
+#[derive(Clone)]
+pub(crate) struct ZarrSource {
+    snapshot: Arc<Snapshot>,
+    columns: Vec<usize>,
+    filter: Option<Arc<ScanFilter>>,
+    pruned: u64,
+    runtime: Arc<RuntimeEnv>,
+    table_schema: TableSchema,
+    metrics: ExecutionPlanMetricsSet,
+}
+
+impl ZarrSource {
+    /// The snapshot read.
+    pub(crate) fn snapshot(&self) -> &Arc<Snapshot> {
+        &self.snapshot
+    }
+
+    /// The columns given (indices into the table's schema).
+    pub(crate) fn columns(&self) -> &[usize] {
+        &self.columns
+    }
+
+    /// The filters the scan evaluates itself.
+    pub(crate) fn filter(&self) -> Option<&Arc<ScanFilter>> {
+        self.filter.as_ref()
+    }
+}
+
+impl FileSource for ZarrSource {
+    fn create_file_opener(
+        &self,
+        _store: Arc<dyn ObjectStore>,
+        _config: &FileScanConfig,
+        partition: usize,
+    ) -> DfResult<Arc<dyn FileOpener>> {
+        let metrics = PartitionMetrics::new(&self.metrics, partition);
+        if partition == 0 {
+            metrics
+                .pruned
+                .add(usize::try_from(self.pruned).unwrap_or(usize::MAX));
+        }
+        Ok(Arc::new(RangeOpener {
+            source: self.clone(),
+            partition,
+            metrics,
+        }))
+    }
+
+    fn table_schema(&self) -> &TableSchema {
+        &self.table_schema
+    }
+
+    fn with_batch_size(&self, _batch_size: usize) -> Arc<dyn FileSource> {
+        Arc::new(self.clone())
+    }
+
+    fn metrics(&self) -> &ExecutionPlanMetricsSet {
+        &self.metrics
+    }
+
+    fn file_type(&self) -> &str {
+        "zarr"
+    }
+
+    fn fmt_extra(
+        &self,
+        t: datafusion::physical_plan::DisplayFormatType,
+        f: &mut std::fmt::Formatter,
+    ) -> std::fmt::Result {
+        use datafusion::physical_plan::DisplayFormatType;
+        if matches!(t, DisplayFormatType::Default | DisplayFormatType::Verbose)
+            && let Some(filter) = &self.filter
+        {
+            write!(f, ", predicate={}", filter.display())?;
+        }
+        Ok(())
+    }
+
+    fn supports_repartitioning(&self) -> bool {
+        false
+    }
+
+    // A row range is not a byte range: never split by size.
+    fn repartitioned(
+        &self,
+        _target_partitions: usize,
+        _repartition_file_min_size: usize,
+        _output_ordering: Option<LexOrdering>,
+        _config: &FileScanConfig,
+    ) -> DfResult<Option<FileScanConfig>> {
+        Ok(None)
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> DfResult<TreeNodeRecursion>,
+    ) -> DfResult<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+}
+
+/// Opens a "file" of a Zarr scan: its row range.
+struct RangeOpener {
+    source: ZarrSource,
+    partition: usize,
+    metrics: PartitionMetrics,
+}
+
+impl FileOpener for RangeOpener {
+    fn open(&self, file: PartitionedFile) -> DfResult<FileOpenFuture> {
+        let rows = match &file.range {
+            Some(r) => match (u64::try_from(r.start), u64::try_from(r.end)) {
+                (Ok(start), Ok(end)) => start..end,
+                _ => return internal_err!("a Zarr scan's row range {r:?} is negative"),
+            },
+            None => return internal_err!("a Zarr scan's file has no row range"),
+        };
+        let stream = self.stream(rows)?;
+        Ok(Box::pin(async move { Ok(stream) }))
+    }
+}
+
+impl RangeOpener {
+    fn names(&self) -> Vec<String> {
+        let schema = self.source.snapshot.arrow_schema();
+        self.source
+            .columns
+            .iter()
+            .map(|&i| schema.field(i).name().clone())
+            .collect()
+    }
+
+    /// The batches of rows `range`.
+    fn stream(&self, range: Range<u64>) -> DfResult<Batches> {
+        let source = &self.source;
+        let schema = source.table_schema.table_schema().clone();
+        if source.columns.is_empty() && source.filter.is_none() {
+            // No column read: row counts only, no I/O.
+            return Ok(row_counts(schema, range.end - range.start).boxed());
+        }
+        let builder = match source.snapshot.source.clone() {
+            Source::Rows(builder) => builder,
+            // An N-d array: its elements in C order, a batch per slab.
+            Source::Flat(array) => {
+                let slab = usize::try_from(array.row_chunk_len()).unwrap_or(usize::MAX);
+                array.reader().with_batch_size(slab)
+            }
+        };
+        let (store, concurrency) = self.read_store(&builder)?;
+        let open = {
+            let builder = builder.clone();
+            let pool = source.runtime.memory_pool.clone();
+            let metrics = self.metrics.clone();
+            let partition = self.partition;
+            move |names: Vec<String>,
+                  rows: Range<u64>,
+                  selection: Option<Vec<Range<u64>>>|
+                  -> DfResult<Batches> {
+                let reservation =
+                    MemoryConsumer::new(format!("ZarrScan[{partition}]")).register(&pool);
+                let mut reader = builder.clone().with_projection(names).with_row_range(rows);
+                if let Some(selection) = selection {
+                    reader = reader.with_row_selection(selection);
+                }
+                let (stream, stats) = reader
+                    .into_stream_on(
+                        store.clone(),
+                        concurrency,
+                        Some(Box::new(PoolBudget(reservation))),
+                    )
+                    .map_err(df_err)?;
+                let mut tracker = metrics.track(stats);
+                Ok(stream
+                    .map(move |batch| {
+                        tracker.update();
+                        batch.map_err(scan_err)
+                    })
+                    .boxed())
+            }
+        };
+        let Some(filter) = &source.filter else {
+            let batches = open(self.names(), range, None)?;
+            return Ok(batches
+                .map(move |batch| {
+                    // The reader's schema may carry table metadata (pandas'):
+                    // the plan's is the projected table schema.
+                    Ok(RecordBatch::try_new(
+                        schema.clone(),
+                        batch?.columns().to_vec(),
+                    )?)
+                })
+                .boxed());
+        };
+        let table = source.snapshot.arrow_schema().clone();
+        let read = |name: &str| {
+            table
+                .index_of(name)
+                .is_ok_and(|i| source.columns.contains(&i) || filter.columns().contains(&i))
+        };
+        let longest = builder
+            .columns()
+            .map_err(df_err)?
+            .iter()
+            .filter(|c| read(c.name()))
+            .map(|c| c.chunk_len())
+            .max()
+            .unwrap_or(1);
+        let filtered = Filtered {
+            open: Arc::new(open),
+            filter: filter.clone(),
+            table,
+            columns: source.columns.clone(),
+            schema,
+            longest,
+            matched: self.metrics.matched.clone(),
+        };
+        Ok(filtered.stream(range))
+    }
+
+    /// The store a partition reads chunks through, and how many requests it
+    /// keeps in flight: the object store the session has registered for the
+    /// table's URL, else the table's own store (its async form for an object
+    /// store; a local one read on rayon).
+    fn read_store(&self, builder: &ReaderBuilder) -> DfResult<(Arc<dyn AsyncStore>, usize)> {
+        if let Location::Url(url) = self.source.snapshot.location() {
+            let stores = Stores::default()
+                .with_registered(super::session_stores(self.source.runtime.clone()));
+            if let Some(store) = stores.registered_async(url) {
+                return Ok((Arc::new(store), crate::store::DEFAULT_CONCURRENCY));
+            }
+        }
+        let Some(store) = builder.store() else {
+            return internal_err!("a Zarr scan of a table with no columns");
+        };
+        let concurrency = store.concurrency();
+        Ok(match store.remote() {
+            Some(remote) => (remote.store, concurrency),
+            None => (Arc::new(SyncAsAsync::reading_on_rayon(store)), concurrency),
+        })
+    }
+}
+
+/// A zarrow error from a scan as DataFusion's: running out of the memory pool is
+/// DataFusion's `ResourcesExhausted`.
+fn scan_err(e: crate::Error) -> DataFusionError {
+    match e {
+        crate::Error::MemoryExhausted { .. } => DataFusionError::ResourcesExhausted(e.to_string()),
+        e => df_err(e),
+    }
+}
+
+/// A read's read-ahead, reserved in the session's memory pool.
+struct PoolBudget(MemoryReservation);
+
+impl ReadBudget for PoolBudget {
+    fn resize(&mut self, bytes: u64) -> Result<()> {
+        let bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
+        self.0
+            .try_resize(bytes)
+            .map_err(|e| crate::Error::MemoryExhausted {
+                what: format!("{} (its read-ahead)", self.0.consumer().name()),
+                bytes: bytes as u64,
+                source: Box::new(e),
+            })
+    }
+}
+
+/// A partition's counters in the plan's metrics (`EXPLAIN ANALYZE`).
+#[derive(Clone)]
+struct PartitionMetrics {
+    bytes: Count,
+    requests: Count,
+    decode: Time,
+    /// Rows the filter kept.
+    matched: Count,
+    /// Rows chunk statistics excluded (of the whole scan, on partition 0).
+    pruned: Count,
+}
+
+impl PartitionMetrics {
+    fn new(set: &ExecutionPlanMetricsSet, partition: usize) -> Self {
+        Self {
+            bytes: MetricBuilder::new(set).counter("bytes_fetched", partition),
+            requests: MetricBuilder::new(set).counter("requests", partition),
+            decode: MetricBuilder::new(set).subset_time("decode_time", partition),
+            matched: MetricBuilder::new(set).counter("rows_matched", partition),
+            pruned: MetricBuilder::new(set).counter("rows_pruned_by_statistics", partition),
+        }
+    }
+
+    /// Copy a read's counters into these as it goes.
+    fn track(&self, stats: Arc<ReadStats>) -> Tracker {
+        Tracker {
+            stats,
+            metrics: self.clone(),
+            seen: [0; 3],
+        }
+    }
+}
+
+/// Copies one read's counters into its partition's metrics.
+struct Tracker {
+    stats: Arc<ReadStats>,
+    metrics: PartitionMetrics,
+    seen: [u64; 3],
+}
+
+impl Tracker {
+    fn update(&mut self) {
+        let now = [
+            self.stats.bytes_fetched.load(Ordering::Relaxed),
+            self.stats.requests.load(Ordering::Relaxed),
+            self.stats.decode_nanos.load(Ordering::Relaxed),
+        ];
+        let delta = |i: usize| usize::try_from(now[i].saturating_sub(self.seen[i])).unwrap_or(0);
+        self.metrics.bytes.add(delta(0));
+        self.metrics.requests.add(delta(1));
+        self.metrics.decode.add_duration(std::time::Duration::from_nanos(
+            now[2].saturating_sub(self.seen[2]),
+        ));
+        self.seen = now;
+    }
+}
+
+impl Drop for Tracker {
+    fn drop(&mut self) {
+        self.update();
+    }
+}
+
+/// Batches of no columns that count `rows` rows.
+fn row_counts(
+    schema: SchemaRef,
+    rows: u64,
+) -> impl futures::Stream<Item = DfResult<RecordBatch>> + Send + 'static {
+    let counts = (0..rows.div_ceil(EMPTY_BATCH_ROWS))
+        .map(move |i| (rows - i * EMPTY_BATCH_ROWS).min(EMPTY_BATCH_ROWS) as usize);
+    futures::stream::iter(counts.map(move |n| {
+        Ok(RecordBatch::try_new_with_options(
+            schema.clone(),
+            Vec::new(),
+            &RecordBatchOptions::new().with_row_count(Some(n)),
+        )?)
+    }))
+}
