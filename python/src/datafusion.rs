@@ -100,11 +100,7 @@ impl Table {
     /// xarray dimension coordinates.
     #[getter]
     fn sorted_columns(&self) -> Vec<String> {
-        self.table
-            .sorted_columns()
-            .into_iter()
-            .map(str::to_string)
-            .collect()
+        self.table.sorted_columns()
     }
 
     fn __repr__(&self) -> String {

@@ -116,7 +116,10 @@ impl Current {
 
     /// The snapshot now.
     pub(crate) fn get(&self) -> Arc<Snapshot> {
-        self.0.read().unwrap_or_else(PoisonError::into_inner).clone()
+        self.0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Read the table's metadata again, so that the scans that follow (and
@@ -146,7 +149,11 @@ impl Snapshot {
     ///
     /// # Errors
     /// As [`Stores::open`] and [`ZarrTable::from_store`].
-    pub(crate) fn open(location: &Location, options: ZarrTableOptions, stores: &Stores) -> Result<Self> {
+    pub(crate) fn open(
+        location: &Location,
+        options: ZarrTableOptions,
+        stores: &Stores,
+    ) -> Result<Self> {
         let plain = stores.open(location)?;
         let store = Consolidated::open(plain.clone())?;
         Ok(Self::from_store(store, location, options)?
@@ -331,4 +338,3 @@ impl Snapshot {
         }
     }
 }
-

@@ -36,9 +36,7 @@ use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::physical_expr::{LexOrdering, PhysicalExpr};
 use datafusion::physical_plan::ExecutionPlan;
-use datafusion::physical_plan::metrics::{
-    Count, ExecutionPlanMetricsSet, MetricBuilder, Time,
-};
+use datafusion::physical_plan::metrics::{Count, ExecutionPlanMetricsSet, MetricBuilder, Time};
 use futures::StreamExt;
 use object_store::ObjectStore;
 
@@ -131,8 +129,10 @@ fn range_file(
         Precision::Exact(n)
     };
     let stats = Statistics::new_unknown(schema).with_num_rows(n);
-    Ok(PartitionedFile::new_with_range(location.to_string(), rows.end, start, end)
-        .with_statistics(Arc::new(stats)))
+    Ok(
+        PartitionedFile::new_with_range(location.to_string(), rows.end, start, end)
+            .with_statistics(Arc::new(stats)),
+    )
 }
 
 /// The Zarr source in `plan`, with its scan's configuration, when `plan` is
@@ -487,9 +487,11 @@ impl Tracker {
         let delta = |i: usize| usize::try_from(now[i].saturating_sub(self.seen[i])).unwrap_or(0);
         self.metrics.bytes.add(delta(0));
         self.metrics.requests.add(delta(1));
-        self.metrics.decode.add_duration(std::time::Duration::from_nanos(
-            now[2].saturating_sub(self.seen[2]),
-        ));
+        self.metrics
+            .decode
+            .add_duration(std::time::Duration::from_nanos(
+                now[2].saturating_sub(self.seen[2]),
+            ));
         self.seen = now;
     }
 }
