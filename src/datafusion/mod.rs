@@ -6,7 +6,7 @@
 //! ZarrTable::open(location, options) ───────────────────────────┴▶ ZarrTable
 //!     schema and exact row count from metadata alone
 //!  scan(projection, filters, limit)
-//!     └▶ ZarrScanExec: one partition per chunk-aligned row range
+//!     └▶ DataSourceExec over a ZarrSource: a partition per chunk-aligned row range
 //!         (target_partitions of them; LIMIT n: one range of n rows; chunk
 //!         statistics keep only the ranges a filter may match), each an async
 //!         stream on the session's runtime (its object stores, memory pool and
