@@ -9,9 +9,11 @@
 //! ```
 //!
 //! The table's scan takes the filter as DataFusion hands it down: chunks whose
-//! statistics (or a sorted column) rule out every row are not read. DataFusion's
-//! `FilterExec` keeps exactly the matching rows, so the engine may trust the
-//! answer (DuckDB applies a filter it hands over no more).
+//! statistics rule out every row are not read, the filter's columns are read
+//! first and the others only where rows match, and the scan keeps exactly the
+//! matching rows (or DataFusion's `FilterExec` does, for a filter the scan
+//! cannot evaluate), so the engine may trust the answer (DuckDB applies a
+//! filter it hands over no more).
 //!
 //! The plan runs in one partition: the rows come in the table's order, as
 //! `zarrow.read` gives them (the scan still reads ahead and decodes on rayon).

@@ -757,3 +757,28 @@ def test_a_corrupt_store_raises_zarrows_error_in_every_engine(tmp_path, over):
     ds = zarrow.dataset(store)  # noqa: F841
     with pytest.raises(Exception, match=ZARROWS_MESSAGE):
         duckdb.sql(f"SELECT count(*) FROM ds WHERE \"{column}\" <> ''").fetchall()
+
+
+def test_datafusion_reads_the_other_columns_only_where_rows_match(served):
+    """Late materialization over HTTP, counted at the proxy: the filter's
+    columns are fetched in the chunks their statistics cannot exclude, `s`
+    only in the chunks holding a matching row, and no more GETs than those
+    plus one (the issue's bound); the rows are pyarrow's."""
+    url, proxy, table = served
+    k = table.column("i")[37].as_py()
+    query = f"SELECT s FROM t WHERE i = {k} AND f < 0.5"
+    with counting(proxy) as fetched:
+        got = pa.table(zarrow.sql(query, {"t": url}))
+    mask = pc.and_(pc.equal(table.column("i"), k), pc.less(table.column("f"), 0.5))
+    want = table.filter(mask).column("s").to_pylist()
+    assert sorted(got.column("s").to_pylist()) == sorted(want)
+    i, f = table.column("i").to_numpy(), table.column("f").to_numpy()
+    # Chunks of 10: those whose bounds admit both conjuncts, and those
+    # holding a match.
+    unexcluded = {c for c in range(10) if i[c * 10:(c + 1) * 10].min() <= k <= i[c * 10:(c + 1) * 10].max()
+                  and f[c * 10:(c + 1) * 10].min() < 0.5}
+    holding = {r // 10 for r in np.flatnonzero(mask.to_numpy(zero_copy_only=False))}
+    assert holding and holding <= unexcluded
+    assert fetched.get("s", set()) == {f"c/{c}" for c in holding}
+    gets = sum(len(v) for v in fetched.values())
+    assert gets <= 2 * len(unexcluded) + len(holding) + 1, fetched
