@@ -38,7 +38,8 @@ use arrow_buffer::Buffer;
 use serde::{Deserialize, Serialize};
 
 use super::df_err;
-use super::filter::ScanFilter;
+use super::filter::{self as filters, ScanFilter};
+use super::prune::Pruning;
 use super::sink::{SinkSpec, ZarrFormatFactory, ZarrSink};
 use super::snapshot::Snapshot;
 use super::source::{Scan, scan_groups, scan_plan, zarr_source};
@@ -121,6 +122,9 @@ struct ScanSpec {
     /// them.
     #[serde(default)]
     filter: Vec<Vec<u8>>,
+    /// The filters chunk statistics prune by, likewise.
+    #[serde(default)]
+    prune: Vec<Vec<u8>>,
 }
 
 impl TableSpec {
@@ -351,8 +355,8 @@ impl PhysicalExtensionCodec for ZarrPhysicalCodec {
             columns: spec.columns,
             groups,
             filter: filter.map(Arc::new),
+            pruning: Pruning::new(&filters::from_bytes(&spec.prune, ctx)?).map(Arc::new),
             fetch: spec.limit,
-            pruned: 0,
             runtime: ctx.runtime_env(),
         })
     }
@@ -383,6 +387,10 @@ impl PhysicalExtensionCodec for ZarrPhysicalCodec {
             limit: config.limit,
             filter: match source.filter() {
                 Some(filter) => filter.to_bytes()?,
+                None => Vec::new(),
+            },
+            prune: match source.pruning() {
+                Some(pruning) => filters::to_bytes(pruning.filters())?,
                 None => Vec::new(),
             },
         };

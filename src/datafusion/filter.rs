@@ -143,10 +143,7 @@ impl ScanFilter {
     /// # Errors
     /// A filter datafusion-proto cannot encode.
     pub(crate) fn to_bytes(&self) -> DfResult<Vec<Vec<u8>>> {
-        self.exprs
-            .iter()
-            .map(|e| Ok(e.to_bytes()?.to_vec()))
-            .collect()
+        to_bytes(&self.exprs)
     }
 
     /// The filter [`ScanFilter::to_bytes`] carried, over a table of `schema`
@@ -159,11 +156,7 @@ impl ScanFilter {
         bytes: &[Vec<u8>],
         ctx: &TaskContext,
     ) -> DfResult<Option<Self>> {
-        let exprs = bytes
-            .iter()
-            .map(|b| Expr::from_bytes_with_ctx(b, ctx))
-            .collect::<DfResult<Vec<_>>>()?;
-        Self::new(schema, exprs, &ExecutionProps::new())
+        Self::new(schema, from_bytes(bytes, ctx)?, &ExecutionProps::new())
     }
 
     /// The table's columns the filter reads.
@@ -195,6 +188,25 @@ impl ScanFilter {
             _ => arrow_select::filter::prep_null_mask_filter(mask),
         })
     }
+}
+
+/// `exprs` as datafusion-proto encodes them, for a plan to carry.
+///
+/// # Errors
+/// An expression datafusion-proto cannot encode.
+pub(crate) fn to_bytes(exprs: &[Expr]) -> DfResult<Vec<Vec<u8>>> {
+    exprs.iter().map(|e| Ok(e.to_bytes()?.to_vec())).collect()
+}
+
+/// The expressions [`to_bytes`] encoded, their functions resolved in `ctx`.
+///
+/// # Errors
+/// Bytes that are not an expression.
+pub(crate) fn from_bytes(bytes: &[Vec<u8>], ctx: &TaskContext) -> DfResult<Vec<Expr>> {
+    bytes
+        .iter()
+        .map(|b| Expr::from_bytes_with_ctx(b, ctx))
+        .collect()
 }
 
 /// What a late-materialized read of one row range needs: how to open a

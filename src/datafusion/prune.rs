@@ -2,6 +2,10 @@
 //! `PruningPredicate` over each filtered column's statistics (`zarrow.stats`)
 //! keeps the row ranges whose chunks may hold a match. A stale or missing
 //! statistic keeps its chunk: pruning never changes an answer.
+//!
+//! A scan prunes as it opens each row range ([`Pruning::kept`]): the
+//! statistics are read once per scan on the machine that runs it (one GET and
+//! one listing per filtered column), with its stores, never at planning.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::ops::Range;
@@ -9,10 +13,10 @@ use std::sync::Arc;
 
 use arrow_array::{ArrayRef, BooleanArray, UInt32Array, UInt64Array};
 use arrow_schema::DataType;
-use datafusion::catalog::Session;
 use datafusion::common::DFSchema;
 use datafusion::common::{Column, ScalarValue};
 use datafusion::error::Result as DfResult;
+use datafusion::execution::context::ExecutionProps;
 use datafusion::logical_expr::expr_rewriter::unnormalize_col;
 use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
 use datafusion::logical_expr::{Expr, utils::conjunction};
@@ -29,9 +33,9 @@ use crate::stats::Bounds;
 /// statistics. Columns chunked differently are cut at every chunk boundary of
 /// any of them: each piece takes the statistics of the chunk of each column
 /// it lies in.
-pub(crate) fn by_statistics(
+fn by_statistics(
     table: &Snapshot,
-    state: &dyn Session,
+    props: &ExecutionProps,
     filters: &[Expr],
     rows: Range<u64>,
     statistics: HashMap<String, Bounds>,
@@ -71,7 +75,7 @@ pub(crate) fn by_statistics(
     let physical = create_physical_expr(
         &predicate,
         &df_schema,
-        state.execution_props(),
+        props,
         &PhysicalPlanningContext::default(),
     )?;
     // A predicate statistics cannot decide keeps every piece.
@@ -112,7 +116,7 @@ fn pruning_filters(filters: &[Expr]) -> Vec<Expr> {
 }
 
 /// The columns `filters` name.
-pub(crate) fn named_columns(filters: &[Expr]) -> HashSet<String> {
+fn named_columns(filters: &[Expr]) -> HashSet<String> {
     pruning_filters(filters)
         .iter()
         .flat_map(|f| f.column_refs())
@@ -122,10 +126,7 @@ pub(crate) fn named_columns(filters: &[Expr]) -> HashSet<String> {
 
 /// The chunk statistics of the table's columns in `named` that have them
 /// (blocking: a GET and a listing per column).
-pub(crate) fn statistics(
-    table: &Snapshot,
-    named: &HashSet<String>,
-) -> DfResult<HashMap<String, Bounds>> {
+fn statistics(table: &Snapshot, named: &HashSet<String>) -> DfResult<HashMap<String, Bounds>> {
     let mut out = HashMap::new();
     let Source::Rows(builder) = &table.source else {
         return Ok(out);
@@ -141,35 +142,6 @@ pub(crate) fn statistics(
         }
     }
     Ok(out)
-}
-
-/// The scan's partitions over the row ranges `kept`: at most `target`, each
-/// a run of consecutive ranges (read one after another) of about the same
-/// rows. No range is widened: the rows between them are never read.
-pub(crate) fn partitions(kept: Vec<Range<u64>>, target: usize) -> Vec<Vec<Range<u64>>> {
-    let target = target.max(1);
-    if kept.len() <= target {
-        return kept.into_iter().map(|r| vec![r]).collect();
-    }
-    let total: u64 = kept.iter().map(|r| r.end - r.start).sum();
-    let share = total.div_ceil(target as u64).max(1);
-    let mut groups: Vec<Vec<Range<u64>>> = Vec::with_capacity(target);
-    let mut rows = 0;
-    for range in kept {
-        let len = range.end - range.start;
-        let full = groups.len() == target;
-        match groups.last_mut() {
-            Some(group) if rows < share || full => {
-                group.push(range);
-                rows += len;
-            }
-            _ => {
-                groups.push(vec![range]);
-                rows = len;
-            }
-        }
-    }
-    groups
 }
 
 /// A column's statistics, its bounds in the table's type.
@@ -260,24 +232,62 @@ impl PruningStatistics for Pieces<'_> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::partitions;
+/// A scan's filters, and the statistics of the columns they name, read once
+/// (by the first range opened) and shared by all its ranges.
+#[derive(Debug)]
+pub(crate) struct Pruning {
+    filters: Vec<Expr>,
+    loaded: tokio::sync::OnceCell<Arc<HashMap<String, Bounds>>>,
+}
 
-    /// At most `target` partitions, every kept range in one of them, in
-    /// order, none widened.
-    #[test]
-    fn partitions_keep_every_range_and_no_more() {
-        let kept: Vec<_> = (0..37u64)
-            .map(|i| i * 1000..i * 1000 + 100 + i * 7)
-            .collect();
-        for target in [1, 2, 3, 8, 36, 37, 100] {
-            let groups = partitions(kept.clone(), target);
-            assert!(groups.len() <= target.max(1), "{target}");
-            assert!(groups.iter().all(|g| !g.is_empty()));
-            let flat: Vec<_> = groups.into_iter().flatten().collect();
-            assert_eq!(flat, kept, "{target}");
+impl Pruning {
+    /// Pruning by `filters` (the deterministic ones are used); `None` when
+    /// none names a column.
+    pub(crate) fn new(filters: &[Expr]) -> Option<Self> {
+        let filters = pruning_filters(filters);
+        if named_columns(&filters).is_empty() {
+            return None;
         }
-        assert!(partitions(Vec::new(), 4).is_empty());
+        Some(Self {
+            filters,
+            loaded: tokio::sync::OnceCell::new(),
+        })
+    }
+
+    /// The filters, for a plan to carry.
+    pub(crate) fn filters(&self) -> &[Expr] {
+        &self.filters
+    }
+
+    /// The parts of `rows` whose chunks may hold a match (all of them where
+    /// no statistic says otherwise).
+    ///
+    /// # Errors
+    /// Reading the statistics (a store's error, a corrupt file), or a filter
+    /// DataFusion cannot plan.
+    pub(crate) async fn kept(
+        &self,
+        table: &Arc<Snapshot>,
+        rows: Range<u64>,
+    ) -> DfResult<Vec<Range<u64>>> {
+        let statistics = self
+            .loaded
+            .get_or_try_init(|| async {
+                let table = table.clone();
+                let named = named_columns(&self.filters);
+                tokio::task::spawn_blocking(move || statistics(&table, &named))
+                    .await
+                    .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?
+                    .map(Arc::new)
+            })
+            .await?;
+        let kept = by_statistics(
+            table,
+            &ExecutionProps::new(),
+            &self.filters,
+            rows.clone(),
+            statistics.as_ref().clone(),
+        )?;
+        Ok(kept.unwrap_or_else(|| vec![rows]))
     }
 }

@@ -42,6 +42,7 @@ use object_store::ObjectStore;
 
 use super::df_err;
 use super::filter::{Batches, Filtered, ScanFilter};
+use super::prune::Pruning;
 use super::snapshot::{Snapshot, Source};
 use crate::error::Result;
 use crate::location::{Location, Stores};
@@ -61,10 +62,10 @@ pub(crate) struct Scan {
     pub groups: Vec<Vec<Range<u64>>>,
     /// The filters the scan evaluates itself.
     pub filter: Option<Arc<ScanFilter>>,
+    /// The filters chunk statistics prune by, as each range opens.
+    pub pruning: Option<Arc<Pruning>>,
     /// The most rows each partition gives (after the filter).
     pub fetch: Option<usize>,
-    /// Rows chunk statistics excluded at planning (for `EXPLAIN ANALYZE`).
-    pub pruned: u64,
     /// The resources it reads with.
     pub runtime: Arc<RuntimeEnv>,
 }
@@ -79,8 +80,8 @@ pub(crate) fn scan_plan(scan: Scan) -> DfResult<Arc<dyn ExecutionPlan>> {
         columns,
         groups,
         filter,
+        pruning,
         fetch,
-        pruned,
         runtime,
     } = scan;
     let schema = Arc::new(snapshot.arrow_schema().project(&columns)?);
@@ -90,7 +91,14 @@ pub(crate) fn scan_plan(scan: Scan) -> DfResult<Arc<dyn ExecutionPlan>> {
         .map(|ranges| {
             let files = ranges
                 .into_iter()
-                .map(|rows| range_file(&location, &schema, rows, filter.is_some()))
+                .map(|rows| {
+                    range_file(
+                        &location,
+                        &schema,
+                        rows,
+                        filter.is_some() || pruning.is_some(),
+                    )
+                })
                 .collect::<DfResult<Vec<_>>>()?;
             Ok(FileGroup::new(files))
         })
@@ -99,7 +107,7 @@ pub(crate) fn scan_plan(scan: Scan) -> DfResult<Arc<dyn ExecutionPlan>> {
         snapshot,
         columns,
         filter,
-        pruned,
+        pruning,
         runtime,
         table_schema: TableSchema::from(schema),
         metrics: ExecutionPlanMetricsSet::new(),
@@ -112,7 +120,7 @@ pub(crate) fn scan_plan(scan: Scan) -> DfResult<Arc<dyn ExecutionPlan>> {
 }
 
 /// A "file" of rows `rows`, with its row count (exact unless a filter keeps
-/// some of them).
+/// some of them, or statistics skip some).
 fn range_file(
     location: &str,
     schema: &SchemaRef,
@@ -175,7 +183,7 @@ pub(crate) struct ZarrSource {
     snapshot: Arc<Snapshot>,
     columns: Vec<usize>,
     filter: Option<Arc<ScanFilter>>,
-    pruned: u64,
+    pruning: Option<Arc<Pruning>>,
     runtime: Arc<RuntimeEnv>,
     table_schema: TableSchema,
     metrics: ExecutionPlanMetricsSet,
@@ -196,6 +204,11 @@ impl ZarrSource {
     pub(crate) fn filter(&self) -> Option<&Arc<ScanFilter>> {
         self.filter.as_ref()
     }
+
+    /// The filters chunk statistics prune by.
+    pub(crate) fn pruning(&self) -> Option<&Arc<Pruning>> {
+        self.pruning.as_ref()
+    }
 }
 
 impl FileSource for ZarrSource {
@@ -206,16 +219,11 @@ impl FileSource for ZarrSource {
         partition: usize,
     ) -> DfResult<Arc<dyn FileOpener>> {
         let metrics = PartitionMetrics::new(&self.metrics, partition);
-        if partition == 0 {
-            metrics
-                .pruned
-                .add(usize::try_from(self.pruned).unwrap_or(usize::MAX));
-        }
-        Ok(Arc::new(RangeOpener {
+        Ok(Arc::new(RangeOpener(Arc::new(Opener {
             source: self.clone(),
             partition,
             metrics,
-        }))
+        }))))
     }
 
     fn table_schema(&self) -> &TableSchema {
@@ -271,8 +279,12 @@ impl FileSource for ZarrSource {
     }
 }
 
-/// Opens a "file" of a Zarr scan: its row range.
-struct RangeOpener {
+/// Opens a "file" of a Zarr scan: its row range, less the parts chunk
+/// statistics exclude.
+struct RangeOpener(Arc<Opener>);
+
+/// What a partition's ranges are opened with.
+struct Opener {
     source: ZarrSource,
     partition: usize,
     metrics: PartitionMetrics,
@@ -287,12 +299,30 @@ impl FileOpener for RangeOpener {
             },
             None => return internal_err!("a Zarr scan's file has no row range"),
         };
-        let stream = self.stream(rows)?;
-        Ok(Box::pin(async move { Ok(stream) }))
+        let opener = self.0.clone();
+        Ok(Box::pin(async move {
+            let kept = match &opener.source.pruning {
+                Some(pruning) => pruning.kept(&opener.source.snapshot, rows.clone()).await?,
+                None => vec![rows.clone()],
+            };
+            let read: u64 = kept.iter().map(|r| r.end - r.start).sum();
+            opener
+                .metrics
+                .pruned
+                .add(usize::try_from(rows.end - rows.start - read).unwrap_or(usize::MAX));
+            // Each kept range opened when the last ends.
+            Ok(futures::stream::iter(kept)
+                .map(move |range| match opener.stream(range) {
+                    Ok(stream) => stream,
+                    Err(e) => futures::stream::once(async move { Err(e) }).boxed(),
+                })
+                .flatten()
+                .boxed())
+        }))
     }
 }
 
-impl RangeOpener {
+impl Opener {
     fn names(&self) -> Vec<String> {
         let schema = self.source.snapshot.arrow_schema();
         self.source
@@ -445,7 +475,7 @@ struct PartitionMetrics {
     decode: Time,
     /// Rows the filter kept.
     matched: Count,
-    /// Rows chunk statistics excluded (of the whole scan, on partition 0).
+    /// Rows chunk statistics excluded.
     pruned: Count,
 }
 

@@ -17,10 +17,11 @@ use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_plan::ExecutionPlan;
 
 use super::filter::{self, ScanFilter};
+use super::prune::Pruning;
 use super::sink::{Mode, Target, ZarrSink};
 use super::snapshot::{Current, Snapshot};
 use super::source::{Scan, scan_plan};
-use super::{ZarrTableOptions, df_err, prune};
+use super::{ZarrTableOptions, df_err};
 use crate::conventions::anndata;
 use crate::error::Result;
 use crate::location::UrlOptions;
@@ -156,51 +157,26 @@ impl datafusion::catalog::TableProvider for ZarrTable {
             .cloned()
             .collect();
         let filter = ScanFilter::new(schema, exact, state.execution_props())?.map(Arc::new);
-        // The chunks whose statistics say a filter may match (one GET and one
-        // listing per filtered column with statistics).
-        let named = prune::named_columns(filters);
-        let statistics = {
-            let snapshot = snapshot.clone();
-            tokio::task::spawn_blocking(move || prune::statistics(&snapshot, &named))
-                .await
-                .map_err(|e| DataFusionError::External(Box::new(e)))??
-        };
-        let pruned = prune::by_statistics(table, state, filters, rows.clone(), statistics)?;
-        let kept_rows = pruned.as_ref().map_or(rows.end, |kept| {
-            kept.iter().map(|r| r.end - r.start).sum::<u64>()
-        });
-        let target = state.config().target_partitions();
-        let groups: Vec<Vec<Range<u64>>> = match (limit, pruned) {
+        // Chunk statistics prune as each range opens (read once per scan,
+        // where it runs): planning makes no request.
+        let pruning = Pruning::new(filters).map(Arc::new);
+        let groups: Vec<Vec<Range<u64>>> = match limit {
             // DataFusion passes a limit only when every filter is exact: with
             // none, the first `n` rows are the answer.
-            (Some(n), _) if filter.is_none() => {
+            Some(n) if filter.is_none() => {
                 let end = rows.end.min(rows.start.saturating_add(n as u64));
                 vec![vec![rows.start..end]]
             }
-            // With one, the first `n` matches: the ranges in order, read
-            // until they are found.
-            (Some(_), kept) => vec![kept.unwrap_or_else(|| vec![rows.clone()])],
+            // With one, the first `n` matches: the rows in order, read until
+            // they are found.
+            Some(_) => vec![vec![rows.clone()]],
             // From the metadata alone: no I/O.
-            (None, None) => table
-                .splits(rows.clone(), target)
+            None => table
+                .splits(rows.clone(), state.config().target_partitions())
                 .map_err(df_err)?
                 .into_iter()
                 .map(|r| vec![r])
                 .collect(),
-            // The ranges whose chunks may match, each cut at chunk boundaries
-            // as an unfiltered scan is, spread over the partitions.
-            (None, Some(kept)) => {
-                let mut cut = Vec::with_capacity(kept.len());
-                for range in kept {
-                    cut.extend(table.splits(range, target).map_err(df_err)?);
-                }
-                prune::partitions(cut, target)
-            }
-        };
-        let groups = if groups.is_empty() {
-            vec![vec![0..0]]
-        } else {
-            groups
         };
         scan_plan(Scan {
             snapshot,
@@ -208,7 +184,7 @@ impl datafusion::catalog::TableProvider for ZarrTable {
             groups,
             fetch: limit.filter(|_| filter.is_some()),
             filter,
-            pruned: rows.end - kept_rows,
+            pruning,
             runtime: state.runtime_env().clone(),
         })
     }

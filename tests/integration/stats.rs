@@ -417,9 +417,9 @@ fn a_limit_over_a_filter_stops_at_the_first_matches() {
     assert!(n.iter().filter(|v| **v < 100).count() > 5);
 }
 
-/// The scan evaluates the filter itself (no `FilterExec` above it), reads
-/// only the row ranges statistics keep, and `EXPLAIN ANALYZE` shows the rows
-/// statistics pruned and the rows matched.
+/// The scan evaluates the filter itself (no `FilterExec` above it), prunes
+/// by statistics as it opens each range (planning reads none), and `EXPLAIN
+/// ANALYZE` shows the rows statistics pruned and the rows matched.
 #[test]
 fn explain_analyze_shows_pruned_and_matched_rows() {
     let memory = Arc::new(MemoryStore::new());
@@ -441,8 +441,9 @@ fn explain_analyze_shows_pruned_and_matched_rows() {
     let matched = days.iter().filter(|d| (100..=110).contains(*d)).count();
     let kept = chunks_of(|i| (100..=110).contains(&days[i])).len() * CHUNK;
     assert!(plan.contains(&format!("rows_matched={matched}")), "{plan}");
-    // The rows the scan kept (its "files" are row ranges), and those it
-    // pruned (DataFusion abbreviates counts: 9000 is "9.00 K").
+    // The scan's "files" are the table's row ranges (planning reads no
+    // statistics); as each opens, statistics prune it. DataFusion
+    // abbreviates counts: 9000 is "9.00 K".
     let files: u64 = plan
         .split("file_groups={")
         .nth(1)
@@ -455,7 +456,46 @@ fn explain_analyze_shows_pruned_and_matched_rows() {
             b.parse::<u64>().unwrap() - a.parse::<u64>().unwrap()
         })
         .sum();
-    assert_eq!(files, kept as u64, "{plan}");
+    assert_eq!(files, ROWS as u64, "{plan}");
+    // The kept chunks of `day` and of `n`, one request each.
+    assert!(
+        plan.contains(&format!("requests={},", 2 * kept / CHUNK)),
+        "{plan}"
+    );
     assert_eq!(ROWS - kept, 9000);
     assert!(plan.contains("rows_pruned_by_statistics=9.00 K"), "{plan}");
+}
+
+/// Planning a filtered query reads nothing: the statistics are read once per
+/// scan as it runs (one GET per filtered column), where it runs.
+#[test]
+fn planning_reads_no_statistics_and_a_scan_reads_them_once() {
+    let memory = Arc::new(MemoryStore::new());
+    write(memory.clone(), true);
+    let store = Observed::new(memory);
+    let location = zarrow::Location::supplied(store.clone(), "t");
+    let table =
+        ZarrTable::from_store(store.clone(), &location, ZarrTableOptions::default()).unwrap();
+    store.take();
+    runtime().block_on(async {
+        let ctx = context(4);
+        ctx.register_table("t", Arc::new(table)).unwrap();
+        let plan = ctx
+            .sql("SELECT n FROM t WHERE day BETWEEN 100 AND 110")
+            .await
+            .unwrap()
+            .create_physical_plan()
+            .await
+            .unwrap();
+        assert_eq!(store.take(), Vec::new());
+        datafusion::physical_plan::collect(plan, ctx.task_ctx())
+            .await
+            .unwrap();
+    });
+    let stats_reads = store
+        .take()
+        .into_iter()
+        .filter(|(key, _)| key.ends_with("zarrow.stats"))
+        .count();
+    assert_eq!(stats_reads, 1);
 }
