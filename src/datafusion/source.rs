@@ -21,6 +21,7 @@ use std::sync::atomic::Ordering;
 
 use arrow_array::{RecordBatch, RecordBatchOptions};
 use arrow_schema::SchemaRef;
+use arrow_schema::SortOptions;
 use datafusion::common::stats::Precision;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{Statistics, internal_err};
@@ -34,7 +35,8 @@ use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryReservation};
 use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::execution::runtime_env::RuntimeEnv;
-use datafusion::physical_expr::{LexOrdering, PhysicalExpr};
+use datafusion::physical_expr::expressions::Column;
+use datafusion::physical_expr::{LexOrdering, PhysicalExpr, PhysicalSortExpr};
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::metrics::{Count, ExecutionPlanMetricsSet, MetricBuilder, Time};
 use futures::StreamExt;
@@ -86,6 +88,24 @@ pub(crate) fn scan_plan(scan: Scan) -> DfResult<Arc<dyn ExecutionPlan>> {
     } = scan;
     let schema = Arc::new(snapshot.arrow_schema().project(&columns)?);
     let location = snapshot.location().to_string();
+    // Each partition gives its rows in order: a column declared sorted
+    // (`WITH ORDER`, the `sorted` option) is sorted within it. Dimension
+    // coordinates are not declared: they may decrease.
+    let orderings: Vec<LexOrdering> = snapshot
+        .options()
+        .sorted
+        .iter()
+        .filter_map(|name| {
+            let i = schema.index_of(name).ok()?;
+            LexOrdering::new([PhysicalSortExpr::new(
+                Arc::new(Column::new(name, i)),
+                SortOptions {
+                    descending: false,
+                    nulls_first: false,
+                },
+            )])
+        })
+        .collect();
     let groups = groups
         .into_iter()
         .map(|ranges| {
@@ -115,6 +135,7 @@ pub(crate) fn scan_plan(scan: Scan) -> DfResult<Arc<dyn ExecutionPlan>> {
     let config = FileScanConfigBuilder::new(ObjectStoreUrl::local_filesystem(), Arc::new(source))
         .with_file_groups(groups)
         .with_limit(fetch)
+        .with_output_ordering(orderings)
         .build();
     Ok(DataSourceExec::from_data_source(config))
 }

@@ -310,6 +310,40 @@ fn a_filter_on_a_sorted_column_reads_only_the_matching_chunks() {
     assert_eq!(name_chunks, ["3"]);
 }
 
+/// A column declared sorted is sorted within each partition (its rows in
+/// order): `ORDER BY` it merges the partitions, no sort; undeclared, it sorts.
+/// The answer is the rows in order either way.
+#[test]
+fn a_declared_sorted_column_needs_no_sort() {
+    let (ids, _, _) = rows();
+    let mut sorted_ids = ids.clone();
+    sorted_ids.sort_unstable();
+    for declared in [true, false] {
+        let mut options = ZarrTableOptions::default();
+        if declared {
+            options.sorted = vec!["id".into()];
+        }
+        let (_, table) = observed_table(options);
+        let rt = runtime();
+        let (plan, batches) = rt.block_on(async {
+            let ctx = context(3);
+            ctx.register_table("t", Arc::new(table)).unwrap();
+            let sql = "SELECT id FROM t ORDER BY id";
+            let plan = query(&ctx, &format!("EXPLAIN {sql}")).await;
+            let plan = datafusion::arrow::util::pretty::pretty_format_batches(&plan)
+                .unwrap()
+                .to_string();
+            (plan, query(&ctx, sql).await)
+        });
+        assert_eq!(plan.contains("SortExec"), !declared, "{plan}");
+        let got: Vec<i64> = batches
+            .iter()
+            .flat_map(|b| b.column(0).as_primitive::<Int64Type>().values().to_vec())
+            .collect();
+        assert_eq!(got, sorted_ids);
+    }
+}
+
 #[test]
 fn create_external_table_takes_options_and_order() {
     let dir = tempfile::tempdir().unwrap();
