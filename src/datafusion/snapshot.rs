@@ -27,10 +27,10 @@ crate::options::options! {
         /// The group's columns to expose, in this order, comma-separated
         /// (default: every 1-D array).
         pub columns: Option<Vec<String>> as crate::options::List = None,
-        /// Columns whose values never decrease with the row, comma-separated: a
-        /// filter on one of them narrows the rows read (`Inexact`: DataFusion
-        /// still applies it). An xarray dimension coordinate (a 1-D array named
-        /// after its own dimension) counts without being named.
+        /// Columns whose values never decrease with the row (nulls last),
+        /// comma-separated: the scan declares each partition sorted by them,
+        /// so `ORDER BY` one merges the partitions rather than sorting.
+        /// Declare only what holds: a wrong declaration gives a wrong order.
         pub sorted: Vec<String> as crate::options::List = Vec::new(),
     }
     groups {
