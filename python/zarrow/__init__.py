@@ -506,15 +506,16 @@ def table(
 ) -> Table:
     """A Zarr group or array as a datafusion-python (55) table, its metadata read
     now: ``ctx.register_table("obs", zarrow.table("atlas.zarr/obs"))``. Queries
-    push their projection, ``LIMIT`` and filters on sorted columns into it, as
-    in Rust; it runs on zarrow's runtime, polled by DataFusion's.
+    push their projection, ``LIMIT`` and filters into it, as in Rust: chunk
+    statistics skip chunks no row can match, and the filter's columns are read
+    first, the others only where rows match; it runs on zarrow's runtime,
+    polled by DataFusion's.
 
     columns: of a group, only these columns, in this order.
     string_type: as ``read`` (default: as zarrow's writer recorded it, else
         utf8; categoricals' values as utf8-view).
-    sorted: columns whose values never decrease: a filter on one of them reads
-        only the rows between its first and last match (xarray dimension
-        coordinates count without being named).
+    sorted: columns whose values never decrease: each partition is declared
+        sorted by them, so ``ORDER BY`` one needs no sort.
     decode_cf, categorical_values, anonymous: as ``sql``.
 
     A datafusion-python of another major version than zarrow's DataFusion is a

@@ -293,9 +293,8 @@ def dataset(
     floats: NaN the greatest value, equal to itself, as DuckDB has them) and
     only matching rows come back. Chunks whose statistics (``zarrow.write``
     records them; ``zarrow.build_stats`` for a store another tool wrote) rule
-    out every row are not read, and a filter on a sorted column (``sorted``, or
-    an xarray dimension coordinate) reads only the rows between its first and
-    last match. A filter pyarrow cannot write as Substrait (one that needs a
+    out every row are not read, and the filter's columns are read first, the
+    others only where rows match. A filter pyarrow cannot write as Substrait (one that needs a
     checked cast, such as an unsigned column against a signed literal), a
     long table and an N-d array are read whole and filtered by pyarrow, as
     the scanner's ``not_pushed`` says.

@@ -36,10 +36,9 @@ def scan(
     ``is_not_null``, ``is_nan``, or ``|`` and ``~`` of those, is evaluated
     by DataFusion over the table (as ``zarrow.table`` does): chunks whose
     statistics (``zarrow.write`` records them; ``zarrow.build_stats`` for a
-    store written by another tool) rule out every row are not read, a filter
-    on a sorted column (``sorted``, or an xarray dimension coordinate) reads
-    only the rows between its first and last match, and only matching rows
-    cross to Polars. The parts that cannot be pushed (other expressions, a
+    store written by another tool) rule out every row are not read, the
+    filter's columns are read first and the others only where rows match, and
+    only matching rows cross to Polars. The parts that cannot be pushed (other expressions, a
     Python int compared with an unsigned column) are applied by Polars to
     what comes back. A long table (``long=True``), an N-d array and
     ``head(n)`` before a filter are read whole and filtered by Polars.
