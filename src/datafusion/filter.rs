@@ -223,6 +223,9 @@ pub(crate) struct Filtered {
     /// The longest chunk among the columns read (blocks are whole numbers of
     /// it).
     pub longest: u64,
+    /// The fewest rows of the other columns a read can skip (their shortest
+    /// chunk, or a shard's inner chunk).
+    pub granule: u64,
     /// Counts the rows the filter kept.
     pub matched: datafusion::physical_plan::metrics::Count,
 }
@@ -285,6 +288,7 @@ impl Filtered {
             .collect();
         let mut matches: Vec<Range<u64>> = Vec::new();
         let mut kept: Vec<RecordBatch> = Vec::new();
+        let mut masks: Vec<BooleanArray> = Vec::new();
         let mut row = rows.start;
         while let Some(batch) = read.next().await {
             let batch = batch?;
@@ -301,6 +305,7 @@ impl Filtered {
                 kept.push(arrow_select::filter::filter_record_batch(&batch, &mask)?);
             }
             row += batch.num_rows() as u64;
+            masks.push(mask);
         }
         let matched: u64 = matches.iter().map(|r| r.end - r.start).sum();
         self.matched
@@ -320,10 +325,27 @@ impl Filtered {
             out.push(self.assemble(&given, kept.as_ref(), 0, None, matched as usize)?);
             return Ok(out);
         }
-        let mut rest = (self.open)(self.names(&others), rows, Some(matches))?;
-        let mut offset = 0;
+        // Matches in every part a read could skip: the other columns are
+        // read whole and filtered by the mask (a row selection of many
+        // pieces would skip nothing, and cost more to cut).
+        let dense = in_every_granule(&matches, rows.clone(), self.granule);
+        let mask = match dense {
+            true => {
+                let parts: Vec<&dyn Array> = masks.iter().map(|m| m as &dyn Array).collect();
+                Some(arrow_select::concat::concat(&parts)?)
+            }
+            false => None,
+        };
+        let selection = (!dense).then_some(matches);
+        let mut rest = (self.open)(self.names(&others), rows, selection)?;
+        let (mut offset, mut read) = (0, 0);
         while let Some(batch) = rest.next().await {
-            let batch = batch?;
+            let mut batch = batch?;
+            if let Some(mask) = &mask {
+                let part = mask.slice(read, batch.num_rows());
+                read += batch.num_rows();
+                batch = arrow_select::filter::filter_record_batch(&batch, part.as_boolean())?;
+            }
             let n = batch.num_rows();
             out.push(self.assemble(&given, kept.as_ref(), offset, Some(&batch), n)?);
             offset += n;
@@ -365,6 +387,27 @@ impl Filtered {
     }
 }
 
+/// Whether every `granule`-row part of `rows` (aligned on multiples of
+/// `granule`) holds a row of `matches` (sorted, disjoint).
+fn in_every_granule(matches: &[Range<u64>], rows: Range<u64>, granule: u64) -> bool {
+    if rows.is_empty() {
+        return true;
+    }
+    let granule = granule.max(1);
+    let last = (rows.end - 1) / granule;
+    let mut next = rows.start / granule;
+    for m in matches.iter().filter(|m| !m.is_empty()) {
+        if m.start / granule > next {
+            return false;
+        }
+        next = next.max((m.end - 1) / granule + 1);
+        if next > last {
+            return true;
+        }
+    }
+    false
+}
+
 /// `range` cut into blocks of whole `longest`-row chunks (from its start,
 /// which is a chunk boundary): the first at least [`FIRST_BLOCK_ROWS`], each
 /// next twice the last, up to at least [`MAX_BLOCK_ROWS`].
@@ -385,7 +428,17 @@ fn blocks(range: Range<u64>, longest: u64) -> Vec<Range<u64>> {
 
 #[cfg(test)]
 mod tests {
-    use super::blocks;
+    use super::{blocks, in_every_granule};
+
+    #[test]
+    fn dense_matches_are_in_every_granule() {
+        assert!(in_every_granule(&[0..1, 15..16, 29..30], 0..30, 10));
+        assert!(!in_every_granule(&[0..1, 29..30], 0..30, 10));
+        assert!(in_every_granule(std::slice::from_ref(&(5..25)), 5..25, 10));
+        assert!(!in_every_granule(&[], 0..30, 10));
+        assert!(!in_every_granule(&[0..1, 12..13], 0..30, 10));
+        assert!(in_every_granule(std::slice::from_ref(&(3..4)), 0..30, 100));
+    }
 
     /// Whole chunks, the first small, then doubling up to the most; every
     /// row of the range in exactly one block.

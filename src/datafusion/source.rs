@@ -132,11 +132,18 @@ pub(crate) fn scan_plan(scan: Scan) -> DfResult<Arc<dyn ExecutionPlan>> {
         table_schema: TableSchema::from(schema),
         metrics: ExecutionPlanMetricsSet::new(),
     };
-    let config = FileScanConfigBuilder::new(ObjectStoreUrl::local_filesystem(), Arc::new(source))
-        .with_file_groups(groups)
-        .with_limit(fetch)
-        .with_output_ordering(orderings)
-        .build();
+    let mut config =
+        FileScanConfigBuilder::new(ObjectStoreUrl::local_filesystem(), Arc::new(source))
+            .with_file_groups(groups)
+            .with_limit(fetch)
+            // Each partition reads its own ranges, in order (DataFusion would
+            // otherwise let an idle partition take another's): rows come in
+            // order within a partition, and a limit takes the first matches.
+            .with_preserve_order(true);
+    if !orderings.is_empty() {
+        config = config.with_output_ordering(orderings);
+    }
+    let config = config.build();
     Ok(DataSourceExec::from_data_source(config))
 }
 
@@ -428,6 +435,23 @@ impl Opener {
             .map(|c| c.chunk_len())
             .max()
             .unwrap_or(1);
+        let granule = builder
+            .columns()
+            .map_err(df_err)?
+            .iter()
+            .filter(|c| {
+                table
+                    .index_of(c.name())
+                    .is_ok_and(|i| source.columns.contains(&i) && !filter.columns().contains(&i))
+            })
+            .flat_map(|c| {
+                c.leaves()
+                    .into_iter()
+                    .map(|a| a.read_granule())
+                    .collect::<Vec<_>>()
+            })
+            .min()
+            .unwrap_or(1);
         let filtered = Filtered {
             open: Arc::new(open),
             filter: filter.clone(),
@@ -435,6 +459,7 @@ impl Opener {
             columns: source.columns.clone(),
             schema,
             longest,
+            granule,
             matched: self.metrics.matched.clone(),
         };
         Ok(filtered.stream(range))

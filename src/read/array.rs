@@ -418,6 +418,16 @@ impl ZarrArray {
         (inner >= MIN_RUN_LEN && inner < self.meta.chunk_shape[0]).then_some(inner)
     }
 
+    /// The fewest rows a read of this 1-D array can fetch and decode apart
+    /// from the rest of its chunk: a shard's inner chunk, else the chunk.
+    pub(crate) fn read_granule(&self) -> u64 {
+        let inner = (self.meta.shape.len() == 1)
+            .then(|| self.codecs.partial(1))
+            .flatten()
+            .map(|p| crate::codec::PartialDecoder::part_rows(&p));
+        inner.unwrap_or_else(|| self.row_chunk_len()).max(1)
+    }
+
     /// The elements of one full chunk row (a slab, flattened in C order): a
     /// chunk's length for a 1-D array, the chunk's first extent times the
     /// array's other extents for an N-d one; 1 for a 0-d array.
