@@ -21,6 +21,7 @@ use datafusion::datasource::file_format::FileFormatFactory;
 use datafusion::datasource::sink::DataSinkExec;
 use datafusion::error::Result as DfResult;
 use datafusion::execution::TaskContext;
+use datafusion::execution::context::ExecutionProps;
 use datafusion::logical_expr::{
     AggregateUDF, Extension, HigherOrderUDF, LogicalPlan, ScalarUDF, WindowUDF,
 };
@@ -344,7 +345,9 @@ impl PhysicalExtensionCodec for ZarrPhysicalCodec {
         };
         let spec: ScanSpec = decode(json)?;
         let snapshot = Arc::new(spec.table.open()?);
-        let filter = ScanFilter::from_bytes(snapshot.arrow_schema(), &spec.filter, ctx)?;
+        let codes = snapshot.codes_schema();
+        let filter = ScanFilter::from_bytes(snapshot.arrow_schema(), &spec.filter, ctx)?
+            .map(|f| f.with_codes(codes.as_ref(), &ExecutionProps::new()));
         let groups = spec
             .groups
             .iter()

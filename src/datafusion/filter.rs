@@ -96,6 +96,10 @@ pub(crate) struct ScanFilter {
     schema: SchemaRef,
     /// The conjunction, over `schema`.
     predicate: Arc<dyn PhysicalExpr>,
+    /// Where a column the filter reads is an anndata categorical: the
+    /// columns with it as a dictionary (its codes and categories), and the
+    /// conjunction over them, evaluated once per category rather than per row.
+    codes: Option<(SchemaRef, Arc<dyn PhysicalExpr>)>,
 }
 
 impl ScanFilter {
@@ -135,7 +139,44 @@ impl ScanFilter {
             columns,
             schema,
             predicate,
+            codes: None,
         }))
+    }
+
+    /// Evaluate over the table's categoricals as dictionaries (`codes`: the
+    /// table's schema so), where the filter reads one and DataFusion can plan
+    /// the filter over them; else as it is.
+    pub(crate) fn with_codes(mut self, codes: Option<&Schema>, props: &ExecutionProps) -> Self {
+        let Some(codes) = codes else {
+            return self;
+        };
+        let Ok(schema) = codes.project(&self.columns) else {
+            return self;
+        };
+        let differs = schema
+            .fields()
+            .iter()
+            .zip(self.schema.fields())
+            .any(|(c, v)| c.data_type() != v.data_type());
+        let planned = conjunction(self.exprs.clone()).and_then(|conjunct| {
+            let df_schema = DFSchema::try_from(schema.clone()).ok()?;
+            create_physical_expr(
+                &conjunct,
+                &df_schema,
+                props,
+                &PhysicalPlanningContext::default(),
+            )
+            .ok()
+        });
+        if let (true, Some(predicate)) = (differs, planned) {
+            self.codes = Some((Arc::new(schema), predicate));
+        }
+        self
+    }
+
+    /// Whether the filter's columns are read with categoricals as codes.
+    pub(crate) fn reads_codes(&self) -> bool {
+        self.codes.is_some()
     }
 
     /// The filters, as a plan carries them to another machine.
@@ -173,10 +214,42 @@ impl ScanFilter {
             .join(" AND ")
     }
 
-    /// Which rows of `batch` (the filter's columns) match: nulls do not.
+    /// The filter's columns as read (categoricals as codes, where they are).
+    fn read_schema(&self) -> &SchemaRef {
+        self.codes
+            .as_ref()
+            .map_or(&self.schema, |(schema, _)| schema)
+    }
+
+    /// `batch` (the filter's columns as read) with the table's types.
+    fn as_values(&self, batch: &RecordBatch) -> DfResult<RecordBatch> {
+        if self.codes.is_none() {
+            return Ok(batch.clone());
+        }
+        let columns = batch
+            .columns()
+            .iter()
+            .zip(self.schema.fields())
+            .map(|(c, f)| arrow_cast::cast(c, f.data_type()))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(RecordBatch::try_new(self.schema.clone(), columns)?)
+    }
+
+    /// Which rows of `batch` (the filter's columns as read) match: nulls do
+    /// not. Over codes where it can be, else over values.
     fn evaluate(&self, batch: &RecordBatch) -> DfResult<BooleanArray> {
         let n = batch.num_rows();
-        let mask = self.predicate.evaluate(batch)?.into_array(n)?;
+        let by_codes = self
+            .codes
+            .as_ref()
+            .and_then(|(_, p)| p.evaluate(batch).and_then(|v| v.into_array(n)).ok());
+        let mask = match by_codes {
+            Some(mask) => mask,
+            None => self
+                .predicate
+                .evaluate(&self.as_values(batch)?)?
+                .into_array(n)?,
+        };
         let Some(mask) = mask.as_boolean_opt() else {
             return Err(DataFusionError::Internal(format!(
                 "a filter evaluated to {}, not booleans",
@@ -234,9 +307,10 @@ pub(crate) struct Filtered {
 pub(crate) type Batches = BoxStream<'static, DfResult<RecordBatch>>;
 
 /// Opens a read of some columns (by name) over some rows (of those a
-/// selection keeps).
-pub(crate) type OpenRead =
-    dyn Fn(Vec<String>, Range<u64>, Option<Vec<Range<u64>>>) -> DfResult<Batches> + Send + Sync;
+/// selection keeps), with categoricals as codes or not.
+pub(crate) type OpenRead = dyn Fn(Vec<String>, Range<u64>, Option<Vec<Range<u64>>>, bool) -> DfResult<Batches>
+    + Send
+    + Sync;
 
 impl Filtered {
     /// The rows of `range` that match, the given columns of them.
@@ -271,7 +345,12 @@ impl Filtered {
     async fn block(&self, rows: Range<u64>) -> DfResult<Vec<RecordBatch>> {
         let filter = &self.filter;
         // 1. The filter's columns, evaluated.
-        let mut read = (self.open)(self.names(filter.columns()), rows.clone(), None)?;
+        let mut read = (self.open)(
+            self.names(filter.columns()),
+            rows.clone(),
+            None,
+            filter.reads_codes(),
+        )?;
         // Of the columns given, those the filter reads (their place among
         // the filter's columns), and the others.
         let given: Vec<Option<usize>> = self
@@ -292,7 +371,8 @@ impl Filtered {
         let mut row = rows.start;
         while let Some(batch) = read.next().await {
             let batch = batch?;
-            let batch = RecordBatch::try_new(filter.schema.clone(), batch.columns().to_vec())?;
+            let batch =
+                RecordBatch::try_new(filter.read_schema().clone(), batch.columns().to_vec())?;
             let mask = filter.evaluate(&batch)?;
             for (start, end) in mask.values().set_slices() {
                 let found = row + start as u64..row + end as u64;
@@ -302,7 +382,8 @@ impl Filtered {
                 }
             }
             if mask.true_count() > 0 && given.iter().any(Option::is_some) {
-                kept.push(arrow_select::filter::filter_record_batch(&batch, &mask)?);
+                let matching = arrow_select::filter::filter_record_batch(&batch, &mask)?;
+                kept.push(filter.as_values(&matching)?);
             }
             row += batch.num_rows() as u64;
             masks.push(mask);
@@ -337,7 +418,7 @@ impl Filtered {
             false => None,
         };
         let selection = (!dense).then_some(matches);
-        let mut rest = (self.open)(self.names(&others), rows, selection)?;
+        let mut rest = (self.open)(self.names(&others), rows, selection, false)?;
         let (mut offset, mut read) = (0, 0);
         while let Some(batch) = rest.next().await {
             let mut batch = batch?;

@@ -93,6 +93,10 @@ pub(crate) struct Snapshot {
     /// that another machine opens the table without reading it again).
     metadata: Arc<Consolidated>,
     pub(crate) source: Source,
+    /// The same rows with anndata categoricals as their codes and categories
+    /// (dictionaries), where the table gives their values: what a filter on
+    /// one is evaluated over (a comparison per category, not per row).
+    pub(crate) codes: Option<ReaderBuilder>,
     schema: SchemaRef,
     rows: u64,
     /// Indices of the columns whose values never decrease (declared or
@@ -211,6 +215,7 @@ impl Snapshot {
         let name = location.name();
         let metadata = Arc::new(Consolidated::remembering(store));
         let store: Arc<dyn Store> = metadata.clone();
+        let mut codes_of = None;
         let source = match read_node(store.as_ref(), "")? {
             NodeMetadata::Array(meta) if meta.shape.len() == 1 => {
                 let array = ZarrArray::open_with(store, "", read_options)?.with_column_name(name);
@@ -226,15 +231,31 @@ impl Snapshot {
                 Source::Flat(ZarrArray::open_with(store, "", read_options)?.with_column_name(name))
             }
             NodeMetadata::Group(_) => {
-                let builder = ZarrGroup::open_with(store, "", read_options)?
+                let builder = ZarrGroup::open_with(store.clone(), "", read_options)?
                     .with_column_name(&name)?
                     .reader();
-                Source::Rows(match &options.columns {
+                let builder = match &options.columns {
                     Some(columns) => builder.with_projection(columns.clone()),
                     None => builder,
-                })
+                };
+                let categorical = builder.columns()?.iter().any(|c| c.categories().is_some());
+                if read_options.categorical_values && categorical {
+                    let as_codes = ReadOptions {
+                        categorical_values: false,
+                        ..read_options
+                    };
+                    let codes = ZarrGroup::open_with(store, "", as_codes)?
+                        .with_column_name(&name)?
+                        .reader();
+                    codes_of = Some(match &options.columns {
+                        Some(columns) => codes.with_projection(columns.clone()),
+                        None => codes,
+                    });
+                }
+                Source::Rows(builder)
             }
         };
+        let codes = codes_of;
         let (fields, rows, skipped) = match &source {
             Source::Rows(builder) => {
                 let columns = builder.columns()?;
@@ -269,6 +290,7 @@ impl Snapshot {
             }
         }
         Ok(Self {
+            codes,
             location: location.clone(),
             options,
             url: UrlOptions::default(),
@@ -305,6 +327,18 @@ impl Snapshot {
     /// Rows in the table.
     pub(crate) fn num_rows(&self) -> u64 {
         self.rows
+    }
+
+    /// The table's schema with anndata categoricals as dictionaries (their
+    /// codes and categories), when it gives their values.
+    pub(crate) fn codes_schema(&self) -> Option<Schema> {
+        let columns = self.codes.as_ref()?.columns().ok()?;
+        Some(Schema::new(
+            columns
+                .iter()
+                .map(|c| c.field().clone())
+                .collect::<Vec<_>>(),
+        ))
     }
 
     /// The store `INSERT INTO` writes through, when known.

@@ -379,15 +379,21 @@ impl Opener {
         let (store, concurrency) = self.read_store(&builder)?;
         let open = {
             let builder = builder.clone();
+            let codes = source.snapshot.codes.clone();
             let pool = source.runtime.memory_pool.clone();
             let metrics = self.metrics.clone();
             let partition = self.partition;
             move |names: Vec<String>,
                   rows: Range<u64>,
-                  selection: Option<Vec<Range<u64>>>|
+                  selection: Option<Vec<Range<u64>>>,
+                  as_codes: bool|
                   -> DfResult<Batches> {
                 let reservation =
                     MemoryConsumer::new(format!("ZarrScan[{partition}]")).register(&pool);
+                let builder = match (&codes, as_codes) {
+                    (Some(codes), true) => codes,
+                    _ => &builder,
+                };
                 let mut reader = builder.clone().with_projection(names).with_row_range(rows);
                 if let Some(selection) = selection {
                     reader = reader.with_row_selection(selection);
@@ -409,7 +415,7 @@ impl Opener {
             }
         };
         let Some(filter) = &source.filter else {
-            let batches = open(self.names(), range, None)?;
+            let batches = open(self.names(), range, None, false)?;
             return Ok(batches
                 .map(move |batch| {
                     // The reader's schema may carry table metadata (pandas'):

@@ -156,7 +156,9 @@ impl datafusion::catalog::TableProvider for ZarrTable {
             .filter(|f| filter::exact(table, f))
             .cloned()
             .collect();
-        let filter = ScanFilter::new(schema, exact, state.execution_props())?.map(Arc::new);
+        let codes = table.codes_schema();
+        let filter = ScanFilter::new(schema, exact, state.execution_props())?
+            .map(|f| Arc::new(f.with_codes(codes.as_ref(), state.execution_props())));
         // Chunk statistics prune as each range opens (read once per scan,
         // where it runs): planning makes no request.
         let pruning = Pruning::new(filters).map(Arc::new);

@@ -605,3 +605,66 @@ fn the_table_names_what_it_leaves_out() {
     assert!(skipped.contains(&"X_umap"), "{skipped:?}");
     assert!(skipped.contains(&"uns"), "{skipped:?}");
 }
+
+/// A filter on an anndata categorical is evaluated over its codes (once per
+/// category), or, where DataFusion cannot over a dictionary, over its
+/// values: the rows are those a full read, filtered here, gives.
+#[test]
+fn filters_on_a_categorical_answer_as_its_values() {
+    let path = testdata().join("stores/obs.zarr");
+    let store = Arc::new(LocalStore::new(&path));
+    let full: Vec<RecordBatch> = zarrow::ZarrGroup::open(store.clone(), "")
+        .unwrap()
+        .reader()
+        .with_projection(["cell_type", "n_genes"])
+        .build()
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let cell_types = strings(&column(&full, "cell_type"));
+    let ints = |batches: &[RecordBatch]| -> Vec<i64> {
+        let c = column(batches, "n_genes");
+        let c = arrow_cast::cast(&c, &DataType::Int64).unwrap();
+        c.as_primitive::<Int64Type>().values().to_vec()
+    };
+    let n_genes = ints(&full);
+    let keep = |pick: &dyn Fn(&str) -> bool| -> Vec<i64> {
+        let mut v: Vec<i64> = (0..cell_types.len())
+            .filter(|&i| pick(&cell_types[i]))
+            .map(|i| n_genes[i])
+            .collect();
+        v.sort_unstable();
+        v
+    };
+    let location = zarrow::Location::Path(path.clone());
+    let table = ZarrTable::open(
+        &location,
+        ZarrTableOptions::default(),
+        &zarrow::Stores::default(),
+    )
+    .unwrap();
+    let cases: Vec<(&str, Vec<i64>)> = vec![
+        ("cell_type = 'B cell'", keep(&|c| c == "B cell")),
+        (
+            "cell_type IN ('B cell', 'NK cell')",
+            keep(&|c| c == "B cell" || c == "NK cell"),
+        ),
+        ("cell_type <> 'B cell'", keep(&|c| c != "B cell")),
+        (
+            "lower(cell_type) = 'b cell'",
+            keep(&|c| c.to_lowercase() == "b cell"),
+        ),
+        ("cell_type LIKE '%T cell'", keep(&|c| c.ends_with("T cell"))),
+    ];
+    runtime().block_on(async {
+        let ctx = context(2);
+        ctx.register_table("t", Arc::new(table)).unwrap();
+        for (filter, want) in cases {
+            assert!(!want.is_empty(), "{filter}");
+            let batches = query(&ctx, &format!("SELECT n_genes FROM t WHERE {filter}")).await;
+            let mut got = ints(&batches);
+            got.sort_unstable();
+            assert_eq!(got, want, "{filter}");
+        }
+    });
+}
