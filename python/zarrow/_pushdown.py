@@ -93,6 +93,7 @@ def polars_predicate(predicate: Any, schema: Any, arrow: Any) -> Tuple[Optional[
     that can be turned into one, and whether that is all of it. ``None``: no
     part can. `schema`: the scan's Polars schema; `arrow`: the reader's."""
     import pyarrow as pa
+    import pyarrow.compute  # noqa: F401  (`pa.compute`: a submodule pyarrow does not import)
 
     from ._polars import _compared_strings, _conjuncts
 

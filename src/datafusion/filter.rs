@@ -418,7 +418,8 @@ impl Filtered {
             false => None,
         };
         let selection = (!dense).then_some(matches);
-        let mut rest = (self.open)(self.names(&others), rows, selection, false)?;
+        // Categoricals as codes too: only the matching rows become values.
+        let mut rest = (self.open)(self.names(&others), rows, selection, true)?;
         let (mut offset, mut read) = (0, 0);
         while let Some(batch) = rest.next().await {
             let mut batch = batch?;
@@ -451,12 +452,20 @@ impl Filtered {
     ) -> DfResult<RecordBatch> {
         let mut rest_columns = rest.map(|b| b.columns().iter()).into_iter().flatten();
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(given.len());
-        for g in given {
+        for (g, field) in given.iter().zip(self.schema.fields()) {
             let column = match (g, kept) {
                 (Some(i), Some(kept)) => kept.column(*i).slice(offset, n),
-                _ => rest_columns.next().cloned().ok_or_else(|| {
-                    DataFusionError::Internal("late materialization lost a column".into())
-                })?,
+                _ => {
+                    let column = rest_columns.next().ok_or_else(|| {
+                        DataFusionError::Internal("late materialization lost a column".into())
+                    })?;
+                    // A categorical read as codes: its values, as the table
+                    // gives them.
+                    match column.data_type() == field.data_type() {
+                        true => column.clone(),
+                        false => arrow_cast::cast(column, field.data_type())?,
+                    }
+                }
             };
             columns.push(column);
         }
