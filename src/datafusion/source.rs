@@ -379,6 +379,7 @@ impl Opener {
         let (store, concurrency) = self.read_store(&builder)?;
         let open = {
             let builder = builder.clone();
+            let filtered = source.filter.is_some();
             let codes = source.snapshot.codes.clone();
             let pool = source.runtime.memory_pool.clone();
             let metrics = self.metrics.clone();
@@ -397,6 +398,11 @@ impl Opener {
                 let mut reader = builder.clone().with_projection(names).with_row_range(rows);
                 if let Some(selection) = selection {
                     reader = reader.with_row_selection(selection);
+                }
+                if filtered {
+                    // Blocks read a few at a time, each often one chunk per
+                    // column: decoded on rayon, side by side.
+                    reader = reader.never_inline();
                 }
                 let (stream, stats) = reader
                     .into_stream_on(

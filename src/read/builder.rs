@@ -77,6 +77,9 @@ pub struct ReaderBuilder {
     rows: Option<Range<u64>>,
     /// Of those rows, only these (in row order).
     selection: Option<Vec<Range<u64>>>,
+    /// Decode on rayon even a read of one chunk (one of many reads that run
+    /// at once, as late materialization's blocks do).
+    never_inline: bool,
     offset: u64,
     limit: Option<u64>,
     batch_size: Option<usize>,
@@ -99,6 +102,7 @@ impl ReaderBuilder {
             projection: None,
             rows: None,
             selection: None,
+            never_inline: false,
             offset: 0,
             limit: None,
             batch_size: None,
@@ -136,6 +140,14 @@ impl ReaderBuilder {
     /// chosen row to its last (late materialization's second step).
     pub(crate) fn with_row_selection(mut self, ranges: Vec<Range<u64>>) -> Self {
         self.selection = Some(ranges);
+        self
+    }
+
+    /// Decode on rayon (when the context decodes in parallel) even a read of
+    /// one chunk: for reads that run many at once, whose one-chunk decodes
+    /// would otherwise take turns on the driver's thread.
+    pub(crate) fn never_inline(mut self) -> Self {
+        self.never_inline = true;
         self
     }
 
@@ -386,7 +398,7 @@ impl ReaderBuilder {
             .collect();
         // One chunk to read: on this thread (no pool to wake, no hand-off).
         let span = first..rows.end_of(rows.len());
-        let parallel = parallel && chunks_to_read(&columns, &span) > 1;
+        let parallel = parallel && (self.never_inline || chunks_to_read(&columns, &span) > 1);
         let decoder = RowDecoder::new(DecoderParts {
             schema: Arc::new(schema),
             columns,
