@@ -420,6 +420,7 @@ impl ZarrArray {
 
     /// The fewest rows a read of this 1-D array can fetch and decode apart
     /// from the rest of its chunk: a shard's inner chunk, else the chunk.
+    #[cfg(feature = "datafusion")]
     pub(crate) fn read_granule(&self) -> u64 {
         let inner = (self.meta.shape.len() == 1)
             .then(|| self.codecs.partial(1))
