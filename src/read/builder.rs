@@ -138,6 +138,7 @@ impl ReaderBuilder {
     /// only those in `ranges`, in row order: only the chunks holding one are
     /// read, and of a sharded chunk only the inner chunks from its first
     /// chosen row to its last (late materialization's second step).
+    #[cfg(any(test, feature = "datafusion"))]
     pub(crate) fn with_row_selection(mut self, ranges: Vec<Range<u64>>) -> Self {
         self.selection = Some(ranges);
         self
@@ -146,6 +147,7 @@ impl ReaderBuilder {
     /// Decode on rayon (when the context decodes in parallel) even a read of
     /// one chunk: for reads that run many at once, whose one-chunk decodes
     /// would otherwise take turns on the driver's thread.
+    #[cfg(feature = "datafusion")]
     pub(crate) fn never_inline(mut self) -> Self {
         self.never_inline = true;
         self
