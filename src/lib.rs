@@ -78,6 +78,23 @@ pub mod __private {
     /// [`Store::remote`](crate::Store) gives.
     #[cfg(feature = "async")]
     pub use crate::store::async_store::{Remote, SyncAsAsync};
+
+    /// Wait for `future` on `runtime` (the caller's, lent) from a sync
+    /// caller on any thread, a runtime's own included: the library's one
+    /// blocking adapter, for the Python package's pushed scans.
+    ///
+    /// # Errors
+    /// None in practice: the runtime is lent, none is started.
+    #[cfg(feature = "object-store")]
+    pub fn block_on<F: std::future::Future + Send>(
+        runtime: tokio::runtime::Handle,
+        future: F,
+    ) -> crate::Result<F::Output>
+    where
+        F::Output: Send,
+    {
+        crate::store::async_store::Blocking::on(runtime).block_on(future)
+    }
     /// The atomic outputs' partial files, for the command line's `sql
     /// --output` and its signal handler.
     #[cfg(feature = "convert")]

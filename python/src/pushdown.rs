@@ -94,7 +94,7 @@ pub(crate) fn filtered(
                 ))));
             }
         };
-        block_on(&handle, plan(table, expression, columns, batch_size))
+        zarrow::__private::block_on(handle.clone(), plan(table, expression, columns, batch_size))?
     });
     match planned.map_err(to_py)? {
         Planned::Stream(stream) => {
@@ -198,23 +198,6 @@ fn query_error(e: DataFusionError) -> zarrow::Error {
     }
 }
 
-/// Run `future` on `handle`'s runtime and wait for it, from any thread: on a
-/// thread of a runtime (where tokio refuses to block), from a scoped thread.
-fn block_on<F: Future + Send>(handle: &Handle, future: F) -> F::Output
-where
-    F::Output: Send,
-{
-    if Handle::try_current().is_ok() {
-        std::thread::scope(|s| {
-            s.spawn(|| handle.block_on(future))
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-        })
-    } else {
-        handle.block_on(future)
-    }
-}
-
 /// The filtered plan's batches, waited for on the package's runtime.
 struct Filtered {
     schema: SchemaRef,
@@ -231,9 +214,12 @@ impl Iterator for Filtered {
         if self.ended {
             return None;
         }
-        let next = block_on(&self.handle, self.stream.next());
+        let next = match zarrow::__private::block_on(self.handle.clone(), self.stream.next()) {
+            Ok(next) => next.map(|batch| batch.map_err(|e| ArrowError::from(query_error(e)))),
+            Err(e) => Some(Err(ArrowError::from(e))),
+        };
         self.ended = !matches!(next, Some(Ok(_)));
-        next.map(|batch| batch.map_err(|e| ArrowError::from(query_error(e))))
+        next
     }
 }
 

@@ -125,15 +125,7 @@ impl ScanFilter {
         columns.sort_unstable();
         columns.dedup();
         let schema = Arc::new(schema.project(&columns)?);
-        let df_schema = DFSchema::try_from(schema.as_ref().clone())?;
-        // Planned here, not by the session: a session across an FFI boundary
-        // (datafusion-python) makes expressions that cannot be sent in a plan.
-        let predicate = create_physical_expr(
-            &conjunct,
-            &df_schema,
-            props,
-            &PhysicalPlanningContext::default(),
-        )?;
+        let predicate = plan_locally(&conjunct, &schema, props)?;
         Ok(Some(Self {
             exprs,
             columns,
@@ -158,16 +150,8 @@ impl ScanFilter {
             .iter()
             .zip(self.schema.fields())
             .any(|(c, v)| c.data_type() != v.data_type());
-        let planned = conjunction(self.exprs.clone()).and_then(|conjunct| {
-            let df_schema = DFSchema::try_from(schema.clone()).ok()?;
-            create_physical_expr(
-                &conjunct,
-                &df_schema,
-                props,
-                &PhysicalPlanningContext::default(),
-            )
-            .ok()
-        });
+        let planned = conjunction(self.exprs.clone())
+            .and_then(|conjunct| plan_locally(&conjunct, &schema, props).ok());
         if let (true, Some(predicate)) = (differs, planned) {
             self.codes = Some((Arc::new(schema), predicate));
         }
@@ -261,6 +245,22 @@ impl ScanFilter {
             _ => arrow_select::filter::prep_null_mask_filter(mask),
         })
     }
+}
+
+/// `expr` (typed by the planner) as a physical expression over `schema`,
+/// planned here, not by the session: a session across an FFI boundary
+/// (datafusion-python) makes expressions that cannot be sent in a plan, nor
+/// looked into by `PruningPredicate`.
+///
+/// # Errors
+/// An expression DataFusion cannot plan over `schema`.
+pub(crate) fn plan_locally(
+    expr: &Expr,
+    schema: &Schema,
+    props: &ExecutionProps,
+) -> DfResult<Arc<dyn PhysicalExpr>> {
+    let df_schema = DFSchema::try_from(schema.clone())?;
+    create_physical_expr(expr, &df_schema, props, &PhysicalPlanningContext::default())
 }
 
 /// `exprs` as datafusion-proto encodes them, for a plan to carry.

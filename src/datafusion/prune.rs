@@ -13,93 +13,101 @@ use std::sync::Arc;
 
 use arrow_array::{ArrayRef, BooleanArray, UInt32Array, UInt64Array};
 use arrow_schema::DataType;
-use datafusion::common::DFSchema;
 use datafusion::common::{Column, ScalarValue};
 use datafusion::error::Result as DfResult;
 use datafusion::execution::context::ExecutionProps;
 use datafusion::logical_expr::expr_rewriter::unnormalize_col;
-use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
 use datafusion::logical_expr::{Expr, utils::conjunction};
-use datafusion::physical_expr::create_physical_expr;
-use datafusion::physical_optimizer::pruning::{PruningPredicateBuilder, PruningStatistics};
+use datafusion::physical_optimizer::pruning::{
+    PruningPredicate, PruningPredicateBuilder, PruningStatistics,
+};
 
 use super::df_err;
+use super::filter::plan_locally;
 use super::snapshot::{Snapshot, Source};
 use crate::stats::Bounds;
 
-/// The row ranges of `rows` that may hold a row matching `filters`, from the
-/// chunk statistics of the columns the filters name (DataFusion's
-/// `PruningPredicate` over them); `None` when no named column has
-/// statistics. Columns chunked differently are cut at every chunk boundary of
-/// any of them: each piece takes the statistics of the chunk of each column
-/// it lies in.
-fn by_statistics(
-    table: &Snapshot,
-    props: &ExecutionProps,
-    filters: &[Expr],
-    rows: Range<u64>,
-    statistics: HashMap<String, Bounds>,
-) -> DfResult<Option<Vec<Range<u64>>>> {
-    let Some(predicate) = conjunction(pruning_filters(filters)) else {
-        return Ok(None);
-    };
-    let schema = table.arrow_schema().clone();
-    let mut columns = HashMap::new();
-    for (name, bounds) in statistics {
-        if (rows.end - rows.start) / bounds.chunk_len.max(1) > MAX_PIECES {
-            // More pieces than pruning is worth (a store's file may say
-            // anything): this column prunes nothing.
-            continue;
+/// What a scan prunes with, made once from the statistics it read: each
+/// filtered column's statistics in the table's types, and the filters as a
+/// `PruningPredicate` over them (`None`: no column has statistics, or
+/// statistics cannot decide the filters).
+#[derive(Debug)]
+struct Prepared {
+    columns: HashMap<String, Piecewise>,
+    pruning: Option<Arc<PruningPredicate>>,
+}
+
+impl Prepared {
+    fn new(
+        table: &Snapshot,
+        filters: &[Expr],
+        statistics: HashMap<String, Bounds>,
+    ) -> DfResult<Self> {
+        let schema = table.arrow_schema();
+        let mut columns = HashMap::new();
+        for (name, bounds) in statistics {
+            let field = schema.field_with_name(&name)?;
+            columns.insert(name, Piecewise::new(bounds, field.data_type()));
         }
-        let field = schema.field_with_name(&name)?;
-        columns.insert(name, Piecewise::new(bounds, field.data_type()));
+        let predicate = conjunction(filters.to_vec()).filter(|_| !columns.is_empty());
+        let pruning = match predicate {
+            Some(predicate) => {
+                let physical = plan_locally(&predicate, schema, &ExecutionProps::new())?;
+                PruningPredicateBuilder::new()
+                    .with_file_schema(schema.clone())
+                    .build(physical)
+            }
+            None => None,
+        };
+        Ok(Self { columns, pruning })
     }
-    if columns.is_empty() || rows.is_empty() {
-        return Ok(None);
-    }
-    let mut cuts = BTreeSet::from([rows.start, rows.end]);
-    for column in columns.values() {
-        let len = column.bounds.chunk_len;
-        let mut at = (rows.start / len + 1).saturating_mul(len);
-        while at < rows.end {
-            cuts.insert(at);
-            at = at.saturating_add(len);
+
+    /// The row ranges of `rows` that may hold a match (`None`: statistics
+    /// narrow nothing). Columns chunked differently are cut at every chunk
+    /// boundary of any of them: each piece takes the statistics of the chunk
+    /// of each column it lies in.
+    fn kept(&self, rows: Range<u64>) -> DfResult<Option<Vec<Range<u64>>>> {
+        let Some(pruning) = &self.pruning else {
+            return Ok(None);
+        };
+        // More pieces than pruning is worth (a store's file may say
+        // anything): such a column prunes nothing here.
+        let columns: HashMap<&str, &Piecewise> = self
+            .columns
+            .iter()
+            .filter(|(_, c)| (rows.end - rows.start) / c.bounds.chunk_len.max(1) <= MAX_PIECES)
+            .map(|(name, c)| (name.as_str(), c))
+            .collect();
+        if columns.is_empty() || rows.is_empty() {
+            return Ok(None);
         }
-    }
-    let cuts: Vec<u64> = cuts.into_iter().collect();
-    let pieces: Vec<Range<u64>> = cuts.windows(2).map(|w| w[0]..w[1]).collect();
-    let df_schema = DFSchema::try_from(schema.as_ref().clone())?;
-    // Made here, not by the session: a session across an FFI boundary
-    // (datafusion-python) makes expressions `PruningPredicate` cannot look
-    // into. The filters are already typed by the planner.
-    let physical = create_physical_expr(
-        &predicate,
-        &df_schema,
-        props,
-        &PhysicalPlanningContext::default(),
-    )?;
-    // A predicate statistics cannot decide keeps every piece.
-    let Some(pruning) = PruningPredicateBuilder::new()
-        .with_file_schema(schema)
-        .build(physical)
-    else {
-        return Ok(None);
-    };
-    let keep = pruning.prune(&Pieces {
-        pieces: &pieces,
-        columns: &columns,
-    })?;
-    let mut kept: Vec<Range<u64>> = Vec::new();
-    for (piece, keep) in pieces.into_iter().zip(keep) {
-        if !keep {
-            continue;
+        let mut cuts = BTreeSet::from([rows.start, rows.end]);
+        for column in columns.values() {
+            let len = column.bounds.chunk_len;
+            let mut at = (rows.start / len + 1).saturating_mul(len);
+            while at < rows.end {
+                cuts.insert(at);
+                at = at.saturating_add(len);
+            }
         }
-        match kept.last_mut() {
-            Some(last) if last.end == piece.start => last.end = piece.end,
-            _ => kept.push(piece),
+        let cuts: Vec<u64> = cuts.into_iter().collect();
+        let pieces: Vec<Range<u64>> = cuts.windows(2).map(|w| w[0]..w[1]).collect();
+        let keep = pruning.prune(&Pieces {
+            pieces: &pieces,
+            columns: &columns,
+        })?;
+        let mut kept: Vec<Range<u64>> = Vec::new();
+        for (piece, keep) in pieces.into_iter().zip(keep) {
+            if !keep {
+                continue;
+            }
+            match kept.last_mut() {
+                Some(last) if last.end == piece.start => last.end = piece.end,
+                _ => kept.push(piece),
+            }
         }
+        Ok(Some(kept))
     }
-    Ok(Some(kept))
 }
 
 /// The most chunks of one column a scan cuts its rows at.
@@ -145,6 +153,7 @@ fn statistics(table: &Snapshot, named: &HashSet<String>) -> DfResult<HashMap<Str
 }
 
 /// A column's statistics, its bounds in the table's type.
+#[derive(Debug)]
 struct Piecewise {
     bounds: Bounds,
     min: Option<ArrayRef>,
@@ -174,7 +183,7 @@ impl Piecewise {
 /// The pieces of a scan's rows as `PruningStatistics` containers.
 struct Pieces<'a> {
     pieces: &'a [Range<u64>],
-    columns: &'a HashMap<String, Piecewise>,
+    columns: &'a HashMap<&'a str, &'a Piecewise>,
 }
 
 impl Pieces<'_> {
@@ -191,12 +200,12 @@ impl Pieces<'_> {
 
 impl PruningStatistics for Pieces<'_> {
     fn min_values(&self, column: &Column) -> Option<ArrayRef> {
-        let c = self.columns.get(&column.name)?;
+        let c = self.columns.get(column.name.as_str())?;
         self.take(c, c.min.as_ref()?)
     }
 
     fn max_values(&self, column: &Column) -> Option<ArrayRef> {
-        let c = self.columns.get(&column.name)?;
+        let c = self.columns.get(column.name.as_str())?;
         self.take(c, c.max.as_ref()?)
     }
 
@@ -205,7 +214,7 @@ impl PruningStatistics for Pieces<'_> {
     }
 
     fn null_counts(&self, column: &Column) -> Option<ArrayRef> {
-        let c = self.columns.get(&column.name)?;
+        let c = self.columns.get(column.name.as_str())?;
         // A whole chunk's count; a part of a chunk without nulls has none; of
         // other parts nothing is known.
         let counts: UInt64Array = self
@@ -233,11 +242,11 @@ impl PruningStatistics for Pieces<'_> {
 }
 
 /// A scan's filters, and the statistics of the columns they name, read once
-/// (by the first range opened) and shared by all its ranges.
+/// (by the first range opened) and made ready once for all its ranges.
 #[derive(Debug)]
 pub(crate) struct Pruning {
     filters: Vec<Expr>,
-    loaded: tokio::sync::OnceCell<Arc<HashMap<String, Bounds>>>,
+    prepared: tokio::sync::OnceCell<Arc<Prepared>>,
 }
 
 impl Pruning {
@@ -250,7 +259,7 @@ impl Pruning {
         }
         Some(Self {
             filters,
-            loaded: tokio::sync::OnceCell::new(),
+            prepared: tokio::sync::OnceCell::new(),
         })
     }
 
@@ -270,24 +279,17 @@ impl Pruning {
         table: &Arc<Snapshot>,
         rows: Range<u64>,
     ) -> DfResult<Vec<Range<u64>>> {
-        let statistics = self
-            .loaded
+        let prepared = self
+            .prepared
             .get_or_try_init(|| async {
-                let table = table.clone();
+                let snapshot = table.clone();
                 let named = named_columns(&self.filters);
-                tokio::task::spawn_blocking(move || statistics(&table, &named))
+                let statistics = tokio::task::spawn_blocking(move || statistics(&snapshot, &named))
                     .await
-                    .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?
-                    .map(Arc::new)
+                    .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))??;
+                Prepared::new(table, &self.filters, statistics).map(Arc::new)
             })
             .await?;
-        let kept = by_statistics(
-            table,
-            &ExecutionProps::new(),
-            &self.filters,
-            rows.clone(),
-            statistics.as_ref().clone(),
-        )?;
-        Ok(kept.unwrap_or_else(|| vec![rows]))
+        Ok(prepared.kept(rows.clone())?.unwrap_or_else(|| vec![rows]))
     }
 }

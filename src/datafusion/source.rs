@@ -434,36 +434,25 @@ impl Opener {
                 .boxed());
         };
         let table = source.snapshot.arrow_schema().clone();
-        let read = |name: &str| {
-            table
-                .index_of(name)
-                .is_ok_and(|i| source.columns.contains(&i) || filter.columns().contains(&i))
-        };
-        let longest = builder
-            .columns()
-            .map_err(df_err)?
-            .iter()
-            .filter(|c| read(c.name()))
-            .map(|c| c.chunk_len())
-            .max()
-            .unwrap_or(1);
-        let granule = builder
-            .columns()
-            .map_err(df_err)?
-            .iter()
-            .filter(|c| {
-                table
-                    .index_of(c.name())
-                    .is_ok_and(|i| source.columns.contains(&i) && !filter.columns().contains(&i))
-            })
-            .flat_map(|c| {
-                c.leaves()
-                    .into_iter()
-                    .map(|a| a.read_granule())
-                    .collect::<Vec<_>>()
-            })
-            .min()
-            .unwrap_or(1);
+        // Blocks are whole chunks of the longest column read; a part of the
+        // other columns a read can skip is their shortest chunk (or a shard's
+        // inner chunk).
+        let (mut longest, mut granule) = (1, u64::MAX);
+        for column in builder.columns().map_err(df_err)? {
+            let Ok(i) = table.index_of(column.name()) else {
+                continue;
+            };
+            let (given, filtered) = (source.columns.contains(&i), filter.columns().contains(&i));
+            if given || filtered {
+                longest = longest.max(column.chunk_len());
+            }
+            if given && !filtered {
+                for leaf in column.leaves() {
+                    granule = granule.min(leaf.read_granule());
+                }
+            }
+        }
+        let granule = if granule == u64::MAX { 1 } else { granule };
         let filtered = Filtered {
             open: Arc::new(open),
             filter: filter.clone(),
