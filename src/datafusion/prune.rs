@@ -171,6 +171,38 @@ impl Piecewise {
         }
     }
 
+    /// The set values (a categorical's codes) that stand for `values`:
+    /// `None` where a value is of a type the sets cannot answer for. A
+    /// categorical's null code (-1) is never among them.
+    #[allow(clippy::mutable_key_type)] // DataFusion's signature: ScalarValue keys
+    fn wanted(&self, values: &HashSet<ScalarValue>) -> Option<HashSet<i64>> {
+        let mut wanted = HashSet::new();
+        for value in values.iter().filter(|v| !v.is_null()) {
+            match &self.bounds.categories {
+                Some(categories) => {
+                    let text = value.try_as_str()??;
+                    wanted.extend(
+                        categories
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, c)| *c == Some(text))
+                            .map(|(i, _)| i as i64),
+                    );
+                }
+                // Integers only: a cast from a float would round.
+                None if value.data_type().is_integer() => {
+                    let ScalarValue::Int64(Some(v)) = value.cast_to(&DataType::Int64).ok()?
+                    else {
+                        return None;
+                    };
+                    wanted.insert(v);
+                }
+                None => return None,
+            }
+        }
+        Some(wanted)
+    }
+
     /// The statistics row of the chunk holding `row`.
     fn row_of(&self, row: u64) -> Option<usize> {
         self.bounds
@@ -236,8 +268,32 @@ impl PruningStatistics for Pieces<'_> {
         Some(Arc::new(rows))
     }
 
-    fn contained(&self, _column: &Column, _values: &HashSet<ScalarValue>) -> Option<BooleanArray> {
-        None
+    /// From the sets of values present (small integers, a categorical's
+    /// codes): `false` where a piece's chunk holds none of `values`, `true`
+    /// where it holds only `values` (and no null), else unknown.
+    #[allow(clippy::mutable_key_type)] // DataFusion's signature: ScalarValue keys
+    fn contained(&self, column: &Column, values: &HashSet<ScalarValue>) -> Option<BooleanArray> {
+        let c = self.columns.get(column.name.as_str())?;
+        let wanted = c.wanted(values)?;
+        Some(
+            self.pieces
+                .iter()
+                .map(|p| {
+                    let present = c.bounds.present(c.row_of(p.start)?)?;
+                    let (mut any, mut only) = (false, true);
+                    for code in present {
+                        let hit = wanted.contains(&code);
+                        any |= hit;
+                        only &= hit;
+                    }
+                    if !any {
+                        Some(false)
+                    } else {
+                        only.then_some(true)
+                    }
+                })
+                .collect(),
+        )
     }
 }
 

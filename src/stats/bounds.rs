@@ -23,6 +23,9 @@ pub(crate) struct Bounds {
     pub(crate) rows: Vec<u64>,
     /// The values present, where recorded (small integers: bit `v + 1`).
     pub(crate) sets: Vec<Option<Vec<u8>>>,
+    /// A categorical's categories, which its codes (the sets' values) name;
+    /// `None`: the sets hold the values themselves.
+    pub(crate) categories: Option<arrow_array::StringArray>,
 }
 
 impl Bounds {
@@ -52,7 +55,19 @@ impl Bounds {
                     .map(|i| arrow_array::Array::is_valid(sets, i).then(|| sets.value(i).to_vec()))
                     .collect()
             },
+            categories: None,
         })
+    }
+
+    /// The values of chunk `i`'s set (for a categorical, its codes; -1 is a
+    /// null there), `None` where no set was recorded.
+    pub(crate) fn present(&self, i: usize) -> Option<impl Iterator<Item = i64> + '_> {
+        let bits = self.sets.get(i)?.as_ref()?;
+        Some(
+            (0..bits.len() * 8)
+                .filter(|b| bits[b / 8] & (1 << (b % 8)) != 0)
+                .map(|b| b as i64 - 1),
+        )
     }
 
     /// The bounds of a categorical column from the bounds of its codes: each
@@ -78,11 +93,8 @@ impl Bounds {
         let mut max: Vec<Option<&str>> = Vec::with_capacity(codes.chunks.len());
         let mut nulls = Vec::with_capacity(codes.chunks.len());
         for i in 0..codes.chunks.len() {
-            let present: Vec<i64> = match (&codes.sets[i], code_bounds(i)) {
-                (Some(bits), _) => (0..bits.len() * 8)
-                    .filter(|b| bits[b / 8] & (1 << (b % 8)) != 0)
-                    .map(|b| b as i64 - 1)
-                    .collect(),
+            let present: Vec<i64> = match (codes.present(i), code_bounds(i)) {
+                (Some(present), _) => present.collect(),
                 (None, Some((lo, hi))) if hi - lo <= n => (lo..=hi).collect(),
                 _ => {
                     // Unknown: no bounds.
@@ -120,6 +132,7 @@ impl Bounds {
             rows: codes.rows,
             sets: codes.sets,
             chunks: codes.chunks,
+            categories: Some(categories.clone()),
         }
     }
 }

@@ -499,3 +499,83 @@ fn planning_reads_no_statistics_and_a_scan_reads_them_once() {
         .count();
     assert_eq!(stats_reads, 1);
 }
+
+/// Sets of values present prune where bounds cannot: every chunk of `cell`
+/// (an anndata categorical) holds `A` and `Z` and one letter of its own, and
+/// every chunk of `k` holds 0 and 100 (an odd chunk its number too), so
+/// every chunk's bounds span every value asked for.
+#[test]
+fn value_sets_prune_equality_and_in_lists_where_bounds_cannot() {
+    let letter = |c: usize| char::from(b'B' + c as u8).to_string();
+    let cell: Vec<String> = (0..ROWS)
+        .map(|i| match i % CHUNK {
+            7 => letter(i / CHUNK),
+            _ if i % 2 == 0 => "A".into(),
+            _ => "Z".into(),
+        })
+        .collect();
+    let k: Vec<i64> = (0..ROWS)
+        .map(|i| match (i % CHUNK, i / CHUNK) {
+            (9, c) if c % 2 == 1 => c as i64,
+            _ if i % 2 == 0 => 0,
+            _ => 100,
+        })
+        .collect();
+    let schema = Arc::new(Schema::new(vec![
+        Field::new_dictionary("cell", DataType::Int8, DataType::Utf8, false),
+        Field::new("k", DataType::Int64, false),
+        Field::new("v", DataType::Int64, false),
+    ]));
+    let cells: arrow_array::DictionaryArray<arrow_array::types::Int8Type> =
+        cell.iter().map(String::as_str).collect();
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(cells),
+            Arc::new(Int64Array::from(k.clone())),
+            Arc::new(Int64Array::from_iter_values(0..ROWS as i64)),
+        ],
+    )
+    .unwrap();
+    let memory = Arc::new(MemoryStore::new());
+    let options = WriteOptions {
+        chunk_len: Some(CHUNK),
+        layout: zarrow::write::Layout::AnnData,
+        ..WriteOptions::default()
+    };
+    let reader = arrow_array::RecordBatchIterator::new([Ok(batch)], schema);
+    write_batches(reader, memory.clone(), "", options).unwrap();
+
+    type Keep = Box<dyn Fn(usize) -> bool>;
+    let (c1, c2) = (cell.clone(), cell.clone());
+    let (k1, k2) = (k.clone(), k.clone());
+    let cases: Vec<(&str, &str, Keep)> = vec![
+        ("cell = 'F'", "cell/codes", Box::new(move |i| c1[i] == "F")),
+        (
+            "cell IN ('C', 'Q')",
+            "cell/codes",
+            Box::new(move |i| c2[i] == "C" || c2[i] == "Q"),
+        ),
+        ("k IN (3, 17)", "k", Box::new(move |i| k1[i] == 3 || k1[i] == 17)),
+        (
+            "k NOT IN (0, 100)",
+            "k",
+            Box::new(move |i| k2[i] != 0 && k2[i] != 100),
+        ),
+    ];
+    for (filter, array, keep) in cases {
+        let sql = format!("SELECT v FROM t WHERE {filter}");
+        let (batches, reads) = run(memory.clone(), ZarrTableOptions::default(), &sql);
+        let mut got: Vec<i64> = batches
+            .iter()
+            .flat_map(|b| b.column(0).as_primitive::<Int64Type>().values().to_vec())
+            .collect();
+        got.sort_unstable();
+        let want: Vec<i64> = (0..ROWS).filter(|&i| keep(i)).map(|i| i as i64).collect();
+        assert!(!want.is_empty(), "{filter}");
+        assert_eq!(got, want, "{filter}");
+        let holding = chunks_of(&keep);
+        assert_eq!(reads[array], holding, "{filter}: {reads:?}");
+        assert_eq!(reads["v"], holding, "{filter}");
+    }
+}
