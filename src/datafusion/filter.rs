@@ -19,7 +19,9 @@ use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions};
-use arrow_schema::{Schema, SchemaRef};
+use arrow_array::downcast_dictionary_array;
+use arrow_buffer::BooleanBuffer;
+use arrow_schema::{DataType, Schema, SchemaRef};
 use datafusion::common::DFSchema;
 use datafusion::common::tree_node::TreeNode;
 use datafusion::error::{DataFusionError, Result as DfResult};
@@ -28,7 +30,7 @@ use datafusion::execution::context::ExecutionProps;
 use datafusion::logical_expr::Expr;
 use datafusion::logical_expr::expr_rewriter::unnormalize_col;
 use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
-use datafusion::logical_expr::utils::conjunction;
+use datafusion::logical_expr::utils::{conjunction, split_conjunction};
 use datafusion::physical_expr::{PhysicalExpr, create_physical_expr};
 use datafusion_proto::bytes::Serializeable;
 use futures::stream::BoxStream;
@@ -99,8 +101,84 @@ pub(crate) struct ScanFilter {
     /// Where a column the filter reads is an anndata categorical: the
     /// columns with it as a dictionary (its codes and categories), and the
     /// conjunction over them, evaluated once per category rather than per row.
-    codes: Option<(SchemaRef, Arc<dyn PhysicalExpr>)>,
+    /// (`None`: DataFusion cannot plan the whole over them).
+    codes: Option<(SchemaRef, Option<Arc<dyn PhysicalExpr>>)>,
+    /// The same split at its `AND`s: each conjunct over one categorical
+    /// alone, evaluated over its categories and looked up by code; the rest
+    /// (`None`: nothing else) over the columns as read.
+    by_category: Option<(Vec<ByCategory>, Option<Arc<dyn PhysicalExpr>>)>,
 }
+
+/// A conjunct over one categorical column alone: its value for each
+/// category (and for a null) decides every row of that category.
+#[derive(Debug)]
+struct ByCategory {
+    /// The column's place among the filter's columns.
+    column: usize,
+    /// The one column, with the table's type.
+    schema: SchemaRef,
+    predicate: Arc<dyn PhysicalExpr>,
+}
+
+impl ByCategory {
+    /// Which rows of `column` (codes: a dictionary of its categories) match,
+    /// from the conjunct's value for each category; `None` where `column` is
+    /// not a dictionary, or has more categories than rows.
+    fn evaluate(&self, column: &ArrayRef) -> DfResult<Option<BooleanBuffer>> {
+        let Some(codes) = column.as_any_dictionary_opt() else {
+            return Ok(None);
+        };
+        let categories = codes.values();
+        if categories.len() > codes.len().max(1024) {
+            return Ok(None);
+        }
+        // Each category, then a null (the value of a row without one).
+        let field = self.schema.field(0);
+        let values = arrow_cast::cast(categories, field.data_type())?;
+        let null = arrow_array::new_null_array(field.data_type(), 1);
+        let values = arrow_select::concat::concat(&[values.as_ref(), null.as_ref()])?;
+        let batch = RecordBatch::try_new(self.schema.clone(), vec![values])?;
+        let result = self
+            .predicate
+            .evaluate(&batch)?
+            .into_array(batch.num_rows())?;
+        let Some(result) = result.as_boolean_opt() else {
+            return Err(DataFusionError::Internal(format!(
+                "a filter evaluated to {}, not booleans",
+                result.data_type()
+            )));
+        };
+        // A null result does not match.
+        let table: Vec<bool> = (0..result.len())
+            .map(|i| result.is_valid(i) && result.value(i))
+            .collect();
+        Ok(downcast_dictionary_array!(
+            column => Some(by_key(column.keys(), &table)),
+            _ => None
+        ))
+    }
+}
+
+/// Each row's entry of `table` by its key; a null key takes the last entry.
+fn by_key<K: arrow_array::types::ArrowDictionaryKeyType>(
+    keys: &arrow_array::PrimitiveArray<K>,
+    table: &[bool],
+) -> BooleanBuffer {
+    use arrow_buffer::ArrowNativeType as _;
+    // (A dictionary's valid keys index its values: `get` only keeps a
+    // broken one from panicking.)
+    let entry = |k: K::Native| table.get(k.as_usize()).copied().unwrap_or(false);
+    let null_row = table.last().copied().unwrap_or(false);
+    let values = keys.values();
+    match keys.nulls() {
+        None => BooleanBuffer::collect_bool(values.len(), |i| entry(values[i])),
+        Some(nulls) => BooleanBuffer::collect_bool(values.len(), |i| match nulls.is_valid(i) {
+            true => entry(values[i]),
+            false => null_row,
+        }),
+    }
+}
+
 
 impl ScanFilter {
     /// The scan's filter of `exprs` (the table's exact ones) over a table of
@@ -126,13 +204,16 @@ impl ScanFilter {
         columns.dedup();
         let schema = Arc::new(schema.project(&columns)?);
         let predicate = plan_locally(&conjunct, &schema, props)?;
-        Ok(Some(Self {
+        let mut filter = Self {
             exprs,
             columns,
             schema,
             predicate,
             codes: None,
-        }))
+            by_category: None,
+        };
+        filter.by_category = filter.split_by_category(&filter.schema.clone(), props);
+        Ok(Some(filter))
     }
 
     /// Evaluate over the table's categoricals as dictionaries (`codes`: the
@@ -152,10 +233,60 @@ impl ScanFilter {
             .any(|(c, v)| c.data_type() != v.data_type());
         let planned = conjunction(self.exprs.clone())
             .and_then(|conjunct| plan_locally(&conjunct, &schema, props).ok());
-        if let (true, Some(predicate)) = (differs, planned) {
-            self.codes = Some((Arc::new(schema), predicate));
+        if !differs {
+            return self;
         }
+        let split = self.split_by_category(&schema, props);
+        if planned.is_none() && split.is_none() {
+            // Read as values.
+            return self;
+        }
+        self.by_category = split;
+        self.codes = Some((Arc::new(schema), planned));
         self
+    }
+
+    /// The conjuncts over one dictionary alone (in `read`, the filter's
+    /// columns as read: a categorical as codes, or a dictionary column), and
+    /// the rest over `read`; `None` where no conjunct is over one dictionary
+    /// alone, or the rest cannot be planned there.
+    fn split_by_category(
+        &self,
+        read: &Schema,
+        props: &ExecutionProps,
+    ) -> Option<(Vec<ByCategory>, Option<Arc<dyn PhysicalExpr>>)> {
+        let mut parts = Vec::new();
+        let mut rest = Vec::new();
+        for conjunct in self.exprs.iter().flat_map(split_conjunction) {
+            let refs = conjunct.column_refs();
+            let single = match refs.iter().next() {
+                Some(c) if refs.len() == 1 => self.schema.index_of(&c.name).ok(),
+                _ => None,
+            };
+            let part = single
+                .filter(|&i| matches!(read.field(i).data_type(), DataType::Dictionary(..)))
+                .and_then(|i| {
+                    let schema = Arc::new(self.schema.project(&[i]).ok()?);
+                    let predicate = plan_locally(conjunct, &schema, props).ok()?;
+                    Some(ByCategory {
+                        column: i,
+                        schema,
+                        predicate,
+                    })
+                });
+            match part {
+                Some(part) => parts.push(part),
+                None => rest.push(conjunct.clone()),
+            }
+        }
+        if parts.is_empty() {
+            return None;
+        }
+        let rest = match conjunction(rest) {
+            Some(rest) => Some(plan_locally(&rest, read, props).ok()?),
+            None => None,
+        };
+        Some((parts, rest))
     }
 
     /// Whether the filter's columns are read with categoricals as codes.
@@ -223,10 +354,13 @@ impl ScanFilter {
     /// not. Over codes where it can be, else over values.
     fn evaluate(&self, batch: &RecordBatch) -> DfResult<BooleanArray> {
         let n = batch.num_rows();
+        if let Some(mask) = self.evaluate_by_category(batch) {
+            return Ok(mask);
+        }
         let by_codes = self
             .codes
             .as_ref()
-            .and_then(|(_, p)| p.evaluate(batch).and_then(|v| v.into_array(n)).ok());
+            .and_then(|(_, p)| p.as_ref()?.evaluate(batch).and_then(|v| v.into_array(n)).ok());
         let mask = match by_codes {
             Some(mask) => mask,
             None => self
@@ -244,6 +378,41 @@ impl ScanFilter {
             0 => mask.clone(),
             _ => arrow_select::filter::prep_null_mask_filter(mask),
         })
+    }
+
+    /// [`ScanFilter::evaluate`] with each conjunct over one dictionary
+    /// looked up by key; `None` where a column read is not a dictionary (or
+    /// has more categories than rows), or a part fails.
+    fn evaluate_by_category(&self, batch: &RecordBatch) -> Option<BooleanArray> {
+        let (parts, rest) = self.by_category.as_ref()?;
+        let mut mask: Option<BooleanBuffer> = None;
+        // Where a category fails (one no row may hold: `CAST(c AS INT)`),
+        // the rows are evaluated instead: only a row's failure is an error.
+        for part in parts {
+            let matches = part.evaluate(batch.column(part.column)).ok()??;
+            mask = Some(match mask {
+                Some(mask) => &mask & &matches,
+                None => matches,
+            });
+        }
+        if let Some(rest) = rest {
+            let matches = rest
+                .evaluate(batch)
+                .and_then(|v| v.into_array(batch.num_rows()))
+                .ok()?;
+            let matches = matches.as_boolean_opt()?;
+            let matches = match matches.null_count() {
+                0 => matches.values().clone(),
+                _ => arrow_select::filter::prep_null_mask_filter(matches)
+                    .values()
+                    .clone(),
+            };
+            mask = Some(match mask {
+                Some(mask) => &mask & &matches,
+                None => matches,
+            });
+        }
+        mask.map(|m| BooleanArray::new(m, None))
     }
 }
 

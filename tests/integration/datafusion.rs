@@ -606,63 +606,164 @@ fn the_table_names_what_it_leaves_out() {
     assert!(skipped.contains(&"uns"), "{skipped:?}");
 }
 
-/// A filter on an anndata categorical is evaluated over its codes (once per
-/// category), or, where DataFusion cannot over a dictionary, over its
-/// values: the rows are those a full read, filtered here, gives.
+/// A filter on a string column, and on an anndata categorical (evaluated
+/// over its codes, once per category, or, where DataFusion cannot over a
+/// dictionary, over its values): the rows are those a full read, filtered
+/// here, gives.
 #[test]
 fn filters_on_a_categorical_answer_as_its_values() {
-    let path = testdata().join("stores/obs.zarr");
-    let store = Arc::new(LocalStore::new(&path));
-    let full: Vec<RecordBatch> = zarrow::ZarrGroup::open(store.clone(), "")
-        .unwrap()
-        .reader()
-        .with_projection(["cell_type", "n_genes"])
-        .build()
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
-    let cell_types = strings(&column(&full, "cell_type"));
-    let ints = |batches: &[RecordBatch]| -> Vec<i64> {
-        let c = column(batches, "n_genes");
-        let c = arrow_cast::cast(&c, &DataType::Int64).unwrap();
-        c.as_primitive::<Int64Type>().values().to_vec()
-    };
-    let n_genes = ints(&full);
-    let keep = |pick: &dyn Fn(&str) -> bool| -> Vec<i64> {
-        let mut v: Vec<i64> = (0..cell_types.len())
-            .filter(|&i| pick(&cell_types[i]))
-            .map(|i| n_genes[i])
+    // obs.zarr's `cell_type` is a string array; anndata_v3's a categorical
+    // (with nulls) of B, NK, T and mono.
+    let stores = [
+        ("stores/obs.zarr", "n_genes", ["B cell", "NK cell", "T cell"]),
+        ("conventions/stores/anndata_v3.zarr/obs", "n_counts", ["B", "NK", "T"]),
+    ];
+    for (store, number, [b, nk, t]) in stores {
+        let path = testdata().join(store);
+        let local = Arc::new(LocalStore::new(&path));
+        let full: Vec<RecordBatch> = zarrow::ZarrGroup::open(local, "")
+            .unwrap()
+            .reader()
+            .with_projection(["cell_type", number])
+            .build()
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let cell_types = column(&full, "cell_type");
+        let cell_types = arrow_cast::cast(&cell_types, &DataType::Utf8).unwrap();
+        let cell_types: Vec<Option<String>> = cell_types
+            .as_string::<i32>()
+            .iter()
+            .map(|c| c.map(str::to_string))
             .collect();
-        v.sort_unstable();
-        v
-    };
-    let location = zarrow::Location::Path(path.clone());
-    let table = ZarrTable::open(
-        &location,
-        ZarrTableOptions::default(),
-        &zarrow::Stores::default(),
+        let ints = |batches: &[RecordBatch]| -> Vec<i64> {
+            let c = column(batches, number);
+            let c = arrow_cast::cast(&c, &DataType::Int64).unwrap();
+            c.as_primitive::<Int64Type>().values().to_vec()
+        };
+        let numbers = ints(&full);
+        let keep = |pick: &dyn Fn(usize, &str) -> bool| -> Vec<i64> {
+            let mut v: Vec<i64> = (0..cell_types.len())
+                .filter(|&i| cell_types[i].as_deref().is_some_and(|c| pick(i, c)))
+                .map(|i| numbers[i])
+                .collect();
+            v.sort_unstable();
+            v
+        };
+        let mut cases: Vec<(String, Vec<i64>)> = vec![
+            (format!("cell_type = '{b}'"), keep(&|_, c| c == b)),
+            (
+                format!("cell_type IN ('{b}', '{nk}')"),
+                keep(&|_, c| c == b || c == nk),
+            ),
+            (format!("cell_type <> '{b}'"), keep(&|_, c| c != b)),
+            (
+                format!("lower(cell_type) = '{}'", b.to_lowercase()),
+                keep(&|_, c| c.to_lowercase() == b.to_lowercase()),
+            ),
+            (format!("cell_type LIKE '%{t}'"), keep(&|_, c| c.ends_with(t))),
+        ];
+        // One conjunct over the categorical alone, one over another column;
+        // and one over both.
+        let median = {
+            let mut sorted = numbers.clone();
+            sorted.sort_unstable();
+            sorted[sorted.len() / 2]
+        };
+        cases.push((
+            format!("cell_type = '{b}' AND {number} > {median}"),
+            keep(&|i, c| c == b && numbers[i] > median),
+        ));
+        let mut either: Vec<i64> = (0..cell_types.len())
+            .filter(|&i| cell_types[i].as_deref() == Some(b) || numbers[i] > median)
+            .map(|i| numbers[i])
+            .collect();
+        either.sort_unstable();
+        cases.push((format!("cell_type = '{b}' OR {number} > {median}"), either));
+        let location = zarrow::Location::Path(path.clone());
+        let table = ZarrTable::open(
+            &location,
+            ZarrTableOptions::default(),
+            &zarrow::Stores::default(),
+        )
+        .unwrap();
+        runtime().block_on(async {
+            let ctx = context(2);
+            ctx.register_table("t", Arc::new(table)).unwrap();
+            for (filter, want) in cases {
+                assert!(!want.is_empty(), "{store}: {filter}");
+                let batches =
+                    query(&ctx, &format!("SELECT {number} FROM t WHERE {filter}")).await;
+                let mut got = ints(&batches);
+                got.sort_unstable();
+                assert_eq!(got, want, "{store}: {filter}");
+            }
+        });
+    }
+}
+
+/// A categorical with nulls: a filter over it alone is decided once per
+/// category and once for a null, and a row without a category takes the
+/// null's answer (`IS NULL`, `coalesce`), as over its values.
+#[test]
+fn filters_on_a_categorical_with_nulls_answer_as_its_values() {
+    const N: usize = 3000;
+    let cells: Vec<Option<&str>> = (0..N)
+        .map(|i| match i % 7 {
+            0 => None,
+            k if k % 2 == 0 => Some("a"),
+            _ => Some("b"),
+        })
+        .collect();
+    let schema = Arc::new(arrow_schema::Schema::new(vec![
+        arrow_schema::Field::new_dictionary("c", DataType::Int8, DataType::Utf8, true),
+        arrow_schema::Field::new("v", DataType::Int64, false),
+    ]));
+    let dictionary: arrow_array::DictionaryArray<arrow_array::types::Int8Type> =
+        cells.iter().copied().collect();
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(dictionary),
+            Arc::new(Int64Array::from_iter_values(0..N as i64)),
+        ],
     )
     .unwrap();
+    let memory = Arc::new(MemoryStore::new());
+    let options = WriteOptions {
+        chunk_len: Some(500),
+        layout: zarrow::write::Layout::AnnData,
+        nulls: zarrow::write::NullPolicy::Fill,
+        ..WriteOptions::default()
+    };
+    let reader = arrow_array::RecordBatchIterator::new([Ok(batch)], schema);
+    zarrow::write::write_batches(reader, memory.clone(), "", options).unwrap();
+    let location = zarrow::Location::supplied(memory.clone(), "t");
+    let table = ZarrTable::from_store(memory, &location, ZarrTableOptions::default()).unwrap();
+    let keep = |pick: &dyn Fn(Option<&str>) -> bool| -> Vec<i64> {
+        (0..N).filter(|&i| pick(cells[i])).map(|i| i as i64).collect()
+    };
     let cases: Vec<(&str, Vec<i64>)> = vec![
-        ("cell_type = 'B cell'", keep(&|c| c == "B cell")),
-        (
-            "cell_type IN ('B cell', 'NK cell')",
-            keep(&|c| c == "B cell" || c == "NK cell"),
-        ),
-        ("cell_type <> 'B cell'", keep(&|c| c != "B cell")),
-        (
-            "lower(cell_type) = 'b cell'",
-            keep(&|c| c.to_lowercase() == "b cell"),
-        ),
-        ("cell_type LIKE '%T cell'", keep(&|c| c.ends_with("T cell"))),
+        ("c IS NULL", keep(&|c| c.is_none())),
+        ("c IS NOT NULL", keep(&|c| c.is_some())),
+        ("c <> 'a'", keep(&|c| c == Some("b"))),
+        ("c = 'a' OR c IS NULL", keep(&|c| c != Some("b"))),
+        ("coalesce(c, 'none') = 'none'", keep(&|c| c.is_none())),
+        ("c = 'b' AND v % 2 = 0", {
+            let b = keep(&|c| c == Some("b"));
+            b.into_iter().filter(|v| v % 2 == 0).collect()
+        }),
     ];
     runtime().block_on(async {
         let ctx = context(2);
         ctx.register_table("t", Arc::new(table)).unwrap();
         for (filter, want) in cases {
             assert!(!want.is_empty(), "{filter}");
-            let batches = query(&ctx, &format!("SELECT n_genes FROM t WHERE {filter}")).await;
-            let mut got = ints(&batches);
+            let batches = query(&ctx, &format!("SELECT v FROM t WHERE {filter}")).await;
+            let mut got: Vec<i64> = batches
+                .iter()
+                .flat_map(|b| b.column(0).as_primitive::<Int64Type>().values().to_vec())
+                .collect();
             got.sort_unstable();
             assert_eq!(got, want, "{filter}");
         }
