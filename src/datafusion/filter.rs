@@ -18,8 +18,8 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
-use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions};
 use arrow_array::downcast_dictionary_array;
+use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions};
 use arrow_buffer::BooleanBuffer;
 use arrow_schema::{DataType, Schema, SchemaRef};
 use datafusion::common::DFSchema;
@@ -106,7 +106,16 @@ pub(crate) struct ScanFilter {
     /// The same split at its `AND`s: each conjunct over one categorical
     /// alone, evaluated over its categories and looked up by code; the rest
     /// (`None`: nothing else) over the columns as read.
-    by_category: Option<(Vec<ByCategory>, Option<Arc<dyn PhysicalExpr>>)>,
+    by_category: Option<Split>,
+}
+
+/// A filter split at its `AND`s ([`ScanFilter::split_by_category`]).
+#[derive(Debug)]
+struct Split {
+    /// The conjuncts over one dictionary alone.
+    parts: Vec<ByCategory>,
+    /// The others, over the columns as read.
+    rest: Option<Arc<dyn PhysicalExpr>>,
 }
 
 /// A conjunct over one categorical column alone: its value for each
@@ -179,7 +188,6 @@ fn by_key<K: arrow_array::types::ArrowDictionaryKeyType>(
     }
 }
 
-
 impl ScanFilter {
     /// The scan's filter of `exprs` (the table's exact ones) over a table of
     /// `schema`; `None` for none.
@@ -250,11 +258,7 @@ impl ScanFilter {
     /// columns as read: a categorical as codes, or a dictionary column), and
     /// the rest over `read`; `None` where no conjunct is over one dictionary
     /// alone, or the rest cannot be planned there.
-    fn split_by_category(
-        &self,
-        read: &Schema,
-        props: &ExecutionProps,
-    ) -> Option<(Vec<ByCategory>, Option<Arc<dyn PhysicalExpr>>)> {
+    fn split_by_category(&self, read: &Schema, props: &ExecutionProps) -> Option<Split> {
         let mut parts = Vec::new();
         let mut rest = Vec::new();
         for conjunct in self.exprs.iter().flat_map(split_conjunction) {
@@ -286,7 +290,7 @@ impl ScanFilter {
             Some(rest) => Some(plan_locally(&rest, read, props).ok()?),
             None => None,
         };
-        Some((parts, rest))
+        Some(Split { parts, rest })
     }
 
     /// Whether the filter's columns are read with categoricals as codes.
@@ -357,10 +361,12 @@ impl ScanFilter {
         if let Some(mask) = self.evaluate_by_category(batch) {
             return Ok(mask);
         }
-        let by_codes = self
-            .codes
-            .as_ref()
-            .and_then(|(_, p)| p.as_ref()?.evaluate(batch).and_then(|v| v.into_array(n)).ok());
+        let by_codes = self.codes.as_ref().and_then(|(_, p)| {
+            p.as_ref()?
+                .evaluate(batch)
+                .and_then(|v| v.into_array(n))
+                .ok()
+        });
         let mask = match by_codes {
             Some(mask) => mask,
             None => self
@@ -384,7 +390,7 @@ impl ScanFilter {
     /// looked up by key; `None` where a column read is not a dictionary (or
     /// has more categories than rows), or a part fails.
     fn evaluate_by_category(&self, batch: &RecordBatch) -> Option<BooleanArray> {
-        let (parts, rest) = self.by_category.as_ref()?;
+        let Split { parts, rest } = self.by_category.as_ref()?;
         let mut mask: Option<BooleanBuffer> = None;
         // Where a category fails (one no row may hold: `CAST(c AS INT)`),
         // the rows are evaluated instead: only a row's failure is an error.

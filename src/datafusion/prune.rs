@@ -191,8 +191,7 @@ impl Piecewise {
                 }
                 // Integers only: a cast from a float would round.
                 None if value.data_type().is_integer() => {
-                    let ScalarValue::Int64(Some(v)) = value.cast_to(&DataType::Int64).ok()?
-                    else {
+                    let ScalarValue::Int64(Some(v)) = value.cast_to(&DataType::Int64).ok()? else {
                         return None;
                     };
                     wanted.insert(v);

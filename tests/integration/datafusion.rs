@@ -615,8 +615,16 @@ fn filters_on_a_categorical_answer_as_its_values() {
     // obs.zarr's `cell_type` is a string array; anndata_v3's a categorical
     // (with nulls) of B, NK, T and mono.
     let stores = [
-        ("stores/obs.zarr", "n_genes", ["B cell", "NK cell", "T cell"]),
-        ("conventions/stores/anndata_v3.zarr/obs", "n_counts", ["B", "NK", "T"]),
+        (
+            "stores/obs.zarr",
+            "n_genes",
+            ["B cell", "NK cell", "T cell"],
+        ),
+        (
+            "conventions/stores/anndata_v3.zarr/obs",
+            "n_counts",
+            ["B", "NK", "T"],
+        ),
     ];
     for (store, number, [b, nk, t]) in stores {
         let path = testdata().join(store);
@@ -661,7 +669,10 @@ fn filters_on_a_categorical_answer_as_its_values() {
                 format!("lower(cell_type) = '{}'", b.to_lowercase()),
                 keep(&|_, c| c.to_lowercase() == b.to_lowercase()),
             ),
-            (format!("cell_type LIKE '%{t}'"), keep(&|_, c| c.ends_with(t))),
+            (
+                format!("cell_type LIKE '%{t}'"),
+                keep(&|_, c| c.ends_with(t)),
+            ),
         ];
         // One conjunct over the categorical alone, one over another column;
         // and one over both.
@@ -692,8 +703,7 @@ fn filters_on_a_categorical_answer_as_its_values() {
             ctx.register_table("t", Arc::new(table)).unwrap();
             for (filter, want) in cases {
                 assert!(!want.is_empty(), "{store}: {filter}");
-                let batches =
-                    query(&ctx, &format!("SELECT {number} FROM t WHERE {filter}")).await;
+                let batches = query(&ctx, &format!("SELECT {number} FROM t WHERE {filter}")).await;
                 let mut got = ints(&batches);
                 got.sort_unstable();
                 assert_eq!(got, want, "{store}: {filter}");
@@ -741,7 +751,10 @@ fn filters_on_a_categorical_with_nulls_answer_as_its_values() {
     let location = zarrow::Location::supplied(memory.clone(), "t");
     let table = ZarrTable::from_store(memory, &location, ZarrTableOptions::default()).unwrap();
     let keep = |pick: &dyn Fn(Option<&str>) -> bool| -> Vec<i64> {
-        (0..N).filter(|&i| pick(cells[i])).map(|i| i as i64).collect()
+        (0..N)
+            .filter(|&i| pick(cells[i]))
+            .map(|i| i as i64)
+            .collect()
     };
     let cases: Vec<(&str, Vec<i64>)> = vec![
         ("c IS NULL", keep(&|c| c.is_none())),

@@ -556,7 +556,11 @@ fn value_sets_prune_equality_and_in_lists_where_bounds_cannot() {
             "cell/codes",
             Box::new(move |i| c2[i] == "C" || c2[i] == "Q"),
         ),
-        ("k IN (3, 17)", "k", Box::new(move |i| k1[i] == 3 || k1[i] == 17)),
+        (
+            "k IN (3, 17)",
+            "k",
+            Box::new(move |i| k1[i] == 3 || k1[i] == 17),
+        ),
         (
             "k NOT IN (0, 100)",
             "k",
