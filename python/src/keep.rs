@@ -14,7 +14,7 @@
 //! the rows it used. A dictionary column whose batches share their categories
 //! (a reader's do) is gathered by its codes alone, the categories kept once.
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 
 use std::sync::Arc;
 
@@ -35,8 +35,11 @@ pub(crate) struct KeepCategories {
     inner: Box<dyn RecordBatchReader + Send>,
     columns: Vec<Kept>,
     /// Kept rows not yet handed on, and how many.
-    pending: Vec<RecordBatch>,
+    pending: VecDeque<RecordBatch>,
     pending_rows: usize,
+    /// The pending batches could not be gathered (their dictionaries
+    /// differ): they are handed on one by one before more is read.
+    draining: bool,
     /// Rows per batch handed on, once the batches have grown (at least; the
     /// last may hold fewer).
     batch_rows: usize,
@@ -84,24 +87,35 @@ impl KeepCategories {
         Ok(Self {
             inner,
             columns,
-            pending: Vec::new(),
+            pending: VecDeque::new(),
             pending_rows: 0,
+            draining: false,
             batch_rows: batch_rows.max(1),
             handed: 0,
             ended: false,
         })
     }
 
-    /// The pending rows as one batch (none pending: `None`).
+    /// The pending rows as one batch (none pending: `None`); where their
+    /// dictionaries differ, the first of them, the others handed on next.
     fn gathered(&mut self) -> Option<Result<RecordBatch, ArrowError>> {
         self.pending_rows = 0;
-        match self.pending.len() {
-            0 => None,
-            1 => self.pending.pop().map(Ok),
-            _ => Some(gather(
-                &self.inner.schema(),
-                std::mem::take(&mut self.pending),
-            )),
+        if self.pending.len() <= 1 {
+            return self.pending.pop_front().map(Ok);
+        }
+        match gather(&self.inner.schema(), self.pending.make_contiguous()) {
+            Ok(Some(batch)) => {
+                self.pending.clear();
+                Some(Ok(batch))
+            }
+            Ok(None) => {
+                self.draining = true;
+                self.pending.pop_front().map(Ok)
+            }
+            Err(e) => {
+                self.pending.clear();
+                Some(Err(e))
+            }
         }
     }
 
@@ -225,21 +239,25 @@ fn kept_entries(values: &dyn Array, categories: &HashSet<String>) -> Result<Vec<
         .collect())
 }
 
-/// `batches` (of `schema`) as one.
-fn gather(schema: &SchemaRef, batches: Vec<RecordBatch>) -> Result<RecordBatch, ArrowError> {
-    let columns = (0..schema.fields().len())
-        .map(|i| {
-            let parts: Vec<&dyn Array> = batches.iter().map(|b| b.column(i).as_ref()).collect();
-            gather_column(&parts)
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    RecordBatch::try_new(schema.clone(), columns)
+/// `batches` (of `schema`) as one; `None` where a dictionary column's
+/// batches do not share their values.
+fn gather(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<Option<RecordBatch>, ArrowError> {
+    let mut columns = Vec::with_capacity(schema.fields().len());
+    for i in 0..schema.fields().len() {
+        let parts: Vec<&dyn Array> = batches.iter().map(|b| b.column(i).as_ref()).collect();
+        match gather_column(&parts)? {
+            Some(column) => columns.push(column),
+            None => return Ok(None),
+        }
+    }
+    RecordBatch::try_new(schema.clone(), columns).map(Some)
 }
 
-/// `parts` end to end. Dictionaries sharing one values array keep it, their
-/// keys concatenated (arrow's `concat` would concatenate the values too, or
-/// merge them).
-fn gather_column(parts: &[&dyn Array]) -> Result<ArrayRef, ArrowError> {
+/// `parts` end to end. Dictionaries sharing their values (the same array, or
+/// equal ones) keep them, their keys concatenated; `None` for dictionaries
+/// that do not (arrow's `concat` would merge them, and panics where the
+/// merged values outgrow the keys).
+fn gather_column(parts: &[&dyn Array]) -> Result<Option<ArrayRef>, ArrowError> {
     match parts[0].data_type() {
         DataType::Dictionary(key, _) => match key.as_ref() {
             DataType::Int8 => gather_dictionaries::<Int8Type>(parts),
@@ -250,37 +268,44 @@ fn gather_column(parts: &[&dyn Array]) -> Result<ArrayRef, ArrowError> {
             DataType::UInt16 => gather_dictionaries::<UInt16Type>(parts),
             DataType::UInt32 => gather_dictionaries::<UInt32Type>(parts),
             DataType::UInt64 => gather_dictionaries::<UInt64Type>(parts),
-            _ => concat(parts),
+            _ => Ok(None),
         },
-        _ => concat(parts),
+        _ => concat(parts).map(Some),
     }
 }
 
 fn gather_dictionaries<K: ArrowDictionaryKeyType>(
     parts: &[&dyn Array],
-) -> Result<ArrayRef, ArrowError> {
+) -> Result<Option<ArrayRef>, ArrowError> {
     let values = parts[0].as_dictionary::<K>().values();
-    if !parts
-        .iter()
-        .all(|p| Arc::ptr_eq(p.as_dictionary::<K>().values(), values))
-    {
-        return concat(parts);
+    let shared = |p: &&dyn Array| {
+        let other = p.as_dictionary::<K>().values();
+        Arc::ptr_eq(other, values) || other.to_data() == values.to_data()
+    };
+    if !parts.iter().all(shared) {
+        return Ok(None);
     }
     let keys: Vec<&dyn Array> = parts
         .iter()
         .map(|p| p.as_dictionary::<K>().keys() as &dyn Array)
         .collect();
     let keys = concat(&keys)?.as_primitive::<K>().clone();
-    Ok(Arc::new(DictionaryArray::<K>::try_new(
+    Ok(Some(Arc::new(DictionaryArray::<K>::try_new(
         keys,
         values.clone(),
-    )?))
+    )?)))
 }
 
 impl Iterator for KeepCategories {
     type Item = Result<RecordBatch, ArrowError>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        if self.draining {
+            match self.pending.pop_front() {
+                Some(batch) => return Some(Ok(batch)),
+                None => self.draining = false,
+            }
+        }
         loop {
             if self.ended {
                 return None;
@@ -310,7 +335,7 @@ impl Iterator for KeepCategories {
                 return Some(Ok(kept));
             }
             self.pending_rows += kept.num_rows();
-            self.pending.push(kept);
+            self.pending.push_back(kept);
             if self.pending_rows >= wanted {
                 self.handed += self.pending_rows;
                 return self.gathered();

@@ -61,7 +61,7 @@ enum Planned {
 /// with `options` (the keys of `zarrow.table`'s options and a URL's), where
 /// `filter` holds: a Substrait `ExtendedExpression` of one boolean expression
 /// over the table's columns (pyarrow's `Expression.to_substrait`), in
-/// batches of up to `batch_size` rows (default: DataFusion's).
+/// batches that grow to `batch_size` rows (default: `zarrow.read`'s largest).
 ///
 /// Returns the reader, or (`None`, why) when the filter cannot be taken:
 /// bytes that are no extended expression, an expression DataFusion's
@@ -104,7 +104,20 @@ pub(crate) fn filtered(
                 handle,
                 ended: false,
             };
-            Ok((Some(Reader::new(Box::new(reader), None, Vec::new())), None))
+            // The matches of many blocks gathered into growing batches (as
+            // `zarrow.read`'s prefilter gathers its rows): a selective
+            // filter would otherwise hand the engine a batch of a few
+            // hundred rows per chunk, each paying a Python round.
+            let gathered = crate::keep::KeepCategories::new(
+                Box::new(reader),
+                Vec::new(),
+                batch_size.unwrap_or(zarrow::read::DEFAULT_MAX_BATCH_ROWS),
+            )
+            .map_err(|e| crate::errors::zarrow_error(&e))?;
+            Ok((
+                Some(Reader::new(Box::new(gathered), None, Vec::new())),
+                None,
+            ))
         }
         Planned::Refused(Refused(why)) => Ok((None, Some(why))),
     }

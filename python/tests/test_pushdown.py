@@ -8,6 +8,7 @@ Substrait cannot hold) answering as before."""
 from __future__ import annotations
 
 import re
+import warnings
 
 import duckdb
 import numpy as np
@@ -101,6 +102,39 @@ def test_polars_scan_answers_as_scan_parquet(stores, predicate, sql):
     assert got.height > 0
     # Rows in the table's order, as Parquet's.
     assert_frame_equal(as_strings(got), as_strings(want))
+
+
+def test_matches_of_many_blocks_gather_a_categorical_of_many_categories(tmp_path):
+    """A pushed filter's matches come from many blocks, each read with its own
+    copy of an anndata categorical's 100 categories (8-bit codes): they are
+    gathered into larger batches by their codes, not by merging the copies
+    (which outgrow the codes: arrow panics), and answer as Polars over the
+    frame anndata wrote."""
+    ad = pytest.importorskip("anndata")
+    import pandas as pd
+
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame({
+        "c": pd.Categorical([f"type_{i:03}" for i in rng.integers(0, 100, ROWS)]),
+        "s": pd.Categorical([f"S{i:02}" for i in rng.integers(0, 10, ROWS)]),
+        "n": rng.integers(0, 1000, ROWS).astype("int32"),
+    }, index=[str(i) for i in range(ROWS)])
+    group = zarr.open_group(str(tmp_path / "a.zarr"), mode="w")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # zarr's note on sharding
+        ad.io.write_elem(group, "obs", frame, dataset_kwargs={"chunks": (CHUNK,)})
+    path = tmp_path / "a.zarr" / "obs"
+    expected = pl.from_pandas(frame.reset_index(drop=True))
+    for predicate in [pl.col("n") < 5, pl.col("c") == "type_007"]:
+        for columns in [["s", "n"], ["c", "n"]]:
+            got = zarrow.scan(path).filter(predicate).select(columns).collect()
+            want = expected.filter(predicate).select(columns)
+            assert got.height > 0
+            assert_frame_equal(as_strings(got), as_strings(want))
+    # The same through DuckDB's scanner.
+    got = zarrow.dataset(path).to_table(columns=["c", "n"], filter=pc.field("n") < 5)
+    want = expected.filter(pl.col("n") < 5)
+    assert pc.cast(got.column("c"), pa.string()).to_pylist() == want["c"].cast(pl.String).to_list()
 
 
 @pytest.mark.parametrize("sql", SQL)

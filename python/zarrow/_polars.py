@@ -107,7 +107,7 @@ def scan(
         # `n_rows` comes before the predicate (the first n rows, then
         # filtered): such a scan is not pushed.
         if predicate is not None and n_rows is None and not opened.get("long") and not flat:
-            pushed = _pushed(predicate, wanted, read_columns)
+            pushed = _pushed(predicate, wanted, read_columns, batch_size)
             if pushed is not None:
                 yield from pushed
                 return
@@ -141,7 +141,9 @@ def scan(
             if left == 0:
                 return
 
-    def _pushed(predicate: pl.Expr, wanted: list[str], read_columns: list[str]) -> Optional[Iterator[pl.DataFrame]]:
+    def _pushed(
+        predicate: pl.Expr, wanted: list[str], read_columns: list[str], batch_size: Optional[int]
+    ) -> Optional[Iterator[pl.DataFrame]]:
         """The scan with the parts of `predicate` that pyarrow expresses
         evaluated in zarrow (see ``_pushdown``), Polars' own predicate applied
         to what comes back where a part is not; ``None``: no part is."""
@@ -158,7 +160,7 @@ def scan(
         if blob is None:
             return None
         output = wanted if complete else read_columns
-        reader, _why = _pushdown.filtered(path, opened, columns, sorted, blob, output)
+        reader, _why = _pushdown.filtered(path, opened, columns, sorted, blob, output, batch_size)
         if reader is None:
             return None
 
