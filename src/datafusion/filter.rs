@@ -16,6 +16,7 @@
 
 use std::ops::Range;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use arrow_array::cast::AsArray;
 use arrow_array::downcast_dictionary_array;
@@ -476,6 +477,18 @@ pub(crate) struct Filtered {
     pub granule: u64,
     /// Counts the rows the filter kept.
     pub matched: datafusion::physical_plan::metrics::Count,
+    /// Whether the last block evaluated matched in every part a read of the
+    /// other columns could skip.
+    pub dense: AtomicBool,
+}
+
+/// A block's filter columns, evaluated.
+struct Evaluated {
+    /// The matching rows, as ranges, and as a mask per batch read.
+    matches: Vec<Range<u64>>,
+    masks: Vec<BooleanArray>,
+    /// The given filter columns' matching values.
+    kept: Option<RecordBatch>,
 }
 
 /// A stream of batches.
@@ -516,30 +529,16 @@ impl Filtered {
             .collect()
     }
 
-    /// The matching rows of one block.
-    async fn block(&self, rows: Range<u64>) -> DfResult<Vec<RecordBatch>> {
+    /// The filter's columns of `rows` read and evaluated: the matching rows
+    /// (as ranges and masks), and the given filter columns' matching values.
+    async fn evaluate(&self, rows: Range<u64>, given: &[Option<usize>]) -> DfResult<Evaluated> {
         let filter = &self.filter;
-        // 1. The filter's columns, evaluated.
         let mut read = (self.open)(
             self.names(filter.columns()),
             rows.clone(),
             None,
             filter.reads_codes(),
         )?;
-        // Of the columns given, those the filter reads (their place among
-        // the filter's columns), and the others.
-        let given: Vec<Option<usize>> = self
-            .columns
-            .iter()
-            .map(|c| filter.columns().iter().position(|f| f == c))
-            .collect();
-        let others: Vec<usize> = self
-            .columns
-            .iter()
-            .zip(&given)
-            .filter(|(_, g)| g.is_none())
-            .map(|(&c, _)| c)
-            .collect();
         let mut matches: Vec<Range<u64>> = Vec::new();
         let mut kept: Vec<RecordBatch> = Vec::new();
         let mut masks: Vec<BooleanArray> = Vec::new();
@@ -563,38 +562,85 @@ impl Filtered {
             row += batch.num_rows() as u64;
             masks.push(mask);
         }
-        let matched: u64 = matches.iter().map(|r| r.end - r.start).sum();
-        self.matched
-            .add(usize::try_from(matched).unwrap_or(usize::MAX));
-        if matched == 0 {
-            return Ok(Vec::new());
-        }
         // The filter's columns' matching rows, as one batch.
         let kept = match kept.len() {
             0 => None,
             1 => kept.pop(),
             _ => Some(arrow_select::concat::concat_batches(&filter.schema, &kept)?),
         };
+        Ok(Evaluated {
+            matches,
+            kept,
+            masks,
+        })
+    }
+
+    /// The matching rows of one block.
+    async fn block(&self, rows: Range<u64>) -> DfResult<Vec<RecordBatch>> {
+        let filter = &self.filter;
+        // Of the columns given, those the filter reads (their place among
+        // the filter's columns), and the others.
+        let given: Vec<Option<usize>> = self
+            .columns
+            .iter()
+            .map(|c| filter.columns().iter().position(|f| f == c))
+            .collect();
+        let others: Vec<usize> = self
+            .columns
+            .iter()
+            .zip(&given)
+            .filter(|(_, g)| g.is_none())
+            .map(|(&c, _)| c)
+            .collect();
+        // Where the last block matched in every part a read could skip, this
+        // one likely does too: its other columns are read whole beside the
+        // filter's, not after them (categoricals as codes).
+        let beside = !others.is_empty() && self.dense.load(Ordering::Relaxed);
+        let (evaluated, read_beside) = match beside {
+            true => {
+                let rest = (self.open)(self.names(&others), rows.clone(), None, true)?;
+                let (evaluated, read) = futures::join!(
+                    self.evaluate(rows.clone(), &given),
+                    rest.try_collect::<Vec<_>>()
+                );
+                (evaluated?, Some(read?))
+            }
+            false => (self.evaluate(rows.clone(), &given).await?, None),
+        };
+        let Evaluated {
+            matches,
+            kept,
+            masks,
+        } = evaluated;
+        let matched: u64 = matches.iter().map(|r| r.end - r.start).sum();
+        self.matched
+            .add(usize::try_from(matched).unwrap_or(usize::MAX));
+        // Matches in every part a read could skip: the other columns are
+        // read whole and filtered by the mask (a row selection of many
+        // pieces would skip nothing, and cost more to cut).
+        let dense = in_every_granule(&matches, rows.clone(), self.granule);
+        self.dense.store(dense, Ordering::Relaxed);
+        if matched == 0 {
+            return Ok(Vec::new());
+        }
         // 2. The other columns, only where rows match.
         let mut out = Vec::new();
         if others.is_empty() {
             out.push(self.assemble(&given, kept.as_ref(), 0, None, matched as usize)?);
             return Ok(out);
         }
-        // Matches in every part a read could skip: the other columns are
-        // read whole and filtered by the mask (a row selection of many
-        // pieces would skip nothing, and cost more to cut).
-        let dense = in_every_granule(&matches, rows.clone(), self.granule);
-        let mask = match dense {
+        let mask = match dense || read_beside.is_some() {
             true => {
                 let parts: Vec<&dyn Array> = masks.iter().map(|m| m as &dyn Array).collect();
                 Some(arrow_select::concat::concat(&parts)?)
             }
             false => None,
         };
-        let selection = (!dense).then_some(matches);
-        // Categoricals as codes too: only the matching rows become values.
-        let mut rest = (self.open)(self.names(&others), rows, selection, true)?;
+        let mut rest: Batches = match read_beside {
+            Some(read) => futures::stream::iter(read.into_iter().map(Ok)).boxed(),
+            // Categoricals as codes too: only the matching rows become values.
+            None => (self.open)(self.names(&others), rows, (!dense).then_some(matches), true)?,
+        };
         let (mut offset, mut read) = (0, 0);
         while let Some(batch) = rest.next().await {
             let mut batch = batch?;
@@ -693,7 +739,99 @@ fn blocks(range: Range<u64>, longest: u64) -> Vec<Range<u64>> {
 
 #[cfg(test)]
 mod tests {
-    use super::{blocks, in_every_granule};
+    use super::{Filtered, ScanFilter, blocks, in_every_granule};
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Int64Type;
+    use arrow_array::{ArrayRef, Int64Array, RecordBatch};
+    use arrow_schema::{DataType, Field, Schema};
+    use datafusion::execution::context::ExecutionProps;
+    use datafusion::prelude::{col, lit};
+    use futures::{StreamExt, TryStreamExt};
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicBool;
+
+    /// A block read after dense ones (its other columns read beside the
+    /// filter's) and a block read after a sparse one give the same rows:
+    /// those that match, whichever way the rest was read.
+    #[test]
+    fn the_other_columns_read_beside_the_filter_keep_only_the_matches() {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("x", DataType::Int64, false),
+            Field::new("y", DataType::Int64, false),
+        ]));
+        let rows = 1000_i64;
+        let table = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(Int64Array::from_iter_values((0..rows).map(|i| i % 250))) as ArrayRef,
+                Arc::new(Int64Array::from_iter_values(0..rows)),
+            ],
+        )
+        .unwrap();
+        let served = table.clone();
+        let open = move |names: Vec<String>,
+                         rows: std::ops::Range<u64>,
+                         selection: Option<Vec<std::ops::Range<u64>>>,
+                         _codes: bool|
+              -> datafusion::error::Result<super::Batches> {
+            let indices: Vec<usize> = names
+                .iter()
+                .map(|n| served.schema().index_of(n).unwrap())
+                .collect();
+            let projected = served.project(&indices).unwrap();
+            let mut batches = Vec::new();
+            // A batch per 100 rows (a chunk), cut to the selection.
+            for start in (rows.start..rows.end).step_by(100) {
+                let end = (start + 100).min(rows.end);
+                let pieces = match &selection {
+                    Some(s) => s
+                        .iter()
+                        .filter_map(|r| {
+                            let (a, b) = (r.start.max(start), r.end.min(end));
+                            (a < b).then_some(a..b)
+                        })
+                        .collect(),
+                    None => std::iter::once(start..end).collect::<Vec<_>>(),
+                };
+                for piece in pieces {
+                    batches.push(Ok(
+                        projected.slice(piece.start as usize, (piece.end - piece.start) as usize)
+                    ));
+                }
+            }
+            Ok(futures::stream::iter(batches).boxed())
+        };
+        // Matches in rows 3, 253, 503, 753: not in every 100-row chunk.
+        let want: Vec<i64> = (0..rows).filter(|i| i % 250 == 3).collect();
+        for dense in [false, true] {
+            let filtered = Filtered {
+                open: Arc::new(open.clone()),
+                filter: Arc::new(
+                    ScanFilter::new(
+                        &schema,
+                        vec![col("x").eq(lit(3_i64))],
+                        &ExecutionProps::new(),
+                    )
+                    .unwrap()
+                    .unwrap(),
+                ),
+                table: schema.clone(),
+                columns: vec![1],
+                schema: Arc::new(schema.project(&[1]).unwrap()),
+                longest: 100,
+                granule: 100,
+                matched: Default::default(),
+                dense: AtomicBool::new(dense),
+            };
+            let got: Vec<RecordBatch> =
+                futures::executor::block_on(filtered.stream(0..rows as u64).try_collect()).unwrap();
+            let got: Vec<i64> = got
+                .iter()
+                .flat_map(|b| b.column(0).as_primitive::<Int64Type>().values().to_vec())
+                .collect();
+            assert_eq!(got, want, "dense before: {dense}");
+        }
+    }
 
     #[test]
     fn dense_matches_are_in_every_granule() {

@@ -462,6 +462,7 @@ impl Opener {
             longest,
             granule,
             matched: self.metrics.matched.clone(),
+            dense: std::sync::atomic::AtomicBool::new(false),
         };
         Ok(filtered.stream(range))
     }
