@@ -174,16 +174,37 @@ fn by_key<K: arrow_array::types::ArrowDictionaryKeyType>(
     keys: &arrow_array::PrimitiveArray<K>,
     table: &[bool],
 ) -> BooleanBuffer {
+    let (null_row, entries) = match table.split_last() {
+        Some((null_row, entries)) => (*null_row, entries),
+        None => (false, table),
+    };
+    // A narrow key looks up a table of every bit pattern (the entries, then
+    // `false`): no bounds to check. A wide one checks them (a dictionary's
+    // valid keys index its values: `get` only keeps a broken one from
+    // panicking).
+    match 8 * std::mem::size_of::<K::Native>() {
+        8 => {
+            let mut padded = [false; 256];
+            let n = entries.len().min(256);
+            padded[..n].copy_from_slice(&entries[..n]);
+            looked_up(keys, null_row, |k| padded[k & 0xff])
+        }
+        _ => looked_up(keys, null_row, |k| entries.get(k).copied().unwrap_or(false)),
+    }
+}
+
+/// Each row's `lookup` of its key; a null key's row is `null_row`.
+fn looked_up<K: arrow_array::types::ArrowDictionaryKeyType>(
+    keys: &arrow_array::PrimitiveArray<K>,
+    null_row: bool,
+    lookup: impl Fn(usize) -> bool,
+) -> BooleanBuffer {
     use arrow_buffer::ArrowNativeType as _;
-    // (A dictionary's valid keys index its values: `get` only keeps a
-    // broken one from panicking.)
-    let entry = |k: K::Native| table.get(k.as_usize()).copied().unwrap_or(false);
-    let null_row = table.last().copied().unwrap_or(false);
     let values = keys.values();
     match keys.nulls() {
-        None => BooleanBuffer::collect_bool(values.len(), |i| entry(values[i])),
+        None => BooleanBuffer::collect_bool(values.len(), |i| lookup(values[i].as_usize())),
         Some(nulls) => BooleanBuffer::collect_bool(values.len(), |i| match nulls.is_valid(i) {
-            true => entry(values[i]),
+            true => lookup(values[i].as_usize()),
             false => null_row,
         }),
     }
