@@ -34,6 +34,8 @@ use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext
 use datafusion::logical_expr::utils::{conjunction, split_conjunction};
 use datafusion::physical_expr::{PhysicalExpr, create_physical_expr};
 use datafusion_proto::bytes::Serializeable;
+use futures::FutureExt;
+use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 
@@ -525,22 +527,108 @@ impl Filtered {
     /// The rows of `range` that match, the given columns of them.
     pub(crate) fn stream(self, range: Range<u64>) -> Batches {
         let this = Arc::new(self);
+        let end = range.end;
         let mut blocks = blocks(range, this.longest).into_iter();
-        let read = move |block: Range<u64>| {
-            let this = this.clone();
-            async move { this.block(block).await }
-        };
-        let first = blocks.next().map(&read);
+        let first = blocks.next().map(|block| this.clone().late(block));
+        // The next block decided when it is started: after a block that
+        // matched in every part a read of the other columns could skip, the
+        // rest of the range is read as it is stored instead (every column,
+        // filtered batch by batch): late materialization would skip nothing,
+        // and its blocks would cut the other columns' chunks (each cut chunk
+        // decoded twice).
+        let later =
+            futures::stream::unfold((blocks, this, false), move |(mut blocks, this, done)| {
+                let next = match done {
+                    true => None,
+                    false => blocks.next().map(|block| {
+                        match this.dense.load(Ordering::Relaxed) && this.has_others() {
+                            true => (this.clone().stored(block.start..end), true),
+                            false => (this.clone().late(block), false),
+                        }
+                    }),
+                };
+                async move { next.map(|(read, done)| (read, (blocks, this, done))) }
+            });
         futures::stream::iter(first)
             .buffered(1)
-            .chain(
-                futures::stream::iter(blocks)
-                    .map(read)
-                    .buffered(BLOCKS_AHEAD),
-            )
-            .map_ok(|batches| futures::stream::iter(batches.into_iter().map(Ok)))
+            .chain(later.buffered(BLOCKS_AHEAD))
             .try_flatten()
             .boxed()
+    }
+
+    /// A block read by late materialization, its batches.
+    fn late(self: Arc<Self>, rows: Range<u64>) -> BoxFuture<'static, DfResult<Batches>> {
+        async move {
+            let batches = self.block(rows).await?;
+            Ok(futures::stream::iter(batches.into_iter().map(Ok)).boxed())
+        }
+        .boxed()
+    }
+
+    /// Whether columns are given that the filter does not read.
+    fn has_others(&self) -> bool {
+        self.columns
+            .iter()
+            .any(|c| !self.filter.columns().contains(c))
+    }
+
+    /// `rows` read as they are stored: the filter's columns and the others
+    /// together, each batch filtered.
+    fn stored(self: Arc<Self>, rows: Range<u64>) -> BoxFuture<'static, DfResult<Batches>> {
+        let opened = (|| {
+            let filter = self.filter.clone();
+            let (given, others) = self.given_and_others();
+            let n = filter.columns().len();
+            let mut names = self.names(filter.columns());
+            names.extend(self.names(&others));
+            let read = (self.open)(names, rows, None, filter.reads_codes())?;
+            let this = self.clone();
+            Ok(read
+                .map(move |batch| -> DfResult<Option<RecordBatch>> {
+                    let batch = batch?;
+                    let (read, rest) = batch.columns().split_at(n);
+                    let read = RecordBatch::try_new(filter.read_schema().clone(), read.to_vec())?;
+                    let mask = filter.evaluate(&read)?;
+                    let matched = mask.true_count();
+                    this.matched.add(matched);
+                    if matched == 0 {
+                        return Ok(None);
+                    }
+                    let kept = match given.iter().any(Option::is_some) {
+                        true => Some(filter.as_values(
+                            &arrow_select::filter::filter_record_batch(&read, &mask)?,
+                        )?),
+                        false => None,
+                    };
+                    let rest = rest
+                        .iter()
+                        .map(|c| arrow_select::filter::filter(c, &mask))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    this.assemble(&given, kept.as_ref(), 0, &rest, matched)
+                        .map(Some)
+                })
+                .try_filter_map(|batch| futures::future::ready(Ok(batch)))
+                .boxed())
+        })();
+        futures::future::ready(opened).boxed()
+    }
+
+    /// Of the columns given, those the filter reads (their place among the
+    /// filter's columns), and the others.
+    fn given_and_others(&self) -> (Vec<Option<usize>>, Vec<usize>) {
+        let given: Vec<Option<usize>> = self
+            .columns
+            .iter()
+            .map(|c| self.filter.columns().iter().position(|f| f == c))
+            .collect();
+        let others = self
+            .columns
+            .iter()
+            .zip(&given)
+            .filter(|(_, g)| g.is_none())
+            .map(|(&c, _)| c)
+            .collect();
+        (given, others)
     }
 
     fn names(&self, columns: &[usize]) -> Vec<String> {
@@ -598,21 +686,7 @@ impl Filtered {
 
     /// The matching rows of one block.
     async fn block(&self, rows: Range<u64>) -> DfResult<Vec<RecordBatch>> {
-        let filter = &self.filter;
-        // Of the columns given, those the filter reads (their place among
-        // the filter's columns), and the others.
-        let given: Vec<Option<usize>> = self
-            .columns
-            .iter()
-            .map(|c| filter.columns().iter().position(|f| f == c))
-            .collect();
-        let others: Vec<usize> = self
-            .columns
-            .iter()
-            .zip(&given)
-            .filter(|(_, g)| g.is_none())
-            .map(|(&c, _)| c)
-            .collect();
+        let (given, others) = self.given_and_others();
         // Where the last block matched in every part a read could skip, this
         // one likely does too: its other columns are read whole beside the
         // filter's, not after them (categoricals as codes).
@@ -647,7 +721,7 @@ impl Filtered {
         // 2. The other columns, only where rows match.
         let mut out = Vec::new();
         if others.is_empty() {
-            out.push(self.assemble(&given, kept.as_ref(), 0, None, matched as usize)?);
+            out.push(self.assemble(&given, kept.as_ref(), 0, &[], matched as usize)?);
             return Ok(out);
         }
         let mask = match dense || read_beside.is_some() {
@@ -671,7 +745,7 @@ impl Filtered {
                 batch = arrow_select::filter::filter_record_batch(&batch, part.as_boolean())?;
             }
             let n = batch.num_rows();
-            out.push(self.assemble(&given, kept.as_ref(), offset, Some(&batch), n)?);
+            out.push(self.assemble(&given, kept.as_ref(), offset, batch.columns(), n)?);
             offset += n;
         }
         if offset as u64 != matched {
@@ -689,10 +763,10 @@ impl Filtered {
         given: &[Option<usize>],
         kept: Option<&RecordBatch>,
         offset: usize,
-        rest: Option<&RecordBatch>,
+        rest: &[ArrayRef],
         n: usize,
     ) -> DfResult<RecordBatch> {
-        let mut rest_columns = rest.map(|b| b.columns().iter()).into_iter().flatten();
+        let mut rest_columns = rest.iter();
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(given.len());
         for (g, field) in given.iter().zip(self.schema.fields()) {
             let column = match (g, kept) {
@@ -771,9 +845,10 @@ mod tests {
     use std::sync::Arc;
     use std::sync::atomic::AtomicBool;
 
-    /// A block read after dense ones (its other columns read beside the
-    /// filter's) and a block read after a sparse one give the same rows:
-    /// those that match, whichever way the rest was read.
+    /// Blocks read after a dense one (their other columns read beside the
+    /// filter's, or the rest of the range read as stored) and after a sparse
+    /// one give the same rows: those that match, whichever way they were
+    /// read.
     #[test]
     fn the_other_columns_read_beside_the_filter_keep_only_the_matches() {
         let schema = Arc::new(Schema::new(vec![
@@ -781,10 +856,13 @@ mod tests {
             Field::new("y", DataType::Int64, false),
         ]));
         let rows = 1000_i64;
+        // Matches in every 100-row chunk of the first 600 rows (the first
+        // block: dense, so the rest is read as stored), then at 753 only.
+        let x = |i: i64| if i < 600 { i % 50 } else { i % 250 };
         let table = RecordBatch::try_new(
             schema.clone(),
             vec![
-                Arc::new(Int64Array::from_iter_values((0..rows).map(|i| i % 250))) as ArrayRef,
+                Arc::new(Int64Array::from_iter_values((0..rows).map(x))) as ArrayRef,
                 Arc::new(Int64Array::from_iter_values(0..rows)),
             ],
         )
@@ -822,8 +900,7 @@ mod tests {
             }
             Ok(futures::stream::iter(batches).boxed())
         };
-        // Matches in rows 3, 253, 503, 753: not in every 100-row chunk.
-        let want: Vec<i64> = (0..rows).filter(|i| i % 250 == 3).collect();
+        let want: Vec<i64> = (0..rows).filter(|&i| x(i) == 3).collect();
         for dense in [false, true] {
             let filtered = Filtered {
                 open: Arc::new(open.clone()),
