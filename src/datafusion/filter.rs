@@ -501,7 +501,7 @@ pub(crate) struct Filtered {
     /// Counts the rows the filter kept.
     pub matched: datafusion::physical_plan::metrics::Count,
     /// Whether the last block evaluated matched in every part a read of the
-    /// other columns could skip.
+    /// other columns could skip (the rest is then read as stored).
     pub dense: AtomicBool,
 }
 
@@ -687,21 +687,7 @@ impl Filtered {
     /// The matching rows of one block.
     async fn block(&self, rows: Range<u64>) -> DfResult<Vec<RecordBatch>> {
         let (given, others) = self.given_and_others();
-        // Where the last block matched in every part a read could skip, this
-        // one likely does too: its other columns are read whole beside the
-        // filter's, not after them (categoricals as codes).
-        let beside = !others.is_empty() && self.dense.load(Ordering::Relaxed);
-        let (evaluated, read_beside) = match beside {
-            true => {
-                let rest = (self.open)(self.names(&others), rows.clone(), None, true)?;
-                let (evaluated, read) = futures::join!(
-                    self.evaluate(rows.clone(), &given),
-                    rest.try_collect::<Vec<_>>()
-                );
-                (evaluated?, Some(read?))
-            }
-            false => (self.evaluate(rows.clone(), &given).await?, None),
-        };
+        let evaluated = self.evaluate(rows.clone(), &given).await?;
         let Evaluated {
             matches,
             kept,
@@ -724,18 +710,15 @@ impl Filtered {
             out.push(self.assemble(&given, kept.as_ref(), 0, &[], matched as usize)?);
             return Ok(out);
         }
-        let mask = match dense || read_beside.is_some() {
+        let mask = match dense {
             true => {
                 let parts: Vec<&dyn Array> = masks.iter().map(|m| m as &dyn Array).collect();
                 Some(arrow_select::concat::concat(&parts)?)
             }
             false => None,
         };
-        let mut rest: Batches = match read_beside {
-            Some(read) => futures::stream::iter(read.into_iter().map(Ok)).boxed(),
-            // Categoricals as codes too: only the matching rows become values.
-            None => (self.open)(self.names(&others), rows, (!dense).then_some(matches), true)?,
-        };
+        // Categoricals as codes too: only the matching rows become values.
+        let mut rest = (self.open)(self.names(&others), rows, (!dense).then_some(matches), true)?;
         let (mut offset, mut read) = (0, 0);
         while let Some(batch) = rest.next().await {
             let mut batch = batch?;
@@ -845,81 +828,82 @@ mod tests {
     use std::sync::Arc;
     use std::sync::atomic::AtomicBool;
 
-    /// Blocks read after a dense one (their other columns read beside the
-    /// filter's, or the rest of the range read as stored) and after a sparse
-    /// one give the same rows: those that match, whichever way they were
-    /// read.
+    /// Blocks read by late materialization, and the rest of the range read
+    /// as stored after a dense block, give the same rows: those that match,
+    /// whichever way they were read.
     #[test]
-    fn the_other_columns_read_beside_the_filter_keep_only_the_matches() {
+    fn late_and_stored_reads_keep_only_the_matches() {
         let schema = Arc::new(Schema::new(vec![
             Field::new("x", DataType::Int64, false),
             Field::new("y", DataType::Int64, false),
         ]));
         let rows = 1000_i64;
-        // Matches in every 100-row chunk of the first 600 rows (the first
-        // block: dense, so the rest is read as stored), then at 753 only.
-        let x = |i: i64| if i < 600 { i % 50 } else { i % 250 };
-        let table = RecordBatch::try_new(
-            schema.clone(),
-            vec![
-                Arc::new(Int64Array::from_iter_values((0..rows).map(x))) as ArrayRef,
-                Arc::new(Int64Array::from_iter_values(0..rows)),
-            ],
-        )
-        .unwrap();
-        let served = table.clone();
-        let open = move |names: Vec<String>,
-                         rows: std::ops::Range<u64>,
-                         selection: Option<Vec<std::ops::Range<u64>>>,
-                         _codes: bool|
-              -> datafusion::error::Result<super::Batches> {
-            let indices: Vec<usize> = names
-                .iter()
-                .map(|n| served.schema().index_of(n).unwrap())
-                .collect();
-            let projected = served.project(&indices).unwrap();
-            let mut batches = Vec::new();
-            // A batch per 100 rows (a chunk), cut to the selection.
-            for start in (rows.start..rows.end).step_by(100) {
-                let end = (start + 100).min(rows.end);
-                let pieces = match &selection {
-                    Some(s) => s
-                        .iter()
-                        .filter_map(|r| {
-                            let (a, b) = (r.start.max(start), r.end.min(end));
-                            (a < b).then_some(a..b)
-                        })
-                        .collect(),
-                    None => std::iter::once(start..end).collect::<Vec<_>>(),
-                };
-                for piece in pieces {
-                    batches.push(Ok(
-                        projected.slice(piece.start as usize, (piece.end - piece.start) as usize)
-                    ));
+        type X = fn(i64) -> i64;
+        let cases: [(&str, X); 2] = [
+            // Matches in every 100-row chunk of the first 600 rows (the
+            // first block: dense, so the rest is read as stored), then at
+            // 753 only.
+            ("dense first", |i| if i < 600 { i % 50 } else { i % 250 }),
+            // At 3, 253, 503 and 753: every block late, by row selection.
+            ("sparse", |i| i % 250),
+        ];
+        for (what, x) in cases {
+            let table = RecordBatch::try_new(
+                schema.clone(),
+                vec![
+                    Arc::new(Int64Array::from_iter_values((0..rows).map(x))) as ArrayRef,
+                    Arc::new(Int64Array::from_iter_values(0..rows)),
+                ],
+            )
+            .unwrap();
+            let open = move |names: Vec<String>,
+                             rows: std::ops::Range<u64>,
+                             selection: Option<Vec<std::ops::Range<u64>>>,
+                             _codes: bool|
+                  -> datafusion::error::Result<super::Batches> {
+                let indices: Vec<usize> = names
+                    .iter()
+                    .map(|n| table.schema().index_of(n).unwrap())
+                    .collect();
+                let projected = table.project(&indices).unwrap();
+                let mut batches = Vec::new();
+                // A batch per 100 rows (a chunk), cut to the selection.
+                for start in (rows.start..rows.end).step_by(100) {
+                    let end = (start + 100).min(rows.end);
+                    let pieces = match &selection {
+                        Some(s) => s
+                            .iter()
+                            .filter_map(|r| {
+                                let (a, b) = (r.start.max(start), r.end.min(end));
+                                (a < b).then_some(a..b)
+                            })
+                            .collect(),
+                        None => std::iter::once(start..end).collect::<Vec<_>>(),
+                    };
+                    for piece in pieces {
+                        let (at, n) = (piece.start as usize, (piece.end - piece.start) as usize);
+                        batches.push(Ok(projected.slice(at, n)));
+                    }
                 }
-            }
-            Ok(futures::stream::iter(batches).boxed())
-        };
-        let want: Vec<i64> = (0..rows).filter(|&i| x(i) == 3).collect();
-        for dense in [false, true] {
+                Ok(futures::stream::iter(batches).boxed())
+            };
+            let filter = ScanFilter::new(
+                &schema,
+                vec![col("x").eq(lit(3_i64))],
+                &ExecutionProps::new(),
+            )
+            .unwrap()
+            .unwrap();
             let filtered = Filtered {
-                open: Arc::new(open.clone()),
-                filter: Arc::new(
-                    ScanFilter::new(
-                        &schema,
-                        vec![col("x").eq(lit(3_i64))],
-                        &ExecutionProps::new(),
-                    )
-                    .unwrap()
-                    .unwrap(),
-                ),
+                open: Arc::new(open),
+                filter: Arc::new(filter),
                 table: schema.clone(),
                 columns: vec![1],
                 schema: Arc::new(schema.project(&[1]).unwrap()),
                 longest: 100,
                 granule: 100,
                 matched: Default::default(),
-                dense: AtomicBool::new(dense),
+                dense: AtomicBool::new(false),
             };
             let got: Vec<RecordBatch> =
                 futures::executor::block_on(filtered.stream(0..rows as u64).try_collect()).unwrap();
@@ -927,7 +911,8 @@ mod tests {
                 .iter()
                 .flat_map(|b| b.column(0).as_primitive::<Int64Type>().values().to_vec())
                 .collect();
-            assert_eq!(got, want, "dense before: {dense}");
+            let want: Vec<i64> = (0..rows).filter(|&i| x(i) == 3).collect();
+            assert_eq!(got, want, "{what}");
         }
     }
 
