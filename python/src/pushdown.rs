@@ -132,10 +132,14 @@ async fn plan(
     batch_size: Option<usize>,
 ) -> zarrow::Result<Planned> {
     // One partition: the rows in the table's order.
-    let mut config = SessionConfig::new().with_target_partitions(1);
-    if let Some(n) = batch_size {
-        config = config.with_batch_size(n.max(1));
-    }
+    // The scan's batches as the reader makes them (up to `zarrow.read`'s
+    // largest), not cut to DataFusion's default 8192 rows: the engine takes
+    // them whole, and the gathering below would copy the slices together
+    // again.
+    let batch_rows = batch_size.unwrap_or(zarrow::read::DEFAULT_MAX_BATCH_ROWS);
+    let mut config = SessionConfig::new()
+        .with_target_partitions(1)
+        .with_batch_size(batch_rows.max(1));
     // The filter's batches handed on as they come (a slice of a chunk each),
     // not gathered to the batch size first: a consumer that stops early
     // (`filter(...).head(3)`) has read little more than it used.
