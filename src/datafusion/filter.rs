@@ -110,6 +110,9 @@ pub(crate) struct ScanFilter {
     /// alone, evaluated over its categories and looked up by code; the rest
     /// (`None`: nothing else) over the columns as read.
     by_category: Option<Split>,
+    /// Of several conjuncts, the first alone, where it reads fewer columns
+    /// than the whole.
+    first: Option<Box<ScanFilter>>,
 }
 
 /// A filter split at its `AND`s ([`ScanFilter::split_by_category`]).
@@ -223,6 +226,7 @@ impl ScanFilter {
         exprs: Vec<Expr>,
         props: &ExecutionProps,
     ) -> DfResult<Option<Self>> {
+        let table = schema;
         let exprs: Vec<Expr> = exprs.into_iter().map(unnormalize_col).collect();
         let Some(conjunct) = conjunction(exprs.clone()) else {
             return Ok(None);
@@ -243,8 +247,15 @@ impl ScanFilter {
             predicate,
             codes: None,
             by_category: None,
+            first: None,
         };
         filter.by_category = filter.split_by_category(&filter.schema.clone(), props);
+        let conjuncts: Vec<&Expr> = filter.exprs.iter().flat_map(split_conjunction).collect();
+        if let [first, _, ..] = conjuncts.as_slice()
+            && first.column_refs().len() < filter.columns.len()
+        {
+            filter.first = ScanFilter::new(table, vec![(*first).clone()], props)?.map(Box::new);
+        }
         Ok(Some(filter))
     }
 
@@ -255,6 +266,10 @@ impl ScanFilter {
         let Some(codes) = codes else {
             return self;
         };
+        self.first = self
+            .first
+            .take()
+            .map(|first| Box::new(first.with_codes(Some(codes), props)));
         let Ok(schema) = codes.project(&self.columns) else {
             return self;
         };
@@ -315,6 +330,12 @@ impl ScanFilter {
             None => None,
         };
         Some(Split { parts, rest })
+    }
+
+    /// Of several conjuncts, the first alone, where it reads fewer columns
+    /// than the whole.
+    fn first_stage(&self) -> Option<&ScanFilter> {
+        self.first.as_deref()
     }
 
     /// Whether the filter's columns are read with categoricals as codes.
@@ -503,15 +524,82 @@ pub(crate) struct Filtered {
     /// Whether the last block evaluated matched in every part a read of the
     /// other columns could skip (the rest is then read as stored).
     pub dense: AtomicBool,
+    /// The fewest rows of the filter's columns a read can skip.
+    pub filter_granule: u64,
+    /// Whether the filter's first conjunct matched in every part of the last
+    /// block a read of the filter's columns could skip (the whole filter is
+    /// then read at once).
+    pub first_dense: AtomicBool,
 }
 
 /// A block's filter columns, evaluated.
 struct Evaluated {
-    /// The matching rows, as ranges, and as a mask per batch read.
+    /// The matching rows, as ranges.
     matches: Vec<Range<u64>>,
-    masks: Vec<BooleanArray>,
     /// The given filter columns' matching values.
     kept: Option<RecordBatch>,
+}
+
+/// `matches` (sorted, disjoint, inside `rows`) as a mask over `rows`.
+fn mask_of(matches: &[Range<u64>], rows: Range<u64>) -> BooleanArray {
+    let len = usize::try_from(rows.end - rows.start).unwrap_or(0);
+    let mut bits = arrow_buffer::BooleanBufferBuilder::new(len);
+    let mut at = rows.start;
+    for m in matches {
+        bits.append_n(usize::try_from(m.start - at).unwrap_or(0), false);
+        bits.append_n(usize::try_from(m.end - m.start).unwrap_or(0), true);
+        at = m.end;
+    }
+    bits.append_n(usize::try_from(rows.end - at).unwrap_or(0), false);
+    BooleanArray::new(bits.finish(), None)
+}
+
+/// The rows of a read of `selected` (sorted, disjoint ranges), by their
+/// position in the read.
+struct Positions<'a> {
+    selected: &'a [Range<u64>],
+    /// Each range's first position.
+    starts: Vec<u64>,
+    /// Positions read so far, and in all.
+    taken: u64,
+    total: u64,
+}
+
+impl<'a> Positions<'a> {
+    fn new(selected: &'a [Range<u64>]) -> Self {
+        let mut starts = Vec::with_capacity(selected.len());
+        let mut total = 0;
+        for r in selected {
+            starts.push(total);
+            total += r.end - r.start;
+        }
+        Self {
+            selected,
+            starts,
+            taken: 0,
+            total,
+        }
+    }
+
+    /// The rows at positions `positions`, as ranges.
+    fn rows(&self, positions: Range<u64>) -> Vec<Range<u64>> {
+        let mut out = Vec::new();
+        let mut i = self
+            .starts
+            .partition_point(|&s| s <= positions.start)
+            .saturating_sub(1);
+        let mut at = positions.start;
+        while at < positions.end && i < self.selected.len() {
+            let (range, start) = (&self.selected[i], self.starts[i]);
+            let end = (start + range.end - range.start).min(positions.end);
+            if at < end {
+                out.push(range.start + (at - start)..range.start + (end - start));
+                at = end;
+            }
+            i += 1;
+        }
+        out
+    }
 }
 
 /// A stream of batches.
@@ -638,38 +726,76 @@ impl Filtered {
             .collect()
     }
 
-    /// The filter's columns of `rows` read and evaluated: the matching rows
-    /// (as ranges and masks), and the given filter columns' matching values.
+    /// The filter's columns of `rows` read and evaluated: the matching rows,
+    /// and the given filter columns' matching values. A filter of several
+    /// conjuncts first reads the first one's columns: where its matches are
+    /// few, the whole filter is then read and evaluated only in the chunks
+    /// holding them (as Parquet's row filters narrow each next predicate).
     async fn evaluate(&self, rows: Range<u64>, given: &[Option<usize>]) -> DfResult<Evaluated> {
-        let filter = &self.filter;
+        if let Some(first) = self.filter.first_stage()
+            && !self.first_dense.load(Ordering::Relaxed)
+        {
+            let narrowed = self.evaluate_with(first, rows.clone(), None, &[]).await?;
+            let dense = in_every_granule(&narrowed.matches, rows.clone(), self.filter_granule);
+            self.first_dense.store(dense, Ordering::Relaxed);
+            if narrowed.matches.is_empty() {
+                return Ok(narrowed);
+            }
+            if !dense {
+                let selection = narrowed.matches;
+                return self
+                    .evaluate_with(&self.filter, rows, Some(selection), given)
+                    .await;
+            }
+        }
+        self.evaluate_with(&self.filter, rows, None, given).await
+    }
+
+    /// `filter`'s columns of `rows` (of those `selection` keeps) read and
+    /// evaluated.
+    async fn evaluate_with(
+        &self,
+        filter: &ScanFilter,
+        rows: Range<u64>,
+        selection: Option<Vec<Range<u64>>>,
+        given: &[Option<usize>],
+    ) -> DfResult<Evaluated> {
         let mut read = (self.open)(
             self.names(filter.columns()),
             rows.clone(),
-            None,
+            selection.clone(),
             filter.reads_codes(),
         )?;
+        // Where each batch's rows lie: the selection's, in order.
+        let selected = selection.unwrap_or_else(|| vec![rows.clone()]);
+        let mut at = Positions::new(&selected);
         let mut matches: Vec<Range<u64>> = Vec::new();
         let mut kept: Vec<RecordBatch> = Vec::new();
-        let mut masks: Vec<BooleanArray> = Vec::new();
-        let mut row = rows.start;
         while let Some(batch) = read.next().await {
             let batch = batch?;
             let batch =
                 RecordBatch::try_new(filter.read_schema().clone(), batch.columns().to_vec())?;
             let mask = filter.evaluate(&batch)?;
+            let base = at.taken;
             for (start, end) in mask.values().set_slices() {
-                let found = row + start as u64..row + end as u64;
-                match matches.last_mut() {
-                    Some(last) if last.end == found.start => last.end = found.end,
-                    _ => matches.push(found),
+                for found in at.rows(base + start as u64..base + end as u64) {
+                    match matches.last_mut() {
+                        Some(last) if last.end == found.start => last.end = found.end,
+                        _ => matches.push(found),
+                    }
                 }
             }
+            at.taken += batch.num_rows() as u64;
             if mask.true_count() > 0 && given.iter().any(Option::is_some) {
                 let matching = arrow_select::filter::filter_record_batch(&batch, &mask)?;
                 kept.push(filter.as_values(&matching)?);
             }
-            row += batch.num_rows() as u64;
-            masks.push(mask);
+        }
+        if at.taken != at.total {
+            return Err(DataFusionError::Internal(format!(
+                "a filter's read gave {} rows of {}",
+                at.taken, at.total
+            )));
         }
         // The filter's columns' matching rows, as one batch.
         let kept = match kept.len() {
@@ -677,22 +803,14 @@ impl Filtered {
             1 => kept.pop(),
             _ => Some(arrow_select::concat::concat_batches(&filter.schema, &kept)?),
         };
-        Ok(Evaluated {
-            matches,
-            kept,
-            masks,
-        })
+        Ok(Evaluated { matches, kept })
     }
 
     /// The matching rows of one block.
     async fn block(&self, rows: Range<u64>) -> DfResult<Vec<RecordBatch>> {
         let (given, others) = self.given_and_others();
         let evaluated = self.evaluate(rows.clone(), &given).await?;
-        let Evaluated {
-            matches,
-            kept,
-            masks,
-        } = evaluated;
+        let Evaluated { matches, kept } = evaluated;
         let matched: u64 = matches.iter().map(|r| r.end - r.start).sum();
         self.matched
             .add(usize::try_from(matched).unwrap_or(usize::MAX));
@@ -710,13 +828,7 @@ impl Filtered {
             out.push(self.assemble(&given, kept.as_ref(), 0, &[], matched as usize)?);
             return Ok(out);
         }
-        let mask = match dense {
-            true => {
-                let parts: Vec<&dyn Array> = masks.iter().map(|m| m as &dyn Array).collect();
-                Some(arrow_select::concat::concat(&parts)?)
-            }
-            false => None,
-        };
+        let mask = dense.then(|| mask_of(&matches, rows.clone()));
         // Categoricals as codes too: only the matching rows become values.
         let mut rest = (self.open)(self.names(&others), rows, (!dense).then_some(matches), true)?;
         let (mut offset, mut read) = (0, 0);
@@ -725,7 +837,7 @@ impl Filtered {
             if let Some(mask) = &mask {
                 let part = mask.slice(read, batch.num_rows());
                 read += batch.num_rows();
-                batch = arrow_select::filter::filter_record_batch(&batch, part.as_boolean())?;
+                batch = arrow_select::filter::filter_record_batch(&batch, &part)?;
             }
             let n = batch.num_rows();
             out.push(self.assemble(&given, kept.as_ref(), offset, batch.columns(), n)?);
@@ -817,7 +929,7 @@ fn blocks(range: Range<u64>, longest: u64) -> Vec<Range<u64>> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Filtered, ScanFilter, blocks, in_every_granule};
+    use super::{Filtered, Positions, ScanFilter, blocks, in_every_granule, mask_of};
     use arrow_array::cast::AsArray;
     use arrow_array::types::Int64Type;
     use arrow_array::{ArrayRef, Int64Array, RecordBatch};
@@ -887,33 +999,58 @@ mod tests {
                 }
                 Ok(futures::stream::iter(batches).boxed())
             };
-            let filter = ScanFilter::new(
-                &schema,
+            let open = Arc::new(open);
+            // One conjunct; and two, the first read alone first (`y >= 0`
+            // keeps every row, so the answer is the same).
+            let filters = [
                 vec![col("x").eq(lit(3_i64))],
-                &ExecutionProps::new(),
-            )
-            .unwrap()
-            .unwrap();
-            let filtered = Filtered {
-                open: Arc::new(open),
-                filter: Arc::new(filter),
-                table: schema.clone(),
-                columns: vec![1],
-                schema: Arc::new(schema.project(&[1]).unwrap()),
-                longest: 100,
-                granule: 100,
-                matched: Default::default(),
-                dense: AtomicBool::new(false),
-            };
-            let got: Vec<RecordBatch> =
-                futures::executor::block_on(filtered.stream(0..rows as u64).try_collect()).unwrap();
-            let got: Vec<i64> = got
-                .iter()
-                .flat_map(|b| b.column(0).as_primitive::<Int64Type>().values().to_vec())
-                .collect();
-            let want: Vec<i64> = (0..rows).filter(|&i| x(i) == 3).collect();
-            assert_eq!(got, want, "{what}");
+                vec![col("x").eq(lit(3_i64)), col("y").gt_eq(lit(0_i64))],
+            ];
+            for exprs in filters {
+                let staged = exprs.len() > 1;
+                let filter = ScanFilter::new(&schema, exprs, &ExecutionProps::new())
+                    .unwrap()
+                    .unwrap();
+                assert_eq!(filter.first_stage().is_some(), staged);
+                let filtered = Filtered {
+                    open: open.clone(),
+                    filter: Arc::new(filter),
+                    table: schema.clone(),
+                    columns: vec![1],
+                    schema: Arc::new(schema.project(&[1]).unwrap()),
+                    longest: 100,
+                    granule: 100,
+                    matched: Default::default(),
+                    dense: AtomicBool::new(false),
+                    filter_granule: 100,
+                    first_dense: AtomicBool::new(false),
+                };
+                let got: Vec<RecordBatch> =
+                    futures::executor::block_on(filtered.stream(0..rows as u64).try_collect())
+                        .unwrap();
+                let got: Vec<i64> = got
+                    .iter()
+                    .flat_map(|b| b.column(0).as_primitive::<Int64Type>().values().to_vec())
+                    .collect();
+                let want: Vec<i64> = (0..rows).filter(|&i| x(i) == 3).collect();
+                assert_eq!(got, want, "{what}, staged: {staged}");
+            }
         }
+    }
+
+    #[test]
+    fn positions_map_to_the_rows_selected() {
+        let selected = [10..13, 20..22, 30..35];
+        let at = Positions::new(&selected);
+        assert_eq!(at.total, 10);
+        assert_eq!(at.rows(0..3), vec![10..13]);
+        assert_eq!(at.rows(2..6), vec![12..13, 20..22, 30..31]);
+        assert_eq!(at.rows(9..10), vec![34..35]);
+        assert_eq!(at.rows(4..4), Vec::<std::ops::Range<u64>>::new());
+        let mask = mask_of(&[12..13, 20..22], 10..25);
+        let set: Vec<usize> = (0..mask.len()).filter(|&i| mask.value(i)).collect();
+        assert_eq!(set, vec![2, 10, 11]);
+        assert_eq!(mask.len(), 15);
     }
 
     #[test]

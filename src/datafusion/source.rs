@@ -437,7 +437,7 @@ impl Opener {
         // Blocks are whole chunks of the longest column read; a part of the
         // other columns a read can skip is their shortest chunk (or a shard's
         // inner chunk).
-        let (mut longest, mut granule) = (1, u64::MAX);
+        let (mut longest, mut granule, mut filter_granule) = (1, u64::MAX, u64::MAX);
         for column in builder.columns().map_err(df_err)? {
             let Ok(i) = table.index_of(column.name()) else {
                 continue;
@@ -451,8 +451,18 @@ impl Opener {
                     granule = granule.min(leaf.read_granule());
                 }
             }
+            if filtered {
+                for leaf in column.leaves() {
+                    filter_granule = filter_granule.min(leaf.read_granule());
+                }
+            }
         }
         let granule = if granule == u64::MAX { 1 } else { granule };
+        let filter_granule = if filter_granule == u64::MAX {
+            1
+        } else {
+            filter_granule
+        };
         let filtered = Filtered {
             open: Arc::new(open),
             filter: filter.clone(),
@@ -463,6 +473,8 @@ impl Opener {
             granule,
             matched: self.metrics.matched.clone(),
             dense: std::sync::atomic::AtomicBool::new(false),
+            filter_granule,
+            first_dense: std::sync::atomic::AtomicBool::new(false),
         };
         Ok(filtered.stream(range))
     }

@@ -583,3 +583,38 @@ fn value_sets_prune_equality_and_in_lists_where_bounds_cannot() {
         assert_eq!(reads["v"], holding, "{filter}");
     }
 }
+
+/// A filter of two conjuncts: the first one's column is read whole, the
+/// second's only in the chunks holding a row the first keeps, the projected
+/// column only where both do (as Parquet's row filters narrow each next
+/// predicate).
+#[test]
+fn a_second_conjunct_is_read_only_where_the_first_matches() {
+    let memory = Arc::new(MemoryStore::new());
+    write(memory.clone(), false);
+    let (samples, _, n, x) = columns();
+    let first = |i: usize| n[i] == 4321 || n[i] == 17;
+    let both = |i: usize| first(i) && x[i] < 90.0;
+    let sql = "SELECT sample FROM t WHERE (n = 4321 OR n = 17) AND x < 90";
+    let (batches, reads) = run(memory, ZarrTableOptions::default(), sql);
+    let mut got: Vec<String> = batches
+        .iter()
+        .flat_map(|b| {
+            let s = b.column(0).as_string::<i32>();
+            (0..b.num_rows())
+                .map(|i| s.value(i).to_string())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    got.sort();
+    let mut want: Vec<String> = (0..ROWS)
+        .filter(|&i| both(i))
+        .map(|i| samples[i].clone())
+        .collect();
+    want.sort();
+    assert!(!want.is_empty());
+    assert_eq!(got, want);
+    assert_eq!(reads["n"].len(), ROWS / CHUNK);
+    assert_eq!(reads["x"], chunks_of(first));
+    assert_eq!(reads["sample"], chunks_of(both));
+}
