@@ -84,6 +84,10 @@ pub(crate) fn filtered(
         .stores(url)
         .map_err(to_py)?
         .with_runtime(handle.clone());
+    // The largest batch handed on (the engine's size, else `zarrow.read`'s).
+    let batch_rows = batch_size
+        .unwrap_or(zarrow::read::DEFAULT_MAX_BATCH_ROWS)
+        .max(1);
     let planned = py.detach(|| {
         let table = ZarrTable::open(&location.0, options, &stores)?;
         let expression = match ExtendedExpression::decode(filter) {
@@ -94,7 +98,7 @@ pub(crate) fn filtered(
                 ))));
             }
         };
-        zarrow::__private::block_on(handle.clone(), plan(table, expression, columns, batch_size))?
+        zarrow::__private::block_on(handle.clone(), plan(table, expression, columns, batch_rows))?
     });
     match planned.map_err(to_py)? {
         Planned::Stream(stream) => {
@@ -108,12 +112,9 @@ pub(crate) fn filtered(
             // `zarrow.read`'s prefilter gathers its rows): a selective
             // filter would otherwise hand the engine a batch of a few
             // hundred rows per chunk, each paying a Python round.
-            let gathered = crate::keep::KeepCategories::new(
-                Box::new(reader),
-                Vec::new(),
-                batch_size.unwrap_or(zarrow::read::DEFAULT_MAX_BATCH_ROWS),
-            )
-            .map_err(|e| crate::errors::zarrow_error(&e))?;
+            let gathered =
+                crate::keep::KeepCategories::new(Box::new(reader), Vec::new(), batch_rows)
+                    .map_err(|e| crate::errors::zarrow_error(&e))?;
             Ok((
                 Some(Reader::new(Box::new(gathered), None, Vec::new())),
                 None,
@@ -129,20 +130,20 @@ async fn plan(
     table: ZarrTable,
     expression: ExtendedExpression,
     columns: Vec<String>,
-    batch_size: Option<usize>,
+    batch_rows: usize,
 ) -> zarrow::Result<Planned> {
     // One partition: the rows in the table's order.
     // The scan's batches as the reader makes them (up to `zarrow.read`'s
     // largest), not cut to DataFusion's default 8192 rows: the engine takes
     // them whole, and the gathering below would copy the slices together
     // again.
-    let batch_rows = batch_size.unwrap_or(zarrow::read::DEFAULT_MAX_BATCH_ROWS);
     let mut config = SessionConfig::new()
         .with_target_partitions(1)
-        .with_batch_size(batch_rows.max(1));
+        .with_batch_size(batch_rows);
     // The filter's batches handed on as they come (a slice of a chunk each),
-    // not gathered to the batch size first: a consumer that stops early
-    // (`filter(...).head(3)`) has read little more than it used.
+    // not coalesced to the batch size first: a consumer that stops early
+    // (`filter(...).head(3)`) has read little more than it used (the reader
+    // above gathers them into batches that grow).
     config.options_mut().execution.coalesce_batches = false;
     let ctx = SessionContext::new_with_config(config);
     let predicate = match predicate(&ctx, &expression).await {

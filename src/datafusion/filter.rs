@@ -40,6 +40,7 @@ use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 
 use super::snapshot::{Snapshot, Source};
+use crate::read::Selection;
 
 /// How many blocks a partition reads at once (each: its filter columns, then
 /// the rest where rows match).
@@ -157,16 +158,7 @@ impl ByCategory {
             .predicate
             .evaluate(&batch)?
             .into_array(batch.num_rows())?;
-        let Some(result) = result.as_boolean_opt() else {
-            return Err(DataFusionError::Internal(format!(
-                "a filter evaluated to {}, not booleans",
-                result.data_type()
-            )));
-        };
-        // A null result does not match.
-        let table: Vec<bool> = (0..result.len())
-            .map(|i| result.is_valid(i) && result.value(i))
-            .collect();
+        let table: Vec<bool> = as_mask(&result)?.values().iter().collect();
         Ok(downcast_dictionary_array!(
             column => Some(by_key(column.keys(), &table)),
             _ => None
@@ -278,11 +270,11 @@ impl ScanFilter {
             .iter()
             .zip(self.schema.fields())
             .any(|(c, v)| c.data_type() != v.data_type());
-        let planned = conjunction(self.exprs.clone())
-            .and_then(|conjunct| plan_locally(&conjunct, &schema, props).ok());
         if !differs {
             return self;
         }
+        let planned = conjunction(self.exprs.clone())
+            .and_then(|conjunct| plan_locally(&conjunct, &schema, props).ok());
         let split = self.split_by_category(&schema, props);
         if planned.is_none() && split.is_none() {
             // Read as values.
@@ -419,16 +411,7 @@ impl ScanFilter {
                 .evaluate(&self.as_values(batch)?)?
                 .into_array(n)?,
         };
-        let Some(mask) = mask.as_boolean_opt() else {
-            return Err(DataFusionError::Internal(format!(
-                "a filter evaluated to {}, not booleans",
-                mask.data_type()
-            )));
-        };
-        Ok(match mask.null_count() {
-            0 => mask.clone(),
-            _ => arrow_select::filter::prep_null_mask_filter(mask),
-        })
+        as_mask(&mask)
     }
 
     /// [`ScanFilter::evaluate`] with each conjunct over one dictionary
@@ -450,14 +433,10 @@ impl ScanFilter {
             let matches = rest
                 .evaluate(batch)
                 .and_then(|v| v.into_array(batch.num_rows()))
-                .ok()?;
-            let matches = matches.as_boolean_opt()?;
-            let matches = match matches.null_count() {
-                0 => matches.values().clone(),
-                _ => arrow_select::filter::prep_null_mask_filter(matches)
-                    .values()
-                    .clone(),
-            };
+                .and_then(|v| as_mask(&v))
+                .ok()?
+                .values()
+                .clone();
             mask = Some(match mask {
                 Some(mask) => &mask & &matches,
                 None => matches,
@@ -465,6 +444,23 @@ impl ScanFilter {
         }
         mask.map(|m| BooleanArray::new(m, None))
     }
+}
+
+/// A filter's result as the rows it keeps: a null does not match.
+///
+/// # Errors
+/// A result that is not booleans.
+fn as_mask(result: &ArrayRef) -> DfResult<BooleanArray> {
+    let Some(mask) = result.as_boolean_opt() else {
+        return Err(DataFusionError::Internal(format!(
+            "a filter evaluated to {}, not booleans",
+            result.data_type()
+        )));
+    };
+    Ok(match mask.null_count() {
+        0 => mask.clone(),
+        _ => arrow_select::filter::prep_null_mask_filter(mask),
+    })
 }
 
 /// `expr` (typed by the planner) as a physical expression over `schema`,
@@ -554,54 +550,6 @@ fn mask_of(matches: &[Range<u64>], rows: Range<u64>) -> BooleanArray {
     BooleanArray::new(bits.finish(), None)
 }
 
-/// The rows of a read of `selected` (sorted, disjoint ranges), by their
-/// position in the read.
-struct Positions<'a> {
-    selected: &'a [Range<u64>],
-    /// Each range's first position.
-    starts: Vec<u64>,
-    /// Positions read so far, and in all.
-    taken: u64,
-    total: u64,
-}
-
-impl<'a> Positions<'a> {
-    fn new(selected: &'a [Range<u64>]) -> Self {
-        let mut starts = Vec::with_capacity(selected.len());
-        let mut total = 0;
-        for r in selected {
-            starts.push(total);
-            total += r.end - r.start;
-        }
-        Self {
-            selected,
-            starts,
-            taken: 0,
-            total,
-        }
-    }
-
-    /// The rows at positions `positions`, as ranges.
-    fn rows(&self, positions: Range<u64>) -> Vec<Range<u64>> {
-        let mut out = Vec::new();
-        let mut i = self
-            .starts
-            .partition_point(|&s| s <= positions.start)
-            .saturating_sub(1);
-        let mut at = positions.start;
-        while at < positions.end && i < self.selected.len() {
-            let (range, start) = (&self.selected[i], self.starts[i]);
-            let end = (start + range.end - range.start).min(positions.end);
-            if at < end {
-                out.push(range.start + (at - start)..range.start + (end - start));
-                at = end;
-            }
-            i += 1;
-        }
-        out
-    }
-}
-
 /// A stream of batches.
 pub(crate) type Batches = BoxStream<'static, DfResult<RecordBatch>>;
 
@@ -630,7 +578,10 @@ impl Filtered {
                     true => None,
                     false => blocks.next().map(|block| {
                         match this.dense.load(Ordering::Relaxed) && this.has_others() {
-                            true => (this.clone().stored(block.start..end), true),
+                            true => {
+                                let stored = this.clone().stored(block.start..end);
+                                (futures::future::ready(stored).boxed(), true)
+                            }
                             false => (this.clone().late(block), false),
                         }
                     }),
@@ -662,43 +613,40 @@ impl Filtered {
 
     /// `rows` read as they are stored: the filter's columns and the others
     /// together, each batch filtered.
-    fn stored(self: Arc<Self>, rows: Range<u64>) -> BoxFuture<'static, DfResult<Batches>> {
-        let opened = (|| {
-            let filter = self.filter.clone();
-            let (given, others) = self.given_and_others();
-            let n = filter.columns().len();
-            let mut names = self.names(filter.columns());
-            names.extend(self.names(&others));
-            let read = (self.open)(names, rows, None, filter.reads_codes())?;
-            let this = self.clone();
-            Ok(read
-                .map(move |batch| -> DfResult<Option<RecordBatch>> {
-                    let batch = batch?;
-                    let (read, rest) = batch.columns().split_at(n);
-                    let read = RecordBatch::try_new(filter.read_schema().clone(), read.to_vec())?;
-                    let mask = filter.evaluate(&read)?;
-                    let matched = mask.true_count();
-                    this.matched.add(matched);
-                    if matched == 0 {
-                        return Ok(None);
-                    }
-                    let kept = match given.iter().any(Option::is_some) {
-                        true => Some(filter.as_values(
-                            &arrow_select::filter::filter_record_batch(&read, &mask)?,
-                        )?),
-                        false => None,
-                    };
-                    let rest = rest
-                        .iter()
-                        .map(|c| arrow_select::filter::filter(c, &mask))
-                        .collect::<Result<Vec<_>, _>>()?;
-                    this.assemble(&given, kept.as_ref(), 0, &rest, matched)
-                        .map(Some)
-                })
-                .try_filter_map(|batch| futures::future::ready(Ok(batch)))
-                .boxed())
-        })();
-        futures::future::ready(opened).boxed()
+    fn stored(self: Arc<Self>, rows: Range<u64>) -> DfResult<Batches> {
+        let filter = self.filter.clone();
+        let (given, others) = self.given_and_others();
+        let n = filter.columns().len();
+        let mut names = self.names(filter.columns());
+        names.extend(self.names(&others));
+        let read = (self.open)(names, rows, None, filter.reads_codes())?;
+        Ok(read
+            .map(move |batch| -> DfResult<Option<RecordBatch>> {
+                let batch = batch?;
+                let (read, rest) = batch.columns().split_at(n);
+                let read = RecordBatch::try_new(filter.read_schema().clone(), read.to_vec())?;
+                let mask = filter.evaluate(&read)?;
+                let matched = mask.true_count();
+                self.matched.add(matched);
+                if matched == 0 {
+                    return Ok(None);
+                }
+                let kept = match given.iter().any(Option::is_some) {
+                    true => Some(
+                        filter
+                            .as_values(&arrow_select::filter::filter_record_batch(&read, &mask)?)?,
+                    ),
+                    false => None,
+                };
+                let rest = rest
+                    .iter()
+                    .map(|c| arrow_select::filter::filter(c, &mask))
+                    .collect::<Result<Vec<_>, _>>()?;
+                self.assemble(&given, kept.as_ref(), 0, &rest, matched)
+                    .map(Some)
+            })
+            .try_filter_map(|batch| futures::future::ready(Ok(batch)))
+            .boxed())
     }
 
     /// Of the columns given, those the filter reads (their place among the
@@ -767,8 +715,11 @@ impl Filtered {
             filter.reads_codes(),
         )?;
         // Where each batch's rows lie: the selection's, in order.
-        let selected = selection.unwrap_or_else(|| vec![rows.clone()]);
-        let mut at = Positions::new(&selected);
+        let selected = match selection {
+            Some(ranges) => Selection::new(ranges, rows.clone()),
+            None => Selection::all(rows.clone()),
+        };
+        let mut taken = 0;
         let mut matches: Vec<Range<u64>> = Vec::new();
         let mut kept: Vec<RecordBatch> = Vec::new();
         while let Some(batch) = read.next().await {
@@ -776,25 +727,27 @@ impl Filtered {
             let batch =
                 RecordBatch::try_new(filter.read_schema().clone(), batch.columns().to_vec())?;
             let mask = filter.evaluate(&batch)?;
-            let base = at.taken;
             for (start, end) in mask.values().set_slices() {
-                for found in at.rows(base + start as u64..base + end as u64) {
+                // The chosen rows from the slice's first to its last.
+                let first = selected.row(taken + start as u64);
+                let last = selected.row(taken + end as u64 - 1);
+                for found in selected.within(first..last + 1) {
                     match matches.last_mut() {
                         Some(last) if last.end == found.start => last.end = found.end,
                         _ => matches.push(found),
                     }
                 }
             }
-            at.taken += batch.num_rows() as u64;
+            taken += batch.num_rows() as u64;
             if mask.true_count() > 0 && given.iter().any(Option::is_some) {
                 let matching = arrow_select::filter::filter_record_batch(&batch, &mask)?;
                 kept.push(filter.as_values(&matching)?);
             }
         }
-        if at.taken != at.total {
+        if taken != selected.len() {
             return Err(DataFusionError::Internal(format!(
-                "a filter's read gave {} rows of {}",
-                at.taken, at.total
+                "a filter's read gave {taken} rows of {}",
+                selected.len()
             )));
         }
         // The filter's columns' matching rows, as one batch.
@@ -929,7 +882,7 @@ fn blocks(range: Range<u64>, longest: u64) -> Vec<Range<u64>> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Filtered, Positions, ScanFilter, blocks, in_every_granule, mask_of};
+    use super::{Filtered, ScanFilter, blocks, in_every_granule, mask_of};
     use arrow_array::cast::AsArray;
     use arrow_array::types::Int64Type;
     use arrow_array::{ArrayRef, Int64Array, RecordBatch};
@@ -1039,14 +992,7 @@ mod tests {
     }
 
     #[test]
-    fn positions_map_to_the_rows_selected() {
-        let selected = [10..13, 20..22, 30..35];
-        let at = Positions::new(&selected);
-        assert_eq!(at.total, 10);
-        assert_eq!(at.rows(0..3), vec![10..13]);
-        assert_eq!(at.rows(2..6), vec![12..13, 20..22, 30..31]);
-        assert_eq!(at.rows(9..10), vec![34..35]);
-        assert_eq!(at.rows(4..4), Vec::<std::ops::Range<u64>>::new());
+    fn a_mask_of_matches_covers_the_rows() {
         let mask = mask_of(&[12..13, 20..22], 10..25);
         let set: Vec<usize> = (0..mask.len()).filter(|&i| mask.value(i)).collect();
         assert_eq!(set, vec![2, 10, 11]);

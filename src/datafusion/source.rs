@@ -435,8 +435,8 @@ impl Opener {
         };
         let table = source.snapshot.arrow_schema().clone();
         // Blocks are whole chunks of the longest column read; a part of the
-        // other columns a read can skip is their shortest chunk (or a shard's
-        // inner chunk).
+        // other columns (and of the filter's) a read can skip is their
+        // shortest chunk (or a shard's inner chunk); none read: 1.
         let (mut longest, mut granule, mut filter_granule) = (1, u64::MAX, u64::MAX);
         for column in builder.columns().map_err(df_err)? {
             let Ok(i) = table.index_of(column.name()) else {
@@ -446,23 +446,16 @@ impl Opener {
             if given || filtered {
                 longest = longest.max(column.chunk_len());
             }
-            if given && !filtered {
-                for leaf in column.leaves() {
-                    granule = granule.min(leaf.read_granule());
-                }
-            }
+            let fewest = column.leaves().iter().map(|l| l.read_granule()).min();
+            let fewest = fewest.unwrap_or(u64::MAX);
             if filtered {
-                for leaf in column.leaves() {
-                    filter_granule = filter_granule.min(leaf.read_granule());
-                }
+                filter_granule = filter_granule.min(fewest);
+            } else if given {
+                granule = granule.min(fewest);
             }
         }
-        let granule = if granule == u64::MAX { 1 } else { granule };
-        let filter_granule = if filter_granule == u64::MAX {
-            1
-        } else {
-            filter_granule
-        };
+        let known = |g: u64| if g == u64::MAX { 1 } else { g };
+        let (granule, filter_granule) = (known(granule), known(filter_granule));
         let filtered = Filtered {
             open: Arc::new(open),
             filter: filter.clone(),

@@ -24,6 +24,9 @@ mod selection;
 mod stream;
 mod table;
 
+#[cfg(feature = "datafusion")]
+pub(crate) use selection::Selection;
+
 use std::sync::Arc;
 
 use arrow_array::{RecordBatch, RecordBatchReader};
