@@ -55,6 +55,8 @@ pub mod export;
 mod failpoint;
 mod fill;
 mod grid;
+#[cfg(feature = "icechunk")]
+pub mod icechunk;
 pub mod linear;
 #[cfg(feature = "object-store")]
 pub mod location;

@@ -132,7 +132,7 @@ fn write(
     // The option names and values of `zarrow convert` and COPY's OPTIONS;
     // those not given keep the library's defaults.
     let (url, options): (UrlOptions, WriteOptions) = options::keywords("write", options)?;
-    let (overwrite, append) = (options.overwrite, options.append);
+    let (overwrite, how) = (options.overwrite, options.clone());
     let raised = Arc::new(Mutex::new(None));
     let reader = Interruptible::driven(batches(data)?, raised.clone());
     // As `zarrow convert` writes: a directory whole or not at all (an existing
@@ -142,7 +142,7 @@ fn write(
     let written = py.detach(|| {
         let write = |store, node: &str| write_batches(reader, store, node, options);
         let stores = path.stores(url)?;
-        write_zarr(&path.0, overwrite, append, &stores, write)
+        write_zarr(&path.0, overwrite, &how, &stores, write)
     });
     // An interrupt (Ctrl-C) while the input was read: raised as itself.
     if let Some(err) = take(&raised) {

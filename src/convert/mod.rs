@@ -218,7 +218,7 @@ impl Job<'_> {
         write_zarr(
             self.dst,
             self.overwrite,
-            self.write.append,
+            &self.write,
             self.context.stores(),
             write,
         )

@@ -518,8 +518,9 @@ fn write(
         overwrite: false,
         ..options
     };
+    let how = options.clone();
     let write = |store, node: &str| write_batches(reader, store, node, options);
-    write_zarr(target, mode == Mode::Overwrite, append, stores, write).map_err(|e| match e {
+    write_zarr(target, mode == Mode::Overwrite, &how, stores, write).map_err(|e| match e {
         Error::AlreadyExists { .. } => exists(&target.to_string()),
         e => e,
     })

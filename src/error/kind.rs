@@ -96,7 +96,10 @@ impl Error {
             | Error::ParquetCompression { .. }
             | Error::Option(_) => K::Option,
             Error::Busy { .. } => K::Busy,
-            Error::AlreadyExists { .. } | Error::AppendMismatch { .. } => K::Conflict,
+            Error::AlreadyExists { .. } | Error::AppendMismatch { .. } | Error::Conflict { .. } => {
+                K::Conflict
+            }
+            Error::ReadOnlyVersion { .. } => K::InvalidArgument,
             Error::NotAZarrStore { action, .. } => match action {
                 StoreAction::Open => K::InvalidData,
                 StoreAction::Replace | StoreAction::Append => K::Conflict,

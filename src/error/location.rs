@@ -10,7 +10,7 @@ use std::fmt;
 pub enum LocationError {
     /// A `scheme://` zarrow does not open: never taken for a local path.
     #[error(
-        "unknown URL scheme {scheme:?} (s3, s3a, gs, az, azure, abfs, abfss, adl, http, https, file; a local path needs no scheme)"
+        "unknown URL scheme {scheme:?} (s3, s3a, gs, az, azure, abfs, abfss, adl, http, https, file, and icechunk+file, icechunk+s3, icechunk+gs, icechunk+az; a local path needs no scheme)"
     )]
     UnknownScheme {
         /// The scheme, lower case.
@@ -59,6 +59,13 @@ pub enum LocationError {
         /// object_store's error.
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// An Icechunk location's query (`?branch=...&path=...`) that does not
+    /// name one version and one node.
+    #[error("{detail}")]
+    InvalidQuery {
+        /// What is wrong.
+        detail: String,
     },
     /// A path with no file or directory name (`/`, `..`).
     #[error("names no file or directory")]

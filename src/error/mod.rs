@@ -195,6 +195,27 @@ pub enum Error {
         /// How long this writer waited.
         waited_ms: u64,
     },
+    /// A write to an Icechunk tag or snapshot: only a branch takes commits.
+    #[error("{location}: the {version} is read-only (write to a branch: ?branch=NAME)")]
+    ReadOnlyVersion {
+        /// The location.
+        location: String,
+        /// The version it names (`tag v1`, `snapshot ...`).
+        version: String,
+    },
+    /// Another writer kept committing to the branch: this write's commit found
+    /// the branch moved each time it tried, and nothing of it was committed.
+    #[error(
+        "{location}: branch {branch:?} kept moving under this write ({attempts} commits tried, each after another writer's): nothing was committed; try again"
+    )]
+    Conflict {
+        /// The location.
+        location: String,
+        /// The branch.
+        branch: String,
+        /// The commits tried.
+        attempts: u32,
+    },
     /// The node or file to write exists already.
     #[error("{}", already_exists(path, *overwrite))]
     AlreadyExists {

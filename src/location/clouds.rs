@@ -44,6 +44,12 @@ crate::options::options! {
         /// [object stores] The most seconds one request may take before it counts as
         /// failed, and is retried (default 30).
         pub timeout: Option<std::time::Duration> as crate::options::Seconds = None,
+        /// [Icechunk] Read an Icechunk repository's virtual chunks from these
+        /// containers, by URL prefix, comma-separated (e.g.
+        /// s3://bucket/data/,file:///data/), with the environment's credentials,
+        /// as for object stores. A virtual chunk elsewhere is an error that names
+        /// its container.
+        pub virtual_chunks: Vec<String> as crate::options::List = Vec::new(),
     }
 }
 
@@ -98,6 +104,39 @@ pub(crate) fn open_url(
     })
 }
 
+/// Whether the endpoint the environment variable `var` names is plain HTTP: a
+/// local server (moto, MinIO, Azurite, an emulator) the user named with
+/// `http://`, which allows HTTP.
+#[cfg(any(feature = "s3", feature = "azure"))]
+fn http_endpoint(var: &str) -> bool {
+    std::env::var(var).is_ok_and(|e| e.starts_with("http://"))
+}
+
+/// An S3 client's settings for `bucket`: the environment's (`AWS_*`, the
+/// endpoint in `AWS_ENDPOINT_URL` too, and plain HTTP allowed for an
+/// `http://` endpoint), then the URL options. What an `s3://` store opens
+/// with, and what an Icechunk repository on S3 is given.
+#[cfg(feature = "s3")]
+pub(crate) fn s3_builder(bucket: &str, options: &UrlOptions) -> object_store::aws::AmazonS3Builder {
+    use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+    let mut builder = AmazonS3Builder::from_env()
+        .with_bucket_name(bucket)
+        .with_retry(options.retry());
+    if let Ok(endpoint) = std::env::var("AWS_ENDPOINT_URL") {
+        builder = builder.with_endpoint(endpoint);
+    }
+    if http_endpoint("AWS_ENDPOINT_URL") {
+        builder = builder.with_allow_http(true);
+    }
+    for (key, value) in options.client_config() {
+        builder = builder.with_config(AmazonS3ConfigKey::Client(key), value);
+    }
+    if options.anonymous {
+        builder = builder.with_skip_signature(true);
+    }
+    builder
+}
+
 /// The object store `url`'s cloud opens from the environment, and the path
 /// under it.
 #[cfg_attr(
@@ -110,33 +149,11 @@ fn cloud_store(
 ) -> std::result::Result<(Arc<dyn ObjectStore>, String), object_store::Error> {
     #[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
     let (_, prefix) = url.split_root();
-    // A local server (moto, MinIO, Azurite, an emulator) is plain HTTP: an
-    // endpoint the user names with http:// allows it.
-    #[cfg(any(feature = "s3", feature = "azure"))]
-    let http_endpoint = |var: &str| std::env::var(var).is_ok_and(|e| e.starts_with("http://"));
     #[cfg(any(feature = "s3", feature = "gcs"))]
     let bucket = url.url().host_str().unwrap_or_default();
     match url.cloud() {
         #[cfg(feature = "s3")]
-        Cloud::S3 => {
-            use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
-            let mut builder = AmazonS3Builder::from_env()
-                .with_bucket_name(bucket)
-                .with_retry(options.retry());
-            if let Ok(endpoint) = std::env::var("AWS_ENDPOINT_URL") {
-                builder = builder.with_endpoint(endpoint);
-            }
-            if http_endpoint("AWS_ENDPOINT_URL") {
-                builder = builder.with_allow_http(true);
-            }
-            for (key, value) in options.client_config() {
-                builder = builder.with_config(AmazonS3ConfigKey::Client(key), value);
-            }
-            if options.anonymous {
-                builder = builder.with_skip_signature(true);
-            }
-            Ok((Arc::new(builder.build()?), prefix))
-        }
+        Cloud::S3 => Ok((Arc::new(s3_builder(bucket, options).build()?), prefix)),
         #[cfg(feature = "gcs")]
         Cloud::Gcs => {
             use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};

@@ -15,6 +15,7 @@
 //! | `gs://` | [`Location::Url`], [`Cloud::Gcs`] (feature `gcs`) |
 //! | `az://`, `azure://`, `abfs://`, `abfss://`, `adl://` | [`Location::Url`], [`Cloud::Azure`] (feature `azure`) |
 //! | `http://`, `https://` | [`Location::Url`], [`Cloud::Http`] (feature `http`), whatever the host: an `https://...amazonaws.com` URL is read over plain HTTP |
+//! | `icechunk+file:///abs/repo`, `icechunk+s3://bucket/prefix` (`gs`, `az`), with `?branch=`, `tag=` or `snapshot=` and `path=` | [`Location::Icechunk`] (feature `icechunk`) |
 //! | any other `scheme://...` (RFC 3986: a letter, then letters, digits, `+`, `-`, `.`) | an error ([`LocationError::UnknownScheme`]), never a local path |
 //!
 //! A store the caller opened itself (an obstore store from Python) is a
@@ -36,7 +37,11 @@ use crate::store::{
 };
 
 mod clouds;
+mod icechunk;
 pub use clouds::UrlOptions;
+#[cfg(all(feature = "icechunk", feature = "s3"))]
+pub(crate) use clouds::s3_builder;
+pub use icechunk::{DEFAULT_BRANCH, IcechunkLocation, Repository, Version};
 
 /// Where a Zarr node or a table file is: a local path, an object store URL,
 /// or a store the caller supplies. Made by [`Location::parse`] (or
@@ -48,6 +53,9 @@ pub enum Location {
     Path(PathBuf),
     /// An object store URL.
     Url(RemoteUrl),
+    /// A node of an Icechunk repository at a branch, tag or snapshot
+    /// (feature `icechunk` to open it).
+    Icechunk(IcechunkLocation),
     /// A store the caller opened (an obstore store from Python): it is read
     /// and written through `store`, and `name` names it in messages.
     Store {
@@ -155,6 +163,15 @@ impl Location {
         let invalid = |e: Box<dyn std::error::Error + Send + Sync>| {
             refuse(LocationError::InvalidUrl { source: e })
         };
+        if scheme.starts_with(icechunk::PREFIX) {
+            if !cfg!(feature = "icechunk") {
+                return Err(refuse(LocationError::NotBuilt {
+                    scheme,
+                    feature: "icechunk",
+                }));
+            }
+            return IcechunkLocation::parse(text).map(Self::Icechunk);
+        }
         match scheme.as_str() {
             "file" => return file_path(text).map(Self::Path).map_err(refuse),
             IN_PROCESS_SCHEME => return Err(refuse(LocationError::InProcess)),
@@ -266,7 +283,7 @@ impl Location {
         match self {
             Self::Path(path) => FileFormat::from_path(path),
             Self::Url(url) => FileFormat::from_path(Path::new(url.url.path())),
-            Self::Store { .. } => None,
+            Self::Store { .. } | Self::Icechunk(_) => None,
         }
     }
 
@@ -284,6 +301,7 @@ impl Location {
                 .and_then(|mut s| s.rfind(|s| !s.is_empty()))
                 .map(str::to_string)
                 .or_else(|| url.url.host_str().map(str::to_string)),
+            Self::Icechunk(icechunk) => icechunk.name(),
             Self::Store { name, .. } => {
                 let path = name.split_once("://").map_or(name.as_str(), |(_, p)| p);
                 path.trim_end_matches('/')
@@ -311,6 +329,7 @@ impl Location {
                     .into_owned(),
             ),
             Self::Url(url) => Some(url.text.clone()),
+            Self::Icechunk(icechunk) => Some(icechunk.as_str().to_string()),
             Self::Store { .. } => None,
         }
     }
@@ -335,7 +354,8 @@ impl Location {
                 up.text = parent.to_string();
                 Some((Self::Url(up), name.to_string()))
             }
-            Self::Store { .. } => None,
+            // A write into a repository climbs its nodes itself.
+            Self::Store { .. } | Self::Icechunk(_) => None,
         }
     }
 }
@@ -345,6 +365,7 @@ impl fmt::Display for Location {
         match self {
             Self::Path(path) => write!(f, "{}", path.display()),
             Self::Url(url) => f.write_str(&url.text),
+            Self::Icechunk(icechunk) => f.write_str(icechunk.as_str()),
             Self::Store { name, .. } => f.write_str(name),
         }
     }
@@ -487,6 +508,20 @@ impl Stores {
                 None => Arc::new(clouds::open_url(url, &self.url, self.blocking.clone())?),
             }),
             Location::Store { store, .. } => Ok(store.clone()),
+            #[cfg(feature = "icechunk")]
+            Location::Icechunk(l) => Ok(Arc::new(crate::icechunk::open_read(
+                l,
+                &self.url,
+                &self.blocking,
+            )?)),
+            #[cfg(not(feature = "icechunk"))]
+            Location::Icechunk(l) => Err(Error::Location {
+                location: l.to_string(),
+                reason: LocationError::NotBuilt {
+                    scheme: "icechunk".into(),
+                    feature: "icechunk",
+                },
+            }),
         }
     }
 
@@ -509,7 +544,43 @@ impl Stores {
     /// # Errors
     /// As [`Stores::open`] and [`Consolidated::open`].
     pub fn open_consolidated(&self, location: &Location) -> Result<Arc<dyn Store>> {
+        if let Location::Icechunk(_) = location {
+            // A repository's snapshot is its consolidated metadata: one
+            // object lists every node.
+            return self.open(location);
+        }
         Consolidated::open(self.open(location)?)
+    }
+
+    #[cfg(feature = "icechunk")]
+    /// Write the node at `location` through `write` as one commit to its
+    /// branch (see [`crate::icechunk::write::write`]).
+    pub(crate) fn write_icechunk(
+        &self,
+        location: &IcechunkLocation,
+        options: &crate::write::WriteOptions,
+        commit: crate::icechunk::write::Commit<'_>,
+        write: impl FnOnce(Arc<dyn Store>, &str) -> Result<u64>,
+    ) -> Result<u64> {
+        crate::icechunk::write::write(location, &self.url, &self.blocking, options, commit, write)
+    }
+
+    /// `location` as another machine must read it to see what this one sees:
+    /// an Icechunk location pinned to the snapshot its branch or tag names
+    /// now; any other as it is.
+    ///
+    /// # Errors
+    /// An Icechunk repository that does not open.
+    pub fn pinned(&self, location: &Location) -> Result<Location> {
+        match location {
+            #[cfg(feature = "icechunk")]
+            Location::Icechunk(l) => Ok(Location::Icechunk(crate::icechunk::pin(
+                l,
+                &self.url,
+                &self.blocking,
+            )?)),
+            other => Ok(other.clone()),
+        }
     }
 
     /// The async store an engine has registered for `url`, under the URL's
@@ -572,13 +643,7 @@ mod tests {
     /// `-` and `.` (RFC 3986) included.
     #[test]
     fn unknown_schemes_are_refused() {
-        for url in [
-            "s4://b/x",
-            "icechunk+file:///data/repo?path=t",
-            "my-scheme://x",
-            "a.b://x",
-            "memory:///x",
-        ] {
+        for url in ["s4://b/x", "my-scheme://x", "a.b://x", "memory:///x"] {
             assert!(
                 matches!(reason(url), LocationError::UnknownScheme { .. }),
                 "{url}"

@@ -273,6 +273,10 @@ impl Store for Consolidated {
 
     /// The nodes the consolidated metadata names directly below `prefix` (the
     /// store's listing without it).
+    fn needs_metadata_first(&self) -> bool {
+        self.inner.needs_metadata_first()
+    }
+
     fn list_children(&self, prefix: &str) -> Result<Vec<String>> {
         let prefix = prefix.trim_matches('/');
         let known = self.known.read().unwrap_or_else(PoisonError::into_inner);

@@ -46,7 +46,7 @@ pub use object::{ObjectStoreAsync, ObjectStoreBackend};
 #[cfg(feature = "object-store")]
 pub(crate) use ranges::COALESCE_GAP;
 pub use ranges::{ByteRange, RangeRead};
-pub(crate) use ranges::{read_coalesced, slice_ranges};
+pub(crate) use ranges::{read_coalesced, resolve as resolve_ranges, slice_ranges};
 
 use crate::error::{Error, Result};
 
@@ -154,6 +154,15 @@ pub trait Store: Debug + Send + Sync {
     fn lock(&self, wait: Duration) -> Result<Option<WriteLock>> {
         let _ = wait;
         Ok(None)
+    }
+
+    /// Whether a chunk can be stored only inside the shape of its array's
+    /// stored metadata (an Icechunk session): a writer then stores the
+    /// metadata first, its shape grown ahead of the chunks, and the final
+    /// document last. `false` (the default): chunks first, the metadata last,
+    /// so that a reader never sees metadata without its chunks.
+    fn needs_metadata_first(&self) -> bool {
+        false
     }
 
     /// The names directly below `prefix` (a node path, `""` for the root) that have

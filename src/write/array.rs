@@ -54,6 +54,9 @@ pub struct ArrayWriter {
     key_encoding: ChunkKeyEncoding,
     /// The stored array this writer appends to, whose metadata it updates.
     existing: Option<Existing>,
+    /// The rows the stored metadata's shape holds while chunks are written, for
+    /// a store that needs the metadata first ([`ArrayWriter::cover`]).
+    covered: u64,
     /// Each chunk's statistics (by chunk number), when they are recorded:
     /// taken by the chunks' tasks, in any order.
     stats: Option<StatsSink>,
@@ -136,6 +139,7 @@ impl ArrayWriter {
             dimension: None,
             key_encoding,
             existing: None,
+            covered: 0,
         })
     }
 
@@ -196,6 +200,7 @@ impl ArrayWriter {
             // cannot be taken here (the old ones stay, checked by version).
             writer.stats = None;
         }
+        writer.covered = rows;
         writer.next_chunk = rows / grid_len;
         writer.rows = rows - rows % grid_len;
         if let Some(head) = existing.head(&writer.spec.arrow_type)? {
@@ -284,6 +289,9 @@ impl ArrayWriter {
     fn ready_chunk(&mut self, values: ArrayRef) -> Result<ReadyChunk> {
         let (len, _, codecs) = self.chunking(&values)?;
         let index = self.next_chunk;
+        if self.store.needs_metadata_first() {
+            self.cover((index + 1).saturating_mul(len as u64))?;
+        }
         self.next_chunk += 1;
         // One statistic per inner chunk of a shard, taken by the task.
         let stats = match (&self.stats, self.chunk_len) {
@@ -337,6 +345,36 @@ impl ArrayWriter {
             });
         }
         Ok(array)
+    }
+
+    /// For a store that takes chunks only inside an array's metadata
+    /// ([`Store::needs_metadata_first`]): metadata whose shape holds at least
+    /// `rows` rows, stored before the chunk that needs it (its shape
+    /// doubling, so that a long write stores few); the final document, last,
+    /// gives the real shape.
+    fn cover(&mut self, rows: u64) -> Result<()> {
+        if rows <= self.covered {
+            return Ok(());
+        }
+        let rows = rows.max(self.covered.saturating_mul(2));
+        if let Some(existing) = &self.existing {
+            existing.commit(self.store.as_ref(), rows)?;
+        } else {
+            let (len, sharded, _) = self.chunking.clone().ok_or_else(|| Error::Internal {
+                what: "an array's provisional metadata before its chunking",
+            })?;
+            let meta = self.spec.metadata(
+                &[rows],
+                &[len as u64],
+                sharded,
+                self.options.zarr_format,
+                &Map::new(),
+                None,
+            )?;
+            write_documents(self.store.as_ref(), &self.path, meta.to_documents()?)?;
+        }
+        self.covered = rows;
+        Ok(())
     }
 
     /// The task that encodes and stores `chunk`, to run on any thread.

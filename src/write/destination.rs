@@ -12,6 +12,7 @@ use super::output::Partial;
 use crate::error::{Error, Result, StoreAction};
 use crate::location::{Location, Stores};
 use crate::store::{LocalStore, Store};
+use crate::write::WriteOptions;
 
 /// Write a Zarr node at `dst` through `write`, which is given the store and
 /// the node's path in it: whole or not at all (a local directory is written
@@ -30,10 +31,35 @@ use crate::store::{LocalStore, Store};
 pub fn write_zarr(
     dst: &Location,
     overwrite: bool,
-    append: bool,
+    options: &WriteOptions,
     stores: &Stores,
     write: impl FnOnce(Arc<dyn Store>, &str) -> Result<u64>,
 ) -> Result<u64> {
+    if let Location::Icechunk(location) = dst {
+        #[cfg(feature = "icechunk")]
+        {
+            let commit = crate::icechunk::write::Commit {
+                message: options.message.as_deref(),
+                overwrite,
+            };
+            return stores.write_icechunk(location, options, commit, write);
+        }
+        #[cfg(not(feature = "icechunk"))]
+        return Err(Error::Location {
+            location: location.to_string(),
+            reason: crate::location::LocationError::NotBuilt {
+                scheme: "icechunk".into(),
+                feature: "icechunk",
+            },
+        });
+    }
+    if options.message.is_some() {
+        return Err(Error::OptionNotApplicable {
+            options: vec!["message"],
+            applies_to: "Icechunk outputs (icechunk+file://, icechunk+s3://...)",
+        });
+    }
+    let append = options.append;
     if append {
         let (store, node) = open_for_append(dst, stores)?;
         return write(store, &node);

@@ -309,6 +309,9 @@ crate::options::options! {
         /// object's version), which let a filter skip chunks; off (the command
         /// line's --no-stats): none are written.
         pub stats: bool = true; negated_flag("no-stats"),
+        /// [to Icechunk] The commit's message (default: one naming zarrow, the
+        /// operation, the rows and the node).
+        pub message: Option<String> as crate::options::Unset = None,
     }
 }
 

@@ -1,0 +1,475 @@
+//! [`IcechunkStore`]: one session of an Icechunk repository as a zarrow store,
+//! rooted at a node. Async ([`AsyncStore`]) on the caller's runtime, and sync
+//! ([`Store`]) through the one blocking adapter.
+//!
+//! Icechunk holds Zarr v3 keys only (`zarr.json`, `c/0/1`): a v2 key reads as
+//! absent, and writing one is an error. Its listings gather every key of the
+//! node listed, in memory (as icechunk's own `list_prefix` does).
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use arrow_buffer::Buffer;
+use futures::TryStreamExt;
+use futures::future::BoxFuture;
+use icechunk::format::ByteRange as IcByteRange;
+use icechunk::store::{KeyNotFoundError, ListDirItem, StoreErrorKind};
+
+use crate::error::{Error, Result};
+use crate::stats::STATS_KEY;
+use crate::store::{AsyncStore, Blocking, ByteRange, RangeRead, Remote, Store, check_size};
+
+/// How many requests a reader keeps in flight on a repository in the cloud.
+const CONCURRENCY: usize = 32;
+
+/// A session of an Icechunk repository, rooted at the node `root`: cheap to
+/// clone (the session is shared).
+#[derive(Clone)]
+pub struct IcechunkStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    store: icechunk::Store,
+    /// The node's path in the repository, with a trailing `/` (empty: the root).
+    root: String,
+    /// The location, for messages.
+    label: String,
+    /// The snapshot read (a branch's tip when the session opened).
+    snapshot: String,
+    local: bool,
+    /// A branch's writable session (else read-only).
+    writable: bool,
+    blocking: Blocking,
+    stats: Mutex<StatsTable>,
+}
+
+/// The chunk statistics files (`ARRAY/zarrow.stats`) of a session, kept
+/// beside it (Icechunk holds Zarr keys only) and committed in the commit's
+/// properties ([`IcechunkStore::commit_stats`]): each describes the chunks
+/// of the snapshot its commit made.
+#[derive(Debug, Default)]
+pub(crate) struct StatsTable {
+    /// Those of the snapshot the session opened, of arrays the session has
+    /// not written to since (a write to an array drops its entry).
+    pub(crate) carried: BTreeMap<String, bytes::Bytes>,
+    /// Those this session wrote.
+    pub(crate) written: BTreeMap<String, bytes::Bytes>,
+}
+
+impl StatsTable {
+    fn get(&self, key: &str) -> Option<&bytes::Bytes> {
+        self.written.get(key).or_else(|| self.carried.get(key))
+    }
+
+    /// A write to `key` (not a statistics file): the carried statistics of
+    /// the array it is in no longer describe it.
+    fn written_to(&mut self, key: &str) {
+        self.carried.retain(|stats, _| {
+            let array = stats.strip_suffix(STATS_KEY).unwrap_or(stats);
+            !key.starts_with(array)
+        });
+    }
+}
+
+/// Whether `key` is an array's statistics file.
+fn is_stats_key(key: &str) -> bool {
+    key.rsplit('/').next() == Some(STATS_KEY)
+}
+
+impl std::fmt::Debug for IcechunkStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IcechunkStore")
+            .field("location", &self.inner.label)
+            .field("snapshot", &self.inner.snapshot)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An Icechunk store error at `location`: its kind (its `Display` without the
+/// span trace the error's own adds).
+pub(crate) fn store_error(location: &str, e: icechunk::store::StoreError) -> Error {
+    Error::Remote {
+        location: location.to_string(),
+        source: Box::new(e.kind),
+    }
+}
+
+/// Whether `e` says the key is absent (a chunk never written, a missing node,
+/// a Zarr v2 key, which Icechunk never holds).
+fn is_absent(e: &StoreErrorKind) -> bool {
+    matches!(
+        e,
+        StoreErrorKind::NotFound(
+            KeyNotFoundError::ChunkNotFound { .. }
+                | KeyNotFoundError::NodeNotFound { .. }
+                | KeyNotFoundError::ZarrV2KeyNotFound { .. }
+        )
+    )
+}
+
+impl IcechunkStore {
+    /// `store` (a session's) rooted at the node `root`.
+    pub(crate) fn new(
+        store: icechunk::Store,
+        root: &str,
+        label: String,
+        snapshot: String,
+        local: bool,
+        writable: bool,
+        blocking: Blocking,
+        stats: StatsTable,
+    ) -> Self {
+        let root = root.trim_matches('/');
+        Self {
+            inner: Arc::new(Inner {
+                store,
+                root: if root.is_empty() {
+                    String::new()
+                } else {
+                    format!("{root}/")
+                },
+                label,
+                snapshot,
+                local,
+                writable,
+                blocking,
+                stats: Mutex::new(stats),
+            }),
+        }
+    }
+
+    /// The snapshot this store reads (its id), as the session opened it.
+    pub fn snapshot(&self) -> &str {
+        &self.inner.snapshot
+    }
+
+    /// The icechunk store (its session: what a commit commits).
+    pub(crate) fn icechunk(&self) -> &icechunk::Store {
+        &self.inner.store
+    }
+
+    fn stats(&self) -> std::sync::MutexGuard<'_, StatsTable> {
+        self.inner
+            .stats
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The statistics files this session wrote, by their keys in the
+    /// repository: what its commit records.
+    pub(crate) fn commit_stats(&self) -> BTreeMap<String, bytes::Bytes> {
+        let stats = self.stats();
+        // Those carried describe the snapshot this session opened: kept only
+        // while the commit's parent is that snapshot (the caller's to drop).
+        let mut all = stats.carried.clone();
+        all.extend(stats.written.clone());
+        all
+    }
+
+    /// Forget the statistics carried from the snapshot the session opened
+    /// (a commit rebased onto another parent).
+    pub(crate) fn drop_carried_stats(&self) {
+        self.stats().carried.clear();
+    }
+
+    fn key(&self, key: &str) -> String {
+        format!("{}{}", self.inner.root, key.trim_start_matches('/'))
+    }
+
+    fn error(&self, key: &str, e: icechunk::store::StoreError) -> Error {
+        store_error(&format!("{} ({key})", self.inner.label), e)
+    }
+
+    /// `result` with an absent key as `None`.
+    fn absent<T>(&self, key: &str, result: icechunk::store::StoreResult<T>) -> Result<Option<T>> {
+        match result {
+            Ok(v) => Ok(Some(v)),
+            Err(e) if is_absent(&e.kind) => Ok(None),
+            Err(e) => Err(self.error(key, e)),
+        }
+    }
+
+    async fn get_inner(&self, key: &str, max_len: u64) -> Result<Option<Buffer>> {
+        let full = self.key(key);
+        if is_stats_key(&full) {
+            let Some(bytes) = self.stats().get(&full).cloned() else {
+                return Ok(None);
+            };
+            check_size(key, bytes.len() as u64, max_len)?;
+            return Ok(Some(Buffer::from(bytes)));
+        }
+        if max_len < u64::MAX {
+            // The size first: a hostile manifest's length is refused before
+            // anything of that size is fetched.
+            let Some(size) = self.absent(key, self.inner.store.getsize(&full).await)? else {
+                return Ok(None);
+            };
+            check_size(key, size, max_len)?;
+        }
+        let got = self.inner.store.get(&full, &IcByteRange::ALL).await;
+        let got = self.absent(key, got)?;
+        if let Some(bytes) = &got {
+            check_size(key, bytes.len() as u64, max_len)?;
+        }
+        Ok(got.map(Buffer::from))
+    }
+
+    async fn len_inner(&self, key: &str) -> Result<Option<u64>> {
+        let full = self.key(key);
+        if is_stats_key(&full) {
+            return Ok(self.stats().get(&full).map(|b| b.len() as u64));
+        }
+        self.absent(key, self.inner.store.getsize(&full).await)
+    }
+
+    async fn ranges_inner(&self, key: &str, ranges: &[ByteRange]) -> Result<Option<RangeRead>> {
+        let Some(len) = self.len_inner(key).await? else {
+            return Ok(None);
+        };
+        let resolved = crate::store::resolve_ranges(key, ranges, len)?;
+        let full = self.key(key);
+        let mut asked = Vec::with_capacity(resolved.len());
+        for r in &resolved {
+            if r.start < r.end {
+                asked.push((full.clone(), IcByteRange::from(r.start..r.end)));
+            }
+        }
+        let got = self.inner.store.get_partial_values(asked).await;
+        let Some(got) = self.absent(key, got)? else {
+            return Ok(None);
+        };
+        let mut got = got.into_iter();
+        let mut buffers = Vec::with_capacity(resolved.len());
+        for range in &resolved {
+            if range.start == range.end {
+                buffers.push(Buffer::from(Vec::<u8>::new()));
+                continue;
+            }
+            let Some(part) = got.next() else {
+                return Err(short(key, range));
+            };
+            let Some(bytes) = self.absent(key, part)? else {
+                return Ok(None);
+            };
+            if bytes.len() as u64 != range.end - range.start {
+                return Err(short(key, range));
+            }
+            buffers.push(Buffer::from(bytes));
+        }
+        Ok(Some(RangeRead::new(buffers, len)))
+    }
+
+    async fn put_inner(&self, key: &str, value: bytes::Bytes) -> Result<()> {
+        let full = self.key(key);
+        if is_stats_key(&full) {
+            if !self.inner.writable {
+                return Err(Error::Remote {
+                    location: format!("{} ({key})", self.inner.label),
+                    source: Box::new(StoreErrorKind::ReadOnly),
+                });
+            }
+            self.stats().written.insert(full, value);
+            return Ok(());
+        }
+        self.stats().written_to(&full);
+        self.inner
+            .store
+            .set(&full, value)
+            .await
+            .map_err(|e| self.error(key, e))
+    }
+
+    async fn delete_inner(&self, key: &str) -> Result<()> {
+        let full = self.key(key);
+        if is_stats_key(&full) {
+            let mut stats = self.stats();
+            stats.written.remove(&full);
+            stats.carried.remove(&full);
+            return Ok(());
+        }
+        self.stats().written_to(&full);
+        self.inner
+            .store
+            .delete(&full)
+            .await
+            .map_err(|e| self.error(key, e))
+    }
+
+    /// Every key under `prefix` (relative to the root), sorted: listed from the
+    /// deepest node above it that Icechunk lists (it refuses a prefix inside an
+    /// array, such as `a/c/`).
+    async fn list_prefix_inner(&self, prefix: &str) -> Result<Vec<String>> {
+        let full = self.key(prefix);
+        let mut from = full.rsplit_once('/').map_or("", |(dir, _)| dir).to_string();
+        let keys: Vec<String> = loop {
+            let listed = if from.is_empty() {
+                match self.inner.store.list().await {
+                    Ok(s) => s.try_collect().await,
+                    Err(e) => Err(e),
+                }
+            } else {
+                match self.inner.store.list_prefix(&from).await {
+                    Ok(s) => s.try_collect().await,
+                    Err(e) => Err(e),
+                }
+            };
+            match listed {
+                Ok(keys) => break keys,
+                Err(e) if matches!(e.kind, StoreErrorKind::BadKeyPrefix { .. }) => {
+                    from = from.rsplit_once('/').map_or("", |(dir, _)| dir).to_string();
+                }
+                Err(e) if is_absent(&e.kind) => return Ok(Vec::new()),
+                Err(e) => return Err(self.error(prefix, e)),
+            }
+        };
+        let root = self.inner.root.len();
+        let mut keys: Vec<String> = keys
+            .into_iter()
+            .map(|k| k.trim_start_matches('/').to_string())
+            .filter(|k| k.starts_with(&full))
+            .map(|k| k[root..].to_string())
+            .collect();
+        keys.sort_unstable();
+        Ok(keys)
+    }
+
+    async fn list_children_inner(&self, prefix: &str) -> Result<Vec<String>> {
+        let full = self.key(prefix);
+        let dir = full.trim_end_matches('/');
+        let listed = match self.inner.store.list_dir_items(dir).await {
+            Ok(s) => s.try_collect::<Vec<_>>().await,
+            Err(e) => Err(e),
+        };
+        let items = match listed {
+            Ok(items) => items,
+            Err(e) if is_absent(&e.kind) => return Ok(Vec::new()),
+            Err(e) => return Err(self.error(prefix, e)),
+        };
+        let mut names: Vec<String> = items
+            .into_iter()
+            .filter_map(|item| match item {
+                ListDirItem::Prefix(name) => Some(name),
+                ListDirItem::Key(_) => None,
+            })
+            .collect();
+        names.sort_unstable();
+        Ok(names)
+    }
+
+    fn block_on<T: Send>(
+        &self,
+        future: impl std::future::Future<Output = Result<T>> + Send,
+    ) -> Result<T> {
+        self.inner.blocking.block_on(future)?
+    }
+}
+
+fn short(key: &str, range: &Range<u64>) -> Error {
+    Error::RangeOutOfBounds {
+        key: key.to_string(),
+        range: range.clone(),
+        len: range.start,
+    }
+}
+
+impl AsyncStore for IcechunkStore {
+    fn location(&self) -> String {
+        self.inner.label.clone()
+    }
+
+    fn get_bounded<'a>(
+        &'a self,
+        key: &'a str,
+        max_len: u64,
+    ) -> BoxFuture<'a, Result<Option<Buffer>>> {
+        Box::pin(self.get_inner(key, max_len))
+    }
+
+    fn get_ranges<'a>(
+        &'a self,
+        key: &'a str,
+        ranges: &'a [ByteRange],
+    ) -> BoxFuture<'a, Result<Option<RangeRead>>> {
+        Box::pin(self.ranges_inner(key, ranges))
+    }
+
+    fn value_len<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<u64>>> {
+        Box::pin(self.len_inner(key))
+    }
+
+    fn put<'a>(&'a self, key: &'a str, value: bytes::Bytes) -> BoxFuture<'a, Result<()>> {
+        Box::pin(self.put_inner(key, value))
+    }
+
+    fn delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<()>> {
+        Box::pin(self.delete_inner(key))
+    }
+
+    fn list_prefix<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<Vec<String>>> {
+        Box::pin(self.list_prefix_inner(prefix))
+    }
+
+    fn list_children<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<Vec<String>>> {
+        Box::pin(self.list_children_inner(prefix))
+    }
+}
+
+impl Store for IcechunkStore {
+    fn location(&self) -> String {
+        self.inner.label.clone()
+    }
+
+    fn concurrency(&self) -> usize {
+        if self.inner.local { 1 } else { CONCURRENCY }
+    }
+
+    fn remote(&self) -> Option<Remote> {
+        Some(Remote {
+            store: Arc::new(self.clone()),
+            blocking: self.inner.blocking.clone(),
+        })
+    }
+
+    fn get(&self, key: &str) -> Result<Option<Buffer>> {
+        self.block_on(self.get_inner(key, u64::MAX))
+    }
+
+    fn get_bounded(&self, key: &str, max_len: u64) -> Result<Option<Buffer>> {
+        self.block_on(self.get_inner(key, max_len))
+    }
+
+    fn get_range(&self, key: &str, range: Range<u64>) -> Result<Option<Buffer>> {
+        let read = self.block_on(self.ranges_inner(key, &[ByteRange::Bounded(range)]))?;
+        Ok(read.and_then(|r| r.buffers.into_iter().next()))
+    }
+
+    fn value_len(&self, key: &str) -> Result<Option<u64>> {
+        self.block_on(self.len_inner(key))
+    }
+
+    fn get_ranges(&self, key: &str, ranges: &[ByteRange]) -> Result<Option<RangeRead>> {
+        self.block_on(self.ranges_inner(key, ranges))
+    }
+
+    fn set(&self, key: &str, value: &[u8]) -> Result<()> {
+        self.block_on(self.put_inner(key, bytes::Bytes::copy_from_slice(value)))
+    }
+
+    fn delete(&self, key: &str) -> Result<()> {
+        self.block_on(self.delete_inner(key))
+    }
+
+    fn list_prefix(&self, prefix: &str) -> Result<Vec<String>> {
+        self.block_on(self.list_prefix_inner(prefix))
+    }
+
+    fn list_children(&self, prefix: &str) -> Result<Vec<String>> {
+        self.block_on(self.list_children_inner(prefix))
+    }
+
+    fn needs_metadata_first(&self) -> bool {
+        true
+    }
+}
