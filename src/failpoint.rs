@@ -1,10 +1,13 @@
-//! Failpoints for the crash tests (feature `failpoints`; tests only): with
-//! `ZARROW_KILL_AT=NAME:N` in the environment, the process ends by SIGKILL
+//! Failpoints for the crash and race tests (feature `failpoints`; tests only):
+//! with `ZARROW_KILL_AT=NAME:N` in the environment, the process ends by SIGKILL
 //! (`kill -9`: no destructor, no flush, no signal handler runs) the N-th time it
-//! reaches the point NAME. Without the feature, a point compiles to nothing.
+//! reaches the point NAME; with `ZARROW_PAUSE_AT=NAME:MS`, it waits MS
+//! milliseconds at each pass. Without the feature, a point compiles to nothing.
 //!
 //! Points: `store-write`, in [`LocalStore`](crate::LocalStore)'s `set`, after
-//! a value's temporary file is written and before it is renamed over its key.
+//! a value's temporary file is written and before it is renamed over its key;
+//! `icechunk-chunk`, before a chunk is stored in an Icechunk session;
+//! `icechunk-commit`, before a write's commit.
 
 #[cfg(all(feature = "failpoints", unix))]
 pub(crate) fn hit(name: &str) {
@@ -33,3 +36,27 @@ pub(crate) fn hit(name: &str) {
 #[cfg(not(all(feature = "failpoints", unix)))]
 #[inline(always)]
 pub(crate) fn hit(_name: &str) {}
+
+/// With `ZARROW_PAUSE_AT=NAME:MS` in the environment, wait MS milliseconds
+/// each time the process reaches the point NAME (the race tests widen a
+/// window with it). Without the feature, nothing.
+#[cfg(feature = "failpoints")]
+pub(crate) fn pause(name: &str) {
+    use std::sync::OnceLock;
+
+    static AT: OnceLock<Option<(String, u64)>> = OnceLock::new();
+    let at = AT.get_or_init(|| {
+        let spec = std::env::var("ZARROW_PAUSE_AT").ok()?;
+        let (point, ms) = spec.rsplit_once(':')?;
+        Some((point.to_string(), ms.parse().ok()?))
+    });
+    if let Some((point, ms)) = at
+        && point == name
+    {
+        std::thread::sleep(std::time::Duration::from_millis(*ms));
+    }
+}
+
+#[cfg(not(feature = "failpoints"))]
+#[inline(always)]
+pub(crate) fn pause(_name: &str) {}

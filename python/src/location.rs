@@ -28,6 +28,9 @@ impl<'a, 'py> FromPyObject<'a, 'py> for PyLocation {
                 .map(Self)
                 .map_err(to_py);
         }
+        if let Some(location) = icechunk_session(&obj)? {
+            return Ok(Self(location));
+        }
         let store = obj.extract::<AnyObjectStore>().map_err(|e| {
             let kind = obj
                 .get_type()
@@ -58,6 +61,34 @@ impl<'a, 'py> FromPyObject<'a, 'py> for PyLocation {
             format!("obstore://{prefix}"),
         )))
     }
+}
+
+/// An icechunk-python `Session` or `IcechunkStore` (read-only) as a store
+/// at its repository's root, through the bytes it pickles to; `None` for any
+/// other object. Writes need the `icechunk+...` location (one commit each).
+fn icechunk_session(obj: &Borrowed<'_, '_, PyAny>) -> PyResult<Option<Location>> {
+    let kind = obj.get_type();
+    let module = kind.module().map(|m| m.to_string()).unwrap_or_default();
+    if module != "icechunk" && !module.starts_with("icechunk.") {
+        return Ok(None);
+    }
+    let bytes: Vec<u8> = match kind.name()?.to_string().as_str() {
+        "Session" | "ForkSession" => obj
+            .getattr("_session")?
+            .call_method0("as_bytes")?
+            .extract()?,
+        "IcechunkStore" => obj.getattr("_store")?.call_method0("as_bytes")?.extract()?,
+        _ => return Ok(None),
+    };
+    let name = format!("icechunk session ({})", obj.repr()?);
+    let store =
+        zarrow::icechunk::store_from_session_bytes(&bytes, &name, crate::runtime().map_err(to_py)?)
+            .map_err(to_py)?;
+    let snapshot = store.snapshot().to_string();
+    Ok(Some(Location::supplied(
+        Arc::new(store),
+        format!("icechunk://{snapshot}"),
+    )))
 }
 
 impl PyLocation {

@@ -130,7 +130,7 @@ struct ScanSpec {
 
 impl TableSpec {
     fn of(table: &Snapshot) -> DfResult<Self> {
-        let Some(location) = table.location().portable() else {
+        let Some(location) = table.portable_location() else {
             return not_impl_err!(
                 "{}: a store opened in this process (an obstore store) cannot be read on another machine",
                 table.location()

@@ -137,6 +137,13 @@ impl Current {
         let Some(plain) = &now.writable else {
             return Ok(());
         };
+        if let Location::Icechunk(_) = &now.location {
+            // A session reads one snapshot: the branch's tip is opened again.
+            let stores = Stores::new(now.url.clone());
+            let fresh = Snapshot::open(&now.location, now.options.clone(), &stores)?;
+            *self.0.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(fresh);
+            return Ok(());
+        }
         let store = Consolidated::open(plain.clone())?;
         let fresh = Snapshot::from_store(store, &now.location, now.options.clone())?
             .with_url_options(now.url.clone())
@@ -307,6 +314,19 @@ impl Snapshot {
     /// Where the table reads from.
     pub(crate) fn location(&self) -> &Location {
         &self.location
+    }
+
+    /// The location as another machine opens it to read exactly what this
+    /// table reads: an Icechunk branch or tag pinned to the snapshot the
+    /// table's session reads; `None` for a store opened in this process.
+    pub(crate) fn portable_location(&self) -> Option<String> {
+        let pinned = self.writable.as_ref().and_then(|s| s.pinned_version());
+        match (&self.location, pinned) {
+            (Location::Icechunk(l), Some(id)) => {
+                Some(l.at(crate::location::Version::Snapshot(id)).to_string())
+            }
+            (location, _) => location.portable(),
+        }
     }
 
     /// The options it was opened with.

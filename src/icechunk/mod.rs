@@ -102,6 +102,48 @@ pub(crate) fn open_read(
     })?
 }
 
+/// A read-only session as icechunk serializes it (icechunk-python's
+/// `Session` and `IcechunkStore` pickle to these bytes), as a store at the
+/// repository's root, its calls waiting on `runtime`; named `name` in
+/// messages. Its snapshot's chunk statistics are not read.
+///
+/// # Errors
+/// [`Error::Remote`] for bytes icechunk cannot read (another version's, or a
+/// storage this build has no client for: icechunk-python's own S3 client);
+/// [`Error::ReadOnlyVersion`]'s kind for a writable session: a write needs a
+/// commit, which only a location's branch gives.
+pub fn store_from_session_bytes(
+    bytes: &[u8],
+    name: &str,
+    runtime: tokio::runtime::Handle,
+) -> Result<IcechunkStore> {
+    let session = icechunk::session::Session::from_bytes(bytes).map_err(|e| Error::Remote {
+        location: name.to_string(),
+        source: Box::new(e.kind),
+    })?;
+    if !session.read_only() {
+        return Err(Error::OptionNotApplicable {
+            options: vec!["a writable Icechunk session"],
+            applies_to: "no zarrow call: pass a read-only session to read, an icechunk+... location to write (one commit per write)",
+        });
+    }
+    let blocking = Blocking::on(runtime);
+    let snapshot = session.snapshot_id().to_string();
+    let store = blocking.block_on(async move {
+        icechunk::Store::from_session(Arc::new(tokio::sync::RwLock::new(session))).await
+    })?;
+    Ok(IcechunkStore::new(
+        store,
+        "",
+        name.to_string(),
+        snapshot,
+        false,
+        false,
+        blocking,
+        StatsTable::default(),
+    ))
+}
+
 /// `location` pinned to the snapshot its version names now: a branch's tip
 /// resolved (what a plan sent to other machines carries, so that every one
 /// reads the same snapshot).

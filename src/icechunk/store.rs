@@ -174,6 +174,19 @@ impl IcechunkStore {
         self.stats().carried.clear();
     }
 
+    /// A write to a read-only session (a tag's, a snapshot's, a branch's
+    /// read, a session the caller handed over) is refused: only a write's own
+    /// session commits.
+    fn refuse_read_only(&self, key: &str) -> Result<()> {
+        if self.inner.writable {
+            return Ok(());
+        }
+        Err(Error::ReadOnlyVersion {
+            location: format!("{} ({key})", self.inner.label),
+            version: format!("snapshot {}", self.inner.snapshot),
+        })
+    }
+
     fn key(&self, key: &str) -> String {
         format!("{}{}", self.inner.root, key.trim_start_matches('/'))
     }
@@ -264,16 +277,15 @@ impl IcechunkStore {
     async fn put_inner(&self, key: &str, value: bytes::Bytes) -> Result<()> {
         let full = self.key(key);
         if is_stats_key(&full) {
-            if !self.inner.writable {
-                return Err(Error::Remote {
-                    location: format!("{} ({key})", self.inner.label),
-                    source: Box::new(StoreErrorKind::ReadOnly),
-                });
-            }
+            self.refuse_read_only(key)?;
             self.stats().written.insert(full, value);
             return Ok(());
         }
+        self.refuse_read_only(key)?;
         self.stats().written_to(&full);
+        if !full.ends_with("zarr.json") {
+            crate::failpoint::hit("icechunk-chunk");
+        }
         self.inner
             .store
             .set(&full, value)
@@ -282,6 +294,7 @@ impl IcechunkStore {
     }
 
     async fn delete_inner(&self, key: &str) -> Result<()> {
+        self.refuse_read_only(key)?;
         let full = self.key(key);
         if is_stats_key(&full) {
             let mut stats = self.stats();
@@ -471,5 +484,13 @@ impl Store for IcechunkStore {
 
     fn needs_metadata_first(&self) -> bool {
         true
+    }
+
+    fn pinned_version(&self) -> Option<String> {
+        Some(self.inner.snapshot.clone())
+    }
+
+    fn wants_consolidated(&self) -> bool {
+        false
     }
 }

@@ -112,8 +112,9 @@ pub(crate) fn write(
     );
     let mut added = before..before + rows;
     for attempt in 1..=MAX_ATTEMPTS {
+        crate::failpoint::pause("icechunk-commit");
         crate::failpoint::hit("icechunk-commit");
-        match commit_once(&store, blocking, &message, operation, rows)? {
+        match commit_once(&store, blocking, &message, operation, rows, attempt)? {
             Committed::Done => return Ok(rows),
             Committed::Moved if attempt == MAX_ATTEMPTS => break,
             Committed::Moved => {}
@@ -162,6 +163,7 @@ fn commit_once(
     message: &str,
     operation: &str,
     rows: u64,
+    attempt: u32,
 ) -> Result<Committed> {
     use base64::Engine as _;
     let stats: serde_json::Map<String, Value> = store
@@ -180,6 +182,7 @@ fn commit_once(
             "version": env!("CARGO_PKG_VERSION"),
             "operation": operation,
             "rows": rows,
+            "attempt": attempt,
             "stats": stats,
         }),
     )]);

@@ -277,6 +277,14 @@ impl Store for Consolidated {
         self.inner.needs_metadata_first()
     }
 
+    fn pinned_version(&self) -> Option<String> {
+        self.inner.pinned_version()
+    }
+
+    fn wants_consolidated(&self) -> bool {
+        self.inner.wants_consolidated()
+    }
+
     fn list_children(&self, prefix: &str) -> Result<Vec<String>> {
         let prefix = prefix.trim_matches('/');
         let known = self.known.read().unwrap_or_else(PoisonError::into_inner);

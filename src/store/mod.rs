@@ -156,6 +156,21 @@ pub trait Store: Debug + Send + Sync {
         Ok(None)
     }
 
+    /// Whether a group written here carries its children's metadata,
+    /// consolidated (`true`, the default: one request opens it). `false` for a
+    /// store whose every version lists its nodes already (an Icechunk
+    /// repository's snapshot), where a copy could only go stale.
+    fn wants_consolidated(&self) -> bool {
+        true
+    }
+
+    /// The immutable version this store reads, when it reads one (an
+    /// Icechunk session's snapshot id): what another machine must open to
+    /// read the same values. `None` (the default): the store is read as it is.
+    fn pinned_version(&self) -> Option<String> {
+        None
+    }
+
     /// Whether a chunk can be stored only inside the shape of its array's
     /// stored metadata (an Icechunk session): a writer then stores the
     /// metadata first, its shape grown ahead of the chunks, and the final

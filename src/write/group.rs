@@ -374,7 +374,7 @@ impl GroupWriter {
             &self.path,
             self.options.zarr_format,
             attributes,
-            true,
+            self.store.wants_consolidated(),
         )?;
         drop(self.lock.take());
         Ok(rows)
@@ -396,7 +396,7 @@ pub fn write_group_metadata(
         path,
         zarr_format,
         zarrow::group_attributes(columns),
-        true,
+        store.wants_consolidated(),
     )
 }
 

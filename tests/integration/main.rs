@@ -17,6 +17,8 @@ mod engine;
 mod export_parquet;
 mod fuzz_replay;
 mod golden;
+#[cfg(all(feature = "icechunk", feature = "datafusion"))]
+mod icechunk;
 mod linear;
 mod reader;
 mod robustness;

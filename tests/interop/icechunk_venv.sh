@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The Icechunk checks' venv (.venv-icechunk): icechunk-python 2.3 needs Python >= 3.12,
+# which the main venv's interpreter may not be. The first python3.12+ found (on PATH,
+# then under pyenv) makes it; the pinned requirements and the zarrow package (built by
+# maturin in the repository's target/ directory, as python/ci.sh builds it, so nothing
+# compiles twice) go in.
+#   bash tests/interop/icechunk_venv.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
+if [ ! -x .venv-icechunk/bin/python ]; then
+    py=""
+    for candidate in python3.14 python3.13 python3.12; do
+        if command -v "$candidate" >/dev/null; then py=$(command -v "$candidate"); break; fi
+    done
+    if [ -z "$py" ] && command -v pyenv >/dev/null; then
+        for dir in "$(pyenv root)"/versions/3.1[2-9]*; do
+            if [ -x "$dir/bin/python3" ]; then py="$dir/bin/python3"; fi
+        done
+    fi
+    if [ -z "$py" ]; then
+        echo "no Python >= 3.12 found (on PATH or under pyenv): icechunk-python 2.3 needs one" >&2
+        exit 1
+    fi
+    "$py" -m venv .venv-icechunk
+fi
+.venv-icechunk/bin/python -m pip install --disable-pip-version-check -q -r testdata/gen/requirements-icechunk.txt
+# maturin runs from this venv; MATURIN_PEP517_ARGS (--profile ci from .ci/run) as in python/ci.sh.
+PATH="$PWD/.venv-icechunk/bin:$PATH" .venv-icechunk/bin/python -m pip install --disable-pip-version-check -q \
+    --no-build-isolation --force-reinstall --no-deps ./python
