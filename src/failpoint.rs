@@ -41,6 +41,7 @@ pub(crate) fn hit(_name: &str) {}
 /// each time the process reaches the point NAME (the race tests widen a
 /// window with it). Without the feature, nothing.
 #[cfg(feature = "failpoints")]
+#[cfg_attr(not(feature = "icechunk"), allow(dead_code))]
 pub(crate) fn pause(name: &str) {
     use std::sync::OnceLock;
 
@@ -58,5 +59,6 @@ pub(crate) fn pause(name: &str) {
 }
 
 #[cfg(not(feature = "failpoints"))]
+#[cfg_attr(not(feature = "icechunk"), allow(dead_code))]
 #[inline(always)]
 pub(crate) fn pause(_name: &str) {}

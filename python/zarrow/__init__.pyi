@@ -4,8 +4,9 @@ from typing import Any, Iterator, Literal, Mapping, Optional, Sequence, Tuple, T
 __version__: str
 
 PathLike = Union[str, os.PathLike[str]]
-# A path, a URL, or an obstore store (obstore.store.S3Store, GCSStore, AzureStore,
-# HTTPStore, LocalStore).
+# A path, a URL (an Icechunk location too: "icechunk+s3://bucket/repo?path=obs"), an
+# obstore store (obstore.store.S3Store, GCSStore, AzureStore, HTTPStore, LocalStore),
+# or, to read, an icechunk-python read-only Session or IcechunkStore.
 Location = Union[str, os.PathLike[str], Any]
 StringType = Literal["utf8", "large-utf8", "large_utf8", "utf8-view", "utf8_view"]
 Rows = Union[Tuple[int, int], range, slice]

@@ -345,8 +345,20 @@ pub fn record_stats(
             reason: Conversion::ReadOnlyStats,
         });
     }
+    #[cfg(feature = "icechunk")]
+    if let Location::Icechunk(icechunk) = location {
+        // One commit on the branch, its properties the statistics.
+        return context
+            .stores()
+            .commit_icechunk_stats(icechunk, |store| record_stats_in(store, observer));
+    }
     let store = context.stores().open(location)?;
     let _lock = store.lock(crate::write::DEFAULT_LOCK_TIMEOUT)?;
+    record_stats_in(store, observer)
+}
+
+/// [`record_stats`] in `store`, whose root is the node.
+fn record_stats_in(store: Arc<dyn Store>, observer: &dyn Observer) -> Result<Written> {
     let (mut arrays, mut others) = (Vec::new(), Vec::new());
     one_d_arrays(store.as_ref(), "", &mut arrays, &mut others)?;
     for path in &others {

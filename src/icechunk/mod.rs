@@ -21,7 +21,7 @@ use icechunk::format::SnapshotId;
 use icechunk::repository::VersionInfo;
 
 pub use store::IcechunkStore;
-use store::StatsTable;
+use store::{SessionStore, StatsTable};
 
 use crate::error::{Error, LocationError, Result};
 use crate::location::{IcechunkLocation, UrlOptions, Version};
@@ -132,15 +132,18 @@ pub fn store_from_session_bytes(
     let store = blocking.block_on(async move {
         icechunk::Store::from_session(Arc::new(tokio::sync::RwLock::new(session))).await
     })?;
-    Ok(IcechunkStore::new(
+    let session = SessionStore {
         store,
+        snapshot,
+        writable: false,
+        stats: StatsTable::default(),
+    };
+    Ok(IcechunkStore::new(
+        session,
         "",
         name.to_string(),
-        snapshot,
-        false,
         false,
         blocking,
-        StatsTable::default(),
     ))
 }
 
@@ -190,15 +193,18 @@ async fn store_of(
         written: BTreeMap::new(),
     };
     let store = icechunk::Store::from_session(Arc::new(tokio::sync::RwLock::new(session))).await;
-    Ok(IcechunkStore::new(
+    let session = SessionStore {
         store,
+        snapshot: snapshot.to_string(),
+        writable,
+        stats,
+    };
+    Ok(IcechunkStore::new(
+        session,
         root,
         location.to_string(),
-        snapshot.to_string(),
         location.is_local_repository(),
-        writable,
         blocking.clone(),
-        stats,
     ))
 }
 

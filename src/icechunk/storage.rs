@@ -23,6 +23,10 @@ fn storage_error(location: &IcechunkLocation, e: icechunk::StorageError) -> Erro
 }
 
 /// Open the storage of `location`'s repository.
+#[cfg_attr(
+    not(any(feature = "s3", feature = "gcs", feature = "azure")),
+    allow(unreachable_code, unused_variables)
+)]
 pub(super) async fn open(
     location: &IcechunkLocation,
     options: &UrlOptions,
@@ -40,7 +44,8 @@ pub(super) async fn open(
     let prefix = (!prefix.is_empty()).then_some(prefix);
     #[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
     let bucket = url.url().host_str().unwrap_or_default().to_string();
-    let opened = match url.cloud() {
+    let opened: icechunk::storage::StorageResult<Arc<dyn Storage + Send + Sync>> = match url.cloud()
+    {
         #[cfg(feature = "s3")]
         Cloud::S3 => {
             use icechunk::config::{S3Credentials, S3Options};

@@ -73,6 +73,16 @@ impl StatsTable {
     }
 }
 
+/// A session's store, what it reads and the statistics beside it.
+pub(crate) struct SessionStore {
+    pub(crate) store: icechunk::Store,
+    /// The snapshot it reads (a branch's tip when it opened), its id.
+    pub(crate) snapshot: String,
+    /// A branch's writable session (else read-only).
+    pub(crate) writable: bool,
+    pub(crate) stats: StatsTable,
+}
+
 /// Whether `key` is an array's statistics file.
 fn is_stats_key(key: &str) -> bool {
     key.rsplit('/').next() == Some(STATS_KEY)
@@ -110,32 +120,29 @@ fn is_absent(e: &StoreErrorKind) -> bool {
 }
 
 impl IcechunkStore {
-    /// `store` (a session's) rooted at the node `root`.
+    /// `session`'s store rooted at the node `root`, named `label` in messages.
     pub(crate) fn new(
-        store: icechunk::Store,
+        session: SessionStore,
         root: &str,
         label: String,
-        snapshot: String,
         local: bool,
-        writable: bool,
         blocking: Blocking,
-        stats: StatsTable,
     ) -> Self {
         let root = root.trim_matches('/');
         Self {
             inner: Arc::new(Inner {
-                store,
+                store: session.store,
                 root: if root.is_empty() {
                     String::new()
                 } else {
                     format!("{root}/")
                 },
                 label,
-                snapshot,
+                snapshot: session.snapshot,
                 local,
-                writable,
+                writable: session.writable,
                 blocking,
-                stats: Mutex::new(stats),
+                stats: Mutex::new(session.stats),
             }),
         }
     }

@@ -149,6 +149,48 @@ pub(crate) fn write(
     })
 }
 
+/// Run `record` in a writable session of `location`'s branch, at the
+/// repository's root, and commit what it stored with `message` (statistics
+/// only: the commit changes no chunk). When the branch moved, `record` runs
+/// again on the new tip: what it recorded describes the snapshot it read.
+///
+/// # Errors
+/// As [`write`]; `record`'s.
+pub(crate) fn commit_recorded<T>(
+    location: &IcechunkLocation,
+    url: &UrlOptions,
+    blocking: &Blocking,
+    message: &str,
+    mut record: impl FnMut(Arc<dyn Store>) -> Result<T>,
+) -> Result<T> {
+    let Version::Branch(branch) = location.version() else {
+        return Err(Error::ReadOnlyVersion {
+            location: location.to_string(),
+            version: location.version().to_string(),
+        });
+    };
+    let repo = blocking.block_on(open_repository(location, url, false))??;
+    for attempt in 1..=MAX_ATTEMPTS {
+        let store = blocking.block_on(async {
+            let session = repo
+                .writable_session(branch)
+                .await
+                .map_err(|e| repo_error(location, e))?;
+            store_of(&repo, session, location, location.path(), blocking).await
+        })??;
+        let recorded = record(Arc::new(store.clone()))?;
+        match commit_once(&store, blocking, message, "stats", 0, attempt)? {
+            Committed::Done => return Ok(recorded),
+            Committed::Moved => std::thread::sleep(backoff(attempt)),
+        }
+    }
+    Err(Error::Conflict {
+        location: location.to_string(),
+        branch: branch.clone(),
+        attempts: MAX_ATTEMPTS,
+    })
+}
+
 /// How a commit went.
 enum Committed {
     Done,

@@ -44,7 +44,7 @@ crate::options::options! {
         /// [object stores] The most seconds one request may take before it counts as
         /// failed, and is retried (default 30).
         pub timeout: Option<std::time::Duration> as crate::options::Seconds = None,
-        /// [Icechunk] Read an Icechunk repository's virtual chunks from these
+        /// [Icechunk repositories] Read an Icechunk repository's virtual chunks from these
         /// containers, by URL prefix, comma-separated (e.g.
         /// s3://bucket/data/,file:///data/), with the environment's credentials,
         /// as for object stores. A virtual chunk elsewhere is an error that names

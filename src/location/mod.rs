@@ -565,6 +565,23 @@ impl Stores {
         crate::icechunk::write::write(location, &self.url, &self.blocking, options, commit, write)
     }
 
+    #[cfg(all(feature = "icechunk", feature = "convert"))]
+    /// Record chunk statistics at `location` through `record` (given the node's
+    /// store in a writable session), as one commit on its branch.
+    pub(crate) fn commit_icechunk_stats<T>(
+        &self,
+        location: &IcechunkLocation,
+        record: impl FnMut(Arc<dyn Store>) -> Result<T>,
+    ) -> Result<T> {
+        crate::icechunk::write::commit_recorded(
+            location,
+            &self.url,
+            &self.blocking,
+            "zarrow stats: chunk statistics",
+            record,
+        )
+    }
+
     /// `location` as another machine must read it to see what this one sees:
     /// an Icechunk location pinned to the snapshot its branch or tag names
     /// now; any other as it is.

@@ -45,8 +45,10 @@ pub(crate) use object::DEFAULT_CONCURRENCY;
 pub use object::{ObjectStoreAsync, ObjectStoreBackend};
 #[cfg(feature = "object-store")]
 pub(crate) use ranges::COALESCE_GAP;
+#[cfg(feature = "icechunk")]
+pub(crate) use ranges::resolve as resolve_ranges;
 pub use ranges::{ByteRange, RangeRead};
-pub(crate) use ranges::{read_coalesced, resolve as resolve_ranges, slice_ranges};
+pub(crate) use ranges::{read_coalesced, slice_ranges};
 
 use crate::error::{Error, Result};
 

@@ -53,6 +53,16 @@ pub fn write_zarr(
             },
         });
     }
+    if let Location::Store { store, name } = dst
+        && let Some(version) = store.pinned_version()
+    {
+        // A store that reads one immutable version (an Icechunk session the
+        // caller handed over) takes no write: a commit needs the location.
+        return Err(Error::ReadOnlyVersion {
+            location: name.clone(),
+            version: format!("snapshot {version}"),
+        });
+    }
     if options.message.is_some() {
         return Err(Error::OptionNotApplicable {
             options: vec!["message"],

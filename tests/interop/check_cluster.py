@@ -9,7 +9,7 @@ records requests), written by zarr-python; a Parquet file written by pyarrow. Ea
 query's rows equal both local DataFusion's (`zarrow sql` without --cluster) and
 pyarrow's over the data zarr-python reads:
 
-- group by, a join of two Zarr tables, a Zarr table joined with a Parquet file,
+- group by (over a Zarr store and over an Icechunk repository), a join of two Zarr tables, a Zarr table joined with a Parquet file,
   LIMIT (the first rows) and ORDER BY ... LIMIT;
 - both executors ran tasks (their RUST_LOG=info lines), and the chunks the query
   needs were each fetched once across the cluster, the metadata by the client alone;
@@ -222,6 +222,21 @@ def main() -> int:
                             "WHERE total_counts > 5000 GROUP BY cell_type", {"obs": s3_obs}, want,
                             "--partitions", "4")
             case("group by over S3", group_by)
+
+            def icechunk_table():
+                # An Icechunk repository on S3, written by zarrow (one commit):
+                # the plan carries the snapshot the client resolved.
+                src = tmp / "obs_icechunk.parquet"
+                pq.write_table(obs, src)
+                url = f"icechunk+s3://{BUCKET}/icechunk?path=obs"
+                made = subprocess.run([zarrow, "convert", str(src), url, "--chunk-len", "1000"], env=env,
+                                      capture_output=True, text=True, timeout=300)
+                assert made.returncode == 0, made.stderr
+                want = grouped(obs, "cell_type", [([], "count_all"), ("n_genes", "sum")])
+                want = want.rename_columns(["cell_type", "n", "s"]).select(["cell_type", "n", "s"])
+                return both("SELECT cell_type, count(*) AS n, sum(n_genes) AS s FROM obs GROUP BY cell_type",
+                            {"obs": url}, want, "--partitions", "4")
+            case("group by over an Icechunk repository on S3", icechunk_table)
 
             def zarr_join():
                 joined = obs.join(lineage, "cell_type", join_type="inner")

@@ -174,12 +174,69 @@ def python_repo_cases(zarrow: str, case, tmp: Path) -> None:
         return "read at a tag, sql at a branch"
     case("python repo, zarrow package read and sql", python_package)
 
+    def session_objects():
+        # icechunk-python's read-only Session and IcechunkStore, handed over
+        # as they are (their repository's root is read): zarrow reads what
+        # they read; a writable session is refused (a write commits, which
+        # needs the icechunk+ location).
+        import zarrow
+        flat = local_repo(tmp / "flat_repo")
+        s = flat.writable_session("main")
+        g = zarr.group(store=s.store)
+        g.create_array("word", shape=words.shape, chunks=(400,), dtype=str)[:] = words
+        g.create_array("x", shape=ints.shape, chunks=(300,), dtype="int32")[:] = ints
+        first_snap = s.commit("flat")
+        s = flat.writable_session("main")
+        zarr.open_array(store=s.store, path="x")[:5] = 0
+        s.commit("flat, changed")
+        want = {"word": words.tolist(), "x": ints.tolist()}
+        session = flat.readonly_session(snapshot_id=first_snap)
+        for obj in (session, session.store):
+            got = plain(pa.table(zarrow.read(obj)))
+            if got != want:
+                raise AssertionError(f"{type(obj).__name__}: {str(got)[:200]}")
+        n = pa.table(zarrow.sql("SELECT count(*) AS n FROM p WHERE x < 10", tables={"p": session}))
+        if n.to_pylist() != [{"n": sum(1 for v in ints if v < 10)}]:
+            raise AssertionError(n.to_pylist())
+        try:
+            zarrow.read(flat.writable_session("main"))
+            raise AssertionError("a writable session was read")
+        except Exception as e:  # noqa: BLE001
+            if "writable Icechunk session" not in str(e):
+                raise
+        try:
+            zarrow.write(pa.table({"x": [1]}), session)
+            raise AssertionError("a write through a read-only session")
+        except Exception as e:  # noqa: BLE001
+            if "read-only" not in str(e):
+                raise
+        return "Session and IcechunkStore read at their snapshot; writable and writes refused"
+    case("python repo, icechunk-python Session objects", session_objects)
+
     def info():
         proc = run(zarrow, "info", f"{url}?path=obs")
         if "x 2000 rows" not in proc.stdout:
             raise AssertionError(proc.stdout[-400:])
         return "2000 rows at main"
     case("python repo, info", info)
+
+    def stats_commit():
+        # `zarrow stats` on a branch: one commit holding the statistics, which
+        # then prune; the values are unchanged.
+        before = [a.id for a in ancestry(repo)]
+        run(zarrow, "stats", f"{url}?path=plain")
+        after = ancestry(repo)
+        if [a.id for a in after[1:]] != before or not after[0].message.startswith("zarrow stats"):
+            raise AssertionError([a.message for a in after[:2]])
+        proc = run(zarrow, "sql", "EXPLAIN ANALYZE SELECT count(*) FROM p WHERE x = 30",
+                   "--table", f"p={url}?path=plain")
+        pruned = proc.stdout.split("rows_pruned_by_statistics=")[1].split(",")[0].split(" ")[0]
+        if pruned in ("0", ""):
+            raise AssertionError(proc.stdout[-500:])
+        if expect_plain({"branch": "main"}) != expect_plain({"snapshot_id": before[0]}):
+            raise AssertionError("the values changed")
+        return f"one commit ({after[0].message!r}); {pruned} rows pruned after"
+    case("python repo, zarrow stats commits statistics", stats_commit)
 
     def bad_versions():
         notes = []
