@@ -259,6 +259,10 @@ impl datafusion::catalog::TableProvider for ZarrTable {
                     location
                 );
             }
+            // An Icechunk branch: the table replaced in one commit.
+            (Some(_), false, Mode::Overwrite) if matches!(location, Location::Icechunk(_)) => {
+                location.clone()
+            }
             (Some(_), false, Mode::Overwrite) => {
                 return not_impl_err!(
                     "INSERT OVERWRITE replaces a local table in one step; an object store has no rename to do that with: COPY to a new location instead"

@@ -71,6 +71,13 @@ def plain(table: pa.Table) -> dict:
     return out
 
 
+def metric(plan: str, name: str) -> float:
+    """A scan metric of an EXPLAIN ANALYZE plan (`bytes_fetched=11.20 K`), as a number."""
+    text = plan.split(f"{name}=")[1].split(",")[0].strip()
+    number, _, unit = text.partition(" ")
+    return float(number) * {"K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9}.get(unit[:1], 1)
+
+
 def frame_lists(df: pd.DataFrame) -> dict:
     out = {}
     for name in df.columns:
@@ -230,12 +237,12 @@ def python_repo_cases(zarrow: str, case, tmp: Path) -> None:
             raise AssertionError([a.message for a in after[:2]])
         proc = run(zarrow, "sql", "EXPLAIN ANALYZE SELECT count(*) FROM p WHERE x = 30",
                    "--table", f"p={url}?path=plain")
-        pruned = proc.stdout.split("rows_pruned_by_statistics=")[1].split(",")[0].split(" ")[0]
-        if pruned in ("0", ""):
+        pruned = metric(proc.stdout, "rows_pruned_by_statistics")
+        if pruned == 0:
             raise AssertionError(proc.stdout[-500:])
         if expect_plain({"branch": "main"}) != expect_plain({"snapshot_id": before[0]}):
             raise AssertionError("the values changed")
-        return f"one commit ({after[0].message!r}); {pruned} rows pruned after"
+        return f"one commit ({after[0].message!r}); {pruned:,.0f} rows pruned after"
     case("python repo, zarrow stats commits statistics", stats_commit)
 
     def bad_versions():
@@ -305,8 +312,13 @@ def zarrow_commit_cases(zarrow: str, case, tmp: Path) -> None:
         want_n = list(range(100)) + list(range(10))
         if got["n"] != want_n:
             raise AssertionError(got["n"][:20])
-        messages = [a.message for a in ancestry(local_repo(root))][:2]
-        return f"COPY and INSERT: {len(want_n)} rows; {messages}"
+        run(zarrow, "sql", f"CREATE EXTERNAL TABLE c STORED AS ZARR LOCATION '{url}?path=copied'; "
+            "INSERT OVERWRITE c SELECT * FROM c WHERE n < 5")
+        got, _ = group_lists("copied")
+        if got["n"] != [0, 1, 2, 3, 4, 0, 1, 2, 3, 4]:
+            raise AssertionError(f"INSERT OVERWRITE: {got['n']}")
+        messages = [a.message for a in ancestry(local_repo(root))][:3]
+        return f"COPY, INSERT, INSERT OVERWRITE; {messages}"
     case("zarrow commits: COPY TO and INSERT INTO", sql_copy_insert)
 
     def anndata_layout():
@@ -345,12 +357,29 @@ def zarrow_commit_cases(zarrow: str, case, tmp: Path) -> None:
         text = proc.stdout
         if "rows_pruned_by_statistics=" not in text:
             raise AssertionError(text[-800:])
-        pruned = text.split("rows_pruned_by_statistics=")[1].split(",")[0].split(" ")[0]
-        if pruned in ("0", ""):
+        pruned = metric(text, "rows_pruned_by_statistics")
+        if pruned == 0:
             raise AssertionError(f"nothing pruned: {text[-600:]}")
         props = ancestry(local_repo(root))[0].metadata
-        return f"{pruned} rows pruned; commit properties hold {sorted(props.get('zarrow', {}).get('stats', {}))[:2]}..."
+        return f"{pruned:,.0f} rows pruned; commit properties hold {sorted(props.get('zarrow', {}).get('stats', {}))[:2]}..."
     case("zarrow commits: statistics in the commit prune", statistics_prune)
+
+    def partial_reads():
+        # A sharded array in a repository: the first rows read the shard's
+        # index and one inner chunk (ranged reads through get_partial_values),
+        # not the shard.
+        big = pa.table({"n": pa.array(np.arange(400_000, dtype=np.int64))})
+        path = tmp / "big.parquet"
+        pq.write_table(big, path)
+        run(zarrow, "convert", str(path), f"{url}?path=sharded", "--shard-len", "200000", "--chunk-len", "1000",
+            "--compressor", "none")
+        proc = run(zarrow, "sql", "EXPLAIN ANALYZE SELECT n FROM t LIMIT 10", "--table", f"t={url}?path=sharded")
+        fetched = metric(proc.stdout, "bytes_fetched")
+        shard = 200_000 * 8
+        if fetched > shard / 20:
+            raise AssertionError(f"{fetched} fetched of a {shard}-byte shard")
+        return f"{fetched:,.0f} bytes fetched of a {shard:,}-byte shard"
+    case("zarrow commits: a sharded array reads its index and one inner chunk", partial_reads)
 
     def read_only_versions():
         repo = local_repo(root)

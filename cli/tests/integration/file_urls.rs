@@ -86,7 +86,7 @@ fn unknown_schemes_are_not_paths() {
             .success()
     );
     for dst in [
-        "icechunk+file:///data/repo?path=t",
+        "icechunk+ftp://host/repo?path=t",
         "s4://bucket/t.zarr",
         "my-store.v2://x/t.zarr",
     ] {
@@ -105,7 +105,7 @@ fn unknown_schemes_are_not_paths() {
             .collect();
         assert_eq!(made, ["t.parquet"], "{dst}");
     }
-    let info = zarrow(&["info", "icechunk+file:///data/repo"]);
+    let info = zarrow(&["info", "icechunk+ftp://host/repo"]);
     assert!(!info.status.success());
 }
 
