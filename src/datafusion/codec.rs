@@ -64,7 +64,13 @@ const SINK_TAG: &[u8] = b"zarrow.sink.v2:";
 
 #[derive(Serialize, Deserialize)]
 struct TableSpec {
+    /// The location as the table names it (an Icechunk branch: where an
+    /// INSERT commits).
     location: String,
+    /// Where its rows are read: the snapshot of an Icechunk branch or tag the
+    /// client read (absent: `location`).
+    #[serde(default)]
+    read_at: Option<String>,
     /// The [`ZarrTableOptions`].
     options: Carried,
     /// The [`UrlOptions`].
@@ -130,13 +136,16 @@ struct ScanSpec {
 
 impl TableSpec {
     fn of(table: &Snapshot) -> DfResult<Self> {
-        let Some(location) = table.portable_location() else {
+        let (Some(location), Some(read_at)) =
+            (table.location().portable(), table.portable_location())
+        else {
             return not_impl_err!(
                 "{}: a store opened in this process (an obstore store) cannot be read on another machine",
                 table.location()
             );
         };
         Ok(Self {
+            read_at: (read_at != location).then_some(read_at),
             location,
             options: Carried::of(table.options()),
             url: Carried::of(table.url_options()),
@@ -147,10 +156,17 @@ impl TableSpec {
     /// The table, opened from the metadata carried (no request).
     fn open(self) -> DfResult<Snapshot> {
         let location = Location::parse(&self.location).map_err(df_err)?;
+        let read_at = match &self.read_at {
+            Some(text) => Location::parse(text).map_err(df_err)?,
+            None => location.clone(),
+        };
         let options: ZarrTableOptions = self.options.options().map_err(df_err)?;
         let stores = Stores::new(self.url.options().map_err(df_err)?);
-        Snapshot::from_snapshot(&location, options, &stores, self.metadata.snapshot())
-            .map_err(df_err)
+        Ok(
+            Snapshot::from_snapshot(&read_at, options, &stores, self.metadata.snapshot())
+                .map_err(df_err)?
+                .named(location),
+        )
     }
 }
 

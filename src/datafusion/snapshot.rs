@@ -316,6 +316,13 @@ impl Snapshot {
         &self.location
     }
 
+    /// The same table, named `location` (what it was read at another machine
+    /// pinned to a snapshot of it: an INSERT commits to the location's branch).
+    pub(crate) fn named(mut self, location: Location) -> Self {
+        self.location = location;
+        self
+    }
+
     /// The location as another machine opens it to read exactly what this
     /// table reads: an Icechunk branch or tag pinned to the snapshot the
     /// table's session reads; `None` for a store opened in this process.

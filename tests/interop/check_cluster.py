@@ -14,6 +14,7 @@ pyarrow's over the data zarr-python reads:
 - both executors ran tasks (their RUST_LOG=info lines), and the chunks the query
   needs were each fetched once across the cluster, the metadata by the client alone;
 - COPY ... STORED AS ZARR (with OPTIONS) run on the cluster, read back by zarr-python;
+  COPY and INSERT into an Icechunk repository on S3, one commit each;
 - with an executor killed mid-query (SIGKILL), the answer is the right rows (its
   tasks run again elsewhere) or a clean error, never wrong rows.
 
@@ -407,6 +408,28 @@ def main() -> int:
                 assert got == [{"n": len(ids), "s": sum(ids)}], got
                 return f"{len(ids)} rows"
             case("INSERT INTO a Zarr table on S3 on the cluster, then SELECT", insert_into_s3)
+
+            def icechunk_writes():
+                # COPY and INSERT into an Icechunk repository on the cluster:
+                # the sink is one task, so each statement is one commit (the
+                # repository's snapshot objects: the first, then one each).
+                target = f"icechunk+s3://{BUCKET}/ic-writes?path=t"
+                tables = {"events": f"s3://{BUCKET}/events.zarr"}
+                done = sql(zarrow, f"COPY (SELECT cell_type, id FROM events WHERE id < 700) TO '{target}' "
+                           "STORED AS ZARR OPTIONS (message 'from the cluster')", tables, tmp / "c.parquet",
+                           env, cluster.url, "--partitions", "3")
+                if done.returncode != 0:
+                    raise AssertionError(f"COPY failed: {done.stderr.strip()[-800:]}")
+                got = answer(zarrow, "INSERT INTO t SELECT cell_type, id FROM events WHERE id >= 599300; "
+                             "SELECT count(*) AS n, sum(id) AS s FROM t", {**tables, "t": target},
+                             tmp / "i.parquet", env, cluster.url, "--partitions", "3").to_pylist()
+                ids = list(range(700)) + list(range(599_300, EVENTS_ROWS))
+                assert got == [{"n": len(ids), "s": sum(ids)}], got
+                snapshots = [o["Key"] for page in s3.get_paginator("list_objects_v2").paginate(
+                    Bucket=BUCKET, Prefix="ic-writes/snapshots/") for o in page.get("Contents", [])]
+                assert len(snapshots) == 3, f"{len(snapshots)} snapshots: {snapshots}"
+                return f"{len(ids)} rows; {len(snapshots)} snapshots (the repository's first, COPY, INSERT)"
+            case("COPY and INSERT into an Icechunk repository on the cluster: one commit each", icechunk_writes)
 
             def killed():
                 # 24 tasks over S3; executor-2 is killed once it runs one of them.

@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import warnings
 from pathlib import Path
 
@@ -419,6 +420,38 @@ def zarrow_commit_cases(zarrow: str, case, tmp: Path) -> None:
             raise AssertionError("the append after the kills")
         return f"killed at {', '.join(notes)}: branch unchanged; the next append whole"
     case("zarrow commits: kill -9 leaves the old snapshot", killed)
+
+    def killed_anywhere():
+        # kill -9 at random moments of an append of 200,000 rows, the commit
+        # included: the branch is at the old snapshot or the new one, whole.
+        import random
+        rnd = random.Random(41)
+        m = 200_000
+        rows = tmp / "rows.parquet"
+        pq.write_table(pa.table({"n": pa.array(np.arange(m, dtype=np.int64))}), rows)
+        run(zarrow, "convert", str(rows), f"{url}?path=k", "--chunk-len", "10000")
+        outcomes = {"old": 0, "new": 0}
+        start = time.monotonic()
+        run(zarrow, "convert", str(rows), f"{url}?path=k", "--append")
+        took = time.monotonic() - start
+        for _ in range(10):
+            before = [a.id for a in ancestry(local_repo(root))]
+            have, _ = group_lists("k")
+            proc = subprocess.Popen([zarrow, "convert", str(rows), f"{url}?path=k", "--append"],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(rnd.uniform(0, took * 1.2))
+            proc.kill()
+            proc.wait()
+            after = [a.id for a in ancestry(local_repo(root))]
+            now, _ = group_lists("k")
+            if after == before and now == have:
+                outcomes["old"] += 1
+            elif after[1:] == before and now["n"] == have["n"] + list(range(m)):
+                outcomes["new"] += 1
+            else:
+                raise AssertionError(f"{len(now['n'])} rows after a kill (had {len(have['n'])})")
+        return f"an append takes {took * 1000:.0f} ms; 10 kills: {outcomes}"
+    case("zarrow commits: kill -9 at random moments leaves a whole snapshot", killed_anywhere)
 
 
 def virtual_cases(zarrow: str, case, tmp: Path) -> None:
