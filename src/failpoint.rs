@@ -9,6 +9,21 @@
 //! `icechunk-chunk`, before a chunk is stored in an Icechunk session;
 //! `icechunk-commit`, before a write's commit.
 
+/// The point and number an environment variable names (`NAME:N`), read once
+/// into `cell`.
+#[cfg(feature = "failpoints")]
+fn spec<'a>(
+    cell: &'a std::sync::OnceLock<Option<(String, u64)>>,
+    var: &str,
+) -> Option<&'a (String, u64)> {
+    cell.get_or_init(|| {
+        let spec = std::env::var(var).ok()?;
+        let (point, n) = spec.rsplit_once(':')?;
+        Some((point.to_string(), n.parse().ok()?))
+    })
+    .as_ref()
+}
+
 #[cfg(all(feature = "failpoints", unix))]
 pub(crate) fn hit(name: &str) {
     use std::sync::OnceLock;
@@ -16,12 +31,7 @@ pub(crate) fn hit(name: &str) {
 
     static AT: OnceLock<Option<(String, u64)>> = OnceLock::new();
     static HITS: AtomicU64 = AtomicU64::new(0);
-    let at = AT.get_or_init(|| {
-        let spec = std::env::var("ZARROW_KILL_AT").ok()?;
-        let (point, n) = spec.rsplit_once(':')?;
-        Some((point.to_string(), n.parse().ok()?))
-    });
-    if let Some((point, n)) = at
+    if let Some((point, n)) = spec(&AT, "ZARROW_KILL_AT")
         && point == name
         && HITS.fetch_add(1, Ordering::SeqCst) + 1 == *n
     {
@@ -43,15 +53,8 @@ pub(crate) fn hit(_name: &str) {}
 #[cfg(feature = "failpoints")]
 #[cfg_attr(not(feature = "icechunk"), allow(dead_code))]
 pub(crate) fn pause(name: &str) {
-    use std::sync::OnceLock;
-
-    static AT: OnceLock<Option<(String, u64)>> = OnceLock::new();
-    let at = AT.get_or_init(|| {
-        let spec = std::env::var("ZARROW_PAUSE_AT").ok()?;
-        let (point, ms) = spec.rsplit_once(':')?;
-        Some((point.to_string(), ms.parse().ok()?))
-    });
-    if let Some((point, ms)) = at
+    static AT: std::sync::OnceLock<Option<(String, u64)>> = std::sync::OnceLock::new();
+    if let Some((point, ms)) = spec(&AT, "ZARROW_PAUSE_AT")
         && point == name
     {
         std::thread::sleep(std::time::Duration::from_millis(*ms));

@@ -2,7 +2,7 @@
 """Issue 41's targets: the same store read as plain Zarr and from an Icechunk
 repository (local disk and S3 on moto), and an append to each.
 
-    .venv-icechunk/bin/python benches/compare/icechunk.py --zarrow BIN [--rounds 11] [--quick]
+    .venv-icechunk/bin/python benches/compare/icechunk_targets.py --zarrow BIN [--rounds 11] [--quick]
 
 Run with the Icechunk venv (icechunk-python copies the store into a repository) and a
 release build of the zarrow binary and package (PYTHONPATH naming a directory the
