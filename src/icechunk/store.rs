@@ -38,7 +38,6 @@ struct Inner {
     label: String,
     /// The snapshot read (a branch's tip when the session opened).
     snapshot: String,
-    local: bool,
     /// A branch's writable session (else read-only).
     writable: bool,
     blocking: Blocking,
@@ -125,7 +124,6 @@ impl IcechunkStore {
         session: SessionStore,
         root: &str,
         label: String,
-        local: bool,
         blocking: Blocking,
     ) -> Self {
         let root = root.trim_matches('/');
@@ -139,7 +137,6 @@ impl IcechunkStore {
                 },
                 label,
                 snapshot: session.snapshot,
-                local,
                 writable: session.writable,
                 blocking,
                 stats: Mutex::new(session.stats),
@@ -442,7 +439,9 @@ impl Store for IcechunkStore {
     }
 
     fn concurrency(&self) -> usize {
-        if self.inner.local { 1 } else { CONCURRENCY }
+        // A local repository too: each read is an async file read on
+        // icechunk's runtime tasks, not an inline one.
+        CONCURRENCY
     }
 
     fn remote(&self) -> Option<Remote> {
