@@ -2,11 +2,11 @@
 """Issue 41's targets: the same store read as plain Zarr and from an Icechunk
 repository (local disk and S3 on moto), and an append to each.
 
-    .venv-icechunk/bin/python benches/compare/icechunk_targets.py --zarrow BIN [--rounds 11] [--quick]
+    PYTHONPATH=SITE .venv-icechunk/bin/python benches/compare/icechunk_targets.py --moto-python PY [--rounds 11]
 
 Run with the Icechunk venv (icechunk-python copies the store into a repository) and a
-release build of the zarrow binary and package (PYTHONPATH naming a directory the
-release wheel was installed into with `pip install --target`). Each measure is the
+release build of the zarrow package (PYTHONPATH naming a directory the release wheel
+was installed into with `pip install --target`). Each measure is the
 median of interleaved rounds (plain, Icechunk, plain, ...): the machine is shared.
 
 * W1 sharded (10M strings of 0-32 bytes, vlen-utf8 + zstd, shards of 1M = 100 inner
@@ -14,8 +14,8 @@ median of interleaved rounds (plain, Icechunk, plain, ...): the machine is share
   by `zarrow.read` in this process, from the store's directory and from an Icechunk
   repository holding the same keys' bytes (copied by icechunk-python); then both on
   S3 (moto, --moto-python's interpreter), the plain store uploaded by boto3.
-* An append of 1M rows (a string and an integer column) by the `zarrow convert
-  --append` binary, to a fresh copy of a 1M-row table each round, plain Zarr and
+* An append of 1M rows (a string and an integer column) by `zarrow.write(mode=
+  "append")`, to a fresh copy of a 1M-row table each round, plain Zarr and
   Icechunk: the difference of the medians.
 """
 
@@ -112,7 +112,6 @@ def read_all(location: str, rows: int, **options) -> callable:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--zarrow", required=True, help="the release zarrow binary")
     ap.add_argument("--moto-python", required=True)
     ap.add_argument("--rounds", type=int, default=11)
     ap.add_argument("--quick", action="store_true", help="1M strings")
@@ -168,36 +167,36 @@ def reads(args, plain: Path, n: int, tmp: Path, results: dict) -> None:
 
 
 def append_cost(args, tmp: Path, results: dict) -> None:
-    if True:
-        # Appends: 1M rows onto a fresh copy of a 1M-row table each round.
-        m = 1_000_000
-        table = pa.table({"s": pa.array(short_strings(m, 2).tolist()), "k": pa.array(np.arange(m))})
-        src = tmp / "rows.parquet"
-        pq.write_table(table, src)
-        base_plain, base_repo = tmp / "base.zarr", tmp / "base_repo"
-        for dst in (str(base_plain), f"icechunk+file://{base_repo}?path=t"):
-            subprocess.run([args.zarrow, "convert", str(src), dst], check=True, capture_output=True)
-        work_plain, work_repo = tmp / "work.zarr", tmp / "work_repo"
+    """1M rows appended by `zarrow.write(mode="append")` onto a fresh copy of a
+    1M-row table each round, plain Zarr and Icechunk (in this process: the same
+    library path as `zarrow convert --append`)."""
+    import zarrow
+    m = 1_000_000
+    table = pa.table({"s": pa.array(short_strings(m, 2).tolist()), "k": pa.array(np.arange(m))})
+    base_plain, base_repo = tmp / "base.zarr", tmp / "base_repo"
+    zarrow.write(table, str(base_plain))
+    zarrow.write(table, f"icechunk+file://{base_repo}?path=t")
+    work_plain, work_repo = tmp / "work.zarr", tmp / "work_repo"
 
-        def append(dst: str, base: Path, work: Path) -> callable:
-            def go():
-                shutil.rmtree(work, ignore_errors=True)
-                shutil.copytree(base, work)
-                t = time.perf_counter()
-                subprocess.run([args.zarrow, "convert", str(src), dst, "--append"], check=True,
-                               capture_output=True)
-                return time.perf_counter() - t
-            return go
+    def append(dst: str, base: Path, work: Path):
+        def go() -> float:
+            shutil.rmtree(work, ignore_errors=True)
+            shutil.copytree(base, work)
+            t = time.perf_counter()
+            if zarrow.write(table, dst, mode="append") != m:
+                raise RuntimeError("rows")
+            return time.perf_counter() - t
+        return go
 
-        cases = [("plain", append(str(work_plain), base_plain, work_plain)),
-                 ("icechunk", append(f"icechunk+file://{work_repo}?path=t", base_repo, work_repo))]
-        times: dict[str, list[float]] = {name: [] for name, _ in cases}
-        for _ in range(args.rounds):
-            for name, fn in cases:
-                times[name].append(fn())
-        med = {k: statistics.median(v) for k, v in times.items()}
-        results["append 1M rows: Icechunk - plain (ms)"] = (med["icechunk"] - med["plain"]) * 1000
-        print(f"append: plain {med['plain']:.3f} s, icechunk {med['icechunk']:.3f} s", flush=True)
+    cases = [("plain", append(str(work_plain), base_plain, work_plain)),
+             ("icechunk", append(f"icechunk+file://{work_repo}?path=t", base_repo, work_repo))]
+    times: dict[str, list[float]] = {name: [] for name, _ in cases}
+    for _ in range(args.rounds):
+        for name, fn in cases:
+            times[name].append(fn())
+    med = {k: statistics.median(v) for k, v in times.items()}
+    results["append 1M rows: Icechunk - plain (ms)"] = (med["icechunk"] - med["plain"]) * 1000
+    print(f"append: plain {med['plain']:.3f} s, icechunk {med['icechunk']:.3f} s", flush=True)
 
 
 if __name__ == "__main__":

@@ -241,40 +241,38 @@ impl IcechunkStore {
         self.absent(key, self.inner.store.getsize(&full).await)
     }
 
+    /// Several ranges of the value at `key`: resolved against its size,
+    /// nearby ones merged ([`COALESCE_GAP`](crate::store::COALESCE_GAP)) and
+    /// fetched at once (`get_partial_values`), then split back.
     async fn ranges_inner(&self, key: &str, ranges: &[ByteRange]) -> Result<Option<RangeRead>> {
         let Some(len) = self.len_inner(key).await? else {
             return Ok(None);
         };
-        let resolved = crate::store::resolve_ranges(key, ranges, len)?;
+        let wanted = crate::store::resolve_ranges(key, ranges, len)?;
+        let merged = crate::store::coalesce(&wanted, crate::store::COALESCE_GAP);
         let full = self.key(key);
-        let mut asked = Vec::with_capacity(resolved.len());
-        for r in &resolved {
-            if r.start < r.end {
-                asked.push((full.clone(), IcByteRange::from(r.start..r.end)));
-            }
+        let mut asked = Vec::with_capacity(merged.len());
+        for m in &merged {
+            asked.push((full.clone(), IcByteRange::from(m.start..m.end)));
         }
         let got = self.inner.store.get_partial_values(asked).await;
         let Some(got) = self.absent(key, got)? else {
             return Ok(None);
         };
-        let mut got = got.into_iter();
-        let mut buffers = Vec::with_capacity(resolved.len());
-        for range in &resolved {
-            if range.start == range.end {
-                buffers.push(Buffer::from(Vec::<u8>::new()));
-                continue;
-            }
-            let Some(part) = got.next() else {
-                return Err(short(key, range));
-            };
+        let mut fetched = Vec::with_capacity(merged.len());
+        for (m, part) in merged.iter().zip(got) {
             let Some(bytes) = self.absent(key, part)? else {
                 return Ok(None);
             };
-            if bytes.len() as u64 != range.end - range.start {
-                return Err(short(key, range));
+            if bytes.len() as u64 != m.end - m.start {
+                return Err(short(key, m));
             }
-            buffers.push(Buffer::from(bytes));
+            fetched.push(Buffer::from(bytes));
         }
+        if fetched.len() != merged.len() {
+            return Err(short(key, &(0..len)));
+        }
+        let buffers = crate::store::split_ranges(&wanted, &merged, &fetched);
         Ok(Some(RangeRead::new(buffers, len)))
     }
 

@@ -45,9 +45,9 @@ pub(crate) use object::DEFAULT_CONCURRENCY;
 pub use object::{ObjectStoreAsync, ObjectStoreBackend};
 #[cfg(feature = "object-store")]
 pub(crate) use ranges::COALESCE_GAP;
-#[cfg(feature = "icechunk")]
-pub(crate) use ranges::resolve as resolve_ranges;
 pub use ranges::{ByteRange, RangeRead};
+#[cfg(feature = "icechunk")]
+pub(crate) use ranges::{coalesce, resolve as resolve_ranges, split as split_ranges};
 pub(crate) use ranges::{read_coalesced, slice_ranges};
 
 use crate::error::{Error, Result};
