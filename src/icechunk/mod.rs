@@ -138,7 +138,7 @@ pub fn store_from_session_bytes(
         writable: false,
         stats: StatsTable::default(),
     };
-    Ok(IcechunkStore::new(session, "", name.to_string(), blocking))
+    Ok(IcechunkStore::new(session, "", name.to_string(), false, blocking))
 }
 
 /// `location` pinned to the snapshot its version names now: a branch's tip
@@ -197,6 +197,7 @@ async fn store_of(
         session,
         root,
         location.to_string(),
+        location.is_local_repository(),
         blocking.clone(),
     ))
 }

@@ -40,6 +40,8 @@ struct Inner {
     snapshot: String,
     /// A branch's writable session (else read-only).
     writable: bool,
+    /// The repository is on this machine's disk.
+    local: bool,
     blocking: Blocking,
     stats: Mutex<StatsTable>,
 }
@@ -124,6 +126,7 @@ impl IcechunkStore {
         session: SessionStore,
         root: &str,
         label: String,
+        local: bool,
         blocking: Blocking,
     ) -> Self {
         let root = root.trim_matches('/');
@@ -138,6 +141,7 @@ impl IcechunkStore {
                 label,
                 snapshot: session.snapshot,
                 writable: session.writable,
+                local,
                 blocking,
                 stats: Mutex::new(session.stats),
             }),
@@ -437,13 +441,15 @@ impl Store for IcechunkStore {
     }
 
     fn concurrency(&self) -> usize {
-        // A local repository too: each read is an async file read on
-        // icechunk's runtime tasks, not an inline one.
-        CONCURRENCY
+        if self.inner.local { 1 } else { CONCURRENCY }
     }
 
     fn remote(&self) -> Option<Remote> {
-        Some(Remote {
+        // A local repository is read as a local store is, on the reader's
+        // threads, each waiting for its own file read: measured faster
+        // (benches/RESULTS.md, issue 41) than many requests in flight on one
+        // async driver.
+        (!self.inner.local).then(|| Remote {
             store: Arc::new(self.clone()),
             blocking: self.inner.blocking.clone(),
         })
