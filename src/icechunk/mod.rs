@@ -138,7 +138,13 @@ pub fn store_from_session_bytes(
         writable: false,
         stats: StatsTable::default(),
     };
-    Ok(IcechunkStore::new(session, "", name.to_string(), false, blocking))
+    Ok(IcechunkStore::new(
+        session,
+        "",
+        name.to_string(),
+        false,
+        blocking,
+    ))
 }
 
 /// `location` pinned to the snapshot its version names now: a branch's tip
