@@ -96,9 +96,21 @@ pub(super) async fn open(
             use icechunk::config::AzureCredentials;
             use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
             let builder = MicrosoftAzureBuilder::from_env().with_url(url.as_str());
+            let emulator = builder
+                .get_config_value(&AzureConfigKey::UseEmulator)
+                .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+            // object_store names the emulator's well-known account when it
+            // builds its client; icechunk's builder needs it given.
             let account = builder
                 .get_config_value(&AzureConfigKey::AccountName)
-                .unwrap_or_default();
+                .filter(|a| !a.is_empty())
+                .unwrap_or_else(|| {
+                    if emulator {
+                        "devstoreaccount1".into()
+                    } else {
+                        String::new()
+                    }
+                });
             let container = builder
                 .get_config_value(&AzureConfigKey::ContainerName)
                 .unwrap_or(bucket);
