@@ -27,9 +27,15 @@ use crate::error::{Error, LocationError, Result};
 use crate::location::{IcechunkLocation, UrlOptions, Version};
 use crate::store::Blocking;
 
-/// A repository error at `location`: its kind (without the span trace the
-/// error's own `Display` adds).
-fn repo_error(location: &IcechunkLocation, e: icechunk::repository::RepositoryError) -> Error {
+/// An icechunk error (a repository's, a session's, a store's, a storage's)
+/// at `location`: its kind, without the span trace its own `Display` adds.
+pub(crate) fn ic_error<K>(
+    location: &impl std::fmt::Display,
+    e: icechunk::storage::ICError<K>,
+) -> Error
+where
+    K: std::error::Error + Send + Sync + 'static,
+{
     Error::Remote {
         location: location.to_string(),
         source: Box::new(e.kind),
@@ -77,7 +83,7 @@ async fn open_repository(
         }
         builder.execute().await
     };
-    opened.map_err(|e| repo_error(location, e))
+    opened.map_err(|e| ic_error(location, e))
 }
 
 /// The store of the node at `location`, read-only at its version (a
@@ -97,7 +103,7 @@ pub(crate) fn open_read(
         let session = repo
             .readonly_session(&version)
             .await
-            .map_err(|e| repo_error(location, e))?;
+            .map_err(|e| ic_error(location, e))?;
         store_of(&repo, session, location, location.path(), blocking).await
     })?
 }
@@ -117,10 +123,7 @@ pub fn store_from_session_bytes(
     name: &str,
     runtime: tokio::runtime::Handle,
 ) -> Result<IcechunkStore> {
-    let session = icechunk::session::Session::from_bytes(bytes).map_err(|e| Error::Remote {
-        location: name.to_string(),
-        source: Box::new(e.kind),
-    })?;
+    let session = icechunk::session::Session::from_bytes(bytes).map_err(|e| ic_error(&name, e))?;
     if !session.read_only() {
         return Err(Error::OptionNotApplicable {
             options: vec!["a writable Icechunk session"],
@@ -147,29 +150,6 @@ pub fn store_from_session_bytes(
     ))
 }
 
-/// `location` pinned to the snapshot its version names now: a branch's tip
-/// resolved (what a plan sent to other machines carries, so that every one
-/// reads the same snapshot).
-///
-/// # Errors
-/// As [`open_read`].
-pub(crate) fn pin(
-    location: &IcechunkLocation,
-    options: &UrlOptions,
-    blocking: &Blocking,
-) -> Result<IcechunkLocation> {
-    if let Version::Snapshot(_) = location.version() {
-        return Ok(location.clone());
-    }
-    let id = blocking.block_on(async {
-        let repo = open_repository(location, options, false).await?;
-        repo.resolve_version(&version_info(location)?)
-            .await
-            .map_err(|e| repo_error(location, e))
-    })??;
-    Ok(location.at(Version::Snapshot(id.to_string())))
-}
-
 /// The key of zarrow's entry in the properties of the commits it makes.
 pub(crate) const PROPERTY: &str = "zarrow";
 
@@ -187,7 +167,7 @@ async fn store_of(
     let info = repo
         .lookup_snapshot(&snapshot)
         .await
-        .map_err(|e| repo_error(location, e))?;
+        .map_err(|e| ic_error(location, e))?;
     let stats = StatsTable {
         carried: recorded_stats(&info.metadata),
         written: BTreeMap::new(),

@@ -8,19 +8,11 @@ use std::sync::Arc;
 use icechunk::Storage;
 use icechunk::config::Credentials;
 
-use super::Authorized;
+use super::{Authorized, ic_error};
 use crate::error::{Error, LocationError, Result};
 #[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
 use crate::location::Cloud;
 use crate::location::{IcechunkLocation, Repository, UrlOptions};
-
-/// A storage error at `location`: its kind, without the span trace.
-fn storage_error(location: &IcechunkLocation, e: icechunk::StorageError) -> Error {
-    Error::Remote {
-        location: location.to_string(),
-        source: Box::new(e.kind),
-    }
-}
 
 /// Open the storage of `location`'s repository.
 #[cfg_attr(
@@ -31,12 +23,11 @@ pub(super) async fn open(
     location: &IcechunkLocation,
     options: &UrlOptions,
 ) -> Result<Arc<dyn Storage + Send + Sync>> {
-    let _ = options;
     let url = match location.repository() {
         Repository::Path(path) => {
             return icechunk::new_local_filesystem_storage(path)
                 .await
-                .map_err(|e| storage_error(location, e));
+                .map_err(|e| ic_error(location, e));
         }
         Repository::Url(url) => url,
     };
@@ -129,7 +120,7 @@ pub(super) async fn open(
             });
         }
     };
-    opened.map_err(|e| storage_error(location, e))
+    opened.map_err(|e| ic_error(location, e))
 }
 
 /// The credentials of each virtual chunk container `options` authorizes:

@@ -98,15 +98,6 @@ impl std::fmt::Debug for IcechunkStore {
     }
 }
 
-/// An Icechunk store error at `location`: its kind (its `Display` without the
-/// span trace the error's own adds).
-pub(crate) fn store_error(location: &str, e: icechunk::store::StoreError) -> Error {
-    Error::Remote {
-        location: location.to_string(),
-        source: Box::new(e.kind),
-    }
-}
-
 /// Whether `e` says the key is absent (a chunk never written, a missing node,
 /// a Zarr v2 key, which Icechunk never holds).
 fn is_absent(e: &StoreErrorKind) -> bool {
@@ -199,8 +190,17 @@ impl IcechunkStore {
         format!("{}{}", self.inner.root, key.trim_start_matches('/'))
     }
 
+    /// A partial read that came back shorter than asked, as an object
+    /// store's does.
+    fn short(&self, key: &str) -> Error {
+        Error::Remote {
+            location: format!("{} ({key})", self.inner.label),
+            source: Box::new(crate::store::ShortRead),
+        }
+    }
+
     fn error(&self, key: &str, e: icechunk::store::StoreError) -> Error {
-        store_error(&format!("{} ({key})", self.inner.label), e)
+        super::ic_error(&format!("{} ({key})", self.inner.label), e)
     }
 
     /// `result` with an absent key as `None`.
@@ -269,12 +269,12 @@ impl IcechunkStore {
                 return Ok(None);
             };
             if bytes.len() as u64 != m.end - m.start {
-                return Err(short(key, m));
+                return Err(self.short(key));
             }
             fetched.push(Buffer::from(bytes));
         }
         if fetched.len() != merged.len() {
-            return Err(short(key, &(0..len)));
+            return Err(self.short(key));
         }
         let buffers = crate::store::split_ranges(&wanted, &merged, &fetched);
         Ok(Some(RangeRead::new(buffers, len)))
@@ -382,14 +382,6 @@ impl IcechunkStore {
         future: impl std::future::Future<Output = Result<T>> + Send,
     ) -> Result<T> {
         self.inner.blocking.block_on(future)?
-    }
-}
-
-fn short(key: &str, range: &Range<u64>) -> Error {
-    Error::RangeOutOfBounds {
-        key: key.to_string(),
-        range: range.clone(),
-        len: range.start,
     }
 }
 

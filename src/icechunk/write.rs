@@ -20,7 +20,7 @@ use icechunk::conflicts::detector::ConflictDetector;
 use icechunk::session::{SessionError, SessionErrorKind};
 use serde_json::{Value, json};
 
-use super::{IcechunkStore, PROPERTY, open_repository, repo_error, store_of};
+use super::{IcechunkStore, PROPERTY, ic_error, open_repository, store_of};
 use crate::error::{Error, Overwrite, Result};
 use crate::location::{IcechunkLocation, UrlOptions, Version};
 use crate::read::ZarrGroup;
@@ -77,14 +77,12 @@ pub(crate) fn write(
             let session = repo
                 .writable_session(branch)
                 .await
-                .map_err(|e| repo_error(location, e))?;
+                .map_err(|e| ic_error(location, e))?;
             store_of(repo, session, location, "", blocking).await
         })?
     };
     let mut store = session(&repo)?;
-    let exists = store
-        .value_len(&crate::store::join_key(path, "zarr.json"))?
-        .is_some();
+    let exists = node_exists(&store, path)?;
     let before = if options.append && exists {
         rows_of(&store, path)?
     } else {
@@ -100,7 +98,7 @@ pub(crate) fn write(
         let ic = store.icechunk().clone();
         blocking
             .block_on(ic.delete_dir(path))?
-            .map_err(|e| super::store::store_error(&location.to_string(), e))?;
+            .map_err(|e| ic_error(location, e))?;
     }
     make_parents(&store, path)?;
     let shared: Arc<dyn Store> = Arc::new(store.clone());
@@ -130,10 +128,7 @@ pub(crate) fn write(
         // An append: its rows again, on the new tip.
         std::thread::sleep(backoff(attempt));
         let next = session(&repo)?;
-        let start = if next
-            .value_len(&crate::store::join_key(path, "zarr.json"))?
-            .is_some()
-        {
+        let start = if node_exists(&next, path)? {
             rows_of(&next, path)?
         } else {
             0
@@ -175,7 +170,7 @@ pub(crate) fn commit_recorded<T>(
             let session = repo
                 .writable_session(branch)
                 .await
-                .map_err(|e| repo_error(location, e))?;
+                .map_err(|e| ic_error(location, e))?;
             store_of(&repo, session, location, location.path(), blocking).await
         })??;
         let recorded = record(Arc::new(store.clone()))?;
@@ -245,7 +240,7 @@ fn commit_once(
             kind: SessionErrorKind::Conflict { .. },
             ..
         }) => Ok(Committed::Moved),
-        Err(e) => Err(session_error(store, e)),
+        Err(e) => Err(ic_error(&Store::location(store), e)),
     }
 }
 
@@ -264,15 +259,15 @@ fn rebase(store: &IcechunkStore, blocking: &Blocking) -> Result<bool> {
             kind: SessionErrorKind::RebaseFailed { .. },
             ..
         }) => Ok(false),
-        Err(e) => Err(session_error(store, e)),
+        Err(e) => Err(ic_error(&Store::location(store), e)),
     }
 }
 
-fn session_error(store: &IcechunkStore, e: SessionError) -> Error {
-    Error::Remote {
-        location: Store::location(store),
-        source: Box::new(e.kind),
-    }
+/// Whether a node is at `path`.
+fn node_exists(store: &IcechunkStore, path: &str) -> Result<bool> {
+    Ok(store
+        .value_len(&crate::store::join_key(path, "zarr.json"))?
+        .is_some())
 }
 
 /// The rows of the group at `path`.

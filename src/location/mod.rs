@@ -582,24 +582,6 @@ impl Stores {
         )
     }
 
-    /// `location` as another machine must read it to see what this one sees:
-    /// an Icechunk location pinned to the snapshot its branch or tag names
-    /// now; any other as it is.
-    ///
-    /// # Errors
-    /// An Icechunk repository that does not open.
-    pub fn pinned(&self, location: &Location) -> Result<Location> {
-        match location {
-            #[cfg(feature = "icechunk")]
-            Location::Icechunk(l) => Ok(Location::Icechunk(crate::icechunk::pin(
-                l,
-                &self.url,
-                &self.blocking,
-            )?)),
-            other => Ok(other.clone()),
-        }
-    }
-
     /// The async store an engine has registered for `url`, under the URL's
     /// path.
     pub(crate) fn registered_async(&self, url: &RemoteUrl) -> Option<ObjectStoreAsync> {

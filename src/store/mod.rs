@@ -41,6 +41,8 @@ pub(crate) use local::is_temporary;
 pub use memory::MemoryStore;
 #[cfg(feature = "datafusion")]
 pub(crate) use object::DEFAULT_CONCURRENCY;
+#[cfg(feature = "icechunk")]
+pub(crate) use object::ShortRead;
 #[cfg(feature = "object-store")]
 pub use object::{ObjectStoreAsync, ObjectStoreBackend};
 #[cfg(feature = "object-store")]

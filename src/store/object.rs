@@ -553,9 +553,10 @@ impl Store for ObjectStoreBackend {
     }
 }
 
-/// A server sent fewer bytes than the range asked for.
+/// A server (or an Icechunk repository's storage) sent fewer bytes than the
+/// range asked for.
 #[derive(Debug)]
-struct ShortRead;
+pub(crate) struct ShortRead;
 
 impl std::fmt::Display for ShortRead {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
