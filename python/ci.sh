@@ -1,28 +1,27 @@
 #!/usr/bin/env bash
-# The Python package's CI, from the repository root (the lead's .ci/run calls it
-# after its venv step):
-#   bash python/ci.sh
-# 1. The test requirements into .venv (beside testdata/gen/requirements.txt), and
-#    protoc (Debian's protobuf-compiler), which building the package needs.
-# 2. The package built by maturin (release profile; .ci/run passes MATURIN_PEP517_ARGS
-#    ="--profile ci" to share its build) and installed into .venv, as
-#    `pip install ./python` does, in the repository's target/ directory so the
-#    crates the root build compiled are reused (CARGO_TARGET_DIR wins if set).
-# 3. pytest python/tests.
+# The Python package's CI, from the repository root:
+#   bash python/ci.sh [lint|test]     (no argument: both)
+# lint: protoc (Debian's protobuf-compiler), which building the package needs; rustfmt
+#       and clippy (-D warnings) on the python crate. The lead's .ci/run runs it with
+#       its own lints, before it frees their build directory.
+# test: the test requirements into .venv (beside testdata/gen/requirements.txt); the
+#       package built by maturin (release profile; .ci/run passes MATURIN_PEP517_ARGS
+#       ="--profile ci" to share its build) and installed into .venv, as
+#       `pip install ./python` does, in the repository's target/ directory so the
+#       crates the root build compiled are reused (CARGO_TARGET_DIR wins if set);
+#       pytest python/tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+phase="${1:-all}"
+case "$phase" in
+    lint | test | all) ;;
+    *) echo "usage: bash python/ci.sh [lint|test]" >&2; exit 2 ;;
+esac
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 # maturin (the build backend) runs from the venv.
 export PATH="$PWD/.venv/bin:$PATH"
 start=$(date +%s)
 step() { printf '\n=== python: %s (%ss)\n' "$1" "$(( $(date +%s) - start ))"; }
-
-step "test requirements"
-if [ ! -x .venv/bin/python ]; then
-    python3 -m venv .venv
-    .venv/bin/python -m pip install --disable-pip-version-check -q -r testdata/gen/requirements.txt
-fi
-.venv/bin/python -m pip install --disable-pip-version-check -q -r python/requirements-test.txt
 
 step "protoc (the substrait crate, under datafusion-substrait, compiles Substrait's protobuf definitions when it builds)"
 if ! command -v protoc >/dev/null; then
@@ -30,9 +29,19 @@ if ! command -v protoc >/dev/null; then
     apt-get install -y -qq protobuf-compiler
 fi
 
-step "fmt, clippy (python crate)"
-cargo fmt --check -p zarrow-python
-cargo clippy -p zarrow-python --all-targets -- -D warnings
+if [ "$phase" != test ]; then
+    step "fmt, clippy (python crate)"
+    cargo fmt --check -p zarrow-python
+    cargo clippy -p zarrow-python --all-targets -- -D warnings
+fi
+[ "$phase" = lint ] && exit 0
+
+step "test requirements"
+if [ ! -x .venv/bin/python ]; then
+    python3 -m venv .venv
+    .venv/bin/python -m pip install --disable-pip-version-check -q -r testdata/gen/requirements.txt
+fi
+.venv/bin/python -m pip install --disable-pip-version-check -q -r python/requirements-test.txt
 
 step "build and install (maturin; release unless MATURIN_PEP517_ARGS says --profile)"
 # No build isolation: maturin comes pinned from requirements-test.txt; pip runs it
