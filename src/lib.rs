@@ -101,7 +101,9 @@ pub mod __private {
     /// --output` and its signal handler.
     #[cfg(feature = "convert")]
     pub mod output {
-        pub use crate::write::output::{PartialsRemoved, remove_partials, write_atomic};
+        pub use crate::write::output::{
+            PartialsRemoved, WritebackFile, remove_partials, write_atomic,
+        };
     }
 }
 

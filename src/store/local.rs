@@ -29,6 +29,10 @@ use crate::error::{Error, Result};
 pub struct LocalStore {
     root: PathBuf,
     memory_map: bool,
+    /// Whether each write is synced before it returns; otherwise its writeback
+    /// is only started, and whoever publishes the directory syncs it first
+    /// ([`LocalStore::synced_by_caller`]).
+    sync_each_write: bool,
 }
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -63,6 +67,19 @@ impl LocalStore {
         Self {
             root: root.into(),
             memory_map: false,
+            sync_each_write: true,
+        }
+    }
+
+    /// A store for a directory that nobody reads until its writer syncs it and
+    /// moves it into place (a Zarr output written beside its destination: see
+    /// `write/output.rs`). A write starts the kernel's writeback of its file
+    /// instead of waiting for it, so writeback overlaps the encoding and the sync
+    /// before the move waits only for the last files.
+    pub(crate) fn synced_by_caller(root: impl Into<PathBuf>) -> Self {
+        Self {
+            sync_each_write: false,
+            ..Self::new(root)
         }
     }
 
@@ -91,6 +108,7 @@ impl LocalStore {
         Self {
             root: root.into(),
             memory_map: true,
+            sync_each_write: true,
         }
     }
 
@@ -339,7 +357,11 @@ impl Store for LocalStore {
         let write = || -> std::io::Result<()> {
             let mut file = File::create(&temp)?;
             file.write_all(value)?;
-            file.sync_data()?;
+            if self.sync_each_write {
+                file.sync_data()?;
+            } else {
+                super::writeback::start_writeback(&file, 0, 0);
+            }
             crate::failpoint::hit("store-write");
             std::fs::rename(&temp, &path)
         };

@@ -19,6 +19,7 @@ mod memory;
 #[cfg(feature = "object-store")]
 mod object;
 mod ranges;
+pub(crate) mod writeback;
 
 use std::fmt::Debug;
 use std::ops::Range;

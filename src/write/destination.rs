@@ -121,7 +121,8 @@ fn write_dir(
     write: impl FnOnce(Arc<dyn Store>) -> Result<u64>,
 ) -> Result<u64> {
     let partial = Partial::dir(dst, overwrite)?;
-    let rows = write(Arc::new(LocalStore::new(partial.path())))?;
+    // Nobody reads the partial store: its writes are synced once, by the commit.
+    let rows = write(Arc::new(LocalStore::synced_by_caller(partial.path())))?;
     partial.commit()?;
     Ok(rows)
 }

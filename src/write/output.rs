@@ -11,6 +11,11 @@
 //!   Where the filesystem cannot exchange, the old store is first renamed aside to
 //!   `.NAME.PID.old` (a kill between the two renames leaves it there, whole).
 //!
+//! Before the move, the output is on the disk: a file synced, a directory with
+//! every file and directory in it; after it, the parent directory. A power loss
+//! leaves the old output or the new one. The writeback starts as the output is
+//! written (`store/writeback.rs`), so these syncs wait only for the tail.
+//!
 //! A partial output is locked (`flock`) by the process writing it for as long as it
 //! lives. The command line removes the partial outputs on SIGINT, SIGTERM and
 //! SIGHUP ([`remove_partials`]) before the process exits; a partial left
@@ -27,6 +32,8 @@ use std::time::Duration;
 
 use crate::error::{Error, Overwrite, Result, StoreAction};
 use crate::location::LocationError;
+pub use crate::store::writeback::WritebackFile;
+use crate::store::writeback::sync_tree;
 
 /// The partial outputs that a signal must remove. The signal handler takes the lock
 /// and never gives it back (the process exits), so a commit, which holds it while
@@ -51,7 +58,8 @@ pub fn remove_partials() -> PartialsRemoved {
 }
 
 /// Write the file `dst` whole or not at all: `write` fills a buffered
-/// partial file beside it, which is flushed, synced and moved into place once
+/// partial file beside it (its writeback started as it grows), which is
+/// flushed, synced and moved into place once
 /// `write` returns `Ok` (and removed if it fails). An existing `dst` needs
 /// `overwrite`. Every file output (Parquet, IPC, the linear format's JSON and
 /// CSV, `zarrow sql --output`) is written here.
@@ -62,14 +70,16 @@ pub fn remove_partials() -> PartialsRemoved {
 pub fn write_atomic<T>(
     dst: &Path,
     overwrite: bool,
-    write: impl FnOnce(&mut BufWriter<File>) -> Result<T>,
+    write: impl FnOnce(&mut BufWriter<WritebackFile>) -> Result<T>,
 ) -> Result<T> {
     let (partial, file) = Partial::file(dst, overwrite)?;
-    let mut out = BufWriter::with_capacity(1 << 20, file);
+    // The kernel writes the file back while `write` goes on (see
+    // `store/writeback.rs`): the sync below waits only for the tail.
+    let mut out = BufWriter::with_capacity(1 << 20, WritebackFile::new(file));
     let value = write(&mut out)?;
     out.into_inner()
         .map_err(|e| e.into_error())
-        .and_then(|f| f.sync_all())
+        .and_then(WritebackFile::sync)
         .map_err(|e| io_error(partial.path(), e))?;
     partial.commit()?;
     Ok(value)
@@ -234,6 +244,12 @@ impl Partial {
     /// # Errors
     /// Moving the partial output into place.
     pub(crate) fn commit(mut self) -> Result<()> {
+        if self.kind == Kind::Dir {
+            // Every file and directory of the new store on the disk before it
+            // appears (its files' writeback started as each was written). A
+            // file output was synced by its writer.
+            sync_tree(&self.temp).map_err(|(path, e)| io_error(&path, e))?;
+        }
         let old = {
             // Not while a signal handler removes partial outputs (it never returns).
             let mut held = partials();

@@ -54,5 +54,7 @@ mod cli;
 mod cli_options;
 #[cfg(all(feature = "failpoints", unix))]
 mod crash;
+#[cfg(target_os = "linux")]
+mod durable;
 mod file_urls;
 mod outputs;
