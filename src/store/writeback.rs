@@ -31,12 +31,7 @@ pub(crate) fn start_writeback(file: &File, offset: u64, len: u64) {
         // sync_file_range reads no memory of ours. SYNC_FILE_RANGE_WRITE only
         // starts the writeback of dirty pages in the range and returns.
         unsafe {
-            libc::sync_file_range(
-                file.as_raw_fd(),
-                offset,
-                len,
-                libc::SYNC_FILE_RANGE_WRITE,
-            );
+            libc::sync_file_range(file.as_raw_fd(), offset, len, libc::SYNC_FILE_RANGE_WRITE);
         }
     }
     #[cfg(not(target_os = "linux"))]
@@ -143,10 +138,7 @@ mod tests {
         assert!(out.started >= 2 * STEP && out.started < out.written);
         out.sync().unwrap();
         let mut back = Vec::new();
-        File::open(&path)
-            .unwrap()
-            .read_to_end(&mut back)
-            .unwrap();
+        File::open(&path).unwrap().read_to_end(&mut back).unwrap();
         assert_eq!(back.len(), 10_000_030);
         assert!(back.chunks(piece.len()).all(|c| c == piece));
     }

@@ -22,9 +22,11 @@ fn write_input(path: &Path, rows: usize) {
         .map(|i| Some(format!("cell-{i}-{}", i * 7919 % 1_000_003)))
         .collect();
     let ns = Int64Array::from_iter_values((0..rows as i64).map(|i| i * 31));
-    let batch =
-        RecordBatch::try_new(schema.clone(), vec![Arc::new(names) as ArrayRef, Arc::new(ns)])
-            .unwrap();
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![Arc::new(names) as ArrayRef, Arc::new(ns)],
+    )
+    .unwrap();
     let file = std::fs::File::create(path).unwrap();
     let mut w = parquet::arrow::ArrowWriter::try_new(file, schema, None).unwrap();
     w.write(&batch).unwrap();
@@ -103,8 +105,15 @@ fn tmp() -> (tempfile::TempDir, PathBuf) {
 #[test]
 fn a_file_output_is_written_back_as_it_grows_and_synced_before_it_appears() {
     let (_tmp, dir) = tmp();
-    let input = dir.join("in.parquet");
-    write_input(&input, 600_000);
+    let parquet = dir.join("in.parquet");
+    write_input(&parquet, 600_000);
+    let input = dir.join("in.zarr");
+    let made = crate::common::zarrow(&[
+        "convert",
+        parquet.to_str().unwrap(),
+        input.to_str().unwrap(),
+    ]);
+    assert!(made.status.success());
     let out = dir.join("out.arrow");
     let calls = traced(
         &dir,
@@ -119,7 +128,10 @@ fn a_file_output_is_written_back_as_it_grows_and_synced_before_it_appears() {
         .nth(1)
         .map(PathBuf::from)
         .unwrap();
-    assert!(partial.to_string_lossy().ends_with(".partial"), "{partial:?}");
+    assert!(
+        partial.to_string_lossy().ends_with(".partial"),
+        "{partial:?}"
+    );
     let partial_fd = fd(&partial);
     let last_write = last(&calls, &["write", "pwrite64"], &partial_fd).unwrap();
     // Writeback starts while the file is written (the output is over 8 MB: at
@@ -188,7 +200,11 @@ fn every_file_and_directory_of_a_zarr_output_is_synced_before_it_appears() {
         assert!(written < synced && synced < appear, "{path:?}");
     }
     for sub in &dirs {
-        let path = partial.join(sub);
+        let path = if sub.as_os_str().is_empty() {
+            partial.clone()
+        } else {
+            partial.join(sub)
+        };
         let synced = last(&calls, SYNCS, &fd(&path))
             .unwrap_or_else(|| panic!("the directory {path:?} is synced"));
         assert!(synced < appear, "{path:?}");
