@@ -1,7 +1,8 @@
 //! Where a call's work runs and what it may hold, given once by the front end
 //! that starts the work (the command line, the Python package, a Rust caller)
 //! and handed down: how chunks are decoded (on rayon, or inline), how many
-//! bytes a reader may decode ahead of what it has given, and (with
+//! bytes a reader may decode ahead of what it has given, how many bytes of
+//! released buffers it keeps for reuse, and (with
 //! `object-store`) the [`Stores`](crate::Stores) that open locations, with the
 //! runtime their I/O waits on. zarrow chooses none of these itself below the
 //! front end; inside DataFusion the session is the context (its pool, its
@@ -12,6 +13,10 @@
 /// in flight, fewer when they are large. A local reader reads one chunk ahead per
 /// thread.
 pub(crate) const READ_AHEAD_BYTES: u64 = 256 << 20;
+
+use std::sync::Arc;
+
+use crate::recycle::Recycler;
 
 /// How a reader decodes the chunks it has read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -33,6 +38,7 @@ pub enum Decode {
 pub struct ExecutionContext {
     decode: Decode,
     read_ahead_bytes: u64,
+    recycler: Option<Arc<Recycler>>,
     #[cfg(feature = "object-store")]
     stores: crate::Stores,
 }
@@ -42,6 +48,7 @@ impl Default for ExecutionContext {
         Self {
             decode: Decode::default(),
             read_ahead_bytes: READ_AHEAD_BYTES,
+            recycler: None,
             #[cfg(feature = "object-store")]
             stores: crate::Stores::default(),
         }
@@ -63,17 +70,37 @@ impl ExecutionContext {
         self
     }
 
+    /// Keep up to `bytes` of the chunk-sized buffers that a read's arrays release
+    /// (values, offsets, views), and fill the next chunks' from them, so that
+    /// their pages are faulted in once and not per chunk (see `src/recycle.rs`).
+    /// For a program that streams many chunks through and holds few (the
+    /// command line's conversions); what is kept stays allocated while the
+    /// context, or a reader made with it, lives. Default: nothing kept.
+    pub fn with_buffer_reuse(mut self, bytes: usize) -> Self {
+        self.recycler = (bytes > 0).then(|| Recycler::new(bytes));
+        #[cfg(feature = "object-store")]
+        {
+            self.stores = self.stores.with_recycler(self.recycler.clone());
+        }
+        self
+    }
+
     /// Open locations through `stores` (their URL options, the runtime their
     /// I/O waits on, an engine's registered stores).
     #[cfg(feature = "object-store")]
     pub fn with_stores(mut self, stores: crate::Stores) -> Self {
-        self.stores = stores;
+        self.stores = stores.with_recycler(self.recycler.clone());
         self
     }
 
     /// How chunks are decoded.
     pub fn decode(&self) -> Decode {
         self.decode
+    }
+
+    /// Where decoded buffers are kept for reuse, if anywhere.
+    pub(crate) fn recycler(&self) -> Option<&Arc<Recycler>> {
+        self.recycler.as_ref()
     }
 
     /// The most bytes a reader decodes ahead.

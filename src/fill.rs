@@ -96,7 +96,7 @@ pub(crate) fn fill_array(
                 FillValue::Bytes(b) => b,
                 _ => &[],
             };
-            let mut out = ValuesBuilder::new(string_type, n, value.len() * n);
+            let mut out = ValuesBuilder::new(string_type, n, value.len() * n, None);
             for _ in 0..n {
                 out.push(value)?;
             }

@@ -64,6 +64,7 @@ pub mod metadata;
 mod offsets;
 pub mod options;
 pub mod read;
+mod recycle;
 mod rows;
 mod stats;
 pub mod store;

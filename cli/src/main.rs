@@ -174,6 +174,10 @@ fn hint(e: &Error) -> Option<&'static str> {
     }
 }
 
+/// The released buffers a conversion keeps for its next chunks, at most: the
+/// read-ahead's worth (a chunk per thread, a few in flight).
+const BUFFER_REUSE: usize = 256 << 20;
+
 fn convert(args: &ConvertArgs) -> Result<()> {
     let mut options = args.options.options().clone();
     if args.mmap {
@@ -183,8 +187,12 @@ fn convert(args: &ConvertArgs) -> Result<()> {
         options = unsafe { options.with_mmap(true) };
     }
     // Its URLs' I/O waits on the library's runtime, started only when a URL
-    // is read (the command line starts none for a conversion).
-    let context = ExecutionContext::default().with_stores(Stores::new(args.url.options().clone()));
+    // is read (the command line starts none for a conversion). A conversion
+    // streams chunks through and holds few: the buffers each one releases fill
+    // the next (minor page faults stay flat as the input grows).
+    let context = ExecutionContext::default()
+        .with_stores(Stores::new(args.url.options().clone()))
+        .with_buffer_reuse(BUFFER_REUSE);
     let written = zarrow::convert::convert(&args.src, &args.dst, &options, &context, &Terminal)?;
     let _ = writeln!(std::io::stderr(), "zarrow: wrote {written} to {}", args.dst);
     Ok(())

@@ -151,7 +151,7 @@ pub(crate) fn decode(
         },
         DataType::FixedUtf32 { .. } => utf32(&bytes, size, n, endian, ctx)?,
         DataType::NullTerminatedBytes { .. } => {
-            let mut out = ValuesBuilder::new(ctx.string_type, n, bytes.len());
+            let mut out = ValuesBuilder::new(ctx.string_type, n, bytes.len(), ctx.recycler);
             for element in bytes.as_slice().chunks_exact(size).take(n) {
                 let end = element.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
                 out.push(&element[..end])?;
@@ -258,7 +258,7 @@ fn utf32(
     ctx: &DecodeContext,
 ) -> Result<ArrayRef, ChunkError> {
     // UTF-8 takes at most 4 bytes per code point, the same as UTF-32.
-    let mut out = ValuesBuilder::new(ctx.string_type, n, bytes.len());
+    let mut out = ValuesBuilder::new(ctx.string_type, n, bytes.len(), ctx.recycler);
     let mut text = String::new();
     for (element, raw) in bytes.as_slice().chunks_exact(size).take(n).enumerate() {
         text.clear();

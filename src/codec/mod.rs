@@ -94,6 +94,8 @@ pub struct DecodeContext<'a> {
     pub string_type: StringType,
     /// The most bytes any decompression step may produce.
     pub max_bytes: usize,
+    /// Where the decoded values' buffers come from (a reader's recycler).
+    pub(crate) recycler: Option<&'a Arc<crate::recycle::Recycler>>,
 }
 
 impl<'a> DecodeContext<'a> {
@@ -118,7 +120,17 @@ impl<'a> DecodeContext<'a> {
             fill_value,
             string_type,
             max_bytes,
+            recycler: None,
         }
+    }
+
+    /// The same context, its values' buffers from `recycler`.
+    pub(crate) fn with_recycler(
+        mut self,
+        recycler: Option<&'a Arc<crate::recycle::Recycler>>,
+    ) -> Self {
+        self.recycler = recycler;
+        self
     }
 
     /// The same context for a chunk of another shape.
@@ -130,6 +142,7 @@ impl<'a> DecodeContext<'a> {
             self.string_type,
             self.max_bytes,
         )
+        .with_recycler(self.recycler)
     }
 }
 

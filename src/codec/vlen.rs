@@ -130,7 +130,7 @@ pub(crate) fn decode(bytes: Buffer, ctx: &DecodeContext) -> Result<ArrayRef, Chu
         Ok((start, len))
     };
     let array = if ctx.string_type == StringType::Utf8View {
-        let mut views = ViewsBuilder::new(bytes.clone(), n)?;
+        let mut views = ViewsBuilder::new(bytes.clone(), n, ctx.recycler)?;
         // One vectorised pass: a chunk that is all ASCII (lengths under 128 and
         // ASCII values, the common case) needs no per-element UTF-8 check.
         let check_each = utf8 && !data.is_ascii();
@@ -146,7 +146,7 @@ pub(crate) fn decode(bytes: Buffer, ctx: &DecodeContext) -> Result<ArrayRef, Chu
         let max_values = data.len() - min_len as usize;
         let array = if ctx.string_type == StringType::LargeUtf8 {
             copy_values(
-                CopyBuilder::<i64>::with_capacity(n, max_values),
+                CopyBuilder::<i64>::with_capacity(n, max_values, ctx.recycler),
                 data,
                 n,
                 &mut pos,
@@ -155,7 +155,7 @@ pub(crate) fn decode(bytes: Buffer, ctx: &DecodeContext) -> Result<ArrayRef, Chu
             .finish(utf8)?
         } else {
             copy_values(
-                CopyBuilder::<i32>::with_capacity(n, max_values),
+                CopyBuilder::<i32>::with_capacity(n, max_values, ctx.recycler),
                 data,
                 n,
                 &mut pos,
@@ -213,18 +213,18 @@ pub(crate) fn decode_zstd(encoded: &[u8], ctx: &DecodeContext) -> Result<ArrayRe
             encoded,
             n,
             limit,
-            CopyBuilder::<i32>::with_capacity(n, max_values),
+            CopyBuilder::<i32>::with_capacity(n, max_values, ctx.recycler),
         )?
         .finish(utf8),
         StringType::LargeUtf8 => stream(
             encoded,
             n,
             limit,
-            CopyBuilder::<i64>::with_capacity(n, max_values),
+            CopyBuilder::<i64>::with_capacity(n, max_values, ctx.recycler),
         )?
         .finish(utf8),
         StringType::Utf8View => {
-            let views = InlineViewsBuilder::with_capacity(n, max_values, utf8);
+            let views = InlineViewsBuilder::with_capacity(n, max_values, utf8, ctx.recycler);
             stream(encoded, n, limit, views)?.finish()
         }
     }

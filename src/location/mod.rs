@@ -445,6 +445,8 @@ pub struct Stores {
     url: UrlOptions,
     blocking: Blocking,
     registered: Option<Arc<dyn RegisteredStores>>,
+    /// The context's recycler, for the local stores it opens to read into.
+    recycler: Option<Arc<crate::recycle::Recycler>>,
 }
 
 impl Default for Stores {
@@ -461,7 +463,16 @@ impl Stores {
             url,
             blocking: Blocking::default(),
             registered: None,
+            recycler: None,
         }
+    }
+
+    /// Local stores opened to read read their chunks into buffers from
+    /// `recycler` (the context's: see
+    /// [`ExecutionContext::with_buffer_reuse`](crate::ExecutionContext::with_buffer_reuse)).
+    pub(crate) fn with_recycler(mut self, recycler: Option<Arc<crate::recycle::Recycler>>) -> Self {
+        self.recycler = recycler;
+        self
     }
 
     /// A URL's blocking calls wait on `runtime` (the caller's, lent down)
@@ -498,7 +509,9 @@ impl Stores {
             Location::Path(path) => {
                 // An existing directory, else the location's error.
                 location.local_dir()?;
-                Ok(Arc::new(LocalStore::new(path)))
+                Ok(Arc::new(
+                    LocalStore::new(path).with_recycler(self.recycler.clone()),
+                ))
             }
             Location::Url(url) => Ok(match self.registered_async(url) {
                 Some(store) => Arc::new(ObjectStoreBackend::with_blocking(

@@ -1,6 +1,9 @@
 //! Arrays built by copying element values into a new buffer: [`CopyBuilder`] (the
 //! interleaved `vlen-*` layouts) and [`ValuesBuilder`] (its choice by Arrow type).
 
+use std::marker::PhantomData;
+use std::sync::Arc;
+
 use arrow_array::types::{GenericBinaryType, GenericStringType};
 use arrow_array::{ArrayRef, OffsetSizeTrait};
 use arrow_buffer::{Buffer, MutableBuffer, ScalarBuffer};
@@ -8,6 +11,23 @@ use arrow_buffer::{Buffer, MutableBuffer, ScalarBuffer};
 use super::{OffsetKind, RawOffsets, byte_array, check_utf8, from_offsets};
 use crate::error::ChunkError;
 use crate::metadata::StringType;
+use crate::recycle::Recycler;
+
+/// A new buffer for at least `capacity` bytes: from `recycler` if there is one.
+pub(crate) fn take(recycler: Option<&Arc<Recycler>>, capacity: usize) -> MutableBuffer {
+    match recycler {
+        Some(r) => r.take(capacity),
+        None => MutableBuffer::with_capacity(capacity),
+    }
+}
+
+/// `buffer` frozen: given back to `recycler`, if there is one, when released.
+pub(crate) fn freeze(recycler: Option<&Arc<Recycler>>, buffer: MutableBuffer) -> Buffer {
+    match recycler {
+        Some(r) => r.freeze(buffer),
+        None => buffer.into(),
+    }
+}
 
 /// The size of the fixed block [`CopyBuffer::extend_prefix`] copies.
 pub(crate) const SHORT: usize = 32;
@@ -17,14 +37,17 @@ pub(crate) const SHORT: usize = 32;
 /// fixed-size block, a few vector moves, instead of a variable-length `memcpy`.
 pub(crate) struct CopyBuffer {
     bytes: MutableBuffer,
+    recycler: Option<Arc<Recycler>>,
 }
 
 impl CopyBuffer {
     /// A buffer sized for `max_values` bytes (the caller's bound from the chunk
-    /// size, so this never over-allocates); it grows if more arrive.
-    pub(crate) fn with_capacity(max_values: usize) -> Self {
+    /// size, so this never over-allocates), from `recycler` if there is one; it
+    /// grows if more arrive.
+    pub(crate) fn with_capacity(max_values: usize, recycler: Option<&Arc<Recycler>>) -> Self {
         Self {
-            bytes: MutableBuffer::with_capacity(max_values.saturating_add(SHORT)),
+            bytes: take(recycler, max_values.saturating_add(SHORT)),
+            recycler: recycler.cloned(),
         }
     }
 
@@ -70,26 +93,35 @@ impl CopyBuffer {
 
     /// The values as one buffer.
     pub(crate) fn into_buffer(self) -> Buffer {
-        self.bytes.into()
+        freeze(self.recycler.as_ref(), self.bytes)
     }
 }
 
 /// Builds an offsets-and-values array by copying element values into one new
 /// values buffer (the interleaved vlen-utf8 path: one copy of the values).
 pub(crate) struct CopyBuilder<O: OffsetSizeTrait> {
-    offsets: Vec<O>,
+    /// `O`s, the first 0.
+    offsets: MutableBuffer,
     values: CopyBuffer,
+    offset: PhantomData<O>,
 }
 
 impl<O: OffsetSizeTrait> CopyBuilder<O> {
     /// A builder for `n` elements with at most `max_values` bytes of values (the
-    /// caller's bound from the chunk size, so this never over-allocates).
-    pub(crate) fn with_capacity(n: usize, max_values: usize) -> Self {
-        let mut offsets = Vec::with_capacity(n + 1);
+    /// caller's bound from the chunk size, so this never over-allocates), its
+    /// buffers from `recycler` if there is one.
+    pub(crate) fn with_capacity(
+        n: usize,
+        max_values: usize,
+        recycler: Option<&Arc<Recycler>>,
+    ) -> Self {
+        let width = std::mem::size_of::<O>();
+        let mut offsets = take(recycler, n.saturating_add(1).saturating_mul(width));
         offsets.push(O::usize_as(0));
         Self {
             offsets,
-            values: CopyBuffer::with_capacity(max_values),
+            values: CopyBuffer::with_capacity(max_values, recycler),
+            offset: PhantomData,
         }
     }
 
@@ -123,28 +155,36 @@ impl<O: OffsetSizeTrait> CopyBuilder<O> {
         Ok(())
     }
 
+    /// The elements so far.
+    fn len(&self) -> usize {
+        self.offsets.len() / std::mem::size_of::<O>() - 1
+    }
+
     /// The offsets and the values buffer.
-    fn take_values(self) -> (Vec<O>, Buffer) {
-        (self.offsets, self.values.into_buffer())
+    fn take_values(self) -> (Buffer, Buffer) {
+        let offsets = freeze(self.values.recycler.as_ref(), self.offsets);
+        (offsets, self.values.into_buffer())
     }
 
     /// The finished array as views over the copied values buffer.
     pub(crate) fn finish_views(self, utf8: bool) -> Result<ArrayRef, ChunkError> {
-        let n = self.offsets.len() - 1;
+        let n = self.len();
         let kind = if O::IS_LARGE {
             OffsetKind::I64
         } else {
             OffsetKind::I32
         };
         let (offsets, values) = self.take_values();
-        let raw = RawOffsets::new(Buffer::from_vec(offsets), kind, n)?;
+        let raw = RawOffsets::new(offsets, kind, n)?;
         from_offsets(raw, values, utf8, StringType::Utf8View)
     }
 
     /// The finished array; strings are UTF-8 checked here, once for all values.
     pub(crate) fn finish(self, utf8: bool) -> Result<ArrayRef, ChunkError> {
+        let n = self.len();
         let (offsets, values) = self.take_values();
-        let offsets = ScalarBuffer::from(offsets);
+        // A MutableBuffer's memory is aligned for any offset type.
+        let offsets = ScalarBuffer::<O>::new(offsets, 0, n + 1);
         if utf8 {
             let last = values.len() as u64;
             check_utf8(
@@ -170,11 +210,18 @@ pub(crate) enum ValuesBuilder {
 
 impl ValuesBuilder {
     /// A builder for `n` elements and at most `max_values` bytes of values.
-    pub(crate) fn new(target: StringType, n: usize, max_values: usize) -> Self {
+    pub(crate) fn new(
+        target: StringType,
+        n: usize,
+        max_values: usize,
+        recycler: Option<&Arc<Recycler>>,
+    ) -> Self {
         match target {
-            StringType::Utf8 => Self::Small(CopyBuilder::with_capacity(n, max_values)),
-            StringType::LargeUtf8 => Self::Large(CopyBuilder::with_capacity(n, max_values)),
-            StringType::Utf8View => Self::View(CopyBuilder::with_capacity(n, max_values)),
+            StringType::Utf8 => Self::Small(CopyBuilder::with_capacity(n, max_values, recycler)),
+            StringType::LargeUtf8 => {
+                Self::Large(CopyBuilder::with_capacity(n, max_values, recycler))
+            }
+            StringType::Utf8View => Self::View(CopyBuilder::with_capacity(n, max_values, recycler)),
         }
     }
 

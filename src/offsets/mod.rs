@@ -332,7 +332,7 @@ fn typed<T: Offset>(
             byte_array::<GenericBinaryType<i64>>(convert_offsets(&offsets, last)?, values)
         }
         StringType::Utf8View => {
-            let mut views = ViewsBuilder::new(values, offsets.len().saturating_sub(1))?;
+            let mut views = ViewsBuilder::new(values, offsets.len().saturating_sub(1), None)?;
             for pair in offsets.windows(2) {
                 let (start, end) = (pair[0].to_u64(), pair[1].to_u64());
                 // Bounds and UTF-8 were checked above for all elements at once.

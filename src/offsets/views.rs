@@ -6,17 +6,32 @@ use arrow_array::ArrayRef;
 use arrow_array::GenericByteViewArray;
 use arrow_array::builder::make_view;
 use arrow_array::types::{BinaryViewType, ByteViewType, StringViewType};
-use arrow_buffer::{Buffer, ScalarBuffer};
+use arrow_buffer::{Buffer, MutableBuffer, ScalarBuffer};
 use std::sync::Arc;
 
-use super::copy::CopyBuffer;
+use super::copy::{CopyBuffer, freeze, take};
 use crate::error::ChunkError;
+use crate::recycle::Recycler;
+
+/// The views of `n` elements so far as one buffer: from `recycler` if there is one.
+fn views_buffer(recycler: Option<&Arc<Recycler>>, n: usize) -> MutableBuffer {
+    take(recycler, n.saturating_mul(std::mem::size_of::<u128>()))
+}
+
+/// `views` (u128s) as the views of an array.
+fn finish_views(recycler: Option<&Arc<Recycler>>, views: MutableBuffer) -> ScalarBuffer<u128> {
+    let n = views.len() / std::mem::size_of::<u128>();
+    // A MutableBuffer's memory is aligned for u128.
+    ScalarBuffer::new(freeze(recycler, views), 0, n)
+}
 
 /// Builds a view array over one data buffer (the decoded chunk), from element
 /// ranges that the caller reads from untrusted bytes.
 pub(crate) struct ViewsBuilder {
     data: Buffer,
-    views: Vec<u128>,
+    /// u128s.
+    views: MutableBuffer,
+    recycler: Option<Arc<Recycler>>,
 }
 
 impl ViewsBuilder {
@@ -25,7 +40,11 @@ impl ViewsBuilder {
     /// # Errors
     /// [`ChunkError::OffsetOverflow`] when `data` is over `i32::MAX` bytes: the
     /// Arrow format gives view offsets 32 bits (signed, for other implementations).
-    pub(crate) fn new(data: Buffer, n: usize) -> Result<Self, ChunkError> {
+    pub(crate) fn new(
+        data: Buffer,
+        n: usize,
+        recycler: Option<&Arc<Recycler>>,
+    ) -> Result<Self, ChunkError> {
         if data.len() > i32::MAX as usize {
             return Err(ChunkError::OffsetOverflow {
                 bytes: data.len() as u64,
@@ -33,8 +52,14 @@ impl ViewsBuilder {
         }
         Ok(Self {
             data,
-            views: Vec::with_capacity(n),
+            views: views_buffer(recycler, n),
+            recycler: recycler.cloned(),
         })
+    }
+
+    /// Elements so far.
+    fn len(&self) -> usize {
+        self.views.len() / std::mem::size_of::<u128>()
     }
 
     /// Add element `data[start..start + len]`, which the caller has bounds-checked.
@@ -49,7 +74,7 @@ impl ViewsBuilder {
     /// `false`).
     #[inline]
     pub(crate) fn push(&mut self, start: usize, len: usize, utf8: bool) -> Result<(), ChunkError> {
-        let element = self.views.len();
+        let element = self.len();
         let end = start
             .checked_add(len)
             .filter(|&e| e <= self.data.len())
@@ -68,7 +93,8 @@ impl ViewsBuilder {
 
     /// The finished array; its one data buffer is the chunk buffer it points into.
     pub(crate) fn finish(self, utf8: bool) -> ArrayRef {
-        view_array(ScalarBuffer::from(self.views), self.data, utf8)
+        let views = finish_views(self.recycler.as_ref(), self.views);
+        view_array(views, self.data, utf8)
     }
 }
 
@@ -102,11 +128,13 @@ fn unchecked_view_array<T: ByteViewType + ?Sized>(
 /// a value of at most 12 bytes is inlined in its view, a longer one is copied into
 /// one new data buffer that its view points into.
 pub(crate) struct InlineViewsBuilder {
-    views: Vec<u128>,
+    /// u128s.
+    views: MutableBuffer,
     data: CopyBuffer,
     /// Where the value being assembled from pieces starts in `data`.
     element_start: usize,
     utf8: bool,
+    recycler: Option<Arc<Recycler>>,
 }
 
 /// The longest value a view holds inline.
@@ -116,13 +144,24 @@ impl InlineViewsBuilder {
     /// A builder for `n` elements with at most `max_values` bytes of values;
     /// `utf8` selects strings (each value is checked unless its caller vouches for
     /// it) or binary.
-    pub(crate) fn with_capacity(n: usize, max_values: usize, utf8: bool) -> Self {
+    pub(crate) fn with_capacity(
+        n: usize,
+        max_values: usize,
+        utf8: bool,
+        recycler: Option<&Arc<Recycler>>,
+    ) -> Self {
         Self {
-            views: Vec::with_capacity(n),
-            data: CopyBuffer::with_capacity(max_values),
+            views: views_buffer(recycler, n),
+            data: CopyBuffer::with_capacity(max_values, recycler),
             element_start: 0,
             utf8,
+            recycler: recycler.cloned(),
         }
+    }
+
+    /// Elements so far.
+    fn len(&self) -> usize {
+        self.views.len() / std::mem::size_of::<u128>()
     }
 
     /// Append the element framed as `| u32 len (LE) | value |` at the start of
@@ -138,7 +177,7 @@ impl InlineViewsBuilder {
         let value = &framed[4..4 + len];
         if self.utf8 && !ascii && std::str::from_utf8(value).is_err() {
             return Err(ChunkError::InvalidUtf8 {
-                element: self.views.len(),
+                element: self.len(),
             });
         }
         let view = match framed.first_chunk::<16>() {
@@ -171,7 +210,7 @@ impl InlineViewsBuilder {
         let value = &self.data.as_slice()[start..];
         if self.utf8 && std::str::from_utf8(value).is_err() {
             return Err(ChunkError::InvalidUtf8 {
-                element: self.views.len(),
+                element: self.len(),
             });
         }
         let view = make_view(value, 0, start as u32);
@@ -196,6 +235,7 @@ impl InlineViewsBuilder {
                 bytes: data.len() as u64,
             });
         }
-        Ok(view_array(ScalarBuffer::from(self.views), data, self.utf8))
+        let views = finish_views(self.recycler.as_ref(), self.views);
+        Ok(view_array(views, data, self.utf8))
     }
 }

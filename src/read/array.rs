@@ -19,6 +19,7 @@ use crate::error::{ChunkError, Error, LimitKind, NodeKind, Result};
 use crate::fill::fill_array;
 use crate::grid::{Grid, unravel};
 use crate::metadata::{ARROW_BYTES_PER_ELEMENT, ArrayMetadata, NodeMetadata, StringType};
+use crate::recycle::Recycler;
 use crate::store::{Store, join_key};
 
 /// A Zarr array opened for reading.
@@ -34,6 +35,9 @@ pub struct ZarrArray {
     grid: Grid,
     conventions: Arc<Conventions>,
     options: ReadOptions,
+    /// Where its decoded buffers come from and go back to (a reader's, from its
+    /// context), if anywhere.
+    recycler: Option<Arc<Recycler>>,
 }
 
 impl ZarrArray {
@@ -91,6 +95,7 @@ impl ZarrArray {
             grid,
             conventions,
             options,
+            recycler: None,
         })
     }
 
@@ -124,6 +129,17 @@ impl ZarrArray {
     /// The parsed metadata.
     pub fn metadata(&self) -> &ArrayMetadata {
         &self.meta
+    }
+
+    /// Decode into buffers from `recycler` (a reader's).
+    pub(crate) fn with_recycler(mut self, recycler: Option<Arc<Recycler>>) -> Self {
+        self.recycler = recycler;
+        self
+    }
+
+    /// Where decoded buffers come from, if anywhere.
+    pub(crate) fn recycler(&self) -> Option<&Arc<Recycler>> {
+        self.recycler.as_ref()
     }
 
     /// The read options in force.

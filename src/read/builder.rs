@@ -71,6 +71,7 @@ pub struct ReaderBuilder {
     source: Source,
     /// How chunks are decoded.
     decode: Decode,
+    recycler: Option<Arc<crate::recycle::Recycler>>,
     /// The most bytes decoded ahead.
     read_ahead_bytes: u64,
     projection: Option<Vec<String>>,
@@ -98,6 +99,7 @@ impl ReaderBuilder {
         Self {
             source,
             decode: Decode::default(),
+            recycler: None,
             read_ahead_bytes: READ_AHEAD_BYTES,
             projection: None,
             rows: None,
@@ -113,6 +115,7 @@ impl ReaderBuilder {
     /// most 256 MiB ahead).
     pub fn with_context(mut self, context: &ExecutionContext) -> Self {
         self.decode = context.decode();
+        self.recycler = context.recycler().cloned();
         self.read_ahead_bytes = context.read_ahead_bytes();
         self
     }
@@ -396,7 +399,7 @@ impl ReaderBuilder {
         let leaves = columns
             .iter()
             .flat_map(|c| c.leaves().into_iter().cloned())
-            .map(|array| Cursor::new(array, first))
+            .map(|array| Cursor::new(array.with_recycler(self.recycler.clone()), first))
             .collect();
         // One chunk to read: on this thread (no pool to wake, no hand-off).
         let span = first..rows.end_of(rows.len());

@@ -171,7 +171,8 @@ impl ChunkRead {
             &meta.fill_value,
             array.string_type(),
             array.options().max_chunk_bytes,
-        );
+        )
+        .with_recycler(array.recycler());
         match (stage, fetched) {
             (Stage::Start, _) => Ok(self.first_request()),
             (_, Fetched::Missing) => Ok(Step::Done(None)),

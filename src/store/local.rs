@@ -16,6 +16,7 @@ use super::{
     validate_key, wait_for_lock,
 };
 use crate::error::{Error, Result};
+use crate::recycle::{MIN_KEPT, Recycler};
 
 /// A [`Store`] over a directory of the local filesystem.
 ///
@@ -33,6 +34,8 @@ pub struct LocalStore {
     /// is only started, and whoever publishes the directory syncs it first
     /// ([`LocalStore::synced_by_caller`]).
     sync_each_write: bool,
+    /// Where whole values are read into, if anywhere (a reader's recycler).
+    recycler: Option<Arc<Recycler>>,
 }
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -68,7 +71,15 @@ impl LocalStore {
             root: root.into(),
             memory_map: false,
             sync_each_write: true,
+            recycler: None,
         }
+    }
+
+    /// Read whole values into buffers from `recycler`, given back to it when
+    /// released (see `src/recycle.rs`).
+    pub(crate) fn with_recycler(mut self, recycler: Option<Arc<Recycler>>) -> Self {
+        self.recycler = recycler;
+        self
     }
 
     /// A store for a directory that nobody reads until its writer syncs it and
@@ -109,6 +120,7 @@ impl LocalStore {
             root: root.into(),
             memory_map: true,
             sync_each_write: true,
+            recycler: None,
         }
     }
 
@@ -235,6 +247,18 @@ fn read_whole(file: &mut File, path: &Path, len: u64) -> Result<Buffer> {
     Ok(Buffer::from_vec(buf))
 }
 
+/// [`read_whole`] into a buffer from `recycler`. A kept buffer's pages are in
+/// memory already: filling it with zeros first costs less than the page faults
+/// of a new one (whose pages the kernel zeroes anyway).
+fn read_reused(file: &mut File, path: &Path, len: u64, recycler: &Arc<Recycler>) -> Result<Buffer> {
+    let size = usize::try_from(len).map_err(|_| too_large(path))?;
+    let mut buffer = recycler.take(size);
+    buffer.resize(size, 0);
+    file.read_exact(buffer.as_slice_mut())
+        .map_err(|e| Error::io(path, e))?;
+    Ok(recycler.freeze(buffer))
+}
+
 /// Map the first `len` bytes of `file` (its length when opened) as a [`Buffer`]
 /// that keeps the mapping alive. Pages are read when first touched (asking the
 /// kernel to populate the mapping up front measured no faster).
@@ -263,10 +287,10 @@ fn map_file(file: &File, path: &Path, len: u64) -> Result<Buffer> {
 impl LocalStore {
     /// The whole of an opened file: mapped or read.
     fn whole(&self, mut file: File, path: &Path, len: u64) -> Result<Buffer> {
-        if self.memory_map {
-            map_file(&file, path, len)
-        } else {
-            read_whole(&mut file, path, len)
+        match &self.recycler {
+            _ if self.memory_map => map_file(&file, path, len),
+            Some(recycler) if len >= MIN_KEPT as u64 => read_reused(&mut file, path, len, recycler),
+            _ => read_whole(&mut file, path, len),
         }
     }
 }

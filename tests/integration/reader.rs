@@ -500,3 +500,80 @@ fn decode_jobs_run_anywhere_give_the_blocking_readers_batches() {
     ));
     assert!(matches!(third.try_decode(), Ok(DecodeResult::Finished)));
 }
+
+/// A reader whose context reuses buffers (as the command line's conversions do):
+/// batches held while later chunks decode keep their values, under every string
+/// layout, both the fused (vlen + zstd) and plain (uncompressed) decoders, and
+/// chunks read from a local directory into reused buffers.
+#[test]
+fn reused_buffers_never_change_a_batch_still_held() {
+    use zarrow::write::{Compressor, write_batches};
+    use zarrow::{ExecutionContext, LocalStore, Location, ReadOptions, StringType};
+    // Chunks of 100,000 strings of 21-41 bytes: their values, offsets, views
+    // and (uncompressed) files are over the 1 MiB that the recycler keeps.
+    let rows = 1_200_000usize;
+    let names: Vec<String> = (0..rows)
+        .map(|i| format!("{i:>20}-{}", "x".repeat(i % 21)))
+        .collect();
+    for compressor in [Compressor::Zstd, Compressor::None] {
+        let dir = tempfile::tempdir().unwrap();
+        let batch = RecordBatch::try_from_iter([(
+            "s",
+            Arc::new(StringArray::from(names.clone())) as ArrayRef,
+        )])
+        .unwrap();
+        let reader = arrow_array::RecordBatchIterator::new([Ok(batch.clone())], batch.schema());
+        let options = WriteOptions {
+            chunk_len: Some(100_000),
+            compressor,
+            ..WriteOptions::default()
+        };
+        write_batches(reader, Arc::new(LocalStore::new(dir.path())), "", options).unwrap();
+        for string_type in [
+            StringType::Utf8,
+            StringType::LargeUtf8,
+            StringType::Utf8View,
+        ] {
+            let read = ReadOptions {
+                string_type: Some(string_type),
+                ..ReadOptions::default()
+            };
+            let context = ExecutionContext::default().with_buffer_reuse(64 << 20);
+            let location = Location::parse(dir.path().to_str().unwrap()).unwrap();
+            let store = context.stores().open(&location).unwrap();
+            let group = ZarrGroup::open_with(store, "", read).unwrap();
+            let mut start = 0;
+            let mut held = Vec::new();
+            for (i, batch) in group
+                .reader()
+                .with_context(&context)
+                .build()
+                .unwrap()
+                .enumerate()
+            {
+                let batch = batch.unwrap();
+                // Every other batch is dropped at once: its buffers go back and
+                // fill later chunks' while the others are still held.
+                if i % 2 == 0 {
+                    held.push((start, batch.clone()));
+                }
+                start += batch.num_rows();
+            }
+            assert_eq!(start, rows);
+            assert!(
+                held.len() >= 6,
+                "{string_type:?}: {} batches held",
+                held.len()
+            );
+            for (start, batch) in &held {
+                let got: Vec<String> = (0..batch.num_rows())
+                    .map(|i| {
+                        arrow_cast::display::array_value_to_string(batch.column(0), i).unwrap()
+                    })
+                    .collect();
+                let expected = &names[*start..start + batch.num_rows()];
+                assert_eq!(got, expected, "{compressor:?} {string_type:?} at {start}");
+            }
+        }
+    }
+}
