@@ -131,15 +131,15 @@ mod tests {
         let mut out = WritebackFile::new(File::create(&path).unwrap());
         // Pieces that straddle the writeback steps.
         let piece: Vec<u8> = (0..=255u8).cycle().take(1_000_003).collect();
-        for _ in 0..10 {
+        for _ in 0..12 {
             out.write_all(&piece).unwrap();
         }
-        assert_eq!(out.written, 10_000_030);
+        assert_eq!(out.written, 12_000_036);
         assert!(out.started >= 2 * STEP && out.started < out.written);
         out.sync().unwrap();
         let mut back = Vec::new();
         File::open(&path).unwrap().read_to_end(&mut back).unwrap();
-        assert_eq!(back.len(), 10_000_030);
+        assert_eq!(back.len(), 12_000_036);
         assert!(back.chunks(piece.len()).all(|c| c == piece));
     }
 
