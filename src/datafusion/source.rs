@@ -131,6 +131,7 @@ pub(crate) fn scan_plan(scan: Scan) -> DfResult<Arc<dyn ExecutionPlan>> {
         runtime,
         table_schema: TableSchema::from(schema),
         metrics: ExecutionPlanMetricsSet::new(),
+        batch_size: None,
     };
     let mut config =
         FileScanConfigBuilder::new(ObjectStoreUrl::local_filesystem(), Arc::new(source))
@@ -215,6 +216,9 @@ pub(crate) struct ZarrSource {
     runtime: Arc<RuntimeEnv>,
     table_schema: TableSchema,
     metrics: ExecutionPlanMetricsSet,
+    /// The session's batch size: the most rows a batch has (DataFusion's
+    /// operators work batch by batch, best on batches that stay in cache).
+    batch_size: Option<usize>,
 }
 
 impl ZarrSource {
@@ -258,8 +262,11 @@ impl FileSource for ZarrSource {
         &self.table_schema
     }
 
-    fn with_batch_size(&self, _batch_size: usize) -> Arc<dyn FileSource> {
-        Arc::new(self.clone())
+    fn with_batch_size(&self, batch_size: usize) -> Arc<dyn FileSource> {
+        Arc::new(Self {
+            batch_size: Some(batch_size),
+            ..self.clone()
+        })
     }
 
     fn metrics(&self) -> &ExecutionPlanMetricsSet {
@@ -380,6 +387,7 @@ impl Opener {
         let open = {
             let builder = builder.clone();
             let filtered = source.filter.is_some();
+            let batch_size = source.batch_size;
             let codes = source.snapshot.codes.clone();
             let pool = source.runtime.memory_pool.clone();
             let metrics = self.metrics.clone();
@@ -396,6 +404,10 @@ impl Opener {
                     _ => &builder,
                 };
                 let mut reader = builder.clone().with_projection(names).with_row_range(rows);
+                if let Some(rows) = batch_size {
+                    // (An N-d array's slabs: its batch size wins.)
+                    reader = reader.with_max_batch_rows(rows);
+                }
                 if let Some(selection) = selection {
                     reader = reader.with_row_selection(selection);
                 }

@@ -84,6 +84,7 @@ pub struct ReaderBuilder {
     offset: u64,
     limit: Option<u64>,
     batch_size: Option<usize>,
+    max_batch_rows: Option<usize>,
 }
 
 impl ReaderBuilder {
@@ -108,6 +109,7 @@ impl ReaderBuilder {
             offset: 0,
             limit: None,
             batch_size: None,
+            max_batch_rows: None,
         }
     }
 
@@ -179,6 +181,15 @@ impl ReaderBuilder {
     /// inner chunk (the shard's inner chunks are not gathered into one array).
     pub fn with_batch_size(mut self, rows: usize) -> Self {
         self.batch_size = Some(rows.max(1));
+        self
+    }
+
+    /// At most `rows` rows per batch (default [`DEFAULT_MAX_BATCH_ROWS`]),
+    /// batches otherwise cut as by default (ending where a long run ends, never
+    /// a concatenation across runs of such a column): an engine's batch size.
+    /// [`with_batch_size`](Self::with_batch_size) wins.
+    pub fn with_max_batch_rows(mut self, rows: usize) -> Self {
+        self.max_batch_rows = Some(rows.max(1));
         self
     }
 
@@ -350,7 +361,7 @@ impl ReaderBuilder {
         let batch_size = self.batch_size.unwrap_or_else(|| {
             usize::try_from(longest_run(&columns))
                 .unwrap_or(usize::MAX)
-                .min(DEFAULT_MAX_BATCH_ROWS)
+                .min(self.max_batch_rows.unwrap_or(DEFAULT_MAX_BATCH_ROWS))
         });
         let mut schema = Schema::new(
             columns

@@ -221,6 +221,45 @@ fn partitions_split_on_chunk_boundaries_in_row_order() {
     });
 }
 
+/// A scan's batches have at most the session's batch size of rows (as
+/// DataFusion's Parquet scan gives them), and none spans two chunks of a
+/// column whose chunks are that long or longer (`id`'s 1000 rows, `kind`'s
+/// 2000-row shards): its rows are a slice of one decoded chunk.
+#[test]
+fn batches_follow_the_session_batch_size_within_chunks() {
+    let (_, table) = observed_table(ZarrTableOptions::default());
+    let (ids, _, _) = rows();
+    let rt = runtime();
+    rt.block_on(async {
+        let config = SessionConfig::new()
+            .with_target_partitions(1)
+            .with_batch_size(700);
+        let ctx = SessionContext::new_with_config(config);
+        zarrow::datafusion::register(&ctx);
+        ctx.register_table("t", Arc::new(table)).unwrap();
+        let batches = query(&ctx, "SELECT id, kind FROM t").await;
+        let mut start = 0usize;
+        for batch in &batches {
+            let n = batch.num_rows();
+            assert!(n <= 700, "a batch of {n} rows");
+            assert_eq!(
+                start / 1000,
+                (start + n - 1) / 1000,
+                "rows {start}..{}",
+                start + n
+            );
+            start += n;
+        }
+        let got: Vec<i64> = batches
+            .iter()
+            .flat_map(|b| b.column(0).as_primitive::<Int64Type>().values().to_vec())
+            .collect();
+        assert_eq!(got, ids);
+        // Each 1000 rows cut into 700 + 300, and the last 7.
+        assert_eq!(batches.len(), 2 * (ROWS / 1000) + 1);
+    });
+}
+
 /// The row ranges of each partition of the Zarr scan in `plan`: a
 /// `DataSourceExec` of `file_type=zarr`, whose "files" are row ranges.
 pub(crate) fn find_scan(plan: &Arc<dyn ExecutionPlan>) -> Option<Vec<Vec<std::ops::Range<u64>>>> {
