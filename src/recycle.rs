@@ -93,7 +93,8 @@ impl Recycler {
         }
     }
 
-    fn give(&self, mut buffer: MutableBuffer) {
+    /// Keep `buffer` (emptied) for a later [`Recycler::take`], if it fits the limit.
+    pub(crate) fn give(&self, mut buffer: MutableBuffer) {
         buffer.clear();
         let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
         if kept.bytes + buffer.capacity() <= self.limit {

@@ -20,14 +20,16 @@ use std::cell::RefCell;
 use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, OffsetSizeTrait};
-use arrow_buffer::Buffer;
+use arrow_buffer::{Buffer, MutableBuffer};
 use serde_json::{Map, Value, json};
 
 use super::arrow_values::{for_each_value, value_bytes};
 use super::{ArrayToBytesCodec, ConfigError, DecodeContext, padding};
 use crate::error::{ChunkError, EncodeError};
 use crate::metadata::StringType;
-use crate::offsets::{CopyBuilder, InlineViewsBuilder, ViewsBuilder};
+use crate::offsets::{
+    ChunkViewsBuilder, CopyBuilder, InlineViewsBuilder, ViewsBuilder, freeze, recycle, take,
+};
 
 /// The names of the interleaved layout (v3 names, zarrs aliases; `vlen-utf8` and
 /// `vlen-bytes` are also the v2 filter ids).
@@ -202,10 +204,15 @@ pub(crate) fn decode_zstd(encoded: &[u8], ctx: &DecodeContext) -> Result<ArrayRe
     let n = ctx.elements;
     let utf8 = ctx.data_type.is_text();
     // The frame states its size: an upper bound for the values (never over the limit).
-    let content = zstd::zstd_safe::get_frame_content_size(encoded)
+    let stated = zstd::zstd_safe::get_frame_content_size(encoded)
         .ok()
-        .flatten()
-        .unwrap_or(0);
+        .flatten();
+    if let Some(size) = stated.filter(|&s| s <= ctx.max_bytes as u64) {
+        if let Some(array) = decode_blocks(encoded, size as usize, ctx)? {
+            return Ok(array);
+        }
+    }
+    let content = stated.unwrap_or(0);
     let max_values = (content.saturating_sub(4 + 4 * n as u64) as usize).min(ctx.max_bytes);
     let limit = ctx.max_bytes;
     match ctx.string_type {
@@ -227,6 +234,169 @@ pub(crate) fn decode_zstd(encoded: &[u8], ctx: &DecodeContext) -> Result<ArrayRe
             let views = InlineViewsBuilder::with_capacity(n, max_values, utf8, ctx.recycler);
             stream(encoded, n, limit, views)?.finish()
         }
+    }
+}
+
+/// [`decode_zstd`] for a frame that states its `size` (within the limit): zstd
+/// decompresses it block by block into one buffer of that size, and each block's
+/// elements are parsed while it is in cache. `Utf8` / `LargeUtf8` copy the values
+/// out of it (a scratch buffer, reused through the context's recycler); views
+/// point into it, and it becomes their data buffer (the decoded chunk, nothing
+/// more). `None`: `encoded` holds more than one frame (the streaming path reads
+/// them all).
+fn decode_blocks(
+    encoded: &[u8],
+    size: usize,
+    ctx: &DecodeContext,
+) -> Result<Option<ArrayRef>, ChunkError> {
+    let n = ctx.elements;
+    let utf8 = ctx.data_type.is_text();
+    let min_len = 4u64 + 4 * n as u64;
+    if (size as u64) < min_len {
+        return Err(ChunkError::Truncated {
+            what: "element lengths",
+            needed: min_len,
+            available: size as u64,
+        });
+    }
+    let mut chunk = take(ctx.recycler, size);
+    let mut elements = Framed::new(n);
+    match ctx.string_type {
+        StringType::Utf8View => {
+            let mut views = ChunkViewsBuilder::with_capacity(n, utf8, ctx.recycler);
+            // Values that start before this are checked one by one: they may hold
+            // a byte of a block that was not all ASCII.
+            let mut dirty_until = 0;
+            let mut seen = 0;
+            let read = super::zstd::decompress_blocks(encoded, &mut chunk, |filled| {
+                if utf8 && !filled[seen..].is_ascii() {
+                    dirty_until = filled.len();
+                }
+                seen = filled.len();
+                elements.parse(filled, |start, len| {
+                    views.push(filled, start, len, start < dirty_until)
+                })
+            })?;
+            if read != encoded.len() {
+                return Ok(None);
+            }
+            elements.finish(chunk.len())?;
+            views.finish(freeze(ctx.recycler, chunk)).map(Some)
+        }
+        StringType::Utf8 => copy_blocks::<i32>(encoded, chunk, elements, ctx),
+        StringType::LargeUtf8 => copy_blocks::<i64>(encoded, chunk, elements, ctx),
+    }
+}
+
+/// [`decode_blocks`] into offsets and values copied out of the decoded chunk.
+fn copy_blocks<O: OffsetSizeTrait>(
+    encoded: &[u8],
+    mut chunk: MutableBuffer,
+    mut elements: Framed,
+    ctx: &DecodeContext,
+) -> Result<Option<ArrayRef>, ChunkError> {
+    let n = ctx.elements;
+    let max_values = chunk.capacity().saturating_sub(4 + 4 * n);
+    let mut out = CopyBuilder::<O>::with_capacity(n, max_values, ctx.recycler);
+    let mut ascii = true;
+    let mut seen = 0;
+    let read = super::zstd::decompress_blocks(encoded, &mut chunk, |filled| {
+        if ascii {
+            ascii = filled[seen..].is_ascii();
+            seen = filled.len();
+        }
+        elements.parse(filled, |start, len| out.push_prefix(&filled[start..], len))
+    });
+    let whole = chunk.len();
+    recycle(ctx.recycler, chunk);
+    if read? != encoded.len() {
+        return Ok(None);
+    }
+    elements.finish(whole)?;
+    let utf8 = ctx.data_type.is_text();
+    // SAFETY: with `ascii`, every byte zstd wrote into the chunk was ASCII (each
+    // block checked as it came), and the values were copied from it.
+    unsafe { out.finish_checked(utf8, utf8 && !ascii) }.map(Some)
+}
+
+/// Parses `| u32 count | (u32 len | value)* |` out of a buffer that grows:
+/// each call takes the elements that are whole so far.
+struct Framed {
+    n: usize,
+    counted: bool,
+    /// Where the next element's length starts.
+    pos: usize,
+    done: usize,
+}
+
+impl Framed {
+    fn new(n: usize) -> Self {
+        Self {
+            n,
+            counted: false,
+            pos: 0,
+            done: 0,
+        }
+    }
+
+    /// Call `push(start, len)` for each element of `data` (the buffer so far)
+    /// not yet taken and now whole: its value is `data[start..start + len]`.
+    #[inline]
+    fn parse(
+        &mut self,
+        data: &[u8],
+        mut push: impl FnMut(usize, usize) -> Result<(), ChunkError>,
+    ) -> Result<(), ChunkError> {
+        if !self.counted {
+            let Some(count) = data.first_chunk::<4>() else {
+                return Ok(());
+            };
+            let count = u32::from_le_bytes(*count) as usize;
+            if count != self.n {
+                return Err(ChunkError::CountMismatch {
+                    expected: self.n as u64,
+                    found: count as u64,
+                });
+            }
+            self.counted = true;
+            self.pos = 4;
+        }
+        let (mut pos, mut done) = (self.pos, self.done);
+        while done < self.n {
+            let Some(len) = data.get(pos..).and_then(|d| d.first_chunk::<4>()) else {
+                break;
+            };
+            let len = u32::from_le_bytes(*len) as usize;
+            let start = pos + 4;
+            if data.len() - start < len {
+                break;
+            }
+            push(start, len)?;
+            pos = start + len;
+            done += 1;
+        }
+        self.pos = pos;
+        self.done = done;
+        Ok(())
+    }
+
+    /// Every element was there, and nothing after them (`total`: the bytes).
+    fn finish(&self, total: usize) -> Result<(), ChunkError> {
+        if !self.counted {
+            return Err(ChunkError::Truncated {
+                what: "element count",
+                needed: 4,
+                available: total as u64,
+            });
+        }
+        if self.done < self.n {
+            return Err(ChunkError::Truncated {
+                what: "element value",
+                needed: (self.pos + 4) as u64,
+                available: total as u64,
+            });
+        }
+        check_end(self.pos, total)
     }
 }
 

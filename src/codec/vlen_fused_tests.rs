@@ -115,3 +115,65 @@ fn fused_zstd_path_handles_values_larger_than_a_window() {
         assert_eq!(fused, plain);
     }
 }
+
+/// The block path takes one frame that states its size; two frames back to
+/// back, and a frame without its size, go through the streaming path: all agree.
+#[test]
+fn two_frames_and_an_unsized_frame_decode_alike() {
+    let values: Vec<String> = (0..50_000).map(|i| format!("v{i}-{}", i % 97)).collect();
+    let chunk = vlen_chunk(&values);
+    let shape = [values.len() as u64];
+    let fill = crate::metadata::FillValue::default_for(&DataType::String);
+    let (head, tail) = chunk.split_at(chunk.len() / 3);
+    let two = [
+        zstd::bulk::compress(head, 3).unwrap(),
+        zstd::bulk::compress(tail, 3).unwrap(),
+    ]
+    .concat();
+    let mut unsized_frame = Vec::new();
+    let mut encoder = zstd::stream::write::Encoder::new(&mut unsized_frame, 3).unwrap();
+    encoder.include_contentsize(false).unwrap();
+    std::io::Write::write_all(&mut encoder, &chunk).unwrap();
+    encoder.finish().unwrap();
+    for string_type in [StringType::Utf8, StringType::LargeUtf8, StringType::Utf8View] {
+        let ctx = DecodeContext::new(&shape, DataType::String, &fill, string_type, 1 << 24);
+        let plain = decode(Buffer::from(chunk.clone()), &ctx).unwrap();
+        for frames in [&two, &unsized_frame] {
+            let fused = decode_zstd(frames, &ctx).unwrap();
+            assert_eq!(fused.to_data(), plain.to_data(), "{string_type:?}");
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, .. ProptestConfig::default() })]
+
+    /// Corrupt compressed bytes (the frame header, a block header, the stated
+    /// size, the checksum) and cut frames: an error or valid data, never a panic.
+    #[test]
+    fn hostile_frames_are_errors_or_valid_data(
+        values in proptest::collection::vec(".{0,60}", 1..3000),
+        flips in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..4),
+        cut in proptest::option::of(any::<prop::sample::Index>()),
+        checksum in any::<bool>(),
+    ) {
+        let chunk = vlen_chunk(&values);
+        let mut frame = crate::codec::zstd::zstd_encode(&chunk, 3, checksum).unwrap();
+        for (at, byte) in &flips {
+            let i = at.index(frame.len());
+            frame[i] ^= byte;
+        }
+        if let Some(cut) = cut {
+            frame.truncate(cut.index(frame.len() + 1));
+        }
+        let shape = [values.len() as u64];
+        let fill = crate::metadata::FillValue::default_for(&DataType::String);
+        for string_type in [StringType::Utf8, StringType::LargeUtf8, StringType::Utf8View] {
+            let ctx = DecodeContext::new(&shape, DataType::String, &fill, string_type, 1 << 24);
+            if let Ok(array) = decode_zstd(&frame, &ctx) {
+                prop_assert!(array.to_data().validate_full().is_ok());
+                prop_assert_eq!(array.len(), values.len());
+            }
+        }
+    }
+}

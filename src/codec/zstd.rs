@@ -23,7 +23,7 @@ use std::sync::Arc;
 use arrow_buffer::{Buffer, MutableBuffer};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use zstd::zstd_safe::{DCtx, WriteBuf};
+use zstd::zstd_safe::{DCtx, WriteBuf, zstd_sys};
 
 use super::bounded::read_limited;
 use super::{BytesToBytesCodec, ConfigError, settings};
@@ -141,6 +141,132 @@ unsafe impl WriteBuf for Spare<'_> {
         // SAFETY: the caller promises bytes 0..n are written, and n <= capacity.
         unsafe { self.0.set_len(n) }
     }
+}
+
+/// A decompression context of zstd's own (its buffer-less block API is not in
+/// zstd-safe): one per thread ([`decompress_blocks`]), freed with the thread.
+struct BlockContext(std::ptr::NonNull<zstd_sys::ZSTD_DCtx>);
+
+impl Drop for BlockContext {
+    fn drop(&mut self) {
+        // SAFETY: the pointer came from ZSTD_createDCtx and is freed once, here.
+        unsafe {
+            zstd_sys::ZSTD_freeDCtx(self.0.as_ptr());
+        }
+    }
+}
+
+impl BlockContext {
+    fn create() -> Option<Self> {
+        // SAFETY: ZSTD_createDCtx takes nothing and returns an owned context or null.
+        std::ptr::NonNull::new(unsafe { zstd_sys::ZSTD_createDCtx() }).map(Self)
+    }
+}
+
+thread_local! {
+    /// This thread's context for [`decompress_blocks`].
+    static BLOCK_DCTX: RefCell<Option<BlockContext>> = const { RefCell::new(None) };
+}
+
+/// Run `f` with this thread's block context (a nested call, none today, gets
+/// one of its own).
+fn with_block_context<R>(
+    f: impl FnOnce(*mut zstd_sys::ZSTD_DCtx) -> Result<R, ChunkError>,
+) -> Result<R, ChunkError> {
+    let no_memory = || ChunkError::Decompress {
+        codec: "zstd",
+        message: "no memory for a decompression context".into(),
+    };
+    BLOCK_DCTX.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut slot) => {
+            if slot.is_none() {
+                *slot = BlockContext::create();
+            }
+            let context = slot.as_ref().ok_or_else(no_memory)?;
+            f(context.0.as_ptr())
+        }
+        Err(_) => {
+            let context = BlockContext::create().ok_or_else(no_memory)?;
+            f(context.0.as_ptr())
+        }
+    })
+}
+
+/// zstd's error for `code`, if it is one.
+fn block_error(code: usize) -> Option<ChunkError> {
+    // SAFETY: ZSTD_isError and ZSTD_getErrorName take a plain integer;
+    // ZSTD_getErrorName returns a static NUL-terminated string.
+    unsafe {
+        (zstd_sys::ZSTD_isError(code) != 0).then(|| ChunkError::Decompress {
+            codec: "zstd",
+            message: std::ffi::CStr::from_ptr(zstd_sys::ZSTD_getErrorName(code))
+                .to_string_lossy()
+                .into_owned(),
+        })
+    }
+}
+
+/// Decompress the first zstd frame of `input` into `out` (empty, with room for
+/// the frame's stated content size, which the caller checked against its limit)
+/// block by block, straight into `out` (no window of zstd's own, no copy out of
+/// it): after each block that produced bytes, `each` sees all of `out` so far,
+/// the new block still in cache. Returns the input bytes the frame took (more
+/// follow when `input` holds several frames).
+///
+/// # Errors
+/// zstd's (a corrupt frame, one that does not fit `out`), a frame cut short, and
+/// `each`'s.
+pub(crate) fn decompress_blocks(
+    input: &[u8],
+    out: &mut MutableBuffer,
+    mut each: impl FnMut(&[u8]) -> Result<(), ChunkError>,
+) -> Result<usize, ChunkError> {
+    with_block_context(|dctx| {
+        // SAFETY: `dctx` is a live context used by this thread only.
+        if let Some(e) = block_error(unsafe { zstd_sys::ZSTD_decompressBegin(dctx) }) {
+            return Err(e);
+        }
+        let mut read = 0usize;
+        loop {
+            // SAFETY: as above.
+            let need = unsafe { zstd_sys::ZSTD_nextSrcSizeToDecompress(dctx) };
+            if need == 0 {
+                return Ok(read);
+            }
+            let Some(src) = input.get(read..read.saturating_add(need)) else {
+                return Err(ChunkError::Truncated {
+                    what: "zstd frame",
+                    needed: need as u64,
+                    available: (input.len() - read) as u64,
+                });
+            };
+            let filled = out.len();
+            let room = out.capacity() - filled;
+            // SAFETY: `dst` is the spare capacity of `out`, `room` bytes from its
+            // initialised length (zstd writes at most `room` bytes there, and
+            // reads back-references only from `out`'s bytes before it, which it
+            // wrote); `src` is `need` readable bytes of `input`. Nothing else
+            // touches `out` or `dctx` during the call.
+            let written = unsafe {
+                zstd_sys::ZSTD_decompressContinue(
+                    dctx,
+                    out.as_mut_ptr().add(filled).cast(),
+                    room,
+                    src.as_ptr().cast(),
+                    need,
+                )
+            };
+            if let Some(e) = block_error(written) {
+                return Err(e);
+            }
+            read += need;
+            if written > 0 {
+                // SAFETY: zstd wrote `written` <= `room` bytes after `filled`.
+                unsafe { out.set_len(filled + written) };
+                each(out.as_slice())?;
+            }
+        }
+    })
 }
 
 /// Compress with zstd at `level`, optionally with a content checksum.

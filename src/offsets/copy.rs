@@ -21,6 +21,14 @@ pub(crate) fn take(recycler: Option<&Arc<Recycler>>, capacity: usize) -> Mutable
     }
 }
 
+/// Give `buffer` (a scratch buffer no array uses) back to `recycler`, if there
+/// is one; else free it.
+pub(crate) fn recycle(recycler: Option<&Arc<Recycler>>, buffer: MutableBuffer) {
+    if let Some(r) = recycler {
+        r.give(buffer);
+    }
+}
+
 /// `buffer` frozen: given back to `recycler`, if there is one, when released.
 pub(crate) fn freeze(recycler: Option<&Arc<Recycler>>, buffer: MutableBuffer) -> Buffer {
     match recycler {
@@ -181,12 +189,32 @@ impl<O: OffsetSizeTrait> CopyBuilder<O> {
 
     /// The finished array; strings are UTF-8 checked here, once for all values.
     pub(crate) fn finish(self, utf8: bool) -> Result<ArrayRef, ChunkError> {
+        // SAFETY: `check` is true.
+        unsafe { self.finish_checked(utf8, true) }
+    }
+
+    /// The finished array; strings (`utf8`) are UTF-8 checked here when
+    /// `check`.
+    ///
+    /// # Safety
+    /// With `check` false, every byte of every value pushed must be ASCII (the
+    /// caller saw all of them, in cache, on their way in).
+    pub(crate) unsafe fn finish_checked(
+        self,
+        utf8: bool,
+        check: bool,
+    ) -> Result<ArrayRef, ChunkError> {
         let n = self.len();
         let (offsets, values) = self.take_values();
         // A MutableBuffer's memory is aligned for any offset type.
         let offsets = ScalarBuffer::<O>::new(offsets, 0, n + 1);
         if utf8 {
             let last = values.len() as u64;
+            if !check {
+                // The caller vouches that every value byte is ASCII (this
+                // function's `# Safety`): valid UTF-8, each offset a boundary.
+                return Ok(byte_array::<GenericStringType<O>>(offsets, values));
+            }
             check_utf8(
                 offsets.iter().map(|o| o.as_usize() as u64),
                 values.as_slice(),

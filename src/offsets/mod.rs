@@ -40,7 +40,8 @@ pub(crate) mod keys;
 mod views;
 
 pub(crate) use copy::{CopyBuilder, ValuesBuilder};
-pub(crate) use views::{InlineViewsBuilder, ViewsBuilder};
+pub(crate) use copy::{freeze, recycle, take};
+pub(crate) use views::{ChunkViewsBuilder, InlineViewsBuilder, ViewsBuilder};
 
 /// `n + 1` little-endian offsets of one of the widths found on disk. The buffer
 /// holds exactly `(n + 1) * width` bytes (checked by [`RawOffsets::new`]).
@@ -280,8 +281,9 @@ fn byte_array<T: ByteArrayType>(offsets: ScalarBuffer<T::Offset>, values: Buffer
     // SAFETY: every caller has run `check_offsets` (non-decreasing, within
     // `values`) and, for string types, `check_utf8` on these exact offsets over
     // the whole of `values` (the first offset is 0 and the last is `values.len()`:
-    // see `string_array` and `CopyBuilder::finish`), which is what
-    // `GenericByteArray::try_new` verifies.
+    // see `string_array` and `CopyBuilder::finish`), or holds its caller's
+    // promise that every byte of `values` is ASCII (`CopyBuilder::finish_checked`),
+    // which is what `GenericByteArray::try_new` verifies.
     Arc::new(unsafe {
         GenericByteArray::<T>::new_unchecked(OffsetBuffer::new_unchecked(offsets), values, None)
     })

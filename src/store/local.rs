@@ -77,6 +77,7 @@ impl LocalStore {
 
     /// Read whole values into buffers from `recycler`, given back to it when
     /// released (see `src/recycle.rs`).
+    #[cfg(feature = "object-store")]
     pub(crate) fn with_recycler(mut self, recycler: Option<Arc<Recycler>>) -> Self {
         self.recycler = recycler;
         self
@@ -87,6 +88,7 @@ impl LocalStore {
     /// `write/output.rs`). A write starts the kernel's writeback of its file
     /// instead of waiting for it, so writeback overlaps the encoding and the sync
     /// before the move waits only for the last files.
+    #[cfg(feature = "convert")]
     pub(crate) fn synced_by_caller(root: impl Into<PathBuf>) -> Self {
         Self {
             sync_each_write: false,

@@ -10,11 +10,16 @@
 //! the tail. Elsewhere the final sync does it all.
 
 use std::fs::File;
-use std::io::{self, Write};
+#[cfg(feature = "convert")]
+use std::io;
+#[cfg(feature = "convert")]
+use std::io::Write;
+#[cfg(feature = "convert")]
 use std::path::Path;
 
 /// How many bytes [`WritebackFile`] lets accumulate before it starts their
 /// writeback.
+#[cfg(feature = "convert")]
 const STEP: u64 = 4 << 20;
 
 /// Ask the kernel to start writing `file[offset..offset + len]` back to the disk,
@@ -41,6 +46,7 @@ pub(crate) fn start_writeback(file: &File, offset: u64, len: u64) {
 /// A file written front to back (an IPC, Parquet, JSON or CSV output) whose
 /// writeback starts every [`STEP`] bytes; [`WritebackFile::sync`] makes it
 /// durable.
+#[cfg(feature = "convert")]
 #[derive(Debug)]
 pub struct WritebackFile {
     file: File,
@@ -49,6 +55,7 @@ pub struct WritebackFile {
     started: u64,
 }
 
+#[cfg(feature = "convert")]
 impl WritebackFile {
     /// `file`, written from its start.
     pub(crate) fn new(file: File) -> Self {
@@ -78,6 +85,7 @@ impl WritebackFile {
     }
 }
 
+#[cfg(feature = "convert")]
 impl Write for WritebackFile {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let n = self.file.write(buf)?;
@@ -99,6 +107,7 @@ impl Write for WritebackFile {
 ///
 /// # Errors
 /// Listing or syncing an entry, with its path.
+#[cfg(feature = "convert")]
 pub(crate) fn sync_tree(dir: &Path) -> Result<(), (std::path::PathBuf, io::Error)> {
     let entries = std::fs::read_dir(dir).map_err(|e| (dir.to_path_buf(), e))?;
     for entry in entries {
@@ -119,7 +128,7 @@ pub(crate) fn sync_tree(dir: &Path) -> Result<(), (std::path::PathBuf, io::Error
         .map_err(|e| (dir.to_path_buf(), e))
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "convert"))]
 mod tests {
     use super::*;
     use std::io::Read;
