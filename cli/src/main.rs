@@ -174,10 +174,6 @@ fn hint(e: &Error) -> Option<&'static str> {
     }
 }
 
-/// The released buffers a conversion keeps for its next chunks, at most: the
-/// read-ahead's worth (a chunk per thread, a few in flight).
-const BUFFER_REUSE: usize = 256 << 20;
-
 fn convert(args: &ConvertArgs) -> Result<()> {
     let mut options = args.options.options().clone();
     if args.mmap {
@@ -192,7 +188,7 @@ fn convert(args: &ConvertArgs) -> Result<()> {
     // the next (minor page faults stay flat as the input grows).
     let context = ExecutionContext::default()
         .with_stores(Stores::new(args.url.options().clone()))
-        .with_buffer_reuse(BUFFER_REUSE);
+        .with_buffer_reuse(zarrow::convert::BUFFER_REUSE);
     let written = zarrow::convert::convert(&args.src, &args.dst, &options, &context, &Terminal)?;
     let _ = writeln!(std::io::stderr(), "zarrow: wrote {written} to {}", args.dst);
     Ok(())

@@ -27,9 +27,8 @@ use super::arrow_values::{for_each_value, value_bytes};
 use super::{ArrayToBytesCodec, ConfigError, DecodeContext, padding};
 use crate::error::{ChunkError, EncodeError};
 use crate::metadata::StringType;
-use crate::offsets::{
-    ChunkViewsBuilder, CopyBuilder, InlineViewsBuilder, ViewsBuilder, freeze, recycle, take,
-};
+use crate::offsets::{ChunkViewsBuilder, CopyBuilder, InlineViewsBuilder, ViewsBuilder};
+use crate::recycle::{freeze, recycle, take};
 
 /// The names of the interleaved layout (v3 names, zarrs aliases; `vlen-utf8` and
 /// `vlen-bytes` are also the v2 filter ids).

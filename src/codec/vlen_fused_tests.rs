@@ -135,7 +135,11 @@ fn two_frames_and_an_unsized_frame_decode_alike() {
     encoder.include_contentsize(false).unwrap();
     std::io::Write::write_all(&mut encoder, &chunk).unwrap();
     encoder.finish().unwrap();
-    for string_type in [StringType::Utf8, StringType::LargeUtf8, StringType::Utf8View] {
+    for string_type in [
+        StringType::Utf8,
+        StringType::LargeUtf8,
+        StringType::Utf8View,
+    ] {
         let ctx = DecodeContext::new(&shape, DataType::String, &fill, string_type, 1 << 24);
         let plain = decode(Buffer::from(chunk.clone()), &ctx).unwrap();
         for frames in [&two, &unsized_frame] {

@@ -234,10 +234,12 @@ pub(crate) fn decompress_blocks(
                 return Ok(read);
             }
             let Some(src) = input.get(read..read.saturating_add(need)) else {
-                return Err(ChunkError::Truncated {
-                    what: "zstd frame",
-                    needed: need as u64,
-                    available: (input.len() - read) as u64,
+                return Err(ChunkError::Decompress {
+                    codec: "zstd",
+                    message: format!(
+                        "the frame ends early: its next part needs {need} bytes, {} remain",
+                        input.len() - read
+                    ),
                 });
             };
             let filled = out.len();

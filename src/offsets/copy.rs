@@ -11,31 +11,7 @@ use arrow_buffer::{Buffer, MutableBuffer, ScalarBuffer};
 use super::{OffsetKind, RawOffsets, byte_array, check_utf8, from_offsets};
 use crate::error::ChunkError;
 use crate::metadata::StringType;
-use crate::recycle::Recycler;
-
-/// A new buffer for at least `capacity` bytes: from `recycler` if there is one.
-pub(crate) fn take(recycler: Option<&Arc<Recycler>>, capacity: usize) -> MutableBuffer {
-    match recycler {
-        Some(r) => r.take(capacity),
-        None => MutableBuffer::with_capacity(capacity),
-    }
-}
-
-/// Give `buffer` (a scratch buffer no array uses) back to `recycler`, if there
-/// is one; else free it.
-pub(crate) fn recycle(recycler: Option<&Arc<Recycler>>, buffer: MutableBuffer) {
-    if let Some(r) = recycler {
-        r.give(buffer);
-    }
-}
-
-/// `buffer` frozen: given back to `recycler`, if there is one, when released.
-pub(crate) fn freeze(recycler: Option<&Arc<Recycler>>, buffer: MutableBuffer) -> Buffer {
-    match recycler {
-        Some(r) => r.freeze(buffer),
-        None => buffer.into(),
-    }
-}
+use crate::recycle::{Recycler, freeze, take};
 
 /// The size of the fixed block [`CopyBuffer::extend_prefix`] copies.
 pub(crate) const SHORT: usize = 32;

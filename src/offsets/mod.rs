@@ -40,7 +40,6 @@ pub(crate) mod keys;
 mod views;
 
 pub(crate) use copy::{CopyBuilder, ValuesBuilder};
-pub(crate) use copy::{freeze, recycle, take};
 pub(crate) use views::{ChunkViewsBuilder, InlineViewsBuilder, ViewsBuilder};
 
 /// `n + 1` little-endian offsets of one of the widths found on disk. The buffer

@@ -9,9 +9,9 @@ use arrow_array::types::{BinaryViewType, ByteViewType, StringViewType};
 use arrow_buffer::{Buffer, MutableBuffer, ScalarBuffer};
 use std::sync::Arc;
 
-use super::copy::{CopyBuffer, freeze, take};
+use super::copy::CopyBuffer;
 use crate::error::ChunkError;
-use crate::recycle::Recycler;
+use crate::recycle::{Recycler, freeze, take};
 
 /// The views of `n` elements so far as one buffer: from `recycler` if there is one.
 fn views_buffer(recycler: Option<&Arc<Recycler>>, n: usize) -> MutableBuffer {
