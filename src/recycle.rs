@@ -137,14 +137,6 @@ pub(crate) fn take(recycler: Option<&Arc<Recycler>>, capacity: usize) -> Mutable
     }
 }
 
-/// Give `buffer` (a scratch buffer no array uses) back to `recycler`, if there
-/// is one; else free it.
-pub(crate) fn recycle(recycler: Option<&Arc<Recycler>>, buffer: MutableBuffer) {
-    if let Some(r) = recycler {
-        r.give(buffer);
-    }
-}
-
 /// `buffer` frozen: given back to `recycler`, if there is one, when released.
 pub(crate) fn freeze(recycler: Option<&Arc<Recycler>>, buffer: MutableBuffer) -> Buffer {
     match recycler {

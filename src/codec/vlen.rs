@@ -27,8 +27,7 @@ use super::arrow_values::{for_each_value, value_bytes};
 use super::{ArrayToBytesCodec, ConfigError, DecodeContext, padding};
 use crate::error::{ChunkError, EncodeError};
 use crate::metadata::StringType;
-use crate::offsets::{ChunkViewsBuilder, CopyBuilder, InlineViewsBuilder, ViewsBuilder};
-use crate::recycle::{freeze, recycle, take};
+use crate::offsets::{CopyBuilder, InlineViewsBuilder, ViewsBuilder};
 
 /// The names of the interleaved layout (v3 names, zarrs aliases; `vlen-utf8` and
 /// `vlen-bytes` are also the v2 filter ids).
@@ -237,19 +236,16 @@ pub(crate) fn decode_zstd(encoded: &[u8], ctx: &DecodeContext) -> Result<ArrayRe
 }
 
 /// [`decode_zstd`] for a frame that states its `size` (within the limit): zstd
-/// decompresses it block by block into one buffer of that size, and each block's
-/// elements are parsed while it is in cache. `Utf8` / `LargeUtf8` copy the values
-/// out of it (a scratch buffer, reused through the context's recycler); views
-/// point into it, and it becomes their data buffer (the decoded chunk, nothing
-/// more). `None`: `encoded` holds more than one frame (the streaming path reads
-/// them all).
+/// decompresses it block by block into this thread's scratch buffer (no window of
+/// its own, no copy out of it), and each block's elements are parsed while it is
+/// in cache, their values copied out (views: those over 12 bytes). `None`:
+/// `encoded` holds more than one frame (the streaming path reads them all).
 fn decode_blocks(
     encoded: &[u8],
     size: usize,
     ctx: &DecodeContext,
 ) -> Result<Option<ArrayRef>, ChunkError> {
     let n = ctx.elements;
-    let utf8 = ctx.data_type.is_text();
     let min_len = 4u64 + 4 * n as u64;
     if (size as u64) < min_len {
         return Err(ChunkError::Truncated {
@@ -258,64 +254,89 @@ fn decode_blocks(
             available: size as u64,
         });
     }
-    let mut chunk = take(ctx.recycler, size);
-    let mut elements = Framed::new(n);
-    match ctx.string_type {
-        StringType::Utf8View => {
-            let mut views = ChunkViewsBuilder::with_capacity(n, utf8, ctx.recycler);
-            // Values that start before this are checked one by one: they may hold
-            // a byte of a block that was not all ASCII.
-            let mut dirty_until = 0;
-            let mut seen = 0;
-            let read = super::zstd::decompress_blocks(encoded, &mut chunk, |filled| {
-                if utf8 && !filled[seen..].is_ascii() {
-                    dirty_until = filled.len();
+    let max_values = size - min_len as usize;
+    let utf8 = ctx.data_type.is_text();
+    with_scratch(size, |chunk| {
+        let mut elements = Framed::new(n);
+        // Values that start before this may hold a byte of a block that was
+        // not all ASCII.
+        let mut dirty_until = 0;
+        let mut seen = 0;
+        let mut blocks =
+            |each: &mut dyn FnMut(&[u8], usize, usize, bool) -> Result<(), ChunkError>| {
+                let read = super::zstd::decompress_blocks(encoded, chunk, |filled| {
+                    if !filled[seen..].is_ascii() {
+                        dirty_until = filled.len();
+                    }
+                    seen = filled.len();
+                    elements.parse(filled, |start, len| {
+                        each(filled, start, len, start >= dirty_until)
+                    })
+                })?;
+                elements.finish(chunk.len())?;
+                Ok::<_, ChunkError>(read == encoded.len())
+            };
+        let array = match ctx.string_type {
+            StringType::Utf8View => {
+                let mut views =
+                    InlineViewsBuilder::with_capacity(n, max_values, utf8, ctx.recycler);
+                if !blocks(&mut |filled, start, len, ascii| {
+                    views.push_framed(&filled[start - 4..], len, ascii)
+                })? {
+                    return Ok(None);
                 }
-                seen = filled.len();
-                elements.parse(filled, |start, len| {
-                    views.push(filled, start, len, start < dirty_until)
-                })
-            })?;
-            if read != encoded.len() {
-                return Ok(None);
+                views.finish()?
             }
-            elements.finish(chunk.len())?;
-            views.finish(freeze(ctx.recycler, chunk)).map(Some)
-        }
-        StringType::Utf8 => copy_blocks::<i32>(encoded, chunk, elements, ctx),
-        StringType::LargeUtf8 => copy_blocks::<i64>(encoded, chunk, elements, ctx),
-    }
+            StringType::Utf8 => {
+                let mut out = CopyBuilder::<i32>::with_capacity(n, max_values, ctx.recycler);
+                if !blocks(&mut |filled, start, len, _| out.push_prefix(&filled[start..], len))? {
+                    return Ok(None);
+                }
+                let check = utf8 && dirty_until > 0;
+                // SAFETY: unless `check`, every byte zstd wrote was ASCII (each
+                // block checked as it came), and the values were copied from them.
+                unsafe { out.finish_checked(utf8, check)? }
+            }
+            StringType::LargeUtf8 => {
+                let mut out = CopyBuilder::<i64>::with_capacity(n, max_values, ctx.recycler);
+                if !blocks(&mut |filled, start, len, _| out.push_prefix(&filled[start..], len))? {
+                    return Ok(None);
+                }
+                let check = utf8 && dirty_until > 0;
+                // SAFETY: as above.
+                unsafe { out.finish_checked(utf8, check)? }
+            }
+        };
+        Ok(Some(array))
+    })
 }
 
-/// [`decode_blocks`] into offsets and values copied out of the decoded chunk.
-fn copy_blocks<O: OffsetSizeTrait>(
-    encoded: &[u8],
-    mut chunk: MutableBuffer,
-    mut elements: Framed,
-    ctx: &DecodeContext,
-) -> Result<Option<ArrayRef>, ChunkError> {
-    let n = ctx.elements;
-    let max_values = chunk.capacity().saturating_sub(4 + 4 * n);
-    let mut out = CopyBuilder::<O>::with_capacity(n, max_values, ctx.recycler);
-    let mut ascii = true;
-    let mut seen = 0;
-    let read = super::zstd::decompress_blocks(encoded, &mut chunk, |filled| {
-        if ascii {
-            ascii = filled[seen..].is_ascii();
-            seen = filled.len();
+thread_local! {
+    /// This thread's buffer for [`decode_blocks`], kept between chunks (a new
+    /// one per chunk was page faults on every chunk), unless over [`KEEP_SCRATCH`].
+    static SCRATCH: RefCell<MutableBuffer> = RefCell::new(MutableBuffer::new(0));
+}
+
+/// The largest scratch buffer a thread keeps.
+const KEEP_SCRATCH: usize = 64 << 20;
+
+/// Run `f` with this thread's scratch buffer, empty, with room for `size` bytes
+/// (a nested call, none today, gets one of its own).
+fn with_scratch<R>(size: usize, f: impl FnOnce(&mut MutableBuffer) -> R) -> R {
+    SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut scratch) => {
+            scratch.clear();
+            if scratch.capacity() < size {
+                *scratch = MutableBuffer::with_capacity(size);
+            }
+            let result = f(&mut scratch);
+            if scratch.capacity() > KEEP_SCRATCH {
+                *scratch = MutableBuffer::new(0);
+            }
+            result
         }
-        elements.parse(filled, |start, len| out.push_prefix(&filled[start..], len))
-    });
-    let whole = chunk.len();
-    recycle(ctx.recycler, chunk);
-    if read? != encoded.len() {
-        return Ok(None);
-    }
-    elements.finish(whole)?;
-    let utf8 = ctx.data_type.is_text();
-    // SAFETY: with `ascii`, every byte zstd wrote into the chunk was ASCII (each
-    // block checked as it came), and the values were copied from it.
-    unsafe { out.finish_checked(utf8, utf8 && !ascii) }.map(Some)
+        Err(_) => f(&mut MutableBuffer::with_capacity(size)),
+    })
 }
 
 /// Parses `| u32 count | (u32 len | value)* |` out of a buffer that grows:

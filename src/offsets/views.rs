@@ -98,74 +98,6 @@ impl ViewsBuilder {
     }
 }
 
-/// Builds a view array over one decompressed chunk of `| u32 len | value |`
-/// elements while the chunk is being written (the `vlen-*` + zstd block path):
-/// a value of at most 12 bytes is inlined in its view, a longer one is pointed
-/// at where it lies in the chunk, which becomes the array's one data buffer. No
-/// value is copied.
-pub(crate) struct ChunkViewsBuilder {
-    /// u128s.
-    views: MutableBuffer,
-    utf8: bool,
-    recycler: Option<Arc<Recycler>>,
-}
-
-impl ChunkViewsBuilder {
-    /// A builder for `n` elements; `utf8` selects strings or binary.
-    pub(crate) fn with_capacity(n: usize, utf8: bool, recycler: Option<&Arc<Recycler>>) -> Self {
-        Self {
-            views: views_buffer(recycler, n),
-            utf8,
-            recycler: recycler.cloned(),
-        }
-    }
-
-    /// Append the element whose value is `chunk[start..start + len]`, its
-    /// 4-byte length just before it (the caller has bounds-checked both, and
-    /// `chunk` is at most `i32::MAX` bytes). `check`: the value may not be
-    /// ASCII, so a string's is checked to be UTF-8.
-    #[inline]
-    pub(crate) fn push(
-        &mut self,
-        chunk: &[u8],
-        start: usize,
-        len: usize,
-        check: bool,
-    ) -> Result<(), ChunkError> {
-        let value = &chunk[start..start + len];
-        if self.utf8 && check && std::str::from_utf8(value).is_err() {
-            return Err(ChunkError::InvalidUtf8 {
-                element: self.views.len() / std::mem::size_of::<u128>(),
-            });
-        }
-        let framed = chunk.get(start - 4..).and_then(|f| f.first_chunk::<16>());
-        let view = match framed {
-            // The length prefix is the view's length field, the next 12 bytes its
-            // inline data: keep the `len` bytes of the value, zero the rest.
-            Some(block) if len <= INLINE => {
-                u128::from_le_bytes(*block) & (u128::MAX >> (8 * (INLINE - len)))
-            }
-            _ => make_view(value, 0, start as u32),
-        };
-        self.views.push(view);
-        Ok(())
-    }
-
-    /// The finished array over `chunk`, the bytes the views were made from.
-    ///
-    /// # Errors
-    /// [`ChunkError::OffsetOverflow`] when `chunk` is over `i32::MAX` bytes.
-    pub(crate) fn finish(self, chunk: Buffer) -> Result<ArrayRef, ChunkError> {
-        if chunk.len() > i32::MAX as usize {
-            return Err(ChunkError::OffsetOverflow {
-                bytes: chunk.len() as u64,
-            });
-        }
-        let views = finish_views(self.recycler.as_ref(), self.views);
-        Ok(view_array(views, chunk, self.utf8))
-    }
-}
-
 /// A string (`utf8`) or binary view array over one data buffer, from views its
 /// builder checked (see the SAFETY comment).
 fn view_array(views: ScalarBuffer<u128>, data: Buffer, utf8: bool) -> ArrayRef {
@@ -180,12 +112,11 @@ fn unchecked_view_array<T: ByteViewType + ?Sized>(
     views: ScalarBuffer<u128>,
     data: Buffer,
 ) -> ArrayRef {
-    // SAFETY: the builders make each view with `make_view` (or, for an inline
+    // SAFETY: both builders make each view with `make_view` (or, for an inline
     // value, the same bytes masked to its length) from bytes that were
-    // bounds-checked: `ViewsBuilder` from a slice of `data`; `ChunkViewsBuilder`
-    // from a slice of the chunk that is `data` (its bytes never change once
-    // written); `InlineViewsBuilder` from a value it then copied into `data` at
-    // the view's offset when longer than 12 bytes. For string types each value was checked to be UTF-8 on its
+    // bounds-checked: `ViewsBuilder` from a slice of `data`; `InlineViewsBuilder`
+    // from a value it then copied into `data` at the view's offset when longer
+    // than 12 bytes. For string types each value was checked to be UTF-8 on its
     // own or is part of bytes checked as a whole (all ASCII, or valid UTF-8 with
     // every offset on a character boundary). Every view names buffer 0 = `data`,
     // at an offset below `data.len()` <= i32::MAX. That is everything `try_new`
