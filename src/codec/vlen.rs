@@ -273,8 +273,11 @@ fn decode_blocks(
                         each(filled, start, len, start >= dirty_until)
                     })
                 })?;
+                if read != encoded.len() {
+                    return Ok(false);
+                }
                 elements.finish(chunk.len())?;
-                Ok::<_, ChunkError>(read == encoded.len())
+                Ok::<_, ChunkError>(true)
             };
         let array = match ctx.string_type {
             StringType::Utf8View => {
@@ -327,7 +330,9 @@ fn with_scratch<R>(size: usize, f: impl FnOnce(&mut MutableBuffer) -> R) -> R {
         Ok(mut scratch) => {
             scratch.clear();
             if scratch.capacity() < size {
-                *scratch = MutableBuffer::with_capacity(size);
+                // Chunks of one array differ a little in size: room for the
+                // next one's too, so that it is not a new allocation either.
+                *scratch = MutableBuffer::with_capacity(size.saturating_add(size / 8));
             }
             let result = f(&mut scratch);
             if scratch.capacity() > KEEP_SCRATCH {
