@@ -14,6 +14,10 @@
 /// thread.
 pub(crate) const READ_AHEAD_BYTES: u64 = 256 << 20;
 
+/// The released buffers a reader keeps for its next chunks, at most: about its
+/// read-ahead's worth. They live as long as the reader (or its context) does.
+pub(crate) const BUFFER_REUSE_BYTES: usize = 256 << 20;
+
 use std::sync::Arc;
 
 use crate::recycle::Recycler;
@@ -45,12 +49,13 @@ pub struct ExecutionContext {
 
 impl Default for ExecutionContext {
     fn default() -> Self {
+        let recycler = Some(Recycler::new(BUFFER_REUSE_BYTES));
         Self {
             decode: Decode::default(),
             read_ahead_bytes: READ_AHEAD_BYTES,
-            recycler: None,
             #[cfg(feature = "object-store")]
-            stores: crate::Stores::default(),
+            stores: crate::Stores::default().with_recycler(recycler.clone()),
+            recycler,
         }
     }
 }
@@ -71,11 +76,11 @@ impl ExecutionContext {
     }
 
     /// Keep up to `bytes` of the chunk-sized buffers that a read's arrays release
-    /// (values, offsets, views), and fill the next chunks' from them, so that
-    /// their pages are faulted in once and not per chunk (see `src/recycle.rs`).
-    /// For a program that streams many chunks through and holds few (the
-    /// command line's conversions); what is kept stays allocated while the
-    /// context, or a reader made with it, lives. Default: nothing kept.
+    /// (values, offsets, views, and local chunk files read whole), and fill the
+    /// next chunks' from them, so that their pages are faulted in once and not
+    /// per chunk (see `src/recycle.rs`). What is kept stays allocated while the
+    /// context, or a reader made with it, lives. Default 256 MiB; 0 keeps
+    /// nothing.
     pub fn with_buffer_reuse(mut self, bytes: usize) -> Self {
         self.recycler = (bytes > 0).then(|| Recycler::new(bytes));
         #[cfg(feature = "object-store")]

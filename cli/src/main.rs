@@ -183,12 +183,8 @@ fn convert(args: &ConvertArgs) -> Result<()> {
         options = unsafe { options.with_mmap(true) };
     }
     // Its URLs' I/O waits on the library's runtime, started only when a URL
-    // is read (the command line starts none for a conversion). A conversion
-    // streams chunks through and holds few: the buffers each one releases fill
-    // the next (minor page faults stay flat as the input grows).
-    let context = ExecutionContext::default()
-        .with_stores(Stores::new(args.url.options().clone()))
-        .with_buffer_reuse(zarrow::convert::BUFFER_REUSE);
+    // is read (the command line starts none for a conversion).
+    let context = ExecutionContext::default().with_stores(Stores::new(args.url.options().clone()));
     let written = zarrow::convert::convert(&args.src, &args.dst, &options, &context, &Terminal)?;
     let _ = writeln!(std::io::stderr(), "zarrow: wrote {written} to {}", args.dst);
     Ok(())

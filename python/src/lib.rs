@@ -212,11 +212,9 @@ fn convert(
 ) -> PyResult<(&'static str, u64, Vec<String>)> {
     let (url, options): (UrlOptions, ConvertOptions) = options::keywords("convert", options)?;
     let (written, notes) = Observed::run(py, |observed| {
-        // The package's runtime, lent to the ends' URLs; released buffers fill
-        // the next chunks' (as the command line's conversions do), for this call.
-        let context = ExecutionContext::default()
-            .with_stores(location::stores(url, &[&src, &dst])?)
-            .with_buffer_reuse(zarrow::convert::BUFFER_REUSE);
+        // The package's runtime, lent to the ends' URLs.
+        let context =
+            ExecutionContext::default().with_stores(location::stores(url, &[&src, &dst])?);
         zarrow::convert::convert(&src.0, &dst.0, &options, &context, observed)
     })?;
     match written {

@@ -259,12 +259,6 @@ impl Deref for Job<'_> {
     }
 }
 
-/// The released buffers a conversion's context should keep for its next
-/// chunks (`ExecutionContext::with_buffer_reuse`): about its read-ahead's worth
-/// (a chunk per thread, a few in flight). The command line's and the Python
-/// package's conversions use it.
-pub const BUFFER_REUSE: usize = 256 << 20;
-
 /// Convert `src` to `dst`, writing `dst` whole or not at all. The format of
 /// each end is decided here, once, by what it is and its extension (see the
 /// module docs); either end may be a store the caller opened

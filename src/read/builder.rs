@@ -100,7 +100,9 @@ impl ReaderBuilder {
         Self {
             source,
             decode: Decode::default(),
-            recycler: None,
+            recycler: Some(crate::recycle::Recycler::new(
+                crate::context::BUFFER_REUSE_BYTES,
+            )),
             read_ahead_bytes: READ_AHEAD_BYTES,
             projection: None,
             rows: None,
