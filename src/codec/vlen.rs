@@ -257,61 +257,72 @@ fn decode_blocks(
     let max_values = size - min_len as usize;
     let utf8 = ctx.data_type.is_text();
     with_scratch(size, |chunk| {
-        let mut elements = Framed::new(n);
-        // Values that start before this may hold a byte of a block that was
-        // not all ASCII.
-        let mut dirty_until = 0;
-        let mut seen = 0;
-        let mut blocks =
-            |each: &mut dyn FnMut(&[u8], usize, usize, bool) -> Result<(), ChunkError>| {
-                let read = super::zstd::decompress_blocks(encoded, chunk, |filled| {
-                    if !filled[seen..].is_ascii() {
-                        dirty_until = filled.len();
-                    }
-                    seen = filled.len();
-                    elements.parse(filled, |start, len| {
-                        each(filled, start, len, start >= dirty_until)
-                    })
-                })?;
-                if read != encoded.len() {
-                    return Ok(false);
-                }
-                elements.finish(chunk.len())?;
-                Ok::<_, ChunkError>(true)
-            };
         let array = match ctx.string_type {
             StringType::Utf8View => {
                 let mut views =
                     InlineViewsBuilder::with_capacity(n, max_values, utf8, ctx.recycler);
-                if !blocks(&mut |filled, start, len, ascii| {
+                let push = |filled: &[u8], start: usize, len, ascii| {
                     views.push_framed(&filled[start - 4..], len, ascii)
-                })? {
+                };
+                if parse_blocks(encoded, chunk, n, push)?.is_none() {
                     return Ok(None);
                 }
                 views.finish()?
             }
             StringType::Utf8 => {
                 let mut out = CopyBuilder::<i32>::with_capacity(n, max_values, ctx.recycler);
-                if !blocks(&mut |filled, start, len, _| out.push_prefix(&filled[start..], len))? {
+                let push = |filled: &[u8], start, len, _| out.push_prefix(&filled[start..], len);
+                let Some(ascii) = parse_blocks(encoded, chunk, n, push)? else {
                     return Ok(None);
-                }
-                let check = utf8 && dirty_until > 0;
-                // SAFETY: unless `check`, every byte zstd wrote was ASCII (each
-                // block checked as it came), and the values were copied from them.
-                unsafe { out.finish_checked(utf8, check)? }
+                };
+                // SAFETY: with `ascii`, every byte zstd wrote was ASCII (each block
+                // checked as it came), and the values were copied from them.
+                unsafe { out.finish_checked(utf8, utf8 && !ascii)? }
             }
             StringType::LargeUtf8 => {
                 let mut out = CopyBuilder::<i64>::with_capacity(n, max_values, ctx.recycler);
-                if !blocks(&mut |filled, start, len, _| out.push_prefix(&filled[start..], len))? {
+                let push = |filled: &[u8], start, len, _| out.push_prefix(&filled[start..], len);
+                let Some(ascii) = parse_blocks(encoded, chunk, n, push)? else {
                     return Ok(None);
-                }
-                let check = utf8 && dirty_until > 0;
+                };
                 // SAFETY: as above.
-                unsafe { out.finish_checked(utf8, check)? }
+                unsafe { out.finish_checked(utf8, utf8 && !ascii)? }
             }
         };
         Ok(Some(array))
     })
+}
+
+/// Decompress the one frame `encoded` into `chunk` block by block and call
+/// `push(chunk so far, start, len, ascii)` for each of its `n` elements as soon
+/// as it is whole: its value is `chunk[start..start + len]`; `ascii`: every byte
+/// of it is ASCII (its blocks were). Returns whether the whole chunk was ASCII,
+/// or `None` when `encoded` holds more frames (nothing is checked then).
+fn parse_blocks(
+    encoded: &[u8],
+    chunk: &mut MutableBuffer,
+    n: usize,
+    mut push: impl FnMut(&[u8], usize, usize, bool) -> Result<(), ChunkError>,
+) -> Result<Option<bool>, ChunkError> {
+    let mut elements = Framed::new(n);
+    // Values that start before this may hold a byte of a block that was not
+    // all ASCII.
+    let mut dirty_until = 0;
+    let mut seen = 0;
+    let read = super::zstd::decompress_blocks(encoded, chunk, |filled| {
+        if !filled[seen..].is_ascii() {
+            dirty_until = filled.len();
+        }
+        seen = filled.len();
+        elements.parse(filled, |start, len| {
+            push(filled, start, len, start >= dirty_until)
+        })
+    })?;
+    if read != encoded.len() {
+        return Ok(None);
+    }
+    elements.finish(chunk.len())?;
+    Ok(Some(dirty_until == 0))
 }
 
 thread_local! {
