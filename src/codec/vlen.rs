@@ -205,10 +205,10 @@ pub(crate) fn decode_zstd(encoded: &[u8], ctx: &DecodeContext) -> Result<ArrayRe
     let stated = zstd::zstd_safe::get_frame_content_size(encoded)
         .ok()
         .flatten();
-    if let Some(size) = stated.filter(|&s| s <= ctx.max_bytes as u64) {
-        if let Some(array) = decode_blocks(encoded, size as usize, ctx)? {
-            return Ok(array);
-        }
+    if let Some(size) = stated.filter(|&s| s <= ctx.max_bytes as u64)
+        && let Some(array) = decode_blocks(encoded, size as usize, ctx)?
+    {
+        return Ok(array);
     }
     let content = stated.unwrap_or(0);
     let max_values = (content.saturating_sub(4 + 4 * n as u64) as usize).min(ctx.max_bytes);
