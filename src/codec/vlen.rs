@@ -256,41 +256,38 @@ fn decode_blocks(
     }
     let max_values = size - min_len as usize;
     let utf8 = ctx.data_type.is_text();
-    with_scratch(size, |chunk| {
-        let array = match ctx.string_type {
-            StringType::Utf8View => {
-                let mut views =
-                    InlineViewsBuilder::with_capacity(n, max_values, utf8, ctx.recycler);
-                let push = |filled: &[u8], start: usize, len, ascii| {
-                    views.push_framed(&filled[start - 4..], len, ascii)
-                };
-                if parse_blocks(encoded, chunk, n, push)?.is_none() {
-                    return Ok(None);
-                }
-                views.finish()?
+    with_scratch(size, |chunk| match ctx.string_type {
+        StringType::Utf8View => {
+            let mut views = InlineViewsBuilder::with_capacity(n, max_values, utf8, ctx.recycler);
+            let push = |filled: &[u8], start: usize, len, ascii| {
+                views.push_framed(&filled[start - 4..], len, ascii)
+            };
+            if parse_blocks(encoded, chunk, n, push)?.is_none() {
+                return Ok(None);
             }
-            StringType::Utf8 => {
-                let mut out = CopyBuilder::<i32>::with_capacity(n, max_values, ctx.recycler);
-                let push = |filled: &[u8], start, len, _| out.push_prefix(&filled[start..], len);
-                let Some(ascii) = parse_blocks(encoded, chunk, n, push)? else {
-                    return Ok(None);
-                };
-                // SAFETY: with `ascii`, every byte zstd wrote was ASCII (each block
-                // checked as it came), and the values were copied from them.
-                unsafe { out.finish_checked(utf8, utf8 && !ascii)? }
-            }
-            StringType::LargeUtf8 => {
-                let mut out = CopyBuilder::<i64>::with_capacity(n, max_values, ctx.recycler);
-                let push = |filled: &[u8], start, len, _| out.push_prefix(&filled[start..], len);
-                let Some(ascii) = parse_blocks(encoded, chunk, n, push)? else {
-                    return Ok(None);
-                };
-                // SAFETY: as above.
-                unsafe { out.finish_checked(utf8, utf8 && !ascii)? }
-            }
-        };
-        Ok(Some(array))
+            views.finish().map(Some)
+        }
+        StringType::Utf8 => copy_blocks::<i32>(encoded, chunk, max_values, ctx),
+        StringType::LargeUtf8 => copy_blocks::<i64>(encoded, chunk, max_values, ctx),
     })
+}
+
+/// [`decode_blocks`] to offsets and values copied out of the decoded chunk.
+fn copy_blocks<O: OffsetSizeTrait>(
+    encoded: &[u8],
+    chunk: &mut MutableBuffer,
+    max_values: usize,
+    ctx: &DecodeContext,
+) -> Result<Option<ArrayRef>, ChunkError> {
+    let utf8 = ctx.data_type.is_text();
+    let mut out = CopyBuilder::<O>::with_capacity(ctx.elements, max_values, ctx.recycler);
+    let push = |filled: &[u8], start: usize, len, _| out.push_prefix(&filled[start..], len);
+    let Some(ascii) = parse_blocks(encoded, chunk, ctx.elements, push)? else {
+        return Ok(None);
+    };
+    // SAFETY: with `ascii`, every byte zstd wrote was ASCII (each block checked
+    // as it came), and the values were copied from them.
+    unsafe { out.finish_checked(utf8, utf8 && !ascii) }.map(Some)
 }
 
 /// Decompress the one frame `encoded` into `chunk` block by block and call

@@ -44,8 +44,7 @@ pub(crate) fn start_writeback(file: &File, offset: u64, len: u64) {
 }
 
 /// A file written front to back (an IPC, Parquet, JSON or CSV output) whose
-/// writeback starts every [`STEP`] bytes; [`WritebackFile::sync`] makes it
-/// durable.
+/// writeback starts every 4 MiB; its `sync` makes it durable.
 #[cfg(feature = "convert")]
 #[derive(Debug)]
 pub struct WritebackFile {
