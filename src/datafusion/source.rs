@@ -403,7 +403,13 @@ impl Opener {
                     (Some(codes), true) => codes,
                     _ => &builder,
                 };
-                let mut reader = builder.clone().with_projection(names).with_row_range(rows);
+                // No buffers kept beside the session's memory pool, which
+                // accounts for what the scan holds.
+                let mut reader = builder
+                    .clone()
+                    .without_buffer_reuse()
+                    .with_projection(names)
+                    .with_row_range(rows);
                 if let Some(rows) = batch_size {
                     // (An N-d array's slabs: its batch size wins.)
                     reader = reader.with_max_batch_rows(rows);

@@ -186,6 +186,13 @@ impl ReaderBuilder {
         self
     }
 
+    /// Keep no released buffers for reuse (an engine whose memory pool must
+    /// account for what a scan holds: DataFusion's).
+    pub(crate) fn without_buffer_reuse(mut self) -> Self {
+        self.recycler = None;
+        self
+    }
+
     /// At most `rows` rows per batch (default [`DEFAULT_MAX_BATCH_ROWS`]),
     /// batches otherwise cut as by default (ending where a long run ends, never
     /// a concatenation across runs of such a column): an engine's batch size.
