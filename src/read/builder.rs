@@ -188,6 +188,7 @@ impl ReaderBuilder {
 
     /// Keep no released buffers for reuse (an engine whose memory pool must
     /// account for what a scan holds: DataFusion's).
+    #[cfg(feature = "datafusion")]
     pub(crate) fn without_buffer_reuse(mut self) -> Self {
         self.recycler = None;
         self
