@@ -2,8 +2,8 @@
 # The Python package's CI, from the repository root:
 #   bash python/ci.sh [lint|test]     (no argument: both)
 # lint: protoc (Debian's protobuf-compiler), which building the package needs; rustfmt
-#       and clippy (-D warnings) on the python crate. The lead's .ci/run runs it with
-#       its own lints, before it frees their build directory.
+#       and clippy (-D warnings) on the python crate. (.ci/run lints the whole
+#       workspace in one clippy run instead.)
 # test: the test requirements into .venv (beside testdata/gen/requirements.txt); the
 #       package built by maturin (release profile; .ci/run passes MATURIN_PEP517_ARGS
 #       ="--profile ci" to share its build) and installed into .venv, as
