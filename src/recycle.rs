@@ -12,6 +12,10 @@
 //! returns it to the recycler when the last reference goes (to nowhere if the
 //! recycler is gone by then). Buffers under [`MIN_KEPT`] bytes are left to the
 //! allocator, which reuses small blocks well.
+//!
+//! An engine that accounts for a scan's memory gives its recycler a
+//! [`KeptBudget`]: a buffer is kept only while the budget grants its bytes (a
+//! DataFusion scan's is a reservation in the session's memory pool).
 
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
@@ -28,10 +32,40 @@ pub struct Recycler {
     kept: Mutex<Kept>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct Kept {
     buffers: Vec<MutableBuffer>,
     bytes: usize,
+    budget: Option<Box<dyn KeptBudget>>,
+}
+
+impl std::fmt::Debug for Kept {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kept")
+            .field("buffers", &self.buffers.len())
+            .field("bytes", &self.bytes)
+            .field("budget", &self.budget.is_some())
+            .finish()
+    }
+}
+
+impl Kept {
+    /// Account for `bytes` kept in all: false (and nothing changed) when the
+    /// budget cannot grant them.
+    fn resize(&mut self, bytes: usize) -> bool {
+        let granted = self.budget.as_mut().is_none_or(|b| b.resize(bytes));
+        if granted {
+            self.bytes = bytes;
+        }
+        granted
+    }
+}
+
+/// What a [`Recycler`] may keep, beyond its limit: asked before a buffer is kept
+/// and told when one leaves.
+pub(crate) trait KeptBudget: Send {
+    /// Hold `bytes` in all (more or fewer than before); false when it cannot.
+    fn resize(&mut self, bytes: usize) -> bool;
 }
 
 impl Recycler {
@@ -40,6 +74,18 @@ impl Recycler {
         Arc::new(Self {
             limit,
             kept: Mutex::new(Kept::default()),
+        })
+    }
+
+    /// A recycler that keeps up to `limit` bytes, and only what `budget` grants.
+    #[cfg_attr(not(feature = "datafusion"), allow(dead_code))]
+    pub(crate) fn with_budget(limit: usize, budget: Box<dyn KeptBudget>) -> Arc<Self> {
+        Arc::new(Self {
+            limit,
+            kept: Mutex::new(Kept {
+                budget: Some(budget),
+                ..Kept::default()
+            }),
         })
     }
 
@@ -61,6 +107,11 @@ impl Recycler {
             if let Some(i) = best {
                 let buffer = kept.buffers.swap_remove(i);
                 kept.bytes -= buffer.capacity();
+                let bytes = kept.bytes;
+                if let Some(budget) = kept.budget.as_mut() {
+                    // Fewer bytes: nothing to refuse.
+                    budget.resize(bytes);
+                }
                 return buffer;
             }
             return MutableBuffer::with_capacity(capacity);
@@ -93,12 +144,13 @@ impl Recycler {
         }
     }
 
-    /// Keep `buffer` (emptied) for a later [`Recycler::take`], if it fits the limit.
+    /// Keep `buffer` (emptied) for a later [`Recycler::take`], if it fits the
+    /// limit and the budget; otherwise it is freed.
     pub(crate) fn give(&self, mut buffer: MutableBuffer) {
         buffer.clear();
         let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
-        if kept.bytes + buffer.capacity() <= self.limit {
-            kept.bytes += buffer.capacity();
+        let bytes = kept.bytes + buffer.capacity();
+        if bytes <= self.limit && kept.resize(bytes) {
             kept.buffers.push(buffer);
         }
     }
@@ -184,5 +236,44 @@ mod tests {
         let c = recycler.freeze(MutableBuffer::with_capacity(2 << 20));
         drop(recycler);
         drop(c); // freed, not returned
+    }
+
+    /// A budget that grants up to its own limit and records what it holds.
+    struct Granted {
+        limit: usize,
+        held: Arc<Mutex<usize>>,
+    }
+
+    impl KeptBudget for Granted {
+        fn resize(&mut self, bytes: usize) -> bool {
+            let ok = bytes <= self.limit;
+            if ok {
+                *self.held.lock().unwrap() = bytes;
+            }
+            ok
+        }
+    }
+
+    #[test]
+    fn a_budget_decides_what_is_kept_and_hears_of_each_buffer_taken_back() {
+        let held = Arc::new(Mutex::new(0));
+        let budget = Granted {
+            limit: 5 << 20,
+            held: held.clone(),
+        };
+        let recycler = Recycler::with_budget(64 << 20, Box::new(budget));
+        let (a, b, c) = (
+            recycler.freeze(recycler.take(2 << 20)),
+            recycler.freeze(recycler.take(2 << 20)),
+            recycler.freeze(recycler.take(2 << 20)),
+        );
+        drop((a, b, c));
+        // Two fit the budget's 5 MiB, the third was freed.
+        assert_eq!(recycler.kept_bytes(), 4 << 20);
+        assert_eq!(*held.lock().unwrap(), 4 << 20);
+        let again = recycler.take(2 << 20);
+        assert_eq!(recycler.kept_bytes(), 2 << 20);
+        assert_eq!(*held.lock().unwrap(), 2 << 20);
+        drop(again);
     }
 }

@@ -251,7 +251,7 @@ impl CodecChain {
             Some(size) => size.saturating_mul(ctx.elements).min(ctx.max_bytes),
             None => ctx.max_bytes,
         };
-        let bytes = self.decode_bytes(encoded, limit)?;
+        let bytes = self.decode_bytes_reusing(encoded, limit, ctx.recycler)?;
         // The shape each array->array codec hands on, from the chunk's own shape.
         let mut shapes = vec![ctx.shape.to_vec()];
         for codec in &self.array_to_array {
@@ -281,10 +281,23 @@ impl CodecChain {
     /// # Errors
     /// A [`ChunkError`] for corrupt or oversized input.
     pub fn decode_bytes(&self, buffer: Buffer, limit: usize) -> Result<Buffer, ChunkError> {
+        self.decode_bytes_reusing(buffer, limit, None)
+    }
+
+    /// As [`decode_bytes`](Self::decode_bytes), each step's output in a buffer
+    /// from `recycler` where the codec can.
+    pub(crate) fn decode_bytes_reusing(
+        &self,
+        buffer: Buffer,
+        limit: usize,
+        recycler: Option<&Arc<crate::recycle::Recycler>>,
+    ) -> Result<Buffer, ChunkError> {
         self.bytes_to_bytes
             .iter()
             .rev()
-            .try_fold(buffer, |buf, codec| codec.decode(buf, limit))
+            .try_fold(buffer, |buf, codec| {
+                codec.decode_reusing(buf, limit, recycler)
+            })
     }
 
     /// Encode `array` (at most `shape`'s element count) as one chunk of `shape`.
@@ -411,7 +424,9 @@ impl PartialDecoder for ChainPartial<'_> {
 
     fn decode_runs(&self, bytes: Buffer, ctx: &DecodeContext) -> Result<Vec<ArrayRef>, ChunkError> {
         // A whole chunk: its appended bytes checked (crc32c) and removed first.
-        let content = self.chain.decode_bytes(bytes, ctx.max_bytes)?;
+        let content = self
+            .chain
+            .decode_bytes_reusing(bytes, ctx.max_bytes, ctx.recycler)?;
         self.inner.decode_runs(content, ctx)
     }
 }

@@ -254,6 +254,17 @@ pub(crate) enum PartialStep {
 pub(crate) trait BytesToBytesCodec: Debug + Send + Sync + Any {
     /// Undo the codec, producing at most `limit` bytes.
     fn decode(&self, input: Buffer, limit: usize) -> Result<Buffer, ChunkError>;
+    /// As [`decode`](Self::decode), its output in a buffer from `recycler` where
+    /// the codec knows the size up front (zstd).
+    fn decode_reusing(
+        &self,
+        input: Buffer,
+        limit: usize,
+        recycler: Option<&Arc<crate::recycle::Recycler>>,
+    ) -> Result<Buffer, ChunkError> {
+        let _ = recycler;
+        self.decode(input, limit)
+    }
     /// Apply the codec.
     fn encode(&self, input: Vec<u8>) -> Result<Vec<u8>, EncodeError>;
     /// The v3 `codecs` entry (`zarr_format` 3) or the v2 `compressor` object (2).

@@ -28,6 +28,7 @@ use zstd::zstd_safe::{DCtx, WriteBuf, zstd_sys};
 use super::bounded::read_limited;
 use super::{BytesToBytesCodec, ConfigError, settings};
 use crate::error::{ChunkError, EncodeError};
+use crate::recycle::Recycler;
 
 /// The names of `zstd`.
 pub(crate) const NAMES: &[&str] = &["zstd", "numcodecs.zstd"];
@@ -52,7 +53,16 @@ pub(super) fn build(
 
 impl BytesToBytesCodec for Zstd {
     fn decode(&self, input: Buffer, limit: usize) -> Result<Buffer, ChunkError> {
-        zstd_decode(&input, limit)
+        zstd_decode(&input, limit, None)
+    }
+
+    fn decode_reusing(
+        &self,
+        input: Buffer,
+        limit: usize,
+        recycler: Option<&Arc<Recycler>>,
+    ) -> Result<Buffer, ChunkError> {
+        zstd_decode(&input, limit, recycler)
     }
 
     fn encode(&self, input: Vec<u8>) -> Result<Vec<u8>, EncodeError> {
@@ -74,8 +84,13 @@ impl BytesToBytesCodec for Zstd {
     }
 }
 
-/// Decompress a zstd frame (or frames).
-pub(crate) fn zstd_decode(input: &[u8], limit: usize) -> Result<Buffer, ChunkError> {
+/// Decompress a zstd frame (or frames); a frame that states its size into a
+/// buffer from `recycler`, if there is one.
+pub(crate) fn zstd_decode(
+    input: &[u8],
+    limit: usize,
+    recycler: Option<&Arc<Recycler>>,
+) -> Result<Buffer, ChunkError> {
     const CODEC: &str = "zstd";
     // Fast path: the frame states its size (numcodecs and zarrs always write it).
     if let Ok(Some(size)) = zstd::zstd_safe::get_frame_content_size(input) {
@@ -86,10 +101,10 @@ pub(crate) fn zstd_decode(input: &[u8], limit: usize) -> Result<Buffer, ChunkErr
             });
         }
         let size = size as usize;
-        let mut out = MutableBuffer::with_capacity(size);
+        let mut out = crate::recycle::take(recycler, size);
         let written = with_dctx(|dctx| dctx.decompress(&mut Spare(&mut out), input));
         if written == Ok(size) {
-            return Ok(out.into());
+            return Ok(crate::recycle::freeze(recycler, out));
         }
         // Several frames, or a lying header: fall through to the streaming decoder,
         // which reports the real problem.
@@ -286,13 +301,16 @@ mod tests {
     fn zstd_round_trip_and_limit() {
         let data = vec![7u8; 100_000];
         let enc = zstd_encode(&data, 3, true).unwrap();
-        assert_eq!(zstd_decode(&enc, 100_000).unwrap().as_slice(), &data[..]);
+        assert_eq!(
+            zstd_decode(&enc, 100_000, None).unwrap().as_slice(),
+            &data[..]
+        );
         assert!(matches!(
-            zstd_decode(&enc, 99_999),
+            zstd_decode(&enc, 99_999, None),
             Err(ChunkError::TooLarge { .. })
         ));
-        assert!(zstd_decode(&enc[..enc.len() / 2], 100_000).is_err());
-        assert!(zstd_decode(b"not zstd at all", 100).is_err());
+        assert!(zstd_decode(&enc[..enc.len() / 2], 100_000, None).is_err());
+        assert!(zstd_decode(b"not zstd at all", 100, None).is_err());
     }
 
     /// The thread's context is reused: a frame that fails half-way (streamed: no
@@ -310,16 +328,16 @@ mod tests {
         let stated = zstd_encode(&data, 3, false).unwrap();
         for frame in [&streamed, &stated] {
             let cut = &frame[..frame.len() * 2 / 3];
-            assert!(zstd_decode(cut, data.len()).is_err());
+            assert!(zstd_decode(cut, data.len(), None).is_err());
             assert_eq!(
-                zstd_decode(frame, data.len()).unwrap().as_slice(),
+                zstd_decode(frame, data.len(), None).unwrap().as_slice(),
                 &data[..]
             );
         }
         // Two frames back to back: the stated size covers only the first, so the
         // streaming decoder reads both.
         let two = [stated.clone(), stated].concat();
-        let both = zstd_decode(&two, 2 * data.len()).unwrap();
+        let both = zstd_decode(&two, 2 * data.len(), None).unwrap();
         assert_eq!(both.as_slice(), &[&data[..], &data[..]].concat()[..]);
     }
 }

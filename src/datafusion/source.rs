@@ -49,6 +49,7 @@ use super::snapshot::{Snapshot, Source};
 use crate::error::Result;
 use crate::location::{Location, Stores};
 use crate::read::{ReadBudget, ReadStats, ReaderBuilder};
+use crate::recycle::{KeptBudget, Recycler};
 use crate::store::{AsyncStore, SyncAsAsync};
 
 /// Rows per batch when no column is read (`count(*)` that statistics could not
@@ -399,15 +400,18 @@ impl Opener {
                   -> DfResult<Batches> {
                 let reservation =
                     MemoryConsumer::new(format!("ZarrScan[{partition}]")).register(&pool);
+                // Buffers the scan's batches released, kept for its next chunks
+                // (their pages faulted in once), as far as the pool grants them.
+                let kept = MemoryConsumer::new(format!("ZarrScan[{partition}] kept buffers"))
+                    .register(&pool);
+                let recycler = Recycler::with_budget(SCAN_KEPT_BYTES, Box::new(PoolKept(kept)));
                 let builder = match (&codes, as_codes) {
                     (Some(codes), true) => codes,
                     _ => &builder,
                 };
-                // No buffers kept beside the session's memory pool, which
-                // accounts for what the scan holds.
                 let mut reader = builder
                     .clone()
-                    .without_buffer_reuse()
+                    .with_recycler(Some(recycler))
                     .with_projection(names)
                     .with_row_range(rows);
                 if let Some(rows) = batch_size {
@@ -519,6 +523,19 @@ fn scan_err(e: crate::Error) -> DataFusionError {
     match e {
         crate::Error::MemoryExhausted { .. } => DataFusionError::ResourcesExhausted(e.to_string()),
         e => df_err(e),
+    }
+}
+
+/// The most bytes of released buffers a scan partition keeps for its next chunks
+/// (while the session's memory pool grants them).
+const SCAN_KEPT_BYTES: usize = 64 << 20;
+
+/// A scan's kept buffers, reserved in the session's memory pool.
+struct PoolKept(MemoryReservation);
+
+impl KeptBudget for PoolKept {
+    fn resize(&mut self, bytes: usize) -> bool {
+        self.0.try_resize(bytes).is_ok()
     }
 }
 

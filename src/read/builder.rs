@@ -186,11 +186,11 @@ impl ReaderBuilder {
         self
     }
 
-    /// Keep no released buffers for reuse (an engine whose memory pool must
-    /// account for what a scan holds: DataFusion's).
+    /// Released buffers kept for reuse by `recycler` (an engine's, whose memory
+    /// pool accounts for what it keeps: DataFusion's), or by none.
     #[cfg(feature = "datafusion")]
-    pub(crate) fn without_buffer_reuse(mut self) -> Self {
-        self.recycler = None;
+    pub(crate) fn with_recycler(mut self, recycler: Option<Arc<crate::recycle::Recycler>>) -> Self {
+        self.recycler = recycler;
         self
     }
 

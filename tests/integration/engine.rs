@@ -13,7 +13,8 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
 use arrow_array::{ArrayRef, RecordBatch, StringArray};
 use async_trait::async_trait;
-use datafusion::error::DataFusionError;
+use datafusion::error::{DataFusionError, Result as DfResult};
+use datafusion::execution::memory_pool::{MemoryPool, MemoryReservation};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use futures::StreamExt;
@@ -515,4 +516,102 @@ fn a_remote_reader_asked_again_after_its_end_stays_ended() {
     for _ in 0..3 {
         assert!(reader.next().is_none());
     }
+}
+
+/// A memory pool without a limit that follows what the scans' kept buffers hold.
+#[derive(Debug, Default)]
+struct Watched {
+    inner: datafusion::execution::memory_pool::UnboundedMemoryPool,
+    kept: AtomicUsize,
+    kept_peak: AtomicUsize,
+}
+
+impl Watched {
+    fn follow(&self, reservation: &MemoryReservation, grown: isize) {
+        if reservation.consumer().name().contains("kept buffers") {
+            let now = if grown >= 0 {
+                self.kept.fetch_add(grown.unsigned_abs(), Ordering::SeqCst) + grown.unsigned_abs()
+            } else {
+                self.kept.fetch_sub(grown.unsigned_abs(), Ordering::SeqCst) - grown.unsigned_abs()
+            };
+            self.kept_peak.fetch_max(now, Ordering::SeqCst);
+        }
+    }
+}
+
+impl fmt::Display for Watched {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "watched({} bytes)", self.reserved())
+    }
+}
+
+impl MemoryPool for Watched {
+    fn name(&self) -> &str {
+        "watched"
+    }
+
+    fn grow(&self, reservation: &MemoryReservation, additional: usize) {
+        self.follow(reservation, additional as isize);
+        self.inner.grow(reservation, additional);
+    }
+
+    fn shrink(&self, reservation: &MemoryReservation, shrink: usize) {
+        self.follow(reservation, -(shrink as isize));
+        self.inner.shrink(reservation, shrink);
+    }
+
+    fn try_grow(&self, reservation: &MemoryReservation, additional: usize) -> DfResult<()> {
+        self.inner.try_grow(reservation, additional)?;
+        self.follow(reservation, additional as isize);
+        Ok(())
+    }
+
+    fn reserved(&self) -> usize {
+        self.inner.reserved()
+    }
+}
+
+#[test]
+fn buffers_a_scan_keeps_for_its_next_chunks_are_in_the_pool_and_gone_with_it() {
+    // 2M int64 rows (zstd) in chunks of 250,000: 2 MB decoded a chunk, worth
+    // keeping for the next.
+    const ROWS: i64 = 2_000_000;
+    let memory: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let backend: Arc<dyn zarrow::Store> = Arc::new(ObjectStoreBackend::new(
+        memory.clone(),
+        "t.zarr",
+        "memory:///t.zarr",
+    ));
+    let values: ArrayRef = Arc::new(arrow_array::Int64Array::from_iter_values(
+        (0..ROWS).map(|i| i * 7 % 1_000_003),
+    ));
+    let options = WriteOptions {
+        chunk_len: Some(250_000),
+        ..WriteOptions::default()
+    };
+    write_array(backend.clone(), "v", &values, options).unwrap();
+    write_group_metadata(backend.as_ref(), "", &["v".to_string()], 3).unwrap();
+    let pool = Arc::new(Watched::default());
+    let ctx = session_with(
+        memory,
+        SessionConfig::new().with_target_partitions(1),
+        RuntimeEnvBuilder::new().with_memory_pool(pool.clone()),
+    );
+    let got = runtime().block_on(async {
+        query(
+            &ctx,
+            "CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION 's3://mem/t.zarr'",
+        )
+        .await;
+        query(&ctx, "SELECT sum(v) AS s, count(*) AS n FROM t").await
+    });
+    let want: i64 = (0..ROWS).map(|i| i * 7 % 1_000_003).sum();
+    assert_eq!(got[0].column(0).as_primitive::<Int64Type>().value(0), want);
+    assert_eq!(got[0].column(1).as_primitive::<Int64Type>().value(0), ROWS);
+    // Buffers were kept, and the pool was told of them...
+    let peak = pool.kept_peak.load(Ordering::SeqCst);
+    assert!(peak >= 2 << 20, "kept at most {peak} bytes");
+    // ... and given back with the scan: nothing stays reserved.
+    assert_eq!(pool.kept.load(Ordering::SeqCst), 0);
+    assert_eq!(pool.reserved(), 0);
 }

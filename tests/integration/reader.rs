@@ -509,22 +509,27 @@ fn decode_jobs_run_anywhere_give_the_blocking_readers_batches() {
 fn reused_buffers_never_change_a_batch_still_held() {
     use zarrow::write::{Compressor, write_batches};
     use zarrow::{ExecutionContext, LocalStore, Location, ReadOptions, StringType};
-    // Chunks of 100,000 strings of 21-41 bytes: their values, offsets, views
-    // and (uncompressed) files are over the 1 MiB that the recycler keeps.
-    let rows = 1_200_000usize;
+    // Chunks of 150,000 strings of 21-41 bytes and int64s: their values,
+    // offsets, views, decompressed int64s and (uncompressed) files are over the
+    // 1 MiB that the recycler keeps.
+    let rows = 1_800_000usize;
     let names: Vec<String> = (0..rows)
         .map(|i| format!("{i:>20}-{}", "x".repeat(i % 21)))
         .collect();
     for compressor in [Compressor::Zstd, Compressor::None] {
         let dir = tempfile::tempdir().unwrap();
-        let batch = RecordBatch::try_from_iter([(
-            "s",
-            Arc::new(StringArray::from(names.clone())) as ArrayRef,
-        )])
+        let numbers = (0..rows as i64).map(|i| i * 3 - 7);
+        let batch = RecordBatch::try_from_iter([
+            ("s", Arc::new(StringArray::from(names.clone())) as ArrayRef),
+            (
+                "n",
+                Arc::new(arrow_array::Int64Array::from_iter_values(numbers)) as ArrayRef,
+            ),
+        ])
         .unwrap();
         let reader = arrow_array::RecordBatchIterator::new([Ok(batch.clone())], batch.schema());
         let options = WriteOptions {
-            chunk_len: Some(100_000),
+            chunk_len: Some(150_000),
             compressor,
             ..WriteOptions::default()
         };
@@ -573,6 +578,15 @@ fn reused_buffers_never_change_a_batch_still_held() {
                     .collect();
                 let expected = &names[*start..start + batch.num_rows()];
                 assert_eq!(got, expected, "{compressor:?} {string_type:?} at {start}");
+                let numbers = batch
+                    .column(1)
+                    .as_primitive::<arrow_array::types::Int64Type>();
+                let expected =
+                    (*start as i64..(start + batch.num_rows()) as i64).map(|i| i * 3 - 7);
+                assert!(
+                    numbers.values().iter().copied().eq(expected),
+                    "{compressor:?} {string_type:?}: int64s at {start}"
+                );
             }
         }
     }
