@@ -27,7 +27,7 @@ use super::arrow_values::{for_each_value, value_bytes};
 use super::{ArrayToBytesCodec, ConfigError, DecodeContext, padding};
 use crate::error::{ChunkError, EncodeError};
 use crate::metadata::StringType;
-use crate::offsets::{CopyBuilder, InlineViewsBuilder, ViewsBuilder};
+use crate::offsets::{ChunkViewsBuilder, CopyBuilder, InlineViewsBuilder, ViewsBuilder};
 
 /// The names of the interleaved layout (v3 names, zarrs aliases; `vlen-utf8` and
 /// `vlen-bytes` are also the v2 filter ids).
@@ -256,6 +256,22 @@ fn decode_blocks(
     }
     let max_values = size - min_len as usize;
     let utf8 = ctx.data_type.is_text();
+    if ctx.string_type == StringType::Utf8View
+        && let Some(recycler) = ctx.recycler
+        && size <= i32::MAX as usize
+    {
+        // Views point into the decoded chunk: no value is copied. (Its buffer
+        // must come from the recycler: a new one per chunk measured slower than
+        // copying the values, for its page faults.)
+        let mut chunk = recycler.take(size);
+        let mut views = ChunkViewsBuilder::with_capacity(n, utf8, ctx.recycler);
+        let push = |filled: &[u8], start, len, ascii| views.push(filled, start, len, ascii);
+        if parse_blocks(encoded, &mut chunk, n, push)?.is_none() {
+            recycler.give(chunk);
+            return Ok(None);
+        }
+        return views.finish(chunk).map(Some);
+    }
     with_scratch(size, |chunk| match ctx.string_type {
         StringType::Utf8View => {
             let mut views = InlineViewsBuilder::with_capacity(n, max_values, utf8, ctx.recycler);

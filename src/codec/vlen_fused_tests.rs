@@ -1,6 +1,7 @@
 //! The fused vlen + zstd decoder against the plain one: called directly, so that
 //! views take the fused path whatever the value lengths. They must agree, on values
-//! and on success.
+//! and on success, with a recycler (views then point into the decoded chunk) and
+//! without.
 
 use arrow_array::Array;
 use arrow_buffer::Buffer;
@@ -31,9 +32,24 @@ fn fused_and_plain(
     let shape = [elements as u64];
     let fill = crate::metadata::FillValue::default_for(&DataType::String);
     let ctx = DecodeContext::new(&shape, DataType::String, &fill, string_type, 1 << 24);
+    let recycler = crate::recycle::Recycler::new(64 << 20);
+    let reusing = ctx.clone().with_recycler(Some(&recycler));
     let run = |fused: bool, bytes: Vec<u8>| {
         let decoded = if fused {
-            decode_zstd(&bytes, &ctx)
+            let decoded = decode_zstd(&bytes, &ctx);
+            // Twice with a recycler: the second time in the first's buffers.
+            for _ in 0..2 {
+                let again = decode_zstd(&bytes, &reusing);
+                assert_eq!(
+                    again.as_ref().ok().map(|a| a.to_data()),
+                    decoded.as_ref().ok().map(|a| a.to_data()),
+                    "with a recycler"
+                );
+                if let Ok(a) = again {
+                    a.to_data().validate_full().expect("valid Arrow data");
+                }
+            }
+            decoded
         } else {
             decode(Buffer::from(bytes), &ctx)
         };
@@ -142,9 +158,12 @@ fn two_frames_and_an_unsized_frame_decode_alike() {
     ] {
         let ctx = DecodeContext::new(&shape, DataType::String, &fill, string_type, 1 << 24);
         let plain = decode(Buffer::from(chunk.clone()), &ctx).unwrap();
-        for frames in [&two, &unsized_frame] {
-            let fused = decode_zstd(frames, &ctx).unwrap();
-            assert_eq!(fused.to_data(), plain.to_data(), "{string_type:?}");
+        let recycler = crate::recycle::Recycler::new(64 << 20);
+        for ctx in [ctx.clone(), ctx.clone().with_recycler(Some(&recycler))] {
+            for frames in [&two, &unsized_frame] {
+                let fused = decode_zstd(frames, &ctx).unwrap();
+                assert_eq!(fused.to_data(), plain.to_data(), "{string_type:?}");
+            }
         }
     }
 }
@@ -172,11 +191,14 @@ proptest! {
         }
         let shape = [values.len() as u64];
         let fill = crate::metadata::FillValue::default_for(&DataType::String);
+        let recycler = crate::recycle::Recycler::new(64 << 20);
         for string_type in [StringType::Utf8, StringType::LargeUtf8, StringType::Utf8View] {
             let ctx = DecodeContext::new(&shape, DataType::String, &fill, string_type, 1 << 24);
-            if let Ok(array) = decode_zstd(&frame, &ctx) {
-                prop_assert!(array.to_data().validate_full().is_ok());
-                prop_assert_eq!(array.len(), values.len());
+            for ctx in [ctx.clone(), ctx.clone().with_recycler(Some(&recycler))] {
+                if let Ok(array) = decode_zstd(&frame, &ctx) {
+                    prop_assert!(array.to_data().validate_full().is_ok());
+                    prop_assert_eq!(array.len(), values.len());
+                }
             }
         }
     }

@@ -40,7 +40,7 @@ pub(crate) mod keys;
 mod views;
 
 pub(crate) use copy::{CopyBuilder, ValuesBuilder};
-pub(crate) use views::{InlineViewsBuilder, ViewsBuilder};
+pub(crate) use views::{ChunkViewsBuilder, InlineViewsBuilder, ViewsBuilder};
 
 /// `n + 1` little-endian offsets of one of the widths found on disk. The buffer
 /// holds exactly `(n + 1) * width` bytes (checked by [`RawOffsets::new`]).

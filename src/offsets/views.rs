@@ -112,16 +112,101 @@ fn unchecked_view_array<T: ByteViewType + ?Sized>(
     views: ScalarBuffer<u128>,
     data: Buffer,
 ) -> ArrayRef {
-    // SAFETY: both builders make each view with `make_view` (or, for an inline
+    // SAFETY: the builders make each view with `make_view` (or, for an inline
     // value, the same bytes masked to its length) from bytes that were
-    // bounds-checked: `ViewsBuilder` from a slice of `data`; `InlineViewsBuilder`
-    // from a value it then copied into `data` at the view's offset when longer
-    // than 12 bytes. For string types each value was checked to be UTF-8 on its
+    // bounds-checked: `ViewsBuilder` and `ChunkViewsBuilder` from a slice of
+    // `data` (for the latter, a value over 12 bytes; `data` is empty when no
+    // view points into it); `InlineViewsBuilder` from a value it then copied
+    // into `data` at the view's offset when longer than 12 bytes. For string types each value was checked to be UTF-8 on its
     // own or is part of bytes checked as a whole (all ASCII, or valid UTF-8 with
     // every offset on a character boundary). Every view names buffer 0 = `data`,
     // at an offset below `data.len()` <= i32::MAX. That is everything `try_new`
     // validates.
     Arc::new(unsafe { GenericByteViewArray::<T>::new_unchecked(views, vec![data], None) })
+}
+
+/// Builds a view array over a decoded chunk while it is being filled (the fused
+/// `vlen-*` + zstd path, the chunk in a recycled buffer): a value of at most 12
+/// bytes is inlined in its view, a longer one is pointed at where it lies in the
+/// chunk. No value is copied; the array keeps the chunk alive, and no more.
+pub(crate) struct ChunkViewsBuilder {
+    /// u128s.
+    views: MutableBuffer,
+    /// Whether a view points into the chunk (a value over 12 bytes).
+    long: bool,
+    utf8: bool,
+    recycler: Option<Arc<Recycler>>,
+}
+
+impl ChunkViewsBuilder {
+    /// A builder for `n` elements; `utf8` as for [`InlineViewsBuilder`].
+    pub(crate) fn with_capacity(n: usize, utf8: bool, recycler: Option<&Arc<Recycler>>) -> Self {
+        Self {
+            views: views_buffer(recycler, n),
+            long: false,
+            utf8,
+            recycler: recycler.cloned(),
+        }
+    }
+
+    /// Append the element whose value is `chunk[start..start + len]`, after its
+    /// 4-byte length at `start - 4` (the caller parsed both out of `chunk`, the
+    /// chunk so far: `4 <= start`, `start + len <= chunk.len()`). `ascii`: every
+    /// byte of the value is ASCII (no UTF-8 check needed).
+    #[inline]
+    pub(crate) fn push(
+        &mut self,
+        chunk: &[u8],
+        start: usize,
+        len: usize,
+        ascii: bool,
+    ) -> Result<(), ChunkError> {
+        let value = &chunk[start..start + len];
+        if self.utf8 && !ascii && std::str::from_utf8(value).is_err() {
+            return Err(ChunkError::InvalidUtf8 {
+                element: self.views.len() / std::mem::size_of::<u128>(),
+            });
+        }
+        let view = match chunk[start - 4..].first_chunk::<16>() {
+            // As in InlineViewsBuilder::push_framed: the length prefix is the
+            // view's length field, the next 12 bytes its inline data.
+            Some(block) if len <= INLINE => {
+                u128::from_le_bytes(*block) & (u128::MAX >> (8 * (INLINE - len)))
+            }
+            _ if len <= INLINE => make_view(value, 0, 0),
+            _ => {
+                self.long = true;
+                // In range: the chunk is at most i32::MAX bytes (`finish` checks).
+                make_view(value, 0, start as u32)
+            }
+        };
+        self.views.push(view);
+        Ok(())
+    }
+
+    /// The finished array over `chunk`, the buffer the elements were parsed from
+    /// (given back to the recycler at once when every value was inlined).
+    ///
+    /// # Errors
+    /// [`ChunkError::OffsetOverflow`] when `chunk` is over `i32::MAX` bytes.
+    pub(crate) fn finish(self, chunk: MutableBuffer) -> Result<ArrayRef, ChunkError> {
+        if chunk.len() > i32::MAX as usize {
+            return Err(ChunkError::OffsetOverflow {
+                bytes: chunk.len() as u64,
+            });
+        }
+        let recycler = self.recycler.as_ref();
+        let data = if self.long {
+            freeze(recycler, chunk)
+        } else {
+            if let Some(recycler) = recycler {
+                recycler.give(chunk);
+            }
+            Buffer::from(MutableBuffer::new(0))
+        };
+        let views = finish_views(recycler, self.views);
+        Ok(view_array(views, data, self.utf8))
+    }
 }
 
 /// Builds a view array while values stream past (the fused `vlen-*` + zstd path):
