@@ -384,15 +384,20 @@ impl Opener {
                 array.reader().with_batch_size(slab)
             }
         };
-        let (store, concurrency) = self.read_store(&builder)?;
+        let pool = source.runtime.memory_pool.clone();
+        let partition = self.partition;
+        // Buffers the scan's batches released, kept for its next chunks (their
+        // pages faulted in once), as far as the pool grants them.
+        let kept =
+            MemoryConsumer::new(format!("ZarrScan[{partition}] kept buffers")).register(&pool);
+        let recycler = Recycler::with_budget(SCAN_KEPT_BYTES, Box::new(PoolKept(kept)));
+        let (store, concurrency) = self.read_store(&builder, &recycler)?;
         let open = {
             let builder = builder.clone();
             let filtered = source.filter.is_some();
             let batch_size = source.batch_size;
             let codes = source.snapshot.codes.clone();
-            let pool = source.runtime.memory_pool.clone();
             let metrics = self.metrics.clone();
-            let partition = self.partition;
             move |names: Vec<String>,
                   rows: Range<u64>,
                   selection: Option<Vec<Range<u64>>>,
@@ -400,18 +405,13 @@ impl Opener {
                   -> DfResult<Batches> {
                 let reservation =
                     MemoryConsumer::new(format!("ZarrScan[{partition}]")).register(&pool);
-                // Buffers the scan's batches released, kept for its next chunks
-                // (their pages faulted in once), as far as the pool grants them.
-                let kept = MemoryConsumer::new(format!("ZarrScan[{partition}] kept buffers"))
-                    .register(&pool);
-                let recycler = Recycler::with_budget(SCAN_KEPT_BYTES, Box::new(PoolKept(kept)));
                 let builder = match (&codes, as_codes) {
                     (Some(codes), true) => codes,
                     _ => &builder,
                 };
                 let mut reader = builder
                     .clone()
-                    .with_recycler(Some(recycler))
+                    .with_recycler(Some(recycler.clone()))
                     .with_projection(names)
                     .with_row_range(rows);
                 if let Some(rows) = batch_size {
@@ -498,7 +498,11 @@ impl Opener {
     /// keeps in flight: the object store the session has registered for the
     /// table's URL, else the table's own store (its async form for an object
     /// store; a local one read on rayon).
-    fn read_store(&self, builder: &ReaderBuilder) -> DfResult<(Arc<dyn AsyncStore>, usize)> {
+    fn read_store(
+        &self,
+        builder: &ReaderBuilder,
+        recycler: &Arc<Recycler>,
+    ) -> DfResult<(Arc<dyn AsyncStore>, usize)> {
         if let Location::Url(url) = self.source.snapshot.location() {
             let stores = Stores::default()
                 .with_registered(super::session_stores(self.source.runtime.clone()));
@@ -512,7 +516,11 @@ impl Opener {
         let concurrency = store.concurrency();
         Ok(match store.remote() {
             Some(remote) => (remote.store, concurrency),
-            None => (Arc::new(SyncAsAsync::reading_on_rayon(store)), concurrency),
+            None => {
+                // A local store reads chunk files into the scan's kept buffers.
+                let store = store.reading_into(recycler).unwrap_or(store);
+                (Arc::new(SyncAsAsync::reading_on_rayon(store)), concurrency)
+            }
         })
     }
 }

@@ -214,6 +214,18 @@ impl Store for Consolidated {
         self.inner.remote()
     }
 
+    fn reading_into(
+        &self,
+        recycler: &Arc<crate::recycle::Recycler>,
+    ) -> Option<Arc<dyn Store>> {
+        let known = self.known.read().unwrap_or_else(PoisonError::into_inner);
+        Some(Arc::new(Self {
+            inner: self.inner.reading_into(recycler)?,
+            known: RwLock::new(known.clone()),
+            complete: self.complete,
+        }))
+    }
+
     fn get(&self, key: &str) -> Result<Option<Buffer>> {
         match self.known(key) {
             Some(doc) => Ok(doc),

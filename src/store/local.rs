@@ -77,7 +77,6 @@ impl LocalStore {
 
     /// Read whole values into buffers from `recycler`, given back to it when
     /// released (see `src/recycle.rs`).
-    #[cfg(feature = "object-store")]
     pub(crate) fn with_recycler(mut self, recycler: Option<Arc<Recycler>>) -> Self {
         self.recycler = recycler;
         self
@@ -307,6 +306,10 @@ pub(crate) fn is_temporary(file: &str) -> bool {
 impl Store for LocalStore {
     fn location(&self) -> String {
         self.root.display().to_string()
+    }
+
+    fn reading_into(&self, recycler: &Arc<Recycler>) -> Option<Arc<dyn Store>> {
+        Some(Arc::new(self.clone().with_recycler(Some(recycler.clone()))))
     }
 
     fn get(&self, key: &str) -> Result<Option<Buffer>> {

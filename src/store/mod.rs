@@ -23,6 +23,7 @@ pub(crate) mod writeback;
 
 use std::fmt::Debug;
 use std::ops::Range;
+use std::sync::Arc;
 use std::time::Duration;
 
 use arrow_buffer::Buffer;
@@ -78,6 +79,15 @@ pub trait Store: Debug + Send + Sync {
     /// driver. `None` (the default): reads are short and run inline.
     #[cfg(feature = "async")]
     fn remote(&self) -> Option<Remote> {
+        None
+    }
+
+    /// The same store, reading whole values into buffers from `recycler` (an
+    /// engine's scan's, which keeps what its batches release: see
+    /// `src/recycle.rs`); `None` (the default) where it cannot.
+    #[doc(hidden)]
+    fn reading_into(&self, recycler: &Arc<crate::recycle::Recycler>) -> Option<Arc<dyn Store>> {
+        let _ = recycler;
         None
     }
 
