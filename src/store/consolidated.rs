@@ -214,10 +214,7 @@ impl Store for Consolidated {
         self.inner.remote()
     }
 
-    fn reading_into(
-        &self,
-        recycler: &Arc<crate::recycle::Recycler>,
-    ) -> Option<Arc<dyn Store>> {
+    fn reading_into(&self, recycler: &Arc<crate::recycle::Recycler>) -> Option<Arc<dyn Store>> {
         let known = self.known.read().unwrap_or_else(PoisonError::into_inner);
         Some(Arc::new(Self {
             inner: self.inner.reading_into(recycler)?,

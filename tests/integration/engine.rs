@@ -615,3 +615,58 @@ fn buffers_a_scan_keeps_for_its_next_chunks_are_in_the_pool_and_gone_with_it() {
     assert_eq!(pool.kept.load(Ordering::SeqCst), 0);
     assert_eq!(pool.reserved(), 0);
 }
+
+#[test]
+fn batches_held_while_a_local_scan_reuses_its_buffers_keep_their_values() {
+    // Uncompressed int64 chunks of 250,000 rows: 2 MB files, read into the
+    // scan's kept buffers, which the arrays then hold (the bytes codec copies
+    // nothing).
+    const ROWS: i64 = 3_000_000;
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn zarrow::Store> = Arc::new(zarrow::LocalStore::new(dir.path()));
+    let values: ArrayRef = Arc::new(arrow_array::Int64Array::from_iter_values(
+        (0..ROWS).map(|i| i * 5 - 3),
+    ));
+    let options = WriteOptions {
+        chunk_len: Some(250_000),
+        compressor: zarrow::write::Compressor::None,
+        ..WriteOptions::default()
+    };
+    write_array(store.clone(), "v", &values, options).unwrap();
+    write_group_metadata(store.as_ref(), "", &["v".to_string()], 3).unwrap();
+    let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(1));
+    zarrow::datafusion::register(&ctx);
+    let location = dir.path().display();
+    let held = runtime().block_on(async {
+        query(
+            &ctx,
+            &format!("CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '{location}'"),
+        )
+        .await;
+        let frame = ctx.sql("SELECT v FROM t").await.unwrap();
+        let mut stream = frame.execute_stream().await.unwrap();
+        let (mut held, mut start, mut i) = (Vec::new(), 0, 0);
+        while let Some(batch) = stream.next().await {
+            // Every other batch dropped at once: its buffers go back and are
+            // read into while the others are held.
+            let batch = batch.unwrap();
+            let rows = batch.num_rows() as i64;
+            if i % 2 == 0 {
+                held.push((start, batch));
+            }
+            start += rows;
+            i += 1;
+        }
+        assert_eq!(start, ROWS);
+        held
+    });
+    assert!(held.len() >= 6, "{} batches held", held.len());
+    for (start, batch) in &held {
+        let column = batch.column(0).as_primitive::<Int64Type>();
+        let want = (*start..start + column.len() as i64).map(|i| i * 5 - 3);
+        assert!(
+            column.values().iter().copied().eq(want),
+            "rows from {start}"
+        );
+    }
+}
