@@ -33,7 +33,7 @@ fn fused_and_plain(
     let fill = crate::metadata::FillValue::default_for(&DataType::String);
     let ctx = DecodeContext::new(&shape, DataType::String, &fill, string_type, 1 << 24);
     let recycler = crate::recycle::Recycler::new(64 << 20);
-    let reusing = ctx.clone().with_recycler(Some(&recycler));
+    let reusing = ctx.with_recycler(Some(&recycler));
     let run = |fused: bool, bytes: Vec<u8>| {
         let decoded = if fused {
             let decoded = decode_zstd(&bytes, &ctx);
@@ -159,7 +159,7 @@ fn two_frames_and_an_unsized_frame_decode_alike() {
         let ctx = DecodeContext::new(&shape, DataType::String, &fill, string_type, 1 << 24);
         let plain = decode(Buffer::from(chunk.clone()), &ctx).unwrap();
         let recycler = crate::recycle::Recycler::new(64 << 20);
-        for ctx in [ctx.clone(), ctx.clone().with_recycler(Some(&recycler))] {
+        for ctx in [ctx, ctx.with_recycler(Some(&recycler))] {
             for frames in [&two, &unsized_frame] {
                 let fused = decode_zstd(frames, &ctx).unwrap();
                 assert_eq!(fused.to_data(), plain.to_data(), "{string_type:?}");
@@ -194,7 +194,7 @@ proptest! {
         let recycler = crate::recycle::Recycler::new(64 << 20);
         for string_type in [StringType::Utf8, StringType::LargeUtf8, StringType::Utf8View] {
             let ctx = DecodeContext::new(&shape, DataType::String, &fill, string_type, 1 << 24);
-            for ctx in [ctx.clone(), ctx.clone().with_recycler(Some(&recycler))] {
+            for ctx in [ctx, ctx.with_recycler(Some(&recycler))] {
                 if let Ok(array) = decode_zstd(&frame, &ctx) {
                     prop_assert!(array.to_data().validate_full().is_ok());
                     prop_assert_eq!(array.len(), values.len());
