@@ -7,7 +7,8 @@
 //! Points: `store-write`, in [`LocalStore`](crate::LocalStore)'s `set`, after
 //! a value's temporary file is written and before it is renamed over its key;
 //! `icechunk-chunk`, before a chunk is stored in an Icechunk session;
-//! `icechunk-commit`, before a write's commit.
+//! `icechunk-commit`, before each of a write's commit attempts (its pause: before
+//! the first only).
 
 /// The point and number an environment variable names (`NAME:N`), read once
 /// into `cell`.
