@@ -161,23 +161,43 @@ impl ChunkViewsBuilder {
         len: usize,
         ascii: bool,
     ) -> Result<(), ChunkError> {
-        let value = &chunk[start..start + len];
-        if self.utf8 && !ascii && std::str::from_utf8(value).is_err() {
+        // Every view must lie in the chunk (the array is made unchecked). (No
+        // overflow: `start` is within a slice and `len` a u32.)
+        if start + len > chunk.len() {
+            return Err(ChunkError::Truncated {
+                what: "element value",
+                needed: (start + len) as u64,
+                available: chunk.len() as u64,
+            });
+        }
+        // The value itself is only looked at to check it, or when too near the
+        // end for a 16-byte load.
+        let value = || &chunk[start..start + len];
+        if self.utf8 && !ascii && std::str::from_utf8(value()).is_err() {
             return Err(ChunkError::InvalidUtf8 {
                 element: self.views.len() / std::mem::size_of::<u128>(),
             });
         }
+        // In range: the chunk is at most i32::MAX bytes (`finish` checks).
+        let offset = start as u32;
         let view = match chunk[start - 4..].first_chunk::<16>() {
-            // As in InlineViewsBuilder::push_framed: the length prefix is the
-            // view's length field, the next 12 bytes its inline data.
-            Some(block) if len <= INLINE => {
-                u128::from_le_bytes(*block) & (u128::MAX >> (8 * (INLINE - len)))
+            // The 16 bytes from the length prefix, `| len | value[..12] |`, are
+            // the view but for what follows the value: an inline value keeps its
+            // `len` bytes (the rest zeroed); a longer one keeps the length and
+            // its 4-byte prefix, then buffer 0 and its offset.
+            Some(block) => {
+                let block = u128::from_le_bytes(*block);
+                if len <= INLINE {
+                    block & (u128::MAX >> (8 * (INLINE - len)))
+                } else {
+                    self.long = true;
+                    (block & u128::from(u64::MAX)) | (u128::from(offset) << 96)
+                }
             }
-            _ if len <= INLINE => make_view(value, 0, 0),
-            _ => {
+            None if len <= INLINE => make_view(value(), 0, 0),
+            None => {
                 self.long = true;
-                // In range: the chunk is at most i32::MAX bytes (`finish` checks).
-                make_view(value, 0, start as u32)
+                make_view(value(), 0, offset)
             }
         };
         self.views.push(view);
