@@ -49,7 +49,7 @@ pub struct ExecutionContext {
 
 impl Default for ExecutionContext {
     fn default() -> Self {
-        let recycler = Some(Recycler::new(BUFFER_REUSE_BYTES));
+        let recycler = Some(Recycler::for_reader());
         Self {
             decode: Decode::default(),
             read_ahead_bytes: READ_AHEAD_BYTES,

@@ -77,6 +77,12 @@ impl Recycler {
         })
     }
 
+    /// A reader's (or context's) recycler by default: up to
+    /// [`BUFFER_REUSE_BYTES`](crate::context::BUFFER_REUSE_BYTES).
+    pub(crate) fn for_reader() -> Arc<Self> {
+        Self::new(crate::context::BUFFER_REUSE_BYTES)
+    }
+
     /// A recycler that keeps up to `limit` bytes, and only what `budget` grants.
     #[cfg_attr(not(feature = "datafusion"), allow(dead_code))]
     pub(crate) fn with_budget(limit: usize, budget: Box<dyn KeptBudget>) -> Arc<Self> {

@@ -100,9 +100,7 @@ impl ReaderBuilder {
         Self {
             source,
             decode: Decode::default(),
-            recycler: Some(crate::recycle::Recycler::new(
-                crate::context::BUFFER_REUSE_BYTES,
-            )),
+            recycler: Some(crate::recycle::Recycler::for_reader()),
             read_ahead_bytes: READ_AHEAD_BYTES,
             projection: None,
             rows: None,

@@ -103,8 +103,15 @@ impl SyncAsAsync {
         }
         let (sender, receiver) = futures::channel::oneshot::channel();
         rayon::spawn(move || {
+            // A panic on rayon's thread would end the process: caught, it is
+            // the read's error.
+            let result =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read(store.as_ref())))
+                    .unwrap_or(Err(Error::Panicked {
+                        task: "a local read on rayon",
+                    }));
             // The reader may be gone (a dropped stream): nobody to tell.
-            let _ = sender.send(read(store.as_ref()));
+            let _ = sender.send(result);
         });
         Box::pin(async move {
             receiver.await.map_err(|_| Error::Panicked {
@@ -258,5 +265,18 @@ impl Blocking {
         } else {
             Ok(self.handle()?.block_on(future))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_read_that_panics_on_rayon_is_an_error_not_an_abort() {
+        let store = SyncAsAsync::reading_on_rayon(Arc::new(crate::MemoryStore::new()));
+        let read = store.read(|_| -> Result<()> { panic!("a store that panics") });
+        let got = futures::executor::block_on(read);
+        assert!(matches!(got, Err(Error::Panicked { .. })), "{got:?}");
     }
 }
