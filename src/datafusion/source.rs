@@ -497,7 +497,7 @@ impl Opener {
     /// The store a partition reads chunks through, and how many requests it
     /// keeps in flight: the object store the session has registered for the
     /// table's URL, else the table's own store (its async form for an object
-    /// store; a local one read on rayon).
+    /// store; a local one read on rayon, into `recycler`'s kept buffers).
     fn read_store(
         &self,
         builder: &ReaderBuilder,

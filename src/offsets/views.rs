@@ -112,16 +112,18 @@ fn unchecked_view_array<T: ByteViewType + ?Sized>(
     views: ScalarBuffer<u128>,
     data: Buffer,
 ) -> ArrayRef {
-    // SAFETY: the builders make each view with `make_view` (or, for an inline
-    // value, the same bytes masked to its length) from bytes that were
-    // bounds-checked: `ViewsBuilder` and `ChunkViewsBuilder` from a slice of
-    // `data` (for the latter, a value over 12 bytes; `data` is empty when no
-    // view points into it); `InlineViewsBuilder` from a value it then copied
-    // into `data` at the view's offset when longer than 12 bytes. For string types each value was checked to be UTF-8 on its
-    // own or is part of bytes checked as a whole (all ASCII, or valid UTF-8 with
-    // every offset on a character boundary). Every view names buffer 0 = `data`,
-    // at an offset below `data.len()` <= i32::MAX. That is everything `try_new`
-    // validates.
+    // SAFETY: the builders make each view with `make_view`, or with the same
+    // fields from the bytes at the value's length prefix (an inline value's
+    // bytes masked to its length; a longer one's length, 4-byte prefix, buffer
+    // 0 and offset), from bytes that were bounds-checked: `ViewsBuilder` and
+    // `ChunkViewsBuilder` from a slice of `data` (for the latter, a value over
+    // 12 bytes; `data` is empty when no view points into it);
+    // `InlineViewsBuilder` from a value it then copied into `data` at the
+    // view's offset when longer than 12 bytes. For string types each value was
+    // checked to be UTF-8 on its own or is part of bytes checked as a whole
+    // (all ASCII, or valid UTF-8 with every offset on a character boundary).
+    // Every view names buffer 0 = `data`, at an offset below `data.len()` <=
+    // i32::MAX. That is everything `try_new` validates.
     Arc::new(unsafe { GenericByteViewArray::<T>::new_unchecked(views, vec![data], None) })
 }
 
