@@ -18,9 +18,22 @@ fn views_buffer(recycler: Option<&Arc<Recycler>>, n: usize) -> MutableBuffer {
     take(recycler, n.saturating_mul(std::mem::size_of::<u128>()))
 }
 
+/// How many views `views` (u128s) holds.
+fn view_count(views: &MutableBuffer) -> usize {
+    views.len() / std::mem::size_of::<u128>()
+}
+
+/// The view of a value of at most [`INLINE`] bytes from the 16 bytes of its
+/// frame, `| len (u32 LE) | value ... |` read little-endian: the length prefix is
+/// the view's length field, the next 12 bytes its inline data, of which the
+/// value's `len` are kept and the rest zeroed.
+fn inline_from_frame(block: u128, len: usize) -> u128 {
+    block & (u128::MAX >> (8 * (INLINE - len)))
+}
+
 /// `views` (u128s) as the views of an array.
 fn finish_views(recycler: Option<&Arc<Recycler>>, views: MutableBuffer) -> ScalarBuffer<u128> {
-    let n = views.len() / std::mem::size_of::<u128>();
+    let n = view_count(&views);
     // A MutableBuffer's memory is aligned for u128.
     ScalarBuffer::new(freeze(recycler, views), 0, n)
 }
@@ -59,7 +72,7 @@ impl ViewsBuilder {
 
     /// Elements so far.
     fn len(&self) -> usize {
-        self.views.len() / std::mem::size_of::<u128>()
+        view_count(&self.views)
     }
 
     /// Add element `data[start..start + len]`, which the caller has bounds-checked.
@@ -177,20 +190,19 @@ impl ChunkViewsBuilder {
         let value = || &chunk[start..start + len];
         if self.utf8 && !ascii && std::str::from_utf8(value()).is_err() {
             return Err(ChunkError::InvalidUtf8 {
-                element: self.views.len() / std::mem::size_of::<u128>(),
+                element: view_count(&self.views),
             });
         }
         // In range: the chunk is at most i32::MAX bytes (`finish` checks).
         let offset = start as u32;
         let view = match chunk[start - 4..].first_chunk::<16>() {
-            // The 16 bytes from the length prefix, `| len | value[..12] |`, are
-            // the view but for what follows the value: an inline value keeps its
-            // `len` bytes (the rest zeroed); a longer one keeps the length and
-            // its 4-byte prefix, then buffer 0 and its offset.
+            // The 16 bytes from the length prefix, `| len | value[..12] |`: an
+            // inline value's view; a longer one keeps the length and its 4-byte
+            // prefix, then buffer 0 and its offset.
             Some(block) => {
                 let block = u128::from_le_bytes(*block);
                 if len <= INLINE {
-                    block & (u128::MAX >> (8 * (INLINE - len)))
+                    inline_from_frame(block, len)
                 } else {
                     self.long = true;
                     (block & u128::from(u64::MAX)) | (u128::from(offset) << 96)
@@ -268,7 +280,7 @@ impl InlineViewsBuilder {
 
     /// Elements so far.
     fn len(&self) -> usize {
-        self.views.len() / std::mem::size_of::<u128>()
+        view_count(&self.views)
     }
 
     /// Append the element framed as `| u32 len (LE) | value |` at the start of
@@ -288,11 +300,7 @@ impl InlineViewsBuilder {
             });
         }
         let view = match framed.first_chunk::<16>() {
-            // The frame's length prefix is the view's length field, the next 12
-            // bytes its inline data: keep the `len` bytes of the value, zero the rest.
-            Some(block) if len <= INLINE => {
-                u128::from_le_bytes(*block) & (u128::MAX >> (8 * (INLINE - len)))
-            }
+            Some(block) if len <= INLINE => inline_from_frame(u128::from_le_bytes(*block), len),
             _ if len <= INLINE => make_view(value, 0, 0),
             _ => {
                 let start = self.data.len();
