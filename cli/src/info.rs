@@ -5,7 +5,7 @@ use std::io::Write as _;
 
 use zarrow::location::UrlOptions;
 use zarrow::read::{ArrayInfo, ChildNode, NodeInfo, describe_node};
-use zarrow::{Error, Location, ReadOptions, Result, Stores};
+use zarrow::{Error, Location, ReadOptions, Result, Stores, ZarrArray};
 
 use crate::flags::Flags;
 
@@ -34,9 +34,20 @@ pub(crate) fn info(
 pub(crate) fn show_stats(path: &Location, url: &Flags<UrlOptions>) -> Result<()> {
     let stores = Stores::new(url.options().clone());
     let mut out = String::new();
-    show_node(&mut out, &stores, path, "")?;
+    show_node(&mut out, &stores, path, "", false)?;
     print!("{out}");
     Ok(())
+}
+
+/// `zarrow stats --verify`: as `--show`, each statistic checked against the
+/// store even where it cannot list (a HEAD per chunk's object over plain
+/// HTTP). `Ok(false)`: a statistic is stale or a file is not used.
+pub(crate) fn verify_stats(path: &Location, url: &Flags<UrlOptions>) -> Result<bool> {
+    let stores = Stores::new(url.options().clone());
+    let mut out = String::new();
+    let clean = show_node(&mut out, &stores, path, "", true)?;
+    print!("{out}");
+    Ok(clean)
 }
 
 /// The location of the node `child` below `location`.
@@ -50,11 +61,31 @@ fn below(location: &Location, child: &str) -> Result<Location> {
     }
 }
 
-fn show_node(out: &mut String, stores: &Stores, location: &Location, path: &str) -> Result<()> {
+/// Each array's line into `out`; `verify` checks them against the store.
+/// Whether every statistic found is fresh and used.
+fn show_node(
+    out: &mut String,
+    stores: &Stores,
+    location: &Location,
+    path: &str,
+    verify: bool,
+) -> Result<bool> {
     let store = stores.open(location)?;
-    let node = zarrow::read::describe_node(store, path, ReadOptions::default())?;
+    let checked = |name: &str, info: &ArrayInfo| -> Result<ArrayInfo> {
+        if !verify {
+            return Ok(info.clone());
+        }
+        let array = ZarrArray::open_with(store.clone(), name, ReadOptions::default())?;
+        zarrow::read::describe_array_verified(&array)
+    };
+    let node = zarrow::read::describe_node(store.clone(), path, ReadOptions::default())?;
+    let mut clean = true;
     match node {
-        NodeInfo::Array(array) => stats_line(out, path, &array),
+        NodeInfo::Array(array) => {
+            let array = checked("", &array)?;
+            clean &= stats_clean(&array);
+            stats_line(out, path, &array);
+        }
         NodeInfo::Group(group) => {
             for child in &group.children {
                 let child_path = if path.is_empty() {
@@ -63,10 +94,14 @@ fn show_node(out: &mut String, stores: &Stores, location: &Location, path: &str)
                     format!("{path}/{}", child.name)
                 };
                 match &child.node {
-                    ChildNode::Array(array) => stats_line(out, &child_path, array),
+                    ChildNode::Array(array) => {
+                        let array = checked(&child.name, array)?;
+                        clean &= stats_clean(&array);
+                        stats_line(out, &child_path, &array);
+                    }
                     ChildNode::Group { .. } => {
                         let below = below(location, &child.name)?;
-                        show_node(out, stores, &below, &child_path)?;
+                        clean &= show_node(out, stores, &below, &child_path, verify)?;
                     }
                     ChildNode::Unreadable { error } => {
                         let _ = writeln!(out, "{child_path}: cannot be read: {error}");
@@ -77,7 +112,16 @@ fn show_node(out: &mut String, stores: &Stores, location: &Location, path: &str)
         }
         _ => {}
     }
-    Ok(())
+    Ok(clean)
+}
+
+/// Whether an array's statistics, if it has any, are all fresh and used.
+fn stats_clean(array: &ArrayInfo) -> bool {
+    array.stats_stale.is_empty()
+        && !array
+            .stats_note
+            .as_deref()
+            .is_some_and(|n| n.starts_with("not used") || n.starts_with("unreadable"))
 }
 
 fn stats_line(out: &mut String, path: &str, array: &ArrayInfo) {

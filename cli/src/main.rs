@@ -72,8 +72,14 @@ enum Command {
         path: Location,
         /// Print each array's coverage (chunks with statistics that still
         /// describe them, and the stale ones) instead of recording.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "verify")]
         show: bool,
+        /// Check every recorded chunk against the store (its listing; on
+        /// plain HTTP, a HEAD per chunk's object, its size against the
+        /// recorded one) and print each array's coverage; exit code 1 when a
+        /// statistic is stale or a file is not used.
+        #[arg(long)]
+        verify: bool,
         /// How a URL is opened.
         #[command(flatten)]
         url: Flags<UrlOptions>,
@@ -125,7 +131,25 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Info { path, read, url } => info::info(&path, &read, &url),
         Command::Convert(args) => convert(&args),
-        Command::Stats { path, show, url } => stats(&path, show, &url),
+        Command::Stats {
+            path,
+            verify: true,
+            url,
+            ..
+        } => match info::verify_stats(&path, &url) {
+            Ok(true) => Ok(()),
+            Ok(false) => {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "zarrow: stale or unused statistics at {path} (zarrow stats records them again)"
+                );
+                return ExitCode::FAILURE;
+            }
+            Err(e) => Err(e),
+        },
+        Command::Stats {
+            path, show, url, ..
+        } => stats(&path, show, &url),
         Command::Sql(args) => sql::sql(&args),
         #[cfg(feature = "cluster")]
         Command::Cluster { command } => cluster::run(&command),

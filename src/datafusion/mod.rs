@@ -38,6 +38,8 @@
 mod codec;
 mod factory;
 mod filter;
+#[doc(hidden)]
+pub mod invariant;
 mod prune;
 mod query;
 mod sink;

@@ -11,7 +11,9 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::ops::Range;
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, BooleanArray, UInt32Array, UInt64Array};
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int64Type;
+use arrow_array::{Array as _, ArrayRef, BooleanArray, UInt32Array, UInt64Array};
 use arrow_schema::DataType;
 use datafusion::common::{Column, ScalarValue};
 use datafusion::error::Result as DfResult;
@@ -39,11 +41,10 @@ struct Prepared {
 
 impl Prepared {
     fn new(
-        table: &Snapshot,
+        schema: &arrow_schema::SchemaRef,
         filters: &[Expr],
         statistics: HashMap<String, Bounds>,
     ) -> DfResult<Self> {
-        let schema = table.arrow_schema();
         let mut columns = HashMap::new();
         for (name, bounds) in statistics {
             let field = schema.field_with_name(&name)?;
@@ -53,9 +54,17 @@ impl Prepared {
         let pruning = match predicate {
             Some(predicate) => {
                 let physical = plan_locally(&predicate, schema, &ExecutionProps::new())?;
-                PruningPredicateBuilder::new()
-                    .with_file_schema(schema.clone())
-                    .build(physical)
+                // Pruning is only ever a saving: a panic inside DataFusion's
+                // pruning (DataFusion 55 panics formatting a Date64 literal
+                // out of chrono's range) prunes nothing instead of failing
+                // the query.
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    PruningPredicateBuilder::new()
+                        .with_file_schema(schema.clone())
+                        .build(physical)
+                }))
+                .ok()
+                .flatten()
             }
             None => None,
         };
@@ -92,10 +101,17 @@ impl Prepared {
         }
         let cuts: Vec<u64> = cuts.into_iter().collect();
         let pieces: Vec<Range<u64>> = cuts.windows(2).map(|w| w[0]..w[1]).collect();
-        let keep = pruning.prune(&Pieces {
+        // A predicate the statistics cannot evaluate (a cast of a bound
+        // that overflows, say) prunes nothing: unsure, every piece is kept.
+        let pieces_ = Pieces {
             pieces: &pieces,
             columns: &columns,
-        })?;
+        };
+        let pruned =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pruning.prune(&pieces_)));
+        let Ok(Ok(keep)) = pruned else {
+            return Ok(None);
+        };
         let mut kept: Vec<Range<u64>> = Vec::new();
         for (piece, keep) in pieces.into_iter().zip(keep) {
             if !keep {
@@ -172,31 +188,58 @@ impl Piecewise {
     }
 
     /// The set values (a categorical's codes) that stand for `values`:
-    /// `None` where a value is of a type the sets cannot answer for. A
-    /// categorical's null code (-1) is never among them.
+    /// `None` where a value or the categories are of a type the sets cannot
+    /// answer for exactly. A categorical's null code (-1) is never among
+    /// them. Float categories answer nothing here: engines differ on
+    /// whether -0.0 equals 0.0 and NaN equals NaN (their bounds still prune).
     #[allow(clippy::mutable_key_type)] // DataFusion's signature: ScalarValue keys
     fn wanted(&self, values: &HashSet<ScalarValue>) -> Option<HashSet<i64>> {
+        // Integers only: a cast from a float would round.
+        let integer = |value: &ScalarValue| -> Option<i64> {
+            if !value.data_type().is_integer() {
+                return None;
+            }
+            match value.cast_to(&DataType::Int64).ok()? {
+                ScalarValue::Int64(Some(v)) => Some(v),
+                _ => None,
+            }
+        };
+        let Some(categories) = &self.bounds.categories else {
+            return values
+                .iter()
+                .filter(|v| !v.is_null())
+                .map(integer)
+                .collect();
+        };
+        let codes_of = |hit: &dyn Fn(usize) -> bool| -> Vec<i64> {
+            (0..categories.len())
+                .filter(|&i| categories.is_valid(i) && hit(i))
+                .map(|i| i as i64)
+                .collect()
+        };
         let mut wanted = HashSet::new();
         for value in values.iter().filter(|v| !v.is_null()) {
-            match &self.bounds.categories {
-                Some(categories) => {
+            match categories.data_type() {
+                DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
                     let text = value.try_as_str()??;
-                    wanted.extend(
-                        categories
-                            .iter()
-                            .enumerate()
-                            .filter(|(_, c)| *c == Some(text))
-                            .map(|(i, _)| i as i64),
-                    );
+                    let categories = arrow_cast::cast(categories, &DataType::Utf8).ok()?;
+                    let categories = categories.as_string::<i32>();
+                    wanted.extend(codes_of(&|i| categories.value(i) == text));
                 }
-                // Integers only: a cast from a float would round.
-                None if value.data_type().is_integer() => {
-                    let ScalarValue::Int64(Some(v)) = value.cast_to(&DataType::Int64).ok()? else {
+                t if t.is_integer() => {
+                    let v = integer(value)?;
+                    let categories = arrow_cast::cast(categories, &DataType::Int64).ok()?;
+                    let categories = categories.as_primitive::<Int64Type>();
+                    wanted.extend(codes_of(&|i| categories.value(i) == v));
+                }
+                DataType::Boolean => {
+                    let ScalarValue::Boolean(Some(v)) = value else {
                         return None;
                     };
-                    wanted.insert(v);
+                    let categories = categories.as_boolean();
+                    wanted.extend(codes_of(&|i| categories.value(i) == *v));
                 }
-                None => return None,
+                _ => return None,
             }
         }
         Some(wanted)
@@ -342,9 +385,28 @@ impl Pruning {
                 let statistics = tokio::task::spawn_blocking(move || statistics(&snapshot, &named))
                     .await
                     .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))??;
-                Prepared::new(table, &self.filters, statistics).map(Arc::new)
+                Prepared::new(table.arrow_schema(), &self.filters, statistics).map(Arc::new)
             })
             .await?;
         Ok(prepared.kept(rows.clone())?.unwrap_or_else(|| vec![rows]))
     }
+}
+
+/// The pruning invariant's check, for its property test and fuzz target
+/// ([`super::invariant`]): the chunks of a column of `chunk_len` rows that
+/// `filters` keep, from `statistics` in the terms of `schema`.
+pub(crate) fn kept_chunks(
+    schema: &arrow_schema::SchemaRef,
+    filters: &[Expr],
+    column: &str,
+    bounds: Bounds,
+    rows: u64,
+) -> DfResult<Option<Vec<Range<u64>>>> {
+    let filters = pruning_filters(filters);
+    let prepared = Prepared::new(
+        schema,
+        &filters,
+        HashMap::from([(column.to_string(), bounds)]),
+    )?;
+    prepared.kept(0..rows)
 }

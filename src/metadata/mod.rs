@@ -64,6 +64,21 @@ pub struct ArrayMetadata {
     pub attributes: Map<String, Value>,
     /// Optional dimension names (v3).
     pub dimension_names: Option<Vec<Option<String>>>,
+    /// The data type and fill value as the document stored them (chunk
+    /// statistics record them: [`crate::stats::fingerprint`]).
+    pub(crate) stored: Stored,
+}
+
+/// A document's `data_type` (v2: `dtype`) and `fill_value` members as stored
+/// (`None`: metadata made in code, not read). Not part of the metadata's
+/// meaning: any two compare equal.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Stored(pub(crate) Option<(Value, Value)>);
+
+impl PartialEq for Stored {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 /// A group's metadata.

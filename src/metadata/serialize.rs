@@ -534,6 +534,7 @@ mod tests {
                 zep0007,
                 attributes: attrs.into_iter().map(|(k, v)| (k, json!(v))).collect(),
                 dimension_names: names.filter(|_| !v2).map(|n| n[..ndim].to_vec()),
+                stored: Default::default(),
             }
         }
     }
@@ -593,6 +594,7 @@ mod tests {
             zep0007: None,
             attributes: Map::new(),
             dimension_names: None,
+            stored: Default::default(),
         });
         meta.dimension_names = Some(vec![Some("x".into())]);
         assert!(doc(&meta).contains("_ARRAY_DIMENSIONS"), "{}", doc(&meta));
@@ -624,6 +626,7 @@ mod tests {
             zep0007: None,
             attributes: Map::new(),
             dimension_names: None,
+            stored: Default::default(),
         };
         let shard = |inner: &str| {
             CodecMetadata::named("sharding_indexed")

@@ -309,6 +309,10 @@ pub(crate) fn parse_zarray(
         zep0007: None,
         attributes,
         dimension_names: None,
+        stored: super::Stored(Some((
+            doc.dtype.clone().unwrap_or(Value::Null),
+            doc.fill_value.clone().unwrap_or(Value::Null),
+        ))),
     };
     meta.validate(key)?;
     Ok(meta)

@@ -205,6 +205,7 @@ fn parse_array(
         }
     }
     let (data_type, zep0007) = data_type(key, doc.data_type.as_ref())?;
+    let stored_data_type = doc.data_type.clone();
     if doc.chunk_grid.name != "regular" {
         return Err(Error::metadata(
             key,
@@ -286,6 +287,10 @@ fn parse_array(
         zep0007,
         attributes,
         dimension_names: doc.dimension_names,
+        stored: super::Stored(Some((
+            stored_data_type.unwrap_or(Value::Null),
+            doc.fill_value.clone().unwrap_or(Value::Null),
+        ))),
     };
     meta.validate(key)?;
     Ok(meta)

@@ -288,9 +288,12 @@ impl ZarrArray {
             return Ok(None);
         }
         match self.statistics_report()? {
-            Some(report) if report.usable => {
-                crate::stats::Bounds::of(&report.stats, &report.fresh).map(Some)
-            }
+            Some(crate::stats::Report {
+                stats: Some(stats),
+                fresh,
+                unusable: None,
+                ..
+            }) => crate::stats::Bounds::of(&stats, &fresh).map(Some),
             _ => Ok(None),
         }
     }
@@ -309,27 +312,88 @@ impl ZarrArray {
         let Some(bytes) = self.store.get_bounded(&key, MAX_STATS_BYTES)? else {
             return Ok(None);
         };
-        let stats = decode(&key, &bytes)?;
+        let stats = match decode(&key, &bytes)? {
+            Ok(stats) => stats,
+            Err(version) => {
+                return Ok(Some(Report {
+                    stats: None,
+                    fresh: Vec::new(),
+                    verified: false,
+                    unusable: Some(format!(
+                        "version {version:?} of the convention (this reader reads {:?}; \
+                         zarrow stats records it again)",
+                        crate::stats::VERSION
+                    )),
+                }));
+            }
+        };
         let grid_len = self.meta.chunk_shape.first().copied().unwrap_or(0);
         // The metadata changed since (the values may read differently), or
         // the values are read otherwise (raw, where the statistics are of
         // CF-decoded values), or a statistic's rows would straddle two
         // stored objects: not used.
-        let usable = stats.array == crate::stats::fingerprint(&self.meta)
-            && (stats.decode_cf == self.options.decode_cf || !self.has_cf_decoding()?)
-            && grid_len != 0
-            && grid_len % stats.chunk_len == 0;
+        let unusable = if stats.array != crate::stats::fingerprint(&self.meta) {
+            Some("recorded for other metadata (data type, fill value or attributes)".to_string())
+        } else if stats.decode_cf != self.options.decode_cf && self.has_cf_decoding()? {
+            Some("recorded for another CF decoding".to_string())
+        } else if grid_len == 0 || grid_len % stats.chunk_len != 0 {
+            Some(format!(
+                "recorded for chunks of {} rows, which the chunks of {grid_len} rows now \
+                 do not hold whole",
+                stats.chunk_len
+            ))
+        } else {
+            None
+        };
         let per_grid = (grid_len / stats.chunk_len).max(1);
         let versions = crate::stats::versions(self.store.as_ref(), &self.path)?;
-        let fresh = fresh(&stats, versions.as_ref(), |i| {
+        let fresh = fresh(&stats, versions.as_ref(), self.meta.shape[0], |i| {
             self.chunk_key(&[i / per_grid])
         });
         Ok(Some(Report {
             verified: versions.is_some(),
-            usable,
+            unusable,
             fresh,
-            stats,
+            stats: Some(stats),
         }))
+    }
+
+    /// [`statistics_report`](Self::statistics_report), checked where the
+    /// store cannot list versions (plain HTTP): each described chunk's object
+    /// asked for its size (a HEAD each, at most [`Store::concurrency`] at
+    /// once), which must be the size its recorded version begins with.
+    ///
+    /// # Errors
+    /// As [`ZarrArray::statistics_report`]; a store's error for a HEAD.
+    pub(crate) fn verified_statistics(&self) -> Result<Option<crate::stats::Report>> {
+        let Some(mut report) = self.statistics_report()? else {
+            return Ok(None);
+        };
+        let Some(stats) = report.stats.as_ref().filter(|_| !report.verified) else {
+            return Ok(Some(report));
+        };
+        let grid_len = self.meta.chunk_shape.first().copied().unwrap_or(1);
+        let per_grid = (grid_len / stats.chunk_len).max(1);
+        let recorded = crate::stats::recorded_versions(stats);
+        // The objects to ask about, once each.
+        let mut objects: Vec<String> = recorded
+            .iter()
+            .map(|(chunk, _)| self.chunk_key(&[chunk / per_grid]))
+            .collect();
+        objects.sort();
+        objects.dedup();
+        let sizes = head_all(self.store.as_ref(), &objects)?;
+        for (i, (chunk, version)) in recorded.iter().enumerate() {
+            let key = self.chunk_key(&[chunk / per_grid]);
+            let size = objects.binary_search(&key).ok().and_then(|at| sizes[at]);
+            let recorded_size = version
+                .as_deref()
+                .and_then(|v| v.split(':').next())
+                .and_then(|v| v.parse::<u64>().ok());
+            report.fresh[i] &= size.is_some() && size == recorded_size;
+        }
+        report.verified = true;
+        Ok(Some(report))
     }
 
     /// How many chunks of the grid are present in the store.
@@ -766,4 +830,36 @@ fn slice_runs(runs: Vec<ArrayRef>, mut skip: usize, mut take: usize) -> Vec<Arra
         skip = 0;
     }
     out
+}
+
+/// The sizes of `keys`' values (`None`: absent), at most the store's
+/// concurrency asked at once.
+///
+/// # Errors
+/// The first of the store's errors.
+fn head_all(store: &dyn Store, keys: &[String]) -> Result<Vec<Option<u64>>> {
+    let workers = store.concurrency().clamp(1, 16).min(keys.len().max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let sizes: Vec<std::sync::Mutex<Option<Result<Option<u64>>>>> =
+        keys.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(key) = keys.get(i) else { break };
+                    let size = store.value_len(key);
+                    *sizes[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(size);
+                }
+            });
+        }
+    });
+    sizes
+        .into_iter()
+        .map(|m| {
+            m.into_inner()
+                .unwrap_or_else(|e| e.into_inner())
+                .unwrap_or(Ok(None))
+        })
+        .collect()
 }

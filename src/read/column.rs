@@ -213,9 +213,10 @@ impl Column {
                 let Some(bounds) = codes.chunk_statistics()? else {
                     return Ok(None);
                 };
-                let values = arrow_cast::cast(&categories.read_all()?, &ArrowType::Utf8)?;
-                let values = arrow_array::cast::AsArray::as_string::<i32>(values.as_ref());
-                Ok(Some(crate::stats::Bounds::categorical(bounds, values)))
+                Ok(Some(crate::stats::Bounds::categorical(
+                    bounds,
+                    &categories.read_all()?,
+                )))
             }
             Kind::Masked { .. } => Ok(None),
         }

@@ -131,17 +131,35 @@ pub struct ColumnInfo {
 /// # Errors
 /// None at present: a listing error becomes `chunks_unlisted`.
 pub fn describe_array(array: &ZarrArray) -> Result<ArrayInfo> {
+    describe_with(array, array.statistics_report())
+}
+
+/// [`describe_array`], its statistics checked against the store even where it
+/// cannot list versions (plain HTTP: a HEAD per chunk's object, bounded in
+/// concurrency, compares each object's size with the size its recorded
+/// version begins with): `zarrow stats --verify`.
+///
+/// # Errors
+/// None at present: as [`describe_array`]; a failed check is a note.
+pub fn describe_array_verified(array: &ZarrArray) -> Result<ArrayInfo> {
+    describe_with(array, array.verified_statistics())
+}
+
+fn describe_with(
+    array: &ZarrArray,
+    report: Result<Option<crate::stats::Report>>,
+) -> Result<ArrayInfo> {
     let m = array.metadata();
     let (chunks_present, chunks_unlisted) = match array.chunks_present() {
         Ok(n) => (Some(n), None),
         Err(e) => (None, Some(e.with_sources())),
     };
-    let (stats_fresh, stats_stale, stats_note) = match array.statistics_report() {
+    let (stats_fresh, stats_stale, stats_note) = match report {
         Ok(None) => (None, Vec::new(), None),
         Ok(Some(report)) => {
             let fresh = report.fresh.iter().filter(|f| **f).count() as u64;
-            let note = if !report.usable {
-                Some("not used: recorded for other metadata or another CF decoding".to_string())
+            let note = if let Some(why) = &report.unusable {
+                Some(format!("not used: {why}"))
             } else if !report.verified {
                 Some("not checked: the store cannot list versions; used as they are".to_string())
             } else {

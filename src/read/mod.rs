@@ -43,7 +43,8 @@ pub(crate) use decoder::ReadStats;
 pub use decoder::{DecodeJob, DecodeResult, DecodedChunk, Fetched, Request, RowDecoder};
 pub use group::ZarrGroup;
 pub use info::{
-    ArrayInfo, ChildInfo, ChildNode, ColumnInfo, GroupInfo, NodeInfo, describe_array, describe_node,
+    ArrayInfo, ChildInfo, ChildNode, ColumnInfo, GroupInfo, NodeInfo, describe_array,
+    describe_array_verified, describe_node,
 };
 pub use long::LongTable;
 pub use node::{Node, read_node};

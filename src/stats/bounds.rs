@@ -3,7 +3,7 @@
 use arrow_array::{Array as _, ArrayRef};
 use arrow_schema::DataType as ArrowType;
 
-use super::{ArrayStats, format};
+use super::{ArrayStats, ChunkStats, MAX_SET_VALUE, format, stats_type};
 use crate::error::Result;
 
 /// A column's statistics as a filter uses them: the chunks whose statistics
@@ -14,7 +14,8 @@ pub(crate) struct Bounds {
     pub(crate) chunk_len: u64,
     /// The chunks described, in order.
     pub(crate) chunks: Vec<u64>,
-    /// Their lower and upper bounds (null: none known).
+    /// Their lower and upper bounds (null: none known; a chunk holding a
+    /// NaN has none).
     pub(crate) min: ArrayRef,
     pub(crate) max: ArrayRef,
     /// Their null counts (`None`: not known).
@@ -25,11 +26,14 @@ pub(crate) struct Bounds {
     pub(crate) sets: Vec<Option<Vec<u8>>>,
     /// A categorical's categories, which its codes (the sets' values) name;
     /// `None`: the sets hold the values themselves.
-    pub(crate) categories: Option<arrow_array::StringArray>,
+    pub(crate) categories: Option<ArrayRef>,
 }
 
 impl Bounds {
-    /// The bounds of `stats` rows where `keep` holds.
+    /// The bounds of `stats` rows where `keep` holds. The bounds of a chunk
+    /// holding a NaN are unknown: engines order NaN differently (IEEE's
+    /// comparisons, a total order where -NaN is the least value, "NaN is the
+    /// greatest"), so no bound holds for every one of them.
     pub(crate) fn of(stats: &ArrayStats, keep: &[bool]) -> Result<Self> {
         use arrow_array::cast::AsArray;
         use arrow_array::types::UInt64Type;
@@ -42,11 +46,16 @@ impl Bounds {
                 .values()
                 .to_vec()
         };
+        let with_nans: arrow_array::BooleanArray = u64s(format::NANS)
+            .into_iter()
+            .map(|n| Some(n > 0))
+            .collect();
+        let unknown_where_nan = |a: &ArrayRef| arrow_select::nullif::nullif(a.as_ref(), &with_nans);
         Ok(Self {
             chunk_len: stats.chunk_len,
             chunks: u64s(format::CHUNK),
-            min: batch.column(format::MIN).clone(),
-            max: batch.column(format::MAX).clone(),
+            min: zeros_widened(&unknown_where_nan(batch.column(format::MIN))?, false),
+            max: zeros_widened(&unknown_where_nan(batch.column(format::MAX))?, true),
             nulls: u64s(format::NULLS).into_iter().map(Some).collect(),
             rows: u64s(format::ROWS),
             sets: {
@@ -70,12 +79,16 @@ impl Bounds {
         )
     }
 
-    /// The bounds of a categorical column from the bounds of its codes: each
-    /// chunk's least and greatest category among the codes present (the set
-    /// when recorded, else the codes' range); a code of -1 is a null.
-    pub(crate) fn categorical(codes: Self, categories: &arrow_array::StringArray) -> Self {
+    /// The bounds of a categorical column from the bounds of its codes: for
+    /// each chunk, the statistics of the categories its codes name (the set
+    /// when recorded, else the codes' range when it is small), in the
+    /// categories' own type and order (number categories as numbers, float
+    /// ones by the NaN and zero rules of [`ChunkStats`]); a code of -1 is a
+    /// null, a code past the categories leaves the chunk's bounds unknown.
+    pub(crate) fn categorical(codes: Self, categories: &ArrayRef) -> Self {
         use arrow_array::cast::AsArray;
         let n = categories.len() as i64;
+        let bound = stats_type(categories.data_type());
         // The codes' bounds as i64, cast once for every chunk.
         let as_i64 = |a: &ArrayRef| {
             arrow_cast::cast(a, &ArrowType::Int64)
@@ -89,50 +102,110 @@ impl Bounds {
             };
             Some((at(&lows)?, at(&highs)?))
         };
-        let mut min: Vec<Option<&str>> = Vec::with_capacity(codes.chunks.len());
-        let mut max: Vec<Option<&str>> = Vec::with_capacity(codes.chunks.len());
+        let unknown = |bound: &Option<ArrowType>| -> ArrayRef {
+            arrow_array::new_null_array(bound.as_ref().unwrap_or(&ArrowType::Null), 1)
+        };
+        let mut min: Vec<ArrayRef> = Vec::with_capacity(codes.chunks.len());
+        let mut max: Vec<ArrayRef> = Vec::with_capacity(codes.chunks.len());
         let mut nulls = Vec::with_capacity(codes.chunks.len());
         for i in 0..codes.chunks.len() {
-            let present: Vec<i64> = match (codes.present(i), code_bounds(i)) {
-                (Some(present), _) => present.collect(),
-                (None, Some((lo, hi))) if hi - lo <= n => (lo..=hi).collect(),
-                _ => {
-                    // Unknown: no bounds.
-                    min.push(None);
-                    max.push(None);
-                    nulls.push(None);
-                    continue;
+            let present: Option<Vec<i64>> = match (codes.present(i), code_bounds(i)) {
+                (Some(present), _) => Some(present.collect()),
+                // A range no longer than a set could be (the numbers are
+                // the file's: checked).
+                (None, Some((lo, hi)))
+                    if hi
+                        .checked_sub(lo)
+                        .is_some_and(|d| (0..=MAX_SET_VALUE).contains(&d)) =>
+                {
+                    Some((lo..=hi).collect())
                 }
+                _ => None,
+            };
+            let Some(present) = present else {
+                min.push(unknown(&bound));
+                max.push(unknown(&bound));
+                nulls.push(None);
+                continue;
             };
             let has_null = present.iter().any(|&c| c < 0);
+            nulls.push((!has_null).then_some(0));
             // A code past the categories reads as an error, not a value: no
             // bound from it.
-            let values: Option<Vec<&str>> = present
+            let named: Option<Vec<u64>> = present
                 .iter()
                 .filter(|&&c| c >= 0)
-                .map(|&c| (c < n).then(|| categories.value(c as usize)))
+                .map(|&c| (c < n).then_some(c as u64))
                 .collect();
-            match values {
-                Some(values) => {
-                    min.push(values.iter().min().copied());
-                    max.push(values.iter().max().copied());
+            let stats = named.filter(|_| bound.is_some()).and_then(|named| {
+                let named = arrow_array::UInt64Array::from(named);
+                let values = arrow_select::take::take(categories.as_ref(), &named, None).ok()?;
+                ChunkStats::of(values.as_ref())
+            });
+            match stats {
+                Some(stats) if stats.nans == 0 => {
+                    min.push(stats.min);
+                    max.push(stats.max);
                 }
-                None => {
-                    min.push(None);
-                    max.push(None);
+                _ => {
+                    min.push(unknown(&bound));
+                    max.push(unknown(&bound));
                 }
             }
-            nulls.push((!has_null).then_some(0));
         }
+        let concat = |parts: &[ArrayRef]| -> ArrayRef {
+            let parts: Vec<&dyn arrow_array::Array> = parts.iter().map(|a| a.as_ref()).collect();
+            arrow_select::concat::concat(&parts)
+                .unwrap_or_else(|_| arrow_array::new_null_array(&ArrowType::Null, parts.len()))
+        };
         Self {
             chunk_len: codes.chunk_len,
-            min: std::sync::Arc::new(arrow_array::StringArray::from(min)),
-            max: std::sync::Arc::new(arrow_array::StringArray::from(max)),
+            min: concat(&min),
+            max: concat(&max),
             nulls,
             rows: codes.rows,
             sets: codes.sets,
             chunks: codes.chunks,
             categories: Some(categories.clone()),
         }
+    }
+}
+
+/// Float bounds with each zero (of either sign, as another writer may record
+/// it) widened to the least subnormal below, or above when `upper`: no bound
+/// of a zero holds for every engine's order of zeros.
+fn zeros_widened(bounds: &ArrayRef, upper: bool) -> ArrayRef {
+    use super::compute::widened;
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Float16Type, Float32Type, Float64Type};
+    fn sign<F: std::ops::Neg<Output = F>>(tiny: F, upper: bool) -> F {
+        if upper { tiny } else { -tiny }
+    }
+    match bounds.data_type() {
+        ArrowType::Float16 => {
+            let tiny = sign(half::f16::from_bits(1), upper);
+            std::sync::Arc::new(
+                bounds
+                    .as_primitive::<Float16Type>()
+                    .unary::<_, Float16Type>(|v| widened(v, tiny)),
+            )
+        }
+        ArrowType::Float32 => {
+            let tiny = sign(f32::from_bits(1), upper);
+            std::sync::Arc::new(
+                bounds
+                    .as_primitive::<Float32Type>()
+                    .unary::<_, Float32Type>(|v| widened(v, tiny)),
+            )
+        }
+        ArrowType::Float64 => {
+            let tiny = sign(f64::from_bits(1), upper);
+            std::sync::Arc::new(
+                bounds
+                    .as_primitive::<Float64Type>()
+                    .unary::<_, Float64Type>(|v| widened(v, tiny)),
+            )
+        }
+        _ => bounds.clone(),
     }
 }

@@ -25,7 +25,7 @@ pub(crate) struct ChunkStats {
     /// A lower bound of the non-null, non-NaN values (one element of the
     /// bound type; null when there is none).
     pub(crate) min: ArrayRef,
-    /// An upper bound (NaN when the chunk holds a NaN; null when none is
+    /// An upper bound of the non-null, non-NaN values (null when none is
     /// known).
     pub(crate) max: ArrayRef,
     /// For small integers, the values present: bit `v + 1` for value `v`.
@@ -81,17 +81,17 @@ impl ChunkStats {
             ArrowType::BinaryView => bytes(values.as_binary_view().iter()),
             ArrowType::FixedSizeBinary(_) => bytes(values.as_fixed_size_binary().iter()),
             ArrowType::Float16 => {
-                let (bounds, n) = floats::<Float16Type>(values, half::f16::NAN);
+                let (bounds, n) = floats::<Float16Type>(values, half::f16::from_bits(1));
                 nans = n;
                 bounds
             }
             ArrowType::Float32 => {
-                let (bounds, n) = floats::<Float32Type>(values, f32::NAN);
+                let (bounds, n) = floats::<Float32Type>(values, f32::from_bits(1));
                 nans = n;
                 bounds
             }
             ArrowType::Float64 => {
-                let (bounds, n) = floats::<Float64Type>(values, f64::NAN);
+                let (bounds, n) = floats::<Float64Type>(values, f64::from_bits(1));
                 nans = n;
                 bounds
             }
@@ -137,11 +137,15 @@ fn one<T: ArrowPrimitiveType>(like: &PrimitiveArray<T>, value: Option<T::Native>
     Arc::new(PrimitiveArray::<T>::from_iter([value]).with_data_type(like.data_type().clone()))
 }
 
-/// Bounds of floats, NaN apart: the count of NaNs, and NaN as the maximum of
-/// a chunk that holds one.
-fn floats<T: ArrowPrimitiveType>(values: &dyn Array, nan: T::Native) -> ((ArrayRef, ArrayRef), u64)
+/// Bounds of floats, NaN apart: the count of NaNs (of either sign, any
+/// payload), and the least and greatest other values, a zero bound widened
+/// to the least subnormal below (`-tiny`) or above (`tiny`). Engines differ
+/// on zeros (IEEE's comparisons: -0.0 = 0.0; DataFusion's `IN` lists and
+/// totalOrder: -0.0 < 0.0), and a bound strictly beyond both zeros holds for
+/// every one of them.
+fn floats<T: ArrowPrimitiveType>(values: &dyn Array, tiny: T::Native) -> ((ArrayRef, ArrayRef), u64)
 where
-    T::Native: PartialOrd,
+    T::Native: PartialOrd + std::ops::Neg<Output = T::Native> + Default,
 {
     let values = values.as_primitive::<T>();
     let mut nans = 0;
@@ -152,8 +156,19 @@ where
         nans += u64::from(!number);
         number
     }));
-    let hi = if nans > 0 { Some(nan) } else { hi };
-    ((one(values, lo), one(values, hi)), nans)
+    (
+        (
+            one(values, lo.map(|v| widened(v, -tiny))),
+            one(values, hi.map(|v| widened(v, tiny))),
+        ),
+        nans,
+    )
+}
+
+/// `v`, or `tiny` where `v` is a zero of either sign.
+pub(super) fn widened<F: PartialOrd + Default>(v: F, tiny: F) -> F {
+    // -0.0 == +0.0 == default.
+    if v == F::default() { tiny } else { v }
 }
 
 fn booleans(values: &BooleanArray) -> (ArrayRef, ArrayRef) {
@@ -282,16 +297,20 @@ mod tests {
         assert!(s.max.is_null(0));
     }
 
-    /// A NaN is counted apart and makes the maximum NaN; nulls are counted.
+    /// A NaN of either sign is counted apart, outside the bounds; nulls are
+    /// counted; a zero bound is widened past both zeros.
     #[test]
-    fn nans_and_nulls() {
-        let values = Float64Array::from(vec![Some(1.0), None, Some(f64::NAN), Some(-2.0)]);
+    fn nans_nulls_and_zeros() {
+        let values = Float64Array::from(vec![Some(1.0), None, Some(-f64::NAN), Some(-2.0)]);
         let s = ChunkStats::of(&values).unwrap();
         assert_eq!((s.rows, s.nulls, s.nans), (4, 1, 1));
-        let min = s.min.as_primitive::<Float64Type>().value(0);
-        let max = s.max.as_primitive::<Float64Type>().value(0);
-        assert_eq!(min, -2.0);
-        assert!(max.is_nan() && max.is_sign_positive());
+        let bound = |a: &ArrayRef| a.as_primitive::<Float64Type>().value(0);
+        assert_eq!((bound(&s.min), bound(&s.max)), (-2.0, 1.0));
+        let tiny = f64::from_bits(1);
+        let zeros = ChunkStats::of(&Float64Array::from(vec![0.0, 0.0])).unwrap();
+        assert_eq!((bound(&zeros.min), bound(&zeros.max)), (-tiny, tiny));
+        let zeros = ChunkStats::of(&Float64Array::from(vec![-0.0, 3.0])).unwrap();
+        assert_eq!((bound(&zeros.min), bound(&zeros.max)), (-tiny, 3.0));
     }
 
     /// Small integers record the values present (bit v + 1).

@@ -15,13 +15,13 @@ use arrow_ipc::reader::FileReader;
 use arrow_ipc::writer::FileWriter;
 use arrow_schema::{DataType as ArrowType, Field, Schema};
 
-use super::{ArrayStats, ChunkStats, VERSION, stats_type};
+use super::{ArrayStats, ChunkStats, MAX_SET_BYTES, VERSION, stats_type};
 use crate::error::{Error, Result};
 
 pub(super) const CHUNK: usize = 0;
 pub(super) const ROWS: usize = 1;
 pub(super) const NULLS: usize = 2;
-const NANS: usize = 3;
+pub(super) const NANS: usize = 3;
 pub(super) const MIN: usize = 4;
 pub(super) const MAX: usize = 5;
 pub(super) const SET: usize = 6;
@@ -40,7 +40,7 @@ pub(crate) struct Header<'a> {
     pub(crate) chunk_len: u64,
     pub(crate) array_len: u64,
     /// [`fingerprint`](super::fingerprint) of the array's metadata.
-    pub(crate) array: &'a str,
+    pub(crate) array: &'a serde_json::Value,
 }
 
 fn schema(bound: &ArrowType, header: &Header<'_>, decode_cf: bool) -> Schema {
@@ -181,12 +181,14 @@ fn uncompressed(bytes: &[u8]) -> std::result::Result<(), &'static str> {
 }
 
 /// Parse the statistics file at `key`: every check of an untrusted file.
+/// `Ok(Err(version))`: a file of another version of the convention, which
+/// this reader does not use (nor refuse).
 ///
 /// # Errors
 /// [`Error::Metadata`] naming `key` for a file that is not one: not Arrow
-/// IPC, another convention version, missing or mistyped columns, chunk
-/// numbers out of order.
-pub(crate) fn decode(key: &str, bytes: &[u8]) -> Result<ArrayStats> {
+/// IPC, missing or mistyped columns, chunk numbers out of order, a set longer
+/// than [`MAX_SET_BYTES`](super::MAX_SET_BYTES).
+pub(crate) fn decode(key: &str, bytes: &[u8]) -> Result<std::result::Result<ArrayStats, String>> {
     let bad = |message: String| Error::metadata(key, format!("chunk statistics: {message}"));
     uncompressed(bytes).map_err(|m| bad(m.into()))?;
     let reader = FileReader::try_new(Cursor::new(bytes), None)
@@ -199,7 +201,7 @@ pub(crate) fn decode(key: &str, bytes: &[u8]) -> Result<ArrayStats> {
         .ok_or_else(|| bad(format!("no {CONVENTION:?} metadata")))?;
     match about.get("version").and_then(|v| v.as_str()) {
         Some(VERSION) => {}
-        Some(other) => return Err(bad(format!("version {other:?}, not {VERSION:?}"))),
+        Some(other) => return Ok(Err(other.to_string())),
         None => return Err(bad("no version".into())),
     }
     let number = |name: &str| -> Result<u64> {
@@ -220,9 +222,9 @@ pub(crate) fn decode(key: &str, bytes: &[u8]) -> Result<ArrayStats> {
         .ok_or_else(|| bad("no \"decode_cf\"".into()))?;
     let array = about
         .get("array")
-        .and_then(|v| v.as_str())
-        .map(str::to_string)
-        .ok_or_else(|| bad("no \"array\"".into()))?;
+        .filter(|v| v.is_object())
+        .cloned()
+        .ok_or_else(|| bad("no \"array\" object".into()))?;
     let fields = schema.fields();
     let names: Vec<&str> = fields.iter().map(|f| f.name().as_str()).collect();
     if names != NAMES {
@@ -251,12 +253,21 @@ pub(crate) fn decode(key: &str, bytes: &[u8]) -> Result<ArrayStats> {
     if chunks.null_count() > 0 || chunks.values().windows(2).any(|w| w[0] >= w[1]) {
         return Err(bad("chunk numbers not strictly increasing".into()));
     }
-    Ok(ArrayStats {
+    let sets = batch.column(SET).as_binary::<i32>();
+    if let Some(i) =
+        (0..sets.len()).find(|&i| sets.is_valid(i) && sets.value(i).len() > MAX_SET_BYTES)
+    {
+        return Err(bad(format!(
+            "a set of {} bytes (at most {MAX_SET_BYTES})",
+            sets.value(i).len()
+        )));
+    }
+    Ok(Ok(ArrayStats {
         chunk_len,
         decode_cf,
         array,
         batch,
-    })
+    }))
 }
 
 #[cfg(test)]
@@ -283,7 +294,7 @@ mod tests {
         let header = Header {
             chunk_len: 10,
             array_len: 30,
-            array: "{}",
+            array: &serde_json::json!({}),
         };
         encode(&values, &ArrowType::Int64, &header).unwrap()
     }
@@ -291,9 +302,9 @@ mod tests {
     /// What is encoded decodes: the same rows, the header's lengths.
     #[test]
     fn a_file_reads_back() {
-        let stats = decode("k", &file()).unwrap();
+        let stats = decode("k", &file()).unwrap().unwrap();
         assert_eq!((stats.chunk_len, stats.decode_cf), (10, true));
-        assert_eq!(stats.array, "{}");
+        assert_eq!(stats.array, serde_json::json!({}));
         let rows = rows(&stats);
         assert_eq!(rows.len(), 3);
         let max = rows[2].1.max.as_any().downcast_ref::<Int64Array>().unwrap();
@@ -307,7 +318,7 @@ mod tests {
     /// refused before anything is decompressed.
     #[test]
     fn compressed_files_are_refused() {
-        let stats = decode("k", &file()).unwrap();
+        let stats = decode("k", &file()).unwrap().unwrap();
         let mut out = Vec::new();
         let options = IpcWriteOptions::default()
             .try_with_compression(Some(CompressionType::ZSTD))

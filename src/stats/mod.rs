@@ -17,13 +17,15 @@
 //! - Values as a reader with the default options sees them: bounds of the
 //!   decoded values; strings and bytes as bounded prefixes (a lower bound and
 //!   an upper bound, as Parquet's column index truncates them); NaN counted
-//!   apart, and a chunk with a NaN has NaN as its maximum (the greatest float
-//!   in Arrow's order, so that `x > k` keeps it).
+//!   apart (the bounds of a chunk with a NaN are not used: engines order NaN
+//!   differently), a zero bound widened to -0.0 below and +0.0 above.
 //! - Small integers (anndata's category codes) also record the set of values
 //!   present.
 //! - Each row names the version of the stored object its chunk lives in (its
-//!   size and times locally, its ETag elsewhere): a statistic whose object has
-//!   changed since is not used ([`fresh`]).
+//!   size and times locally, its ETag elsewhere) and its rows: a statistic
+//!   whose object or rows have changed since is not used ([`fresh`]).
+//!
+//! The convention is specified in docs/spec/chunk-statistics.md.
 
 #[cfg(feature = "datafusion")]
 mod bounds;
@@ -45,15 +47,18 @@ pub(crate) use format::{Header, decode, encode, rows};
 pub(crate) const STATS_KEY: &str = "zarrow.stats";
 
 /// The convention's version, recorded in the file.
-pub(crate) const VERSION: &str = "1";
+pub(crate) const VERSION: &str = "2";
 
 /// The longest string or bytes bound recorded, in bytes (Parquet's column
 /// index default).
 pub(crate) const PREFIX_BYTES: usize = 64;
 
 /// Integer chunks whose values all lie in `-1..=MAX_SET_VALUE` record the set
-/// of values present (a bitmap of at most 256 bytes).
+/// of values present (a bitmap of at most [`MAX_SET_BYTES`]).
 pub(crate) const MAX_SET_VALUE: i64 = 2046;
+
+/// The longest set a file may record.
+pub(crate) const MAX_SET_BYTES: usize = 256;
 
 /// The largest statistics file read.
 pub(crate) const MAX_STATS_BYTES: u64 = 64 << 20;
@@ -66,7 +71,7 @@ pub(crate) struct ArrayStats {
     /// Whether they describe values with CF decoding applied.
     pub(crate) decode_cf: bool,
     /// The [`fingerprint`] of the array's metadata when they were recorded.
-    pub(crate) array: String,
+    pub(crate) array: serde_json::Value,
     /// `chunk`, `rows`, `nulls`, `nans`, `min`, `max`, `set`, `version`.
     pub(crate) batch: RecordBatch,
 }
@@ -78,18 +83,45 @@ impl ArrayStats {
     }
 }
 
-/// What of an array's metadata decides the values a reader sees: its data
-/// type, fill value and attributes (CF's among them). Statistics recorded
-/// under another fingerprint are not used: rewriting the metadata makes them
-/// stale, as rewriting a chunk does.
-pub(crate) fn fingerprint(meta: &crate::ArrayMetadata) -> String {
+/// What of an array's metadata decides the values a reader sees, as its
+/// document stored it: `data_type` (v2: `dtype`), `fill_value` and
+/// `attributes` (CF's among them). Statistics recorded under another
+/// fingerprint are not used: rewriting the metadata makes them stale, as
+/// rewriting a chunk does (docs/spec/chunk-statistics.md, "Freshness").
+pub(crate) fn fingerprint(meta: &crate::ArrayMetadata) -> serde_json::Value {
+    let (data_type, fill_value) = match &meta.stored.0 {
+        Some(stored) => stored.clone(),
+        // Metadata made in code (a writer's): its members as it writes them.
+        None => written_members(meta),
+    };
     serde_json::json!({
-        "data_type": meta.data_type.to_string(),
-        "fill_value": meta.fill_value.describe(&meta.data_type),
-        "fill_value_unset": meta.fill_value_unset,
+        "data_type": data_type,
+        "fill_value": fill_value,
         "attributes": meta.attributes,
     })
-    .to_string()
+}
+
+/// The `data_type` (`dtype`) and `fill_value` of `meta`'s own document as
+/// zarrow writes it (nulls when it cannot be written).
+fn written_members(meta: &crate::ArrayMetadata) -> (serde_json::Value, serde_json::Value) {
+    use serde_json::Value;
+    let documents = meta.to_documents().unwrap_or_default();
+    let document = documents
+        .iter()
+        .find(|(name, _)| matches!(*name, "zarr.json" | ".zarray"))
+        .map(|(_, doc)| doc);
+    let member = |name: &str| {
+        document
+            .and_then(|doc| doc.get(name))
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    let data_type = if meta.zarr_format == 2 {
+        member("dtype")
+    } else {
+        member("data_type")
+    };
+    (data_type, member("fill_value"))
 }
 
 /// The stored objects of the array at `path` with their versions, from one
@@ -105,16 +137,53 @@ pub(crate) fn versions(
     Ok(listed.map(|v| v.into_iter().collect()))
 }
 
-/// Which rows of `stats` still describe the stored chunks: a row whose object
-/// the store lists with the version it recorded. `versions` is the store's
-/// listing of the array's keys with their versions (`None`: the store cannot
-/// tell, and every row is trusted); `object_key` gives the key of the object
-/// holding a chunk.
+/// Which rows of `stats` still describe the stored chunks: a row whose
+/// rows are its chunk's rows in an array of `array_len` rows now (a resize
+/// that rewrote only the metadata changes them), and whose object the store
+/// lists with the version it recorded. `versions` is the store's listing of
+/// the array's keys with their versions (`None`: the store cannot tell, and
+/// versions are trusted); `object_key` gives the key of the object holding a
+/// chunk.
 pub(crate) fn fresh(
     stats: &ArrayStats,
     versions: Option<&std::collections::HashMap<String, String>>,
+    array_len: u64,
     object_key: impl Fn(u64) -> String,
 ) -> Vec<bool> {
+    use arrow_array::Array as _;
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::UInt64Type;
+    let column = |i: usize| stats.batch.column(i).as_primitive::<UInt64Type>();
+    let (chunks, rows) = (column(format::CHUNK), column(format::ROWS));
+    let recorded = stats
+        .batch
+        .column(format::VERSION_COLUMN)
+        .as_string::<i32>();
+    (0..stats.batch.num_rows())
+        .map(|i| {
+            let chunk = chunks.value(i);
+            // The chunk's rows now (none at or past the end; checked: the
+            // numbers are the file's).
+            let now = chunk
+                .checked_mul(stats.chunk_len)
+                .filter(|&start| start < array_len)
+                .map(|start| (array_len - start).min(stats.chunk_len));
+            let same_rows = now == Some(rows.value(i));
+            let same_object = match versions {
+                None => true,
+                Some(versions) => {
+                    recorded.is_valid(i)
+                        && versions.get(&object_key(chunk)).map(String::as_str)
+                            == Some(recorded.value(i))
+                }
+            };
+            same_rows && same_object
+        })
+        .collect()
+}
+
+/// Each row's chunk and recorded version, in the file's order.
+pub(crate) fn recorded_versions(stats: &ArrayStats) -> Vec<(u64, Option<String>)> {
     use arrow_array::Array as _;
     use arrow_array::cast::AsArray;
     use arrow_array::types::UInt64Type;
@@ -122,20 +191,14 @@ pub(crate) fn fresh(
         .batch
         .column(format::CHUNK)
         .as_primitive::<UInt64Type>();
-    let recorded = stats
+    let versions = stats
         .batch
         .column(format::VERSION_COLUMN)
         .as_string::<i32>();
-    (0..stats.batch.num_rows())
-        .map(|i| match versions {
-            None => true,
-            Some(versions) => {
-                recorded.is_valid(i)
-                    && versions
-                        .get(&object_key(chunks.value(i)))
-                        .map(String::as_str)
-                        == Some(recorded.value(i))
-            }
+    (0..chunks.len())
+        .map(|i| {
+            let version = versions.is_valid(i).then(|| versions.value(i).to_string());
+            (chunks.value(i), version)
         })
         .collect()
 }
@@ -143,21 +206,26 @@ pub(crate) fn fresh(
 /// An array's statistics file, checked.
 #[derive(Debug, Clone)]
 pub(crate) struct Report {
-    pub(crate) stats: ArrayStats,
+    /// The file (`None`: another version of the convention, not used).
+    pub(crate) stats: Option<ArrayStats>,
     /// Which rows still describe their chunks.
     pub(crate) fresh: Vec<bool>,
     /// Whether the store could tell (`false`: an HTTP store; all are trusted).
     pub(crate) verified: bool,
-    /// Whether they describe the values as read (the same metadata, the same
-    /// CF decoding, whole chunks).
-    pub(crate) usable: bool,
+    /// Why none is used (another version of the convention, other
+    /// metadata, another CF decoding, another chunking); `None`: they
+    /// describe the values as read.
+    pub(crate) unusable: Option<String>,
 }
 
 impl Report {
     /// The chunks whose statistics are stale.
     pub(crate) fn stale(&self) -> Vec<u64> {
         use arrow_array::cast::AsArray;
-        let chunks = self.stats.batch.column(format::CHUNK);
+        let Some(stats) = &self.stats else {
+            return Vec::new();
+        };
+        let chunks = stats.batch.column(format::CHUNK);
         let chunks = chunks.as_primitive::<arrow_array::types::UInt64Type>();
         (0..chunks.len())
             .filter(|&i| !self.fresh[i])

@@ -416,9 +416,13 @@ impl ArrayWriter {
             // The chunks before the first one stored again keep theirs.
             let first = stats.first().map_or(u64::MAX, |(i, _)| *i);
             if let Ok(Some(old)) = self.store.get_bounded(&key, crate::stats::MAX_STATS_BYTES)
-                && let Ok(old) = crate::stats::decode(&key, &old)
+                && let Ok(Ok(old)) = crate::stats::decode(&key, &old)
                 && old.chunk_len == inner
                 && old.bound_type() == &bound
+                // Recorded under the metadata appended to (else they may
+                // describe values read another way).
+                && old.array == crate::stats::fingerprint(meta)
+                && old.decode_cf
             {
                 rows.extend(crate::stats::rows(&old).into_iter().filter(|r| r.0 < first));
             }

@@ -161,6 +161,7 @@ impl ArraySpec {
             zep0007,
             attributes,
             dimension_names: None,
+            stored: Default::default(),
         };
         if let Some(dimension) = dimension {
             cf::record_dimension_names(&mut meta, &[dimension]);

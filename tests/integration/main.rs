@@ -20,6 +20,8 @@ mod golden;
 #[cfg(all(feature = "icechunk", feature = "datafusion"))]
 mod icechunk;
 mod linear;
+#[cfg(feature = "datafusion")]
+mod prune_invariant;
 mod reader;
 mod robustness;
 mod roundtrip;

@@ -3,10 +3,10 @@
 
 Usage: check_conventions.py ZARROW_BIN [--root DIR] [-k SUBSTRING]
 
-NOT YET RUN AGAINST THE REAL ZARROW: when this was written the Rust side did not exist.
-The checker's own logic was tested with tests/interop/fake_zarrow_conventions.py (a
-stand-in built on anndata/xarray/pyarrow), which passes every case, and with
-FAKE_ZARROW_BREAK=1, which must make cases fail:
+CI runs it against the zarrow binary (.ci/run). The checker's own logic is also tested
+with tests/interop/fake_zarrow_conventions.py (a stand-in built on anndata/xarray/
+pyarrow), which passes every case, and with FAKE_ZARROW_BREAK=1, which must make cases
+fail:
 
     .venv/bin/python tests/interop/check_conventions.py tests/interop/fake_zarrow_conventions.py
 

@@ -605,8 +605,12 @@ def s3_cases(zarrow: str, case, tmp: Path, moto_python: str) -> None:
                     raise AssertionError(f"a round failed otherwise than by a conflict: {e}")
             history = ancestry(icechunk.Repository.open(storage("race")))
             redone = sum(1 for a in history if a.metadata.get("zarrow", {}).get("attempt", 1) > 1)
-            if redone == 0 and not errors:
-                raise AssertionError("no commit found the branch moved: the writers did not race")
+            # The check is of redoing a commit: at least one round must have
+            # found the branch moved and committed again (a round that failed
+            # with a conflict proves no redo).
+            if redone == 0:
+                raise AssertionError("no commit was redone after the branch moved "
+                                     f"({len(errors)} rounds failed): the redo went untested")
             return (f"{sum(done.values())} of {len(done)} rounds committed, each once; "
                     f"{len(history)} commits, {redone} after a redo; failures: {errors[:1]}")
         case("s3: two appenders racing, rounds present exactly once", racing_appenders)
