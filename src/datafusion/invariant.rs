@@ -873,3 +873,71 @@ fn compare(l: Expr, op: usize, r: Expr) -> Expr {
         _ => l.gt_eq(r),
     }
 }
+
+/// A filter typed over `schema` and simplified as DataFusion's optimizer
+/// does before it reaches a scan (`None`: it cannot be).
+pub fn typed(filter: Expr, schema: &SchemaRef) -> Option<Expr> {
+    let df_schema = Arc::new(DFSchema::try_from(schema.as_ref().clone()).ok()?);
+    let simplifier = ExprSimplifier::new(
+        SimplifyContext::builder()
+            .with_schema(df_schema.clone())
+            .build(),
+    );
+    let typed = simplifier.coerce(filter, &df_schema).ok()?;
+    simplifier.simplify(typed).ok()
+}
+
+/// The statistic chunks of the 1-D array at the root of `store` that
+/// zarrow keeps for `filter` over its column `x` (the conformance cases of
+/// docs/spec/chunk-statistics.md): read, checked and pruned as a scan does;
+/// `categories`, for an anndata categorical's codes array. `Ok(None)`: no
+/// statistics are used (none, unusable, another version).
+///
+/// # Errors
+/// A statistics file that is not one; a filter that cannot be typed.
+pub fn conformance_kept(
+    store: Arc<dyn crate::Store>,
+    filter: Expr,
+    categories: Option<ArrayRef>,
+    decode_cf: bool,
+) -> crate::Result<Option<Vec<bool>>> {
+    let options = crate::ReadOptions {
+        decode_cf,
+        ..crate::ReadOptions::default()
+    };
+    let array = crate::ZarrArray::open_with(store, "", options)?;
+    let Some(bounds) = array.chunk_statistics()? else {
+        return Ok(None);
+    };
+    let len = array.metadata().shape[0];
+    let chunk_len = bounds.chunk_len;
+    let (bounds, column_type) = match &categories {
+        Some(categories) => (
+            Bounds::categorical(bounds, categories),
+            DataType::Dictionary(
+                Box::new(array.arrow_type()),
+                Box::new(categories.data_type().clone()),
+            ),
+        ),
+        None => (bounds, array.arrow_type()),
+    };
+    let schema = Arc::new(Schema::new(vec![Field::new("x", column_type, true)]));
+    let typed = typed(filter, &schema).ok_or(crate::Error::Internal {
+        what: "a conformance filter DataFusion cannot type",
+    })?;
+    let kept = super::prune::kept_chunks(&schema, &[typed], "x", bounds, len).map_err(|_| {
+        crate::Error::Internal {
+            what: "a conformance filter DataFusion cannot plan",
+        }
+    })?;
+    let n = len.div_ceil(chunk_len.max(1));
+    Ok(Some(
+        (0..n)
+            .map(|i| {
+                let (start, end) = (i * chunk_len, ((i + 1) * chunk_len).min(len));
+                kept.as_ref()
+                    .is_none_or(|k| k.iter().any(|r| r.start < end && start < r.end))
+            })
+            .collect(),
+    ))
+}

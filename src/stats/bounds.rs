@@ -171,35 +171,57 @@ impl Bounds {
     }
 }
 
-/// Float bounds with each zero (of either sign, as another writer may record
-/// it) widened to the least subnormal below, or above when `upper`: no bound
-/// of a zero holds for every engine's order of zeros.
+/// Float bounds widened: each zero (of either sign, as another writer may
+/// record it) to the least subnormal below, or above when `upper` (no bound
+/// of a zero holds for every engine's order of zeros); float16 and float32
+/// bounds one unit in the last place outward (an engine that rounds a
+/// float64 literal to the column's type, as Polars and numpy do, may find
+/// `x >= k` true for a value just below `k`).
 fn zeros_widened(bounds: &ArrayRef, upper: bool) -> ArrayRef {
     use super::compute::widened;
     use arrow_array::cast::AsArray;
     use arrow_array::types::{Float16Type, Float32Type, Float64Type};
-    fn sign<F: std::ops::Neg<Output = F>>(tiny: F, upper: bool) -> F {
-        if upper { tiny } else { -tiny }
+    /// The next float outward by bits: `bits` of a finite value of the sign
+    /// `negative`, one step away from zero when it moves outward, toward it
+    /// otherwise.
+    fn step(bits: u32, negative: bool, upper: bool, sign_bit: u32) -> u32 {
+        let magnitude = bits & !sign_bit;
+        if magnitude == 0 {
+            // A zero: the least subnormal outward.
+            return if upper { 1 } else { sign_bit | 1 };
+        }
+        if upper != negative {
+            bits + 1
+        } else {
+            bits - 1
+        }
     }
     match bounds.data_type() {
-        ArrowType::Float16 => {
-            let tiny = sign(half::f16::from_bits(1), upper);
-            std::sync::Arc::new(
-                bounds
-                    .as_primitive::<Float16Type>()
-                    .unary::<_, Float16Type>(|v| widened(v, tiny)),
-            )
-        }
-        ArrowType::Float32 => {
-            let tiny = sign(f32::from_bits(1), upper);
-            std::sync::Arc::new(
-                bounds
-                    .as_primitive::<Float32Type>()
-                    .unary::<_, Float32Type>(|v| widened(v, tiny)),
-            )
-        }
+        ArrowType::Float16 => std::sync::Arc::new(
+            bounds
+                .as_primitive::<Float16Type>()
+                .unary::<_, Float16Type>(|v| {
+                    if !v.is_finite() {
+                        return v;
+                    }
+                    let bits = u32::from(v.to_bits());
+                    let next = step(bits, v.is_sign_negative(), upper, 0x8000);
+                    half::f16::from_bits(next as u16)
+                }),
+        ),
+        ArrowType::Float32 => std::sync::Arc::new(
+            bounds
+                .as_primitive::<Float32Type>()
+                .unary::<_, Float32Type>(|v| {
+                    if !v.is_finite() {
+                        return v;
+                    }
+                    f32::from_bits(step(v.to_bits(), v.is_sign_negative(), upper, 0x8000_0000))
+                }),
+        ),
         ArrowType::Float64 => {
-            let tiny = sign(f64::from_bits(1), upper);
+            let tiny = f64::from_bits(1);
+            let tiny = if upper { tiny } else { -tiny };
             std::sync::Arc::new(
                 bounds
                     .as_primitive::<Float64Type>()

@@ -9,7 +9,9 @@ files are computed from each case's values by the spec's writer rules, implement
 here; some are then spoiled on purpose (a stale token, a changed fill value, a bad
 file). The keep/skip verdicts are written by hand from the spec's rules, and this
 script checks them against the values: no `skip` chunk may hold a row that satisfies
-the predicate under any engine semantics the spec names, and a `keep` chunk must hold
+the predicate under any engine semantics the spec names (for floats: IEEE 754, the
+total order, NaN greatest, and DataFusion's IEEE operators with IN lists matching by
+bits; for float32, the literal also rounded to float32), and a `keep` chunk must hold
 such a row unless the case says why the statistics cannot tell (`cant_tell`) or the
 rows are not usable. Two runs give the same bytes.
 
@@ -121,8 +123,13 @@ def is_nan(v) -> bool:
     return isinstance(v, float) and math.isnan(v)
 
 
-def chunk_stats(values: list, kind: str) -> dict:
-    """kind: int, float, bool, time, utf8, binary."""
+# The least positive subnormal of each float type: zero bounds are widened to it.
+LEAST_SUBNORMAL = {pa.float16(): 2.0**-24, pa.float32(): 2.0**-149, pa.float64(): 2.0**-1074}
+
+
+def chunk_stats(values: list, kind: str, bound: pa.DataType | None = None) -> dict:
+    """kind: int, float, bool, time, utf8, binary. bound: the bound type (for floats,
+    default float64)."""
     present = [v for v in values if v is not None]
     nans = sum(1 for v in present if is_nan(v))
     numbers = [v for v in present if not is_nan(v)]
@@ -138,10 +145,13 @@ def chunk_stats(values: list, kind: str) -> dict:
         else:
             lo, hi = min(numbers), max(numbers)
             if kind == "float":
+                # Zero bounds are widened past both zeros: no zero bounds a zero for
+                # every engine (IEEE operators vs IN lists matching by bits).
+                tiny = LEAST_SUBNORMAL[bound or pa.float64()]
                 if lo == 0:
-                    lo = -0.0
+                    lo = -tiny
                 if hi == 0:
-                    hi = 0.0
+                    hi = tiny
         if kind == "int" and -1 <= lo and hi <= MAX_SET_VALUE:
             arr = bytearray(-(-(hi + 2) // 8))
             for v in numbers:
@@ -304,7 +314,20 @@ def cmp_sem(sem):
     def plain(a, b):
         return (a > b) - (a < b)
 
-    return {"ieee": ieee, "greatest": greatest, "total": total, "plain": plain}[sem]
+    return {"ieee": ieee, "greatest": greatest, "total": total, "plain": plain, "datafusion": ieee}[sem]
+
+
+def float_bits(x) -> int:
+    return struct.unpack("<Q", struct.pack("<d", float(x)))[0]
+
+
+def list_cmp_sem(sem):
+    """The comparison an engine uses to match a value against an IN / NOT IN list:
+    DataFusion matches floats by bits (0.0 NOT IN (-0.0) is true there, while its
+    operators say 0.0 = -0.0); every other engine as its operators."""
+    if sem == "datafusion":
+        return lambda a, b: 0 if float_bits(a) == float_bits(b) else 1
+    return cmp_sem(sem)
 
 
 def f32(x):
@@ -351,7 +374,8 @@ def evaluate(p, v, sem, kind, narrow):
         b = truth("le", cmp(val, lit(p["high"])))
         return "T" if a == b == "T" else "F"
     if op in ("in", "not_in"):
-        hit = any(truth("eq", cmp(val, lit(x))) == "T" for x in p["values"])
+        in_cmp = list_cmp_sem(sem)
+        hit = any(truth("eq", in_cmp(val, lit(x))) == "T" for x in p["values"])
         return "T" if hit == (op == "in") else "F"
     if op == "starts_with":
         return "T" if val.startswith(lit(p["value"])) else "F"
@@ -359,7 +383,7 @@ def evaluate(p, v, sem, kind, narrow):
 
 
 def matches(p, values, kind, float32=False) -> bool:
-    sems = ["ieee", "greatest", "total"] if kind == "float" else ["plain"]
+    sems = ["ieee", "greatest", "total", "datafusion"] if kind == "float" else ["plain"]
     narrows = [False, True] if float32 else [False]
     return any(evaluate(p, v, s, kind, nr) == "T" for v in values for s in sems for nr in narrows)
 
@@ -478,7 +502,7 @@ def add(
         recorded = versions or tokens(-(-length // grid_len), 4 * grid_len)
         rows = []
         for i, vals in enumerate(chunks):
-            s = chunk_stats(vals, kind)
+            s = chunk_stats(vals, kind, bound)
             s["chunk"] = i
             s["version"] = recorded.get(f"c/{i // per_object}")
             rows.append(s)
@@ -621,25 +645,66 @@ add(
 # --- float64: signed zeros ---------------------------------------------------------------
 
 Z = [[-0.0, -0.0], [0.0, 0.0], [-1.0, -0.0], [0.0, 1.0]]
+TINY = 2.0**-1074  # float64's least subnormal, bits 0x0000000000000001
+
+
+def _draft_zeros(rows):
+    """The earlier draft's zero bounds: -0.0 for a zero minimum, +0.0 for a zero maximum."""
+    for r in rows:
+        if r["min"] == -TINY:
+            r["min"] = -0.0
+        if r["max"] == TINY:
+            r["max"] = 0.0
+
+
+# Verdicts on the widened bounds: chunks 0 and 1 [-TINY, TINY], chunk 2 [-1.0, TINY],
+# chunk 3 [-TINY, 1.0]. Bounds that touch zero keep the chunk for any comparison with a
+# zero literal; only literals beyond the least subnormal prune.
+ZERO_PREDICATES = [
+    pred(lt(0.0), [0, 1, 2, 3], [], cant_tell=[1, 3]),
+    pred(gt(0.0), [0, 1, 2, 3], [], cant_tell=[0, 1, 2]),
+    pred(lt(-0.0), [0, 1, 2, 3], [], cant_tell=[0, 1, 3]),
+    pred(eq(-0.0), [0, 1, 2, 3], []),
+    pred(eq(0.5), [3], [0, 1, 2], cant_tell=[3]),
+    pred(le(-1.0), [2], [0, 1, 3]),
+    pred(gt(-0.0), [0, 1, 2, 3], [], cant_tell=[0, 2]),
+    pred(ne(0.0), [0, 1, 2, 3], [], cant_tell=[1]),
+    # Chunk 1 holds only 0.0: 0.0 NOT IN (-0.0) in DataFusion (bits), 0.0 <> -0.0 in
+    # the total order.
+    pred(not_in(-0.0), [0, 1, 2, 3], [], cant_tell=[0]),
+    pred(ne(-0.0), [0, 1, 2, 3], [], cant_tell=[0]),
+    # True for 0.0 only in DataFusion (IN by bits, = by IEEE): each leaf's semantics apart.
+    pred(and_(not_in(-0.0), eq(-0.0)), [0, 1, 2, 3], [], cant_tell=[0, 2]),
+    # The widening is to the least subnormal, no further.
+    pred(gt(TINY), [3], [0, 1, 2]),
+    pred(lt(-TINY), [2], [0, 1, 3]),
+]
 add(
     "float64_zeros",
-    "Signed zeros: every zero minimum is recorded as -0.0 and every zero maximum as +0.0. "
-    "x < 0.0 must keep chunk 0 (-0.0 < +0.0 in the total order) and chunk 1 (its bounds "
-    "-0.0..+0.0 cannot tell); x > 0.0 and x < -0.0 hold for no zero in any order.",
+    "Signed zeros, in a file of the earlier draft: zero minima recorded as -0.0 and zero "
+    "maxima as +0.0, which a reader widens to -2^-1074 and +2^-1074 (the bounds a writer "
+    "now records, see float64_zeros_widened; same verdicts). No zero bounds a zero for "
+    "every engine: x > 0.0 must keep chunk 0 (only -0.0) as its bounds touch zero; "
+    "chunk 1 holds only 0.0, which satisfies x NOT IN (-0.0) in DataFusion (IN lists "
+    "match floats by bits) and x <> -0.0 in the total order.",
     zarr_json("float64", 8, 2, 0.0),
     Z,
     "float",
     pa.float64(),
-    [
-        pred(lt(0.0), [0, 1, 2, 3], [], cant_tell=[1, 3]),
-        pred(gt(0.0), [3], [0, 1, 2]),
-        pred(lt(-0.0), [2], [0, 1, 3]),
-        pred(eq(-0.0), [0, 1, 2, 3], []),
-        pred(eq(0.5), [3], [0, 1, 2], cant_tell=[3]),
-        pred(le(-1.0), [2], [0, 1, 3]),
-        pred(gt(-0.0), [0, 1, 2, 3], [], cant_tell=[0, 2]),
-        pred(ne(0.0), [0, 1, 2, 3], [], cant_tell=[1]),
-    ],
+    ZERO_PREDICATES,
+    edit_rows=_draft_zeros,
+)
+add(
+    "float64_zeros_widened",
+    "The values of float64_zeros as a writer now records them: a zero minimum (either "
+    "sign) as -2^-1074 (bits 0x8000000000000001), a zero maximum as +2^-1074. Chunk 0 "
+    "[-2^-1074, 2^-1074], chunk 1 the same, chunk 2 [-1.0, 2^-1074], chunk 3 "
+    "[-2^-1074, 1.0]; x > 2^-1074 and x < -2^-1074 still prune.",
+    zarr_json("float64", 8, 2, 0.0),
+    Z,
+    "float",
+    pa.float64(),
+    ZERO_PREDICATES,
 )
 
 # --- float32: literal rounding ----------------------------------------------------------

@@ -28,6 +28,8 @@ mod roundtrip;
 mod shard_reads;
 #[cfg(feature = "datafusion")]
 mod stats;
+#[cfg(feature = "datafusion")]
+mod stats_conformance;
 mod store;
 #[cfg(feature = "object-store")]
 mod store_conformance;

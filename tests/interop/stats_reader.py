@@ -26,9 +26,15 @@ appendix): {"op": "eq"|"ne"|"lt"|"le"|"gt"|"ge", "value": V}, {"op": "between",
 Pruning is an abstract evaluation in SQL's three-valued logic: for each chunk, the set
 of truth values (T, F, N) the predicate can take on some row, under any of the
 comparison semantics engines use (IEEE 754; a total order with -NaN lowest and +NaN
-highest and -0.0 < +0.0; "NaN is the greatest value and equals itself"; and, for
-float16/float32 columns, the literal rounded to the column's type first, as numpy 2
-and polars do). A chunk is skipped only when T is not among them.
+highest and -0.0 < +0.0; "NaN is the greatest value and equals itself"; DataFusion's
+IEEE comparison operators with IN / NOT IN lists that match floats by bits, so that
+0.0 NOT IN (-0.0) is true while 0.0 <> -0.0 is false; and, for float16/float32
+columns, the literal rounded to the column's type first, as numpy 2 and polars do).
+Each leaf is evaluated under every semantics and AND / OR / NOT combine every pair of
+its outcomes, so an engine mixing them (DataFusion) is covered. Float bounds that are
+zero (an earlier draft's -0.0 / +0.0) are widened past both zeros, to minus / plus the
+type's least subnormal, as the spec requires. A chunk is skipped only when T is not
+among them.
 """
 
 from __future__ import annotations
@@ -718,7 +724,27 @@ def _cmp_plain(a, b):
     return (a > b) - (a < b)
 
 
-FLOAT_SEMANTICS = (_cmp_ieee, _cmp_greatest, _cmp_total)
+def _float_bits(x) -> int:
+    return struct.unpack("<Q", struct.pack("<d", float(x)))[0]
+
+
+def _cmp_bits(a, b):
+    """Equality by bits (0 when equal, else 1): how DataFusion matches a float against
+    an IN / NOT IN list (0.0 NOT IN (-0.0) is true there). Used for lists only."""
+    return 0 if _float_bits(a) == _float_bits(b) else 1
+
+
+# A semantics: (comparison of the operators and BETWEEN, comparison of IN / NOT IN lists).
+PLAIN = (_cmp_plain, _cmp_plain)
+FLOAT_SEMANTICS = (
+    (_cmp_ieee, _cmp_ieee),  # IEEE 754: numpy, pandas, Polars
+    (_cmp_greatest, _cmp_greatest),  # NaN greatest and equal to NaN (PostgreSQL, DuckDB)
+    (_cmp_total, _cmp_total),  # the total order (arrow-rs kernels)
+    (_cmp_ieee, _cmp_bits),  # DataFusion: IEEE operators, IN lists by bits
+)
+
+# The least positive subnormal of each float type: a zero bound is widened to it.
+LEAST_SUBNORMAL = {pa.float16(): 2.0**-24, pa.float32(): 2.0**-149, pa.float64(): 2.0**-1074}
 
 
 def _truth(op: str, c) -> str:
@@ -729,8 +755,9 @@ def _truth(op: str, c) -> str:
     }[op] else F  # fmt: skip
 
 
-def _concrete(p: dict, v, cmp, text: bool) -> str:
-    """Truth of leaf p for the non-null value v under comparison cmp (T or F)."""
+def _concrete(p: dict, v, sem: tuple, text: bool) -> str:
+    """Truth of leaf p for the non-null value v under semantics sem (T or F)."""
+    cmp, list_cmp = sem
     op = p["op"]
     if op in ("eq", "ne", "lt", "le", "gt", "ge"):
         return _truth(op, cmp(v, p["_k"]))
@@ -738,7 +765,7 @@ def _concrete(p: dict, v, cmp, text: bool) -> str:
         lo, hi = _truth("ge", cmp(v, p["_lo"])), _truth("le", cmp(v, p["_hi"]))
         return T if lo == T and hi == T else F
     if op in ("in", "not_in"):
-        hit = any(_truth("eq", cmp(v, k)) == T for k in p["_ks"])
+        hit = any(_truth("eq", list_cmp(v, k)) == T for k in p["_ks"])
         return T if hit == (op == "in") else F
     if op == "starts_with":
         return T if text and v.startswith(p["_k"]) else F
@@ -831,9 +858,9 @@ def _prepare(p: dict, col: _Column) -> dict | None:
 
 
 def _semantics(col: _Column, q: dict) -> list[tuple]:
-    """(comparison, leaf) pairs: the engines' ways of evaluating q on this column."""
+    """(semantics, leaf) pairs: the engines' ways of evaluating q on this column."""
     if col.family != "float":
-        return [(_cmp_plain, q)]
+        return [(PLAIN, q)]
     out = [(c, q) for c in FLOAT_SEMANTICS]
     narrow = col.arrow if col.arrow in (pa.float16(), pa.float32()) else None
     if narrow is not None:
@@ -947,14 +974,14 @@ def _leaf_outcomes(p: dict, col: _Column, dom: _Domain | None, nonnull: bool, nu
     sems = _semantics(col, q)
     if dom.kind == "finite":
         for v in dom.values:
-            for cmp, qq in sems:
-                out.add(_concrete(qq, v, cmp, col.text))
+            for sem, qq in sems:
+                out.add(_concrete(qq, v, sem, col.text))
         return out
     # interval
     if col.family == "float":
         for v in _float_points(dom, [qq for _, qq in sems]):
-            for cmp, qq in sems:
-                out.add(_concrete(qq, v, cmp, False))
+            for sem, qq in sems:
+                out.add(_concrete(qq, v, sem, False))
         return out
     return out | _ordered_outcomes(q, dom.lo, dom.hi)
 
@@ -1015,6 +1042,16 @@ def _chunk_state(row: Row, col: _Column, t: pa.DataType):
     nonnull_count = row.rows - row.nulls
     nonnull, null = nonnull_count > 0, row.nulls > 0
     lo, hi = _to_column_value(row.min, col), _to_column_value(row.max, col)
+    if col.family == "float":
+        # No zero bounds a zero for every engine (IEEE operators: -0.0 = +0.0; the total
+        # order: -0.0 < +0.0; DataFusion's IN lists: by bits), so a zero bound, as an
+        # earlier draft recorded it, is widened past both zeros, as a writer now records
+        # it: a zero minimum to minus the type's least subnormal, a zero maximum to plus.
+        tiny = LEAST_SUBNORMAL[t]
+        if lo is not None and lo == 0:
+            lo = -tiny
+        if hi is not None and hi == 0:
+            hi = tiny
     if row.nans > 0:
         return _Domain("any"), nonnull, null  # bounds unknown: engines order NaN differently
     if lo is None and hi is None:
