@@ -1531,6 +1531,20 @@ pub fn stats(data: &[u8]) {
     assert_eq!(all.len(), values.len());
 }
 
+/// `prune` (feature `datafusion`; the function `prune_invariant`): the pruning invariant on a case drawn from
+/// the input (a column of any type statistics are recorded for, cut into
+/// chunks, and a filter over it; `zarrow::datafusion::invariant`): a chunk
+/// that statistics prune must hold no row DataFusion's own filter keeps, and
+/// nothing panics.
+#[cfg(feature = "datafusion")]
+pub fn prune_invariant(data: &[u8]) {
+    use zarrow::datafusion::invariant::{FromBytes, check, random_case};
+    let case = random_case(&mut FromBytes(data));
+    if let Err(e) = check(&case) {
+        panic!("{e}");
+    }
+}
+
 /// `zarrow::linear::parse_json`, then `write_json` of what it read, which must parse
 /// back to the same values (int64/uint64 compare as integers, NaN as NaN).
 pub fn linear_json(data: &[u8]) {

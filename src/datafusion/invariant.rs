@@ -255,7 +255,13 @@ pub fn check(case: &Case) -> Result<Verdict, String> {
         "min {:?} max {:?} nulls {:?}",
         bounds.min, bounds.max, bounds.nulls
     );
-    let kept = match super::prune::kept_chunks(&case.schema, &[filter.clone()], "x", bounds, rows) {
+    let kept = match super::prune::kept_chunks(
+        &case.schema,
+        std::slice::from_ref(&filter),
+        "x",
+        bounds,
+        rows,
+    ) {
         Ok(kept) => kept,
         // As when the scan's filter cannot be planned: the query fails
         // with statistics and without.
@@ -497,7 +503,8 @@ impl Pool {
                 _ => String::new(),
             };
             while s.len() < target {
-                s.push_str(*src.pick(&FRAGMENTS[..]));
+                let fragment = FRAGMENTS[src.below(FRAGMENTS.len())];
+                s.push_str(fragment);
             }
             if src.one_in(3) {
                 // A prefix of it too.

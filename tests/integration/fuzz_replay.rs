@@ -36,6 +36,18 @@ fn replay(name: &str) {
         .find(|(n, _)| *n == name)
         .map(|(_, f)| *f)
         .expect("a target of that name");
+    replay_with(name, target);
+}
+
+/// The pruning invariant's target (feature `datafusion`, not in `TARGETS`).
+#[cfg(feature = "datafusion")]
+#[test]
+fn prune() {
+    replay_with("prune", targets::prune_invariant);
+}
+
+/// Run `target` on the corpus and regressions of `name`.
+fn replay_with(name: &str, target: fn(&[u8])) {
     let fuzz = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz");
     let mut failures = Vec::new();
     let mut count = 0;

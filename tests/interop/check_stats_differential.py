@@ -74,10 +74,15 @@ MODES = ("stats", "nostats")
 # The recipe: Python source, run here and printed in a reproduction.
 
 PREAMBLE = r'''
-import json, os, warnings
+import datetime, json, os, struct, warnings
 import numpy as np, pandas as pd, pyarrow as pa, zarr, zarrow
 warnings.simplefilter("ignore")
 inf = float("inf")
+
+
+def bits64(b):
+    """A float from its bits (a NaN's sign and payload kept)."""
+    return struct.unpack("<d", struct.pack("<Q", b))[0]
 
 
 def f64(bits):
@@ -594,6 +599,8 @@ class Store:
     steps: list  # (description, Python source)
     table: str  # the table's path relative to the case directory
     dropped: list = field(default_factory=list)  # steps refused: (description, error)
+    # Rows the changes after the statistics wrote or exposed: (start, end).
+    touched: list = field(default_factory=list)
 
 
 KIND_WEIGHTS = {
@@ -680,7 +687,6 @@ def gen_store(rng: random.Random) -> Store:
             opts.append("layout='anndata'")
         else:
             has_nulls = any(v is None for c in columns if c.kind != "ts" for v in data[c.name])
-            has_nulls = has_nulls or any(c.kind == "cat" and not c.categories for c in columns)
             if has_nulls:
                 opts.append("nulls='fill'")
         src = table_source(columns, data, "t") + f"\nzarrow.write(t, store, {', '.join(opts)})"
@@ -739,12 +745,10 @@ def add_changes(rng: random.Random, store: Store, data_for: Callable[[int], dict
     n = store.rows
     changes = rng.choices([0, 1, 2, 3], [3, 4, 3, 2])[0]
     cats = [c for c in store.columns if c.kind == "cat"]
-    plain = [c for c in store.columns if c.kind != "cat"]
-    consolidated = False
     for _ in range(changes):
         what = rng.choices(
             ["rewrite", "resize", "fill", "attrs", "append-zarrow", "append-zarr", "categories", "restats"],
-            [4, 5, 3, 2, 2, 2, 2 if cats else 0, 1],
+            [4, 6, 3, 2, 2, 2, 2 if cats else 0, 1],
         )[0]
         col = rng.choice(store.columns)
         target = col.name
@@ -758,6 +762,7 @@ def add_changes(rng: random.Random, store: Store, data_for: Callable[[int], dict
                 j = i + rng.randint(1, 2 * c)
             how = rng.choice(["roll", "reverse", "fill"])
             part = ", part='mask'" if rng.random() < 0.2 else ""
+            store.touched.append((i, j))
             store.steps.append((f"rows {i}..{j} of {target} stored again by zarr-python ({how})",
                                 f"rewrite(table, {target!r}, {i}, {j}, {how!r}{part})"))
         elif what == "resize":
@@ -775,6 +780,10 @@ def add_changes(rng: random.Random, store: Store, data_for: Callable[[int], dict
                 src += f"\nresize_all(table, {back})"
                 desc += f", then to {back}"
                 m = back
+            if m > n:
+                store.touched.append((n, m))
+            elif src.count("resize_all") == 2:
+                store.touched.append((int(src.split("(table, ")[1].split(")")[0]), m))
             n = m
             store.steps.append((desc, src))
         elif what == "fill":
@@ -799,11 +808,13 @@ def add_changes(rng: random.Random, store: Store, data_for: Callable[[int], dict
                 src = table_source(store.columns, data, "more") + "\nzarrow.write(more, table, mode='append')"
                 if store.writer == "zarrow" and any(v is None for c in store.columns if c.kind != "ts" for v in data[c.name]):
                     src = src.replace("mode='append')", "mode='append', nulls='fill')")
+            store.touched.append((n, n + k))
             n += k
             store.steps.append((f"{k} rows appended by zarrow.write(mode='append')", src))
         elif what == "append-zarr":
             k = rng.randint(1, 2 * store.chunk + 2)
             shift = rng.randint(0, 5)
+            store.touched.append((n, n + k))
             n += k
             store.steps.append((f"{k} rows appended to every row array by zarr-python",
                                 f"append_all(table, {k}, {shift})"))
@@ -818,10 +829,8 @@ def add_changes(rng: random.Random, store: Store, data_for: Callable[[int], dict
         # use: a change of an array's metadata shows there once consolidated.
         if what in ("resize", "fill", "attrs", "append-zarr", "categories") and \
                 rng.random() < (0.85 if store.writer.startswith("zarrow") else 0.4):
-            consolidated = True
             store.steps[-1] = (store.steps[-1][0] + "; metadata consolidated",
                                store.steps[-1][1] + "\nconsolidate(store)")
-    del plain, consolidated
 
 
 def recipe_source(store: Store, steps: Optional[list] = None) -> str:
@@ -890,9 +899,11 @@ class ColInfo:
     # are: literals at a chunk's bounds test the pruning's edges.
     bounds: list = field(default_factory=list)
     distinct: list = field(default_factory=list)
+    # Values of the rows changed after the statistics were taken.
+    touched: list = field(default_factory=list)
 
 
-def col_info(name: str, column: Any, chunk: int = 0) -> ColInfo:
+def col_info(name: str, column: Any, chunk: int = 0, touched: tuple = ()) -> ColInfo:
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -936,6 +947,8 @@ def col_info(name: str, column: Any, chunk: int = 0) -> ColInfo:
             rows = pc.cast(column, pa.int64()).to_pylist()
         else:
             rows = column.to_pylist()
+        changed = {i for start, end in touched for i in range(start, min(end, len(rows)))}
+        info.touched = sorted({rows[i] for i in changed if rows[i] is not None}, key=repr)
         for start in range(0, len(rows), chunk):
             part = [v for v in rows[start:start + chunk] if v is not None]
             if info.kind == "float":
@@ -993,6 +1006,10 @@ def pick_value(rng: random.Random, info: ColInfo, fresh: bool = False) -> Any:
     value of the type, or random."""
     k = info.kind
     r = rng.random()
+    # Values of the rows changed since the statistics were taken (where
+    # they may be stale), of any row, of a chunk's bounds, beside them.
+    if info.touched and rng.random() < 0.35:
+        return rng.choice(info.touched)
     if info.distinct and r < 0.25:
         return rng.choice(info.distinct)
     # A chunk's bounds; the last chunks' often (appends and resizes act there).
@@ -1742,7 +1759,9 @@ def make_queries(rng: random.Random, infos: list, count: int) -> list:
     queries = []
     names = [i.name for i in infos]
     for index in range(count):
-        pred = gen_predicate(rng, infos)
+        # Half of them one comparison (where a wrong pruning shows most
+        # plainly), half a random tree of them.
+        pred = gen_atom(rng, infos) if index % 2 == 0 else gen_predicate(rng, infos)
         queries.append(Query(index, pred, "count", names))
         queries.append(Query(index, pred, "rows", names))
     return queries
@@ -1791,17 +1810,20 @@ def classify(store: Store, infos: list, q: Query) -> str:
     return "; ".join(dict.fromkeys(features))
 
 
-def describe_pred(q: Query, engine: str, schema: Optional[dict]) -> str:
+def describe_pred(q: Query, engine: str, schema: Optional[dict], table: str = "TABLE") -> str:
+    """The query as the engine ran it, as code (USE_STATS: True, then False)."""
     if engine == "polars":
-        return "lf = zarrow.scan(table, use_stats=USE_STATS)\nlf" + PolarsEngine().text(q, schema)
+        return "import polars as pl\nlf = zarrow.scan(table, use_stats=USE_STATS)\nlf" + PolarsEngine().text(q, schema)
     if engine == "duckdb":
-        return ("con = duckdb.connect(); con.execute(\"SET TimeZone = 'UTC'\")\n"
+        return ("import duckdb\ncon = duckdb.connect(); con.execute(\"SET TimeZone = 'UTC'\")\n"
                 "con.register('t', zarrow.dataset(table, use_stats=USE_STATS))\n"
                 f"con.sql({sql_text(q, 'duckdb')!r}).fetch_arrow_table()")
     if engine == "datafusion":
-        return ("ctx = datafusion.SessionContext()\nctx.register_table('t', zarrow.table(table, use_stats=USE_STATS))\n"
+        return ("import datafusion\nctx = datafusion.SessionContext()\n"
+                "ctx.register_table('t', zarrow.table(table, use_stats=USE_STATS))\n"
                 f"ctx.sql({sql_text(q, 'datafusion')!r}).to_arrow_table()")
-    return f"ZARROW sql {shell_quote(sql_text(q, 'datafusion'))} --table t=TABLE  [--ignore-stats]"
+    return (f"ZARROW sql {shell_quote(sql_text(q, 'datafusion'))} --table t={table}            # with statistics\n"
+            f"ZARROW sql {shell_quote(sql_text(q, 'datafusion'))} --table t={table} --ignore-stats")
 
 
 def run_case(seed: int, case: int, engines: list, binary: Optional[str], work: Path, outcome: Outcome,
@@ -1840,7 +1862,7 @@ def run_case(seed: int, case: int, engines: list, binary: Optional[str], work: P
     if not wanted:
         outcome.unreadable += 1
         return
-    infos = [col_info(name, data.column(name), store.chunk) for name in wanted]
+    infos = [col_info(name, data.column(name), store.chunk, tuple(store.touched)) for name in wanted]
     queries = make_queries(rng, infos, queries_per_case)
     schema = None
     for engine in engines:
@@ -1896,7 +1918,7 @@ def run_case(seed: int, case: int, engines: list, binary: Optional[str], work: P
                 outcome.reference_diffs += 1
                 outcome.notes.append(
                     f"case {case}: {engine} without statistics differs from the same engine over the table in memory\n"
-                    + indent(recipe_source(store)) + "\n  query: " + describe_pred(q, engine, schema).replace("\n", "\n    ")
+                    + indent(recipe_source(store)) + "\n  query: " + describe_pred(q, engine, schema, store.table).replace("\n", "\n    ")
                     + f"\n  zarrow scan (no stats): {short(b)}\n  in memory:              {short(refs[key])}")
 
 
@@ -1968,8 +1990,8 @@ def failure_report(seed: int, case: int, store: Store, engine: str, q: Query, a:
         f"  rerun: check_stats_differential.py ZARROW --seed {seed} --case {case} --engines {engine}",
         "  store (Python, run in an empty directory after the PREAMBLE printed above):",
         indent(recipe_source(store)),
-        "  query:",
-        indent(describe_pred(q, engine, schema)),
+        "  query (USE_STATS = True, then False):" if engine != "cli" else "  query:",
+        indent(describe_pred(q, engine, schema, store.table)),
         f"  with statistics:    {short(a)}",
         f"  without statistics: {short(b)}",
     ]
@@ -1988,7 +2010,7 @@ def failure_report(seed: int, case: int, store: Store, engine: str, q: Query, a:
 def run(cases: int = 20, seed: int = 0, engines: Optional[list] = None, binary: Optional[str] = None,
         only: Optional[int] = None, keep: Optional[str] = None, reference: bool = False,
         time_limit: Optional[float] = None, out: Callable[[str], None] = print, verbose: bool = False,
-        queries_per_case: int = 4, minimize_first: bool = True) -> Outcome:
+        queries_per_case: int = 6, minimize_first: bool = True) -> Outcome:
     """Run `cases` cases of `seed` (or only case `only`) through `engines`
     (default: all four; "cli" needs `binary`). Returns the Outcome; prints
     failures with `out` as they are found. `time_limit`: stop starting cases
@@ -2062,7 +2084,7 @@ def main(argv: Optional[list] = None) -> int:
     parser.add_argument("--engines", default=",".join(ENGINES))
     parser.add_argument("--case", type=int, help="run only this case (of --seed)")
     parser.add_argument("--keep", help="keep the stores in this directory")
-    parser.add_argument("--queries", type=int, default=4, help="filters per case (each as count and as rows)")
+    parser.add_argument("--queries", type=int, default=6, help="filters per case (each as count and as rows)")
     parser.add_argument("--reference", action="store_true", help="also compare with each engine over the table in memory")
     parser.add_argument("--time-limit", type=float, help="start no case after this many seconds")
     parser.add_argument("--recipe", action="store_true", help="print the store recipe of --case (and PREAMBLE) and exit")
