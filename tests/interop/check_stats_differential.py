@@ -1062,9 +1062,9 @@ def gen_colexpr(rng: random.Random, info: ColInfo) -> tuple:
     """The column, or a CAST or arithmetic of it, with the kind it yields."""
     k = info.kind
     r = rng.random()
-    if r < 0.72 or k in ("bytes", "other"):
+    if r < 0.78 or k in ("bytes", "other"):
         return ("col", info.name, k, info)
-    if k in ("int", "float") and r < 0.84:
+    if k in ("int", "float") and r < 0.88:
         if k == "int" and info.int_type in ("int64", "uint64"):
             return ("arith", info.name, "f+", 1.0, "float", info)
         op, operand = rng.choice([("+", 1), ("*", 2), ("-", 3)]) if k == "int" else rng.choice([("+", 1.0), ("*", -1.0), ("*", 2.0)])
@@ -1083,15 +1083,18 @@ def gen_colexpr(rng: random.Random, info: ColInfo) -> tuple:
     return ("cast", info.name, target, kind, info)
 
 
-def derived_values(e: tuple) -> list:
-    """The values the expression takes over the data (for literals)."""
+def derived_values(e: tuple, values: Optional[list] = None) -> list:
+    """The values the expression takes over the data (for literals), or
+    over `values` of the column."""
     info = e[-1]
+    if values is None:
+        values = info.values
     if e[0] == "col":
-        return info.values
+        return values
     if e[0] == "arith":
         _, _, op, operand, kind, _ = e
         out = []
-        for v in info.values[:50]:
+        for v in values[:50]:
             x = bits_f64(v) if info.kind == "float" else v
             if op == "f+":
                 y = float(x) + operand
@@ -1105,7 +1108,7 @@ def derived_values(e: tuple) -> list:
         return out
     _, _, target, kind, _ = e
     out = []
-    for v in info.values[:50]:
+    for v in values[:50]:
         if target == "f64":
             out.append(f64_bits(float(v)) if info.kind != "float" else v)
         elif target == "i64":
@@ -1130,7 +1133,8 @@ def pick_for(rng: random.Random, e: tuple) -> Lit:
         return lit_for(info, pick_value(rng, info))
     values = derived_values(e)
     sub = ColInfo("x", None, kind, values, False, False,
-                  int_type="int64", float_type="double", distinct=sorted(set(values), key=repr))
+                  int_type="int64", float_type="double", distinct=sorted(set(values), key=repr),
+                  touched=sorted(set(derived_values(e, info.touched)), key=repr))
     if kind == "date":
         if values and rng.random() < 0.7:
             d = rng.choice(values)
@@ -1758,10 +1762,19 @@ def case_rng(seed: int, case: int) -> random.Random:
 def make_queries(rng: random.Random, infos: list, count: int) -> list:
     queries = []
     names = [i.name for i in infos]
+    changed = [i for i in infos if i.touched]
     for index in range(count):
         # Half of them one comparison (where a wrong pruning shows most
-        # plainly), half a random tree of them.
-        pred = gen_atom(rng, infos) if index % 2 == 0 else gen_predicate(rng, infos)
+        # plainly), half a random tree of them; the first, where rows were
+        # changed after the statistics were taken, looks for their values.
+        if index == 0 and changed:
+            info = rng.choice(changed)
+            e = ("col", info.name, info.kind, info)
+            lit = lit_for(info, rng.choice(info.touched))
+            op = rng.choice(["=", "=", "<=", ">=", "in"])
+            pred = ("in", e, [lit], False) if op == "in" else ("cmp", e, op, lit, rng.random() < 0.3)
+        else:
+            pred = gen_atom(rng, infos) if index % 2 == 0 else gen_predicate(rng, infos)
         queries.append(Query(index, pred, "count", names))
         queries.append(Query(index, pred, "rows", names))
     return queries
@@ -1877,7 +1890,9 @@ def run_case(seed: int, case: int, engines: list, binary: Optional[str], work: P
         if engine == "polars" and schema is None:
             try:
                 schema = dict(zarrow.scan(table).collect_schema())
-            except Exception:  # noqa: BLE001
+            except BaseException as e:  # noqa: BLE001 (pyo3's PanicException too)
+                if isinstance(e, (KeyboardInterrupt, SystemExit)):
+                    raise
                 schema = {}
         refs = None
         if reference:

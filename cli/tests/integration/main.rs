@@ -58,3 +58,4 @@ mod crash;
 mod durable;
 mod file_urls;
 mod outputs;
+mod stats_verify;
