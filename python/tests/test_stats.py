@@ -214,4 +214,3 @@ def test_a_negative_nan_is_never_pruned_away(tmp_path):
     for where in ["x < 0", "x > 5", "x = 1.0", "x <> 1.0"]:
         expected = count(path, where, use_stats=False)
         assert count(path, where) == expected, where
-    assert count(path, "x < 0") == 1  # DataFusion orders -NaN below every number
