@@ -2,14 +2,14 @@
 //! statistics prune holds no row that the filter keeps**. Hidden: it serves
 //! the property test (`tests/integration/prune_invariant.rs`) and the fuzz
 //! target `prune` (fuzz/), which draw cases from a seed or from the fuzzer's
-//! bytes through [`Source`].
+//! bytes through `Source`.
 //!
 //! A case is a column of one type (every type statistics are recorded for,
 //! and anndata categoricals of string, integer, float and boolean
 //! categories), cut into chunks, and a random filter over it. Its statistics
-//! are computed as the writers compute them ([`ChunkStats`]), written to a
-//! statistics file and read back ([`encode`], [`decode`]), and pruned with by
-//! the scan's own code ([`super::prune::kept_chunks`]). The truth is
+//! are computed as the writers compute them (`ChunkStats`), written to a
+//! statistics file and read back (`encode`, `decode`), and pruned with by
+//! the scan's own code (`super::prune::kept_chunks`). The truth is
 //! DataFusion's own physical expression evaluated over each chunk's rows.
 
 use std::sync::Arc;
