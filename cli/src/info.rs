@@ -3,8 +3,12 @@
 use std::fmt::Write as _;
 use std::io::Write as _;
 
+use std::sync::Arc;
 use zarrow::location::UrlOptions;
-use zarrow::read::{ArrayInfo, ChildNode, NodeInfo, describe_node};
+
+use zarrow::metadata::NodeMetadata;
+use zarrow::read::{ArrayInfo, ChildNode, NodeInfo, ZarrGroup, describe_node, read_node};
+use zarrow::store::Store;
 use zarrow::{Error, Location, ReadOptions, Result, Stores, ZarrArray};
 
 use crate::flags::Flags;
@@ -32,9 +36,9 @@ pub(crate) fn info(
 /// `zarrow stats --show`: each 1-D array's statistics coverage, the arrays
 /// of nested groups too.
 pub(crate) fn show_stats(path: &Location, url: &Flags<UrlOptions>) -> Result<()> {
-    let stores = Stores::new(url.options().clone());
+    let store = Stores::new(url.options().clone()).open_consolidated(path)?;
     let mut out = String::new();
-    show_node(&mut out, &stores, path, "", false)?;
+    show_node(&mut out, &store, "", false)?;
     print!("{out}");
     Ok(())
 }
@@ -43,74 +47,59 @@ pub(crate) fn show_stats(path: &Location, url: &Flags<UrlOptions>) -> Result<()>
 /// store even where it cannot list (a HEAD per chunk's object over plain
 /// HTTP). `Ok(false)`: a statistic is stale or a file is not used.
 pub(crate) fn verify_stats(path: &Location, url: &Flags<UrlOptions>) -> Result<bool> {
-    let stores = Stores::new(url.options().clone());
+    let store = Stores::new(url.options().clone()).open_consolidated(path)?;
     let mut out = String::new();
-    let clean = show_node(&mut out, &stores, path, "", true)?;
+    let clean = show_node(&mut out, &store, "", true)?;
     print!("{out}");
     Ok(clean)
 }
 
-/// The location of the node `child` below `location`.
-fn below(location: &Location, child: &str) -> Result<Location> {
-    match location {
-        Location::Path(path) => Ok(Location::Path(path.join(child))),
-        other => Location::parse(&format!(
-            "{}/{child}",
-            other.to_string().trim_end_matches('/')
-        )),
-    }
-}
-
-/// Each array's line into `out`; `verify` checks them against the store.
-/// Whether every statistic found is fresh and used.
-fn show_node(
-    out: &mut String,
-    stores: &Stores,
-    location: &Location,
-    path: &str,
-    verify: bool,
-) -> Result<bool> {
-    let store = stores.open(location)?;
-    let checked = |name: &str, info: &ArrayInfo| -> Result<ArrayInfo> {
-        if !verify {
-            return Ok(info.clone());
+/// The line of the array at `path` in `store` and of every array below the
+/// group there, into `out`; `verify` checks them against the store. One
+/// store for the whole walk, opened through its consolidated metadata when
+/// it has some: the metadata the statistics are compared with is the
+/// metadata reads decode the chunks with. Whether every statistic found is
+/// fresh and used.
+fn show_node(out: &mut String, store: &Arc<dyn Store>, path: &str, verify: bool) -> Result<bool> {
+    let describe = |path: &str| -> Result<ArrayInfo> {
+        let array = ZarrArray::open_with(store.clone(), path, ReadOptions::default())?;
+        if verify {
+            zarrow::read::describe_array_verified(&array)
+        } else {
+            zarrow::read::describe_array(&array)
         }
-        let array = ZarrArray::open_with(store.clone(), name, ReadOptions::default())?;
-        zarrow::read::describe_array_verified(&array)
     };
-    let node = zarrow::read::describe_node(store.clone(), path, ReadOptions::default())?;
     let mut clean = true;
-    match node {
-        NodeInfo::Array(array) => {
-            let array = checked("", &array)?;
+    match read_node(store.as_ref(), path)? {
+        NodeMetadata::Array(_) => {
+            let array = describe(path)?;
             clean &= stats_clean(&array);
             stats_line(out, path, &array);
         }
-        NodeInfo::Group(group) => {
-            for child in &group.children {
+        NodeMetadata::Group(_) => {
+            let group = ZarrGroup::open_with(store.clone(), path, ReadOptions::default())?;
+            for (name, node) in group.children() {
                 let child_path = if path.is_empty() {
-                    child.name.clone()
+                    name.clone()
                 } else {
-                    format!("{path}/{}", child.name)
+                    format!("{path}/{name}")
                 };
-                match &child.node {
-                    ChildNode::Array(array) => {
-                        let array = checked(&child.name, array)?;
-                        clean &= stats_clean(&array);
-                        stats_line(out, &child_path, &array);
+                match node.metadata() {
+                    NodeMetadata::Array(_) => match describe(&child_path) {
+                        Ok(array) => {
+                            clean &= stats_clean(&array);
+                            stats_line(out, &child_path, &array);
+                        }
+                        Err(error) => {
+                            let _ = writeln!(out, "{child_path}: cannot be read: {error}");
+                        }
+                    },
+                    NodeMetadata::Group(_) => {
+                        clean &= show_node(out, store, &child_path, verify)?;
                     }
-                    ChildNode::Group { .. } => {
-                        let below = below(location, &child.name)?;
-                        clean &= show_node(out, stores, &below, &child_path, verify)?;
-                    }
-                    ChildNode::Unreadable { error } => {
-                        let _ = writeln!(out, "{child_path}: cannot be read: {error}");
-                    }
-                    _ => {}
                 }
             }
         }
-        _ => {}
     }
     Ok(clean)
 }
@@ -147,7 +136,8 @@ fn stats_summary(array: &ArrayInfo) -> Option<String> {
         n => format!("; stale (read): {n} chunks"),
     };
     let note = note.map(|n| format!(" ({n})")).unwrap_or_default();
-    Some(format!("{fresh} of {} chunks{stale}{note}", array.chunks))
+    let chunks = array.stats_chunks.unwrap_or(array.chunks);
+    Some(format!("{fresh} of {chunks} chunks{stale}{note}"))
 }
 
 /// The `info` report for the node at `path`.

@@ -53,8 +53,12 @@ pub struct ArrayInfo {
     /// The user attributes.
     pub attributes: Map<String, Value>,
     /// Chunks with statistics (zarrow's `zarrow.stats`) that still describe
-    /// them; `None`: no statistics.
+    /// them; `None`: no statistics, or none used (see `stats_note`).
     pub stats_fresh: Option<u64>,
+    /// The chunks statistics describe in the array's current shape (the
+    /// array's length over the statistics' chunk length: inner chunks of a
+    /// sharded array); `None` with `stats_fresh`.
+    pub stats_chunks: Option<u64>,
     /// Chunks whose statistics are stale: stored again since (they are read).
     pub stats_stale: Vec<u64>,
     /// Why the statistics are not used at all, when they are not (the
@@ -154,20 +158,26 @@ fn describe_with(
         Ok(n) => (Some(n), None),
         Err(e) => (None, Some(e.with_sources())),
     };
-    let (stats_fresh, stats_stale, stats_note) = match report {
-        Ok(None) => (None, Vec::new(), None),
+    let (stats_fresh, stats_chunks, stats_stale, stats_note) = match report {
+        Ok(None) => (None, None, Vec::new(), None),
+        // None is used: no row is fresh or stale.
+        Ok(Some(report)) if report.unusable.is_some() || report.stats.is_none() => {
+            let why = report.unusable.as_deref().unwrap_or("another version");
+            (None, None, Vec::new(), Some(format!("not used: {why}")))
+        }
         Ok(Some(report)) => {
             let fresh = report.fresh.iter().filter(|f| **f).count() as u64;
-            let note = if let Some(why) = &report.unusable {
-                Some(format!("not used: {why}"))
-            } else if !report.verified {
-                Some("not checked: the store cannot list versions; used as they are".to_string())
-            } else {
-                None
-            };
-            (Some(fresh), report.stale(), note)
+            let chunks = report.stats.as_ref().map(|s| {
+                let len = m.shape.first().copied().unwrap_or(0);
+                len.div_ceil(s.chunk_len.max(1))
+            });
+            let note = (!report.verified).then(|| {
+                "not checked: the store cannot list versions; used as they are".to_string()
+            });
+            (Some(fresh), chunks, report.stale(), note)
         }
         Err(e) => (
+            None,
             None,
             Vec::new(),
             Some(format!("unreadable: {}", e.with_sources())),
@@ -175,6 +185,7 @@ fn describe_with(
     };
     Ok(ArrayInfo {
         stats_fresh,
+        stats_chunks,
         stats_stale,
         stats_note,
         zarr_format: m.zarr_format,

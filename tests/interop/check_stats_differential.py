@@ -4,7 +4,7 @@ differential test over real stores and every engine.
 
 Usage: check_stats_differential.py ZARROW_BIN [--cases N] [--seed S]
            [--engines cli,polars,duckdb,datafusion] [--case I] [--keep DIR]
-           [--reference] [--time-limit SECONDS] [-v]
+           [--reference] [--time-limit SECONDS] [--jobs J] [--no-reader] [-v]
 
 Each case (case I of seed S is the same whatever --cases says):
 
@@ -42,7 +42,16 @@ answer without statistics with the same engine over the table read whole
 into memory (differences there are pushdown bugs, not pruning bugs: printed
 and counted apart, they do not fail the run).
 
-The pytest wrapper is python/tests/test_stats_differential.py (``run``).
+4. The independent reader (tests/interop/stats_reader.py, written from
+   docs/spec/chunk-statistics.md) on the same store: every statistics file
+   zarrow wrote reads as valid, the reader finds fresh the chunks `zarrow
+   stats --show` counts, and for each filter on one column it never skips a
+   chunk where DataFusion or DuckDB, over the table in memory, match a row
+   (--no-reader leaves it out).
+
+``--jobs J`` runs the cases in J processes; the answers are the same.
+.ci/run runs a bounded number of cases; docs/testing.md says how many a change
+to statistics runs before it lands.
 """
 
 from __future__ import annotations
@@ -1147,7 +1156,7 @@ def gen_atom(rng: random.Random, infos: list) -> tuple:
     info = rng.choice(infos)
     e = gen_colexpr(rng, info)
     kind = e[2] if e[0] == "col" else e[4] if e[0] == "arith" else e[3]
-    choices = ["cmp"] * 6 + ["between", "in", "in", "null"]
+    choices = ["cmp"] * 6 + ["between", "in", "in", "null", "null"]
     if kind == "str":
         choices += ["like", "like"]
     if kind == "float":
@@ -1532,26 +1541,26 @@ class CliEngine:
             ]
             proc = subprocess.run(self.command(";\n".join(statements), table, mode), capture_output=True, text=True,
                                   timeout=300)
-            done = 0
-            for i, q in enumerate(pending):
-                file = out / f"{i}.arrow"
-                if not file.exists():
-                    break
+            written = 0
+            while written < len(pending) and (out / f"{written}.arrow").exists():
+                written += 1
+            # When the process failed, the last file written may be the
+            # failed statement's (COPY leaves an empty file behind): that
+            # statement runs again alone (--output, whole or nothing).
+            done = written if proc.returncode == 0 else max(0, written - 1)
+            for i, q in enumerate(pending[:done]):
                 try:
-                    with ipc.open_file(file) as f:
+                    with ipc.open_file(out / f"{i}.arrow") as f:
                         answers[(q.index, q.form)] = result(f.read_all(), q)
                 except BaseException as e:  # noqa: BLE001 (pyo3's PanicException too)
                     answers[(q.index, q.form)] = error_answer(e)
-                done = i + 1
             if done == len(pending):
                 break
-            if proc.returncode == 0:
-                # No file and no error: DataFusion writes no file for no rows?
-                q = pending[done]
-                answers[(q.index, q.form)] = self.single(q, table, mode, work)
-            else:
-                q = pending[done]
+            q = pending[done]
+            if proc.returncode != 0 and written == 0:
                 answers[(q.index, q.form)] = ("error", "cli", cli_error(proc.stderr))
+            else:
+                answers[(q.index, q.form)] = self.single(q, table, mode, work)
             pending = pending[done + 1:]
         return answers
 
@@ -1564,8 +1573,11 @@ class CliEngine:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
         if proc.returncode != 0:
             return ("error", "cli", cli_error(proc.stderr))
-        with ipc.open_file(file) as f:
-            return result(f.read_all(), q)
+        try:
+            with ipc.open_file(file) as f:
+                return result(f.read_all(), q)
+        except BaseException as e:  # noqa: BLE001
+            return error_answer(e)
 
 
 def shell_quote(s: str) -> str:
@@ -1731,6 +1743,234 @@ def reference_answers(engine: str, queries: list, table: str) -> dict:
 
 
 # ---------------------------------------------------------------------------
+# The independent reader (tests/interop/stats_reader.py, written from
+# docs/spec/chunk-statistics.md) on the same stores: it reads every
+# statistics file zarrow wrote, finds the same chunks fresh as `zarrow stats
+# --show`, and never skips a chunk where DataFusion or DuckDB, over the table
+# in memory, match a row of a filter on one column.
+
+
+def reader_value(lit: Lit) -> Any:
+    """A literal in the conformance mini-language (docs/spec/chunk-statistics.md)."""
+    if lit.kind == "float":
+        x = bits_f64(lit.value)
+        if math.isnan(x):
+            return {"float": "-nan" if lit.value >> 63 else "nan"}
+        if math.isinf(x):
+            return {"float": "-inf" if x < 0 else "inf"}
+        return x
+    if lit.kind == "bytes":
+        return {"hex": lit.value.hex()}
+    if lit.kind in ("int", "str", "bool", "ts"):
+        return lit.value
+    return None
+
+
+def reader_pred(p: tuple, column: Optional[str] = None) -> Optional[tuple]:
+    """(column, predicate) for a filter on one column itself (no CAST or
+    arithmetic), in the mini-language; None for any other filter."""
+    k = p[0]
+    if k in ("not", "and", "or"):
+        parts = [reader_pred(x, column) for x in p[1:]]
+        if any(x is None for x in parts) or len({c for c, _ in parts}) != 1:
+            return None
+        name = parts[0][0]
+        if k == "not":
+            return name, {"op": "not", "arg": parts[0][1]}
+        return name, {"op": k, "args": [x[1] for x in parts]}
+    if k not in ("cmp", "between", "in", "null", "like") or p[1][0] != "col":
+        return None
+    name = p[1][1]
+    if column is not None and name != column:
+        return None
+    if k == "null":
+        return name, {"op": "is_not_null" if p[2] else "is_null"}
+    if k == "like":
+        pred = {"op": "starts_with", "value": p[2]}
+        return name, ({"op": "not", "arg": pred} if p[3] else pred)
+    lits = [p[3]] if k == "cmp" else [p[2], p[3]] if k == "between" else p[2]
+    values = [reader_value(lit) for lit in lits]
+    if any(v is None for v in values):
+        return None
+    if k == "cmp":
+        op = {"=": "eq", "<>": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}[p[2]]
+        return name, {"op": op, "value": values[0]}
+    if k == "between":
+        pred = {"op": "between", "low": values[0], "high": values[1]}
+        return name, ({"op": "not", "arg": pred} if p[4] else pred)
+    return name, {"op": "not_in" if p[3] else "in", "values": values}
+
+
+def stats_lines(binary: str, table: str) -> dict:
+    """`zarrow stats --show TABLE`: {array path: (fresh, chunks)} or the
+    line's text when the array's statistics are not counted."""
+    proc = subprocess.run([binary, "stats", "--show", table], capture_output=True, text=True, timeout=120)
+    out = {}
+    for line in proc.stdout.splitlines():
+        m = re.match(r"^(.*?): (\d+) of (\d+) chunks", line)
+        if m:
+            out[m.group(1)] = (int(m.group(2)), int(m.group(3)))
+        elif ": " in line:
+            path, rest = line.split(": ", 1)
+            out[path] = rest
+    return out
+
+
+def matching_rows(data: Any, where: dict) -> dict:
+    """{engine: set of row numbers matching each SQL filter}: DataFusion and
+    DuckDB over the table in memory (an engine that cannot run a filter is
+    left out)."""
+    import duckdb
+    import pyarrow as pa
+    from datafusion import SessionContext
+
+    indexed = data.append_column("__row", pa.array(range(data.num_rows), pa.int64()))
+    ctx = SessionContext()
+    batches = indexed.to_batches() or [pa.record_batch([pa.array([], f.type) for f in indexed.schema], schema=indexed.schema)]
+    ctx.register_record_batches("t", [batches])
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    duck = pa.table({name: (pc_cast_dictionary(col)) for name, col in zip(indexed.column_names, indexed.columns)})
+    con.register("t", duck)
+    out: dict = {}
+    for key, q in where.items():
+        rows = {}
+        for engine, run in (("datafusion", lambda s: ctx.sql(s).to_arrow_table()),
+                            ("duckdb", lambda s: con.sql(s).fetch_arrow_table())):
+            try:
+                t = run(f"SELECT __row FROM t WHERE {sql_pred(q, engine)}")
+                rows[engine] = set(t.column(0).to_pylist())
+            except Exception:  # noqa: BLE001 (an engine refusing the filter)
+                pass
+        out[key] = rows
+    con.close()
+    return out
+
+
+def pc_cast_dictionary(col: Any) -> Any:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    t = col.type
+    if pa.types.is_dictionary(t):
+        return pc.cast(col, t.value_type)
+    if pa.types.is_string_view(t) or pa.types.is_large_string(t):
+        return pc.cast(col, pa.string())
+    if pa.types.is_binary_view(t) or pa.types.is_large_binary(t):
+        return pc.cast(col, pa.binary())
+    return col
+
+
+def consolidated_metadata(table: str, rel: str) -> Optional[dict]:
+    """The array's metadata as consolidated metadata at the table's root holds
+    it (what zarrow reads the chunks with, and so what freshness (b) compares:
+    the spec), in read_metadata's form; None without consolidated metadata."""
+    root = Path(table)
+    v2 = root / ".zmetadata"
+    if v2.is_file():
+        entries = json.loads(v2.read_text()).get("metadata", {})
+        meta = entries.get(f"{rel}/.zarray")
+        if meta is None:
+            return None
+        meta = dict(meta, zarr_format=2, attributes=entries.get(f"{rel}/.zattrs", {}))
+        return meta
+    v3 = root / "zarr.json"
+    if v3.is_file():
+        doc = json.loads(v3.read_text())
+        consolidated = doc.get("consolidated_metadata") or {}
+        meta = (consolidated.get("metadata") or {}).get(rel)
+        return dict(meta) if meta is not None else None
+    return None
+
+
+def reader_check(case: int, binary: Optional[str], table: str, data: Any, queries: list, outcome: "Outcome",
+                 out: Callable[[str], None]) -> None:
+    import numpy as np
+    import zarr
+
+    sys.path.insert(0, str(REPO / "tests" / "interop"))
+    import stats_reader as sr
+
+    def fail(what: str) -> None:
+        outcome.reader_failed += 1
+        report = f"READER FAILED: case {case}: {what}"
+        outcome.failures.append(report)
+        out(report)
+
+    shown = stats_lines(binary, table) if binary else {}
+    arrays = {}
+    for path in sorted(Path(table).rglob(sr.STATS_KEY)):
+        directory = path.parent
+        rel = directory.relative_to(table).as_posix()
+        meta = consolidated_metadata(table, rel) or sr.read_metadata(str(directory))
+        try:
+            stats = sr.read_stats(path.read_bytes())
+        except sr.InvalidStats as e:
+            fail(f"{rel}/{sr.STATS_KEY}, written by zarrow, is not valid by the specification: {e}")
+            continue
+        versions = sr.local_versions(str(directory))
+        outcome.reader_files += 1
+        if rel in shown:
+            if isinstance(shown[rel], tuple):
+                fresh, chunks = shown[rel]
+                mine = len(sr.fresh_rows(stats, meta, versions)) if sr.usable(stats, meta) else None
+                if mine != fresh or sr.statistic_chunks(stats, meta) != chunks:
+                    fail(f"{rel}: zarrow stats --show says {fresh} of {chunks} chunks fresh; the reader: "
+                         f"{'not usable' if mine is None else mine} of {sr.statistic_chunks(stats, meta)}")
+                else:
+                    outcome.reader_agreed += 1
+            elif sr.usable(stats, meta):
+                fail(f"{rel}: zarrow stats --show says {shown[rel]!r}; the reader finds the file usable")
+            else:
+                outcome.reader_agreed += 1
+        column, _, part = rel.partition("/")
+        categories = None
+        if part == "codes":
+            try:
+                raw = zarr.open_array(str(Path(table) / column / "categories"), mode="r")[:]
+                categories = [float(v) if isinstance(v, np.floating) else v.item() if hasattr(v, "item") else v
+                              for v in raw]
+            except Exception:  # noqa: BLE001 (no categories: not checked)
+                continue
+        elif part:
+            continue  # a nullable element's values or mask: not a column's values alone
+        if column in data.column_names:
+            arrays[column] = (stats, meta, versions, categories)
+    where = {}
+    for q in queries:
+        if q.form != "count":
+            continue
+        translated = reader_pred(q.pred)
+        if translated is not None and translated[0] in arrays:
+            where[q.index] = q.pred
+    if not where:
+        return
+    truth = matching_rows(data, where)
+    for q in queries:
+        if q.index not in where or q.form != "count":
+            continue
+        column, pred = reader_pred(q.pred)
+        stats, meta, versions, categories = arrays[column]
+        try:
+            keep = sr.prune(stats, meta, versions, pred, categories=categories)
+        except Exception as e:  # noqa: BLE001
+            fail(f"the reader cannot prune {column} by {json.dumps(pred)}: {type(e).__name__}: {e}")
+            continue
+        outcome.reader_predicates += 1
+        length = stats.chunk_len if sr.usable(stats, meta) else None
+        for engine, rows in truth[q.index].items():
+            for i, kept in enumerate(keep):
+                if kept or length is None:
+                    continue
+                hits = sorted(r for r in rows if i * length <= r < (i + 1) * length)
+                if hits:
+                    fail(f"the reader skips chunk {i} of {column} for {json.dumps(pred)}, where {engine} "
+                         f"matches rows {hits[:5]}: WHERE {sql_pred(q.pred, engine)}")
+                    break
+        outcome.reader_skipped += sum(1 for k in keep if not k)
+
+
+# ---------------------------------------------------------------------------
 # Running
 
 
@@ -1753,6 +1993,28 @@ class Outcome:
     build_seconds: float = 0.0
     pruning_queries: int = 0  # datafusion's count queries with statistics
     pruned_queries: int = 0  # of which pruned rows
+    # The independent reader (reader_check).
+    reader_files: int = 0  # statistics files it read
+    reader_agreed: int = 0  # of which `zarrow stats --show` counts the same fresh chunks
+    reader_predicates: int = 0  # filters it pruned by
+    reader_skipped: int = 0  # chunks it skipped
+    reader_failed: int = 0
+
+    def merge(self, other: "Outcome") -> None:
+        for name, value in vars(other).items():
+            mine = getattr(self, name)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                setattr(self, name, mine + value)
+            elif isinstance(value, list):
+                mine.extend(value)
+            elif isinstance(value, set):
+                mine.update(value)
+            elif isinstance(value, dict):
+                for k, v in value.items():
+                    if name == "first_failure_case":
+                        mine[k] = min(mine.get(k, v), v)
+                    else:
+                        mine[k] = mine.get(k, 0) + v
 
 
 def case_rng(seed: int, case: int) -> random.Random:
@@ -1841,7 +2103,7 @@ def describe_pred(q: Query, engine: str, schema: Optional[dict], table: str = "T
 
 def run_case(seed: int, case: int, engines: list, binary: Optional[str], work: Path, outcome: Outcome,
              reference: bool, out: Callable[[str], None], verbose: bool, queries_per_case: int,
-             minimize_first: bool = True) -> None:
+             minimize_first: bool = True, reader: bool = True) -> None:
     import pyarrow as pa
     import zarrow
 
@@ -1877,6 +2139,8 @@ def run_case(seed: int, case: int, engines: list, binary: Optional[str], work: P
         return
     infos = [col_info(name, data.column(name), store.chunk, tuple(store.touched)) for name in wanted]
     queries = make_queries(rng, infos, queries_per_case)
+    if reader:
+        reader_check(case, binary, table, data, queries, outcome, out)
     schema = None
     for engine in engines:
         runner = make_runner(engine, binary)
@@ -2025,11 +2289,13 @@ def failure_report(seed: int, case: int, store: Store, engine: str, q: Query, a:
 def run(cases: int = 20, seed: int = 0, engines: Optional[list] = None, binary: Optional[str] = None,
         only: Optional[int] = None, keep: Optional[str] = None, reference: bool = False,
         time_limit: Optional[float] = None, out: Callable[[str], None] = print, verbose: bool = False,
-        queries_per_case: int = 6, minimize_first: bool = True) -> Outcome:
+        queries_per_case: int = 6, minimize_first: bool = True, jobs: int = 1, reader: bool = True) -> Outcome:
     """Run `cases` cases of `seed` (or only case `only`) through `engines`
     (default: all four; "cli" needs `binary`). Returns the Outcome; prints
     failures with `out` as they are found. `time_limit`: stop starting cases
-    after that many seconds."""
+    after that many seconds. `jobs`: cases run in that many processes at
+    once (each case's answers are the same). `reader`: also run the
+    independent reader on each store (reader_check)."""
     warnings.simplefilter("ignore")
     engines = list(engines or ENGINES)
     if "cli" in engines and not binary:
@@ -2038,6 +2304,15 @@ def run(cases: int = 20, seed: int = 0, engines: Optional[list] = None, binary: 
     base = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="zarrow-stats-"))
     base.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
+    if jobs > 1 and only is None:
+        try:
+            run_parallel(cases, seed, engines, binary, base, reference, out, verbose, queries_per_case,
+                         minimize_first, reader, jobs, time_limit, outcome)
+        finally:
+            if not keep:
+                shutil.rmtree(base, ignore_errors=True)
+        outcome.elapsed = time.perf_counter() - started  # type: ignore[attr-defined]
+        return outcome
     try:
         indices = [only] if only is not None else range(cases)
         for case in indices:
@@ -2046,7 +2321,7 @@ def run(cases: int = 20, seed: int = 0, engines: Optional[list] = None, binary: 
                 break
             try:
                 run_case(seed, case, engines, binary, base, outcome, reference, out, verbose, queries_per_case,
-                         minimize_first)
+                         minimize_first, reader)
             except BaseException as e:  # noqa: BLE001 (the harness itself: a failure)
                 if isinstance(e, (KeyboardInterrupt, SystemExit)):
                     raise
@@ -2064,6 +2339,58 @@ def run(cases: int = 20, seed: int = 0, engines: Optional[list] = None, binary: 
             shutil.rmtree(base, ignore_errors=True)
     outcome.elapsed = time.perf_counter() - started  # type: ignore[attr-defined]
     return outcome
+
+
+def _one_case(task: tuple) -> tuple:
+    """A worker's case (run_parallel): its Outcome and what it printed."""
+    (seed, case, engines, binary, base, reference, verbose, queries_per_case, minimize_first, reader,
+     deadline, keep) = task
+    warnings.simplefilter("ignore")
+    outcome = Outcome()
+    lines: list = []
+    if deadline is not None and time.time() > deadline:
+        outcome.notes.append(f"time limit reached: case {case} not run")
+        return outcome, lines, False
+    try:
+        run_case(seed, case, engines, binary, Path(base), outcome, reference, lines.append, verbose,
+                 queries_per_case, minimize_first, reader)
+    except BaseException as e:  # noqa: BLE001 (the harness itself: a failure)
+        if isinstance(e, (KeyboardInterrupt, SystemExit)):
+            raise
+        outcome.failed += 1
+        report = f"FAILED: seed {seed} case {case}: the harness raised\n{indent(traceback.format_exc())}"
+        outcome.failures.append(report)
+        lines.append(report)
+    if not keep:
+        shutil.rmtree(Path(base) / f"case{case}", ignore_errors=True)
+        shutil.rmtree(Path(base) / f"case{case}-min", ignore_errors=True)
+    return outcome, lines, True
+
+
+def run_parallel(cases: int, seed: int, engines: list, binary: Optional[str], base: Path, reference: bool,
+                 out: Callable[[str], None], verbose: bool, queries_per_case: int, minimize_first: bool,
+                 reader: bool, jobs: int, time_limit: Optional[float], outcome: Outcome) -> None:
+    """The cases in `jobs` worker processes (spawned: no runtime or engine
+    state crosses a fork), merged into `outcome` as they finish."""
+    import multiprocessing
+
+    deadline = time.time() + time_limit if time_limit is not None else None
+    keep = False
+    tasks = [(seed, case, engines, binary, str(base), reference, verbose, queries_per_case, minimize_first,
+              reader, deadline, keep) for case in range(cases)]
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(jobs, maxtasksperchild=200) as pool:
+        for part, lines, ran in pool.imap_unordered(_one_case, tasks):
+            if not outcome.failures and part.failures:
+                out("Every reproduction below runs after these helpers (PREAMBLE):\n" + PREAMBLE)
+            for line in lines:
+                out(line)
+            if ran:
+                outcome.merge(part)
+            if verbose:
+                out(f"{outcome.cases} cases: {outcome.passed} passed, {outcome.failed} failed so far")
+    if deadline is not None and outcome.cases < cases:
+        outcome.notes.append(f"time limit reached after {outcome.cases} cases")
 
 
 def summary(outcome: Outcome) -> list:
@@ -2086,6 +2413,10 @@ def summary(outcome: Outcome) -> list:
         lines.append("skipped (the same error in both modes), by engine and error:")
         for (engine, reason), count in sorted(outcome.skip_reasons.items(), key=lambda kv: -kv[1])[:15]:
             lines.append(f"  {count} x {engine}: {reason}")
+    if outcome.reader_files:
+        lines.append(f"independent reader: {outcome.reader_files} statistics files read, {outcome.reader_agreed} "
+                     f"with the fresh chunks zarrow stats --show counts; {outcome.reader_predicates} filters pruned, "
+                     f"{outcome.reader_skipped} chunks skipped; {outcome.reader_failed} disagreements")
     if outcome.reference_diffs:
         lines.append(f"differences from the in-memory reference (not pruning; not counted as failures): {outcome.reference_diffs}")
     return lines
@@ -2105,6 +2436,8 @@ def main(argv: Optional[list] = None) -> int:
     parser.add_argument("--recipe", action="store_true", help="print the store recipe of --case (and PREAMBLE) and exit")
     parser.add_argument("--no-minimize", action="store_true", help="do not minimize each case's first failure")
     parser.add_argument("--show-notes", action="store_true", help="print refused steps and other notes")
+    parser.add_argument("--jobs", type=int, default=1, help="run cases in this many processes")
+    parser.add_argument("--no-reader", action="store_true", help="do not run the independent reader on the stores")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
@@ -2118,14 +2451,15 @@ def main(argv: Optional[list] = None) -> int:
         print(recipe_source(gen_store(case_rng(args.seed, args.case))))
         return 0
     outcome = run(args.cases, args.seed, engines, os.path.abspath(args.zarrow), args.case, args.keep, args.reference,
-                  args.time_limit, print, args.verbose, args.queries, not args.no_minimize)
+                  args.time_limit, print, args.verbose, args.queries, not args.no_minimize, args.jobs,
+                  not args.no_reader)
     if args.show_notes or args.reference:
         for note in outcome.notes:
             print("note:", note)
     for line in summary(outcome):
         print(line)
-    print(f"{outcome.passed} passed, {outcome.failed} failed")
-    return 1 if outcome.failed else 0
+    print(f"{outcome.passed} passed, {outcome.failed + outcome.reader_failed} failed")
+    return 1 if outcome.failed or outcome.reader_failed else 0
 
 
 if __name__ == "__main__":

@@ -65,8 +65,51 @@ fn verify_names_stale_chunks_and_fails() {
     std::fs::write(&meta, serde_json::to_vec(&doc).unwrap()).unwrap();
     let (ok, text) = verify(&store);
     assert!(!ok, "{text}");
-    assert!(
-        text.contains("not used: recorded for other metadata"),
+    let line = text.lines().find(|l| l.starts_with("n_genes: ")).unwrap();
+    // None is used: no count of fresh or stale chunks beside it.
+    assert_eq!(
+        line,
+        "n_genes: not used: recorded for other metadata (data type, fill value or attributes)",
         "{text}"
     );
+}
+
+/// A sharded array's statistics describe its inner chunks: the count is of
+/// those, as the stale chunks' numbers are.
+#[test]
+fn show_counts_the_chunks_statistics_describe() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("t.arrow");
+    let store = tmp.path().join("t.zarr");
+    let schema = std::sync::Arc::new(arrow_schema::Schema::new(vec![arrow_schema::Field::new(
+        "x",
+        arrow_schema::DataType::Int32,
+        false,
+    )]));
+    let batch = arrow_array::RecordBatch::try_new(
+        schema.clone(),
+        vec![std::sync::Arc::new(
+            arrow_array::Int32Array::from_iter_values(0..40),
+        )],
+    )
+    .unwrap();
+    let mut writer =
+        arrow_ipc::writer::FileWriter::try_new(std::fs::File::create(&src).unwrap(), &schema)
+            .unwrap();
+    writer.write(&batch).unwrap();
+    writer.finish().unwrap();
+    let out = zarrow(&[
+        "convert",
+        src.to_str().unwrap(),
+        store.to_str().unwrap(),
+        "--chunk-len",
+        "5",
+        "--shard-len",
+        "20",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let (ok, text) = verify(&store);
+    assert!(ok, "{text}");
+    // 40 rows: 2 shards of 4 inner chunks of 5 rows each.
+    assert!(text.contains("x: 8 of 8 chunks"), "{text}");
 }
