@@ -476,7 +476,42 @@ pub(crate) fn plan_locally(
     props: &ExecutionProps,
 ) -> DfResult<Arc<dyn PhysicalExpr>> {
     let df_schema = DFSchema::try_from(schema.clone())?;
+    boolean_operands(expr, &df_schema)?;
     create_physical_expr(expr, &df_schema, props, &PhysicalPlanningContext::default())
+}
+
+/// Refuse `expr` where, over `schema`, an `AND`, `OR` or `NOT` (or the
+/// filter itself) has an operand that is not boolean: the expression was
+/// typed for the table's columns, and planned over columns read otherwise (a
+/// categorical of booleans read as a dictionary) DataFusion's evaluation
+/// panics where its planner would have refused it (found by the end-to-end
+/// differential test: `c1 OR ...` over anndata boolean categories aborted a
+/// Python process through datafusion-ffi). The caller then evaluates over the
+/// table's types.
+fn boolean_operands(expr: &Expr, schema: &DFSchema) -> DfResult<()> {
+    use datafusion::common::tree_node::TreeNodeRecursion;
+    use datafusion::logical_expr::{ExprSchemable, Operator};
+    let boolean = |e: &Expr| -> DfResult<()> {
+        match e.get_type(schema)? {
+            DataType::Boolean | DataType::Null => Ok(()),
+            other => Err(DataFusionError::Plan(format!(
+                "{e} is {other}, not boolean, over the columns as read"
+            ))),
+        }
+    };
+    boolean(expr)?;
+    expr.apply(|e| {
+        match e {
+            Expr::BinaryExpr(b) if matches!(b.op, Operator::And | Operator::Or) => {
+                boolean(&b.left)?;
+                boolean(&b.right)?;
+            }
+            Expr::Not(inner) => boolean(inner)?,
+            _ => {}
+        }
+        Ok(TreeNodeRecursion::Continue)
+    })?;
+    Ok(())
 }
 
 /// `exprs` as datafusion-proto encodes them, for a plan to carry.

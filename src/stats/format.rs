@@ -139,8 +139,11 @@ pub(crate) fn rows(stats: &ArrayStats) -> Vec<(u64, ChunkStats, Option<String>)>
 /// Refuse an IPC file whose record batches are compressed, or that has
 /// dictionaries: a compressed buffer declares the length it decompresses to,
 /// which the IPC reader would allocate whatever the file's size. Statistics
-/// files are never compressed, so every buffer is bounded by the file.
-fn uncompressed(bytes: &[u8]) -> std::result::Result<(), &'static str> {
+/// files are never compressed, so every buffer is bounded by the file. Also
+/// refuse a batch whose body or buffers lie outside the file: arrow-ipc's
+/// reader slices them as declared and panics (found by the fuzz target
+/// `stats`).
+fn structure(bytes: &[u8]) -> std::result::Result<(), &'static str> {
     const TAIL: usize = 10; // footer length (i32) and "ARROW1"
     let n = bytes.len();
     let tail = bytes
@@ -155,6 +158,26 @@ fn uncompressed(bytes: &[u8]) -> std::result::Result<(), &'static str> {
     let footer = arrow_ipc::root_as_footer(&bytes[start..n - TAIL]).map_err(|_| "a bad footer")?;
     if footer.dictionaries().is_some_and(|d| !d.is_empty()) {
         return Err("dictionaries (a statistics file has none)");
+    }
+    // Each column's buffers (a validity bitmap first): only the flat types
+    // a statistics file holds.
+    let mut layout = Vec::new();
+    for field in footer.schema().and_then(|s| s.fields()).iter().flatten() {
+        use arrow_ipc::Type as T;
+        if field.children().is_some_and(|c| !c.is_empty()) || field.dictionary().is_some() {
+            return Err("a nested or dictionary column (a statistics file has none)");
+        }
+        layout.push(match field.type_type() {
+            T::Bool
+            | T::Int
+            | T::FloatingPoint
+            | T::Date
+            | T::Time
+            | T::Timestamp
+            | T::Duration => 2,
+            T::Utf8 | T::Binary => 3,
+            _ => return Err("a column of a type a statistics file does not hold"),
+        });
     }
     for block in footer.recordBatches().iter().flatten() {
         let offset = usize::try_from(block.offset()).map_err(|_| "a bad block offset")?;
@@ -176,6 +199,44 @@ fn uncompressed(bytes: &[u8]) -> std::result::Result<(), &'static str> {
         if batch.compression().is_some() {
             return Err("compressed buffers (a statistics file has none)");
         }
+        let body = usize::try_from(block.bodyLength()).map_err(|_| "a bad body length")?;
+        offset
+            .checked_add(len)
+            .and_then(|start| start.checked_add(body))
+            .filter(|&end| end <= n)
+            .ok_or("a batch body past the end of the file")?;
+        let mut buffers = Vec::new();
+        for buffer in batch.buffers().iter().flatten() {
+            let start = usize::try_from(buffer.offset()).map_err(|_| "a bad buffer offset")?;
+            let length = usize::try_from(buffer.length()).map_err(|_| "a bad buffer length")?;
+            start
+                .checked_add(length)
+                .filter(|&end| end <= body)
+                .ok_or("a buffer past its batch's body")?;
+            buffers.push(length);
+        }
+        // Every column as long as the batch, which its body bounds (the
+        // chunk numbers alone take 8 bytes a row), and a validity bitmap
+        // that covers it: arrow-ipc builds the bitmap before it validates.
+        let rows = usize::try_from(batch.length()).map_err(|_| "a bad batch length")?;
+        if rows > body / 8 {
+            return Err("a batch longer than its body holds");
+        }
+        let nodes: Vec<_> = batch.nodes().iter().flatten().collect();
+        if nodes.len() != layout.len() || buffers.len() != layout.iter().sum::<usize>() {
+            return Err("a batch whose columns are not the schema's");
+        }
+        let mut first = 0;
+        for (node, count) in nodes.iter().zip(&layout) {
+            let nulls = usize::try_from(node.null_count()).map_err(|_| "a bad null count")?;
+            if usize::try_from(node.length()) != Ok(rows) || nulls > rows {
+                return Err("a column whose length is not its batch's");
+            }
+            if nulls > 0 && buffers[first].saturating_mul(8) < rows {
+                return Err("a validity bitmap shorter than its column");
+            }
+            first += count;
+        }
     }
     Ok(())
 }
@@ -190,7 +251,7 @@ fn uncompressed(bytes: &[u8]) -> std::result::Result<(), &'static str> {
 /// than [`MAX_SET_BYTES`](super::MAX_SET_BYTES).
 pub(crate) fn decode(key: &str, bytes: &[u8]) -> Result<std::result::Result<ArrayStats, String>> {
     let bad = |message: String| Error::metadata(key, format!("chunk statistics: {message}"));
-    uncompressed(bytes).map_err(|m| bad(m.into()))?;
+    structure(bytes).map_err(|m| bad(m.into()))?;
     let reader = FileReader::try_new(Cursor::new(bytes), None)
         .map_err(|e| bad(format!("not an Arrow IPC file ({e})")))?;
     let schema = reader.schema();

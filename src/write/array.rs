@@ -330,6 +330,9 @@ impl ArrayWriter {
             // has only null keys.
             array = arrow_select::take::take(dict.values().as_ref(), dict.keys(), None)?;
         }
+        if self.spec.data_type.has_nat() {
+            array = nat_as_null(array)?;
+        }
         if let Some(nulls) = nulls {
             let fill = Scalar::new(fill_value(array.data_type())?);
             let valid = BooleanArray::new(nulls.inner().clone(), None);
@@ -475,6 +478,27 @@ impl ArrayWriter {
         self.pipeline.finish()?;
         self.finish_metadata()
     }
+}
+
+/// A time column with its values equal to numpy's NaT (`i64::MIN`) made
+/// null: stored as NaT, they read back as nulls, and the chunk statistics
+/// taken from the array must count them so (a chunk of them holds rows that
+/// `IS NULL` matches). The bytes written are the same.
+fn nat_as_null(array: ArrayRef) -> Result<ArrayRef> {
+    use arrow_buffer::{NullBuffer, ScalarBuffer};
+    let data = array.to_data();
+    if data.data_type().primitive_width() != Some(8) || data.buffers().len() != 1 {
+        return Ok(array);
+    }
+    let values = ScalarBuffer::<i64>::new(data.buffers()[0].clone(), data.offset(), data.len());
+    let nat = |i: usize| values[i] == i64::MIN && array.is_valid(i);
+    if !(0..values.len()).any(nat) {
+        return Ok(array);
+    }
+    let not_nat = NullBuffer::from_iter(values.iter().map(|&v| v != i64::MIN));
+    let nulls = NullBuffer::union(array.nulls(), Some(&not_nat));
+    let data = data.into_builder().nulls(nulls).build()?;
+    Ok(arrow_array::make_array(data))
 }
 
 /// The task that encodes `chunk` with its codecs and stores it.

@@ -242,6 +242,69 @@ fn nans_are_never_pruned_away() {
     assert_eq!(reads["x"], chunks_of(|i| x[i].is_nan()));
 }
 
+/// A time equal to numpy's NaT (`i64::MIN`) is stored as NaT and reads back
+/// as a null: the statistics count it as one, so `IS NULL` keeps its chunk
+/// and its value bounds no comparison (found by the end-to-end differential
+/// test, tests/interop/check_stats_differential.py, seed 2026 case 429).
+#[test]
+fn a_time_equal_to_nat_counts_as_a_null() {
+    use arrow_array::TimestampSecondArray;
+    let memory = Arc::new(MemoryStore::new());
+    let t: ArrayRef = Arc::new(
+        TimestampSecondArray::from(vec![
+            Some(1),
+            Some(0),
+            Some(86400),
+            Some(i64::MIN),
+            Some(5),
+            Some(6),
+        ])
+        .with_timezone("Europe/Paris"),
+    );
+    let schema = Arc::new(Schema::new(vec![Field::new(
+        "t",
+        t.data_type().clone(),
+        true,
+    )]));
+    let batch = RecordBatch::try_new(schema, vec![t]).unwrap();
+    let options = WriteOptions {
+        chunk_len: Some(3),
+        ..WriteOptions::default()
+    };
+    let reader = arrow_array::RecordBatchIterator::new([Ok(batch.clone())], batch.schema());
+    write_batches(reader, memory.clone(), "", options).unwrap();
+    let count = |options: ZarrTableOptions, sql: &str| {
+        let (batches, _) = run(memory.clone(), options, sql);
+        batches[0].column(0).as_primitive::<Int64Type>().value(0)
+    };
+    let ignore = || {
+        let mut ignoring = ZarrTableOptions::default();
+        ignoring.read = ReadOptions {
+            use_stats: false,
+            ..ignoring.read
+        };
+        ignoring
+    };
+    for sql in [
+        "SELECT count(*) FROM t WHERE t IS NULL",
+        "SELECT count(*) FROM t WHERE t IS NOT NULL",
+        "SELECT count(*) FROM t WHERE t < arrow_cast(0, 'Timestamp(Second, Some(\"UTC\"))')",
+    ] {
+        assert_eq!(
+            count(ZarrTableOptions::default(), sql),
+            count(ignore(), sql),
+            "{sql}"
+        );
+    }
+    assert_eq!(
+        count(
+            ZarrTableOptions::default(),
+            "SELECT count(*) FROM t WHERE t IS NULL"
+        ),
+        1
+    );
+}
+
 /// A chunk stored again after its statistics were written (as zarr-python
 /// would write it) is read, and its new values answer.
 #[test]

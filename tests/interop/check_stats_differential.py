@@ -1816,6 +1816,21 @@ def stats_lines(binary: str, table: str) -> dict:
     return out
 
 
+def literals(p: Any) -> list:
+    """Every literal in a filter."""
+    if isinstance(p, Lit):
+        return [p]
+    if isinstance(p, (tuple, list)):
+        return [lit for x in p for lit in literals(x)]
+    return []
+
+
+def duck_exact(p: tuple) -> bool:
+    """Whether DuckDB's rendering of the filter keeps each literal's value: a
+    nanosecond timestamp with a time zone becomes a TIMESTAMPTZ of microseconds."""
+    return not any(lit.kind == "ts" and lit.unit == "ns" and lit.tz for lit in literals(p))
+
+
 def matching_rows(data: Any, where: dict) -> dict:
     """{engine: set of row numbers matching each SQL filter}: DataFusion and
     DuckDB over the table in memory (an engine that cannot run a filter is
@@ -1837,6 +1852,8 @@ def matching_rows(data: Any, where: dict) -> dict:
         rows = {}
         for engine, run in (("datafusion", lambda s: ctx.sql(s).to_arrow_table()),
                             ("duckdb", lambda s: con.sql(s).fetch_arrow_table())):
+            if engine == "duckdb" and not duck_exact(q):
+                continue
             try:
                 t = run(f"SELECT __row FROM t WHERE {sql_pred(q, engine)}")
                 rows[engine] = set(t.column(0).to_pylist())
@@ -2371,24 +2388,68 @@ def run_parallel(cases: int, seed: int, engines: list, binary: Optional[str], ba
                  out: Callable[[str], None], verbose: bool, queries_per_case: int, minimize_first: bool,
                  reader: bool, jobs: int, time_limit: Optional[float], outcome: Outcome) -> None:
     """The cases in `jobs` worker processes (spawned: no runtime or engine
-    state crosses a fork), merged into `outcome` as they finish."""
+    state crosses a fork), merged into `outcome` as they finish. At most
+    `jobs` cases are in flight, so that when a worker dies (an abort in an
+    engine), the cases it may have run are known: each runs again alone, and
+    the one whose process dies again is a failure."""
     import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
 
     deadline = time.time() + time_limit if time_limit is not None else None
-    keep = False
-    tasks = [(seed, case, engines, binary, str(base), reference, verbose, queries_per_case, minimize_first,
-              reader, deadline, keep) for case in range(cases)]
     ctx = multiprocessing.get_context("spawn")
-    with ctx.Pool(jobs, maxtasksperchild=200) as pool:
-        for part, lines, ran in pool.imap_unordered(_one_case, tasks):
-            if not outcome.failures and part.failures:
-                out("Every reproduction below runs after these helpers (PREAMBLE):\n" + PREAMBLE)
-            for line in lines:
-                out(line)
-            if ran:
-                outcome.merge(part)
-            if verbose:
-                out(f"{outcome.cases} cases: {outcome.passed} passed, {outcome.failed} failed so far")
+
+    def task(case: int) -> tuple:
+        return (seed, case, engines, binary, str(base), reference, verbose, queries_per_case, minimize_first,
+                reader, deadline, False)
+
+    def take(part: Outcome, lines: list, ran: bool) -> None:
+        if not outcome.failures and part.failures:
+            out("Every reproduction below runs after these helpers (PREAMBLE):\n" + PREAMBLE)
+        for line in lines:
+            out(line)
+        if ran:
+            outcome.merge(part)
+        if verbose:
+            out(f"{outcome.cases} cases: {outcome.passed} passed, {outcome.failed} failed so far")
+
+    def alone(case: int) -> None:
+        with ProcessPoolExecutor(1, mp_context=ctx) as pool:
+            try:
+                take(*pool.submit(_one_case, task(case)).result())
+            except BrokenProcessPool:
+                outcome.cases += 1
+                outcome.failed += 1
+                report = (f"FAILED: seed {seed} case {case}: the process running it died (an engine aborted); "
+                          f"rerun: check_stats_differential.py ZARROW --seed {seed} --case {case}")
+                outcome.failures.append(report)
+                out(report)
+        shutil.rmtree(base / f"case{case}", ignore_errors=True)
+        shutil.rmtree(base / f"case{case}-min", ignore_errors=True)
+
+    queue = list(range(cases))
+    while queue:
+        suspects: list = []
+        with ProcessPoolExecutor(jobs, mp_context=ctx, max_tasks_per_child=200) as pool:
+            flight: dict = {}
+            while queue or flight:
+                while queue and len(flight) < jobs:
+                    case = queue.pop(0)
+                    flight[pool.submit(_one_case, task(case))] = case
+                done, _ = wait(flight, return_when=FIRST_COMPLETED)
+                broken = False
+                for f in done:
+                    case = flight.pop(f)
+                    try:
+                        take(*f.result())
+                    except BrokenProcessPool:
+                        suspects.append(case)
+                        broken = True
+                if broken:
+                    suspects.extend(flight.values())
+                    break
+        for case in sorted(suspects):
+            alone(case)
     if deadline is not None and outcome.cases < cases:
         outcome.notes.append(f"time limit reached after {outcome.cases} cases")
 
