@@ -160,24 +160,45 @@ fn structure(bytes: &[u8]) -> std::result::Result<(), &'static str> {
         return Err("dictionaries (a statistics file has none)");
     }
     // Each column's buffers (a validity bitmap first): only the flat types
-    // a statistics file holds.
+    // a statistics file holds, their parameters checked too (arrow-ipc
+    // panics on a type it does not know, an integer of 58,688 bits: found by
+    // fuzzing).
     let mut layout = Vec::new();
-    for field in footer.schema().and_then(|s| s.fields()).iter().flatten() {
-        use arrow_ipc::Type as T;
+    let fields = footer
+        .schema()
+        .and_then(|s| s.fields())
+        .ok_or("a schema without fields")?;
+    for field in fields {
+        use arrow_ipc::{DateUnit as D, Precision as P, TimeUnit as U, Type as T};
         if field.children().is_some_and(|c| !c.is_empty()) || field.dictionary().is_some() {
             return Err("a nested or dictionary column (a statistics file has none)");
         }
-        layout.push(match field.type_type() {
-            T::Bool
-            | T::Int
-            | T::FloatingPoint
-            | T::Date
-            | T::Time
-            | T::Timestamp
-            | T::Duration => 2,
-            T::Utf8 | T::Binary => 3,
-            _ => return Err("a column of a type a statistics file does not hold"),
-        });
+        let unit = |u: U| matches!(u, U::SECOND | U::MILLISECOND | U::MICROSECOND | U::NANOSECOND);
+        let known = match field.type_type() {
+            T::Bool | T::Utf8 | T::Binary => true,
+            T::Int => field
+                .type_as_int()
+                .is_some_and(|i| matches!(i.bitWidth(), 8 | 16 | 32 | 64)),
+            T::FloatingPoint => field
+                .type_as_floating_point()
+                .is_some_and(|f| matches!(f.precision(), P::HALF | P::SINGLE | P::DOUBLE)),
+            T::Date => field
+                .type_as_date()
+                .is_some_and(|d| matches!(d.unit(), D::DAY | D::MILLISECOND)),
+            T::Time => field.type_as_time().is_some_and(|t| {
+                matches!(
+                    (t.bitWidth(), t.unit()),
+                    (32, U::SECOND | U::MILLISECOND) | (64, U::MICROSECOND | U::NANOSECOND)
+                )
+            }),
+            T::Timestamp => field.type_as_timestamp().is_some_and(|t| unit(t.unit())),
+            T::Duration => field.type_as_duration().is_some_and(|d| unit(d.unit())),
+            _ => false,
+        };
+        if !known {
+            return Err("a column of a type a statistics file does not hold");
+        }
+        layout.push(if matches!(field.type_type(), T::Utf8 | T::Binary) { 3 } else { 2 });
     }
     for block in footer.recordBatches().iter().flatten() {
         let offset = usize::try_from(block.offset()).map_err(|_| "a bad block offset")?;

@@ -2004,6 +2004,7 @@ class Outcome:
     notes: list = field(default_factory=list)
     engine_seconds: dict = field(default_factory=dict)
     engine_cases: dict = field(default_factory=dict)
+    engine_passed: dict = field(default_factory=dict)  # engine -> answers equal in both modes
     first_failure_case: dict = field(default_factory=dict)  # class -> case index
     minimized: set = field(default_factory=set)  # cases whose first failure was minimized
     cases: int = 0
@@ -2193,6 +2194,7 @@ def run_case(seed: int, case: int, engines: list, binary: Optional[str], work: P
                 continue
             if a == b:
                 outcome.passed += 1
+                outcome.engine_passed[engine] = outcome.engine_passed.get(engine, 0) + 1
             else:
                 outcome.failed += 1
                 if not outcome.failures:
@@ -2462,7 +2464,8 @@ def summary(outcome: Outcome) -> list:
                  f"skipped answers (an error in both modes): {outcome.skipped}")
     for engine, seconds in outcome.engine_seconds.items():
         n = outcome.engine_cases.get(engine, 0)
-        lines.append(f"  {engine}: {n} cases in {seconds:.1f} s ({n / seconds if seconds else 0:.2f} cases/s, both modes)")
+        lines.append(f"  {engine}: {n} cases in {seconds:.1f} s ({n / seconds if seconds else 0:.2f} cases/s, both modes); "
+                     f"{outcome.engine_passed.get(engine, 0)} answers the same with and without statistics")
     if outcome.first_failure_case:
         lines.append("first case failing, by features (the filtered columns; the changes):")
         for klass, case in sorted(outcome.first_failure_case.items(), key=lambda kv: kv[1]):
