@@ -2,12 +2,14 @@
 """W11 A/B: queries (a) and (b) of benches/compare/w11.py in DataFusion through two
 or more builds of the Python package, interleaved.
 
-Usage: benches/compare/w11_ab.py ROUNDS SITE [SITE ...] [--rows N] [--zarrow BIN]
+Usage: benches/compare/w11_ab.py ROUNDS SITE[=STORE] [SITE[=STORE] ...] [--rows N] [--zarrow BIN]
 
 Each SITE is a directory holding one build of the package (`pip install --target
 SITE zarrow-*.whl`, or `pip install --target SITE ./python`). The data are W11's
 (w11.py's `generate`: the Parquet file by pyarrow, the Zarr copy by `zarrow
-convert --chunk-len 100000`, made once by BIN). Each round starts one process per
+convert --chunk-len 100000`, made once by BIN), or STORE: a copy whose statistics
+that build wrote (`zarrow.build_stats`, for a build that reads another version of
+the statistics convention). Each round starts one process per
 SITE, in an order that alternates between rounds, so that a shared machine's load
 touches them alike; a process opens a datafusion-python session with
 `zarrow.table`, runs each query once to warm up and then three times, and reports
@@ -63,13 +65,18 @@ def main() -> int:
     ap.add_argument("--zarrow", default=str(REPO / "target" / "release" / "zarrow"))
     args = ap.parse_args()
     _, zarr = generate(args.rows, args.zarrow)
+    stores = {}
+    for i, entry in enumerate(args.sites):
+        site, _, store = entry.partition("=")
+        args.sites[i] = site
+        stores[site] = store or str(zarr)
     names = args.queries.split(",")
     times: dict = {(s, n): [] for s in args.sites for n in names}
     counts: dict = {}
     for r in range(args.rounds):
         order = args.sites if r % 2 == 0 else list(reversed(args.sites))
         for site in order:
-            proc = subprocess.run([sys.executable, "-c", CHILD, str(Path(site).resolve()), str(zarr), ",".join(names),
+            proc = subprocess.run([sys.executable, "-c", CHILD, str(Path(site).resolve()), stores[site], ",".join(names),
                                    json.dumps(QUERIES)], capture_output=True, text=True, timeout=600)
             if proc.returncode:
                 raise SystemExit(f"{site}: {proc.stderr[-2000:]}")

@@ -173,7 +173,12 @@ fn structure(bytes: &[u8]) -> std::result::Result<(), &'static str> {
         if field.children().is_some_and(|c| !c.is_empty()) || field.dictionary().is_some() {
             return Err("a nested or dictionary column (a statistics file has none)");
         }
-        let unit = |u: U| matches!(u, U::SECOND | U::MILLISECOND | U::MICROSECOND | U::NANOSECOND);
+        let unit = |u: U| {
+            matches!(
+                u,
+                U::SECOND | U::MILLISECOND | U::MICROSECOND | U::NANOSECOND
+            )
+        };
         let known = match field.type_type() {
             T::Bool | T::Utf8 | T::Binary => true,
             T::Int => field
@@ -198,7 +203,11 @@ fn structure(bytes: &[u8]) -> std::result::Result<(), &'static str> {
         if !known {
             return Err("a column of a type a statistics file does not hold");
         }
-        layout.push(if matches!(field.type_type(), T::Utf8 | T::Binary) { 3 } else { 2 });
+        layout.push(if matches!(field.type_type(), T::Utf8 | T::Binary) {
+            3
+        } else {
+            2
+        });
     }
     for block in footer.recordBatches().iter().flatten() {
         let offset = usize::try_from(block.offset()).map_err(|_| "a bad block offset")?;
