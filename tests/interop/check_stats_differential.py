@@ -76,6 +76,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 REPO = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
 ENGINES = ("cli", "polars", "duckdb", "datafusion")
 MODES = ("stats", "nostats")
 
@@ -912,19 +913,30 @@ class ColInfo:
     touched: list = field(default_factory=list)
 
 
-def col_info(name: str, column: Any, chunk: int = 0, touched: tuple = ()) -> ColInfo:
+def plain_column(column: Any) -> Any:
+    """A column with a dictionary's values, and strings and bytes as `string`
+    and `binary` (not views or large)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     t = column.type
-    categorical = pa.types.is_dictionary(t)
-    if categorical:
+    if pa.types.is_dictionary(t):
         column = pc.cast(column, t.value_type) if column.num_chunks else pa.chunked_array([], t.value_type)
         t = t.value_type
     if pa.types.is_string_view(t) or pa.types.is_large_string(t):
-        column, t = pc.cast(column, pa.string()), pa.string()
+        column = pc.cast(column, pa.string())
     elif pa.types.is_binary_view(t) or pa.types.is_large_binary(t):
-        column, t = pc.cast(column, pa.binary()), pa.binary()
+        column = pc.cast(column, pa.binary())
+    return column
+
+
+def col_info(name: str, column: Any, chunk: int = 0, touched: tuple = ()) -> ColInfo:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    categorical = pa.types.is_dictionary(column.type)
+    column = plain_column(column)
+    t = column.type
     nulls = column.null_count > 0
     info = ColInfo(name, t, "other", [], nulls, categorical)
     values = column.drop_null()
@@ -1845,7 +1857,7 @@ def matching_rows(data: Any, where: dict) -> dict:
     ctx.register_record_batches("t", [batches])
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
-    duck = pa.table({name: (pc_cast_dictionary(col)) for name, col in zip(indexed.column_names, indexed.columns)})
+    duck = pa.table({name: plain_column(col) for name, col in zip(indexed.column_names, indexed.columns)})
     con.register("t", duck)
     out: dict = {}
     for key, q in where.items():
@@ -1862,20 +1874,6 @@ def matching_rows(data: Any, where: dict) -> dict:
         out[key] = rows
     con.close()
     return out
-
-
-def pc_cast_dictionary(col: Any) -> Any:
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    t = col.type
-    if pa.types.is_dictionary(t):
-        return pc.cast(col, t.value_type)
-    if pa.types.is_string_view(t) or pa.types.is_large_string(t):
-        return pc.cast(col, pa.string())
-    if pa.types.is_binary_view(t) or pa.types.is_large_binary(t):
-        return pc.cast(col, pa.binary())
-    return col
 
 
 def consolidated_metadata(table: str, rel: str) -> Optional[dict]:
@@ -1905,7 +1903,8 @@ def reader_check(case: int, binary: Optional[str], table: str, data: Any, querie
     import numpy as np
     import zarr
 
-    sys.path.insert(0, str(REPO / "tests" / "interop"))
+    if str(HERE) not in sys.path:
+        sys.path.insert(0, str(HERE))
     import stats_reader as sr
 
     def fail(what: str) -> None:
@@ -2326,7 +2325,7 @@ def run(cases: int = 20, seed: int = 0, engines: Optional[list] = None, binary: 
     if jobs > 1 and only is None:
         try:
             run_parallel(cases, seed, engines, binary, base, reference, out, verbose, queries_per_case,
-                         minimize_first, reader, jobs, time_limit, outcome)
+                         minimize_first, reader, jobs, time_limit, bool(keep), outcome)
         finally:
             if not keep:
                 shutil.rmtree(base, ignore_errors=True)
@@ -2338,26 +2337,39 @@ def run(cases: int = 20, seed: int = 0, engines: Optional[list] = None, binary: 
             if time_limit is not None and time.perf_counter() - started > time_limit:
                 outcome.notes.append(f"time limit reached after {outcome.cases} cases")
                 break
-            try:
-                run_case(seed, case, engines, binary, base, outcome, reference, out, verbose, queries_per_case,
-                         minimize_first, reader)
-            except BaseException as e:  # noqa: BLE001 (the harness itself: a failure)
-                if isinstance(e, (KeyboardInterrupt, SystemExit)):
-                    raise
-                outcome.failed += 1
-                report = f"FAILED: seed {seed} case {case}: the harness raised\n{indent(traceback.format_exc())}"
-                outcome.failures.append(report)
-                out(report)
+            guarded_case(seed, case, engines, binary, base, outcome, reference, out, verbose, queries_per_case,
+                         minimize_first, reader, bool(keep))
             if verbose:
                 out(f"case {case}: {outcome.passed} passed, {outcome.failed} failed, {outcome.skipped} skipped so far")
-            if not keep:
-                shutil.rmtree(base / f"case{case}", ignore_errors=True)
-                shutil.rmtree(base / f"case{case}-min", ignore_errors=True)
     finally:
         if not keep:
             shutil.rmtree(base, ignore_errors=True)
     outcome.elapsed = time.perf_counter() - started  # type: ignore[attr-defined]
     return outcome
+
+
+def remove_case(base: Path, case: int) -> None:
+    shutil.rmtree(base / f"case{case}", ignore_errors=True)
+    shutil.rmtree(base / f"case{case}-min", ignore_errors=True)
+
+
+def guarded_case(seed: int, case: int, engines: list, binary: Optional[str], base: Path, outcome: Outcome,
+                 reference: bool, out: Callable[[str], None], verbose: bool, queries_per_case: int,
+                 minimize_first: bool, reader: bool, keep: bool) -> None:
+    """run_case, where the harness raising is a failure, and the case's
+    directories removed after unless `keep`."""
+    try:
+        run_case(seed, case, engines, binary, base, outcome, reference, out, verbose, queries_per_case,
+                 minimize_first, reader)
+    except BaseException as e:  # noqa: BLE001 (the harness itself: a failure)
+        if isinstance(e, (KeyboardInterrupt, SystemExit)):
+            raise
+        outcome.failed += 1
+        report = f"FAILED: seed {seed} case {case}: the harness raised\n{indent(traceback.format_exc())}"
+        outcome.failures.append(report)
+        out(report)
+    if not keep:
+        remove_case(base, case)
 
 
 def _one_case(task: tuple) -> tuple:
@@ -2370,25 +2382,14 @@ def _one_case(task: tuple) -> tuple:
     if deadline is not None and time.time() > deadline:
         outcome.notes.append(f"time limit reached: case {case} not run")
         return outcome, lines, False
-    try:
-        run_case(seed, case, engines, binary, Path(base), outcome, reference, lines.append, verbose,
-                 queries_per_case, minimize_first, reader)
-    except BaseException as e:  # noqa: BLE001 (the harness itself: a failure)
-        if isinstance(e, (KeyboardInterrupt, SystemExit)):
-            raise
-        outcome.failed += 1
-        report = f"FAILED: seed {seed} case {case}: the harness raised\n{indent(traceback.format_exc())}"
-        outcome.failures.append(report)
-        lines.append(report)
-    if not keep:
-        shutil.rmtree(Path(base) / f"case{case}", ignore_errors=True)
-        shutil.rmtree(Path(base) / f"case{case}-min", ignore_errors=True)
+    guarded_case(seed, case, engines, binary, Path(base), outcome, reference, lines.append, verbose,
+                 queries_per_case, minimize_first, reader, keep)
     return outcome, lines, True
 
 
 def run_parallel(cases: int, seed: int, engines: list, binary: Optional[str], base: Path, reference: bool,
                  out: Callable[[str], None], verbose: bool, queries_per_case: int, minimize_first: bool,
-                 reader: bool, jobs: int, time_limit: Optional[float], outcome: Outcome) -> None:
+                 reader: bool, jobs: int, time_limit: Optional[float], keep: bool, outcome: Outcome) -> None:
     """The cases in `jobs` worker processes (spawned: no runtime or engine
     state crosses a fork), merged into `outcome` as they finish. At most
     `jobs` cases are in flight, so that when a worker dies (an abort in an
@@ -2403,7 +2404,7 @@ def run_parallel(cases: int, seed: int, engines: list, binary: Optional[str], ba
 
     def task(case: int) -> tuple:
         return (seed, case, engines, binary, str(base), reference, verbose, queries_per_case, minimize_first,
-                reader, deadline, False)
+                reader, deadline, keep)
 
     def take(part: Outcome, lines: list, ran: bool) -> None:
         if not outcome.failures and part.failures:
@@ -2426,8 +2427,8 @@ def run_parallel(cases: int, seed: int, engines: list, binary: Optional[str], ba
                           f"rerun: check_stats_differential.py ZARROW --seed {seed} --case {case}")
                 outcome.failures.append(report)
                 out(report)
-        shutil.rmtree(base / f"case{case}", ignore_errors=True)
-        shutil.rmtree(base / f"case{case}-min", ignore_errors=True)
+        if not keep:
+            remove_case(base, case)
 
     queue = list(range(cases))
     while queue:
