@@ -96,7 +96,7 @@ pub mod __private {
     where
         F::Output: Send,
     {
-        crate::store::async_store::Blocking::on(runtime).block_on(future)
+        crate::store::Blocking::on(runtime).block_on(future)
     }
     /// The atomic outputs' partial files, for the command line's `sql
     /// --output` and its signal handler.

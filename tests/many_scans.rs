@@ -109,7 +109,7 @@ fn a_thousand_scans_leave_threads_and_memory_at_their_baseline() {
     let dir = tempfile::tempdir().unwrap();
     write_table(Arc::new(LocalStore::new(dir.path())));
     let memory: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
-    write_table(Arc::new(ObjectStoreBackend::new(
+    write_table(Arc::new(ObjectStoreBackend::over(
         memory.clone(),
         "t.zarr",
         "memory:///t.zarr",

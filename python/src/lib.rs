@@ -13,7 +13,7 @@ mod options;
 mod pushdown;
 mod stream;
 
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use arrow_array::{RecordBatchIterator, RecordBatchReader};
 use arrow_pyarrow::FromPyArrow;
@@ -294,24 +294,12 @@ fn sql(
     Ok(Reader::new(Box::new(reader), None, skipped))
 }
 
-/// The package's one runtime, lent to everything that runs async work: `sql`,
-/// the engines' pushed filters (`pushdown.rs`), the datafusion-python tables, and the I/O of every URL and obstore store
-/// it opens (Python lends none). One for the process, started by the first
-/// use, a worker per core.
+/// The process's one runtime (`zarrow::store::runtime`), for everything the
+/// package runs async: `sql`, the engines' pushed filters (`pushdown.rs`), the
+/// datafusion-python tables, and the I/O of every URL, repository and obstore
+/// store it opens (Python lends none).
 fn runtime() -> zarrow::Result<tokio::runtime::Handle> {
-    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    if let Some(runtime) = RUNTIME.get() {
-        return Ok(runtime.handle().clone());
-    }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_name("zarrow")
-        .build()
-        .map_err(|source| zarrow::Error::Io {
-            path: "a runtime for zarrow".into(),
-            source,
-        })?;
-    Ok(RUNTIME.get_or_init(|| runtime).handle().clone())
+    zarrow::store::runtime()
 }
 
 #[pymodule]

@@ -50,12 +50,10 @@ impl<'a, 'py> FromPyObject<'a, 'py> for PyLocation {
             .flatten()
             .map(|p| p.to_string_lossy().trim_matches('/').to_string())
             .unwrap_or_default();
-        // Its blocking calls wait on the package's runtime.
+        // Its blocking calls wait on the process's one runtime.
         let label = obj.repr()?.to_string();
-        let backend = ObjectStoreBackend::with_runtime(
-            ObjectStoreAsync::new(store.into_dyn(), "", &label),
-            crate::runtime().map_err(to_py)?,
-        );
+        let backend =
+            ObjectStoreBackend::new(ObjectStoreAsync::new(store.into_dyn(), "", &label), None);
         Ok(Self(Location::supplied(
             Arc::new(backend),
             format!("obstore://{prefix}"),
@@ -84,7 +82,7 @@ fn icechunk_session(obj: &Borrowed<'_, '_, PyAny>) -> PyResult<Option<Location>>
     let store =
         zarrow::icechunk::store_from_session_bytes(&bytes, &name, crate::runtime().map_err(to_py)?)
             .map_err(to_py)?;
-    let snapshot = store.snapshot().to_string();
+    let snapshot = store.inner().snapshot().to_string();
     Ok(Some(Location::supplied(
         Arc::new(store),
         format!("icechunk://{snapshot}"),
@@ -119,9 +117,9 @@ impl PyLocation {
     }
 }
 
-/// How a call opens `locations`: URLs with `url`, their blocking calls waiting
-/// on the package's one runtime (started only when a URL is read: a local
-/// path needs none).
+/// How a call opens `locations`: URLs with `url`, their blocking calls
+/// waiting on the process's one runtime (`zarrow::store::runtime`, started
+/// only when a URL or a repository is read: a local path needs none).
 ///
 /// # Errors
 /// As [`PyLocation::check_anonymous`].
@@ -129,12 +127,5 @@ pub(crate) fn stores(url: UrlOptions, locations: &[&PyLocation]) -> zarrow::Resu
     for location in locations {
         location.check_anonymous(url.anonymous)?;
     }
-    let stores = Stores::new(url);
-    Ok(
-        if locations.iter().any(|l| matches!(l.0, Location::Url(_))) {
-            stores.with_runtime(crate::runtime()?)
-        } else {
-            stores
-        },
-    )
+    Ok(Stores::new(url))
 }

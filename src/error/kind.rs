@@ -46,7 +46,10 @@ impl Error {
     pub fn kind(&self) -> ErrorKind {
         use ErrorKind as K;
         match self {
-            Error::Io { .. } | Error::Output { .. } | Error::Remote { .. } => K::Io,
+            Error::Io { .. }
+            | Error::Output { .. }
+            | Error::Remote { .. }
+            | Error::Runtime { .. } => K::Io,
             Error::NodeNotFound { .. } => K::NotFound,
             #[cfg(feature = "object-store")]
             Error::Location { reason, .. } => {

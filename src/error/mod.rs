@@ -261,6 +261,14 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The runtime for async I/O could not start (the operating system
+    /// refused its threads).
+    #[error("starting zarrow's runtime for I/O: {source}")]
+    Runtime {
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
     /// A task on the thread pool panicked: a zarrow bug.
     #[error("a {task} panicked (a zarrow bug: please report it)")]
     Panicked {

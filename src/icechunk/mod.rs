@@ -20,7 +20,7 @@ use icechunk::Repository as IcRepository;
 use icechunk::format::SnapshotId;
 use icechunk::repository::VersionInfo;
 
-pub use store::IcechunkStore;
+pub use store::{IcechunkAsync, IcechunkStore};
 use store::{SessionStore, StatsTable};
 
 use crate::error::{Error, LocationError, Result};
@@ -141,11 +141,8 @@ pub fn store_from_session_bytes(
         writable: false,
         stats: StatsTable::default(),
     };
-    Ok(IcechunkStore::new(
-        session,
-        "",
-        name.to_string(),
-        false,
+    Ok(IcechunkStore::with_blocking(
+        IcechunkAsync::new(session, "", name.to_string(), false),
         blocking,
     ))
 }
@@ -179,11 +176,13 @@ async fn store_of(
         writable,
         stats,
     };
-    Ok(IcechunkStore::new(
-        session,
-        root,
-        location.to_string(),
-        location.is_local_repository(),
+    Ok(IcechunkStore::with_blocking(
+        IcechunkAsync::new(
+            session,
+            root,
+            location.to_string(),
+            location.is_local_repository(),
+        ),
         blocking.clone(),
     ))
 }

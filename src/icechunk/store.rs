@@ -1,13 +1,12 @@
-//! [`IcechunkStore`]: one session of an Icechunk repository as a zarrow store,
+//! [`IcechunkAsync`]: one session of an Icechunk repository as a zarrow store,
 //! rooted at a node. Async ([`AsyncStore`]) on the caller's runtime, and sync
-//! ([`Store`]) through the one blocking adapter.
+//! ([`IcechunkStore`]) through the one blocking adapter.
 //!
 //! Icechunk holds Zarr v3 keys only (`zarr.json`, `c/0/1`): a v2 key reads as
 //! absent, and writing one is an error. Its listings gather every key of the
 //! node listed, in memory (as icechunk's own `list_prefix` does).
 
 use std::collections::BTreeMap;
-use std::ops::Range;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use arrow_buffer::Buffer;
@@ -18,7 +17,7 @@ use icechunk::store::{KeyNotFoundError, ListDirItem, StoreErrorKind};
 
 use crate::error::{Error, Result};
 use crate::stats::STATS_KEY;
-use crate::store::{AsyncStore, Blocking, ByteRange, RangeRead, Remote, Store, check_size};
+use crate::store::{AsyncStore, BlockingStore, ByteRange, RangeRead, check_size};
 
 /// How many requests a reader keeps in flight on a repository in the cloud.
 const CONCURRENCY: usize = 32;
@@ -26,7 +25,7 @@ const CONCURRENCY: usize = 32;
 /// A session of an Icechunk repository, rooted at the node `root`: cheap to
 /// clone (the session is shared).
 #[derive(Clone)]
-pub struct IcechunkStore {
+pub struct IcechunkAsync {
     inner: Arc<Inner>,
 }
 
@@ -42,7 +41,6 @@ struct Inner {
     writable: bool,
     /// The repository is on this machine's disk.
     local: bool,
-    blocking: Blocking,
     stats: Mutex<StatsTable>,
 }
 
@@ -89,9 +87,9 @@ fn is_stats_key(key: &str) -> bool {
     key.rsplit('/').next() == Some(STATS_KEY)
 }
 
-impl std::fmt::Debug for IcechunkStore {
+impl std::fmt::Debug for IcechunkAsync {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IcechunkStore")
+        f.debug_struct("IcechunkAsync")
             .field("location", &self.inner.label)
             .field("snapshot", &self.inner.snapshot)
             .finish_non_exhaustive()
@@ -111,15 +109,9 @@ fn is_absent(e: &StoreErrorKind) -> bool {
     )
 }
 
-impl IcechunkStore {
+impl IcechunkAsync {
     /// `session`'s store rooted at the node `root`, named `label` in messages.
-    pub(crate) fn new(
-        session: SessionStore,
-        root: &str,
-        label: String,
-        local: bool,
-        blocking: Blocking,
-    ) -> Self {
+    pub(crate) fn new(session: SessionStore, root: &str, label: String, local: bool) -> Self {
         let root = root.trim_matches('/');
         Self {
             inner: Arc::new(Inner {
@@ -133,7 +125,6 @@ impl IcechunkStore {
                 snapshot: session.snapshot,
                 writable: session.writable,
                 local,
-                blocking,
                 stats: Mutex::new(session.stats),
             }),
         }
@@ -376,16 +367,9 @@ impl IcechunkStore {
         names.sort_unstable();
         Ok(names)
     }
-
-    fn block_on<T: Send>(
-        &self,
-        future: impl std::future::Future<Output = Result<T>> + Send,
-    ) -> Result<T> {
-        self.inner.blocking.block_on(future)?
-    }
 }
 
-impl AsyncStore for IcechunkStore {
+impl AsyncStore for IcechunkAsync {
     fn location(&self) -> String {
         self.inner.label.clone()
     }
@@ -425,63 +409,17 @@ impl AsyncStore for IcechunkStore {
     fn list_children<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<Vec<String>>> {
         Box::pin(self.list_children_inner(prefix))
     }
-}
-
-impl Store for IcechunkStore {
-    fn location(&self) -> String {
-        self.inner.label.clone()
-    }
 
     fn concurrency(&self) -> usize {
         if self.inner.local { 1 } else { CONCURRENCY }
     }
 
-    fn remote(&self) -> Option<Remote> {
+    fn reads_remotely(&self) -> bool {
         // A local repository is read as a local store is, on the reader's
         // threads, each waiting for its own file read: measured faster
         // (benches/RESULTS.md, issue 41) than many requests in flight on one
         // async driver.
-        (!self.inner.local).then(|| Remote {
-            store: Arc::new(self.clone()),
-            blocking: self.inner.blocking.clone(),
-        })
-    }
-
-    fn get(&self, key: &str) -> Result<Option<Buffer>> {
-        self.block_on(self.get_inner(key, u64::MAX))
-    }
-
-    fn get_bounded(&self, key: &str, max_len: u64) -> Result<Option<Buffer>> {
-        self.block_on(self.get_inner(key, max_len))
-    }
-
-    fn get_range(&self, key: &str, range: Range<u64>) -> Result<Option<Buffer>> {
-        let read = self.block_on(self.ranges_inner(key, &[ByteRange::Bounded(range)]))?;
-        Ok(read.and_then(|r| r.buffers.into_iter().next()))
-    }
-
-    fn value_len(&self, key: &str) -> Result<Option<u64>> {
-        self.block_on(self.len_inner(key))
-    }
-
-    fn get_ranges(&self, key: &str, ranges: &[ByteRange]) -> Result<Option<RangeRead>> {
-        self.block_on(self.ranges_inner(key, ranges))
-    }
-
-    fn set(&self, key: &str, value: &[u8]) -> Result<()> {
-        self.block_on(self.put_inner(key, bytes::Bytes::copy_from_slice(value)))
-    }
-
-    fn delete(&self, key: &str) -> Result<()> {
-        self.block_on(self.delete_inner(key))
-    }
-
-    fn list_prefix(&self, prefix: &str) -> Result<Vec<String>> {
-        self.block_on(self.list_prefix_inner(prefix))
-    }
-
-    fn list_children(&self, prefix: &str) -> Result<Vec<String>> {
-        self.block_on(self.list_children_inner(prefix))
+        !self.inner.local
     }
 
     fn needs_metadata_first(&self) -> bool {
@@ -496,3 +434,7 @@ impl Store for IcechunkStore {
         false
     }
 }
+
+/// A session of an Icechunk repository as a sync [`Store`](crate::Store):
+/// the one blocking adapter over [`IcechunkAsync`].
+pub type IcechunkStore = BlockingStore<IcechunkAsync>;

@@ -95,7 +95,7 @@ pub(crate) fn write(
                 overwrite: Overwrite::Convert,
             });
         }
-        let ic = store.icechunk().clone();
+        let ic = store.inner().icechunk().clone();
         blocking
             .block_on(ic.delete_dir(path))?
             .map_err(|e| ic_error(location, e))?;
@@ -124,7 +124,7 @@ pub(crate) fn write(
         }
         // The branch moved: rebase what touches other nodes only.
         if rebase(&store, blocking)? {
-            store.drop_carried_stats();
+            store.inner().drop_carried_stats();
             continue;
         }
         if !options.append {
@@ -209,6 +209,7 @@ fn commit_once(
 ) -> Result<Committed> {
     use base64::Engine as _;
     let stats: serde_json::Map<String, Value> = store
+        .inner()
         .commit_stats()
         .into_iter()
         .map(|(k, v)| {
@@ -228,7 +229,7 @@ fn commit_once(
             "stats": stats,
         }),
     )]);
-    let ic = store.icechunk().clone();
+    let ic = store.inner().icechunk().clone();
     let committed = blocking.block_on(async move {
         let session = ic.session();
         let mut session = session.write().await;
@@ -252,7 +253,7 @@ fn commit_once(
 /// Rebase `store`'s session onto the branch's tip where no change of the
 /// other writer's touches the same node: whether it could.
 fn rebase(store: &IcechunkStore, blocking: &Blocking) -> Result<bool> {
-    let ic = store.icechunk().clone();
+    let ic = store.inner().icechunk().clone();
     let rebased = blocking.block_on(async move {
         let session = ic.session();
         let mut session = session.write().await;

@@ -3,10 +3,11 @@
 //!
 //! ```text
 //!  AsyncStore ◀── ObjectStoreAsync (object_store: S3, GCS, Azure, HTTP, InMemory, ...)
-//!      ▲      ◀── SyncAsAsync(Store)   local and memory stores, read inline
-//!      │
-//!  Blocking: the one place a sync caller waits for an async store
-//!            (ObjectStoreBackend's calls, BatchReader over a remote store)
+//!      ▲      ◀── IcechunkStore     (a session of a repository)
+//!      │      ◀── SyncAsAsync(Store)   local and memory stores, read inline
+//!      ▼
+//!  BlockingStore(AsyncStore): the one sync adapter (store/blocking.rs), each
+//!            call waiting on the caller's runtime or the process's one
 //! ```
 //!
 //! An `AsyncStore` owns no runtime: its futures run on the caller's (a
@@ -14,12 +15,14 @@
 
 use std::fmt::Debug;
 use std::future::Future;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
+use std::time::Duration;
 
 use arrow_buffer::Buffer;
 use futures::future::BoxFuture;
 
-use super::{ByteRange, RangeRead, Store};
+use super::blocking::Blocking;
+use super::{ByteRange, RangeRead, Store, WriteLock};
 use crate::error::{Error, Result};
 
 /// A key-value store of Zarr nodes and chunks, async (feature `async`): the
@@ -59,6 +62,53 @@ pub trait AsyncStore: Debug + Send + Sync {
 
     /// The names directly below `prefix` that have further keys under them.
     fn list_children<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<Vec<String>>>;
+
+    /// As [`Store::list_versions`]; `None` (the default): the store cannot say.
+    fn list_versions<'a>(
+        &'a self,
+        prefix: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Vec<(String, String)>>>> {
+        let _ = prefix;
+        Box::pin(async { Ok(None) })
+    }
+
+    /// As [`Store::concurrency`]: how many requests a reader keeps in flight
+    /// (default 1).
+    fn concurrency(&self) -> usize {
+        1
+    }
+
+    /// Whether a blocking reader should read it through the async driver, many
+    /// requests in flight ([`Store::remote`]; the default), rather than on its
+    /// own threads, one read each (a store on this machine's disk).
+    fn reads_remotely(&self) -> bool {
+        true
+    }
+
+    /// As [`Store::lock`], for a sync caller (off any runtime's worker) whose
+    /// waits run on `runtime`. `Ok(None)` (the default): no lock.
+    ///
+    /// # Errors
+    /// As [`Store::lock`].
+    fn lock(&self, wait: Duration, runtime: &tokio::runtime::Handle) -> Result<Option<WriteLock>> {
+        let _ = (wait, runtime);
+        Ok(None)
+    }
+
+    /// As [`Store::wants_consolidated`] (default `true`).
+    fn wants_consolidated(&self) -> bool {
+        true
+    }
+
+    /// As [`Store::pinned_version`] (default `None`).
+    fn pinned_version(&self) -> Option<String> {
+        None
+    }
+
+    /// As [`Store::needs_metadata_first`] (default `false`).
+    fn needs_metadata_first(&self) -> bool {
+        false
+    }
 }
 
 /// A sync [`Store`] as an [`AsyncStore`], for local and memory stores, whose
@@ -163,6 +213,37 @@ impl AsyncStore for SyncAsAsync {
     fn list_children<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<Vec<String>>> {
         Box::pin(async move { self.store.list_children(prefix) })
     }
+
+    fn list_versions<'a>(
+        &'a self,
+        prefix: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Vec<(String, String)>>>> {
+        Box::pin(async move { self.store.list_versions(prefix) })
+    }
+
+    fn concurrency(&self) -> usize {
+        self.store.concurrency()
+    }
+
+    fn reads_remotely(&self) -> bool {
+        false
+    }
+
+    fn lock(&self, wait: Duration, _: &tokio::runtime::Handle) -> Result<Option<WriteLock>> {
+        self.store.lock(wait)
+    }
+
+    fn wants_consolidated(&self) -> bool {
+        self.store.wants_consolidated()
+    }
+
+    fn pinned_version(&self) -> Option<String> {
+        self.store.pinned_version()
+    }
+
+    fn needs_metadata_first(&self) -> bool {
+        self.store.needs_metadata_first()
+    }
 }
 
 /// A store's async form and the runtime its sync calls wait on: what
@@ -182,89 +263,6 @@ impl Remote {
         F::Output: Send,
     {
         self.blocking.block_on(future)
-    }
-}
-
-/// The one place a sync caller waits for async I/O: a sync store over an async
-/// one (`ObjectStoreBackend`) and a blocking reader over a remote store. It runs
-/// futures on the runtime it was given (the caller's, by [`Blocking::on`]), or,
-/// for a sync caller that has none ([`Blocking::default`]), on the process's one
-/// I/O runtime: the only runtime zarrow ever starts, started by the first
-/// blocking call that needs it and shared by every store and reader after.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Blocking(Option<tokio::runtime::Handle>);
-
-/// The runtime of a sync caller that has none (the command line's `convert`
-/// and `info`): object_store's clients need one. Started by the first
-/// blocking call on a [`Blocking::default`], so that a process that reads
-/// only local stores, or reads remote ones only async (a DataFusion scan, a
-/// plan decoded on an executor), never starts it; two worker threads, kept for
-/// the life of the process.
-static IO_RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-
-impl Blocking {
-    /// Wait on `handle`'s runtime (the caller's).
-    #[cfg(feature = "object-store")]
-    pub(crate) fn on(handle: tokio::runtime::Handle) -> Self {
-        Self(Some(handle))
-    }
-
-    /// Whether the process's I/O runtime (see [`Blocking::default`]) has
-    /// started.
-    #[cfg(test)]
-    pub(crate) fn started_runtime() -> bool {
-        IO_RUNTIME.get().is_some()
-    }
-
-    fn handle(&self) -> Result<tokio::runtime::Handle> {
-        if let Some(handle) = &self.0 {
-            return Ok(handle.clone());
-        }
-        if let Some(runtime) = IO_RUNTIME.get() {
-            return Ok(runtime.handle().clone());
-        }
-        // The caller lent no runtime (`Blocking::default`) and has none: a
-        // sync program's object store I/O needs one to run on at all.
-        let started = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("zarrow-io")
-            .enable_all()
-            .build()
-            .map_err(|e| Error::io("a runtime for object store I/O", e))?;
-        // Two first calls at once: one runtime is kept, the other dropped
-        // (here, outside any runtime's thread or on a scoped one).
-        if let Err(spare) = IO_RUNTIME.set(started) {
-            spare.shutdown_background();
-        }
-        Ok(IO_RUNTIME
-            .get()
-            .unwrap_or_else(|| unreachable!("set just above"))
-            .handle()
-            .clone())
-    }
-
-    /// Run `future` and wait for it: from any thread, including a thread of a
-    /// runtime (where it waits on a scoped thread rather than block that
-    /// runtime's worker, which `block_on` refuses).
-    ///
-    /// # Errors
-    /// [`Error::Io`] when the runtime of its own cannot start.
-    pub(crate) fn block_on<F: Future + Send>(&self, future: F) -> Result<F::Output>
-    where
-        F::Output: Send,
-    {
-        if tokio::runtime::Handle::try_current().is_ok() {
-            // A runtime's worker must not block on a future (tokio panics):
-            // the runtime this waits on (the caller's, or its own) runs it,
-            // waited on from a scoped thread that ends with the call.
-            std::thread::scope(|s| {
-                s.spawn(|| Ok(self.handle()?.block_on(future)))
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-        } else {
-            Ok(self.handle()?.block_on(future))
-        }
     }
 }
 

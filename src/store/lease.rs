@@ -24,7 +24,7 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
 use serde_json::{Value, json};
 
-use super::async_store::Blocking;
+use super::blocking::Blocking;
 use super::{WriteLock, wait_for_lock};
 use crate::error::LocationError;
 use crate::error::{ConditionalWrite, Error, Result};

@@ -11,6 +11,8 @@
 
 #[cfg(feature = "async")]
 pub(crate) mod async_store;
+#[cfg(feature = "async")]
+mod blocking;
 mod consolidated;
 #[cfg(feature = "object-store")]
 mod lease;
@@ -30,10 +32,12 @@ use arrow_buffer::Buffer;
 
 #[cfg(feature = "async")]
 pub use async_store::AsyncStore;
-#[cfg(feature = "object-store")]
-pub(crate) use async_store::Blocking;
 #[cfg(feature = "async")]
 pub(crate) use async_store::{Remote, SyncAsAsync};
+#[cfg(feature = "async")]
+pub(crate) use blocking::Blocking;
+#[cfg(feature = "async")]
+pub use blocking::{BlockingStore, runtime};
 pub use consolidated::Consolidated;
 #[cfg(feature = "datafusion")]
 pub(crate) use consolidated::MetadataSnapshot;

@@ -35,12 +35,11 @@ use object_store::{
 
 use futures::future::BoxFuture;
 
-use super::async_store::{AsyncStore, Blocking, Remote};
+use super::async_store::AsyncStore;
+use super::blocking::{Blocking, BlockingStore};
 use super::lease::{DEFAULT_LEASE_TTL, lease_path, take};
 use super::ranges::{coalesce, split};
-use super::{
-    ByteRange, COALESCE_GAP, RangeRead, Store, WriteLock, check_range, check_size, validate_key,
-};
+use super::{ByteRange, COALESCE_GAP, RangeRead, WriteLock, check_range, check_size, validate_key};
 use crate::error::{Error, Result};
 
 /// Values larger than this are uploaded in parts (S3 needs parts of 5 MiB at
@@ -68,19 +67,16 @@ pub struct ObjectStoreAsync {
     /// Retries of a response body cut off mid-way (object_store retries the
     /// request itself, not the body).
     body_retries: usize,
-}
-
-/// A [`Store`] over an `object_store` store, under a prefix: the sync adapter
-/// over [`ObjectStoreAsync`], each call waiting on a runtime (the caller's, or
-/// the process's I/O runtime).
-#[derive(Debug, Clone)]
-pub struct ObjectStoreBackend {
-    inner: Arc<ObjectStoreAsync>,
-    blocking: Blocking,
+    /// Requests a reader keeps in flight.
     concurrency: usize,
     /// How long a writer's lease lasts (see [`Store::lock`]).
     lease_ttl: Duration,
 }
+
+/// A [`Store`] over an `object_store` store, under a prefix: the one sync
+/// adapter over [`ObjectStoreAsync`], each call waiting on a runtime (the
+/// caller's, or the process's).
+pub type ObjectStoreBackend = BlockingStore<ObjectStoreAsync>;
 
 impl ObjectStoreAsync {
     /// The store `store`, its keys under `prefix` (`""`: the store's root);
@@ -91,6 +87,8 @@ impl ObjectStoreAsync {
             prefix: prefix.trim_matches('/').to_string(),
             location: location.trim_end_matches('/').to_string(),
             body_retries: DEFAULT_RETRIES,
+            concurrency: DEFAULT_CONCURRENCY,
+            lease_ttl: DEFAULT_LEASE_TTL,
         }
     }
 
@@ -414,59 +412,63 @@ impl AsyncStore for ObjectStoreAsync {
     fn list_children<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<Vec<String>>> {
         Box::pin(self.list_children_inner(prefix))
     }
+
+    fn list_versions<'a>(
+        &'a self,
+        prefix: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Vec<(String, String)>>>> {
+        Box::pin(self.list_versions_inner(prefix))
+    }
+
+    fn concurrency(&self) -> usize {
+        self.concurrency
+    }
+
+    /// A lease object beside the prefix, created only if absent
+    /// (`store/lease.rs`).
+    fn lock(&self, wait: Duration, runtime: &tokio::runtime::Handle) -> Result<Option<WriteLock>> {
+        let path = lease_path(&self.prefix)?;
+        take(
+            self.store.clone(),
+            path,
+            &self.location,
+            self.lease_ttl,
+            wait,
+            Blocking::on(runtime.clone()),
+        )
+        .map(Some)
+    }
 }
 
 impl ObjectStoreBackend {
     /// A backend over `store`, its keys under `prefix` (`""`: the store's root);
     /// `location` names it in messages (a URL). Its calls wait on the
-    /// process's I/O runtime (the crate's `Blocking`, started by the first
-    /// call): a sync caller has none to lend.
-    pub fn new(store: Arc<dyn ObjectStore>, prefix: &str, location: &str) -> Self {
-        Self::with_blocking(
-            ObjectStoreAsync::new(store, prefix, location),
-            Blocking::default(),
-        )
-    }
-
-    /// A backend over `store` whose calls wait on `runtime` (the caller's).
-    pub fn with_runtime(store: ObjectStoreAsync, runtime: tokio::runtime::Handle) -> Self {
-        Self::with_blocking(store, Blocking::on(runtime))
-    }
-
-    /// A backend over `store` whose calls wait on `blocking`.
-    pub(crate) fn with_blocking(store: ObjectStoreAsync, blocking: Blocking) -> Self {
-        Self {
-            inner: Arc::new(store),
-            blocking,
-            concurrency: DEFAULT_CONCURRENCY,
-            lease_ttl: DEFAULT_LEASE_TTL,
-        }
+    /// process's runtime ([`runtime`](crate::store::runtime)): a sync caller
+    /// has none to lend.
+    pub fn over(store: Arc<dyn ObjectStore>, prefix: &str, location: &str) -> Self {
+        Self::new(ObjectStoreAsync::new(store, prefix, location), None)
     }
 
     /// A writer's lease runs out after `ttl` (see [`Store::lock`]): a writer
     /// that died holding it blocks others this long.
-    pub fn with_lease_ttl(mut self, ttl: Duration) -> Self {
-        self.lease_ttl = ttl;
-        self
+    pub fn with_lease_ttl(self, ttl: Duration) -> Self {
+        self.map(|s| ObjectStoreAsync {
+            lease_ttl: ttl,
+            ..s
+        })
     }
 
     /// Retry a response body cut off mid-way up to `n` times.
-    pub(crate) fn with_body_retries(mut self, n: usize) -> Self {
-        self.inner = Arc::new((*self.inner).clone().with_body_retries(n));
-        self
+    pub(crate) fn with_body_retries(self, n: usize) -> Self {
+        self.map(|s| s.with_body_retries(n))
     }
 
     /// Keep at most `n` requests in flight.
-    pub(crate) fn with_concurrency(mut self, n: usize) -> Self {
-        self.concurrency = n.max(1);
-        self
-    }
-
-    fn block_on<T: Send, F: std::future::Future<Output = Result<T>> + Send>(
-        &self,
-        future: F,
-    ) -> Result<T> {
-        self.blocking.block_on(future)?
+    pub(crate) fn with_concurrency(self, n: usize) -> Self {
+        self.map(|s| ObjectStoreAsync {
+            concurrency: n.max(1),
+            ..s
+        })
     }
 }
 
@@ -474,82 +476,6 @@ fn remote(location: &str, source: impl std::error::Error + Send + Sync + 'static
     Error::Remote {
         location: location.to_string(),
         source: Box::new(source),
-    }
-}
-
-impl Store for ObjectStoreBackend {
-    fn location(&self) -> String {
-        self.inner.location.clone()
-    }
-
-    fn concurrency(&self) -> usize {
-        self.concurrency
-    }
-
-    fn remote(&self) -> Option<Remote> {
-        Some(Remote {
-            store: self.inner.clone(),
-            blocking: self.blocking.clone(),
-        })
-    }
-
-    fn get(&self, key: &str) -> Result<Option<Buffer>> {
-        self.block_on(self.inner.get_inner(key, None))
-    }
-
-    fn get_bounded(&self, key: &str, max_len: u64) -> Result<Option<Buffer>> {
-        self.block_on(self.inner.get_inner(key, Some(max_len)))
-    }
-
-    fn get_range(&self, key: &str, range: Range<u64>) -> Result<Option<Buffer>> {
-        let Some(read) = self.get_ranges(key, &[ByteRange::Bounded(range)])? else {
-            return Ok(None);
-        };
-        Ok(read.buffers.into_iter().next())
-    }
-
-    fn value_len(&self, key: &str) -> Result<Option<u64>> {
-        self.block_on(self.inner.len_inner(key))
-    }
-
-    fn get_ranges(&self, key: &str, ranges: &[ByteRange]) -> Result<Option<RangeRead>> {
-        self.block_on(self.inner.ranges(key, ranges))
-    }
-
-    fn set(&self, key: &str, value: &[u8]) -> Result<()> {
-        let value = bytes::Bytes::copy_from_slice(value);
-        self.block_on(self.inner.put_inner(key, value))
-    }
-
-    fn delete(&self, key: &str) -> Result<()> {
-        self.block_on(self.inner.delete_inner(key))
-    }
-
-    /// A lease object beside the prefix, created only if absent
-    /// (`store/lease.rs`).
-    fn lock(&self, wait: Duration) -> Result<Option<WriteLock>> {
-        let path = lease_path(&self.inner.prefix)?;
-        take(
-            self.inner.store.clone(),
-            path,
-            &self.inner.location,
-            self.lease_ttl,
-            wait,
-            self.blocking.clone(),
-        )
-        .map(Some)
-    }
-
-    fn list_prefix(&self, prefix: &str) -> Result<Vec<String>> {
-        self.block_on(self.inner.list_prefix_inner(prefix))
-    }
-
-    fn list_children(&self, prefix: &str) -> Result<Vec<String>> {
-        self.block_on(self.inner.list_children_inner(prefix))
-    }
-
-    fn list_versions(&self, prefix: &str) -> Result<Option<Vec<(String, String)>>> {
-        self.block_on(self.inner.list_versions_inner(prefix))
     }
 }
 
@@ -569,11 +495,12 @@ impl std::error::Error for ShortRead {}
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Store;
 
     #[test]
     fn a_backend_can_be_dropped_inside_another_runtime() {
         let store = Arc::new(object_store::memory::InMemory::new());
-        let backend = ObjectStoreBackend::new(store, "x.zarr", "memory:///x.zarr");
+        let backend = ObjectStoreBackend::over(store, "x.zarr", "memory:///x.zarr");
         assert!(backend.get("absent").unwrap().is_none());
         // The first blocking call started the process's one I/O runtime.
         assert!(Blocking::started_runtime());

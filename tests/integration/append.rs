@@ -150,7 +150,7 @@ fn an_object_store_lease_keeps_a_second_writer_out_until_released_or_run_out() {
 
     let shared: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
     let backend = |ttl: Duration| {
-        ObjectStoreBackend::new(shared.clone(), "data/t.zarr", "memory:///data/t.zarr")
+        ObjectStoreBackend::over(shared.clone(), "data/t.zarr", "memory:///data/t.zarr")
             .with_lease_ttl(ttl)
     };
     let (a, b) = (

@@ -123,7 +123,7 @@ fn session_with(
 
 /// datafusion.rs's table, written into `memory` under `t.zarr`.
 fn write_into(memory: Arc<dyn ObjectStore>) {
-    let backend = ObjectStoreBackend::new(memory, "t.zarr", "memory:///t.zarr");
+    let backend = ObjectStoreBackend::over(memory, "t.zarr", "memory:///t.zarr");
     write_table(Arc::new(backend));
 }
 
@@ -227,7 +227,7 @@ fn a_limit_over_a_slow_store_stops_requesting_once_its_rows_are_in() {
     const ROWS: usize = 100_000;
     const CHUNK: u64 = 300;
     let memory: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
-    let backend = Arc::new(ObjectStoreBackend::new(
+    let backend = Arc::new(ObjectStoreBackend::over(
         memory.clone(),
         "t.zarr",
         "memory:///t.zarr",
@@ -399,7 +399,7 @@ fn a_limit_over_nd_shards_reads_the_first_inner_chunks_only() {
     use zarrow::write::write_nd_array;
 
     let memory: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
-    let backend = ObjectStoreBackend::new(memory.clone(), "grid.zarr", "memory:///grid.zarr");
+    let backend = ObjectStoreBackend::over(memory.clone(), "grid.zarr", "memory:///grid.zarr");
     // An 8 x 6 grid whose element (r, c) is r * 6 + c, in shards of 4 x 6 made
     // of inner chunks of 2 x 3.
     let values: ArrayRef = Arc::new(Int64Array::from_iter_values(0..48));
@@ -451,7 +451,7 @@ fn an_nd_array_streams_through_the_registered_store() {
     use zarrow::write::write_nd_array;
 
     let memory: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
-    let backend = ObjectStoreBackend::new(memory.clone(), "grid.zarr", "memory:///grid.zarr");
+    let backend = ObjectStoreBackend::over(memory.clone(), "grid.zarr", "memory:///grid.zarr");
     // A 10 x 6 grid whose element (r, c) is r * 6 + c: in C order, 0..60.
     let values: ArrayRef = Arc::new(Int64Array::from_iter_values(0..60));
     let options = WriteOptions {
@@ -497,7 +497,7 @@ fn a_remote_reader_asked_again_after_its_end_stays_ended() {
 
     let memory: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
     write_into(memory.clone());
-    let backend: Arc<dyn Store> = Arc::new(ObjectStoreBackend::new(
+    let backend: Arc<dyn Store> = Arc::new(ObjectStoreBackend::over(
         memory,
         "t.zarr",
         "memory:///t.zarr",
@@ -577,7 +577,7 @@ fn buffers_a_scan_keeps_for_its_next_chunks_are_in_the_pool_and_gone_with_it() {
     // keeping for the next.
     const ROWS: i64 = 2_000_000;
     let memory: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
-    let backend: Arc<dyn zarrow::Store> = Arc::new(ObjectStoreBackend::new(
+    let backend: Arc<dyn zarrow::Store> = Arc::new(ObjectStoreBackend::over(
         memory.clone(),
         "t.zarr",
         "memory:///t.zarr",

@@ -351,7 +351,7 @@ fn memory() {
 #[test]
 fn object_store_in_memory() {
     let inner = Arc::new(object_store::memory::InMemory::new());
-    conforms(Arc::new(ObjectStoreBackend::new(
+    conforms(Arc::new(ObjectStoreBackend::over(
         inner,
         "root/t.zarr",
         "memory:///root/t.zarr",
@@ -363,7 +363,7 @@ fn object_store_local_file_system() {
     let dir = tempfile::tempdir().unwrap();
     let inner =
         Arc::new(object_store::local::LocalFileSystem::new_with_prefix(dir.path()).unwrap());
-    conforms(Arc::new(ObjectStoreBackend::new(
+    conforms(Arc::new(ObjectStoreBackend::over(
         inner,
         "t.zarr",
         "file:///t.zarr",
