@@ -36,6 +36,7 @@
 //! ```
 
 mod codec;
+mod dynamic;
 mod factory;
 mod filter;
 #[doc(hidden)]

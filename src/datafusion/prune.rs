@@ -127,7 +127,7 @@ impl Prepared {
 }
 
 /// The most chunks of one column a scan cuts its rows at.
-const MAX_PIECES: u64 = 1 << 20;
+pub(super) const MAX_PIECES: u64 = 1 << 20;
 
 /// The filters statistics may prune by: the deterministic ones, their
 /// columns unqualified.
@@ -193,7 +193,10 @@ fn named_columns(filters: &[Expr]) -> HashSet<String> {
 
 /// The chunk statistics of the table's columns in `named` that have them
 /// (blocking: a GET and a listing per column).
-fn statistics(table: &Snapshot, named: &HashSet<String>) -> DfResult<HashMap<String, Bounds>> {
+pub(super) fn statistics(
+    table: &Snapshot,
+    named: &HashSet<String>,
+) -> DfResult<HashMap<String, Bounds>> {
     let mut out = HashMap::new();
     let Source::Rows(builder) = &table.source else {
         return Ok(out);
@@ -213,14 +216,14 @@ fn statistics(table: &Snapshot, named: &HashSet<String>) -> DfResult<HashMap<Str
 
 /// A column's statistics, its bounds in the table's type.
 #[derive(Debug)]
-struct Piecewise {
+pub(super) struct Piecewise {
     bounds: Bounds,
     min: Option<ArrayRef>,
     max: Option<ArrayRef>,
 }
 
 impl Piecewise {
-    fn new(bounds: Bounds, data_type: &DataType) -> Self {
+    pub(super) fn new(bounds: Bounds, data_type: &DataType) -> Self {
         // Bounds the table's type cannot hold prune nothing.
         let cast = |a: &ArrayRef| arrow_cast::cast(a, data_type).ok();
         Self {
@@ -288,6 +291,32 @@ impl Piecewise {
         Some(wanted)
     }
 
+    /// The rows of each of its chunks (at least 1).
+    pub(super) fn chunk_len(&self) -> u64 {
+        self.bounds.chunk_len.max(1)
+    }
+
+    /// Whether `rows` lie inside one of its chunks.
+    pub(super) fn within_one_chunk(&self, rows: &Range<u64>) -> bool {
+        let len = self.chunk_len();
+        rows.is_empty() || rows.start / len == (rows.end - 1) / len
+    }
+
+    /// The smallest value (`max`: the largest) of the chunk holding `row`,
+    /// where its statistics say.
+    pub(super) fn bound_of(&self, row: u64, max: bool) -> Option<ScalarValue> {
+        let values = if max {
+            self.max.as_ref()
+        } else {
+            self.min.as_ref()
+        }?;
+        let i = self.row_of(row)?;
+        if values.is_null(i) {
+            return None;
+        }
+        ScalarValue::try_from_array(values.as_ref(), i).ok()
+    }
+
     /// The statistics row of the chunk holding `row`.
     fn row_of(&self, row: u64) -> Option<usize> {
         self.bounds
@@ -297,10 +326,11 @@ impl Piecewise {
     }
 }
 
-/// The pieces of a scan's rows as `PruningStatistics` containers.
-struct Pieces<'a> {
-    pieces: &'a [Range<u64>],
-    columns: &'a HashMap<&'a str, &'a Piecewise>,
+/// The pieces of a scan's rows as `PruningStatistics` containers: each lies
+/// inside one chunk of each column.
+pub(super) struct Pieces<'a> {
+    pub(super) pieces: &'a [Range<u64>],
+    pub(super) columns: &'a HashMap<&'a str, &'a Piecewise>,
 }
 
 impl Pieces<'_> {

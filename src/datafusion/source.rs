@@ -22,6 +22,7 @@ use std::sync::atomic::Ordering;
 use arrow_array::{RecordBatch, RecordBatchOptions};
 use arrow_schema::SchemaRef;
 use arrow_schema::SortOptions;
+use datafusion::common::config::ConfigOptions;
 use datafusion::common::stats::Precision;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{Statistics, internal_err};
@@ -36,13 +37,18 @@ use datafusion::execution::memory_pool::{MemoryConsumer, MemoryReservation};
 use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::physical_expr::expressions::Column;
-use datafusion::physical_expr::{LexOrdering, PhysicalExpr, PhysicalSortExpr};
+use datafusion::physical_expr::{
+    EquivalenceProperties, LexOrdering, PhysicalExpr, PhysicalSortExpr,
+};
 use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::filter_pushdown::{FilterPushdownPropagation, PushedDown};
 use datafusion::physical_plan::metrics::{Count, ExecutionPlanMetricsSet, MetricBuilder, Time};
+use datafusion::physical_plan::sort_pushdown::SortOrderPushdownResult;
 use futures::StreamExt;
 use object_store::ObjectStore;
 
 use super::df_err;
+use super::dynamic::{Dynamic, wanted_order};
 use super::filter::{Batches, Filtered, ScanFilter};
 use super::prune::Pruning;
 use super::snapshot::{Snapshot, Source};
@@ -133,6 +139,9 @@ pub(crate) fn scan_plan(scan: Scan) -> DfResult<Arc<dyn ExecutionPlan>> {
         table_schema: TableSchema::from(schema),
         metrics: ExecutionPlanMetricsSet::new(),
         batch_size: None,
+        pushed: Vec::new(),
+        order: None,
+        dynamic: None,
     };
     let mut config =
         FileScanConfigBuilder::new(ObjectStoreUrl::local_filesystem(), Arc::new(source))
@@ -220,9 +229,31 @@ pub(crate) struct ZarrSource {
     /// The session's batch size: the most rows a batch has (DataFusion's
     /// operators work batch by batch, best on batches that stay in cache).
     batch_size: Option<usize>,
+    /// The filters DataFusion pushed at physical planning (its dynamic
+    /// filters among them), which it still applies itself.
+    pushed: Vec<Arc<dyn PhysicalExpr>>,
+    /// The column a sort above wants first, and whether descending.
+    order: Option<(String, bool)>,
+    /// `pushed` and `order`, as the scan prunes and orders its blocks.
+    dynamic: Option<Arc<Dynamic>>,
 }
 
 impl ZarrSource {
+    /// The same source, pruning by `pushed` and reading in `order`.
+    fn with_pushed(
+        &self,
+        pushed: Vec<Arc<dyn PhysicalExpr>>,
+        order: Option<(String, bool)>,
+    ) -> Self {
+        let schema = self.table_schema.table_schema().clone();
+        Self {
+            dynamic: Dynamic::new(schema, pushed.clone(), order.clone()),
+            pushed,
+            order,
+            ..self.clone()
+        }
+    }
+
     /// The snapshot read.
     pub(crate) fn snapshot(&self) -> &Arc<Snapshot> {
         &self.snapshot
@@ -309,9 +340,48 @@ impl FileSource for ZarrSource {
 
     fn apply_expressions(
         &self,
-        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> DfResult<TreeNodeRecursion>,
+        f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> DfResult<TreeNodeRecursion>,
     ) -> DfResult<TreeNodeRecursion> {
+        for expr in &self.pushed {
+            if f(expr)? == TreeNodeRecursion::Stop {
+                return Ok(TreeNodeRecursion::Stop);
+            }
+        }
         Ok(TreeNodeRecursion::Continue)
+    }
+
+    /// Filters pushed at physical planning (a TopK's, a hash join's dynamic
+    /// filters) prune blocks by their chunks' statistics as they stand when
+    /// each block opens (`dynamic.rs`); DataFusion still applies them all.
+    fn try_pushdown_filters(
+        &self,
+        filters: Vec<Arc<dyn PhysicalExpr>>,
+        _config: &ConfigOptions,
+    ) -> DfResult<FilterPushdownPropagation<Arc<dyn FileSource>>> {
+        let answer = vec![PushedDown::No; filters.len()];
+        let mut pushed = self.pushed.clone();
+        pushed.extend(filters);
+        let source: Arc<dyn FileSource> = Arc::new(self.with_pushed(pushed, self.order.clone()));
+        Ok(
+            FilterPushdownPropagation::with_parent_pushdown_result(answer)
+                .with_updated_node(source),
+        )
+    }
+
+    /// A sort on a column of the scan: its blocks are read the most
+    /// promising first (by their chunks' statistics) while a dynamic filter
+    /// can prune the rest. `Inexact`: the sort stays.
+    fn try_pushdown_sort(
+        &self,
+        order: &[PhysicalSortExpr],
+        _eq_properties: &EquivalenceProperties,
+    ) -> DfResult<SortOrderPushdownResult<Arc<dyn FileSource>>> {
+        let Some(wanted) = wanted_order(self.table_schema.table_schema(), order) else {
+            return Ok(SortOrderPushdownResult::Unsupported);
+        };
+        Ok(SortOrderPushdownResult::Inexact {
+            inner: Arc::new(self.with_pushed(self.pushed.clone(), Some(wanted))),
+        })
     }
 }
 
@@ -346,19 +416,43 @@ impl FileOpener for RangeOpener {
                 .metrics
                 .pruned
                 .add(usize::try_from(rows.end - rows.start - read).unwrap_or(usize::MAX));
-            // Each kept range opened when the last ends.
-            Ok(futures::stream::iter(kept)
-                .map(move |range| match opener.stream(range) {
-                    Ok(stream) => stream,
-                    Err(e) => futures::stream::once(async move { Err(e) }).boxed(),
-                })
-                .flatten()
-                .boxed())
+            // With run-time filters, the kept rows in blocks (the most
+            // promising first), each asked again as it is reached.
+            let Some(dynamic) = opener.source.dynamic.clone() else {
+                // Each kept range opened when the last ends.
+                return Ok(futures::stream::iter(kept)
+                    .map(move |range| opener.stream_or_error(range))
+                    .flatten()
+                    .boxed());
+            };
+            let stats = dynamic.prepare(&opener.source.snapshot).await?;
+            let blocks = dynamic.blocks(&stats, kept);
+            Ok(futures::stream::unfold(blocks, move |mut blocks| {
+                let (opener, dynamic, stats) = (opener.clone(), dynamic.clone(), stats.clone());
+                async move {
+                    let (pruned, run) = dynamic.next_run(&stats, &mut blocks);
+                    opener
+                        .metrics
+                        .pruned
+                        .add(usize::try_from(pruned).unwrap_or(usize::MAX));
+                    Some((opener.stream_or_error(run?), blocks))
+                }
+            })
+            .flatten()
+            .boxed())
         }))
     }
 }
 
 impl Opener {
+    /// The batches of rows `range`, or a stream of the error opening them.
+    fn stream_or_error(&self, range: Range<u64>) -> Batches {
+        match self.stream(range) {
+            Ok(stream) => stream,
+            Err(e) => futures::stream::once(async move { Err(e) }).boxed(),
+        }
+    }
+
     fn names(&self) -> Vec<String> {
         let schema = self.source.snapshot.arrow_schema();
         self.source
