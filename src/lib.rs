@@ -109,6 +109,8 @@ pub mod __private {
 }
 
 pub use codec::CodecChain;
+#[cfg(feature = "object-store")]
+pub use context::Stores;
 pub use context::{Decode, ExecutionContext};
 pub use error::{
     AppendMismatch, ArrowTypeUse, ChunkError, ConditionalWrite, Convention, ConventionError,
@@ -117,7 +119,7 @@ pub use error::{
     TableProblem,
 };
 #[cfg(feature = "object-store")]
-pub use location::{Location, Stores};
+pub use location::Location;
 pub use metadata::{ArrayMetadata, DataType, FillValue, GroupMetadata, NodeMetadata, StringType};
 pub use options::Options;
 pub use read::{

@@ -21,6 +21,10 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use arrow_buffer::{Buffer, MutableBuffer};
 
+/// The released buffers a reader keeps for its next chunks, at most: about its
+/// read-ahead's worth. They live as long as the reader (or its context) does.
+pub(crate) const BUFFER_REUSE_BYTES: usize = 256 << 20;
+
 /// The smallest buffer worth keeping.
 pub(crate) const MIN_KEPT: usize = 1 << 20;
 
@@ -78,9 +82,9 @@ impl Recycler {
     }
 
     /// A reader's (or context's) recycler by default: up to
-    /// [`BUFFER_REUSE_BYTES`](crate::context::BUFFER_REUSE_BYTES).
+    /// [`BUFFER_REUSE_BYTES`].
     pub(crate) fn for_reader() -> Arc<Self> {
-        Self::new(crate::context::BUFFER_REUSE_BYTES)
+        Self::new(BUFFER_REUSE_BYTES)
     }
 
     /// A recycler that keeps up to `limit` bytes, and only what `budget` grants.

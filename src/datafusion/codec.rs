@@ -45,7 +45,8 @@ use super::sink::{SinkSpec, ZarrFormatFactory, ZarrSink};
 use super::snapshot::Snapshot;
 use super::source::{Scan, scan_groups, scan_plan, zarr_source};
 use super::{ZarrTable, ZarrTableOptions};
-use crate::location::{Location, Stores};
+use crate::Stores;
+use crate::location::Location;
 use crate::options::Carried;
 use crate::store::MetadataSnapshot;
 

@@ -54,8 +54,10 @@ use datafusion::error::DataFusionError;
 use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::prelude::SessionContext;
 
+use crate::Stores;
+use crate::context::RegisteredStores;
+use crate::location::RemoteUrl;
 use crate::location::UrlOptions;
-use crate::location::{RegisteredStores, RemoteUrl, Stores};
 
 pub use codec::{ZarrLogicalCodec, ZarrPhysicalCodec};
 pub use factory::ZarrTableFactory;

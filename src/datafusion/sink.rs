@@ -49,9 +49,10 @@ use object_store::{ObjectMeta, ObjectStore};
 use serde::{Deserialize, Serialize};
 
 use super::df_err;
+use crate::Stores;
 use crate::error::{Error, Result};
+use crate::location::Location;
 use crate::location::UrlOptions;
-use crate::location::{Location, Stores};
 use crate::options::{Carried, Options as _};
 use crate::write::{WriteOptions, write_batches, write_zarr};
 

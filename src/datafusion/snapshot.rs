@@ -9,10 +9,11 @@ use std::sync::{Arc, PoisonError, RwLock};
 use arrow_array::RecordBatchReader;
 use arrow_schema::{Schema, SchemaRef};
 
+use crate::Stores;
 use crate::conventions::cf::DIMENSION_NAMES_KEY;
 use crate::error::{Error, ParseOptionError, Result};
+use crate::location::Location;
 use crate::location::UrlOptions;
-use crate::location::{Location, Stores};
 use crate::options::Options as _;
 use crate::read::{ReaderBuilder, Skipped, aligned_splits};
 use crate::store::{Consolidated, MetadataSnapshot};

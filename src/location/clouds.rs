@@ -13,11 +13,13 @@ use object_store::ObjectStore;
 #[cfg(any(feature = "s3", feature = "gcs", feature = "azure", feature = "http"))]
 use super::Cloud;
 use super::RemoteUrl;
-use crate::error::{Error, Result};
-use crate::store::{Blocking, ObjectStoreAsync, ObjectStoreBackend};
+use crate::error::Error;
 
 /// A URL or configuration `object_store` refuses.
-fn remote(location: &str, source: impl std::error::Error + Send + Sync + 'static) -> Error {
+pub(crate) fn remote(
+    location: &str,
+    source: impl std::error::Error + Send + Sync + 'static,
+) -> Error {
     Error::Remote {
         location: location.to_string(),
         source: Box::new(source),
@@ -78,32 +80,6 @@ impl UrlOptions {
     }
 }
 
-/// Open the store a URL names: `s3://bucket/prefix` (credentials, region and
-/// endpoint from `AWS_*`), `gs://` (`GOOGLE_*`), `az://`, `abfs://` (`AZURE_*`),
-/// `http://`, `https://`, its blocking calls waiting on `blocking`. What
-/// [`Stores::open`](crate::location::Stores::open) does with a URL no engine
-/// has registered a store for.
-///
-/// # Errors
-/// [`Error::Remote`] for a URL or configuration `object_store` refuses.
-pub(crate) fn open_url(
-    url: &RemoteUrl,
-    options: &UrlOptions,
-    blocking: Blocking,
-) -> Result<ObjectStoreBackend> {
-    let text = url.as_str();
-    let (store, prefix) = cloud_store(url, options).map_err(|e| remote(text, e))?;
-    let mut backend =
-        ObjectStoreBackend::with_blocking(ObjectStoreAsync::new(store, &prefix, text), blocking);
-    if let Some(n) = options.retries {
-        backend = backend.with_body_retries(n);
-    }
-    Ok(match options.concurrency {
-        Some(n) => backend.with_concurrency(n),
-        None => backend,
-    })
-}
-
 /// Whether the endpoint the environment variable `var` names is plain HTTP: a
 /// local server (moto, MinIO, Azurite, an emulator) the user named with
 /// `http://`, which allows HTTP.
@@ -143,7 +119,7 @@ pub(crate) fn s3_builder(bucket: &str, options: &UrlOptions) -> object_store::aw
     not(any(feature = "s3", feature = "gcs", feature = "azure", feature = "http")),
     allow(unused_variables)
 )]
-fn cloud_store(
+pub(crate) fn cloud_store(
     url: &RemoteUrl,
     options: &UrlOptions,
 ) -> std::result::Result<(Arc<dyn ObjectStore>, String), object_store::Error> {

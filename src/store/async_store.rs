@@ -25,6 +25,9 @@ use super::blocking::Blocking;
 use super::{ByteRange, RangeRead, Store, WriteLock};
 use crate::error::{Error, Result};
 
+/// Keys with their versions (see [`Store::list_versions`]).
+pub(crate) type Versions = Vec<(String, String)>;
+
 /// A key-value store of Zarr nodes and chunks, async (feature `async`): the
 /// methods of [`Store`] a read or a write needs, each a future that runs on the
 /// caller's runtime.
@@ -67,7 +70,7 @@ pub trait AsyncStore: Debug + Send + Sync {
     fn list_versions<'a>(
         &'a self,
         prefix: &'a str,
-    ) -> BoxFuture<'a, Result<Option<Vec<(String, String)>>>> {
+    ) -> BoxFuture<'a, Result<Option<Versions>>> {
         let _ = prefix;
         Box::pin(async { Ok(None) })
     }
@@ -217,7 +220,7 @@ impl AsyncStore for SyncAsAsync {
     fn list_versions<'a>(
         &'a self,
         prefix: &'a str,
-    ) -> BoxFuture<'a, Result<Option<Vec<(String, String)>>>> {
+    ) -> BoxFuture<'a, Result<Option<Versions>>> {
         Box::pin(async move { self.store.list_versions(prefix) })
     }
 

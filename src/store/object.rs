@@ -35,7 +35,7 @@ use object_store::{
 
 use futures::future::BoxFuture;
 
-use super::async_store::AsyncStore;
+use super::async_store::{AsyncStore, Versions};
 use super::blocking::{Blocking, BlockingStore};
 use super::lease::{DEFAULT_LEASE_TTL, lease_path, take};
 use super::ranges::{coalesce, split};
@@ -416,7 +416,7 @@ impl AsyncStore for ObjectStoreAsync {
     fn list_versions<'a>(
         &'a self,
         prefix: &'a str,
-    ) -> BoxFuture<'a, Result<Option<Vec<(String, String)>>>> {
+    ) -> BoxFuture<'a, Result<Option<Versions>>> {
         Box::pin(self.list_versions_inner(prefix))
     }
 

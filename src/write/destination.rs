@@ -9,8 +9,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::output::Partial;
+use crate::Stores;
 use crate::error::{Error, Result, StoreAction};
-use crate::location::{Location, Stores};
+use crate::location::Location;
 use crate::store::{LocalStore, Store};
 use crate::write::WriteOptions;
 

@@ -30,8 +30,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use crate::error::LocationError;
 use crate::error::{Error, Overwrite, Result, StoreAction};
-use crate::location::LocationError;
 pub use crate::store::writeback::WritebackFile;
 use crate::store::writeback::sync_tree;
 

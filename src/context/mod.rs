@@ -14,13 +14,16 @@
 /// thread.
 pub(crate) const READ_AHEAD_BYTES: u64 = 256 << 20;
 
-/// The released buffers a reader keeps for its next chunks, at most: about its
-/// read-ahead's worth. They live as long as the reader (or its context) does.
-pub(crate) const BUFFER_REUSE_BYTES: usize = 256 << 20;
-
 use std::sync::Arc;
 
 use crate::recycle::Recycler;
+
+#[cfg(feature = "object-store")]
+mod stores;
+#[cfg(feature = "datafusion")]
+pub(crate) use stores::RegisteredStores;
+#[cfg(feature = "object-store")]
+pub use stores::Stores;
 
 /// How a reader decodes the chunks it has read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
