@@ -67,10 +67,7 @@ pub trait AsyncStore: Debug + Send + Sync {
     fn list_children<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<Vec<String>>>;
 
     /// As [`Store::list_versions`]; `None` (the default): the store cannot say.
-    fn list_versions<'a>(
-        &'a self,
-        prefix: &'a str,
-    ) -> BoxFuture<'a, Result<Option<Versions>>> {
+    fn list_versions<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<Option<Versions>>> {
         let _ = prefix;
         Box::pin(async { Ok(None) })
     }
@@ -217,10 +214,7 @@ impl AsyncStore for SyncAsAsync {
         Box::pin(async move { self.store.list_children(prefix) })
     }
 
-    fn list_versions<'a>(
-        &'a self,
-        prefix: &'a str,
-    ) -> BoxFuture<'a, Result<Option<Versions>>> {
+    fn list_versions<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<Option<Versions>>> {
         Box::pin(async move { self.store.list_versions(prefix) })
     }
 

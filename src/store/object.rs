@@ -413,10 +413,7 @@ impl AsyncStore for ObjectStoreAsync {
         Box::pin(self.list_children_inner(prefix))
     }
 
-    fn list_versions<'a>(
-        &'a self,
-        prefix: &'a str,
-    ) -> BoxFuture<'a, Result<Option<Versions>>> {
+    fn list_versions<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<Option<Versions>>> {
         Box::pin(self.list_versions_inner(prefix))
     }
 
