@@ -118,8 +118,8 @@ impl Stores {
     /// store.
     ///
     /// # Errors
-    /// [`Error::Location`] for a local path that is not a directory;
-    /// [`Error::Remote`] for a URL or configuration object_store refuses.
+    /// [`Error::Location`](crate::Error::Location) for a local path that is not a directory;
+    /// [`Error::Remote`](crate::Error::Remote) for a URL or configuration object_store refuses.
     pub fn open(&self, location: &Location) -> Result<Arc<dyn Store>> {
         match location {
             Location::Path(path) => {

@@ -1,5 +1,5 @@
 //! Where a Zarr node or a table file is: [`Location`], parsed once from what a
-//! user typed, and [`Stores`], the one registry that turns it into a store.
+//! user typed, and [`Stores`](crate::Stores), the one registry that turns it into a store.
 //!
 //! Every front end (the command line, the Python package, [`convert`](crate::convert),
 //! the DataFusion table, factory and sink, and the cluster's codecs) takes the
@@ -43,7 +43,7 @@ pub use icechunk::{DEFAULT_BRANCH, IcechunkLocation, Repository, Version};
 
 /// Where a Zarr node or a table file is: a local path, an object store URL,
 /// or a store the caller supplies. Made by [`Location::parse`] (or
-/// [`Location::supplied`]); opened by [`Stores::open`].
+/// [`Location::supplied`]); opened by [`Stores::open`](crate::Stores::open).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum Location {

@@ -73,7 +73,7 @@ pub struct ObjectStoreAsync {
     lease_ttl: Duration,
 }
 
-/// A [`Store`] over an `object_store` store, under a prefix: the one sync
+/// A [`Store`](crate::Store) over an `object_store` store, under a prefix: the one sync
 /// adapter over [`ObjectStoreAsync`], each call waiting on a runtime (the
 /// caller's, or the process's).
 pub type ObjectStoreBackend = BlockingStore<ObjectStoreAsync>;
@@ -446,7 +446,7 @@ impl ObjectStoreBackend {
         Self::new(ObjectStoreAsync::new(store, prefix, location), None)
     }
 
-    /// A writer's lease runs out after `ttl` (see [`Store::lock`]): a writer
+    /// A writer's lease runs out after `ttl` (see [`Store::lock`](crate::Store::lock)): a writer
     /// that died holding it blocks others this long.
     pub fn with_lease_ttl(self, ttl: Duration) -> Self {
         self.map(|s| ObjectStoreAsync {
