@@ -23,15 +23,16 @@ use std::sync::Arc;
 
 use arrow_schema::SchemaRef;
 use datafusion::common::ScalarValue;
-use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+use datafusion::common::tree_node::TreeNode;
 use datafusion::error::Result as DfResult;
 use datafusion::physical_expr::expressions::{CastExpr, Column, InListExpr, Literal, TryCastExpr};
+use datafusion::physical_expr::utils::collect_columns;
 use datafusion::physical_expr::{PhysicalExpr, PhysicalSortExpr};
 
 use datafusion::physical_expr_common::physical_expr::snapshot_physical_expr;
 use datafusion::physical_optimizer::pruning::PruningPredicateBuilder;
 
-use super::prune::{Pieces, Piecewise, statistics};
+use super::prune::{Pieces, Piecewise, float_nan, float_zero, statistics};
 use super::snapshot::Snapshot;
 
 /// The most chunks of a scan read as one run when no order is asked: a hash
@@ -86,15 +87,12 @@ impl Dynamic {
     ) -> DfResult<Arc<HashMap<String, Piecewise>>> {
         self.stats
             .get_or_try_init(|| async {
-                let mut named: HashSet<String> = HashSet::new();
-                for filter in &self.filters {
-                    let _ = filter.apply(|e| {
-                        if let Some(c) = e.downcast_ref::<Column>() {
-                            named.insert(c.name().to_string());
-                        }
-                        Ok(TreeNodeRecursion::Continue)
-                    });
-                }
+                let mut named: HashSet<String> = self
+                    .filters
+                    .iter()
+                    .flat_map(collect_columns)
+                    .map(|c| c.name().to_string())
+                    .collect();
                 named.extend(self.order.iter().map(|(c, _)| c.clone()));
                 let snapshot = table.clone();
                 let bounds = tokio::task::spawn_blocking(move || statistics(&snapshot, &named))
@@ -200,19 +198,15 @@ impl Dynamic {
 
     /// Whether `block` may hold a row the filters, as they stand now, keep.
     pub(crate) fn keeps(&self, stats: &HashMap<String, Piecewise>, block: &Range<u64>) -> bool {
-        if stats.is_empty() {
-            return true;
-        }
-        let columns: HashMap<&str, &Piecewise> =
-            stats.iter().map(|(k, v)| (k.as_str(), v)).collect();
-        let pieces = [block.clone()];
-        // The block's cuts: a column chunked finer than the block answers
-        // for the chunk its start lies in only, so each column is asked
-        // about the block only where the block lies in one of its chunks.
-        let columns: HashMap<&str, &Piecewise> = columns
-            .into_iter()
+        // A column chunked finer than the block would answer for the chunk
+        // its start lies in only: each column is asked about the block only
+        // where the block lies in one of its chunks.
+        let columns: HashMap<&str, &Piecewise> = stats
+            .iter()
             .filter(|(_, c)| c.within_one_chunk(block))
+            .map(|(k, v)| (k.as_str(), v))
             .collect();
+        let pieces = [block.clone()];
         if columns.is_empty() {
             return true;
         }
@@ -263,17 +257,8 @@ pub(crate) fn wanted_order(
 /// timestamp).
 fn misprunes(filter: &Arc<dyn PhysicalExpr>) -> bool {
     let zero = |e: &Arc<dyn PhysicalExpr>| {
-        e.downcast_ref::<Literal>().is_some_and(|l| {
-            matches!(l.value(), ScalarValue::Float16(Some(f)) if f.to_f32() == 0.0)
-                || matches!(l.value(), ScalarValue::Float32(Some(f)) if *f == 0.0)
-                || matches!(l.value(), ScalarValue::Float64(Some(f)) if *f == 0.0)
-        })
-    };
-    let nan = |v: &ScalarValue| match v {
-        ScalarValue::Float16(Some(f)) => f.is_nan(),
-        ScalarValue::Float32(Some(f)) => f.is_nan(),
-        ScalarValue::Float64(Some(f)) => f.is_nan(),
-        _ => false,
+        e.downcast_ref::<Literal>()
+            .is_some_and(|l| float_zero(l.value()))
     };
     let timestamp = |t: &arrow_schema::DataType| matches!(t, arrow_schema::DataType::Timestamp(..));
     // A dynamic filter's expression changes: `keeps` judges each as it
@@ -283,7 +268,7 @@ fn misprunes(filter: &Arc<dyn PhysicalExpr>) -> bool {
             Ok(if let Some(list) = e.downcast_ref::<InListExpr>() {
                 list.list().iter().any(zero)
             } else if let Some(l) = e.downcast_ref::<Literal>() {
-                nan(l.value())
+                float_nan(l.value())
             } else if let Some(c) = e.downcast_ref::<CastExpr>() {
                 timestamp(c.cast_type())
             } else if let Some(c) = e.downcast_ref::<TryCastExpr>() {

@@ -154,23 +154,12 @@ fn pruning_filters(filters: &[Expr]) -> Vec<Expr> {
 fn misprunes(filter: &Expr) -> bool {
     use datafusion::common::tree_node::TreeNode;
     use datafusion::logical_expr::{Cast, TryCast};
-    let zero = |e: &Expr| {
-        matches!(e, Expr::Literal(v, _) if matches!(v,
-            ScalarValue::Float16(Some(f)) if f.to_f32() == 0.0)
-            || matches!(v, ScalarValue::Float32(Some(f)) if *f == 0.0)
-            || matches!(v, ScalarValue::Float64(Some(f)) if *f == 0.0))
-    };
-    let nan = |v: &ScalarValue| match v {
-        ScalarValue::Float16(Some(f)) => f.is_nan(),
-        ScalarValue::Float32(Some(f)) => f.is_nan(),
-        ScalarValue::Float64(Some(f)) => f.is_nan(),
-        _ => false,
-    };
+    let zero = |e: &Expr| matches!(e, Expr::Literal(v, _) if float_zero(v));
     filter
         .exists(|e| {
             Ok(match e {
                 Expr::InList(list) => list.list.iter().any(zero),
-                Expr::Literal(v, _) => nan(v),
+                Expr::Literal(v, _) => float_nan(v),
                 // The filters' columns carry no types here: every cast to a
                 // timestamp is left out.
                 Expr::Cast(Cast { field, .. }) | Expr::TryCast(TryCast { field, .. }) => {
@@ -180,6 +169,26 @@ fn misprunes(filter: &Expr) -> bool {
             })
         })
         .unwrap_or(true)
+}
+
+/// Whether `v` is a float zero of either sign.
+pub(super) fn float_zero(v: &ScalarValue) -> bool {
+    match v {
+        ScalarValue::Float16(Some(f)) => f.to_f32() == 0.0,
+        ScalarValue::Float32(Some(f)) => *f == 0.0,
+        ScalarValue::Float64(Some(f)) => *f == 0.0,
+        _ => false,
+    }
+}
+
+/// Whether `v` is a float NaN.
+pub(super) fn float_nan(v: &ScalarValue) -> bool {
+    match v {
+        ScalarValue::Float16(Some(f)) => f.is_nan(),
+        ScalarValue::Float32(Some(f)) => f.is_nan(),
+        ScalarValue::Float64(Some(f)) => f.is_nan(),
+        _ => false,
+    }
 }
 
 /// The columns `filters` name.
