@@ -62,6 +62,8 @@ pub mod linear;
 pub mod location;
 pub mod metadata;
 mod offsets;
+#[cfg(feature = "object-store")]
+mod open;
 pub mod options;
 pub mod read;
 mod recycle;

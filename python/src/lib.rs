@@ -24,7 +24,6 @@ use zarrow::convert::{ConvertOptions, Observer, Written};
 use zarrow::datafusion::SqlOptions;
 use zarrow::location::UrlOptions;
 use zarrow::read::{TableOptions, describe_node, open_table};
-use zarrow::write::write_zarr;
 use zarrow::write::{WriteOptions, write_batches};
 use zarrow::{ExecutionContext, ReadOptions};
 
@@ -142,7 +141,7 @@ fn write(
     let written = py.detach(|| {
         let write = |store, node: &str| write_batches(reader, store, node, options);
         let stores = path.stores(url)?;
-        write_zarr(&path.0, overwrite, &how, &stores, write)
+        stores.write_zarr(&path.0, overwrite, &how, write)
     });
     // An interrupt (Ctrl-C) while the input was read: raised as itself.
     if let Some(err) = take(&raised) {

@@ -32,7 +32,7 @@ use crate::export::{ExportFormat, ExportOptions, FileFormat};
 use crate::location::{Location, LocationError};
 use crate::read::TableOptions;
 use crate::store::{Consolidated, LocalStore, Store};
-use crate::write::{WriteOptions, write_zarr};
+use crate::write::WriteOptions;
 
 crate::options::options! {
     /// The options of one conversion (the `zarrow convert` flags), composed of
@@ -213,15 +213,11 @@ impl Job<'_> {
         self.dst.as_path().unwrap_or(Path::new(""))
     }
 
-    /// Write the Zarr output through `write` (see [`write_zarr`]).
+    /// Write the Zarr output through `write` (see [`Stores::write_zarr`](crate::Stores::write_zarr)).
     fn write_dst(&self, write: impl FnOnce(Arc<dyn Store>, &str) -> Result<u64>) -> Result<u64> {
-        write_zarr(
-            self.dst,
-            self.overwrite,
-            &self.write,
-            self.context.stores(),
-            write,
-        )
+        self.context
+            .stores()
+            .write_zarr(self.dst, self.overwrite, &self.write, write)
     }
 
     /// Write `reader` to the table file output, whole or not at all (see

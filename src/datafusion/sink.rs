@@ -54,7 +54,7 @@ use crate::error::{Error, Result};
 use crate::location::Location;
 use crate::location::UrlOptions;
 use crate::options::{Carried, Options as _};
-use crate::write::{WriteOptions, write_batches, write_zarr};
+use crate::write::{WriteOptions, write_batches};
 
 /// `STORED AS ZARR` for `COPY ... TO`: registered by
 /// [`register`](super::register) under the extension `zarr` (so a target named
@@ -521,8 +521,10 @@ fn write(
     };
     let how = options.clone();
     let write = |store, node: &str| write_batches(reader, store, node, options);
-    write_zarr(target, mode == Mode::Overwrite, &how, stores, write).map_err(|e| match e {
-        Error::AlreadyExists { .. } => exists(&target.to_string()),
-        e => e,
-    })
+    stores
+        .write_zarr(target, mode == Mode::Overwrite, &how, write)
+        .map_err(|e| match e {
+            Error::AlreadyExists { .. } => exists(&target.to_string()),
+            e => e,
+        })
 }

@@ -28,7 +28,6 @@ use crate::error::Result;
 use crate::location::Location;
 use crate::location::UrlOptions;
 use crate::read::{Node, Skipped};
-use crate::write::open_for_append;
 use crate::write::{Layout, WriteOptions};
 use crate::{NodeMetadata, Store};
 
@@ -244,7 +243,7 @@ impl datafusion::catalog::TableProvider for ZarrTable {
         let target = match (snapshot.writable(), local, mode) {
             (_, true, Mode::Overwrite) => {
                 let stores = Stores::new(url.clone());
-                let (_, node) = open_for_append(&location, &stores).map_err(df_err)?;
+                let (_, node) = stores.open_for_append(&location).map_err(df_err)?;
                 if !node.is_empty() {
                     return not_impl_err!(
                         "{} is a group inside a Zarr hierarchy: INSERT OVERWRITE replaces a whole store only",

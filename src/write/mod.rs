@@ -16,8 +16,6 @@
 mod append;
 mod array;
 mod column;
-#[cfg(feature = "convert")]
-mod destination;
 mod group;
 mod metadata;
 #[cfg(feature = "convert")]
@@ -25,10 +23,6 @@ pub(crate) mod output;
 mod pipeline;
 
 pub use array::{ArrayWriter, write_array, write_nd_array};
-#[cfg(feature = "datafusion")]
-pub(crate) use destination::open_for_append;
-#[cfg(feature = "convert")]
-pub use destination::write_zarr;
 pub use group::{GroupWriter, write_batches, write_group_metadata};
 
 use std::sync::Arc;

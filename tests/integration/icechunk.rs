@@ -10,7 +10,7 @@ use arrow_schema::{DataType, Field, Schema};
 use datafusion::physical_plan::collect;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use zarrow::datafusion::{ZarrTable, ZarrTableOptions};
-use zarrow::write::{WriteOptions, write_batches, write_zarr};
+use zarrow::write::{WriteOptions, write_batches};
 use zarrow::{Location, Stores};
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -50,10 +50,11 @@ fn commit(location: &Location, batch: RecordBatch, append: bool) -> u64 {
     let schema = batch.schema();
     let reader = RecordBatchIterator::new(vec![Ok(batch)], schema);
     let how = options.clone();
-    write_zarr(location, false, &how, &Stores::default(), |store, node| {
-        write_batches(reader, store, node, options)
-    })
-    .unwrap()
+    Stores::default()
+        .write_zarr(location, false, &how, |store, node| {
+            write_batches(reader, store, node, options)
+        })
+        .unwrap()
 }
 
 async fn count(ctx: &SessionContext, sql: &str) -> i64 {
