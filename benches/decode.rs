@@ -155,7 +155,10 @@ fn bench(c: &mut Criterion) {
             .unwrap();
             group.bench_function(format!("{layout} -> {string_type:?}"), |b| {
                 b.iter(|| {
-                    let rows: usize = array.batches().map(|batch| batch.unwrap().num_rows()).sum();
+                    let rows: usize = array
+                        .batches(&zarrow::ExecutionContext::default())
+                        .map(|batch| batch.unwrap().num_rows())
+                        .sum();
                     black_box(rows)
                 })
             });

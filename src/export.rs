@@ -35,37 +35,6 @@ pub enum ExportFormat {
     IpcStream,
 }
 
-/// What a file's extension says it holds: every decision zarrow makes by
-/// extension (convert's input and output, `zarrow sql`'s tables and output) is
-/// made here. A path with none of these extensions is a Zarr store.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum FileFormat {
-    /// A table file: Parquet or Arrow IPC.
-    Table(ExportFormat),
-    /// `.csv`: comma-separated values.
-    Csv,
-    /// `.json`: the linear format's JSON (an N-d array's values and shape).
-    Json,
-}
-
-impl FileFormat {
-    /// The format of `path` by its extension (any case), if it names one
-    /// (`Location::file_format` asks it).
-    #[cfg(feature = "object-store")]
-    pub(crate) fn from_path(path: &std::path::Path) -> Option<Self> {
-        let extension = path.extension()?.to_str()?.to_ascii_lowercase();
-        Some(match extension.as_str() {
-            "parquet" | "pq" => Self::Table(ExportFormat::Parquet),
-            "arrow" | "ipc" | "feather" => Self::Table(ExportFormat::IpcFile),
-            "arrows" => Self::Table(ExportFormat::IpcStream),
-            "csv" => Self::Csv,
-            "json" => Self::Json,
-            _ => return None,
-        })
-    }
-}
-
 /// The encoded size at which [`write_parquet`] closes a row group (16 MiB): it
 /// bounds the writer's memory whatever the input's length.
 pub const ROW_GROUP_BYTES: usize = 16 << 20;

@@ -109,7 +109,7 @@ fn read(path: &str, string_type: &str, mode: &str) -> Res<u64> {
     let string_type = string_type.parse::<StringType>()?;
     let array = open(path, string_type, mode == "mmap")?;
     let mut rows = 0;
-    for batch in array.batches() {
+    for batch in array.batches(&zarrow::ExecutionContext::default()) {
         rows += batch?.num_rows() as u64;
     }
     Ok(rows)
@@ -193,7 +193,7 @@ fn bound(path: &str) -> Res<u64> {
 fn to_parquet(src: &str, dst: &str) -> Res<u64> {
     let array = open(src, StringType::Utf8, false)?;
     Ok(write_parquet(
-        array.batches(),
+        array.batches(&zarrow::ExecutionContext::default()),
         File::create(dst)?,
         Compression::ZSTD(ZstdLevel::default()),
     )?)

@@ -79,11 +79,7 @@ fn show_node(out: &mut String, store: &Arc<dyn Store>, path: &str, verify: bool)
         NodeMetadata::Group(_) => {
             let group = ZarrGroup::open_with(store.clone(), path, ReadOptions::default())?;
             for (name, node) in group.children() {
-                let child_path = if path.is_empty() {
-                    name.clone()
-                } else {
-                    format!("{path}/{name}")
-                };
+                let child_path = zarrow::store::join_key(path, name);
                 match node.metadata() {
                     NodeMetadata::Array(_) => match describe(&child_path) {
                         Ok(array) => {

@@ -7,7 +7,8 @@ use std::path::Path;
 use arrow_array::RecordBatch;
 use clap::Args;
 use zarrow::datafusion::{SqlOptions, SqlReader};
-use zarrow::export::{ExportFormat, ExportOptions, FileFormat, write_file};
+use zarrow::export::{ExportFormat, ExportOptions, write_file};
+use zarrow::location::FileFormat;
 use zarrow::location::LocationError;
 use zarrow::location::UrlOptions;
 use zarrow::{Error, Location, ReadOptions, Result};
@@ -76,8 +77,8 @@ pub(crate) fn sql(args: &SqlArgs) -> Result<()> {
             });
         }
         Some(path) => Some(match path.file_format() {
-            Some(FileFormat::Table(format)) => Output::Export(format),
-            Some(FileFormat::Csv) => Output::Csv,
+            FileFormat::Table(format) => Output::Export(format),
+            FileFormat::Csv => Output::Csv,
             _ => {
                 return Err(Error::UnknownFormat {
                     path: path.to_string(),

@@ -277,7 +277,7 @@ fn exercise(store: &Arc<dyn Store>, path: &str, chunks: &[Vec<u64>], rotate: usi
                 }
             }
             if all_reads {
-                for batch in array.batches() {
+                for batch in array.batches(&zarrow::ExecutionContext::default()) {
                     let Ok(batch) = batch else { break };
                     check("batches", batch.column(0).as_ref(), &expected, None);
                 }
@@ -2173,7 +2173,9 @@ pub fn push_decoder(data: &[u8]) {
         }
         let expected = vec![
             RecordBatch::try_new(
-                arrow_array::RecordBatchReader::schema(&array.batches()),
+                arrow_array::RecordBatchReader::schema(
+                    &array.batches(&zarrow::ExecutionContext::default()),
+                ),
                 vec![whole],
             )
             .expect("a batch"),

@@ -11,13 +11,21 @@ use pyo3::prelude::*;
 use pyo3_object_store::AnyObjectStore;
 use zarrow::location::UrlOptions;
 use zarrow::store::{ObjectStoreAsync, ObjectStoreBackend};
-use zarrow::{Location, ParseOptionError, Stores};
+use zarrow::{Location, ParseOptionError, Store, Stores};
 
 use crate::errors::to_py;
 
 /// A [`Location`] from a Python argument: a `str` or `os.PathLike`, or an
-/// obstore store (its prefix the node).
-pub(crate) struct PyLocation(pub(crate) Location);
+/// obstore store (its prefix the node) with the store itself, which the
+/// [`Stores`] this call opens it through are given.
+pub(crate) struct PyLocation(pub(crate) Location, Option<Arc<dyn Store>>);
+
+impl PyLocation {
+    /// A supplied store, named `name`.
+    fn supplied(store: Arc<dyn Store>, name: String) -> Self {
+        Self(Location::supplied(name), Some(store))
+    }
+}
 
 impl<'a, 'py> FromPyObject<'a, 'py> for PyLocation {
     type Error = PyErr;
@@ -25,11 +33,11 @@ impl<'a, 'py> FromPyObject<'a, 'py> for PyLocation {
     fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
         if let Ok(path) = obj.extract::<PathBuf>() {
             return Location::parse_os(path.as_os_str())
-                .map(Self)
+                .map(|location| Self(location, None))
                 .map_err(to_py);
         }
         if let Some(location) = icechunk_session(&obj)? {
-            return Ok(Self(location));
+            return Ok(location);
         }
         let store = obj.extract::<AnyObjectStore>().map_err(|e| {
             let kind = obj
@@ -54,17 +62,17 @@ impl<'a, 'py> FromPyObject<'a, 'py> for PyLocation {
         let label = obj.repr()?.to_string();
         let backend =
             ObjectStoreBackend::new(ObjectStoreAsync::new(store.into_dyn(), "", &label), None);
-        Ok(Self(Location::supplied(
+        Ok(Self::supplied(
             Arc::new(backend),
             format!("obstore://{prefix}"),
-        )))
+        ))
     }
 }
 
 /// An icechunk-python `Session` or `IcechunkStore` (read-only) as a store
 /// at its repository's root, through the bytes it pickles to; `None` for any
 /// other object. Writes need the `icechunk+...` location (one commit each).
-fn icechunk_session(obj: &Borrowed<'_, '_, PyAny>) -> PyResult<Option<Location>> {
+fn icechunk_session(obj: &Borrowed<'_, '_, PyAny>) -> PyResult<Option<PyLocation>> {
     let kind = obj.get_type();
     let module = kind.module().map(|m| m.to_string()).unwrap_or_default();
     if module != "icechunk" && !module.starts_with("icechunk.") {
@@ -83,7 +91,7 @@ fn icechunk_session(obj: &Borrowed<'_, '_, PyAny>) -> PyResult<Option<Location>>
         zarrow::icechunk::store_from_session_bytes(&bytes, &name, crate::runtime().map_err(to_py)?)
             .map_err(to_py)?;
     let snapshot = store.inner().snapshot().to_string();
-    Ok(Some(Location::supplied(
+    Ok(Some(PyLocation::supplied(
         Arc::new(store),
         format!("icechunk://{snapshot}"),
     )))
@@ -124,8 +132,12 @@ impl PyLocation {
 /// # Errors
 /// As [`PyLocation::check_anonymous`].
 pub(crate) fn stores(url: UrlOptions, locations: &[&PyLocation]) -> zarrow::Result<Stores> {
+    let mut stores = Stores::new(url.clone());
     for location in locations {
         location.check_anonymous(url.anonymous)?;
+        if let (Location::Store { id, .. }, Some(store)) = (&location.0, &location.1) {
+            stores = stores.with_store(*id, store.clone());
+        }
     }
-    Ok(Stores::new(url))
+    Ok(stores)
 }

@@ -4,6 +4,7 @@
 //! from. Opening a [`Location`] with it (which reaches up into Icechunk and
 //! the writers) is `crate::open`'s.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -11,7 +12,7 @@ use object_store::ObjectStore;
 
 use crate::error::Result;
 use crate::location::clouds::{cloud_store, remote};
-use crate::location::{RemoteUrl, UrlOptions};
+use crate::location::{Cloud, RemoteUrl, SuppliedId, UrlOptions};
 use crate::recycle::Recycler;
 use crate::store::{Blocking, ObjectStoreAsync, ObjectStoreBackend, Store};
 
@@ -30,8 +31,7 @@ fn open_url(
 ) -> Result<ObjectStoreBackend> {
     let text = url.as_str();
     let (store, prefix) = cloud_store(url, options).map_err(|e| remote(text, e))?;
-    let mut backend =
-        ObjectStoreBackend::with_blocking(ObjectStoreAsync::new(store, &prefix, text), blocking);
+    let mut backend = ObjectStoreBackend::with_blocking(async_store(url, store, &prefix), blocking);
     if let Some(n) = options.retries {
         backend = backend.with_body_retries(n);
     }
@@ -39,6 +39,12 @@ fn open_url(
         Some(n) => backend.with_concurrency(n),
         None => backend,
     })
+}
+
+/// `store` under `prefix`, opened for `url`: named by it, listing unless it
+/// is a plain HTTP server.
+fn async_store(url: &RemoteUrl, store: Arc<dyn ObjectStore>, prefix: &str) -> ObjectStoreAsync {
+    ObjectStoreAsync::new(store, prefix, url.as_str()).with_listing(url.cloud() != Cloud::Http)
 }
 
 /// An object store some engine has registered for a URL (a DataFusion
@@ -58,6 +64,8 @@ pub struct Stores {
     registered: Option<Arc<dyn RegisteredStores>>,
     /// The context's recycler, for the local stores it opens to read into.
     recycler: Option<Arc<Recycler>>,
+    /// The stores callers supplied, by their locations' ids.
+    supplied: Arc<BTreeMap<SuppliedId, Arc<dyn Store>>>,
 }
 
 impl Default for Stores {
@@ -75,7 +83,20 @@ impl Stores {
             blocking: Blocking::default(),
             registered: None,
             recycler: None,
+            supplied: Arc::default(),
         }
+    }
+
+    /// Open the [`Location::supplied`](crate::Location::supplied) location
+    /// `id` names as `store` (its root the node).
+    pub fn with_store(mut self, id: SuppliedId, store: Arc<dyn Store>) -> Self {
+        Arc::make_mut(&mut self.supplied).insert(id, store);
+        self
+    }
+
+    /// The store supplied for `id`, if one was.
+    pub(crate) fn supplied(&self, id: SuppliedId) -> Option<Arc<dyn Store>> {
+        self.supplied.get(&id).cloned()
     }
 
     /// Local stores opened to read read their chunks into buffers from
@@ -139,6 +160,6 @@ impl Stores {
     pub(crate) fn registered_async(&self, url: &RemoteUrl) -> Option<ObjectStoreAsync> {
         let store = self.registered.as_ref()?.object_store(url)?;
         let (_, prefix) = url.split_root();
-        Some(ObjectStoreAsync::new(store, &prefix, url.as_str()))
+        Some(async_store(url, store, &prefix))
     }
 }

@@ -28,8 +28,8 @@ pub use self::limits::Limits;
 use crate::ReadOptions;
 use crate::context::ExecutionContext;
 use crate::error::{Conversion, Error, Result};
-use crate::export::{ExportFormat, ExportOptions, FileFormat};
-use crate::location::{Location, LocationError};
+use crate::export::{ExportFormat, ExportOptions};
+use crate::location::{FileFormat, Location, LocationError};
 use crate::read::TableOptions;
 use crate::store::{Consolidated, LocalStore, Store};
 use crate::write::WriteOptions;
@@ -139,12 +139,14 @@ enum Format {
 }
 
 impl Format {
-    fn of_extension(location: &Location) -> Option<Self> {
-        Some(match location.file_format()? {
+    fn of(location: &Location) -> Self {
+        match location.file_format() {
             FileFormat::Table(format) => Self::Table(format),
             FileFormat::Json => Self::Linear(linear::Kind::Json),
             FileFormat::Csv => Self::Linear(linear::Kind::Csv),
-        })
+            // `FileFormat` is non-exhaustive: anything else is a store.
+            _ => Self::Zarr,
+        }
     }
 
     /// An input's format: a URL or a supplied store is Zarr; a local path a
@@ -162,12 +164,13 @@ impl Format {
                 reason: LocationError::Missing,
             });
         }
-        Ok(Self::of_extension(src))
+        // A file: by its extension (a file that is no table is no store either).
+        Ok(Some(Self::of(src)).filter(|format| *format != Self::Zarr))
     }
 
     /// An output's format: a file by its extension, else a Zarr store.
     fn output(dst: &Location) -> Self {
-        Self::of_extension(dst).unwrap_or(Self::Zarr)
+        Self::of(dst)
     }
 }
 

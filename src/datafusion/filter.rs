@@ -39,8 +39,9 @@ use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 
-use super::snapshot::{Snapshot, Source};
+use super::snapshot::Snapshot;
 use crate::read::Selection;
+use crate::read::TableSource;
 
 /// How many blocks a partition reads at once (each: its filter columns, then
 /// the rest where rows match).
@@ -59,7 +60,7 @@ const MAX_BLOCK_ROWS: u64 = 1 << 16;
 /// expression over its columns (of a table of rows, not a flattened N-d array)
 /// that needs nothing but a row's values (no subquery, no aggregate).
 pub(crate) fn exact(table: &Snapshot, filter: &Expr) -> bool {
-    if filter.is_volatile() || !matches!(table.source, Source::Rows(_)) {
+    if filter.is_volatile() || !matches!(table.source, TableSource::Rows(_)) {
         return false;
     }
     let columns = filter.column_refs();

@@ -26,7 +26,8 @@ use datafusion::physical_optimizer::pruning::{
 
 use super::df_err;
 use super::filter::plan_locally;
-use super::snapshot::{Snapshot, Source};
+use super::snapshot::Snapshot;
+use crate::read::TableSource;
 use crate::stats::Bounds;
 
 /// What a scan prunes with, made once from the statistics it read: each
@@ -207,7 +208,7 @@ pub(super) fn statistics(
     named: &HashSet<String>,
 ) -> DfResult<HashMap<String, Bounds>> {
     let mut out = HashMap::new();
-    let Source::Rows(builder) = &table.source else {
+    let TableSource::Rows(builder) = &table.source else {
         return Ok(out);
     };
     if named.is_empty() {

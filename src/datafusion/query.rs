@@ -1,7 +1,6 @@
 //! A SQL query over named tables, answered as a blocking `RecordBatchReader`:
 //! what `zarrow sql` and the Python package's `zarrow.sql` run.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::{RecordBatch, RecordBatchReader};
@@ -20,9 +19,8 @@ use futures::StreamExt;
 use super::snapshot::Snapshot;
 use super::{ZarrTable, ZarrTableOptions};
 use crate::error::{Error, Result};
-use crate::export::{ExportFormat, FileFormat};
-use crate::location::Location;
-use crate::location::UrlOptions;
+use crate::export::ExportFormat;
+use crate::location::{FileFormat, Location, UrlOptions};
 use crate::read::Skipped;
 use crate::store::Blocking;
 
@@ -301,51 +299,56 @@ async fn register_table(
     let parsed = Location::parse(location)
         .map_err(|e| in_table(e, &format!("table {name} ({location})")))?;
     // DataFusion lists a table's files by extension: the location's own.
-    let extension = Path::new(location)
+    let extension = parsed
         .extension()
-        .map(|e| format!(".{}", e.to_string_lossy()))
+        .map(|e| format!(".{e}"))
         .unwrap_or_default();
-    let format = parsed.file_format();
-    let registered = if let Some(FileFormat::Table(ExportFormat::Parquet)) = format {
-        let options = ParquetReadOptions {
-            file_extension: &extension,
-            ..Default::default()
-        };
-        ctx.register_parquet(name, location, options).await
-    } else if let Some(FileFormat::Table(ExportFormat::IpcFile | ExportFormat::IpcStream)) = format
-    {
-        // DataFusion's Arrow format reads the IPC file and stream formats.
-        let options = ArrowReadOptions {
-            file_extension: &extension,
-            ..Default::default()
-        };
-        ctx.register_arrow(name, location, options).await
-    } else if let Some(FileFormat::Csv) = format {
-        let options = CsvReadOptions::new().file_extension(&extension);
-        ctx.register_csv(name, location, options).await
-    } else if format.is_some() {
-        return Err(Error::UnsupportedConversion {
-            path: location.to_string(),
-            reason: crate::error::Conversion::LinearAsTable {
-                table: name.to_string(),
-            },
-        });
-    } else {
-        // Its metadata is read blocking, off the runtime's workers, waiting on
-        // the runtime (no runtime of the store's own).
-        let table_options = options.table.clone();
-        let stores = super::session_registry(ctx.runtime_env(), options.url.clone());
-        let table =
-            tokio::task::spawn_blocking(move || ZarrTable::open(&parsed, table_options, &stores))
-                .await
-                .map_err(|e| Error::query(format!("table {name} ({location}): {e}")))??;
-        skipped.extend(
-            table
-                .skipped()
-                .iter()
-                .map(|s| (name.to_string(), s.clone())),
-        );
-        ctx.register_table(name, Arc::new(table)).map(|_| ())
+    let registered = match parsed.file_format() {
+        FileFormat::Table(ExportFormat::Parquet) => {
+            let options = ParquetReadOptions {
+                file_extension: &extension,
+                ..Default::default()
+            };
+            ctx.register_parquet(name, location, options).await
+        }
+        FileFormat::Table(ExportFormat::IpcFile | ExportFormat::IpcStream) => {
+            // DataFusion's Arrow format reads the IPC file and stream formats.
+            let options = ArrowReadOptions {
+                file_extension: &extension,
+                ..Default::default()
+            };
+            ctx.register_arrow(name, location, options).await
+        }
+        FileFormat::Csv => {
+            let options = CsvReadOptions::new().file_extension(&extension);
+            ctx.register_csv(name, location, options).await
+        }
+        FileFormat::Zarr => {
+            // Its metadata is read blocking, off the runtime's workers, waiting on
+            // the runtime (no runtime of the store's own).
+            let table_options = options.table.clone();
+            let stores = super::session_registry(ctx.runtime_env(), options.url.clone());
+            let table = tokio::task::spawn_blocking(move || {
+                ZarrTable::open(&parsed, table_options, &stores)
+            })
+            .await
+            .map_err(|e| Error::query(format!("table {name} ({location}): {e}")))??;
+            skipped.extend(
+                table
+                    .skipped()
+                    .iter()
+                    .map(|s| (name.to_string(), s.clone())),
+            );
+            ctx.register_table(name, Arc::new(table)).map(|_| ())
+        }
+        _ => {
+            return Err(Error::UnsupportedConversion {
+                path: location.to_string(),
+                reason: crate::error::Conversion::LinearAsTable {
+                    table: name.to_string(),
+                },
+            });
+        }
     };
     registered.map_err(|e| in_table(query_error(e), &format!("table {name} ({location})")))
 }

@@ -143,15 +143,20 @@ impl AnalyzerRule for PortableCopy {
             let LogicalPlan::Copy(copy) = &node else {
                 return Ok(Transformed::no(node));
             };
-            let output_url = Location::parse(&copy.output_url)
-                .ok()
-                .and_then(|l| l.portable())
-                .unwrap_or_else(|| copy.output_url.clone());
             let zarr = copy
                 .file_type
                 .as_any()
                 .downcast_ref::<DefaultFileType>()
                 .and_then(|t| t.as_format_factory().downcast_ref::<ZarrFormatFactory>());
+            let output_url = match Location::parse(&copy.output_url) {
+                Ok(location) => location
+                    .portable()
+                    .unwrap_or_else(|| copy.output_url.clone()),
+                // A Zarr output zarrow cannot parse is the statement's error;
+                // another format's URL is DataFusion's to read.
+                Err(e) if zarr.is_some() => return Err(df_err(e)),
+                Err(_) => copy.output_url.clone(),
+            };
             let (file_type, options) = match zarr {
                 Some(format) if !copy.options.is_empty() => {
                     let mut given: Vec<(String, String)> = copy
@@ -251,14 +256,15 @@ impl FileFormat for ZarrFormat {
         let Some(table) = conf.table_paths.first() else {
             return plan_err!("COPY ... STORED AS ZARR needs a target");
         };
-        // DataFusion's table path is a URL: a `file://` one for a local path.
-        let given = if table.scheme() == "file" {
-            table.as_str()
-        } else {
-            &conf.original_url
+        // The location as written (DataFusion's URL drops what it does not
+        // know: an Icechunk location's query); a local path as DataFusion
+        // resolved it (a `file://` URL, absolute).
+        let location = match Location::parse(&conf.original_url).map_err(df_err)? {
+            Location::Path(_) => Location::parse(table.as_str()).map_err(df_err)?,
+            other => other,
         };
         let target = Target {
-            location: Location::parse(given).map_err(df_err)?,
+            location,
             url: UrlOptions::default(),
         };
         let mode = if self.options.append {

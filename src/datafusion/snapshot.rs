@@ -6,7 +6,6 @@
 use std::ops::Range;
 use std::sync::{Arc, PoisonError, RwLock};
 
-use arrow_array::RecordBatchReader;
 use arrow_schema::{Schema, SchemaRef};
 
 use crate::Stores;
@@ -15,9 +14,9 @@ use crate::error::{Error, ParseOptionError, Result};
 use crate::location::Location;
 use crate::location::UrlOptions;
 use crate::options::Options as _;
-use crate::read::{ReaderBuilder, Skipped, aligned_splits};
+use crate::read::{ReaderBuilder, Skipped, TableSource, aligned_splits};
 use crate::store::{Consolidated, MetadataSnapshot};
-use crate::{NodeMetadata, ReadOptions, Store, ZarrArray, ZarrGroup, read_node};
+use crate::{ReadOptions, Store};
 
 crate::options::options! {
     /// How a Zarr store is read as a table: what `CREATE EXTERNAL TABLE ... OPTIONS`
@@ -72,16 +71,6 @@ impl ZarrTableOptions {
     }
 }
 
-/// What a table reads from.
-#[derive(Debug, Clone)]
-pub(crate) enum Source {
-    /// A group's 1-D arrays, or one 1-D array: rows read by a [`ReaderBuilder`].
-    Rows(ReaderBuilder),
-    /// An N-d array, flattened in C order, read slab by slab (a slab: the
-    /// elements whose first index falls in one chunk row).
-    Flat(ZarrArray),
-}
-
 /// What one opening of a Zarr group or array saw: its metadata, columns and
 /// rows.
 #[derive(Debug, Clone)]
@@ -93,7 +82,7 @@ pub(crate) struct Snapshot {
     /// The store's metadata as read when the table opened (sent with a plan, so
     /// that another machine opens the table without reading it again).
     metadata: Arc<Consolidated>,
-    pub(crate) source: Source,
+    pub(crate) source: TableSource,
     /// The same rows with anndata categoricals as their codes and categories
     /// (dictionaries), where the table gives their values: what a filter on
     /// one is evaluated over (a comparison per category, not per row).
@@ -223,57 +212,44 @@ impl Snapshot {
         let name = location.name();
         let metadata = Arc::new(Consolidated::remembering(store));
         let store: Arc<dyn Store> = metadata.clone();
-        let mut codes_of = None;
-        let source = match read_node(store.as_ref(), "")? {
-            NodeMetadata::Array(meta) if meta.shape.len() == 1 => {
-                let array = ZarrArray::open_with(store, "", read_options)?.with_column_name(name);
-                Source::Rows(array.reader())
+        let columns = options.columns.as_deref();
+        let source = match TableSource::open(store.clone(), &name, read_options, columns, false)? {
+            TableSource::Long(..) => {
+                return Err(Error::OptionNotApplicable {
+                    options: vec!["a long table"],
+                    applies_to: "zarrow.read and zarrow convert, not a DataFusion table",
+                });
             }
-            NodeMetadata::Array(_) => {
-                if options.columns.is_some() {
-                    return Err(Error::OptionNotApplicable {
-                        options: vec!["the columns option"],
-                        applies_to: "groups only",
-                    });
-                }
-                Source::Flat(ZarrArray::open_with(store, "", read_options)?.with_column_name(name))
-            }
-            NodeMetadata::Group(_) => {
-                let builder = ZarrGroup::open_with(store.clone(), "", read_options)?
-                    .with_column_name(&name)?
-                    .reader();
-                let builder = match &options.columns {
-                    Some(columns) => builder.with_projection(columns.clone()),
-                    None => builder,
-                };
-                let categorical = builder.columns()?.iter().any(|c| c.categories().is_some());
-                if read_options.categorical_values && categorical {
-                    let as_codes = ReadOptions {
-                        categorical_values: false,
-                        ..read_options
-                    };
-                    let codes = ZarrGroup::open_with(store, "", as_codes)?
-                        .with_column_name(&name)?
-                        .reader();
-                    codes_of = Some(match &options.columns {
-                        Some(columns) => codes.with_projection(columns.clone()),
-                        None => codes,
-                    });
-                }
-                Source::Rows(builder)
-            }
+            source => source,
         };
-        let codes = codes_of;
+        let mut codes = None;
+        if let TableSource::Rows(builder) = &source
+            && read_options.categorical_values
+            && builder.columns()?.iter().any(|c| c.categories().is_some())
+        {
+            // The same rows with the categoricals as their codes.
+            let as_codes = ReadOptions {
+                categorical_values: false,
+                ..read_options
+            };
+            if let TableSource::Rows(builder) =
+                TableSource::open(store, &name, as_codes, columns, false)?
+            {
+                codes = Some(builder);
+            }
+        }
         let (fields, rows, skipped) = match &source {
-            Source::Rows(builder) => {
+            TableSource::Rows(builder) => {
                 let columns = builder.columns()?;
                 let fields: Vec<_> = columns.iter().map(|c| c.field().clone()).collect();
                 (fields, columns[0].len(), builder.skipped())
             }
-            Source::Flat(array) => {
-                let fields = array.batches().schema().fields().iter().cloned().collect();
+            TableSource::Flat(array) => {
+                let columns = array.reader().columns()?;
+                let fields = columns.iter().map(|c| c.field().clone()).collect();
                 (fields, array.len(), Vec::new())
             }
+            TableSource::Long(..) => (Vec::new(), 0, Vec::new()),
         };
         let schema = Arc::new(Schema::new(fields));
         let mut sorted = Vec::new();
@@ -395,8 +371,10 @@ impl Snapshot {
     /// `rows` split into at most `n` ranges that start on chunk (slab) boundaries.
     pub(crate) fn splits(&self, rows: Range<u64>, n: usize) -> Result<Vec<Range<u64>>> {
         match &self.source {
-            Source::Rows(builder) => builder.clone().with_row_range(rows).splits(n),
-            Source::Flat(array) => Ok(aligned_splits(rows, array.row_chunk_len(), n)),
+            TableSource::Rows(builder) => builder.clone().with_row_range(rows).splits(n),
+            TableSource::Flat(array) => Ok(aligned_splits(rows, array.row_chunk_len(), n)),
+            // Refused when the table opened.
+            TableSource::Long(..) => Ok(vec![rows]),
         }
     }
 }

@@ -51,10 +51,11 @@ use super::df_err;
 use super::dynamic::{Dynamic, wanted_order};
 use super::filter::{Batches, Filtered, ScanFilter};
 use super::prune::Pruning;
-use super::snapshot::{Snapshot, Source};
+use super::snapshot::Snapshot;
 use crate::Stores;
 use crate::error::Result;
 use crate::location::Location;
+use crate::read::TableSource;
 use crate::read::{ReadBudget, ReadStats, ReaderBuilder};
 use crate::recycle::{KeptBudget, Recycler};
 use crate::store::{AsyncStore, SyncAsAsync};
@@ -472,11 +473,16 @@ impl Opener {
             return Ok(row_counts(schema, range.end - range.start).boxed());
         }
         let builder = match source.snapshot.source.clone() {
-            Source::Rows(builder) => builder,
+            TableSource::Rows(builder) => builder,
             // An N-d array: its elements in C order, a batch per slab.
-            Source::Flat(array) => {
+            TableSource::Flat(array) => {
                 let slab = usize::try_from(array.row_chunk_len()).unwrap_or(usize::MAX);
                 array.reader().with_batch_size(slab)
+            }
+            TableSource::Long(..) => {
+                return internal_err!(
+                    "a long table is no DataFusion table (refused when it opened)"
+                );
             }
         };
         let pool = source.runtime.memory_pool.clone();

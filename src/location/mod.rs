@@ -19,26 +19,29 @@
 //! | any other `scheme://...` (RFC 3986: a letter, then letters, digits, `+`, `-`, `.`) | an error ([`LocationError::UnknownScheme`]), never a local path |
 //!
 //! A store the caller opened itself (an obstore store from Python) is a
-//! [`Location::Store`]: it has a name but no text that opens it again.
+//! [`Location::Store`]: it has a name but no text that opens it again; the
+//! store itself is given to the [`Stores`](crate::Stores) that open it
+//! ([`Stores::with_store`](crate::Stores::with_store)). A location is a plain
+//! value: this module does no I/O and holds no store.
 //!
 //! Needs the `object-store` feature.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use object_store::ObjectStoreScheme;
 
 use crate::error::{Error, Result};
 pub use crate::error::{FileUrlProblem, LocationError};
-use crate::export::FileFormat;
-use crate::store::Store;
 
 pub(crate) mod clouds;
+mod format;
 mod icechunk;
 pub use clouds::UrlOptions;
 #[cfg(all(feature = "icechunk", feature = "s3"))]
 pub(crate) use clouds::s3_builder;
+pub use format::FileFormat;
 pub use icechunk::{DEFAULT_BRANCH, IcechunkLocation, Repository, Version};
 
 /// Where a Zarr node or a table file is: a local path, an object store URL,
@@ -54,15 +57,22 @@ pub enum Location {
     /// A node of an Icechunk repository at a branch, tag or snapshot
     /// (feature `icechunk` to open it).
     Icechunk(IcechunkLocation),
-    /// A store the caller opened (an obstore store from Python): it is read
-    /// and written through `store`, and `name` names it in messages.
+    /// A store the caller opened (an obstore store from Python), its root
+    /// the node: it is read and written through the store given to the
+    /// [`Stores`](crate::Stores) that open it, and `name` names it in
+    /// messages.
     Store {
-        /// The store; its root is the node.
-        store: Arc<dyn Store>,
         /// What it is called: `obstore://PREFIX` for an obstore store.
         name: String,
+        /// Which store it is, among those supplied in this process.
+        id: SuppliedId,
     },
 }
+
+/// Which supplied store a [`Location::Store`] is: made by
+/// [`Location::supplied`], unique in the process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SuppliedId(u64);
 
 /// An object store URL, parsed: its cloud and its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -219,10 +229,14 @@ impl Location {
     /// A store the caller opened, named `name` in messages (the Python
     /// package names an obstore store `obstore://PREFIX`); the last segment
     /// of `name` gives a root array's column its name, as a path's does.
-    pub fn supplied(store: Arc<dyn Store>, name: impl Into<String>) -> Self {
+    ///
+    /// Give the store itself to the [`Stores`](crate::Stores) that open it
+    /// ([`Stores::with_store`](crate::Stores::with_store)).
+    pub fn supplied(name: impl Into<String>) -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
         Self::Store {
-            store,
             name: name.into(),
+            id: SuppliedId(NEXT.fetch_add(1, Ordering::Relaxed)),
         }
     }
 
@@ -262,25 +276,41 @@ impl Location {
         }
     }
 
-    /// What a file's extension says it holds (Parquet, IPC, CSV, JSON), if it
-    /// names one; `None` for a Zarr store (a directory, a URL without such an
-    /// extension, a supplied store). The extension is read in any case.
+    /// What it holds: a file by its extension (Parquet, IPC, CSV, JSON,
+    /// read in any case), else a Zarr store (a directory, a URL without such
+    /// an extension, an Icechunk repository, a supplied store). Nothing is
+    /// read: whether a local path exists is the caller's to ask.
     ///
     /// ```
     /// use zarrow::Location;
-    /// use zarrow::export::{ExportFormat, FileFormat};
+    /// use zarrow::export::ExportFormat;
+    /// use zarrow::location::FileFormat;
     /// # fn main() -> zarrow::Result<()> {
     /// let format = |text: &str| Location::parse(text).map(|l| l.file_format());
-    /// assert_eq!(format("t.PQ")?, Some(FileFormat::Table(ExportFormat::Parquet)));
-    /// assert_eq!(format("s3://b/t.arrows")?, Some(FileFormat::Table(ExportFormat::IpcStream)));
-    /// assert_eq!(format("obs.zarr")?, None);
+    /// assert_eq!(format("t.PQ")?, FileFormat::Table(ExportFormat::Parquet));
+    /// assert_eq!(format("s3://b/t.arrows")?, FileFormat::Table(ExportFormat::IpcStream));
+    /// assert_eq!(format("obs.zarr")?, FileFormat::Zarr);
+    /// assert_eq!(format("icechunk+file:///r?path=t.csv")?, FileFormat::Zarr);
     /// # Ok(())
     /// # }
     /// ```
-    pub fn file_format(&self) -> Option<FileFormat> {
+    pub fn file_format(&self) -> FileFormat {
+        self.file_path()
+            .and_then(FileFormat::of_extension)
+            .unwrap_or(FileFormat::Zarr)
+    }
+
+    /// The extension of its last path segment as written (`"PQ"` of
+    /// `t.PQ`), for a path or a URL; what [`Location::file_format`] reads.
+    pub fn extension(&self) -> Option<&str> {
+        self.file_path()?.extension()?.to_str()
+    }
+
+    /// The path a file's extension is read from: a local path's, a URL's.
+    fn file_path(&self) -> Option<&Path> {
         match self {
-            Self::Path(path) => FileFormat::from_path(path),
-            Self::Url(url) => FileFormat::from_path(Path::new(url.url.path())),
+            Self::Path(path) => Some(path),
+            Self::Url(url) => Some(Path::new(url.url.path())),
             Self::Store { .. } | Self::Icechunk(_) => None,
         }
     }
@@ -525,13 +555,9 @@ mod tests {
             .unwrap()
             .join("testdata/stores/obs.zarr");
         assert_eq!(name(&format!("file://{}", here.display())), "obs");
-        let store: Arc<dyn Store> = Arc::new(crate::MemoryStore::new());
-        assert_eq!(
-            Location::supplied(store.clone(), "obstore://a/t.zarr/").name(),
-            "t"
-        );
-        assert_eq!(Location::supplied(store.clone(), "t").name(), "t");
-        assert_eq!(Location::supplied(store, "obstore://").name(), "values");
+        assert_eq!(Location::supplied("obstore://a/t.zarr/").name(), "t");
+        assert_eq!(Location::supplied("t").name(), "t");
+        assert_eq!(Location::supplied("obstore://").name(), "values");
     }
 
     #[test]

@@ -63,8 +63,8 @@ impl Stores {
                 },
             });
         }
-        if let Location::Store { store, name } = dst
-            && let Some(version) = store.pinned_version()
+        if let Location::Store { name, .. } = dst
+            && let Some(version) = self.open(dst)?.pinned_version()
         {
             // A store that reads one immutable version (an Icechunk session the
             // caller handed over) takes no write: a commit needs the location.

@@ -11,9 +11,7 @@ mod destination;
 use std::sync::Arc;
 
 use crate::Stores;
-use crate::error::Result;
-#[cfg(not(feature = "icechunk"))]
-use crate::error::{Error, LocationError};
+use crate::error::{Error, LocationError, Result};
 #[cfg(all(feature = "icechunk", feature = "convert"))]
 use crate::location::IcechunkLocation;
 use crate::location::Location;
@@ -38,7 +36,10 @@ impl Stores {
                 ))
             }
             Location::Url(url) => self.open_url(url),
-            Location::Store { store, .. } => Ok(store.clone()),
+            Location::Store { id, .. } => self.supplied(*id).ok_or_else(|| Error::Location {
+                location: location.to_string(),
+                reason: LocationError::InProcess,
+            }),
             #[cfg(feature = "icechunk")]
             Location::Icechunk(l) => Ok(Arc::new(crate::icechunk::open_read(
                 l,

@@ -773,9 +773,9 @@ impl ZarrArray {
     }
 
     /// A streaming reader: one record batch per slab (per chunk for 1-D arrays),
-    /// decoding at most one slab per decoding thread ahead.
-    pub fn batches(&self) -> super::ArrayBatchReader {
-        super::ArrayBatchReader::new(self.clone(), &crate::ExecutionContext::default())
+    /// decoding, reading ahead and reusing buffers as `context` says.
+    pub fn batches(&self, context: &crate::ExecutionContext) -> super::ArrayBatchReader {
+        super::ArrayBatchReader::new(self.clone(), context)
     }
 }
 

@@ -20,6 +20,7 @@ mod long;
 mod node;
 mod plan;
 mod selection;
+mod source;
 #[cfg(feature = "async")]
 mod stream;
 mod table;
@@ -48,6 +49,7 @@ pub use info::{
 };
 pub use long::LongTable;
 pub use node::{Node, read_node};
+pub(crate) use source::TableSource;
 #[cfg(feature = "async")]
 pub(crate) use stream::ReadBudget;
 pub use table::{TableOptions, TableReader, open_table};

@@ -1,11 +1,11 @@
 //! A node read as one table, whatever it is: the reader behind `zarrow convert
 //! STORE OUT.parquet` and the Python package's `zarrow.read`.
 //!
-//! - a group: one column per 1-D array ([`ZarrGroup::reader`]), or with
+//! - a group: one column per 1-D array ([`ZarrGroup::reader`](super::ZarrGroup::reader)), or with
 //!   [`TableOptions::long`] a gridded dataset's long table ([`LongTable`](super::LongTable));
-//! - a 1-D array: one column named after it ([`ZarrArray::reader`]);
+//! - a 1-D array: one column named after it ([`ZarrArray::reader`](super::ZarrArray::reader));
 //! - an N-d array: flattened in C order, one batch per chunk row
-//!   ([`ZarrArray::batches`]).
+//!   ([`ZarrArray::batches`](super::ZarrArray::batches)).
 //!
 //! Copies: none beyond the readers'; batches are passed through as they are.
 
@@ -15,10 +15,9 @@ use std::sync::Arc;
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
 
-use super::{ArrayBatchReader, ReadOptions, Skipped, ZarrArray, ZarrGroup, read_node};
+use super::{ArrayBatchReader, ReadOptions, Skipped, TableSource};
 use crate::context::ExecutionContext;
 use crate::error::{Error, Result};
-use crate::metadata::NodeMetadata;
 use crate::store::Store;
 
 crate::options::options! {
@@ -96,7 +95,7 @@ impl RecordBatchReader for TableReader {
 }
 
 /// The node at the root of `store` as a table; `name` names a root array's
-/// column and prefixes a group's nested columns (as [`ZarrGroup::with_column_name`]).
+/// column and prefixes a group's nested columns (as [`ZarrGroup::with_column_name`](super::ZarrGroup::with_column_name)).
 /// Its chunks are decoded, and read ahead, as `context` says (a long table's
 /// coordinates and variables are read whole, on rayon).
 ///
@@ -118,41 +117,32 @@ pub fn open_table(
             applies_to,
         })
     };
-    let mut builder = match read_node(store.as_ref(), "")? {
-        NodeMetadata::Array(_) => {
-            if table.columns.is_some() {
-                return refuse("a column selection", "groups only");
-            }
-            if table.long {
-                return refuse("a long table", "a group of N-d variables, not an array");
-            }
-            let array = ZarrArray::open_with(store, "", options)?.with_column_name(name);
-            let shape = &array.metadata().shape;
-            if shape.len() != 1 {
-                if some_rows {
-                    return Err(Error::NotOneDimensional {
-                        path: array.label(),
-                        shape: shape.clone(),
-                        operation: "a row selection (rows, limit)",
-                    });
-                }
-                if table.batch_size.is_some() {
-                    return refuse(
-                        "a batch size",
-                        "1-D arrays and groups (an N-d array reads one batch per chunk row)",
-                    );
-                }
-                // The whole N-d array, flattened: one batch per chunk row.
-                let total_rows = array.len();
-                return Ok(TableReader {
-                    reader: Box::new(ArrayBatchReader::new(array, context)),
-                    total_rows,
-                    skipped: Vec::new(),
+    let source = TableSource::open(store, name, options, table.columns.as_deref(), table.long)?;
+    let mut builder = match source {
+        TableSource::Rows(builder) => builder.with_context(context),
+        TableSource::Flat(array) => {
+            if some_rows {
+                return Err(Error::NotOneDimensional {
+                    path: array.label(),
+                    shape: array.metadata().shape.clone(),
+                    operation: "a row selection (rows, limit)",
                 });
             }
-            array.reader().with_context(context)
+            if table.batch_size.is_some() {
+                return refuse(
+                    "a batch size",
+                    "1-D arrays and groups (an N-d array reads one batch per chunk row)",
+                );
+            }
+            // The whole N-d array, flattened: one batch per chunk row.
+            let total_rows = array.len();
+            return Ok(TableReader {
+                reader: Box::new(ArrayBatchReader::new(array, context)),
+                total_rows,
+                skipped: Vec::new(),
+            });
         }
-        NodeMetadata::Group(_) if table.long => {
+        TableSource::Long(group, variables) => {
             if some_rows {
                 return refuse(
                     "a row selection (rows, limit)",
@@ -162,24 +152,13 @@ pub fn open_table(
             if table.batch_size.is_some() {
                 return refuse("a batch size", "arrays and wide tables, not a long table");
             }
-            let group = ZarrGroup::open_with(store, "", options)?;
-            let long = group.long_table(table.columns.as_deref())?;
+            let long = group.long_table(variables.as_deref())?;
             let (total_rows, skipped) = (long.total_rows(), long.skipped().to_vec());
             return Ok(TableReader {
                 reader: Box::new(long),
                 total_rows,
                 skipped,
             });
-        }
-        NodeMetadata::Group(_) => {
-            let builder = ZarrGroup::open_with(store, "", options)?
-                .with_column_name(name)?
-                .reader()
-                .with_context(context);
-            match &table.columns {
-                Some(columns) => builder.with_projection(columns.clone()),
-                None => builder,
-            }
         }
     };
     // A child whose conventions cannot be decoded is not skipped: reading it is

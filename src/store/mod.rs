@@ -320,7 +320,14 @@ pub(crate) fn node_label(store: &dyn Store, path: &str) -> String {
     }
 }
 
-pub(crate) fn join_key(prefix: &str, name: &str) -> String {
+/// The key or node path `name` under `prefix` (`""`: the root), joined by
+/// one `/`.
+///
+/// ```
+/// assert_eq!(zarrow::store::join_key("", "obs"), "obs");
+/// assert_eq!(zarrow::store::join_key("atlas/", "obs"), "atlas/obs");
+/// ```
+pub fn join_key(prefix: &str, name: &str) -> String {
     let prefix = prefix.trim_matches('/');
     if prefix.is_empty() {
         name.to_string()

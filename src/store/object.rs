@@ -71,6 +71,8 @@ pub struct ObjectStoreAsync {
     concurrency: usize,
     /// How long a writer's lease lasts (see [`Store::lock`]).
     lease_ttl: Duration,
+    /// Whether the store can list its keys (a plain HTTP server cannot).
+    lists: bool,
 }
 
 /// A [`Store`](crate::Store) over an `object_store` store, under a prefix: the one sync
@@ -89,7 +91,15 @@ impl ObjectStoreAsync {
             body_retries: DEFAULT_RETRIES,
             concurrency: DEFAULT_CONCURRENCY,
             lease_ttl: DEFAULT_LEASE_TTL,
+            lists: true,
         }
+    }
+
+    /// Whether the store can list its keys: not a plain HTTP server's (the
+    /// opener knows, from the location's [`Cloud`](crate::location::Cloud)).
+    pub(crate) fn with_listing(mut self, lists: bool) -> Self {
+        self.lists = lists;
+        self
     }
 
     /// Retry a response body cut off mid-way up to `n` times.
@@ -336,7 +346,7 @@ impl ObjectStoreAsync {
     /// and modification time); `None` for a plain HTTP server, which cannot
     /// list.
     async fn list_versions_inner(&self, prefix: &str) -> Result<Option<Vec<(String, String)>>> {
-        if self.location.starts_with("http://") || self.location.starts_with("https://") {
+        if !self.lists {
             return Ok(None);
         }
         let objects = self.list_objects(prefix).await?;

@@ -51,7 +51,7 @@ fn read_everything(
             // Streamed first, as `zarrow convert` reads; then whole (which refuses
             // to materialise past `max_read_bytes` before it reads a chunk).
             let array = ZarrArray::open_with(store, "", options)?;
-            for batch in array.batches() {
+            for batch in array.batches(&zarrow::ExecutionContext::default()) {
                 batch?;
             }
             array.read_all()?;

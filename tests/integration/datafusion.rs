@@ -80,7 +80,7 @@ fn observed_table(options: ZarrTableOptions) -> (Arc<Observed>, ZarrTable) {
     let memory = Arc::new(MemoryStore::new());
     write_table(memory.clone());
     let store = Observed::new(memory);
-    let location = zarrow::Location::supplied(store.clone(), "t");
+    let location = zarrow::Location::supplied("t");
     let table = ZarrTable::from_store(store.clone(), &location, options).unwrap();
     store.take();
     (store, table)
@@ -787,7 +787,7 @@ fn filters_on_a_categorical_with_nulls_answer_as_its_values() {
     };
     let reader = arrow_array::RecordBatchIterator::new([Ok(batch)], schema);
     zarrow::write::write_batches(reader, memory.clone(), "", options).unwrap();
-    let location = zarrow::Location::supplied(memory.clone(), "t");
+    let location = zarrow::Location::supplied("t");
     let table = ZarrTable::from_store(memory, &location, ZarrTableOptions::default()).unwrap();
     let keep = |pick: &dyn Fn(Option<&str>) -> bool| -> Vec<i64> {
         (0..N)
@@ -976,7 +976,7 @@ fn topk_over_zarr_answers_as_over_memory() {
                 write_array(store.clone(), "n", &n, options).unwrap();
                 let names = ["x", "n"].map(String::from);
                 write_group_metadata(store.as_ref(), "", &names, 3).unwrap();
-                let location = zarrow::Location::supplied(store.clone(), "t");
+                let location = zarrow::Location::supplied("t");
                 let table =
                     ZarrTable::from_store(store, &location, ZarrTableOptions::default()).unwrap();
                 let memory = RecordBatch::try_from_iter([("x", x), ("n", n)]).unwrap();

@@ -72,7 +72,7 @@ fn check_case(case: &str, string_type: StringType, memory_map: bool) -> Result<(
                 ));
             }
             array
-                .batches()
+                .batches(&zarrow::ExecutionContext::default())
                 .collect::<Result<_, _>>()
                 .map_err(|e| format!("{case}: batches: {e}"))?
         }

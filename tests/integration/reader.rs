@@ -402,7 +402,10 @@ fn a_zero_dimensional_array_is_one_row() {
     zarrow::write::write_nd_array(store.clone(), "a", &value, &[], WriteOptions::default())
         .unwrap();
     let array = ZarrArray::open(store, "a").unwrap();
-    let batches: Vec<RecordBatch> = array.batches().collect::<Result<_, _>>().unwrap();
+    let batches: Vec<RecordBatch> = array
+        .batches(&zarrow::ExecutionContext::default())
+        .collect::<Result<_, _>>()
+        .unwrap();
     assert_eq!(batches.len(), 1);
     let text = batches[0].column(0).as_string::<i32>();
     assert_eq!(text.iter().collect::<Vec<_>>(), [Some("only")]);

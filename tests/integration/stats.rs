@@ -111,7 +111,7 @@ fn run(
     sql: &str,
 ) -> (Vec<RecordBatch>, BTreeMap<String, BTreeSet<u64>>) {
     let store = Observed::new(memory);
-    let location = zarrow::Location::supplied(store.clone(), "t");
+    let location = zarrow::Location::supplied("t");
     let table = ZarrTable::from_store(store.clone(), &location, options).unwrap();
     store.take();
     let batches = runtime().block_on(async {
@@ -411,7 +411,7 @@ fn late_materialization_reads_the_rest_only_where_rows_match() {
     assert!(!matching.is_empty() && matching.len() < ROWS / CHUNK);
 
     let store = Observed::new(memory);
-    let location = zarrow::Location::supplied(store.clone(), "t");
+    let location = zarrow::Location::supplied("t");
     let table =
         ZarrTable::from_store(store.clone(), &location, ZarrTableOptions::default()).unwrap();
     store.take();
@@ -462,7 +462,7 @@ fn a_limit_over_a_filter_stops_at_the_first_matches() {
     write(memory.clone(), false);
     let (_, _, n, _) = columns();
     let store = Observed::new(memory);
-    let location = zarrow::Location::supplied(store.clone(), "t");
+    let location = zarrow::Location::supplied("t");
     let table =
         ZarrTable::from_store(store.clone(), &location, ZarrTableOptions::default()).unwrap();
     store.take();
@@ -487,7 +487,7 @@ fn a_limit_over_a_filter_stops_at_the_first_matches() {
 fn explain_analyze_shows_pruned_and_matched_rows() {
     let memory = Arc::new(MemoryStore::new());
     write(memory.clone(), true);
-    let location = zarrow::Location::supplied(memory.clone(), "t");
+    let location = zarrow::Location::supplied("t");
     let table = ZarrTable::from_store(memory, &location, ZarrTableOptions::default()).unwrap();
     let (_, days, _, _) = columns();
     let plan = runtime().block_on(async {
@@ -536,7 +536,7 @@ fn planning_reads_no_statistics_and_a_scan_reads_them_once() {
     let memory = Arc::new(MemoryStore::new());
     write(memory.clone(), true);
     let store = Observed::new(memory);
-    let location = zarrow::Location::supplied(store.clone(), "t");
+    let location = zarrow::Location::supplied("t");
     let table =
         ZarrTable::from_store(store.clone(), &location, ZarrTableOptions::default()).unwrap();
     store.take();

@@ -207,7 +207,10 @@ fn memory_mapped_chunks_are_not_copied() {
         };
         let array = ZarrArray::open_with(store, "", options).unwrap();
         let mut checked = 0;
-        for (i, batch) in array.batches().enumerate() {
+        for (i, batch) in array
+            .batches(&zarrow::ExecutionContext::default())
+            .enumerate()
+        {
             let chunk = root.join("c").join(i.to_string()).canonicalize();
             let Ok(chunk) = chunk else { continue }; // a missing chunk is fill
             // Offsets and values: buffers 0 and 1 of every offset-based layout.
