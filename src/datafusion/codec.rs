@@ -45,7 +45,6 @@ use super::sink::{SinkSpec, ZarrFormatFactory, ZarrSink};
 use super::snapshot::Snapshot;
 use super::source::{Scan, scan_groups, scan_plan, zarr_source};
 use super::{ZarrTable, ZarrTableOptions};
-use crate::Stores;
 use crate::location::Location;
 use crate::options::Carried;
 use crate::store::MetadataSnapshot;
@@ -154,15 +153,17 @@ impl TableSpec {
         })
     }
 
-    /// The table, opened from the metadata carried (no request).
-    fn open(self) -> DfResult<Snapshot> {
+    /// The table, opened from the metadata carried (no request), through the
+    /// stores `ctx`'s session has registered.
+    fn open(self, ctx: &TaskContext) -> DfResult<Snapshot> {
         let location = Location::parse(&self.location).map_err(df_err)?;
         let read_at = match &self.read_at {
             Some(text) => Location::parse(text).map_err(df_err)?,
             None => location.clone(),
         };
         let options: ZarrTableOptions = self.options.options().map_err(df_err)?;
-        let stores = Stores::new(self.url.options().map_err(df_err)?);
+        let url = self.url.options().map_err(df_err)?;
+        let stores = super::session_registry(ctx.runtime_env(), url);
         Ok(
             Snapshot::from_snapshot(&read_at, options, &stores, self.metadata.snapshot())
                 .map_err(df_err)?
@@ -268,7 +269,9 @@ impl LogicalExtensionCodec for ZarrLogicalCodec {
         ctx: &TaskContext,
     ) -> DfResult<Arc<dyn TableProvider>> {
         match buf.strip_prefix(TABLE_TAG) {
-            Some(json) => Ok(Arc::new(ZarrTable::of(decode::<TableSpec>(json)?.open()?))),
+            Some(json) => Ok(Arc::new(ZarrTable::of(
+                decode::<TableSpec>(json)?.open(ctx)?,
+            ))),
             None => self
                 .inner
                 .try_decode_table_provider(buf, table_ref, schema, ctx),
@@ -361,7 +364,7 @@ impl PhysicalExtensionCodec for ZarrPhysicalCodec {
             return self.inner.try_decode(buf, inputs, ctx, proto_converter);
         };
         let spec: ScanSpec = decode(json)?;
-        let snapshot = Arc::new(spec.table.open()?);
+        let snapshot = Arc::new(spec.table.open(ctx)?);
         let codes = snapshot.codes_schema();
         let filter = ScanFilter::from_bytes(snapshot.arrow_schema(), &spec.filter, ctx)?
             .map(|f| f.with_codes(codes.as_ref(), &ExecutionProps::new()));

@@ -77,8 +77,10 @@ impl ZarrTableOptions {
 pub(crate) struct Snapshot {
     location: Location,
     options: ZarrTableOptions,
-    /// How the location was opened (kept for another machine to open it alike).
-    url: UrlOptions,
+    /// The stores the location was opened through: the table opens it again
+    /// through them (an `INSERT` reopening an Icechunk branch), and another
+    /// machine with their URL options.
+    stores: Stores,
     /// The store's metadata as read when the table opened (sent with a plan, so
     /// that another machine opens the table without reading it again).
     metadata: Arc<Consolidated>,
@@ -129,14 +131,13 @@ impl Current {
         };
         if let Location::Icechunk(_) = &now.location {
             // A session reads one snapshot: the branch's tip is opened again.
-            let stores = Stores::new(now.url.clone());
-            let fresh = Snapshot::open(&now.location, now.options.clone(), &stores)?;
+            let fresh = Snapshot::open(&now.location, now.options.clone(), &now.stores)?;
             *self.0.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(fresh);
             return Ok(());
         }
         let store = Consolidated::open(plain.clone())?;
         let fresh = Snapshot::from_store(store, &now.location, now.options.clone())?
-            .with_url_options(now.url.clone())
+            .with_stores(now.stores.clone())
             .with_store_for_writes(plain.clone());
         *self.0.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(fresh);
         Ok(())
@@ -158,7 +159,7 @@ impl Snapshot {
         let plain = stores.open(location)?;
         let store = Consolidated::open(plain.clone())?;
         Ok(Self::from_store(store, location, options)?
-            .with_url_options(stores.url_options().clone())
+            .with_stores(stores.clone())
             .with_store_for_writes(plain))
     }
 
@@ -177,7 +178,7 @@ impl Snapshot {
         let plain = stores.open(location)?;
         let store = Arc::new(Consolidated::from_snapshot(plain.clone(), metadata));
         Ok(Self::from_store(store, location, options)?
-            .with_url_options(stores.url_options().clone())
+            .with_stores(stores.clone())
             .with_store_for_writes(plain))
     }
 
@@ -189,10 +190,11 @@ impl Snapshot {
         self
     }
 
-    /// Record how the location's URL is opened, for another machine that opens
-    /// the table again (the default: [`UrlOptions::default`]).
-    pub(crate) fn with_url_options(mut self, url: UrlOptions) -> Self {
-        self.url = url;
+    /// Open the location again through `stores` (the default: a registry
+    /// with [`UrlOptions::default`]), and tell another machine their URL
+    /// options.
+    pub(crate) fn with_stores(mut self, stores: Stores) -> Self {
+        self.stores = stores;
         self
     }
 
@@ -277,7 +279,7 @@ impl Snapshot {
             codes,
             location: location.clone(),
             options,
-            url: UrlOptions::default(),
+            stores: Stores::default(),
             metadata,
             source,
             schema,
@@ -320,7 +322,12 @@ impl Snapshot {
 
     /// How its URL is opened.
     pub(crate) fn url_options(&self) -> &UrlOptions {
-        &self.url
+        self.stores.url_options()
+    }
+
+    /// The stores its location opens through.
+    pub(crate) fn stores(&self) -> &Stores {
+        &self.stores
     }
 
     /// The metadata documents and listings opening the table read.

@@ -242,8 +242,10 @@ impl datafusion::catalog::TableProvider for ZarrTable {
         let local = location.is_local();
         let target = match (snapshot.writable(), local, mode) {
             (_, true, Mode::Overwrite) => {
-                let stores = Stores::new(url.clone());
-                let (_, node) = stores.open_for_append(&location).map_err(df_err)?;
+                let (_, node) = snapshot
+                    .stores()
+                    .open_for_append(&location)
+                    .map_err(df_err)?;
                 if !node.is_empty() {
                     return not_impl_err!(
                         "{} is a group inside a Zarr hierarchy: INSERT OVERWRITE replaces a whole store only",

@@ -104,9 +104,47 @@ impl Stores {
 
 #[cfg(test)]
 mod tests {
-    use crate::Stores;
+    use std::sync::Arc;
+
     use crate::error::{Error, LocationError};
     use crate::location::Location;
+    use crate::{MemoryStore, Store, Stores};
+
+    #[test]
+    fn a_supplied_location_opens_the_store_given_for_it() {
+        // Two stores under one name stay two locations.
+        let (a, b) = (
+            Location::supplied("obstore://"),
+            Location::supplied("obstore://"),
+        );
+        let (Location::Store { id: id_a, .. }, Location::Store { id: id_b, .. }) = (&a, &b) else {
+            panic!("not supplied locations");
+        };
+        let first: Arc<dyn Store> = Arc::new(MemoryStore::new());
+        first.set("k", b"first").unwrap();
+        let second: Arc<dyn Store> = Arc::new(MemoryStore::new());
+        second.set("k", b"second").unwrap();
+        let stores = Stores::default()
+            .with_store(*id_a, first)
+            .with_store(*id_b, second);
+        assert_eq!(
+            &stores.open(&a).unwrap().get("k").unwrap().unwrap()[..],
+            b"first"
+        );
+        assert_eq!(
+            &stores.open(&b).unwrap().get("k").unwrap().unwrap()[..],
+            b"second"
+        );
+        // Stores that were given neither cannot open them.
+        let e = Stores::default().open(&a).unwrap_err();
+        assert!(matches!(
+            e,
+            Error::Location {
+                reason: LocationError::InProcess,
+                ..
+            }
+        ));
+    }
 
     #[test]
     fn a_file_is_not_a_store() {
