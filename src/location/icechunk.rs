@@ -171,16 +171,9 @@ impl IcechunkLocation {
     }
 
     /// Whether the repository is on this machine's disk.
-    pub fn is_local_repository(&self) -> bool {
+    #[cfg(feature = "icechunk")]
+    pub(crate) fn is_local_repository(&self) -> bool {
         matches!(self.repository, Repository::Path(_))
-    }
-
-    /// The repository's own URL or path, as text.
-    pub fn repository_text(&self) -> String {
-        match &self.repository {
-            Repository::Path(path) => path.display().to_string(),
-            Repository::Url(url) => url.as_str().to_string(),
-        }
     }
 
     /// The same node of the same repository at `version` (how a plan sent to

@@ -196,7 +196,8 @@ impl ReaderBuilder {
     /// batches otherwise cut as by default (ending where a long run ends, never
     /// a concatenation across runs of such a column): an engine's batch size.
     /// [`with_batch_size`](Self::with_batch_size) wins.
-    pub fn with_max_batch_rows(mut self, rows: usize) -> Self {
+    #[cfg(feature = "datafusion")]
+    pub(crate) fn with_max_batch_rows(mut self, rows: usize) -> Self {
         self.max_batch_rows = Some(rows.max(1));
         self
     }
