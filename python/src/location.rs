@@ -125,7 +125,8 @@ impl PyLocation {
     }
 }
 
-/// How a call opens `locations`: URLs with `url`, their blocking calls
+/// How a call opens `locations`: a supplied store (an obstore store, an
+/// icechunk-python session) as itself, URLs with `url`, their blocking calls
 /// waiting on the process's one runtime (`zarrow::store::runtime`, started
 /// only when a URL or a repository is read: a local path needs none).
 ///

@@ -1,7 +1,7 @@
 //! [`Stores`]: the registry of open stores a context reads and writes
 //! through: how URLs are opened, the runtime their blocking calls wait on,
-//! the stores an engine has registered, and the recycler local reads fill
-//! from. Opening a [`Location`] with it (which reaches up into Icechunk and
+//! the stores an engine has registered or a caller supplied, and the
+//! recycler local reads fill from. Opening a [`Location`] with it (which reaches up into Icechunk and
 //! the writers) is `crate::open`'s.
 
 use std::collections::BTreeMap;
@@ -55,8 +55,9 @@ pub(crate) trait RegisteredStores: fmt::Debug + Send + Sync {
 }
 
 /// The one registry that opens a [`Location`](crate::Location): how URLs are opened
-/// ([`UrlOptions`]), which runtime a URL's blocking calls wait on, and the
-/// object stores an engine has registered, consulted first. Cheap to clone.
+/// ([`UrlOptions`]), which runtime a URL's blocking calls wait on, the
+/// object stores an engine has registered, consulted first, and the stores
+/// callers supplied ([`Stores::with_store`]). Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Stores {
     url: UrlOptions,
