@@ -261,9 +261,9 @@ impl FileFormat for ZarrFormat {
             location: Location::parse(given).map_err(df_err)?,
             url: UrlOptions::default(),
         };
-        let mode = if self.options.append {
+        let mode = if self.options.appends() {
             Mode::Append
-        } else if self.options.overwrite {
+        } else if self.options.overwrites() {
             Mode::Overwrite
         } else {
             Mode::Create
