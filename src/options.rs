@@ -379,6 +379,24 @@ impl<T: OptionValue> Codec<Option<Vec<T>>> for List {
     }
 }
 
+/// The codec of an `Option<usize>` count that is at least 1 when given
+/// (`batch_size`): 0 is refused by name, never clamped in silence.
+#[derive(Debug)]
+pub(crate) struct AtLeastOne;
+
+impl Codec<Option<usize>> for AtLeastOne {
+    const TAKES: &'static str = "a number, at least 1";
+    fn parse(key: &'static str, text: &str) -> Result<Option<usize>> {
+        match text.trim().parse::<usize>() {
+            Ok(n) if n >= 1 => Ok(Some(n)),
+            _ => Err(bad(key, text, Self::TAKES)),
+        }
+    }
+    fn items(value: &Option<usize>) -> Vec<String> {
+        value.iter().map(usize::to_string).collect()
+    }
+}
+
 /// A byte count with an optional suffix K, M, G or T (powers of 1024; `KB`,
 /// `KiB` alike).
 #[derive(Debug)]
@@ -745,6 +763,20 @@ mod tests {
                 assert!(known.contains(&"n") && !known.contains(&"hidden"));
             }
             other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn at_least_one() {
+        let parse = |text| <AtLeastOne as Codec<Option<usize>>>::parse("batch_size", text);
+        assert_eq!(parse("5").unwrap(), Some(5));
+        for text in ["0", "-1", "x", ""] {
+            match parse(text) {
+                Err(Error::Option(e)) => {
+                    assert_eq!((e.option, e.value.as_str()), ("batch_size", text))
+                }
+                other => panic!("{text}: {other:?}"),
+            }
         }
     }
 

@@ -27,8 +27,7 @@ use datafusion_ffi::table_provider_factory::FFI_TableProviderFactory;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict};
 use tokio::runtime::Handle;
-use zarrow::datafusion::{ZarrTable, ZarrTableFactory, ZarrTableOptions};
-use zarrow::location::UrlOptions;
+use zarrow::datafusion::{ZarrTable, ZarrTableFactory};
 
 use crate::errors::{to_py, zarrow_error};
 use crate::location::PyLocation;
@@ -52,8 +51,7 @@ pub(crate) fn table(
     location: PyLocation,
     options: &Bound<'_, PyDict>,
 ) -> PyResult<Table> {
-    let (url, options): (UrlOptions, ZarrTableOptions) =
-        crate::options::keywords("table", options)?;
+    let (url, options): crate::options::TableGroups = crate::options::keywords("table", options)?;
     let stores = location
         .stores(url)
         .map_err(to_py)?

@@ -20,12 +20,11 @@ use arrow_pyarrow::FromPyArrow;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use zarrow::convert::{ConvertOptions, Observer, Written};
+use zarrow::ExecutionContext;
+use zarrow::convert::{Observer, Written};
 use zarrow::datafusion::SqlOptions;
-use zarrow::location::UrlOptions;
-use zarrow::read::{TableOptions, describe_node, open_table};
-use zarrow::write::{WriteOptions, write_batches};
-use zarrow::{ExecutionContext, ReadOptions};
+use zarrow::read::{describe_node, open_table};
+use zarrow::write::write_batches;
 
 use errors::{to_py, zarrow_error};
 use location::PyLocation;
@@ -45,11 +44,7 @@ fn read(
     keep: Option<Vec<(String, Vec<String>)>>,
     gather: Option<usize>,
 ) -> PyResult<Reader> {
-    let (url, options, table): (UrlOptions, ReadOptions, TableOptions) =
-        options::keywords("read", options)?;
-    if table.batch_size == Some(0) {
-        return Err(zarrow_error("batch_size must be at least 1"));
-    }
+    let (url, options, table): options::ReadGroups = options::keywords("read", options)?;
     let batch_size = table.batch_size;
     let (reader, enums) = py
         .detach(|| {
@@ -90,7 +85,7 @@ fn read(
 /// The node at `path` described, as JSON.
 #[pyfunction]
 fn info(py: Python<'_>, path: PyLocation, options: &Bound<'_, PyDict>) -> PyResult<String> {
-    let (url, options): (UrlOptions, ReadOptions) = options::keywords("info", options)?;
+    let (url, options): options::InfoGroups = options::keywords("info", options)?;
     let info = py
         .detach(|| {
             let store = path.stores(url)?.open_consolidated(&path.0)?;
@@ -130,7 +125,7 @@ fn write(
 ) -> PyResult<u64> {
     // The option names and values of `zarrow convert` and COPY's OPTIONS;
     // those not given keep the library's defaults.
-    let (url, options): (UrlOptions, WriteOptions) = options::keywords("write", options)?;
+    let (url, options): options::WriteGroups = options::keywords("write", options)?;
     let (overwrite, how) = (options.overwrite, options.clone());
     let raised = Arc::new(Mutex::new(None));
     let reader = Interruptible::driven(batches(data)?, raised.clone());
@@ -209,7 +204,7 @@ fn convert(
     dst: PyLocation,
     options: &Bound<'_, PyDict>,
 ) -> PyResult<(&'static str, u64, Vec<String>)> {
-    let (url, options): (UrlOptions, ConvertOptions) = options::keywords("convert", options)?;
+    let (url, options): options::ConvertGroups = options::keywords("convert", options)?;
     let (written, notes) = Observed::run(py, |observed| {
         // The package's runtime, lent to the ends' URLs.
         let context =
@@ -231,7 +226,7 @@ fn build_stats(
     location: PyLocation,
     options: &Bound<'_, PyDict>,
 ) -> PyResult<(u64, Vec<String>)> {
-    let (url,): (UrlOptions,) = options::keywords("build_stats", options)?;
+    let (url,): options::StatsGroups = options::keywords("build_stats", options)?;
     let (written, notes) = Observed::run(py, |observed| {
         let context = ExecutionContext::default().with_stores(location::stores(url, &[&location])?);
         zarrow::convert::record_stats(&location.0, &context, observed)
@@ -255,7 +250,7 @@ fn sql(
 ) -> PyResult<Reader> {
     let mut sql = SqlOptions::default();
     // The read options over a SQL table's defaults.
-    let mut groups = (UrlOptions::default(), sql.table.read);
+    let mut groups = options::sql_groups();
     options::apply("sql", options, &mut groups)?;
     let (url, read) = groups;
     sql.table.read = read;
@@ -317,5 +312,6 @@ fn zarrow_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<datafusion::Factory>()?;
     m.add_function(wrap_pyfunction!(datafusion::table, m)?)?;
     m.add_function(wrap_pyfunction!(options::options, m)?)?;
+    m.add_function(wrap_pyfunction!(options::declarations, m)?)?;
     Ok(())
 }

@@ -39,8 +39,7 @@ use prost::Message;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use tokio::runtime::Handle;
-use zarrow::datafusion::{ZarrTable, ZarrTableOptions};
-use zarrow::location::UrlOptions;
+use zarrow::datafusion::ZarrTable;
 
 use crate::errors::to_py;
 use crate::location::PyLocation;
@@ -77,7 +76,7 @@ pub(crate) fn filtered(
     columns: Vec<String>,
     batch_size: Option<usize>,
 ) -> PyResult<(Option<Reader>, Option<String>)> {
-    let (url, options): (UrlOptions, ZarrTableOptions) =
+    let (url, options): crate::options::TableGroups =
         crate::options::keywords("filtered", options)?;
     let handle = crate::runtime().map_err(to_py)?;
     let stores = location

@@ -335,19 +335,19 @@ def info(
 def write(
     data: Any,
     path: PathLike,
-    zarr_format: Optional[int] = None,
-    encoding: Optional[str] = None,
-    compressor: Optional[str] = None,
+    zarr_format: int = 3,
+    encoding: str = "default",
+    compressor: str = "zstd",
     chunk_len: Optional[int] = None,
-    nulls: Optional[str] = None,
+    nulls: str = "error",
     overwrite: bool = False,
     *,
     level: Optional[int] = None,
     shard_len: Optional[int] = None,
-    layout: Optional[str] = None,
+    layout: str = "plain",
     anonymous: bool = False,
     mode: Optional[str] = None,
-    lock_timeout: Optional[float] = None,
+    lock_timeout: float = 60.0,
     **options: Any,
 ) -> int:
     """Write a table as a Zarr group, one 1-D array per column; returns the rows
@@ -367,7 +367,8 @@ def write(
         ``shard_len``, per inner chunk of sharding_indexed shards (Zarr v3).
     nulls: "error" (the default) refuses a column with nulls; "fill" writes each
         null as the fill value ("" / 0 / NaN / false), so the nulls are lost.
-    overwrite: replace an existing Zarr node at ``path`` (``mode="overwrite"``).
+    overwrite: replace an existing Zarr node at ``path`` (``mode="overwrite"``;
+        a ``mode`` given must agree with it).
     layout: "plain" (the default) or "anndata" (an anndata dataframe).
     mode: "create" (the default: an existing node is an error), "overwrite", or
         "append": the rows are added to the group at ``path`` (made when
@@ -376,19 +377,9 @@ def write(
         ``encoding``, ``compressor``, ``level``, ``chunk_len`` and
         ``shard_len`` only shape a group the append makes). A reader sees
         the old rows or all of them. A second writer appending at once waits
-        for the first, up to ``lock_timeout`` seconds (default 60), then
-        raises ``ZarrowError``.
+        for the first, up to ``lock_timeout`` seconds (default 60; only for an
+        append), then raises ``BusyError``.
     """
-    modes = ("create", "overwrite", "append")
-    if mode is not None and mode not in modes:
-        raise OptionError(f"unknown mode {mode!r} (create, overwrite, append)")
-    if mode == "overwrite" or (mode is None and overwrite):
-        mode = "overwrite"
-    elif overwrite:
-        raise OptionError(f"overwrite=True contradicts mode={mode!r}")
-    append = mode == "append"
-    if not append and lock_timeout is not None:
-        raise OptionError("lock_timeout applies to mode='append'")
     options = {
         **options,
         "zarr_format": zarr_format,
@@ -399,9 +390,9 @@ def write(
         "shard_len": shard_len,
         "nulls": nulls,
         "layout": layout,
-        "overwrite": mode == "overwrite",
+        "overwrite": overwrite,
         "anonymous": anonymous,
-        "append": append,
+        "mode": mode,
         "lock_timeout": lock_timeout,
     }
     return _zarrow.write(data, _location(path), options)
@@ -456,7 +447,7 @@ def sql(
     string_type: Optional[str] = None,
     partitions: Optional[int] = None,
     decode_cf: bool = True,
-    categorical_values: Optional[bool] = None,
+    categorical_values: bool = True,
     anonymous: bool = False,
     **options: Any,
 ) -> Reader:
@@ -500,7 +491,7 @@ def table(
     string_type: Optional[str] = None,
     sorted: Optional[Sequence[str]] = None,
     decode_cf: bool = True,
-    categorical_values: Optional[bool] = None,
+    categorical_values: bool = True,
     anonymous: bool = False,
     **options: Any,
 ) -> Table:

@@ -8,7 +8,7 @@ use crate::export::ExportFormat;
 use crate::read::open_table;
 
 pub(super) fn convert(args: &Job<'_>, format: ExportFormat) -> Result<Written> {
-    if args.write.append {
+    if args.write.appends() {
         return Err(Error::OptionNotApplicable {
             options: vec!["--append"],
             applies_to: "a Zarr output (rows added to its group)",

@@ -68,7 +68,7 @@ fn arrays(args: &Job<'_>) -> Result<Vec<(String, ZarrArray)>> {
 
 /// Zarr (array or group) to `.json` (one array) or `.csv`.
 pub(super) fn export(args: &Job<'_>, kind: Kind) -> Result<Written> {
-    if args.write.append {
+    if args.write.appends() {
         return Err(Error::OptionNotApplicable {
             options: vec!["--append"],
             applies_to: "a Zarr output (rows added to its group)",
@@ -102,7 +102,7 @@ pub(super) fn export(args: &Job<'_>, kind: Kind) -> Result<Written> {
                     reason: Conversion::GroupToJson { arrays: read.len() },
                 });
             };
-            write_atomic(args.dst_path(), args.overwrite, |w| {
+            write_atomic(args.dst_path(), args.overwrites(), |w| {
                 write_json(w, values.as_ref(), shape)
             })?;
         }
@@ -111,7 +111,9 @@ pub(super) fn export(args: &Job<'_>, kind: Kind) -> Result<Written> {
                 .iter()
                 .map(|(n, a, s)| (n.clone(), a.as_ref(), s.clone()))
                 .collect();
-            write_atomic(args.dst_path(), args.overwrite, |w| write_csv(w, &columns))?;
+            write_atomic(args.dst_path(), args.overwrites(), |w| {
+                write_csv(w, &columns)
+            })?;
         }
     }
     Ok(Written::Arrays(read.len()))
@@ -120,7 +122,7 @@ pub(super) fn export(args: &Job<'_>, kind: Kind) -> Result<Written> {
 /// `.json` to Zarr (an N-d array) or a table file (one flattened column); `.csv` to
 /// a Zarr group (one array per column).
 pub(super) fn import(args: &Job<'_>, kind: Kind, table: Option<ExportFormat>) -> Result<Written> {
-    if args.write.append {
+    if args.write.appends() {
         return Err(Error::UnsupportedConversion {
             path: args.src.to_string(),
             reason: Conversion::AppendLinear,

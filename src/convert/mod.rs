@@ -186,6 +186,12 @@ struct Job<'a> {
 }
 
 impl Job<'_> {
+    /// Whether an existing output is replaced: the conversion's `overwrite`,
+    /// or the write options' `mode` overwrite.
+    fn overwrites(&self) -> bool {
+        self.overwrite || self.write.overwrites()
+    }
+
     /// The Zarr input, through its consolidated metadata when it has some.
     fn open_src(&self) -> Result<Arc<dyn Store>> {
         if !self.mmap {
@@ -227,7 +233,7 @@ impl Job<'_> {
     /// [`write_atomic`](crate::write::output::write_atomic)).
     fn write_table(&self, reader: impl RecordBatchReader, format: ExportFormat) -> Result<Written> {
         let compression = self.export.compression;
-        let rows = crate::write::output::write_atomic(self.dst_path(), self.overwrite, |out| {
+        let rows = crate::write::output::write_atomic(self.dst_path(), self.overwrites(), |out| {
             crate::export::write_file(reader, out, format, compression)
         })?;
         Ok(Written::Rows(rows))
@@ -280,6 +286,8 @@ pub fn convert(
     context: &ExecutionContext,
     observer: &dyn Observer,
 ) -> Result<Written> {
+    // `mode` agrees with the conversion's `overwrite` and with `append`.
+    options.write.write_mode(options.overwrite)?;
     let job = Job {
         src,
         dst,

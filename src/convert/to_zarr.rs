@@ -74,8 +74,8 @@ pub(super) fn options(args: &Job<'_>) -> Result<WriteOptions> {
     // An append refuses the format options itself (the group's own apply),
     // when there is a group.
     let write = &args.write;
-    if write.append
-        && (args.overwrite || write.chunk_shape.is_some() || write.shard_shape.is_some())
+    if write.appends()
+        && (args.overwrites() || write.chunk_shape.is_some() || write.shard_shape.is_some())
     {
         return Err(Error::OptionConflict {
             option: "append".into(),

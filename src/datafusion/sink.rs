@@ -267,9 +267,9 @@ impl FileFormat for ZarrFormat {
             location,
             url: UrlOptions::default(),
         };
-        let mode = if self.options.append {
+        let mode = if self.options.appends() {
             Mode::Append
-        } else if self.options.overwrite {
+        } else if self.options.overwrites() {
             Mode::Overwrite
         } else {
             Mode::Create

@@ -83,12 +83,12 @@ pub(crate) fn write(
     };
     let mut store = session(&repo)?;
     let exists = node_exists(&store, path)?;
-    let before = if options.append && exists {
+    let before = if options.appends() && exists {
         rows_of(&store, path)?
     } else {
         0
     };
-    if exists && !options.append {
+    if exists && !options.appends() {
         if !commit.overwrite {
             return Err(Error::AlreadyExists {
                 path: location.to_string(),
@@ -103,7 +103,7 @@ pub(crate) fn write(
     make_parents(&store, path)?;
     let shared: Arc<dyn Store> = Arc::new(store.clone());
     let rows = write(shared, path)?;
-    let operation = if options.append { "append" } else { "write" };
+    let operation = if options.appends() { "append" } else { "write" };
     let message = commit.message.map_or_else(
         || format!("zarrow {operation}: {rows} rows to {}", node_name(path)),
         str::to_string,
@@ -127,7 +127,7 @@ pub(crate) fn write(
             store.inner().drop_carried_stats();
             continue;
         }
-        if !options.append {
+        if !options.appends() {
             break;
         }
         // An append: its rows again, on the new tip.

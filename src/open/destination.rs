@@ -13,17 +13,17 @@ use crate::Stores;
 use crate::error::{Error, Result, StoreAction};
 use crate::location::Location;
 use crate::store::{LocalStore, Store};
-use crate::write::WriteOptions;
 use crate::write::output::Partial;
+use crate::write::{WriteMode, WriteOptions};
 
 impl Stores {
     /// Write a Zarr node at `dst` through `write`, which is given the store and
     /// the node's path in it: whole or not at all (a local directory is written
     /// beside and moved into place; a URL or supplied store gets every node's
     /// metadata after its chunks, and every key removed again if `write` fails);
-    /// an existing output is replaced only with `overwrite`, and only if it is a
-    /// Zarr store. With `append`, in place (the writer keeps a reader's view
-    /// whole), as a node of the outermost Zarr group above the destination (its
+    /// an existing output is replaced only with `overwrite` (the caller's, or the
+    /// options' mode), and only if it is a Zarr store. With `append` (or `mode`
+    /// append), in place (the writer keeps a reader's view whole), as a node of the outermost Zarr group above the destination (its
     /// consolidated metadata grows too). What `zarrow convert`,
     /// `zarrow.write` and DataFusion's COPY and INSERT write a Zarr output
     /// through.
@@ -38,6 +38,9 @@ impl Stores {
         options: &WriteOptions,
         write: impl FnOnce(Arc<dyn Store>, &str) -> Result<u64>,
     ) -> Result<u64> {
+        // The caller's `overwrite` (`convert`'s) beside the options' mode.
+        let mode = options.write_mode(overwrite)?;
+        let overwrite = mode == WriteMode::Overwrite;
         if let Location::Icechunk(location) = dst {
             #[cfg(feature = "icechunk")]
             {
@@ -79,8 +82,7 @@ impl Stores {
                 applies_to: "Icechunk outputs (icechunk+file://, icechunk+s3://...)",
             });
         }
-        let append = options.append;
-        if append {
+        if mode == WriteMode::Append {
             let (store, node) = self.open_for_append(dst)?;
             return write(store, &node);
         }

@@ -33,9 +33,9 @@ crate::options::options! {
         pub rows: Option<Range<u64>> as crate::options::Rows = None,
         /// [to a table] At most this many rows (after rows).
         pub limit: Option<u64> as crate::options::Unset = None,
-        /// [to a table] Rows per batch (of 1-D arrays and groups; default: the
-        /// chunk length, at most 65536).
-        pub batch_size: Option<usize> as crate::options::Unset = None,
+        /// [to a table] Rows per batch, at least 1 (of 1-D arrays and groups;
+        /// default: the chunk length, at most 65536).
+        pub batch_size: Option<usize> as crate::options::AtLeastOne = None,
         /// [to a table] Read a gridded dataset (xarray's N-d variables with named
         /// dimensions) as a long table, one row per grid point, like
         /// Dataset.to_dataframe(): the dimensions' coordinates first, then the

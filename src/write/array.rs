@@ -82,7 +82,7 @@ impl ArrayWriter {
     /// A writer for an array at node `path` holding values of `arrow_type`.
     ///
     /// # Errors
-    /// [`Error::AlreadyExists`] when the node exists and `options.overwrite` is off;
+    /// [`Error::AlreadyExists`] when the node exists and `options.overwrites()` is off;
     /// [`Error::UnsupportedArrowType`] for an Arrow type zarrow cannot write,
     /// [`Error::InvalidName`] for a bad node name, an option error
     /// ([`Error::Option`], [`Error::OptionConflict`]...) for inconsistent options.
@@ -105,7 +105,7 @@ impl ArrayWriter {
     ) -> Result<Self> {
         options.validate()?;
         let path = path.trim_matches('/').to_string();
-        prepare_node(store.as_ref(), &path, options.overwrite)?;
+        prepare_node(store.as_ref(), &path, options.overwrites())?;
         Self::create(store, path, arrow_type, options)
     }
 

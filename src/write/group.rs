@@ -69,15 +69,9 @@ impl GroupWriter {
             });
         }
         let mut lock = None;
-        let mut options = options;
-        if options.append {
-            if options.overwrite {
-                return Err(Error::OptionConflict {
-                    option: "append".into(),
-                    other: "overwrite".into(),
-                    why: "",
-                });
-            }
+        // `validate` refused an append with overwrite.
+        let mut overwrite = options.overwrites();
+        if options.appends() {
             lock = store.lock(options.lock_timeout)?;
             match read_node(store.as_ref(), &path) {
                 Ok(NodeMetadata::Group(_)) => {
@@ -122,7 +116,7 @@ impl GroupWriter {
                             action: StoreAction::Append,
                         });
                     }
-                    options.overwrite = true;
+                    overwrite = true;
                 }
                 Err(e) => return Err(e),
             }
@@ -133,7 +127,7 @@ impl GroupWriter {
                 reason: NameError::Slash,
             });
         }
-        prepare_node(store.as_ref(), &path, options.overwrite)?;
+        prepare_node(store.as_ref(), &path, overwrite)?;
         let pandas = PandasSchema::of(schema);
         let mut columns = Vec::new();
         let mut index = None;

@@ -243,12 +243,59 @@ impl Layout {
     }
 }
 
+/// What a write does with an existing node at its output: `mode`, of which
+/// `overwrite` and `append` are the shorthands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WriteMode {
+    /// Make the node; an existing one is an error (the default).
+    Create,
+    /// Replace an existing node (only a Zarr store).
+    Overwrite,
+    /// Add the rows to the group there (made when absent).
+    Append,
+}
+
+impl std::str::FromStr for WriteMode {
+    type Err = ParseOptionError;
+
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
+        Self::parse(s.trim())
+            .ok_or_else(|| ParseOptionError::new("mode", s, "create, overwrite or append"))
+    }
+}
+
+impl WriteMode {
+    /// Parse the spelling: `create`, `overwrite`, `append`.
+    fn parse(s: &str) -> Option<Self> {
+        match s {
+            "create" => Some(Self::Create),
+            "overwrite" => Some(Self::Overwrite),
+            "append" => Some(Self::Append),
+            _ => None,
+        }
+    }
+
+    /// The spelling `WriteMode::from_str` reads back (its `Display`).
+    fn name(self) -> &'static str {
+        match self {
+            Self::Create => "create",
+            Self::Overwrite => "overwrite",
+            Self::Append => "append",
+        }
+    }
+}
+
 crate::options::options! {
     /// How arrays are written.
     #[derive(Debug, Clone, PartialEq)]
     pub struct WriteOptions("write") {
         /// [to Zarr] Replace an existing node instead of refusing.
         pub overwrite: bool = false,
+        /// [to Zarr] What to do with an existing node: create (the default: an
+        /// existing node is an error), overwrite (as overwrite) or append (as
+        /// append). Given, it must agree with overwrite and append.
+        pub mode: Option<WriteMode> as crate::options::Unset = None,
         /// [to Zarr] Append the rows to the group at the output (made when
         /// absent): its columns must be the input's, by names and Zarr data
         /// types, and its own format, codecs and chunks apply. A partly filled
@@ -340,18 +387,61 @@ macro_rules! display_by_name {
         }
     )*};
 }
-display_by_name!(Encoding, Compressor, NullPolicy, Layout);
+display_by_name!(Encoding, Compressor, NullPolicy, Layout, WriteMode);
 crate::options::by_name!(
     Encoding: "default, zarrs-vlen or zep0007",
     Compressor: "zstd, gzip, blosc or none",
     NullPolicy: "error or fill",
-    Layout: "plain or anndata"
+    Layout: "plain or anndata",
+    WriteMode: "create, overwrite or append"
 );
 
 /// How long a writer waits for another by default: a minute.
 pub(crate) const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(60);
 
 impl WriteOptions {
+    /// The mode in force: `mode` when given, else `append`'s or `overwrite`'s,
+    /// else create; `overwrite` is a caller's own besides (`convert`'s).
+    ///
+    /// # Errors
+    /// [`Error::OptionConflict`] naming `mode` when it contradicts `overwrite`
+    /// or `append`, or naming both of those when both are on.
+    pub(crate) fn write_mode(&self, overwrite: bool) -> Result<WriteMode> {
+        let overwrite = overwrite || self.overwrite;
+        let conflict = |mode: WriteMode, other: &str| Error::OptionConflict {
+            option: format!("mode {mode}"),
+            other: other.into(),
+            why: "the mode contradicts it",
+        };
+        match self.mode {
+            Some(mode) if overwrite && mode != WriteMode::Overwrite => {
+                Err(conflict(mode, "overwrite"))
+            }
+            Some(mode) if self.append && mode != WriteMode::Append => Err(conflict(mode, "append")),
+            Some(mode) => Ok(mode),
+            None if self.append && overwrite => Err(Error::OptionConflict {
+                option: "append".into(),
+                other: "overwrite".into(),
+                why: "",
+            }),
+            None if self.append => Ok(WriteMode::Append),
+            None if overwrite => Ok(WriteMode::Overwrite),
+            None => Ok(WriteMode::Create),
+        }
+    }
+
+    /// Whether the rows are appended (`mode` append, or `append`).
+    pub(crate) fn appends(&self) -> bool {
+        self.mode
+            .map_or(self.append, |mode| mode == WriteMode::Append)
+    }
+
+    /// Whether an existing node is replaced (`mode` overwrite, or `overwrite`).
+    pub(crate) fn overwrites(&self) -> bool {
+        self.mode
+            .map_or(self.overwrite, |mode| mode == WriteMode::Overwrite)
+    }
+
     /// Refuse `chunk_shape` and `shard_shape` where a table's 1-D columns are
     /// written: they shape N-d arrays (`write_nd_array`), and nothing is ignored
     /// in silence.
@@ -398,6 +488,13 @@ impl WriteOptions {
     }
 
     fn validate(&self) -> Result<()> {
+        if self.write_mode(false)? != WriteMode::Append && self.lock_timeout != DEFAULT_LOCK_TIMEOUT
+        {
+            return Err(Error::OptionNotApplicable {
+                options: vec!["lock_timeout"],
+                applies_to: "an append (mode append)",
+            });
+        }
         if self.zarr_format != 2 && self.zarr_format != 3 {
             return Err(Error::Option(ParseOptionError::new(
                 "zarr_format",
@@ -452,6 +549,77 @@ mod tests {
     use super::*;
     use crate::options::Options as _;
     use proptest::prelude::*;
+
+    /// `mode` is declared with the other options: set by its key, refused by
+    /// name for a value it does not take, and it must agree with `overwrite`
+    /// and `append`, its shorthands; `lock_timeout` applies to an append only.
+    #[test]
+    fn mode_and_its_shorthands() {
+        let with = |pairs: &[(&str, &str)]| {
+            let mut options = WriteOptions::default();
+            for (key, value) in pairs {
+                options.set(key, value).unwrap();
+            }
+            options
+        };
+        assert_eq!(with(&[]).write_mode(false).unwrap(), WriteMode::Create);
+        assert_eq!(with(&[]).write_mode(true).unwrap(), WriteMode::Overwrite);
+        for (pairs, mode) in [
+            (&[("mode", "append")][..], WriteMode::Append),
+            (&[("append", "true")], WriteMode::Append),
+            (&[("mode", "append"), ("append", "true")], WriteMode::Append),
+            (&[("mode", "overwrite")], WriteMode::Overwrite),
+            (
+                &[("overwrite", "true"), ("mode", "overwrite")],
+                WriteMode::Overwrite,
+            ),
+            (&[("mode", "create")], WriteMode::Create),
+        ] {
+            let options = with(pairs);
+            assert_eq!(options.write_mode(false).unwrap(), mode, "{pairs:?}");
+            assert_eq!(options.appends(), mode == WriteMode::Append, "{pairs:?}");
+            assert_eq!(
+                options.overwrites(),
+                mode == WriteMode::Overwrite,
+                "{pairs:?}"
+            );
+            assert!(options.validate().is_ok(), "{pairs:?}");
+        }
+        for pairs in [
+            &[("mode", "create"), ("overwrite", "true")][..],
+            &[("mode", "append"), ("overwrite", "true")],
+            &[("mode", "overwrite"), ("append", "true")],
+            &[("append", "true"), ("overwrite", "true")],
+        ] {
+            let options = with(pairs);
+            assert!(
+                matches!(options.validate(), Err(Error::OptionConflict { .. })),
+                "{pairs:?}"
+            );
+        }
+        // The caller's own overwrite (convert's) against the mode.
+        assert!(with(&[("mode", "append")]).write_mode(true).is_err());
+        match WriteOptions::default().set("mode", "replace") {
+            Err(Error::Option(e)) => {
+                assert_eq!((e.option, e.value.as_str()), ("mode", "replace"));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            with(&[("mode", "append")]).values(),
+            [("mode", vec!["append".to_string()])]
+        );
+        let late = with(&[("lock_timeout", "5")]);
+        assert!(matches!(
+            late.validate(),
+            Err(Error::OptionNotApplicable { options, .. }) if options == ["lock_timeout"]
+        ));
+        assert!(
+            with(&[("lock_timeout", "5"), ("mode", "append")])
+                .validate()
+                .is_ok()
+        );
+    }
 
     proptest! {
         /// The options a plan carries make the same options again.
