@@ -12,6 +12,7 @@ use arrow_schema::{ArrowError, DataType as ArrowType};
 mod chunk;
 mod convention;
 mod detail;
+mod fields;
 mod kind;
 #[cfg(feature = "object-store")]
 mod location;
