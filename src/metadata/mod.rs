@@ -234,7 +234,7 @@ impl ArrayMetadata {
             return Err(Error::metadata_found(
                 key,
                 "shape",
-                "at most 2^63 - 1 elements, the most numpy, zarr-python and Arrow can index",
+                "at most 2^63 - 1 elements (a shape that exceeds 2^63 - 1 is more than numpy, zarr-python and Arrow can index)",
                 format!("{:?}", self.shape),
             ));
         }
