@@ -206,22 +206,20 @@ def v3_array(**changes) -> dict:
     return doc
 
 
-def write_store(root, node: str, doc: dict):
-    """A store whose root is a group and whose `node` is an array of `doc`."""
+def write_array(root, doc: dict):
+    """An array store at `root` whose `zarr.json` is `doc`."""
     root.mkdir()
-    (root / "zarr.json").write_text(json.dumps({"zarr_format": 3, "node_type": "group"}))
-    (root / node).mkdir()
-    (root / node / "zarr.json").write_text(json.dumps(doc))
+    (root / "zarr.json").write_text(json.dumps(doc))
 
 
 def test_a_metadata_error_carries_the_document_the_field_and_the_values(tmp_path):
     store = tmp_path / "s.zarr"
-    write_store(store, "obs", v3_array(node_type="tree"))
+    write_array(store, v3_array(node_type="tree"))
     with pytest.raises(zarrow.InvalidMetadataError) as err:
         zarrow.read(store)
     e = err.value
     assert e.kind == "InvalidMetadata"
-    assert e.key == "obs/zarr.json"
+    assert e.key == "zarr.json"
     assert e.field == "node_type"
     assert e.found == '"tree"'
     assert '"array"' in e.expected
@@ -233,10 +231,10 @@ def test_a_missing_field_names_its_path(tmp_path):
     store = tmp_path / "s.zarr"
     doc = v3_array()
     doc["chunk_grid"]["configuration"] = {"shape": [2]}
-    write_store(store, "obs", doc)
+    write_array(store, doc)
     with pytest.raises(zarrow.InvalidMetadataError) as err:
         zarrow.read(store)
-    assert err.value.key == "obs/zarr.json"
+    assert err.value.key == "zarr.json"
     assert err.value.field == "chunk_grid.configuration.chunk_shape"
     assert err.value.found is None
 
@@ -247,12 +245,12 @@ def test_a_codec_configuration_error_is_typed(tmp_path):
         {"name": "bytes", "configuration": {"endian": "little"}},
         {"name": "zstd", "configuration": {"level": "high"}},
     ]
-    write_store(store, "x", v3_array(codecs=codecs))
+    write_array(store, v3_array(codecs=codecs))
     with pytest.raises(zarrow.InvalidMetadataError) as err:
         zarrow.read(store)
     e = err.value
     assert e.kind == "InvalidMetadata"
-    assert e.key == "x/zarr.json"
+    assert e.key == "zarr.json"
     assert e.codec == "zstd"
     assert e.field == "configuration.level"
     assert "high" in e.found
