@@ -63,7 +63,7 @@ impl CodecChain {
                 codec: layout
                     .as_ref()
                     .and_then(|l| l["name"].as_str())
-                    .map(str::to_string),
+                    .map(Into::into),
                 expected: format!(
                     "an array->bytes codec for data type {} ({})",
                     meta.data_type,
@@ -73,9 +73,9 @@ impl CodecChain {
                         "a fixed-width layout"
                     }
                 ),
-                found: Some(crate::error::cut_owned(&describe(
-                    chain.array_to_bytes.as_ref(),
-                ))),
+                found: Some(
+                    crate::error::cut_owned(&describe(chain.array_to_bytes.as_ref())).into(),
+                ),
             });
         }
         chain

@@ -328,9 +328,9 @@ impl ConfigError {
             } => Error::Metadata {
                 key: key.to_string(),
                 field,
-                codec,
+                codec: codec.map(Into::into),
                 expected,
-                found,
+                found: found.map(Into::into),
             },
             Self::NotBuilt { name, feature } => Error::CodecNotBuilt {
                 name,

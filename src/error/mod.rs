@@ -139,13 +139,13 @@ pub enum Error {
         /// codec's configuration, the path inside its configuration (`level`).
         field: String,
         /// The codec whose configuration (or place in the chain) is at fault, as
-        /// the document names it.
-        codec: Option<String>,
+        /// the document names it (boxed, as `found`: the error stays small).
+        codec: Option<Box<str>>,
         /// What was expected there, as a phrase (`a non-negative integer`).
         expected: String,
         /// What was there instead, as JSON or a phrase, cut to 200 characters;
         /// `None` when the field is missing or the expectation says it all.
-        found: Option<String>,
+        found: Option<Box<str>>,
     },
     /// A codec that zarrow does not implement.
     #[error("unsupported codec {:?} in {key}", Cut(name))]
@@ -718,7 +718,7 @@ impl Error {
             field: field.into(),
             codec: None,
             expected: expected.into(),
-            found: Some(cut_owned(&found.to_string())),
+            found: Some(cut_owned(&found.to_string()).into()),
         }
     }
 }

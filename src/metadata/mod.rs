@@ -289,7 +289,7 @@ pub(crate) fn from_value_at<T: serde::de::DeserializeOwned>(
             field: p.field,
             codec: None,
             expected: p.expected,
-            found: p.found,
+            found: p.found.map(Into::into),
         }
     })
 }

@@ -158,7 +158,7 @@ pub(crate) fn check_delta(
         return Err(Error::Metadata {
             key: key.to_string(),
             field: "configuration.dtype".to_string(),
-            codec: Some(codec.name.clone()),
+            codec: Some(codec.name.as_str().into()),
             expected: "a numpy dtype string (the field is required)".to_string(),
             found: None,
         });
@@ -169,7 +169,7 @@ pub(crate) fn check_delta(
         return Err(Error::Metadata {
             key: key.to_string(),
             field: "configuration.dtype".to_string(),
-            codec: Some(codec.name.clone()),
+            codec: Some(codec.name.as_str().into()),
             expected: format!(
                 "the array's data type ({}, {} endian)",
                 data_type,
@@ -178,7 +178,7 @@ pub(crate) fn check_delta(
                     Endian::Big => "big",
                 }
             ),
-            found: Some(crate::error::cut_owned(&format!("{dtype:?}"))),
+            found: Some(crate::error::cut_owned(&format!("{dtype:?}")).into()),
         });
     }
     Ok(())

@@ -50,7 +50,13 @@ fn parts(e: Error) -> Parts {
             codec,
             expected,
             found,
-        } => (key, field, codec, expected, found),
+        } => (
+            key,
+            field,
+            codec.map(String::from),
+            expected,
+            found.map(String::from),
+        ),
         other => panic!("not a metadata error: {other:?}"),
     }
 }
