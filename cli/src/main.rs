@@ -262,8 +262,5 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
         .enable_all()
         .thread_stack_size(32 * 1024 * 1024)
         .build()
-        .map_err(|source| Error::Io {
-            path: "a runtime for the command".into(),
-            source,
-        })
+        .map_err(|source| Error::Runtime { source })
 }

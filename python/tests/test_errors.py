@@ -185,3 +185,88 @@ def test_limit(tmp_path):
     with pytest.raises(zarrow.LimitError, match="over the limit of 10"):
         zarrow.convert(STORES / "obs.zarr", tmp_path / "o.parquet", max_rows=10)
     assert not (tmp_path / "o.parquet").exists()
+
+
+# Typed context on the exception: each test writes one corruption and checks the
+# attributes against what it wrote.
+
+
+def v3_array(**changes) -> dict:
+    doc = {
+        "zarr_format": 3,
+        "node_type": "array",
+        "shape": [4],
+        "data_type": "int32",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2]}},
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+        "fill_value": 0,
+        "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+    }
+    doc.update(changes)
+    return doc
+
+
+def write_array(root, doc: dict):
+    """An array store at `root` whose `zarr.json` is `doc`."""
+    root.mkdir()
+    (root / "zarr.json").write_text(json.dumps(doc))
+
+
+def test_a_metadata_error_carries_the_document_the_field_and_the_values(tmp_path):
+    store = tmp_path / "s.zarr"
+    write_array(store, v3_array(node_type="tree"))
+    with pytest.raises(zarrow.InvalidMetadataError) as err:
+        zarrow.read(store)
+    e = err.value
+    assert e.kind == "InvalidMetadata"
+    assert e.key == "zarr.json"
+    assert e.field == "node_type"
+    assert e.found == '"tree"'
+    assert '"array"' in e.expected
+    assert e.codec is None
+    assert e.path is None and e.location is None
+
+
+def test_a_missing_field_names_its_path(tmp_path):
+    store = tmp_path / "s.zarr"
+    doc = v3_array()
+    doc["chunk_grid"]["configuration"] = {"shape": [2]}
+    write_array(store, doc)
+    with pytest.raises(zarrow.InvalidMetadataError) as err:
+        zarrow.read(store)
+    assert err.value.key == "zarr.json"
+    assert err.value.field == "chunk_grid.configuration.chunk_shape"
+    assert err.value.found is None
+
+
+def test_a_codec_configuration_error_is_typed(tmp_path):
+    store = tmp_path / "s.zarr"
+    codecs = [
+        {"name": "bytes", "configuration": {"endian": "little"}},
+        {"name": "zstd", "configuration": {"level": "high"}},
+    ]
+    write_array(store, v3_array(codecs=codecs))
+    with pytest.raises(zarrow.InvalidMetadataError) as err:
+        zarrow.read(store)
+    e = err.value
+    assert e.kind == "InvalidMetadata"
+    assert e.key == "zarr.json"
+    assert e.codec == "zstd"
+    assert e.field == "configuration.level"
+    assert "high" in e.found
+
+
+def test_other_kinds_carry_their_context(tmp_path):
+    """Not found: the kind and the node's path; an error raised without typed
+    context still has every attribute."""
+    with pytest.raises(zarrow.NotFoundError) as err:
+        zarrow.read(tmp_path)
+    assert err.value.kind == "NotFound"
+    assert err.value.path is not None and str(tmp_path) in err.value.path
+    assert err.value.key is None and err.value.field is None
+    with pytest.raises(zarrow.UnsupportedError) as err:
+        zarrow.read(BAD / "meta_unknown_codec.zarr")
+    assert err.value.kind == "Unsupported"
+    assert err.value.key == "zarr.json"
+    assert err.value.codec is not None
+    assert zarrow.ZarrowError("x").kind == "Other" and zarrow.ZarrowError("x").key is None

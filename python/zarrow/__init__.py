@@ -62,7 +62,37 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, Tuple, Union
 
 class ZarrowError(ValueError):
     """zarrow refused the input or an argument: a corrupt or unsupported store, a
-    value that does not fit, an unknown option. The message is zarrow's."""
+    value that does not fit, an unknown option. The message is zarrow's.
+
+    The error's typed context is on the exception, so a caller acts on it without
+    reading the message:
+
+    - ``kind``: the kind of failure, ``"NotFound"``, ``"InvalidData"``,
+      ``"InvalidMetadata"``, ``"Unsupported"``, ``"InvalidArgument"``,
+      ``"Option"``, ``"Conflict"``, ``"Busy"``, ``"Io"``, ``"Query"``, ``"Limit"``
+      or ``"Other"``;
+    - ``location``: the URL or location of the store involved;
+    - ``path``: the node path or file involved;
+    - ``key``: the store key involved (a metadata document, ``"obs/zarr.json"``; a
+      chunk);
+    - ``field``: the field at fault, a path into the document (``"shape"``,
+      ``"chunk_grid.configuration.chunk_shape"``; for a codec, into its entry:
+      ``"configuration.level"``), or the option;
+    - ``codec``: the codec at fault, as the metadata names it;
+    - ``expected``: what was expected there;
+    - ``found``: what was there instead (cut to 200 characters).
+
+    Each is ``None`` when the error has no such field. Some errors carry others
+    (``name``, ``column``, ``row``, ``size``, ``limit``, ``feature``...)."""
+
+    kind: str = "Other"
+    location: Optional[str] = None
+    path: Optional[str] = None
+    key: Optional[str] = None
+    field: Optional[str] = None
+    codec: Optional[str] = None
+    expected: Optional[str] = None
+    found: Optional[str] = None
 
 
 class ZarrowIOError(ZarrowError, OSError):

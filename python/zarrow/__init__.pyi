@@ -11,7 +11,17 @@ Location = Union[str, os.PathLike[str], Any]
 StringType = Literal["utf8", "large-utf8", "large_utf8", "utf8-view", "utf8_view"]
 Rows = Union[Tuple[int, int], range, slice]
 
-class ZarrowError(ValueError): ...
+class ZarrowError(ValueError):
+    # The error's typed context (None where the error has no such field).
+    kind: str
+    location: Optional[str]
+    path: Optional[str]
+    key: Optional[str]
+    field: Optional[str]
+    codec: Optional[str]
+    expected: Optional[str]
+    found: Optional[str]
+
 class ZarrowIOError(ZarrowError, OSError): ...
 class ZarrowWarning(UserWarning): ...
 

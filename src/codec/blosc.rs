@@ -93,7 +93,14 @@ pub(super) fn build(
             "noshuffle" => BloscShuffle::NoShuffle,
             "shuffle" => BloscShuffle::Shuffle,
             "bitshuffle" => BloscShuffle::BitShuffle,
-            other => return Err(format!("blosc: unknown shuffle {other:?}").into()),
+            other => {
+                return Err(ConfigError::invalid_found(
+                    name,
+                    "configuration.shuffle",
+                    "\"noshuffle\", \"shuffle\" or \"bitshuffle\"",
+                    format!("{other:?}"),
+                ));
+            }
         },
         // v2 (numcodecs) integers: 0 none, 1 byte, 2 bit, -1 automatic (read as byte
         // shuffle here; decoding takes the real filter from the frame header).
@@ -101,7 +108,14 @@ pub(super) fn build(
             0 => BloscShuffle::NoShuffle,
             1 | -1 => BloscShuffle::Shuffle,
             2 => BloscShuffle::BitShuffle,
-            _ => return Err(format!("blosc: unknown shuffle {n}").into()),
+            _ => {
+                return Err(ConfigError::invalid_found(
+                    name,
+                    "configuration.shuffle",
+                    "0, 1, 2 or -1",
+                    n,
+                ));
+            }
         },
     };
     Ok(Arc::new(Blosc {

@@ -62,7 +62,14 @@ pub(super) fn build(
         None => None,
         Some("little") => Some(Endian::Little),
         Some("big") => Some(Endian::Big),
-        Some(other) => return Err(format!("bytes: unknown endian {other:?}").into()),
+        Some(other) => {
+            return Err(ConfigError::invalid_found(
+                name,
+                "configuration.endian",
+                "\"little\" or \"big\"",
+                format!("{other:?}"),
+            ));
+        }
     };
     Ok(Arc::new(Bytes { endian }))
 }

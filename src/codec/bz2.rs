@@ -41,7 +41,12 @@ pub(super) fn build(
 ) -> Result<Arc<dyn BytesToBytesCodec>, ConfigError> {
     let level = settings::<Settings>(name, config)?.level.unwrap_or(1);
     if !(1..=9).contains(&level) {
-        return Err(format!("bz2: level {level} is not 1..=9").into());
+        return Err(ConfigError::invalid_found(
+            name,
+            "configuration.level",
+            "an integer from 1 to 9",
+            level,
+        ));
     }
     Ok(Arc::new(Bz2 { level }))
 }

@@ -56,14 +56,27 @@ impl CodecChain {
         });
         let chain = Self::parse(&meta.codecs, implied).map_err(|e| e.into_error(key))?;
         if chain.array_to_bytes.is_variable_length() != meta.is_variable_length() {
-            return Err(Error::metadata(
-                key,
-                format!(
-                    "data type {} cannot use the array->bytes codec {}",
+            let layout = chain.array_to_bytes.metadata();
+            return Err(Error::Metadata {
+                key: key.to_string(),
+                field: "codecs".to_string(),
+                codec: layout
+                    .as_ref()
+                    .and_then(|l| l["name"].as_str())
+                    .map(Into::into),
+                expected: format!(
+                    "an array->bytes codec for data type {} ({})",
                     meta.data_type,
-                    describe(chain.array_to_bytes.as_ref())
+                    if meta.is_variable_length() {
+                        "a variable-length layout"
+                    } else {
+                        "a fixed-width layout"
+                    }
                 ),
-            ));
+                found: Some(
+                    crate::error::cut_owned(&describe(chain.array_to_bytes.as_ref())).into(),
+                ),
+            });
         }
         chain
             .check_shape(&meta.chunk_shape)
@@ -104,17 +117,21 @@ impl CodecChain {
             match builder {
                 Builder::ArrayToArray(build) => {
                     if array_to_bytes.is_some() && !implicit {
-                        return Err(ConfigError::Invalid(format!(
-                            "{name} must come before the array->bytes codec"
-                        )));
+                        return Err(ConfigError::invalid(
+                            name,
+                            "codecs",
+                            "array->array codecs before the array->bytes codec",
+                        ));
                     }
                     a2a.push(build(name, config)?);
                 }
                 Builder::BytesToBytes(build) => {
                     if array_to_bytes.is_none() {
-                        return Err(ConfigError::Invalid(format!(
-                            "bytes->bytes codec {name:?} comes before the array->bytes codec"
-                        )));
+                        return Err(ConfigError::invalid(
+                            name,
+                            "codecs",
+                            "bytes->bytes codecs after the array->bytes codec",
+                        ));
                     }
                     b2b.push(build(name, config)?);
                 }
@@ -130,23 +147,30 @@ impl CodecChain {
                             .and_then(|c| c.as_any().downcast_ref::<zep0007::Zep0007>())
                             .is_some_and(|z| !z.large);
                         if !(int32 && b2b.is_empty()) {
-                            return Err(ConfigError::Invalid(format!(
-                                "the ZEP0007 data type fixes the chunk layout, but codec {name:?} sets another"
-                            )));
+                            return Err(ConfigError::invalid(
+                                name,
+                                "codecs",
+                                "no array->bytes codec (the ZEP0007 data type fixes the chunk layout)",
+                            ));
                         }
                         array_to_bytes = None;
                     }
                     if !b2b.is_empty() || array_to_bytes.is_some() {
-                        return Err(ConfigError::Invalid(format!(
-                            "array->bytes codec {name:?} must be the only one and come before bytes->bytes codecs"
-                        )));
+                        return Err(ConfigError::invalid(
+                            name,
+                            "codecs",
+                            "one array->bytes codec, before the bytes->bytes codecs",
+                        ));
                     }
                     array_to_bytes = Some(codec);
                 }
             }
         }
-        let array_to_bytes = array_to_bytes.ok_or_else(|| {
-            ConfigError::Invalid("\"codecs\" has no array->bytes codec".to_string())
+        let array_to_bytes = array_to_bytes.ok_or_else(|| ConfigError::Invalid {
+            codec: None,
+            field: "codecs".to_string(),
+            expected: "an array->bytes codec".to_string(),
+            found: Some("none".to_string()),
         })?;
         Ok(Self::new(a2a, array_to_bytes, b2b))
     }
@@ -156,9 +180,21 @@ impl CodecChain {
     pub(crate) fn check_shape(&self, shape: &[u64]) -> Result<(), ConfigError> {
         let mut shape = shape.to_vec();
         for codec in &self.array_to_array {
-            shape = codec
-                .encoded_shape(&shape)
-                .map_err(|e| ConfigError::Invalid(e.to_string()))?;
+            shape = codec.encoded_shape(&shape).map_err(|e| {
+                let name = codec.metadata()["name"]
+                    .as_str()
+                    .unwrap_or("array->array")
+                    .to_string();
+                match e {
+                    EncodeError::RankMismatch { order, shape } => ConfigError::invalid_found(
+                        &name,
+                        "configuration.order",
+                        format!("{} dimensions, the chunk's", shape.len()),
+                        format!("{order:?}"),
+                    ),
+                    other => ConfigError::invalid(&name, "configuration", other.to_string()),
+                }
+            })?;
         }
         self.array_to_bytes.check_shape(&shape)
     }

@@ -72,10 +72,15 @@ impl Delta {
     /// `astype` is another type.
     pub(crate) fn new(dtype: String, astype: Option<String>) -> Result<Self, ConfigError> {
         let refuse = || {
-            ConfigError::Invalid(format!(
-                "numcodecs.delta: dtype {dtype:?} with astype {:?}: zarrow reads delta over integer and float dtypes, with astype equal to dtype",
-                astype.as_deref().unwrap_or(&dtype)
-            ))
+            ConfigError::invalid_found(
+                "numcodecs.delta",
+                "configuration.dtype",
+                "an integer or float dtype, with astype equal to dtype",
+                format!(
+                    "dtype {dtype:?} with astype {:?}",
+                    astype.as_deref().unwrap_or(&dtype)
+                ),
+            )
         };
         let parsed = parse_dtype("numcodecs.delta", &dtype).map_err(|_| refuse())?;
         if let Some(astype) = &astype
@@ -307,7 +312,11 @@ mod tests {
         ] {
             let err = Delta::new(dtype.into(), astype.map(str::to_string)).unwrap_err();
             assert!(
-                matches!(&err, ConfigError::Invalid(m) if m.contains(dtype)),
+                matches!(
+                    &err,
+                    ConfigError::Invalid { field, found: Some(f), .. }
+                        if field == "configuration.dtype" && f.contains(dtype)
+                ),
                 "{dtype}"
             );
         }

@@ -64,18 +64,29 @@ pub(super) fn build(
         1 => 1,
         2 => 2,
         other => {
-            return Err(format!(
-                "lzma: format {other} is not read (xz = 1 and .lzma = 2 are; a raw stream has no header to read it by)"
-            )
-            .into());
+            return Err(ConfigError::invalid_found(
+                name,
+                "configuration.format",
+                "1 (xz) or 2 (.lzma): a raw stream has no header to read it by",
+                other,
+            ));
         }
     };
     if s.filters.as_ref().is_some_and(|f| !f.is_null()) {
-        return Err("lzma: custom filter chains are not read".to_string().into());
+        return Err(ConfigError::invalid(
+            name,
+            "configuration.filters",
+            "null (custom filter chains are not read)",
+        ));
     }
     let preset = s.preset.unwrap_or(6);
     if preset > 9 {
-        return Err(format!("lzma: preset {preset} is not 0..=9").into());
+        return Err(ConfigError::invalid_found(
+            name,
+            "configuration.preset",
+            "an integer from 0 to 9",
+            preset,
+        ));
     }
     Ok(Arc::new(Lzma { format, preset }))
 }

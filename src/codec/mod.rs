@@ -289,8 +289,20 @@ pub(crate) trait BytesToBytesCodec: Debug + Send + Sync + Any {
 pub(crate) enum ConfigError {
     /// No codec of this name (or not where it stands).
     Unsupported(String),
-    /// The configuration is invalid.
-    Invalid(String),
+    /// A configuration (or a place in the chain) the codec does not take:
+    /// [`Error::Metadata`] once the document's key is known.
+    Invalid {
+        /// The codec, as the document names it (none for a chain without an
+        /// array->bytes codec).
+        codec: Option<String>,
+        /// The field: a path inside the codec's entry (`configuration.level`), or
+        /// `codecs` for its place in the chain.
+        field: String,
+        /// What was expected there.
+        expected: String,
+        /// What was there, cut.
+        found: Option<String>,
+    },
     /// A codec zarrow implements behind a cargo feature this build leaves out.
     NotBuilt {
         /// The codec's name as written.
@@ -308,7 +320,18 @@ impl ConfigError {
                 name,
                 key: key.to_string(),
             },
-            Self::Invalid(message) => Error::metadata(key, message),
+            Self::Invalid {
+                codec,
+                field,
+                expected,
+                found,
+            } => Error::Metadata {
+                key: key.to_string(),
+                field,
+                codec: codec.map(Into::into),
+                expected,
+                found: found.map(Into::into),
+            },
             Self::NotBuilt { name, feature } => Error::CodecNotBuilt {
                 name,
                 feature,
@@ -318,9 +341,34 @@ impl ConfigError {
     }
 }
 
-impl From<String> for ConfigError {
-    fn from(message: String) -> Self {
-        Self::Invalid(message)
+impl ConfigError {
+    /// [`ConfigError::Invalid`]: `codec`'s `field` is not `expected`.
+    pub(crate) fn invalid(
+        codec: &str,
+        field: impl Into<String>,
+        expected: impl Into<String>,
+    ) -> Self {
+        Self::Invalid {
+            codec: Some(codec.to_string()),
+            field: field.into(),
+            expected: expected.into(),
+            found: None,
+        }
+    }
+
+    /// [`ConfigError::Invalid`], saying what was `found`.
+    pub(crate) fn invalid_found(
+        codec: &str,
+        field: impl Into<String>,
+        expected: impl Into<String>,
+        found: impl std::fmt::Display,
+    ) -> Self {
+        Self::Invalid {
+            codec: Some(codec.to_string()),
+            field: field.into(),
+            expected: expected.into(),
+            found: Some(crate::error::cut_owned(&found.to_string())),
+        }
     }
 }
 
@@ -376,8 +424,15 @@ fn settings<T: DeserializeOwned>(
     codec: &str,
     config: &Map<String, Value>,
 ) -> Result<T, ConfigError> {
-    serde_json::from_value(Value::Object(config.clone()))
-        .map_err(|e| ConfigError::Invalid(format!("{codec}: bad configuration: {e}")))
+    serde_path_to_error::deserialize(Value::Object(config.clone())).map_err(|e| {
+        let p = crate::metadata::json_problem("configuration", &e);
+        ConfigError::Invalid {
+            codec: Some(codec.to_string()),
+            field: p.field,
+            expected: p.expected,
+            found: p.found,
+        }
+    })
 }
 
 /// Where `zarrs.vlen` and `sharding_indexed` put their index.

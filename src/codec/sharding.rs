@@ -86,7 +86,12 @@ pub(super) fn build(
         None | Some("end") => IndexLocation::End,
         Some("start") => IndexLocation::Start,
         Some(other) => {
-            return Err(format!("sharding_indexed: unknown index_location {other:?}").into());
+            return Err(ConfigError::invalid_found(
+                name,
+                "configuration.index_location",
+                "\"start\" or \"end\"",
+                format!("{other:?}"),
+            ));
         }
     };
     let sharding = Sharding {
@@ -103,11 +108,11 @@ pub(super) fn build(
         || sharding.index_codecs.has_array_to_array()
         || sharding.index_len(1).is_none()
     {
-        return Err(
-            "sharding_indexed: index_codecs must be bytes, optionally followed by crc32c"
-                .to_string()
-                .into(),
-        );
+        return Err(ConfigError::invalid(
+            name,
+            "configuration.index_codecs",
+            "bytes, optionally followed by crc32c",
+        ));
     }
     Ok(Arc::new(sharding))
 }
@@ -617,9 +622,12 @@ impl ArrayToBytesCodec for Sharding {
             || inner.contains(&0)
             || shape.iter().zip(inner).any(|(s, c)| s % c != 0)
         {
-            return Err(ConfigError::Invalid(format!(
-                "sharding_indexed: inner chunk shape {inner:?} does not divide the shard shape {shape:?}"
-            )));
+            return Err(ConfigError::invalid_found(
+                "sharding_indexed",
+                "configuration.chunk_shape",
+                format!("an inner chunk shape that divides the shard shape {shape:?}"),
+                format!("{inner:?}"),
+            ));
         }
         self.codecs.check_shape(inner)
     }

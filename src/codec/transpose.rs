@@ -38,7 +38,12 @@ pub(super) fn build(
 ) -> Result<Arc<dyn ArrayToArrayCodec>, ConfigError> {
     let order = settings::<Settings>(name, config)?.order;
     if !is_permutation(&order, order.len()) {
-        return Err(format!("transpose: order {order:?} is not a permutation").into());
+        return Err(ConfigError::invalid_found(
+            name,
+            "configuration.order",
+            "a permutation of the dimensions",
+            format!("{order:?}"),
+        ));
     }
     Ok(Arc::new(Transpose { order }))
 }

@@ -157,20 +157,36 @@ pub(super) fn build(
         None | Some("uint64") => OffsetWidth::U64,
         Some("uint32") => OffsetWidth::U32,
         Some(other) => {
-            return Err(format!("zarrs.vlen: unsupported index_data_type {other:?}").into());
+            return Err(ConfigError::invalid_found(
+                name,
+                "configuration.index_data_type",
+                "\"uint64\" or \"uint32\"",
+                format!("{other:?}"),
+            ));
         }
     };
     let index_location = match s.index_location.as_deref() {
         None | Some("start") => IndexLocation::Start,
         Some("end") => IndexLocation::End,
-        Some(other) => return Err(format!("zarrs.vlen: unknown index_location {other:?}").into()),
+        Some(other) => {
+            return Err(ConfigError::invalid_found(
+                name,
+                "configuration.index_location",
+                "\"start\" or \"end\"",
+                format!("{other:?}"),
+            ));
+        }
     };
     let chain =
         |field: &str, list: Option<Vec<CodecMetadata>>| -> Result<CodecChain, ConfigError> {
             let list = list.unwrap_or_else(|| vec![CodecMetadata::named("bytes")]);
             let inner = CodecChain::parse(&list, None)?;
             if !inner.array_to_bytes().as_any().is::<Bytes>() || inner.has_array_to_array() {
-                return Err(format!("zarrs.vlen: {field} must use the bytes codec").into());
+                return Err(ConfigError::invalid(
+                    name,
+                    format!("configuration.{field}"),
+                    "the bytes codec",
+                ));
             }
             Ok(inner)
         };

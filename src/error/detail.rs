@@ -53,6 +53,26 @@ pub enum NameError {
     Duplicate,
 }
 
+/// [`Error::Metadata`](super::Error::Metadata)'s message: `invalid metadata in
+/// zarr.json: shape: expected an array of non-negative integers, found "x"`.
+pub(super) fn invalid_metadata(
+    key: &str,
+    field: &str,
+    codec: Option<&str>,
+    expected: &str,
+    found: Option<&str>,
+) -> String {
+    let mut text = format!("invalid metadata in {key}: ");
+    if let Some(codec) = codec {
+        text.push_str(&format!("codec {:?}, ", Cut(codec)));
+    }
+    text.push_str(&format!("{}: expected {}", Cut(field), Cut(expected)));
+    if let Some(found) = found {
+        text.push_str(&format!(", found {found}"));
+    }
+    text
+}
+
 pub(super) fn invalid_name(name: &str, reason: NameError) -> String {
     let name = Cut(name);
     match reason {

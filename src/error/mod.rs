@@ -12,6 +12,7 @@ use arrow_schema::{ArrowError, DataType as ArrowType};
 mod chunk;
 mod convention;
 mod detail;
+mod fields;
 mod kind;
 #[cfg(feature = "object-store")]
 mod location;
@@ -126,13 +127,25 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
-    /// A metadata document is valid JSON but not valid Zarr metadata.
-    #[error("invalid metadata in {key}: {}", Cut(message))]
+    /// A metadata document is valid JSON but not valid Zarr metadata: which
+    /// document, which field of it, what was expected there and what was found.
+    /// A codec's configuration that it does not take is one too, naming the codec.
+    #[error("{}", detail::invalid_metadata(key, field, codec.as_deref(), expected, found.as_deref()))]
     Metadata {
-        /// The metadata key.
+        /// The document's store key (`obs/zarr.json`, `x/.zarray`).
         key: String,
-        /// What is wrong.
-        message: String,
+        /// The field at fault, as a path into the document (`shape`,
+        /// `chunk_grid.configuration.chunk_shape`, `fill_value`, `codecs`); for a
+        /// codec's configuration, the path inside its configuration (`level`).
+        field: String,
+        /// The codec whose configuration (or place in the chain) is at fault, as
+        /// the document names it (boxed, as `found`: the error stays small).
+        codec: Option<Box<str>>,
+        /// What was expected there, as a phrase (`a non-negative integer`).
+        expected: String,
+        /// What was there instead, as JSON or a phrase, cut to 200 characters;
+        /// `None` when the field is missing or the expectation says it all.
+        found: Option<Box<str>>,
     },
     /// A codec that zarrow does not implement.
     #[error("unsupported codec {:?} in {key}", Cut(name))]
@@ -601,6 +614,12 @@ fn skipped_list(skipped: &[Skipped]) -> String {
     format!(" (skipped: {})", names.join("; "))
 }
 
+/// `text` cut to [`MAX_ECHO_CHARS`] characters (as [`Cut`] shows it), for a field
+/// an error keeps cut.
+pub(crate) fn cut_owned(text: &str) -> String {
+    Cut(text).to_string()
+}
+
 /// Displays a string cut to [`MAX_ECHO_CHARS`] characters, saying how much was left
 /// out: a hostile document's million-character name must not flood a terminal. The
 /// error keeps the whole string for programs that want it.
@@ -671,10 +690,35 @@ impl Error {
         }
     }
 
-    pub(crate) fn metadata(key: &str, message: impl Into<String>) -> Self {
+    /// An [`Error::Metadata`]: in the document at `key`, `field` is not `expected`.
+    pub(crate) fn metadata(
+        key: &str,
+        field: impl Into<String>,
+        expected: impl Into<String>,
+    ) -> Self {
         Error::Metadata {
             key: key.to_string(),
-            message: message.into(),
+            field: field.into(),
+            codec: None,
+            expected: expected.into(),
+            found: None,
+        }
+    }
+
+    /// An [`Error::Metadata`] that also says what was `found` (cut to
+    /// [`MAX_ECHO_CHARS`] characters).
+    pub(crate) fn metadata_found(
+        key: &str,
+        field: impl Into<String>,
+        expected: impl Into<String>,
+        found: impl std::fmt::Display,
+    ) -> Self {
+        Error::Metadata {
+            key: key.to_string(),
+            field: field.into(),
+            codec: None,
+            expected: expected.into(),
+            found: Some(cut_owned(&found.to_string()).into()),
         }
     }
 }
@@ -719,7 +763,7 @@ mod tests {
         // The error itself keeps the whole name.
         assert!(matches!(e, Error::UnsupportedDataType { name: n, .. } if n == name));
         // Cut on a character boundary, never inside a multi-byte character.
-        let wide = Error::metadata("k", "é".repeat(300));
+        let wide = Error::metadata("k", "f", "é".repeat(300));
         assert!(wide.to_string().ends_with("(200 more bytes)"));
         // Short input is shown whole.
         let short = Error::UnsupportedCodec {

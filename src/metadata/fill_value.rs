@@ -49,8 +49,22 @@ impl PartialEq for FillValue {
 
 /// A fill value that does not fit its data type ([`FillValue::parse`]): why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub(crate) struct InvalidFillValue(String);
+#[error("fill_value {found}: expected {expected}")]
+pub(crate) struct InvalidFillValue {
+    /// What the data type takes.
+    pub(crate) expected: String,
+    /// The value given, as JSON.
+    pub(crate) found: String,
+}
+
+impl InvalidFillValue {
+    fn new(expected: impl Into<String>, found: &Value) -> Self {
+        Self {
+            expected: expected.into(),
+            found: found.to_string(),
+        }
+    }
+}
 
 impl FillValue {
     /// The fill value zarrow uses when metadata gives none (v2 `null`).
@@ -89,10 +103,14 @@ impl FillValue {
         data_type: &DataType,
         v2: bool,
     ) -> Result<Self, InvalidFillValue> {
-        Self::parse_checked(value, data_type, v2).map_err(InvalidFillValue)
+        Self::parse_checked(value, data_type, v2)
     }
 
-    fn parse_checked(value: &Value, data_type: &DataType, v2: bool) -> Result<Self, String> {
+    fn parse_checked(
+        value: &Value,
+        data_type: &DataType,
+        v2: bool,
+    ) -> Result<Self, InvalidFillValue> {
         let fill = Self::parse_raw(value, data_type, v2)?;
         // Fixed-width values read back with trailing NULs stripped (numpy's rule);
         // the fill value must read back the same way, and must fit the width.
@@ -102,7 +120,10 @@ impl FillValue {
                     b.pop();
                 }
                 if b.len() > *length {
-                    return Err(format!("fill_value {value} is longer than {length} bytes"));
+                    return Err(InvalidFillValue::new(
+                        format!("at most {length} bytes"),
+                        value,
+                    ));
                 }
                 Ok(Self::Bytes(b))
             }
@@ -110,8 +131,9 @@ impl FillValue {
                 let text = String::from_utf8_lossy(&b);
                 let text = text.trim_end_matches('\0');
                 if text.chars().count() > *chars {
-                    return Err(format!(
-                        "fill_value {value} is longer than {chars} characters"
+                    return Err(InvalidFillValue::new(
+                        format!("at most {chars} characters"),
+                        value,
                     ));
                 }
                 Ok(Self::Bytes(text.as_bytes().to_vec()))
@@ -120,15 +142,18 @@ impl FillValue {
         }
     }
 
-    fn parse_raw(value: &Value, data_type: &DataType, v2: bool) -> Result<Self, String> {
+    fn parse_raw(value: &Value, data_type: &DataType, v2: bool) -> Result<Self, InvalidFillValue> {
         if value.is_null() {
             return if v2 {
                 Ok(Self::default_for(data_type))
             } else {
-                Err("fill_value is null (Zarr v3 requires a value)".into())
+                Err(InvalidFillValue::new(
+                    format!("a value of data type {data_type} (Zarr v3 requires one)"),
+                    value,
+                ))
             };
         }
-        let bad = || format!("fill_value {value} does not fit data type {}", data_type);
+        let bad = || InvalidFillValue::new(format!("a value of data type {data_type}"), value);
         match data_type {
             DataType::Bool => match value {
                 Value::Bool(b) => Ok(Self::Bool(*b)),
@@ -175,7 +200,7 @@ impl FillValue {
                 Value::String(s) => base64::engine::general_purpose::STANDARD
                     .decode(s)
                     .map(Self::Bytes)
-                    .map_err(|e| format!("fill_value {value} is not valid base64: {e}")),
+                    .map_err(|e| InvalidFillValue::new(format!("base64 ({e})"), value)),
                 Value::Array(items) => items
                     .iter()
                     .map(|v| v.as_u64().and_then(|b| u8::try_from(b).ok()))

@@ -187,18 +187,26 @@ impl ArrayMetadata {
     /// Check the parts against each other (shape vs. chunks; the codecs are checked
     /// when they are built).
     fn validate(&self, key: &str) -> Result<()> {
+        let chunks = if self.zarr_format == 2 {
+            "chunks"
+        } else {
+            "chunk_grid.configuration.chunk_shape"
+        };
         if self.shape.len() != self.chunk_shape.len() {
-            return Err(Error::metadata(
+            return Err(Error::metadata_found(
                 key,
-                format!(
-                    "shape has {} dimensions but the chunk shape has {}",
-                    self.shape.len(),
-                    self.chunk_shape.len()
-                ),
+                chunks,
+                format!("as many dimensions as the shape ({})", self.shape.len()),
+                format!("{} dimensions", self.chunk_shape.len()),
             ));
         }
         if self.chunk_shape.contains(&0) {
-            return Err(Error::metadata(key, "chunk shape has a zero extent"));
+            return Err(Error::metadata_found(
+                key,
+                chunks,
+                "extents of 1 or more",
+                format!("{:?}", self.chunk_shape),
+            ));
         }
         let elements = self
             .chunk_shape
@@ -206,9 +214,11 @@ impl ArrayMetadata {
             .try_fold(1u64, |acc, &c| acc.checked_mul(c))
             .filter(|&e| e <= MAX_CHUNK_ELEMENTS);
         if elements.is_none() {
-            return Err(Error::metadata(
+            return Err(Error::metadata_found(
                 key,
-                format!("a chunk may hold at most {MAX_CHUNK_ELEMENTS} elements"),
+                chunks,
+                format!("a chunk of at most {MAX_CHUNK_ELEMENTS} elements"),
+                format!("{:?}", self.chunk_shape),
             ));
         }
         // numpy, zarr-python and Arrow index with i64: no extent or element count
@@ -221,18 +231,27 @@ impl ArrayMetadata {
                 .try_fold(1u64, |acc, &s| acc.checked_mul(s))
                 .is_none_or(|e| e > max)
         {
-            return Err(Error::metadata(
+            return Err(Error::metadata_found(
                 key,
-                format!(
-                    "shape {:?} exceeds 2^63 - 1 elements, the most numpy, zarr-python and Arrow can index",
-                    self.shape
-                ),
+                "shape",
+                "at most 2^63 - 1 elements (a shape that exceeds 2^63 - 1 is more than numpy, zarr-python and Arrow can index)",
+                format!("{:?}", self.shape),
             ));
         }
         if let Some(size) = self.data_type.fixed_size()
             && size == 0
         {
-            return Err(Error::metadata(key, "fixed-width data type of zero bytes"));
+            let field = if self.zarr_format == 2 {
+                "dtype"
+            } else {
+                "data_type"
+            };
+            return Err(Error::metadata_found(
+                key,
+                field,
+                "a data type of 1 or more bytes",
+                "a fixed-width data type of zero bytes",
+            ));
         }
         Ok(())
     }
@@ -246,9 +265,95 @@ pub(crate) fn parse_json(key: &str, bytes: &[u8]) -> Result<Map<String, Value>> 
     })?;
     match value {
         Value::Object(map) => Ok(map),
-        other => Err(Error::metadata(
+        other => Err(Error::metadata_found(
             key,
-            format!("expected a JSON object, found {other}"),
+            "(document)",
+            "a JSON object",
+            other,
         )),
+    }
+}
+
+/// `value` as a `T`, or an [`Error::Metadata`] naming the document `key`, the
+/// field at fault (its path from `value`, after `prefix`) and what serde expected
+/// there.
+pub(crate) fn from_value_at<T: serde::de::DeserializeOwned>(
+    key: &str,
+    prefix: &str,
+    value: Value,
+) -> Result<T> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let p = json_problem(prefix, &e);
+        Error::Metadata {
+            key: key.to_string(),
+            field: p.field,
+            codec: None,
+            expected: p.expected,
+            found: p.found.map(Into::into),
+        }
+    })
+}
+
+/// What a serde error says, as typed parts: the field (its path, after `prefix`),
+/// what was expected, what was found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct JsonProblem {
+    /// The field's path (`(document)` for the value itself).
+    pub(crate) field: String,
+    /// What was expected.
+    pub(crate) expected: String,
+    /// What was found, cut.
+    pub(crate) found: Option<String>,
+}
+
+/// Split serde's message (`invalid type: string "x", expected u64`, `missing
+/// field `shape``) into the field, the expectation and what was there.
+pub(crate) fn json_problem(
+    prefix: &str,
+    e: &serde_path_to_error::Error<serde_json::Error>,
+) -> JsonProblem {
+    let mut path = join_path(prefix, &e.path().to_string());
+    let message = e.inner().to_string();
+    let cut = |s: &str| Some(crate::error::cut_owned(s));
+    let (expected, found) = if let Some(name) = message
+        .strip_prefix("missing field `")
+        .and_then(|r| r.strip_suffix('`'))
+    {
+        path = join_path(&path, name);
+        ("a value (the field is required)".to_string(), None)
+    } else if let Some(rest) = message
+        .strip_prefix("invalid type: ")
+        .or_else(|| message.strip_prefix("invalid value: "))
+        .or_else(|| message.strip_prefix("invalid length "))
+        .or_else(|| message.strip_prefix("unknown variant "))
+        .or_else(|| message.strip_prefix("unknown field "))
+        && let Some((found, expected)) = rest.split_once(", expected ")
+    {
+        (expected.to_string(), cut(found))
+    } else {
+        // A message of a type's own (`Deserialize` by hand): it says both.
+        (format!("a valid value ({message})"), None)
+    };
+    let field = if path.is_empty() {
+        "(document)".to_string()
+    } else {
+        path
+    };
+    JsonProblem {
+        field,
+        expected,
+        found,
+    }
+}
+
+/// `prefix.path`, either part possibly empty (`.` is serde_path_to_error's root).
+fn join_path(prefix: &str, path: &str) -> String {
+    let path = if path == "." { "" } else { path };
+    match (prefix.is_empty(), path.is_empty()) {
+        (true, true) => String::new(),
+        (true, false) => path.to_string(),
+        (false, true) => prefix.to_string(),
+        (false, false) if path.starts_with('[') => format!("{prefix}{path}"),
+        (false, false) => format!("{prefix}.{path}"),
     }
 }

@@ -40,9 +40,11 @@ impl ArrayMetadata {
         match self.zarr_format {
             2 => self.v2_documents(),
             3 => Ok(vec![("zarr.json", self.v3_document()?)]),
-            other => Err(Error::metadata(
+            other => Err(Error::metadata_found(
                 "zarr.json",
-                format!("zarr_format must be 2 or 3, found {other}"),
+                "zarr_format",
+                "2 or 3",
+                other,
             )),
         }
     }
@@ -82,18 +84,29 @@ impl ArrayMetadata {
 
     fn v2_documents(&self) -> Result<Vec<Document>> {
         const KEY: &str = ".zarray";
-        let refuse = |message: String| Err(Error::metadata(KEY, message));
+        let refuse = |field: &str, expected: &str, found: String| {
+            Err(Error::metadata_found(KEY, field, expected, found))
+        };
         if self.dimension_names.is_some() {
             return refuse(
-                "a v2 array has no dimension_names (xarray keeps them in the _ARRAY_DIMENSIONS attribute)"
-                    .into(),
+                "dimension_names",
+                "none: a v2 array has no dimension_names (xarray keeps them in the _ARRAY_DIMENSIONS attribute)",
+                "dimension names".into(),
             );
         }
         if self.zep0007.is_some() {
-            return refuse("the ZEP0007 data types are v3 only".into());
+            return refuse(
+                "dtype",
+                "a v2 data type (the ZEP0007 data types are v3 only)",
+                format!("{} (ZEP0007)", self.data_type),
+            );
         }
         if self.chunk_key_encoding.kind != KeyKind::V2 {
-            return refuse("a v2 array's chunk keys are the v2 encoding".into());
+            return refuse(
+                "dimension_separator",
+                "the v2 chunk key encoding (a v2 array's chunk keys are the v2 encoding)",
+                "the default (v3) chunk key encoding".into(),
+            );
         }
         let mut codecs = self.codecs.as_slice();
         // A leading transpose that reverses the dimensions is v2's order "F".
@@ -101,10 +114,11 @@ impl ArrayMetadata {
         let order = match codecs.first() {
             Some(c) if c.name == "transpose" && self.shape.len() > 1 => {
                 if c.configuration.get("order") != Some(&json!(reversed)) {
-                    return refuse(format!(
-                        "v2 orders are C and F; transpose {} is neither",
-                        Value::Object(c.configuration.clone())
-                    ));
+                    return refuse(
+                        "order",
+                        "C or F (a transpose that reverses the dimensions)",
+                        format!("transpose {}", Value::Object(c.configuration.clone())),
+                    );
                 }
                 codecs = &codecs[1..];
                 "F"
@@ -115,7 +129,11 @@ impl ArrayMetadata {
             .iter()
             .position(|c| matches!(c.name.as_str(), "bytes" | "vlen-utf8" | "vlen-bytes"))
         else {
-            return refuse("v2 needs a bytes, vlen-utf8 or vlen-bytes layout".into());
+            return refuse(
+                "filters",
+                "a bytes, vlen-utf8 or vlen-bytes layout (v2 needs one)",
+                "none".into(),
+            );
         };
         let (filters, rest) = codecs.split_at(at);
         let (layout, compressors) = (&rest[0], &rest[1..]);
@@ -128,13 +146,23 @@ impl ArrayMetadata {
             }
             ("bytes", t) if t.fixed_size().is_some() => v2_dtype(t, big),
             (name, t) => {
-                return refuse(format!("layout {name} does not hold data type {}", t));
+                return refuse(
+                    "dtype",
+                    &format!("a data type layout {name} holds"),
+                    t.to_string(),
+                );
             }
         };
         let compressor = match compressors {
             [] => Value::Null,
             [one] => one.to_v2(),
-            _ => return refuse("a v2 array has one compressor".into()),
+            more => {
+                return refuse(
+                    "compressor",
+                    "one compressor (a v2 array has one compressor)",
+                    format!("{} compressors", more.len()),
+                );
+            }
         };
         let fill_value = if self.fill_value_unset {
             Value::Null
@@ -283,9 +311,14 @@ fn float(v: f64) -> Value {
 
 /// Text, which a string fill value must be.
 fn text(key: &str, bytes: &[u8]) -> Result<Value> {
-    std::str::from_utf8(bytes)
-        .map(|s| json!(s))
-        .map_err(|_| Error::metadata(key, "a string fill value must be UTF-8"))
+    std::str::from_utf8(bytes).map(|s| json!(s)).map_err(|_| {
+        Error::metadata_found(
+            key,
+            "fill_value",
+            "UTF-8 text (a string fill value must be UTF-8)",
+            format!("b\"{}\"", bytes.escape_ascii()),
+        )
+    })
 }
 
 /// The fill value for `t`, or an error when it is not of `t`'s kind.
@@ -317,9 +350,11 @@ fn fill(
         (DataType::Bytes | DataType::NullTerminatedBytes { .. }, FillValue::Bytes(b)) => {
             Ok(bytes(b))
         }
-        (t, f) => Err(Error::metadata(
+        (t, f) => Err(Error::metadata_found(
             key,
-            format!("fill value {} does not fit data type {}", f.describe(t), t),
+            "fill_value",
+            format!("a value of data type {t} (a fill value that does not fit data type {t})"),
+            f.describe(t),
         )),
     }
 }

@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 
 use super::{
     ArrayMetadata, CodecMetadata, DataType, DateTimeUnit, Endian, FillValue, GroupMetadata,
-    MAX_ELEMENT_BYTES, parse_json, unsupported_time_unit,
+    MAX_ELEMENT_BYTES, from_value_at, parse_json, unsupported_time_unit,
 };
 use crate::error::{Error, Result};
 use crate::grid::{ChunkKeyEncoding, KeyKind};
@@ -28,9 +28,11 @@ struct Zarray {
 fn check_format(key: &str, zarr_format: Option<&Value>) -> Result<()> {
     match zarr_format {
         Some(v) if v.as_u64() == Some(2) => Ok(()),
-        other => Err(Error::metadata(
+        Some(other) => Err(Error::metadata_found(key, "zarr_format", "2", other)),
+        None => Err(Error::metadata(
             key,
-            format!("zarr_format must be 2, found {other:?}"),
+            "zarr_format",
+            "2 (the field is required)",
         )),
     }
 }
@@ -63,10 +65,7 @@ pub(crate) fn parse_zgroup(
 /// A v2 `{"id": ..., ...}` object as a codec entry named by its id.
 fn codec_entry(key: &str, what: &str, object: Map<String, Value>) -> Result<CodecMetadata> {
     CodecMetadata::from_v2(object).map_err(|object| {
-        Error::metadata(
-            key,
-            format!("{what} {} has no \"id\"", Value::Object(object)),
-        )
+        Error::metadata_found(key, what, "an object with an \"id\"", Value::Object(object))
     })
 }
 
@@ -115,11 +114,11 @@ pub(crate) fn parse_dtype(key: &str, dtype: &str) -> Result<(Option<DataType>, E
     }
     let size: usize = size.parse().map_err(|_| unsupported())?;
     if size > MAX_ELEMENT_BYTES / 4 {
-        return Err(Error::metadata(
+        return Err(Error::metadata_found(
             key,
-            format!(
-                "dtype {dtype:?}: elements wider than {MAX_ELEMENT_BYTES} bytes are not supported"
-            ),
+            "dtype",
+            format!("elements of at most {MAX_ELEMENT_BYTES} bytes"),
+            format!("{dtype:?}"),
         ));
     }
     let t = match (kind, size) {
@@ -156,26 +155,31 @@ pub(crate) fn check_delta(
         return Ok(());
     }
     let Some(dtype) = codec.configuration.get("dtype").and_then(Value::as_str) else {
-        return Err(Error::metadata(
-            key,
-            format!("{}: \"dtype\" is missing", codec.name),
-        ));
+        return Err(Error::Metadata {
+            key: key.to_string(),
+            field: "configuration.dtype".to_string(),
+            codec: Some(codec.name.as_str().into()),
+            expected: "a numpy dtype string (the field is required)".to_string(),
+            found: None,
+        });
     };
     let (t, e) = parse_dtype(key, dtype)?;
     let same_order = e == endian || data_type.fixed_size() == Some(1);
     if t != Some(*data_type) || !same_order {
-        return Err(Error::metadata(
-            key,
-            format!(
-                "{} dtype {dtype:?} is not the array's data type ({}, {} endian)",
-                codec.name,
+        return Err(Error::Metadata {
+            key: key.to_string(),
+            field: "configuration.dtype".to_string(),
+            codec: Some(codec.name.as_str().into()),
+            expected: format!(
+                "the array's data type ({}, {} endian)",
                 data_type,
                 match endian {
                     Endian::Little => "little",
                     Endian::Big => "big",
                 }
             ),
-        ));
+            found: Some(crate::error::cut_owned(&format!("{dtype:?}")).into()),
+        });
     }
     Ok(())
 }
@@ -191,8 +195,7 @@ pub(crate) fn parse_zarray(
 ) -> Result<ArrayMetadata> {
     let map = parse_json(key, bytes)?;
     check_format(key, map.get("zarr_format"))?;
-    let doc: Zarray = serde_json::from_value(Value::Object(map))
-        .map_err(|e| Error::metadata(key, e.to_string()))?;
+    let doc: Zarray = from_value_at(key, "", Value::Object(map))?;
     let dtype = match &doc.dtype {
         Some(Value::String(s)) => s.as_str(),
         Some(other) => {
@@ -201,14 +204,21 @@ pub(crate) fn parse_zarray(
                 key: key.to_string(),
             });
         }
-        None => return Err(Error::metadata(key, "\"dtype\" is missing")),
+        None => {
+            return Err(Error::metadata(
+                key,
+                "dtype",
+                "a numpy dtype string (the field is required)",
+            ));
+        }
     };
     let (fixed, endian) = parse_dtype(key, dtype)?;
     let filters = doc
         .filters
         .unwrap_or_default()
         .into_iter()
-        .map(|f| codec_entry(key, "filter", f))
+        .enumerate()
+        .map(|(i, f)| codec_entry(key, &format!("filters[{i}]"), f))
         .collect::<Result<Vec<_>>>()?;
     // The object dtype's filter names the data type; other filters stay codecs
     // (which the codec chain refuses when it does not know them).
@@ -228,16 +238,20 @@ pub(crate) fn parse_zarray(
             });
         }
         (None, None) => {
-            return Err(Error::metadata(
+            return Err(Error::metadata_found(
                 key,
-                "dtype \"|O\" needs a vlen-utf8 or vlen-bytes filter",
+                "filters",
+                "a vlen-utf8 or vlen-bytes filter (dtype \"|O\" needs one)",
+                "none",
             ));
         }
         (Some(t), None) => t,
         (Some(t), Some(f)) => {
-            return Err(Error::metadata(
+            return Err(Error::metadata_found(
                 key,
-                format!("filter {f:?} does not apply to dtype {}", t),
+                "filters",
+                format!("no {f:?} filter: it does not apply to dtype {t}"),
+                format!("{f:?}"),
             ));
         }
     };
@@ -250,9 +264,11 @@ pub(crate) fn parse_zarray(
             json!((0..doc.shape.len()).rev().collect::<Vec<_>>()),
         )],
         Some(other) => {
-            return Err(Error::metadata(
+            return Err(Error::metadata_found(
                 key,
-                format!("order must be \"C\" or \"F\", found {other:?}"),
+                "order",
+                "\"C\" or \"F\"",
+                format!("{other:?}"),
             ));
         }
     };
@@ -281,9 +297,11 @@ pub(crate) fn parse_zarray(
         None | Some(".") => '.',
         Some("/") => '/',
         Some(other) => {
-            return Err(Error::metadata(
+            return Err(Error::metadata_found(
                 key,
-                format!("dimension_separator must be \".\" or \"/\", found {other:?}"),
+                "dimension_separator",
+                "\".\" or \"/\"",
+                format!("{other:?}"),
             ));
         }
     };
@@ -293,7 +311,7 @@ pub(crate) fn parse_zarray(
         &data_type,
         true,
     )
-    .map_err(|e| Error::metadata(key, e.to_string()))?;
+    .map_err(|e| Error::metadata_found(key, "fill_value", e.expected, e.found))?;
     let meta = ArrayMetadata {
         zarr_format: 2,
         shape: doc.shape,

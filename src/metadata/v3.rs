@@ -7,7 +7,8 @@ use serde_json::{Map, Value};
 
 use super::{
     ArrayMetadata, CodecMetadata, DataType, DateTimeUnit, FillValue, GroupMetadata,
-    MAX_ELEMENT_BYTES, NodeMetadata, Zep0007Offsets, parse_json, unsupported_time_unit,
+    MAX_ELEMENT_BYTES, NodeMetadata, Zep0007Offsets, from_value_at, parse_json,
+    unsupported_time_unit,
 };
 use crate::error::{Error, Result};
 use crate::grid::{ChunkKeyEncoding, KeyKind};
@@ -66,11 +67,13 @@ struct KeySettings {
 /// [`Error::Json`] when it is not JSON; [`Error::Metadata`],
 /// [`Error::UnsupportedDataType`] when it is not a valid v3 node.
 pub(crate) fn parse_zarr_json(key: &str, bytes: &[u8]) -> Result<NodeMetadata> {
-    let doc: Document = from_map(key, parse_json(key, bytes)?)?;
+    let doc: Document = from_map(key, "", parse_json(key, bytes)?)?;
     if doc.zarr_format.as_u64() != Some(3) {
-        return Err(Error::metadata(
+        return Err(Error::metadata_found(
             key,
-            format!("zarr_format must be 3, found {}", doc.zarr_format),
+            "zarr_format",
+            "3",
+            &doc.zarr_format,
         ));
     }
     let attributes = doc.attributes.unwrap_or_default();
@@ -82,16 +85,25 @@ pub(crate) fn parse_zarr_json(key: &str, bytes: &[u8]) -> Result<NodeMetadata> {
         Some("array") => Ok(NodeMetadata::Array(Box::new(parse_array(
             key, doc.rest, attributes,
         )?))),
-        other => Err(Error::metadata(
-            key,
-            format!("node_type must be \"array\" or \"group\", found {other:?}"),
-        )),
+        _ => Err(match &doc.node_type {
+            Some(other) => Error::metadata_found(key, "node_type", "\"array\" or \"group\"", other),
+            None => Error::metadata(
+                key,
+                "node_type",
+                "\"array\" or \"group\" (the field is required)",
+            ),
+        }),
     }
 }
 
-/// A serde-derived view of `map`, its errors naming `key`.
-fn from_map<T: serde::de::DeserializeOwned>(key: &str, map: Map<String, Value>) -> Result<T> {
-    serde_json::from_value(Value::Object(map)).map_err(|e| Error::metadata(key, e.to_string()))
+/// A serde-derived view of `map`, its errors naming `key` and the field (its
+/// path after `prefix`, where `map` sits in the document).
+fn from_map<T: serde::de::DeserializeOwned>(
+    key: &str,
+    prefix: &str,
+    map: Map<String, Value>,
+) -> Result<T> {
+    from_value_at(key, prefix, Value::Object(map))
 }
 
 /// The data type, and the offset width that ZEP0007's object form names.
@@ -105,10 +117,9 @@ fn data_type(key: &str, value: Option<&Value>) -> Result<(DataType, Option<Zep00
             .map(|t| (t, None))
             .ok_or_else(|| unsupported(format!("{name:?}"))),
         Some(Value::Object(obj)) => {
-            let name = obj
-                .get("name")
-                .and_then(Value::as_str)
-                .ok_or_else(|| Error::metadata(key, "data_type object has no \"name\""))?;
+            let name = obj.get("name").and_then(Value::as_str).ok_or_else(|| {
+                Error::metadata(key, "data_type.name", "a string (the field is required)")
+            })?;
             let length_bytes = || -> Result<usize> {
                 obj.get("configuration")
                     .and_then(|c| c.get("length_bytes"))
@@ -116,21 +127,32 @@ fn data_type(key: &str, value: Option<&Value>) -> Result<(DataType, Option<Zep00
                     .filter(|&l| l <= MAX_ELEMENT_BYTES as u64)
                     .map(|l| l as usize)
                     .ok_or_else(|| {
-                        Error::metadata(
-                            key,
-                            format!("{name}: configuration.length_bytes is missing or over {MAX_ELEMENT_BYTES}"),
-                        )
+                        let expected =
+                            format!("an integer of at most {MAX_ELEMENT_BYTES} (for {name})");
+                        match obj.get("configuration").and_then(|c| c.get("length_bytes")) {
+                            Some(found) => Error::metadata_found(
+                                key,
+                                "data_type.configuration.length_bytes",
+                                expected,
+                                found,
+                            ),
+                            None => Error::metadata(
+                                key,
+                                "data_type.configuration.length_bytes",
+                                expected,
+                            ),
+                        }
                     })
             };
             Ok(match name {
                 "fixed_length_utf32" => {
                     let bytes = length_bytes()?;
                     if bytes % 4 != 0 {
-                        return Err(Error::metadata(
+                        return Err(Error::metadata_found(
                             key,
-                            format!(
-                                "fixed_length_utf32: length_bytes {bytes} is not a multiple of 4"
-                            ),
+                            "data_type.configuration.length_bytes",
+                            "a multiple of 4 (for fixed_length_utf32)",
+                            bytes,
                         ));
                     }
                     (DataType::FixedUtf32 { chars: bytes / 4 }, None)
@@ -154,7 +176,11 @@ fn data_type(key: &str, value: Option<&Value>) -> Result<(DataType, Option<Zep00
             })
         }
         Some(other) => Err(unsupported(other.to_string())),
-        None => Err(Error::metadata(key, "\"data_type\" is missing")),
+        None => Err(Error::metadata(
+            key,
+            "data_type",
+            "a data type (the field is required)",
+        )),
     }
 }
 
@@ -165,7 +191,13 @@ fn numpy_time(key: &str, name: &str, obj: &Map<String, Value>) -> Result<DataTyp
     let unit = config
         .and_then(|c| c.get("unit"))
         .and_then(Value::as_str)
-        .ok_or_else(|| Error::metadata(key, format!("{name}: configuration.unit is missing")))?;
+        .ok_or_else(|| {
+            Error::metadata(
+                key,
+                "data_type.configuration.unit",
+                format!("a unit string (for {name}; the field is required)"),
+            )
+        })?;
     let scale = config
         .and_then(|c| c.get("scale_factor"))
         .map_or(Some(1), Value::as_u64);
@@ -195,27 +227,32 @@ fn parse_array(
     fields: Map<String, Value>,
     attributes: Map<String, Value>,
 ) -> Result<ArrayMetadata> {
-    let doc: ArrayFields = from_map(key, fields)?;
+    let doc: ArrayFields = from_map(key, "", fields)?;
     for (field, value) in &doc.extensions {
         if value.get("must_understand") != Some(&Value::Bool(false)) {
-            return Err(Error::metadata(
+            return Err(Error::metadata_found(
                 key,
-                format!("unknown field {field:?} that must be understood"),
+                field.as_str(),
+                "no field zarrow does not know, or an extension with \"must_understand\": false",
+                "an unknown field that must be understood",
             ));
         }
     }
     let (data_type, zep0007) = data_type(key, doc.data_type.as_ref())?;
     let stored_data_type = doc.data_type.clone();
     if doc.chunk_grid.name != "regular" {
-        return Err(Error::metadata(
+        return Err(Error::metadata_found(
             key,
-            format!(
-                "only the regular chunk grid is supported, found {:?}",
-                doc.chunk_grid.name
-            ),
+            "chunk_grid.name",
+            "\"regular\" (the only chunk grid supported)",
+            format!("{:?}", doc.chunk_grid.name),
         ));
     }
-    let grid: RegularGrid = from_map(key, doc.chunk_grid.configuration.unwrap_or_default())?;
+    let grid: RegularGrid = from_map(
+        key,
+        "chunk_grid.configuration",
+        doc.chunk_grid.configuration.unwrap_or_default(),
+    )?;
     let chunk_key_encoding = match doc.chunk_key_encoding {
         None => ChunkKeyEncoding {
             kind: KeyKind::Default,
@@ -226,21 +263,29 @@ fn parse_array(
                 "default" => (KeyKind::Default, '/'),
                 "v2" => (KeyKind::V2, '.'),
                 other => {
-                    return Err(Error::metadata(
+                    return Err(Error::metadata_found(
                         key,
-                        format!("unknown chunk_key_encoding {other:?}"),
+                        "chunk_key_encoding.name",
+                        "\"default\" or \"v2\"",
+                        format!("{other:?}"),
                     ));
                 }
             };
-            let settings: KeySettings = from_map(key, enc.configuration.unwrap_or_default())?;
+            let settings: KeySettings = from_map(
+                key,
+                "chunk_key_encoding.configuration",
+                enc.configuration.unwrap_or_default(),
+            )?;
             let separator = match settings.separator.as_deref() {
                 None => default_sep,
                 Some("/") => '/',
                 Some(".") => '.',
                 Some(other) => {
-                    return Err(Error::metadata(
+                    return Err(Error::metadata_found(
                         key,
-                        format!("chunk key separator must be \"/\" or \".\", found {other:?}"),
+                        "chunk_key_encoding.configuration.separator",
+                        "\"/\" or \".\"",
+                        format!("{other:?}"),
                     ));
                 }
             };
@@ -252,23 +297,23 @@ fn parse_array(
         &data_type,
         false,
     )
-    .map_err(|e| Error::metadata(key, e.to_string()))?;
+    .map_err(|e| Error::metadata_found(key, "fill_value", e.expected, e.found))?;
     if let Some(transformers) = doc.storage_transformers.filter(|t| !t.is_empty()) {
-        return Err(Error::metadata(
+        return Err(Error::metadata_found(
             key,
-            format!("storage transformers are not supported: {transformers:?}"),
+            "storage_transformers",
+            "none (storage transformers are not supported)",
+            Value::Array(transformers),
         ));
     }
     if let Some(names) = &doc.dimension_names
         && names.len() != doc.shape.len()
     {
-        return Err(Error::metadata(
+        return Err(Error::metadata_found(
             key,
-            format!(
-                "{} dimension_names for {} dimensions",
-                names.len(),
-                doc.shape.len()
-            ),
+            "dimension_names",
+            format!("one name per dimension ({})", doc.shape.len()),
+            format!("{} names", names.len()),
         ));
     }
     let codecs = doc.codecs.unwrap_or_default();

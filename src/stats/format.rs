@@ -280,46 +280,93 @@ fn structure(bytes: &[u8]) -> std::result::Result<(), &'static str> {
 /// IPC, missing or mistyped columns, chunk numbers out of order, a set longer
 /// than [`MAX_SET_BYTES`](super::MAX_SET_BYTES).
 pub(crate) fn decode(key: &str, bytes: &[u8]) -> Result<std::result::Result<ArrayStats, String>> {
-    let bad = |message: String| Error::metadata(key, format!("chunk statistics: {message}"));
-    structure(bytes).map_err(|m| bad(m.into()))?;
-    let reader = FileReader::try_new(Cursor::new(bytes), None)
-        .map_err(|e| bad(format!("not an Arrow IPC file ({e})")))?;
+    // A statistics file is Arrow IPC: its fields are the schema's metadata
+    // entries and its columns.
+    let bad = |field: &str, expected: &str, found: Option<String>| match found {
+        Some(found) => Error::metadata_found(key, field, expected, found),
+        None => Error::metadata(key, field, expected),
+    };
+    structure(bytes).map_err(|m| {
+        bad(
+            "(file)",
+            "a chunk statistics file (Arrow IPC, flat columns)",
+            Some(m.to_string()),
+        )
+    })?;
+    let reader = FileReader::try_new(Cursor::new(bytes), None).map_err(|e| {
+        bad(
+            "(file)",
+            "a chunk statistics file (Arrow IPC)",
+            Some(format!("not an Arrow IPC file ({e})")),
+        )
+    })?;
     let schema = reader.schema();
     let about: serde_json::Value = schema
         .metadata()
         .get(CONVENTION)
         .and_then(|text| serde_json::from_str(text).ok())
-        .ok_or_else(|| bad(format!("no {CONVENTION:?} metadata")))?;
+        .ok_or_else(|| {
+            bad(
+                &format!("schema.metadata[{CONVENTION:?}]"),
+                "a JSON object (the field is required)",
+                None,
+            )
+        })?;
     match about.get("version").and_then(|v| v.as_str()) {
         Some(VERSION) => {}
         Some(other) => return Ok(Err(other.to_string())),
-        None => return Err(bad("no version".into())),
+        None => {
+            return Err(bad(
+                "version",
+                "a version string (the field is required)",
+                None,
+            ));
+        }
     }
     let number = |name: &str| -> Result<u64> {
-        about
-            .get(name)
-            .and_then(|v| v.as_u64())
-            .ok_or_else(|| bad(format!("no {name:?}")))
+        about.get(name).and_then(|v| v.as_u64()).ok_or_else(|| {
+            bad(
+                name,
+                "a non-negative integer (the field is required)",
+                about.get(name).map(ToString::to_string),
+            )
+        })
     };
     // The array's length when recorded: checked, for a reader that reports
     // exact statistics.
     let (chunk_len, _array_len) = (number("chunk_len")?, number("array_len")?);
     if chunk_len == 0 {
-        return Err(bad("a chunk length of 0".into()));
+        return Err(bad("chunk_len", "1 or more", Some("0".into())));
     }
     let decode_cf = about
         .get("decode_cf")
         .and_then(|v| v.as_bool())
-        .ok_or_else(|| bad("no \"decode_cf\"".into()))?;
+        .ok_or_else(|| {
+            bad(
+                "decode_cf",
+                "true or false (the field is required)",
+                about.get("decode_cf").map(ToString::to_string),
+            )
+        })?;
     let array = about
         .get("array")
         .filter(|v| v.is_object())
         .cloned()
-        .ok_or_else(|| bad("no \"array\" object".into()))?;
+        .ok_or_else(|| {
+            bad(
+                "array",
+                "a JSON object (the field is required)",
+                about.get("array").map(ToString::to_string),
+            )
+        })?;
     let fields = schema.fields();
     let names: Vec<&str> = fields.iter().map(|f| f.name().as_str()).collect();
     if names != NAMES {
-        return Err(bad(format!("columns {names:?}, not {NAMES:?}")));
+        return Err(bad(
+            "columns",
+            &format!("{NAMES:?}"),
+            Some(format!("{names:?}")),
+        ));
     }
     let bound = fields[MIN].data_type();
     let expected = |i: usize, t: &ArrowType| fields[i].data_type() == t;
@@ -331,27 +378,42 @@ pub(crate) fn decode(key: &str, bytes: &[u8]) -> Result<std::result::Result<Arra
         && expected(SET, &ArrowType::Binary)
         && expected(VERSION_COLUMN, &ArrowType::Utf8);
     if !typed {
-        return Err(bad(format!(
-            "column types {:?}",
-            fields.iter().map(|f| f.data_type()).collect::<Vec<_>>()
-        )));
+        return Err(bad(
+            "columns",
+            "UInt64 chunk, rows, nulls and nans, min and max of the array's type, a Binary set and a Utf8 version",
+            Some(format!(
+                "column types {:?}",
+                fields.iter().map(|f| f.data_type()).collect::<Vec<_>>()
+            )),
+        ));
     }
     let batches = reader
         .collect::<std::result::Result<Vec<_>, _>>()
-        .map_err(|e| bad(format!("unreadable ({e})")))?;
+        .map_err(|e| {
+            bad(
+                "(file)",
+                "readable record batches",
+                Some(format!("unreadable ({e})")),
+            )
+        })?;
     let batch = arrow_select::concat::concat_batches(&schema, &batches)?;
     let chunks = batch.column(CHUNK).as_primitive::<UInt64Type>();
     if chunks.null_count() > 0 || chunks.values().windows(2).any(|w| w[0] >= w[1]) {
-        return Err(bad("chunk numbers not strictly increasing".into()));
+        return Err(bad(
+            "chunk",
+            "chunk numbers strictly increasing, without nulls",
+            None,
+        ));
     }
     let sets = batch.column(SET).as_binary::<i32>();
     if let Some(i) =
         (0..sets.len()).find(|&i| sets.is_valid(i) && sets.value(i).len() > MAX_SET_BYTES)
     {
-        return Err(bad(format!(
-            "a set of {} bytes (at most {MAX_SET_BYTES})",
-            sets.value(i).len()
-        )));
+        return Err(bad(
+            &format!("set[{i}]"),
+            &format!("at most {MAX_SET_BYTES} bytes"),
+            Some(format!("{} bytes", sets.value(i).len())),
+        ));
     }
     Ok(Ok(ArrayStats {
         chunk_len,

@@ -69,16 +69,27 @@ impl Consolidated {
         };
         let complete = if let Some(consolidated) = consolidated.filter(|c| !c.is_null()) {
             let Some(Value::Object(metadata)) = consolidated.get("metadata") else {
-                return Err(Error::metadata(
-                    "zarr.json",
-                    "consolidated_metadata has no \"metadata\" object",
-                ));
+                return Err(match consolidated.get("metadata") {
+                    Some(found) => Error::metadata_found(
+                        "zarr.json",
+                        "consolidated_metadata.metadata",
+                        "a JSON object",
+                        found,
+                    ),
+                    None => Error::metadata(
+                        "zarr.json",
+                        "consolidated_metadata.metadata",
+                        "a JSON object (the field is required)",
+                    ),
+                });
             };
             for (path, node) in metadata {
                 if !node.is_object() {
-                    return Err(Error::metadata(
+                    return Err(Error::metadata_found(
                         "zarr.json",
-                        format!("consolidated metadata for {path:?} is not an object"),
+                        format!("consolidated_metadata.metadata[{path:?}]"),
+                        "a JSON object (a node's metadata)",
+                        node,
                     ));
                 }
                 let key = join_key(path.trim_matches('/'), "zarr.json");
@@ -90,14 +101,25 @@ impl Consolidated {
         {
             let doc = parse(".zmetadata", &bytes)?;
             let Some(Value::Object(metadata)) = doc.get("metadata") else {
-                return Err(Error::metadata(".zmetadata", "no \"metadata\" object"));
+                return Err(match doc.get("metadata") {
+                    Some(found) => {
+                        Error::metadata_found(".zmetadata", "metadata", "a JSON object", found)
+                    }
+                    None => Error::metadata(
+                        ".zmetadata",
+                        "metadata",
+                        "a JSON object (the field is required)",
+                    ),
+                });
             };
             for (key, value) in metadata {
                 let name = key.rsplit('/').next().unwrap_or("");
                 if !DOCUMENTS.contains(&name) {
-                    return Err(Error::metadata(
+                    return Err(Error::metadata_found(
                         ".zmetadata",
-                        format!("{key:?} is not a metadata document"),
+                        format!("metadata[{key:?}]"),
+                        "a key ending in a metadata document's name (.zarray, .zgroup, .zattrs, zarr.json)",
+                        format!("{key:?}"),
                     ));
                 }
                 documents.insert(
@@ -188,7 +210,12 @@ impl Consolidated {
 fn parse(key: &str, bytes: &[u8]) -> Result<Map<String, Value>> {
     match serde_json::from_slice(bytes) {
         Ok(Value::Object(map)) => Ok(map),
-        Ok(_) => Err(Error::metadata(key, "expected a JSON object")),
+        Ok(other) => Err(Error::metadata_found(
+            key,
+            "(document)",
+            "a JSON object",
+            other,
+        )),
         Err(source) => Err(Error::Json {
             key: key.to_string(),
             source,

@@ -74,7 +74,14 @@ impl Existing {
         let key = join_key(path, doc_name);
         let bytes = store
             .get_bounded(&key, MAX_METADATA_BYTES)?
-            .ok_or_else(|| Error::metadata(&key, "removed while it was being appended to"))?;
+            .ok_or_else(|| {
+                Error::metadata_found(
+                    &key,
+                    "(document)",
+                    "the array's metadata document",
+                    "nothing: it was removed while it was being appended to",
+                )
+            })?;
         let doc = parse_json(&key, &bytes)?;
         Ok(Self {
             array,

@@ -146,7 +146,11 @@ impl ArraySpec {
                 .into_iter()
                 .map(serde_json::from_value::<CodecMetadata>)
                 .collect::<std::result::Result<_, _>>()
-                .map_err(|e| Error::metadata("zarr.json", e.to_string()))?
+                // The chain's own entries: one that is not a codec entry is
+                // zarrow's bug, not a document's.
+                .map_err(|_| Error::Internal {
+                    what: "a codec's metadata is not a codec entry",
+                })?
         };
         let (fill_value, fill_value_unset) = self.fill(v2);
         let mut meta = ArrayMetadata {

@@ -20,6 +20,7 @@ mod golden;
 #[cfg(all(feature = "icechunk", feature = "datafusion"))]
 mod icechunk;
 mod linear;
+mod metadata_errors;
 #[cfg(feature = "datafusion")]
 mod prune_invariant;
 mod reader;
