@@ -49,12 +49,12 @@ use object_store::{ObjectMeta, ObjectStore};
 use serde::{Deserialize, Serialize};
 
 use super::df_err;
-use crate::Stores;
 use crate::error::{Error, Result};
 use crate::location::Location;
 use crate::location::UrlOptions;
 use crate::options::{Carried, Options as _};
 use crate::write::{WriteOptions, write_batches};
+use crate::{Store, Stores};
 
 /// `STORED AS ZARR` for `COPY ... TO`: registered by
 /// [`register`](super::register) under the extension `zarr` (so a target named
@@ -266,6 +266,7 @@ impl FileFormat for ZarrFormat {
         let target = Target {
             location,
             url: UrlOptions::default(),
+            supplied: None,
         };
         let mode = if self.options.appends() {
             Mode::Append
@@ -349,6 +350,21 @@ impl FileSource for WriteOnly {
 pub(crate) struct Target {
     pub(crate) location: Location,
     pub(crate) url: UrlOptions,
+    /// The store a [`Location::Store`] names (the one the table was opened
+    /// over), given to the stores the sink writes through.
+    pub(crate) supplied: Option<Arc<dyn Store>>,
+}
+
+impl Target {
+    /// The stores to write through: the session's (`runtime`: its registered
+    /// object stores, its runtime), given the supplied store if there is one.
+    fn stores(&self, runtime: Arc<datafusion::execution::runtime_env::RuntimeEnv>) -> Stores {
+        let stores = super::session_registry(runtime, self.url.clone());
+        match (&self.location, &self.supplied) {
+            (Location::Store { id, .. }, Some(store)) => stores.with_store(*id, store.clone()),
+            _ => stores,
+        }
+    }
 }
 
 /// What a sink does to an existing table.
@@ -392,7 +408,7 @@ impl DataSink for ZarrSink {
     ) -> DfResult<u64> {
         // Its blocking calls wait on the session's runtime (no runtime of the
         // sink's own); a URL goes through the session's store for it.
-        let stores = super::session_registry(context.runtime_env(), self.target.url.clone());
+        let stores = self.target.stores(context.runtime_env());
         let target = self.target.location.clone();
         let (sender, receiver) = tokio::sync::mpsc::channel(2);
         let reader = Received {
@@ -468,6 +484,7 @@ impl SinkSpec {
         let target = Target {
             location: Location::parse(&self.target.location).map_err(df_err)?,
             url: self.target.url.options().map_err(df_err)?,
+            supplied: None,
         };
         Ok(ZarrSink {
             schema,

@@ -274,9 +274,14 @@ impl datafusion::catalog::TableProvider for ZarrTable {
             // caller supplied, its keys as they are.
             (Some(_), false, _) => location.clone(),
         };
+        let supplied = match &target {
+            Location::Store { .. } => snapshot.writable().cloned(),
+            _ => None,
+        };
         let target = Target {
             location: target,
             url: url.clone(),
+            supplied,
         };
         let mut options = WriteOptions::default();
         if mode == Mode::Overwrite {
