@@ -444,6 +444,30 @@ pub(crate) enum IndexLocation {
     End,
 }
 
+impl IndexLocation {
+    /// The `index_location` of `codec`'s configuration: `given`, else `default`.
+    ///
+    /// # Errors
+    /// [`ConfigError::Invalid`] for anything but `"start"` or `"end"`.
+    pub(crate) fn parse(
+        given: Option<&str>,
+        default: Self,
+        codec: &str,
+    ) -> std::result::Result<Self, ConfigError> {
+        match given {
+            None => Ok(default),
+            Some("start") => Ok(Self::Start),
+            Some("end") => Ok(Self::End),
+            Some(other) => Err(ConfigError::invalid_found(
+                codec,
+                "configuration.index_location",
+                "\"start\" or \"end\"",
+                format!("{other:?}"),
+            )),
+        }
+    }
+}
+
 /// For compressors' unit tests: `data` survives `codec`'s round trip, a limit one
 /// byte short of it is [`ChunkError::TooLarge`], and a cut stream is an error.
 #[cfg(test)]

@@ -82,18 +82,8 @@ pub(super) fn build(
             CodecMetadata::named("crc32c"),
         ]
     });
-    let index_location = match s.index_location.as_deref() {
-        None | Some("end") => IndexLocation::End,
-        Some("start") => IndexLocation::Start,
-        Some(other) => {
-            return Err(ConfigError::invalid_found(
-                name,
-                "configuration.index_location",
-                "\"start\" or \"end\"",
-                format!("{other:?}"),
-            ));
-        }
-    };
+    let index_location =
+        IndexLocation::parse(s.index_location.as_deref(), IndexLocation::End, name)?;
     let sharding = Sharding {
         chunk_shape: s.chunk_shape,
         codecs: CodecChain::parse(&s.codecs, None)?,

@@ -165,18 +165,8 @@ pub(super) fn build(
             ));
         }
     };
-    let index_location = match s.index_location.as_deref() {
-        None | Some("start") => IndexLocation::Start,
-        Some("end") => IndexLocation::End,
-        Some(other) => {
-            return Err(ConfigError::invalid_found(
-                name,
-                "configuration.index_location",
-                "\"start\" or \"end\"",
-                format!("{other:?}"),
-            ));
-        }
-    };
+    let index_location =
+        IndexLocation::parse(s.index_location.as_deref(), IndexLocation::Start, name)?;
     let chain =
         |field: &str, list: Option<Vec<CodecMetadata>>| -> Result<CodecChain, ConfigError> {
             let list = list.unwrap_or_else(|| vec![CodecMetadata::named("bytes")]);
