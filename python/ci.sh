@@ -6,7 +6,8 @@
 #       workspace in one clippy run instead.)
 # test: the test requirements into .venv (beside testdata/gen/requirements.txt); the
 #       package built by maturin (release profile; .ci/run passes MATURIN_PEP517_ARGS
-#       ="--profile ci" to share its build) and installed into .venv, as
+#       ="--profile ci --features ci-shared-build" to share its build) and installed
+#       into .venv, as
 #       `pip install ./python` does, in the repository's target/ directory so the
 #       crates the root build compiled are reused (CARGO_TARGET_DIR wins if set);
 #       pytest python/tests.

@@ -307,10 +307,10 @@ crate::options::options! {
             "overwrite", "zarr_format", "encoding", "compressor", "level",
             "chunk_len", "shard_len", "chunk_shape", "shard_shape",
         ]),
-        /// [to Zarr] With append: seconds to wait while another writer appends
-        /// to the group before giving up with a Busy error (default 60).
-        pub lock_timeout: Duration as crate::options::Seconds = DEFAULT_LOCK_TIMEOUT;
-            requires(&["append"]),
+        /// [to Zarr] With an append (append, or mode append): seconds to wait
+        /// while another writer appends to the group before giving up with a
+        /// Busy error (default 60).
+        pub lock_timeout: Duration as crate::options::Seconds = DEFAULT_LOCK_TIMEOUT,
         /// [to Zarr] Zarr format: 3 (the default) or 2.
         pub zarr_format: u8 as ZarrFormat = 3,
         /// [to Zarr] String and bytes layout: default (vlen-utf8 / vlen-bytes, as

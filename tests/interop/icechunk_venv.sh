@@ -32,6 +32,7 @@ if [ ! -x .venv-icechunk/bin/python ]; then
     "$py" -m venv .venv-icechunk
 fi
 .venv-icechunk/bin/python -m pip install --disable-pip-version-check -q -r testdata/gen/requirements-icechunk.txt
-# maturin runs from this venv; MATURIN_PEP517_ARGS (--profile ci from .ci/run) as in python/ci.sh.
+# maturin runs from this venv; MATURIN_PEP517_ARGS (from .ci/run: the ci profile and
+# features) as in python/ci.sh, so the build is python/ci.sh's, reused.
 PATH="$PWD/.venv-icechunk/bin:$PATH" .venv-icechunk/bin/python -m pip install --disable-pip-version-check -q \
     --no-build-isolation --force-reinstall --no-deps ./python

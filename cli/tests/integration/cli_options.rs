@@ -344,7 +344,7 @@ fn every_declared_option_is_a_flag() {
     assert!(!run.status.success());
     assert!(String::from_utf8_lossy(&run.stderr).contains("retry_timeout \"soon\""));
     assert!(!out.exists());
-    // Relations the declaration names: lock_timeout needs append.
+    // lock_timeout applies to an append only, whichever flag asks for it.
     let run = zarrow(&[
         "convert",
         obs.to_str().unwrap(),
@@ -353,7 +353,31 @@ fn every_declared_option_is_a_flag() {
         "5",
     ]);
     assert!(!run.status.success());
-    assert!(String::from_utf8_lossy(&run.stderr).contains("--append"));
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.contains("lock_timeout") && stderr.contains("append"),
+        "{stderr}"
+    );
+    let run = zarrow(&["convert", obs.to_str().unwrap(), out.to_str().unwrap()]);
+    assert!(run.status.success());
+    for append in [&["--append"][..], &["--mode", "append"]] {
+        let zarr = dir.path().join(format!("t{}.zarr", append.len()));
+        let mut args = vec![
+            "convert",
+            out.to_str().unwrap(),
+            zarr.to_str().unwrap(),
+            "--lock-timeout",
+            "5",
+        ];
+        args.extend_from_slice(append);
+        let run = zarrow(&args);
+        assert!(
+            run.status.success(),
+            "{append:?}: {}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        assert!(zarr.join("zarr.json").exists(), "{append:?}");
+    }
 }
 
 /// docs/cli.md documents every flag the declaration makes.
