@@ -42,7 +42,8 @@ pub use clouds::UrlOptions;
 #[cfg(all(feature = "icechunk", feature = "s3"))]
 pub(crate) use clouds::s3_builder;
 pub use format::FileFormat;
-pub use icechunk::{DEFAULT_BRANCH, IcechunkLocation, Repository, Version};
+pub use icechunk::IcechunkLocation;
+pub(crate) use icechunk::{Repository, Version};
 
 /// Where a Zarr node or a table file is: a local path, an object store URL,
 /// or a store the caller supplies. Made by [`Location::parse`] (or
@@ -302,7 +303,7 @@ impl Location {
 
     /// The extension of its last path segment as written (`"PQ"` of
     /// `t.PQ`), for a path or a URL; what [`Location::file_format`] reads.
-    pub fn extension(&self) -> Option<&str> {
+    pub(crate) fn extension(&self) -> Option<&str> {
         self.file_path()?.extension()?.to_str()
     }
 
@@ -414,12 +415,12 @@ impl RemoteUrl {
     }
 
     /// The parsed URL.
-    pub fn url(&self) -> &url::Url {
+    pub(crate) fn url(&self) -> &url::Url {
         &self.url
     }
 
     /// The URL as written, without a trailing `/`.
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         &self.text
     }
 
