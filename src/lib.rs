@@ -130,9 +130,9 @@ pub use read::{
 pub use store::{LocalStore, MemoryStore, Store, StoreExt};
 
 /// The README's examples, compiled and run as doctests.
-#[doc = include_str!("../README.md")]
 #[cfg(doctest)]
-pub struct ReadmeDoctests;
+#[doc = include_str!("../README.md")]
+mod readme {}
 
 /// The Rust snippets of the docs pages, compiled and run as doctests.
 #[cfg(doctest)]
