@@ -102,7 +102,7 @@ impl ExecutionContext {
     }
 
     /// How chunks are decoded.
-    pub fn decode(&self) -> Decode {
+    pub(crate) fn decode(&self) -> Decode {
         self.decode
     }
 

@@ -166,7 +166,7 @@ impl DataType {
     }
 
     /// The Arrow type this data type is read into.
-    pub fn arrow_type(&self, string_type: StringType) -> ArrowType {
+    pub(crate) fn arrow_type(&self, string_type: StringType) -> ArrowType {
         match self {
             Self::Bool => ArrowType::Boolean,
             Self::Int8 => ArrowType::Int8,

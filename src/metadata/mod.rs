@@ -122,7 +122,7 @@ impl CodecMetadata {
     }
 
     /// The entry with one more configuration field.
-    pub fn with(mut self, field: &str, value: Value) -> Self {
+    pub(crate) fn with(mut self, field: &str, value: Value) -> Self {
         self.configuration.insert(field.to_string(), value);
         self
     }
@@ -170,13 +170,8 @@ pub enum NodeMetadata {
 
 impl ArrayMetadata {
     /// Total number of elements.
-    pub fn len(&self) -> u64 {
+    pub(crate) fn len(&self) -> u64 {
         self.shape.iter().product()
-    }
-
-    /// Whether the array has no elements.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// Whether `data_type` uses a variable-length layout.

@@ -93,7 +93,7 @@ impl ZarrGroup {
     }
 
     /// The group's node path.
-    pub fn path(&self) -> &str {
+    pub(crate) fn path(&self) -> &str {
         &self.path
     }
 

@@ -208,7 +208,7 @@ impl LongTable {
     }
 
     /// Rows (grid points).
-    pub fn total_rows(&self) -> u64 {
+    pub(crate) fn total_rows(&self) -> u64 {
         self.total
     }
 

@@ -117,14 +117,12 @@ pub struct ArrayBatchReader {
     /// The reader, or why there is none (a CF attribute that cannot be decoded),
     /// given by the first batch.
     reader: std::result::Result<BatchReader, Option<Error>>,
-    total: u64,
 }
 
 impl ArrayBatchReader {
     /// The reader of every slab, one batch per slab, decoding as `context`
     /// says.
     pub(crate) fn new(array: ZarrArray, context: &ExecutionContext) -> Self {
-        let total = array.len();
         let per_slab = array.row_chunk_len();
         let fallback = || Arc::new(Schema::new(vec![array.field()]));
         let batch = usize::try_from(per_slab).unwrap_or(usize::MAX).max(1);
@@ -137,19 +135,12 @@ impl ArrayBatchReader {
             Ok(reader) => Self {
                 schema: reader.schema(),
                 reader: Ok(reader),
-                total,
             },
             Err(e) => Self {
                 schema: fallback(),
                 reader: Err(Some(e)),
-                total,
             },
         }
-    }
-
-    /// Total rows this reader yields.
-    pub fn total_rows(&self) -> u64 {
-        self.total
     }
 }
 

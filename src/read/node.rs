@@ -63,7 +63,7 @@ impl Node {
     ///
     /// # Errors
     /// As [`read_node`].
-    pub fn read(store: &dyn Store, path: &str) -> Result<Self> {
+    pub(crate) fn read(store: &dyn Store, path: &str) -> Result<Self> {
         let metadata = read_node(store, path)?;
         let conventions = Arc::new(Conventions::of(&metadata));
         Ok(Self {
