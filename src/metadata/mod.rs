@@ -16,8 +16,9 @@ mod v3;
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
+pub(crate) use data_type::Endian;
 pub(crate) use data_type::{ARROW_BYTES_PER_ELEMENT, unsupported_time_unit};
-pub use data_type::{DataType, DateTimeUnit, Endian, StringType};
+pub use data_type::{DataType, DateTimeUnit, StringType};
 pub use fill_value::FillValue;
 pub(crate) use v2::{parse_dtype, parse_zarray, parse_zattrs, parse_zgroup};
 pub(crate) use v3::parse_zarr_json;
