@@ -94,11 +94,6 @@ impl ZarrTable {
         self.snapshot().location().clone()
     }
 
-    /// Rows in the table (after the last `INSERT INTO` through it).
-    pub fn num_rows(&self) -> u64 {
-        self.snapshot().num_rows()
-    }
-
     /// The group's children that are not columns of the table, each with the
     /// reason (nothing is dropped in silence).
     pub fn skipped(&self) -> Vec<Skipped> {
