@@ -130,11 +130,6 @@ impl IcechunkAsync {
         }
     }
 
-    /// The snapshot this store reads (its id), as the session opened it.
-    pub fn snapshot(&self) -> &str {
-        &self.inner.snapshot
-    }
-
     /// The icechunk store (its session: what a commit commits).
     pub(crate) fn icechunk(&self) -> &icechunk::Store {
         &self.inner.store

@@ -145,7 +145,7 @@ impl<S: AsyncStore + 'static> BlockingStore<S> {
     }
 
     /// The async store.
-    pub fn inner(&self) -> &S {
+    pub(crate) fn inner(&self) -> &S {
         &self.store
     }
 
