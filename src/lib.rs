@@ -112,7 +112,7 @@ pub mod __private {
 
 pub use codec::CodecChain;
 #[cfg(feature = "object-store")]
-pub use context::Stores;
+pub use context::stores::Stores;
 pub use context::{Decode, ExecutionContext};
 pub use error::{
     AppendMismatch, ArrowTypeUse, ChunkError, ConditionalWrite, Convention, ConventionError,

@@ -19,11 +19,9 @@ use std::sync::Arc;
 use crate::recycle::Recycler;
 
 #[cfg(feature = "object-store")]
-mod stores;
+pub(crate) mod stores;
 #[cfg(feature = "datafusion")]
 pub(crate) use stores::RegisteredStores;
-#[cfg(feature = "object-store")]
-pub use stores::Stores;
 
 /// How a reader decodes the chunks it has read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

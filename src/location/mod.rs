@@ -32,8 +32,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use object_store::ObjectStoreScheme;
 
+pub use crate::error::location::{FileUrlProblem, LocationError};
 use crate::error::{Error, Result};
-pub use crate::error::{FileUrlProblem, LocationError};
 
 pub(crate) mod clouds;
 mod format;
@@ -242,7 +242,7 @@ impl Location {
     }
 
     /// Whether it is on this machine's disk.
-    pub fn is_local(&self) -> bool {
+    pub(crate) fn is_local(&self) -> bool {
         matches!(self, Self::Path(_))
     }
 
