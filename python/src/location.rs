@@ -92,7 +92,7 @@ fn icechunk_session(obj: &Borrowed<'_, '_, PyAny>) -> PyResult<Option<PyLocation
             .map_err(to_py)?;
     let snapshot = store.pinned_version().unwrap_or_default();
     Ok(Some(PyLocation::supplied(
-        Arc::new(store),
+        store,
         format!("icechunk://{snapshot}"),
     )))
 }
