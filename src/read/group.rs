@@ -15,7 +15,7 @@
 
 use std::sync::Arc;
 
-use super::{Column, LongTable, Node, ReadOptions, ReaderBuilder, ZarrArray};
+use super::{Column, LongTable, Node, ReadOptions, ReaderBuilder, TableReader, ZarrArray};
 use crate::conventions::Conventions;
 use crate::conventions::anndata::{self, Encoding};
 use crate::error::{ConventionError, Error, NodeKind, Result, SkipReason, Skipped};
@@ -185,14 +185,15 @@ impl ZarrGroup {
     }
 
     /// The group as a gridded dataset's long table, one row per grid point, like
-    /// xarray's `Dataset.to_dataframe()` (`variables`: only these).
+    /// xarray's `Dataset.to_dataframe()` (`variables`: only these), with its
+    /// rows and the children it leaves out (none when `variables` are given).
     ///
     /// # Errors
     /// [`Error::Table`](crate::Error::Table) when a variable has no dimension
     /// names, dimensions of one name differ in length, or a projected name is
     /// not a variable; read errors.
-    pub fn long_table(&self, variables: Option<&[String]>) -> Result<LongTable> {
-        LongTable::new(self, variables)
+    pub fn long_table(&self, variables: Option<&[String]>) -> Result<TableReader> {
+        LongTable::new(self, variables).map(TableReader::long)
     }
 
     fn array(

@@ -35,7 +35,7 @@ struct Variable {
 
 /// The long table of a gridded dataset: a `RecordBatchReader`.
 #[derive(Debug)]
-pub struct LongTable {
+pub(crate) struct LongTable {
     schema: SchemaRef,
     /// The output dimensions' lengths.
     shape: Vec<u64>,
@@ -203,7 +203,7 @@ impl LongTable {
 
     /// The children that are not in the table (subgroups, nodes zarrow cannot
     /// read), each with the reason; none when variables were chosen.
-    pub fn skipped(&self) -> &[Skipped] {
+    pub(crate) fn skipped(&self) -> &[Skipped] {
         &self.skipped
     }
 

@@ -47,7 +47,7 @@ pub use info::{
     ArrayInfo, ChildInfo, ChildNode, ColumnInfo, GroupInfo, NodeInfo, describe_array,
     describe_array_verified, describe_node,
 };
-pub use long::LongTable;
+use long::LongTable;
 pub use node::{Node, read_node};
 pub(crate) use source::TableSource;
 #[cfg(feature = "async")]

@@ -2,7 +2,8 @@
 //! STORE OUT.parquet` and the Python package's `zarrow.read`.
 //!
 //! - a group: one column per 1-D array ([`ZarrGroup::reader`](super::ZarrGroup::reader)), or with
-//!   [`TableOptions::long`] a gridded dataset's long table ([`LongTable`](super::LongTable));
+//!   [`TableOptions::long`] a gridded dataset's long table
+//!   ([`ZarrGroup::long_table`](super::ZarrGroup::long_table));
 //! - a 1-D array: one column named after it ([`ZarrArray::reader`](super::ZarrArray::reader));
 //! - an N-d array: flattened in C order, one batch per chunk row
 //!   ([`ZarrArray::batches`](super::ZarrArray::batches)).
@@ -15,7 +16,7 @@ use std::sync::Arc;
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
 
-use super::{ArrayBatchReader, ReadOptions, Skipped, TableSource};
+use super::{ArrayBatchReader, LongTable, ReadOptions, Skipped, TableSource};
 use crate::context::ExecutionContext;
 use crate::error::{Error, Result};
 use crate::store::Store;
@@ -77,6 +78,17 @@ impl TableReader {
     /// The reader itself.
     pub fn into_inner(self) -> Box<dyn RecordBatchReader + Send> {
         self.reader
+    }
+
+    /// A gridded dataset's long table, with its rows and the children it
+    /// leaves out.
+    pub(super) fn long(long: LongTable) -> Self {
+        let (total_rows, skipped) = (long.total_rows(), long.skipped().to_vec());
+        Self {
+            reader: Box::new(long),
+            total_rows,
+            skipped,
+        }
     }
 }
 
@@ -152,13 +164,7 @@ pub fn open_table(
             if table.batch_size.is_some() {
                 return refuse("a batch size", "arrays and wide tables, not a long table");
             }
-            let long = group.long_table(variables.as_deref())?;
-            let (total_rows, skipped) = (long.total_rows(), long.skipped().to_vec());
-            return Ok(TableReader {
-                reader: Box::new(long),
-                total_rows,
-                skipped,
-            });
+            return group.long_table(variables.as_deref());
         }
     };
     // A child whose conventions cannot be decoded is not skipped: reading it is
