@@ -124,9 +124,7 @@ pub use error::{
 pub use location::Location;
 pub use metadata::{ArrayMetadata, DataType, FillValue, GroupMetadata, NodeMetadata, StringType};
 pub use options::Options;
-pub use read::{
-    ArrayBatchReader, BatchReader, ReadOptions, ReaderBuilder, ZarrArray, ZarrGroup, read_node,
-};
+pub use read::{BatchReader, ReadOptions, ReaderBuilder, ZarrArray, ZarrGroup, read_node};
 pub use store::{LocalStore, MemoryStore, Store, StoreExt};
 
 /// The README's examples, compiled and run as doctests.

@@ -773,9 +773,10 @@ impl ZarrArray {
     }
 
     /// A streaming reader: one record batch per slab (per chunk for 1-D arrays),
-    /// decoding, reading ahead and reusing buffers as `context` says.
-    pub fn batches(&self, context: &crate::ExecutionContext) -> super::ArrayBatchReader {
-        super::ArrayBatchReader::new(self.clone(), context)
+    /// decoding, reading ahead and reusing buffers as `context` says; its rows
+    /// are the array's length.
+    pub fn batches(&self, context: &crate::ExecutionContext) -> super::TableReader {
+        super::TableReader::array(self.clone(), context)
     }
 }
 

@@ -112,7 +112,7 @@ crate::options::options! {
 /// one batch per slab (per chunk for 1-D arrays), CF-decoded when the options say
 /// so.
 #[derive(Debug)]
-pub struct ArrayBatchReader {
+pub(crate) struct ArrayBatchReader {
     schema: SchemaRef,
     /// The reader, or why there is none (a CF attribute that cannot be decoded),
     /// given by the first batch.

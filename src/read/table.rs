@@ -16,7 +16,7 @@ use std::sync::Arc;
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
 
-use super::{ArrayBatchReader, LongTable, ReadOptions, Skipped, TableSource};
+use super::{ArrayBatchReader, LongTable, ReadOptions, Skipped, TableSource, ZarrArray};
 use crate::context::ExecutionContext;
 use crate::error::{Error, Result};
 use crate::store::Store;
@@ -78,6 +78,15 @@ impl TableReader {
     /// The reader itself.
     pub fn into_inner(self) -> Box<dyn RecordBatchReader + Send> {
         self.reader
+    }
+
+    /// Every slab of `array`, one batch each; its rows are the array's length.
+    pub(super) fn array(array: ZarrArray, context: &ExecutionContext) -> Self {
+        Self {
+            total_rows: array.len(),
+            reader: Box::new(ArrayBatchReader::new(array, context)),
+            skipped: Vec::new(),
+        }
     }
 
     /// A gridded dataset's long table, with its rows and the children it
@@ -147,12 +156,7 @@ pub fn open_table(
                 );
             }
             // The whole N-d array, flattened: one batch per chunk row.
-            let total_rows = array.len();
-            return Ok(TableReader {
-                reader: Box::new(ArrayBatchReader::new(array, context)),
-                total_rows,
-                skipped: Vec::new(),
-            });
+            return Ok(array.batches(context));
         }
         TableSource::Long(group, variables) => {
             if some_rows {
