@@ -117,8 +117,16 @@ impl ZarrGroup {
         &self.conventions
     }
 
-    /// The direct children whose metadata zarrow reads, by name, sorted.
-    pub fn children(&self) -> &[(String, Node)] {
+    /// The direct children whose metadata zarrow reads, by name, sorted, each
+    /// with its metadata.
+    pub fn children(&self) -> impl ExactSizeIterator<Item = (&str, &NodeMetadata)> + '_ {
+        self.children
+            .iter()
+            .map(|(name, node)| (name.as_str(), node.metadata()))
+    }
+
+    /// The direct children, by name, sorted, as opened (with their conventions).
+    pub(crate) fn child_nodes(&self) -> &[(String, Node)] {
         &self.children
     }
 

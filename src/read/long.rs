@@ -67,7 +67,7 @@ impl LongTable {
             .filter(|s| matches!(s.reason, SkipReason::Unreadable(_) | SkipReason::Element(_)))
             .cloned()
             .collect();
-        for (name, node) in group.children() {
+        for (name, node) in group.child_nodes() {
             let NodeMetadata::Array(meta) = node.metadata() else {
                 if projection.is_none() {
                     skipped.push(Skipped::new(name.clone(), SkipReason::GroupNotVariable));

@@ -48,7 +48,8 @@ pub use info::{
     describe_array_verified, describe_node,
 };
 use long::LongTable;
-pub use node::{Node, read_node};
+pub(crate) use node::Node;
+pub use node::read_node;
 pub(crate) use source::TableSource;
 #[cfg(feature = "async")]
 pub(crate) use stream::ReadBudget;

@@ -53,7 +53,7 @@ pub fn read_node(store: &dyn Store, path: &str) -> Result<NodeMetadata> {
 /// once here and carried to the [`ZarrArray`](crate::ZarrArray) or
 /// [`ZarrGroup`](crate::ZarrGroup) made from it.
 #[derive(Debug, Clone)]
-pub struct Node {
+pub(crate) struct Node {
     metadata: NodeMetadata,
     conventions: Arc<Conventions>,
 }
@@ -73,7 +73,7 @@ impl Node {
     }
 
     /// Its metadata.
-    pub fn metadata(&self) -> &NodeMetadata {
+    pub(crate) fn metadata(&self) -> &NodeMetadata {
         &self.metadata
     }
 
