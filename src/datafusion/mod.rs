@@ -81,7 +81,7 @@ pub fn register(ctx: &SessionContext) {
     let mut state = state.write();
     state
         .table_factories_mut()
-        .insert(FILE_TYPE.to_string(), Arc::new(ZarrTableFactory::new()));
+        .insert(FILE_TYPE.to_string(), Arc::new(ZarrTableFactory::default()));
     // Replacing a `zarr` format registered before (zarrow's own) cannot fail.
     let _ = state.register_file_format(Arc::new(ZarrFormatFactory::new()), true);
     // A COPY as a distributed engine's scheduler must plan it (its OPTIONS in
