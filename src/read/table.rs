@@ -75,11 +75,6 @@ impl TableReader {
         &self.skipped
     }
 
-    /// The reader itself.
-    pub fn into_inner(self) -> Box<dyn RecordBatchReader + Send> {
-        self.reader
-    }
-
     /// Every slab of `array`, one batch each; its rows are the array's length.
     pub(super) fn array(array: ZarrArray, context: &ExecutionContext) -> Self {
         Self {
