@@ -110,7 +110,7 @@ pub mod __private {
     }
 }
 
-pub use codec::CodecChain;
+pub use codec::chain::CodecChain;
 #[cfg(feature = "object-store")]
 pub use context::stores::Stores;
 pub use context::{Decode, ExecutionContext};
