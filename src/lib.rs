@@ -100,14 +100,11 @@ pub mod __private {
     {
         crate::store::Blocking::on(runtime).block_on(future)
     }
-    /// The atomic outputs' partial files, for the command line's `sql
-    /// --output` and its signal handler.
+
+    /// The atomic outputs and their partial files, for the command line's
+    /// `sql --output` and its signal handler.
     #[cfg(feature = "convert")]
-    pub mod output {
-        pub use crate::write::output::{
-            PartialsRemoved, WritebackFile, remove_partials, write_atomic,
-        };
-    }
+    pub use crate::write::output::{PartialsRemoved, WritebackFile, remove_partials, write_atomic};
 }
 
 pub use codec::chain::CodecChain;

@@ -14,7 +14,7 @@ use zarrow::location::UrlOptions;
 use zarrow::{Error, Location, ReadOptions, Result};
 
 use crate::flags::Flags;
-use zarrow::__private::output::write_atomic;
+use zarrow::__private::write_atomic;
 
 /// Options of `sql`.
 #[derive(Args, Debug)]
