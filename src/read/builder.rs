@@ -316,7 +316,8 @@ impl ReaderBuilder {
     /// The rows this builder reads.
     ///
     /// # Errors
-    /// As [`ReaderBuilder::columns`]; a row range past the end.
+    /// [`Error::Table`] when there is no column, a projected name is not one,
+    /// or the columns differ in length; a row range past the end.
     pub fn rows(&self) -> Result<Range<u64>> {
         let columns = self.columns()?;
         self.row_range(columns[0].len())
