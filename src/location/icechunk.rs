@@ -154,16 +154,19 @@ impl IcechunkLocation {
     }
 
     /// Where the repository is stored.
+    #[cfg(any(test, feature = "icechunk"))]
     pub(crate) fn repository(&self) -> &Repository {
         &self.repository
     }
 
     /// The version read (and for a branch, written).
+    #[cfg(any(test, feature = "icechunk"))]
     pub(crate) fn version(&self) -> &Version {
         &self.version
     }
 
     /// The node's path inside the repository (`""`: its root).
+    #[cfg(any(test, feature = "icechunk"))]
     pub(crate) fn path(&self) -> &str {
         &self.path
     }
@@ -176,10 +179,12 @@ impl IcechunkLocation {
 
     /// The same node of the same repository at `version` (how a plan sent to
     /// another machine pins the snapshot its client resolved).
+    #[cfg(any(test, feature = "datafusion"))]
     pub(crate) fn at(&self, version: Version) -> Self {
         self.with(version, self.path.clone())
     }
 
+    #[cfg(any(test, feature = "datafusion"))]
     fn with(&self, version: Version, path: String) -> Self {
         let repository = match &self.repository {
             Repository::Path(p) => {

@@ -43,7 +43,10 @@ pub use clouds::UrlOptions;
 pub(crate) use clouds::s3_builder;
 pub use format::FileFormat;
 pub use icechunk::IcechunkLocation;
-pub(crate) use icechunk::{Repository, Version};
+#[cfg(feature = "icechunk")]
+pub(crate) use icechunk::Repository;
+#[cfg(any(feature = "icechunk", feature = "datafusion"))]
+pub(crate) use icechunk::Version;
 
 /// Where a Zarr node or a table file is: a local path, an object store URL,
 /// or a store the caller supplies. Made by [`Location::parse`] (or
@@ -242,6 +245,7 @@ impl Location {
     }
 
     /// Whether it is on this machine's disk.
+    #[cfg(feature = "convert")]
     pub(crate) fn is_local(&self) -> bool {
         matches!(self, Self::Path(_))
     }
@@ -303,6 +307,7 @@ impl Location {
 
     /// The extension of its last path segment as written (`"PQ"` of
     /// `t.PQ`), for a path or a URL; what [`Location::file_format`] reads.
+    #[cfg(feature = "datafusion")]
     pub(crate) fn extension(&self) -> Option<&str> {
         self.file_path()?.extension()?.to_str()
     }
@@ -415,6 +420,12 @@ impl RemoteUrl {
     }
 
     /// The parsed URL.
+    #[cfg(any(
+        feature = "s3",
+        feature = "gcs",
+        feature = "http",
+        feature = "icechunk"
+    ))]
     pub(crate) fn url(&self) -> &url::Url {
         &self.url
     }

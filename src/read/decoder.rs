@@ -275,7 +275,7 @@ impl RowDecoder {
     /// The Arrow bytes of the chunks planned and not yet handed out in batches,
     /// estimated from their types: what the read-ahead holds (or will, once
     /// fetched and decoded). An engine reserves this much of its memory pool.
-    pub(crate) fn buffered_bytes(&self) -> u64 {
+    pub fn buffered_bytes(&self) -> u64 {
         let planned: u64 = self.jobs.iter().map(|j| j.estimate).sum();
         let queued: u64 = self
             .leaves

@@ -145,6 +145,7 @@ impl<S: AsyncStore + 'static> BlockingStore<S> {
     }
 
     /// The async store.
+    #[cfg(feature = "icechunk")]
     pub(crate) fn inner(&self) -> &S {
         &self.store
     }
