@@ -19,18 +19,17 @@ use super::{Column, LongTable, Node, ReadOptions, ReaderBuilder, TableReader, Za
 use crate::conventions::Conventions;
 use crate::conventions::anndata::{self, Encoding};
 use crate::error::{ConventionError, Error, NodeKind, Result, SkipReason, Skipped};
-use crate::metadata::{GroupMetadata, NodeMetadata};
+use crate::metadata::NodeMetadata;
 use crate::store::{Store, join_key, node_label};
 
-/// A Zarr group opened for reading: its metadata, its children's, and the
-/// columns they make, loaded once.
+/// A Zarr group opened for reading: its children's metadata and the columns
+/// they make, loaded once (the group's own attributes: [`read_node`](crate::read_node)).
 ///
-/// Cheap to clone (the store and metadata are shared).
+/// Cheap to clone (the store, children and columns are shared).
 #[derive(Debug, Clone)]
 pub struct ZarrGroup {
     store: Arc<dyn Store>,
     path: String,
-    meta: Arc<GroupMetadata>,
     conventions: Arc<Conventions>,
     children: Arc<Vec<(String, Node)>>,
     columns: Arc<Vec<Column>>,
@@ -56,8 +55,8 @@ impl ZarrGroup {
     /// the reason. Directories without metadata are not children.
     pub fn open_with(store: Arc<dyn Store>, path: &str, options: ReadOptions) -> Result<Self> {
         let path = path.trim_matches('/').to_string();
-        let (meta, conventions) = match Node::read(store.as_ref(), &path)?.into_parts() {
-            (NodeMetadata::Group(meta), conventions) => (meta, conventions),
+        let conventions = match Node::read(store.as_ref(), &path)?.into_parts() {
+            (NodeMetadata::Group(_), conventions) => conventions,
             (NodeMetadata::Array(_), _) => {
                 return Err(Error::WrongNodeKind {
                     path: node_label(store.as_ref(), &path),
@@ -78,7 +77,6 @@ impl ZarrGroup {
         let mut group = Self {
             store,
             path,
-            meta: Arc::new(meta),
             conventions,
             children: Arc::new(children),
             columns: Arc::new(Vec::new()),
@@ -105,11 +103,6 @@ impl ZarrGroup {
     /// The store the group is in.
     pub(crate) fn store(&self) -> &Arc<dyn Store> {
         &self.store
-    }
-
-    /// The group's metadata.
-    pub fn metadata(&self) -> &GroupMetadata {
-        &self.meta
     }
 
     /// The conventions the group follows, decided when it was opened.
