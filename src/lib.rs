@@ -100,19 +100,16 @@ pub mod __private {
     {
         crate::store::Blocking::on(runtime).block_on(future)
     }
-    /// The atomic outputs' partial files, for the command line's `sql
-    /// --output` and its signal handler.
+
+    /// The atomic outputs and their partial files, for the command line's
+    /// `sql --output` and its signal handler.
     #[cfg(feature = "convert")]
-    pub mod output {
-        pub use crate::write::output::{
-            PartialsRemoved, WritebackFile, remove_partials, write_atomic,
-        };
-    }
+    pub use crate::write::output::{PartialsRemoved, WritebackFile, remove_partials, write_atomic};
 }
 
-pub use codec::CodecChain;
+pub use codec::chain::CodecChain;
 #[cfg(feature = "object-store")]
-pub use context::Stores;
+pub use context::stores::Stores;
 pub use context::{Decode, ExecutionContext};
 pub use error::{
     AppendMismatch, ArrowTypeUse, ChunkError, ConditionalWrite, Convention, ConventionError,
@@ -124,15 +121,13 @@ pub use error::{
 pub use location::Location;
 pub use metadata::{ArrayMetadata, DataType, FillValue, GroupMetadata, NodeMetadata, StringType};
 pub use options::Options;
-pub use read::{
-    ArrayBatchReader, BatchReader, ReadOptions, ReaderBuilder, ZarrArray, ZarrGroup, read_node,
-};
+pub use read::{BatchReader, ReadOptions, ReaderBuilder, ZarrArray, ZarrGroup, read_node};
 pub use store::{LocalStore, MemoryStore, Store, StoreExt};
 
 /// The README's examples, compiled and run as doctests.
-#[doc = include_str!("../README.md")]
 #[cfg(doctest)]
-pub struct ReadmeDoctests;
+#[doc = include_str!("../README.md")]
+mod readme {}
 
 /// The Rust snippets of the docs pages, compiled and run as doctests.
 #[cfg(doctest)]

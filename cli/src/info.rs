@@ -78,9 +78,9 @@ fn show_node(out: &mut String, store: &Arc<dyn Store>, path: &str, verify: bool)
         }
         NodeMetadata::Group(_) => {
             let group = ZarrGroup::open_with(store.clone(), path, ReadOptions::default())?;
-            for (name, node) in group.children() {
+            for (name, metadata) in group.children() {
                 let child_path = zarrow::store::join_key(path, name);
-                match node.metadata() {
+                match metadata {
                     NodeMetadata::Array(_) => match describe(&child_path) {
                         Ok(array) => {
                             clean &= stats_clean(&array);

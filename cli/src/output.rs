@@ -1,5 +1,5 @@
 //! The partial outputs of a conversion removed on SIGINT, SIGTERM and SIGHUP (see
-//! `zarrow::__private::output`, the library's atomic outputs).
+//! `zarrow::__private::remove_partials`, the library's atomic outputs).
 
 /// Remove every partial output, then exit as a process killed by `signal` would
 /// report (128 + the signal number), on SIGINT, SIGTERM and SIGHUP.
@@ -16,7 +16,7 @@ pub(crate) fn remove_partials_on_signals() {
     std::thread::spawn(move || {
         if let Some(signal) = signals.forever().next() {
             // Held until the process is gone: no commit races the removal.
-            let _held = zarrow::__private::output::remove_partials();
+            let _held = zarrow::__private::remove_partials();
             let _ = writeln!(
                 std::io::stderr(),
                 "zarrow: interrupted; removed the partial output"

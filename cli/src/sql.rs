@@ -14,7 +14,7 @@ use zarrow::location::UrlOptions;
 use zarrow::{Error, Location, ReadOptions, Result};
 
 use crate::flags::Flags;
-use zarrow::__private::output::write_atomic;
+use zarrow::__private::write_atomic;
 
 /// Options of `sql`.
 #[derive(Args, Debug)]
@@ -70,7 +70,7 @@ pub(crate) fn sql(args: &SqlArgs) -> Result<()> {
     // Check the output before any work.
     let format = match &args.output {
         None => None,
-        Some(output) if !output.is_local() => {
+        Some(output) if output.as_path().is_none() => {
             return Err(Error::Location {
                 location: output.to_string(),
                 reason: LocationError::RemoteFile,

@@ -128,7 +128,7 @@ impl Factory {
         let codec = logical_codec(&codec)?;
         let handle = crate::runtime().map_err(to_py)?;
         let factory = OnRuntime {
-            inner: Arc::new(ZarrTableFactory::new()),
+            inner: Arc::new(ZarrTableFactory::default()),
             handle: handle.clone(),
         };
         let ffi =

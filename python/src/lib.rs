@@ -65,13 +65,13 @@ fn read(
     let skipped = reader.skipped().iter().map(ToString::to_string).collect();
     let total_rows = reader.total_rows();
     if keep.is_none() && gather.is_none() {
-        return Ok(Reader::new(reader.into_inner(), Some(total_rows), skipped).with_enums(enums));
+        return Ok(Reader::new(Box::new(reader), Some(total_rows), skipped).with_enums(enums));
     }
     // Kept rows gathered into growing batches, up to the size asked for (or
     // the readers' largest default).
     let rows_known = keep.is_none();
     let kept = keep::KeepCategories::new(
-        reader.into_inner(),
+        Box::new(reader),
         keep.unwrap_or_default(),
         gather
             .or(batch_size)

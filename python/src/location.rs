@@ -90,9 +90,9 @@ fn icechunk_session(obj: &Borrowed<'_, '_, PyAny>) -> PyResult<Option<PyLocation
     let store =
         zarrow::icechunk::store_from_session_bytes(&bytes, &name, crate::runtime().map_err(to_py)?)
             .map_err(to_py)?;
-    let snapshot = store.inner().snapshot().to_string();
+    let snapshot = store.pinned_version().unwrap_or_default();
     Ok(Some(PyLocation::supplied(
-        Arc::new(store),
+        store,
         format!("icechunk://{snapshot}"),
     )))
 }

@@ -25,9 +25,10 @@
 //!
 //! ## What is public, and why
 //!
-//! Only [`CodecChain`] and [`DecodeContext`]: a caller that fetches chunk bytes its
-//! own way (an async store, a cache, a test) builds the chain from the metadata and
-//! decodes with no store involved, or undoes only the compression
+//! Only [`CodecChain`] (at the crate's root, `zarrow::CodecChain`) and
+//! [`DecodeContext`]: a caller that fetches chunk bytes its own way (an async
+//! store, a cache, a test) builds the chain from the metadata and decodes with
+//! no store involved, or undoes only the compression
 //! ([`CodecChain::decode_bytes`]). The codec types, their configurations and the
 //! table stay inside the crate, so that codecs can change without breaking users.
 //!
@@ -42,7 +43,7 @@ mod blosc;
 mod bounded;
 mod bytes;
 mod bz2;
-mod chain;
+pub(crate) mod chain;
 mod crc32c;
 mod delta;
 mod gzip;
@@ -67,7 +68,7 @@ use serde_json::{Map, Value};
 pub(crate) use arrow_values::value_bytes;
 pub(crate) use blosc::{Blosc, BloscShuffle};
 pub(crate) use bytes::Bytes;
-pub use chain::CodecChain;
+pub(crate) use chain::CodecChain;
 pub(crate) use gzip::Gzip;
 pub(crate) use sharding::Sharding;
 pub(crate) use vlen::Vlen;

@@ -19,11 +19,9 @@ use std::sync::Arc;
 use crate::recycle::Recycler;
 
 #[cfg(feature = "object-store")]
-mod stores;
+pub(crate) mod stores;
 #[cfg(feature = "datafusion")]
 pub(crate) use stores::RegisteredStores;
-#[cfg(feature = "object-store")]
-pub use stores::Stores;
 
 /// How a reader decodes the chunks it has read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -102,7 +100,7 @@ impl ExecutionContext {
     }
 
     /// How chunks are decoded.
-    pub fn decode(&self) -> Decode {
+    pub(crate) fn decode(&self) -> Decode {
         self.decode
     }
 

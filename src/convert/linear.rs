@@ -43,14 +43,14 @@ fn arrays(args: &Job<'_>) -> Result<Vec<(String, ZarrArray)>> {
         NodeMetadata::Group(_) => {
             let group = ZarrGroup::open_with(store.clone(), "", options)?;
             // Nothing is dropped in silence: a child group is named.
-            for (name, node) in group.children() {
+            for (name, node) in group.child_nodes() {
                 if matches!(node.metadata(), NodeMetadata::Group(_)) {
                     args.observer
                         .note(&format!("not converted: {name} (a group inside the group)"));
                 }
             }
             let mut names: Vec<String> = group
-                .children()
+                .child_nodes()
                 .iter()
                 .filter(|(_, node)| matches!(node.metadata(), NodeMetadata::Array(_)))
                 .map(|(name, _)| name.clone())

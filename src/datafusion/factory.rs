@@ -23,13 +23,6 @@ use crate::location::UrlOptions;
 #[derive(Debug, Default)]
 pub struct ZarrTableFactory {}
 
-impl ZarrTableFactory {
-    /// The factory.
-    pub fn new() -> Self {
-        Self {}
-    }
-}
-
 #[async_trait]
 impl TableProviderFactory for ZarrTableFactory {
     async fn create(

@@ -1,8 +1,8 @@
 //! The pruning invariant, checked on random data: **every chunk that chunk
 //! statistics prune holds no row that the filter keeps**. Hidden: it serves
 //! the property test (`tests/integration/prune_invariant.rs`) and the fuzz
-//! target `prune` (fuzz/), which draw cases from a seed or from the fuzzer's
-//! bytes through `Source`.
+//! target `prune` (fuzz/), which check a case drawn from a seed
+//! ([`check_seed`]) or from the fuzzer's bytes ([`check_bytes`]).
 //!
 //! A case is a column of one type (every type statistics are recorded for,
 //! and anndata categoricals of string, integer, float and boolean
@@ -30,7 +30,7 @@ use super::filter::plan_locally;
 use crate::stats::{ArrayStats, Bounds, ChunkStats, Header, decode, encode, stats_type};
 
 /// Where a case's random choices come from.
-pub trait Source {
+pub(crate) trait Source {
     /// The next 64 random bits.
     fn next_u64(&mut self) -> u64;
 
@@ -52,7 +52,7 @@ pub trait Source {
 
 /// A seeded generator (SplitMix64).
 #[derive(Debug, Clone)]
-pub struct Seeded(pub u64);
+pub(crate) struct Seeded(pub(crate) u64);
 
 impl Source for Seeded {
     fn next_u64(&mut self) -> u64 {
@@ -66,7 +66,7 @@ impl Source for Seeded {
 
 /// A fuzzer's bytes, eight at a time (zeros once they run out).
 #[derive(Debug)]
-pub struct FromBytes<'a>(pub &'a [u8]);
+pub(crate) struct FromBytes<'a>(pub(crate) &'a [u8]);
 
 impl Source for FromBytes<'_> {
     fn next_u64(&mut self) -> u64 {
@@ -96,25 +96,25 @@ pub struct Verdict {
 
 /// A column cut into chunks, and a filter over it.
 #[derive(Debug, Clone)]
-pub struct Case {
+pub(crate) struct Case {
     /// The column `x`, as a reader reads it.
-    pub schema: SchemaRef,
+    pub(crate) schema: SchemaRef,
     /// Its chunks' rows (all of `chunk_len` rows but the last).
-    pub chunks: Vec<ArrayRef>,
+    pub(crate) chunks: Vec<ArrayRef>,
     /// Rows per chunk.
-    pub chunk_len: usize,
+    pub(crate) chunk_len: usize,
     /// An anndata categorical's codes per chunk and its categories (the
     /// statistics are the codes'); `None`: the values' own.
-    pub categorical: Option<(Vec<ArrayRef>, ArrayRef)>,
+    pub(crate) categorical: Option<(Vec<ArrayRef>, ArrayRef)>,
     /// The filter, as a user writes it (typed before use).
-    pub filter: Expr,
+    pub(crate) filter: Expr,
     /// Whether the filter is simplified as DataFusion's optimizer does
     /// before it reaches a scan (else only typed).
-    pub simplify: bool,
+    pub(crate) simplify: bool,
 }
 
 /// A random case.
-pub fn random_case(src: &mut impl Source) -> Case {
+pub(crate) fn random_case(src: &mut impl Source) -> Case {
     let kind = random_kind(src);
     let chunk_len = *src.pick(&[1, 1, 2, 3, 4, 5, 8, 16]);
     let n_chunks = 1 + src.below(5);
@@ -196,11 +196,29 @@ pub fn random_case(src: &mut impl Source) -> Case {
     }
 }
 
+/// Check the case drawn from `seed` (the property test's cases: each seed its
+/// own, so that a failure names the seed that reproduces it).
+///
+/// # Errors
+/// The invariant broken, described for a reproduction.
+pub fn check_seed(seed: u64) -> Result<Verdict, String> {
+    check(&random_case(&mut Seeded(seed)))
+}
+
+/// Check the case drawn from a fuzzer's `data`, eight bytes a random word
+/// (zeros once they run out).
+///
+/// # Errors
+/// The invariant broken, described for a reproduction.
+pub fn check_bytes(data: &[u8]) -> Result<Verdict, String> {
+    check(&random_case(&mut FromBytes(data)))
+}
+
 /// Check `case`: `Err` names a pruned chunk that holds a match.
 ///
 /// # Errors
 /// The invariant broken, described for a reproduction.
-pub fn check(case: &Case) -> Result<Verdict, String> {
+pub(crate) fn check(case: &Case) -> Result<Verdict, String> {
     let mut verdict = Verdict {
         chunks: case.chunks.len(),
         ..Verdict::default()
@@ -883,7 +901,7 @@ fn compare(l: Expr, op: usize, r: Expr) -> Expr {
 
 /// A filter typed over `schema` and simplified as DataFusion's optimizer
 /// does before it reaches a scan (`None`: it cannot be).
-pub fn typed(filter: Expr, schema: &SchemaRef) -> Option<Expr> {
+pub(crate) fn typed(filter: Expr, schema: &SchemaRef) -> Option<Expr> {
     let df_schema = Arc::new(DFSchema::try_from(schema.as_ref().clone()).ok()?);
     let simplifier = ExprSimplifier::new(
         SimplifyContext::builder()

@@ -58,11 +58,11 @@ use crate::Stores;
 use crate::context::RegisteredStores;
 use crate::location::RemoteUrl;
 use crate::location::UrlOptions;
+use sink::ZarrFormatFactory;
 
 pub use codec::{ZarrLogicalCodec, ZarrPhysicalCodec};
 pub use factory::ZarrTableFactory;
 pub use query::{SqlOptions, SqlReader, SqlStream, sql, sql_stream};
-pub use sink::ZarrFormatFactory;
 pub use snapshot::ZarrTableOptions;
 pub use table::ZarrTable;
 
@@ -72,15 +72,16 @@ pub(crate) const FILE_TYPE: &str = "ZARR";
 /// Add the `ZARR` file type to `ctx`, so that `CREATE EXTERNAL TABLE name STORED
 /// AS ZARR LOCATION '...'` opens a Zarr group or array (a directory or an object
 /// store URL) as a table, and `COPY (query) TO 'x.zarr' [STORED AS ZARR]
-/// [OPTIONS (...)]` writes one ([`ZarrFormatFactory`]; an analyzer rule moves
-/// a `COPY`'s options into its format and makes a relative target absolute, so
-/// that a distributed engine's scheduler plans the same statement).
+/// [OPTIONS (...)]` writes one (through a file format registered under the
+/// extension `zarr`; an analyzer rule moves a `COPY`'s options into its format
+/// and makes a relative target absolute, so that a distributed engine's
+/// scheduler plans the same statement).
 pub fn register(ctx: &SessionContext) {
     let state = ctx.state_ref();
     let mut state = state.write();
     state
         .table_factories_mut()
-        .insert(FILE_TYPE.to_string(), Arc::new(ZarrTableFactory::new()));
+        .insert(FILE_TYPE.to_string(), Arc::new(ZarrTableFactory::default()));
     // Replacing a `zarr` format registered before (zarrow's own) cannot fail.
     let _ = state.register_file_format(Arc::new(ZarrFormatFactory::new()), true);
     // A COPY as a distributed engine's scheduler must plan it (its OPTIONS in

@@ -69,13 +69,13 @@ use crate::{Store, Stores};
 /// client must therefore be set up with `register`, not by registering this
 /// factory alone: without the rule the scheduler never sees the options.
 #[derive(Debug, Default)]
-pub struct ZarrFormatFactory {
+pub(crate) struct ZarrFormatFactory {
     options: Vec<(String, String)>,
 }
 
 impl ZarrFormatFactory {
     /// The factory.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             options: Vec::new(),
         }

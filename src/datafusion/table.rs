@@ -26,7 +26,6 @@ use crate::Stores;
 use crate::conventions::anndata;
 use crate::error::Result;
 use crate::location::Location;
-use crate::location::UrlOptions;
 use crate::read::{Node, Skipped};
 use crate::write::{Layout, WriteOptions};
 use crate::{NodeMetadata, Store};
@@ -93,16 +92,6 @@ impl ZarrTable {
     /// Where the table reads from.
     pub fn location(&self) -> Location {
         self.snapshot().location().clone()
-    }
-
-    /// How its URL is opened.
-    pub fn url_options(&self) -> UrlOptions {
-        self.snapshot().url_options().clone()
-    }
-
-    /// Rows in the table (after the last `INSERT INTO` through it).
-    pub fn num_rows(&self) -> u64 {
-        self.snapshot().num_rows()
     }
 
     /// The group's children that are not columns of the table, each with the

@@ -15,7 +15,7 @@ mod detail;
 mod fields;
 mod kind;
 #[cfg(feature = "object-store")]
-mod location;
+pub(crate) mod location;
 mod skip;
 
 pub use chunk::{ChunkError, EncodeError};
@@ -26,7 +26,7 @@ pub use detail::{
 };
 pub use kind::ErrorKind;
 #[cfg(feature = "object-store")]
-pub use location::{FileUrlProblem, LocationError};
+pub(crate) use location::LocationError;
 pub use skip::{SkipReason, Skipped};
 
 /// A `Result` with zarrow's [`Error`].

@@ -1,6 +1,6 @@
 //! Icechunk repositories (feature `icechunk`): opened from an
-//! [`IcechunkLocation`] at a branch, tag or snapshot, read through
-//! [`IcechunkStore`], and written as one commit per write ([`write`]).
+//! [`IcechunkLocation`] at a branch, tag or snapshot, read through a session
+//! as a [`Store`] (`store.rs`), and written as one commit per write (`write.rs`).
 //!
 //! icechunk 2.3 builds its storage itself (its own object_store 0.14 and
 //! clients): zarrow hands it the settings it would open the same cloud URL
@@ -20,12 +20,12 @@ use icechunk::Repository as IcRepository;
 use icechunk::format::SnapshotId;
 use icechunk::repository::VersionInfo;
 
-pub use store::{IcechunkAsync, IcechunkStore};
+pub(crate) use store::{IcechunkAsync, IcechunkStore};
 use store::{SessionStore, StatsTable};
 
 use crate::error::{Error, LocationError, Result};
 use crate::location::{IcechunkLocation, UrlOptions, Version};
-use crate::store::Blocking;
+use crate::store::{Blocking, Store};
 
 /// An icechunk error (a repository's, a session's, a store's, a storage's)
 /// at `location`: its kind, without the span trace its own `Display` adds.
@@ -111,7 +111,8 @@ pub(crate) fn open_read(
 /// A read-only session as icechunk serializes it (icechunk-python's
 /// `Session` and `IcechunkStore` pickle to these bytes), as a store at the
 /// repository's root, its calls waiting on `runtime`; named `name` in
-/// messages. Its snapshot's chunk statistics are not read.
+/// messages. Its snapshot's chunk statistics are not read; its snapshot id is
+/// its [`Store::pinned_version`].
 ///
 /// # Errors
 /// [`Error::Remote`] for bytes icechunk cannot read (another version's, or a
@@ -122,7 +123,7 @@ pub fn store_from_session_bytes(
     bytes: &[u8],
     name: &str,
     runtime: tokio::runtime::Handle,
-) -> Result<IcechunkStore> {
+) -> Result<Arc<dyn Store>> {
     let session = icechunk::session::Session::from_bytes(bytes).map_err(|e| ic_error(&name, e))?;
     if !session.read_only() {
         return Err(Error::OptionNotApplicable {
@@ -141,10 +142,10 @@ pub fn store_from_session_bytes(
         writable: false,
         stats: StatsTable::default(),
     };
-    Ok(IcechunkStore::with_blocking(
+    Ok(Arc::new(IcechunkStore::with_blocking(
         IcechunkAsync::new(session, "", name.to_string(), false),
         blocking,
-    ))
+    )))
 }
 
 /// The key of zarrow's entry in the properties of the commits it makes.

@@ -25,7 +25,7 @@ const CONCURRENCY: usize = 32;
 /// A session of an Icechunk repository, rooted at the node `root`: cheap to
 /// clone (the session is shared).
 #[derive(Clone)]
-pub struct IcechunkAsync {
+pub(crate) struct IcechunkAsync {
     inner: Arc<Inner>,
 }
 
@@ -128,11 +128,6 @@ impl IcechunkAsync {
                 stats: Mutex::new(session.stats),
             }),
         }
-    }
-
-    /// The snapshot this store reads (its id), as the session opened it.
-    pub fn snapshot(&self) -> &str {
-        &self.inner.snapshot
     }
 
     /// The icechunk store (its session: what a commit commits).
@@ -437,4 +432,4 @@ impl AsyncStore for IcechunkAsync {
 
 /// A session of an Icechunk repository as a sync [`Store`](crate::Store):
 /// the one blocking adapter over [`IcechunkAsync`].
-pub type IcechunkStore = BlockingStore<IcechunkAsync>;
+pub(crate) type IcechunkStore = BlockingStore<IcechunkAsync>;

@@ -21,10 +21,10 @@ use crate::error::{Error, LocationError, Result};
 pub(crate) const PREFIX: &str = "icechunk+";
 
 /// The branch read and written when the location names no version.
-pub const DEFAULT_BRANCH: &str = "main";
+pub(crate) const DEFAULT_BRANCH: &str = "main";
 
 /// An Icechunk repository, a version of it and a node in it
-/// ([`Location::Icechunk`]).
+/// ([`Location::Icechunk`]), parsed; shown as written (`Display`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IcechunkLocation {
     repository: Repository,
@@ -35,8 +35,7 @@ pub struct IcechunkLocation {
 
 /// Where an Icechunk repository is stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Repository {
+pub(crate) enum Repository {
     /// A local directory.
     Path(PathBuf),
     /// A bucket and prefix of a cloud (S3, GCS, Azure).
@@ -46,8 +45,7 @@ pub enum Repository {
 /// Which version of a repository: what a read sees, and for a branch, what a
 /// write commits to.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Version {
+pub(crate) enum Version {
     /// The tip of a branch (`branch=`; `main` by default): read as it is when
     /// opened, written by a commit.
     Branch(String),
@@ -60,7 +58,7 @@ pub enum Version {
 
 impl Version {
     /// The query key that names it.
-    pub fn key(&self) -> &'static str {
+    pub(crate) fn key(&self) -> &'static str {
         match self {
             Self::Branch(_) => "branch",
             Self::Tag(_) => "tag",
@@ -69,7 +67,7 @@ impl Version {
     }
 
     /// The branch, tag or snapshot id.
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         match self {
             Self::Branch(n) | Self::Tag(n) | Self::Snapshot(n) => n,
         }
@@ -156,17 +154,20 @@ impl IcechunkLocation {
     }
 
     /// Where the repository is stored.
-    pub fn repository(&self) -> &Repository {
+    #[cfg(any(test, feature = "icechunk"))]
+    pub(crate) fn repository(&self) -> &Repository {
         &self.repository
     }
 
     /// The version read (and for a branch, written).
-    pub fn version(&self) -> &Version {
+    #[cfg(any(test, feature = "icechunk"))]
+    pub(crate) fn version(&self) -> &Version {
         &self.version
     }
 
     /// The node's path inside the repository (`""`: its root).
-    pub fn path(&self) -> &str {
+    #[cfg(any(test, feature = "icechunk"))]
+    pub(crate) fn path(&self) -> &str {
         &self.path
     }
 
@@ -178,10 +179,12 @@ impl IcechunkLocation {
 
     /// The same node of the same repository at `version` (how a plan sent to
     /// another machine pins the snapshot its client resolved).
-    pub fn at(&self, version: Version) -> Self {
+    #[cfg(any(test, feature = "datafusion"))]
+    pub(crate) fn at(&self, version: Version) -> Self {
         self.with(version, self.path.clone())
     }
 
+    #[cfg(any(test, feature = "datafusion"))]
     fn with(&self, version: Version, path: String) -> Self {
         let repository = match &self.repository {
             Repository::Path(p) => {
@@ -215,7 +218,7 @@ impl IcechunkLocation {
     }
 
     /// The location as written.
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         &self.text
     }
 }

@@ -32,8 +32,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use object_store::ObjectStoreScheme;
 
+pub use crate::error::location::{FileUrlProblem, LocationError};
 use crate::error::{Error, Result};
-pub use crate::error::{FileUrlProblem, LocationError};
 
 pub(crate) mod clouds;
 mod format;
@@ -42,7 +42,11 @@ pub use clouds::UrlOptions;
 #[cfg(all(feature = "icechunk", feature = "s3"))]
 pub(crate) use clouds::s3_builder;
 pub use format::FileFormat;
-pub use icechunk::{DEFAULT_BRANCH, IcechunkLocation, Repository, Version};
+pub use icechunk::IcechunkLocation;
+#[cfg(feature = "icechunk")]
+pub(crate) use icechunk::Repository;
+#[cfg(any(feature = "icechunk", feature = "datafusion"))]
+pub(crate) use icechunk::Version;
 
 /// Where a Zarr node or a table file is: a local path, an object store URL,
 /// or a store the caller supplies. Made by [`Location::parse`] (or
@@ -241,7 +245,8 @@ impl Location {
     }
 
     /// Whether it is on this machine's disk.
-    pub fn is_local(&self) -> bool {
+    #[cfg(feature = "convert")]
+    pub(crate) fn is_local(&self) -> bool {
         matches!(self, Self::Path(_))
     }
 
@@ -302,7 +307,8 @@ impl Location {
 
     /// The extension of its last path segment as written (`"PQ"` of
     /// `t.PQ`), for a path or a URL; what [`Location::file_format`] reads.
-    pub fn extension(&self) -> Option<&str> {
+    #[cfg(feature = "datafusion")]
+    pub(crate) fn extension(&self) -> Option<&str> {
         self.file_path()?.extension()?.to_str()
     }
 
@@ -414,12 +420,18 @@ impl RemoteUrl {
     }
 
     /// The parsed URL.
-    pub fn url(&self) -> &url::Url {
+    #[cfg(any(
+        feature = "s3",
+        feature = "gcs",
+        feature = "http",
+        feature = "icechunk"
+    ))]
+    pub(crate) fn url(&self) -> &url::Url {
         &self.url
     }
 
     /// The URL as written, without a trailing `/`.
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         &self.text
     }
 

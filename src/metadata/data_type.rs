@@ -66,7 +66,7 @@ impl StringType {
     }
 
     /// The Arrow type for strings.
-    pub fn string_type(self) -> ArrowType {
+    pub(crate) fn string_type(self) -> ArrowType {
         match self {
             Self::Utf8 => ArrowType::Utf8,
             Self::LargeUtf8 => ArrowType::LargeUtf8,
@@ -75,7 +75,7 @@ impl StringType {
     }
 
     /// The Arrow type for bytes.
-    pub fn binary_type(self) -> ArrowType {
+    pub(crate) fn binary_type(self) -> ArrowType {
         match self {
             Self::Utf8 => ArrowType::Binary,
             Self::LargeUtf8 => ArrowType::LargeBinary,
@@ -150,12 +150,12 @@ impl DataType {
     }
 
     /// Whether values are text (read as an Arrow string type).
-    pub fn is_text(&self) -> bool {
+    pub(crate) fn is_text(&self) -> bool {
         matches!(self, Self::String | Self::FixedUtf32 { .. })
     }
 
     /// Whether values are byte strings (read as an Arrow binary type).
-    pub fn is_binary(&self) -> bool {
+    pub(crate) fn is_binary(&self) -> bool {
         matches!(self, Self::Bytes | Self::NullTerminatedBytes { .. })
     }
 
@@ -166,7 +166,7 @@ impl DataType {
     }
 
     /// The Arrow type this data type is read into.
-    pub fn arrow_type(&self, string_type: StringType) -> ArrowType {
+    pub(crate) fn arrow_type(&self, string_type: StringType) -> ArrowType {
         match self {
             Self::Bool => ArrowType::Boolean,
             Self::Int8 => ArrowType::Int8,
@@ -351,7 +351,7 @@ impl DataType {
 
 /// Byte order of fixed-width values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Endian {
+pub(crate) enum Endian {
     /// Little-endian (the default, and the machine order zarrow runs on).
     #[default]
     Little,

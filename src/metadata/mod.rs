@@ -16,8 +16,9 @@ mod v3;
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
+pub(crate) use data_type::Endian;
 pub(crate) use data_type::{ARROW_BYTES_PER_ELEMENT, unsupported_time_unit};
-pub use data_type::{DataType, DateTimeUnit, Endian, StringType};
+pub use data_type::{DataType, DateTimeUnit, StringType};
 pub use fill_value::FillValue;
 pub(crate) use v2::{parse_dtype, parse_zarray, parse_zattrs, parse_zgroup};
 pub(crate) use v3::parse_zarr_json;
@@ -122,7 +123,7 @@ impl CodecMetadata {
     }
 
     /// The entry with one more configuration field.
-    pub fn with(mut self, field: &str, value: Value) -> Self {
+    pub(crate) fn with(mut self, field: &str, value: Value) -> Self {
         self.configuration.insert(field.to_string(), value);
         self
     }
@@ -170,13 +171,8 @@ pub enum NodeMetadata {
 
 impl ArrayMetadata {
     /// Total number of elements.
-    pub fn len(&self) -> u64 {
+    pub(crate) fn len(&self) -> u64 {
         self.shape.iter().product()
-    }
-
-    /// Whether the array has no elements.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// Whether `data_type` uses a variable-length layout.

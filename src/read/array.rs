@@ -112,7 +112,7 @@ impl ZarrArray {
     }
 
     /// The node path inside the store.
-    pub fn path(&self) -> &str {
+    pub(crate) fn path(&self) -> &str {
         &self.path
     }
 
@@ -171,7 +171,7 @@ impl ZarrArray {
 
     /// The Arrow layout for string and bytes values: the caller's choice, else the
     /// one zarrow's writer recorded, else `Utf8` / `Binary`.
-    pub fn string_type(&self) -> StringType {
+    pub(crate) fn string_type(&self) -> StringType {
         self.options
             .string_type
             .or(self.conventions.recorded().string_type)
@@ -260,7 +260,7 @@ impl ZarrArray {
 
     /// Whether the array has no elements.
     pub fn is_empty(&self) -> bool {
-        self.meta.is_empty()
+        self.len() == 0
     }
 
     /// The store key of the chunk at grid `indices`.
@@ -773,9 +773,10 @@ impl ZarrArray {
     }
 
     /// A streaming reader: one record batch per slab (per chunk for 1-D arrays),
-    /// decoding, reading ahead and reusing buffers as `context` says.
-    pub fn batches(&self, context: &crate::ExecutionContext) -> super::ArrayBatchReader {
-        super::ArrayBatchReader::new(self.clone(), context)
+    /// decoding, reading ahead and reusing buffers as `context` says; its rows
+    /// are the array's length.
+    pub fn batches(&self, context: &crate::ExecutionContext) -> super::TableReader {
+        super::TableReader::array(self.clone(), context)
     }
 }
 

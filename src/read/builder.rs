@@ -232,7 +232,7 @@ impl ReaderBuilder {
     /// # Errors
     /// [`Error::Table`] when there is no column, a projected name is not one (a
     /// skipped child is named with the reason), or the columns differ in length.
-    pub fn columns(&self) -> Result<Vec<Column>> {
+    pub(crate) fn columns(&self) -> Result<Vec<Column>> {
         let (available, skipped): (Vec<Column>, &[Skipped]) = match &self.source {
             Source::Group(group) => (group.columns().to_vec(), group.skipped()),
             // An N-d array's rows are its elements, flattened in C order (read
@@ -316,7 +316,8 @@ impl ReaderBuilder {
     /// The rows this builder reads.
     ///
     /// # Errors
-    /// As [`ReaderBuilder::columns`]; a row range past the end.
+    /// [`Error::Table`] when there is no column, a projected name is not one,
+    /// or the columns differ in length; a row range past the end.
     pub fn rows(&self) -> Result<Range<u64>> {
         let columns = self.columns()?;
         self.row_range(columns[0].len())
@@ -673,7 +674,7 @@ impl std::fmt::Debug for BatchReader {
 
 impl BatchReader {
     /// Total rows this reader yields.
-    pub fn total_rows(&self) -> u64 {
+    pub(crate) fn total_rows(&self) -> u64 {
         self.rows
     }
 

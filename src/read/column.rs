@@ -187,13 +187,8 @@ impl Column {
     }
 
     /// Rows.
-    pub fn len(&self) -> u64 {
+    pub(crate) fn len(&self) -> u64 {
         self.leaves()[0].len()
-    }
-
-    /// Whether the column has no rows.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     #[cfg(feature = "datafusion")]

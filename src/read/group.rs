@@ -15,22 +15,21 @@
 
 use std::sync::Arc;
 
-use super::{Column, LongTable, Node, ReadOptions, ReaderBuilder, ZarrArray};
+use super::{Column, LongTable, Node, ReadOptions, ReaderBuilder, TableReader, ZarrArray};
 use crate::conventions::Conventions;
 use crate::conventions::anndata::{self, Encoding};
 use crate::error::{ConventionError, Error, NodeKind, Result, SkipReason, Skipped};
-use crate::metadata::{GroupMetadata, NodeMetadata};
+use crate::metadata::NodeMetadata;
 use crate::store::{Store, join_key, node_label};
 
-/// A Zarr group opened for reading: its metadata, its children's, and the
-/// columns they make, loaded once.
+/// A Zarr group opened for reading: its children's metadata and the columns
+/// they make, loaded once (the group's own attributes: [`read_node`](crate::read_node)).
 ///
-/// Cheap to clone (the store and metadata are shared).
+/// Cheap to clone (the store, children and columns are shared).
 #[derive(Debug, Clone)]
 pub struct ZarrGroup {
     store: Arc<dyn Store>,
     path: String,
-    meta: Arc<GroupMetadata>,
     conventions: Arc<Conventions>,
     children: Arc<Vec<(String, Node)>>,
     columns: Arc<Vec<Column>>,
@@ -56,8 +55,8 @@ impl ZarrGroup {
     /// the reason. Directories without metadata are not children.
     pub fn open_with(store: Arc<dyn Store>, path: &str, options: ReadOptions) -> Result<Self> {
         let path = path.trim_matches('/').to_string();
-        let (meta, conventions) = match Node::read(store.as_ref(), &path)?.into_parts() {
-            (NodeMetadata::Group(meta), conventions) => (meta, conventions),
+        let conventions = match Node::read(store.as_ref(), &path)?.into_parts() {
+            (NodeMetadata::Group(_), conventions) => conventions,
             (NodeMetadata::Array(_), _) => {
                 return Err(Error::WrongNodeKind {
                     path: node_label(store.as_ref(), &path),
@@ -78,7 +77,6 @@ impl ZarrGroup {
         let mut group = Self {
             store,
             path,
-            meta: Arc::new(meta),
             conventions,
             children: Arc::new(children),
             columns: Arc::new(Vec::new()),
@@ -93,7 +91,7 @@ impl ZarrGroup {
     }
 
     /// The group's node path.
-    pub fn path(&self) -> &str {
+    pub(crate) fn path(&self) -> &str {
         &self.path
     }
 
@@ -107,18 +105,21 @@ impl ZarrGroup {
         &self.store
     }
 
-    /// The group's metadata.
-    pub fn metadata(&self) -> &GroupMetadata {
-        &self.meta
-    }
-
     /// The conventions the group follows, decided when it was opened.
     pub(crate) fn conventions(&self) -> &Conventions {
         &self.conventions
     }
 
-    /// The direct children whose metadata zarrow reads, by name, sorted.
-    pub fn children(&self) -> &[(String, Node)] {
+    /// The direct children whose metadata zarrow reads, by name, sorted, each
+    /// with its metadata.
+    pub fn children(&self) -> impl ExactSizeIterator<Item = (&str, &NodeMetadata)> + '_ {
+        self.children
+            .iter()
+            .map(|(name, node)| (name.as_str(), node.metadata()))
+    }
+
+    /// The direct children, by name, sorted, as opened (with their conventions).
+    pub(crate) fn child_nodes(&self) -> &[(String, Node)] {
         &self.children
     }
 
@@ -185,14 +186,15 @@ impl ZarrGroup {
     }
 
     /// The group as a gridded dataset's long table, one row per grid point, like
-    /// xarray's `Dataset.to_dataframe()` (`variables`: only these).
+    /// xarray's `Dataset.to_dataframe()` (`variables`: only these), with its
+    /// rows and the children it leaves out (none when `variables` are given).
     ///
     /// # Errors
     /// [`Error::Table`](crate::Error::Table) when a variable has no dimension
     /// names, dimensions of one name differ in length, or a projected name is
     /// not a variable; read errors.
-    pub fn long_table(&self, variables: Option<&[String]>) -> Result<LongTable> {
-        LongTable::new(self, variables)
+    pub fn long_table(&self, variables: Option<&[String]>) -> Result<TableReader> {
+        LongTable::new(self, variables).map(TableReader::long)
     }
 
     fn array(

@@ -217,7 +217,7 @@ pub fn describe_node(store: Arc<dyn Store>, name: &str, options: ReadOptions) ->
         NodeMetadata::Group(meta) => {
             let group = ZarrGroup::open_with(store.clone(), "", options)?.with_column_name(name)?;
             let mut children = Vec::new();
-            for (name, node) in group.children() {
+            for (name, node) in group.child_nodes() {
                 let node = match node.metadata() {
                     NodeMetadata::Array(_) => {
                         match ZarrArray::open_with(store.clone(), name, options) {

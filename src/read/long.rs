@@ -35,7 +35,7 @@ struct Variable {
 
 /// The long table of a gridded dataset: a `RecordBatchReader`.
 #[derive(Debug)]
-pub struct LongTable {
+pub(crate) struct LongTable {
     schema: SchemaRef,
     /// The output dimensions' lengths.
     shape: Vec<u64>,
@@ -67,7 +67,7 @@ impl LongTable {
             .filter(|s| matches!(s.reason, SkipReason::Unreadable(_) | SkipReason::Element(_)))
             .cloned()
             .collect();
-        for (name, node) in group.children() {
+        for (name, node) in group.child_nodes() {
             let NodeMetadata::Array(meta) = node.metadata() else {
                 if projection.is_none() {
                     skipped.push(Skipped::new(name.clone(), SkipReason::GroupNotVariable));
@@ -203,12 +203,12 @@ impl LongTable {
 
     /// The children that are not in the table (subgroups, nodes zarrow cannot
     /// read), each with the reason; none when variables were chosen.
-    pub fn skipped(&self) -> &[Skipped] {
+    pub(crate) fn skipped(&self) -> &[Skipped] {
         &self.skipped
     }
 
     /// Rows (grid points).
-    pub fn total_rows(&self) -> u64 {
+    pub(crate) fn total_rows(&self) -> u64 {
         self.total
     }
 

@@ -47,8 +47,9 @@ pub use info::{
     ArrayInfo, ChildInfo, ChildNode, ColumnInfo, GroupInfo, NodeInfo, describe_array,
     describe_array_verified, describe_node,
 };
-pub use long::LongTable;
-pub use node::{Node, read_node};
+use long::LongTable;
+pub(crate) use node::Node;
+pub use node::read_node;
 pub(crate) use source::TableSource;
 #[cfg(feature = "async")]
 pub(crate) use stream::ReadBudget;
@@ -112,19 +113,17 @@ crate::options::options! {
 /// one batch per slab (per chunk for 1-D arrays), CF-decoded when the options say
 /// so.
 #[derive(Debug)]
-pub struct ArrayBatchReader {
+pub(crate) struct ArrayBatchReader {
     schema: SchemaRef,
     /// The reader, or why there is none (a CF attribute that cannot be decoded),
     /// given by the first batch.
     reader: std::result::Result<BatchReader, Option<Error>>,
-    total: u64,
 }
 
 impl ArrayBatchReader {
     /// The reader of every slab, one batch per slab, decoding as `context`
     /// says.
     pub(crate) fn new(array: ZarrArray, context: &ExecutionContext) -> Self {
-        let total = array.len();
         let per_slab = array.row_chunk_len();
         let fallback = || Arc::new(Schema::new(vec![array.field()]));
         let batch = usize::try_from(per_slab).unwrap_or(usize::MAX).max(1);
@@ -137,19 +136,12 @@ impl ArrayBatchReader {
             Ok(reader) => Self {
                 schema: reader.schema(),
                 reader: Ok(reader),
-                total,
             },
             Err(e) => Self {
                 schema: fallback(),
                 reader: Err(Some(e)),
-                total,
             },
         }
-    }
-
-    /// Total rows this reader yields.
-    pub fn total_rows(&self) -> u64 {
-        self.total
     }
 }
 

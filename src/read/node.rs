@@ -53,7 +53,7 @@ pub fn read_node(store: &dyn Store, path: &str) -> Result<NodeMetadata> {
 /// once here and carried to the [`ZarrArray`](crate::ZarrArray) or
 /// [`ZarrGroup`](crate::ZarrGroup) made from it.
 #[derive(Debug, Clone)]
-pub struct Node {
+pub(crate) struct Node {
     metadata: NodeMetadata,
     conventions: Arc<Conventions>,
 }
@@ -63,7 +63,7 @@ impl Node {
     ///
     /// # Errors
     /// As [`read_node`].
-    pub fn read(store: &dyn Store, path: &str) -> Result<Self> {
+    pub(crate) fn read(store: &dyn Store, path: &str) -> Result<Self> {
         let metadata = read_node(store, path)?;
         let conventions = Arc::new(Conventions::of(&metadata));
         Ok(Self {
@@ -73,7 +73,7 @@ impl Node {
     }
 
     /// Its metadata.
-    pub fn metadata(&self) -> &NodeMetadata {
+    pub(crate) fn metadata(&self) -> &NodeMetadata {
         &self.metadata
     }
 

@@ -52,17 +52,12 @@ pub enum Fetched {
 
 impl Fetched {
     /// The bytes fetched.
-    pub fn len(&self) -> u64 {
+    pub(crate) fn len(&self) -> u64 {
         match self {
             Fetched::Missing => 0,
             Fetched::Whole(b) => b.len() as u64,
             Fetched::Ranges(r) => r.buffers.iter().map(|b| b.len() as u64).sum(),
         }
-    }
-
-    /// Whether nothing was fetched.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 

@@ -2,7 +2,8 @@
 //! STORE OUT.parquet` and the Python package's `zarrow.read`.
 //!
 //! - a group: one column per 1-D array ([`ZarrGroup::reader`](super::ZarrGroup::reader)), or with
-//!   [`TableOptions::long`] a gridded dataset's long table ([`LongTable`](super::LongTable));
+//!   [`TableOptions::long`] a gridded dataset's long table
+//!   ([`ZarrGroup::long_table`](super::ZarrGroup::long_table));
 //! - a 1-D array: one column named after it ([`ZarrArray::reader`](super::ZarrArray::reader));
 //! - an N-d array: flattened in C order, one batch per chunk row
 //!   ([`ZarrArray::batches`](super::ZarrArray::batches)).
@@ -15,7 +16,7 @@ use std::sync::Arc;
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
 
-use super::{ArrayBatchReader, ReadOptions, Skipped, TableSource};
+use super::{ArrayBatchReader, LongTable, ReadOptions, Skipped, TableSource, ZarrArray};
 use crate::context::ExecutionContext;
 use crate::error::{Error, Result};
 use crate::store::Store;
@@ -74,9 +75,24 @@ impl TableReader {
         &self.skipped
     }
 
-    /// The reader itself.
-    pub fn into_inner(self) -> Box<dyn RecordBatchReader + Send> {
-        self.reader
+    /// Every slab of `array`, one batch each; its rows are the array's length.
+    pub(super) fn array(array: ZarrArray, context: &ExecutionContext) -> Self {
+        Self {
+            total_rows: array.len(),
+            reader: Box::new(ArrayBatchReader::new(array, context)),
+            skipped: Vec::new(),
+        }
+    }
+
+    /// A gridded dataset's long table, with its rows and the children it
+    /// leaves out.
+    pub(super) fn long(long: LongTable) -> Self {
+        let (total_rows, skipped) = (long.total_rows(), long.skipped().to_vec());
+        Self {
+            reader: Box::new(long),
+            total_rows,
+            skipped,
+        }
     }
 }
 
@@ -135,12 +151,7 @@ pub fn open_table(
                 );
             }
             // The whole N-d array, flattened: one batch per chunk row.
-            let total_rows = array.len();
-            return Ok(TableReader {
-                reader: Box::new(ArrayBatchReader::new(array, context)),
-                total_rows,
-                skipped: Vec::new(),
-            });
+            return Ok(array.batches(context));
         }
         TableSource::Long(group, variables) => {
             if some_rows {
@@ -152,13 +163,7 @@ pub fn open_table(
             if table.batch_size.is_some() {
                 return refuse("a batch size", "arrays and wide tables, not a long table");
             }
-            let long = group.long_table(variables.as_deref())?;
-            let (total_rows, skipped) = (long.total_rows(), long.skipped().to_vec());
-            return Ok(TableReader {
-                reader: Box::new(long),
-                total_rows,
-                skipped,
-            });
+            return group.long_table(variables.as_deref());
         }
     };
     // A child whose conventions cannot be decoded is not skipped: reading it is

@@ -145,7 +145,8 @@ impl<S: AsyncStore + 'static> BlockingStore<S> {
     }
 
     /// The async store.
-    pub fn inner(&self) -> &S {
+    #[cfg(feature = "icechunk")]
+    pub(crate) fn inner(&self) -> &S {
         &self.store
     }
 

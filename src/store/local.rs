@@ -125,11 +125,6 @@ impl LocalStore {
         }
     }
 
-    /// The root directory.
-    pub fn root(&self) -> &Path {
-        &self.root
-    }
-
     fn path(&self, key: &str) -> Result<PathBuf> {
         validate_key(key)?;
         Ok(self.root.join(key))

@@ -225,7 +225,7 @@ impl ArrayWriter {
     }
 
     /// Rows accepted so far.
-    pub fn rows(&self) -> u64 {
+    pub(crate) fn rows(&self) -> u64 {
         self.rows
     }
 

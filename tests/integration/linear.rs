@@ -242,9 +242,8 @@ fn all_arrays() -> Vec<(String, ArrayRef, Vec<u64>)> {
             NodeMetadata::Group(_) => ZarrGroup::open(store.clone(), "")
                 .unwrap()
                 .children()
-                .iter()
-                .filter(|(_, n)| matches!(n.metadata(), NodeMetadata::Array(_)))
-                .map(|(n, _)| n.clone())
+                .filter(|(_, m)| matches!(m, NodeMetadata::Array(_)))
+                .map(|(n, _)| n.to_string())
                 .collect(),
         };
         for p in paths {

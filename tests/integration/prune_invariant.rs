@@ -8,7 +8,7 @@
 //! integration prune_invariant -- --nocapture`), `ZARROW_PRUNE_SEED` the
 //! first seed. Each case's seed is its own: a failure names it.
 
-use zarrow::datafusion::invariant::{Seeded, Verdict, check, random_case};
+use zarrow::datafusion::invariant::{Verdict, check_seed};
 
 fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -19,8 +19,7 @@ fn env_u64(name: &str, default: u64) -> u64 {
 
 /// One seed's case, checked.
 fn run(seed: u64) -> Result<Verdict, String> {
-    let case = random_case(&mut Seeded(seed));
-    check(&case).map_err(|e| format!("seed {seed}: {e}"))
+    check_seed(seed).map_err(|e| format!("seed {seed}: {e}"))
 }
 
 #[test]

@@ -7,7 +7,8 @@ use arrow_array::Array;
 use arrow_buffer::Buffer;
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use zarrow::codec::{CodecChain, DecodeContext};
+use zarrow::CodecChain;
+use zarrow::codec::DecodeContext;
 use zarrow::{DataType, MemoryStore, NodeMetadata, Store, StringType};
 
 /// The chain and data type of a one-chunk array with `codecs` and `data_type`,

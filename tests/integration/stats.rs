@@ -141,7 +141,7 @@ fn the_writer_records_one_statistics_object_per_array_and_zarr_sees_no_member() 
     }
     // Not a node: the group's children are its columns only.
     let group = zarrow::ZarrGroup::open(memory.clone(), "").unwrap();
-    let children: Vec<&str> = group.children().iter().map(|(n, _)| n.as_str()).collect();
+    let children: Vec<&str> = group.children().map(|(n, _)| n).collect();
     assert_eq!(children, ["day", "n", "sample", "x"]);
     // Nor a chunk: every chunk key is one of the grid's.
     let array = zarrow::ZarrArray::open(memory.clone(), "x").unwrap();
