@@ -3,17 +3,12 @@
 use arrow_array::RecordBatchReader;
 
 use super::{Job, Written, limits};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::export::ExportFormat;
 use crate::read::open_table;
 
 pub(super) fn convert(args: &Job<'_>, format: ExportFormat) -> Result<Written> {
-    if args.write.appends() {
-        return Err(Error::OptionNotApplicable {
-            options: vec!["--append"],
-            applies_to: "a Zarr output (rows added to its group)",
-        });
-    }
+    args.write.refuse_appending()?;
     let store = args.open_src()?;
     let reader = open_table(
         store,

@@ -68,12 +68,7 @@ fn arrays(args: &Job<'_>) -> Result<Vec<(String, ZarrArray)>> {
 
 /// Zarr (array or group) to `.json` (one array) or `.csv`.
 pub(super) fn export(args: &Job<'_>, kind: Kind) -> Result<Written> {
-    if args.write.appends() {
-        return Err(Error::OptionNotApplicable {
-            options: vec!["--append"],
-            applies_to: "a Zarr output (rows added to its group)",
-        });
-    }
+    args.write.refuse_appending()?;
     // The linear format holds whole arrays: a selection would be dropped.
     let given: Vec<&'static str> = args.select.values().into_iter().map(|(k, _)| k).collect();
     if !given.is_empty() {

@@ -455,6 +455,25 @@ impl WriteOptions {
         Ok(())
     }
 
+    /// For an output that is not Zarr: an append, or its lock timeout, would be
+    /// ignored, so either is an error.
+    pub(crate) fn refuse_appending(&self) -> Result<()> {
+        let mut given = Vec::new();
+        if self.appends() {
+            given.push("--append");
+        }
+        if self.lock_timeout != DEFAULT_LOCK_TIMEOUT {
+            given.push("lock_timeout");
+        }
+        if given.is_empty() {
+            return Ok(());
+        }
+        Err(Error::OptionNotApplicable {
+            options: given,
+            applies_to: "a Zarr output (rows added to its group)",
+        })
+    }
+
     /// Whether chunks are stored in shards.
     fn sharded(&self) -> bool {
         self.shard_len.is_some() || self.shard_shape.is_some()

@@ -355,7 +355,8 @@ fn every_declared_option_is_a_flag() {
     assert!(!run.status.success());
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(
-        stderr.contains("lock_timeout") && stderr.contains("append"),
+        (stderr.contains("lock_timeout") || stderr.contains("--lock-timeout"))
+            && stderr.contains("Zarr output"),
         "{stderr}"
     );
     let run = zarrow(&["convert", obs.to_str().unwrap(), out.to_str().unwrap()]);
