@@ -457,6 +457,7 @@ impl WriteOptions {
 
     /// For an output that is not Zarr: an append, or its lock timeout, would be
     /// ignored, so either is an error.
+    #[cfg(feature = "convert")]
     pub(crate) fn refuse_appending(&self) -> Result<()> {
         let mut given = Vec::new();
         if self.appends() {
