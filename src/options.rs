@@ -52,8 +52,6 @@ pub struct OptionEntry {
     pub negated_flag: Option<&'static str>,
     /// Options the command line refuses beside this one.
     pub conflicts: &'static [&'static str],
-    /// Options the command line wants given with this one.
-    pub requires: &'static [&'static str],
 }
 
 impl OptionEntry {
@@ -70,7 +68,6 @@ impl OptionEntry {
             takes,
             negated_flag: None,
             conflicts: &[],
-            requires: &[],
         }
     }
 
@@ -81,14 +78,6 @@ impl OptionEntry {
 
     pub(crate) const fn conflicts(mut self, keys: &'static [&'static str]) -> Self {
         self.conflicts = keys;
-        self
-    }
-
-    // No declaration needs another option today (lock_timeout checks its mode in
-    // `validate`, as `mode append` must satisfy it too); the macro's test uses it.
-    #[cfg_attr(not(test), expect(dead_code))]
-    pub(crate) const fn requires(mut self, keys: &'static [&'static str]) -> Self {
-        self.requires = keys;
         self
     }
 
@@ -556,7 +545,7 @@ impl Codec<Option<Range<u64>>> for Rows {
 /// ```
 ///
 /// A field's text is read by its codec (`as Codec`; default [`Plain`]);
-/// after `;`, the entry's builders (`negated_flag`, `conflicts`, `requires`).
+/// after `;`, the entry's builders (`negated_flag`, `conflicts`).
 /// A composed group's keys follow the struct's own (a key the struct has
 /// itself is the struct's).
 macro_rules! options {
@@ -691,7 +680,7 @@ mod tests {
             /// Rows.
             rows: Option<Range<u64>> as Rows = None,
             /// A wait.
-            wait: Duration as Seconds = Duration::from_secs(60); requires(&["on"]),
+            wait: Duration as Seconds = Duration::from_secs(60),
             /// The outer's own.
             shared: bool = false,
         }
@@ -716,7 +705,6 @@ mod tests {
         assert_eq!(entries[0].negated_flag, Some("no-on"));
         assert_eq!(entries[0].kind, OptionKind::Flag);
         assert_eq!(entries[2].kind, OptionKind::List);
-        assert_eq!(entries[4].requires, ["on"]);
         assert_eq!(entries[1].paragraphs(), ["A size."]);
 
         let mut o = Outer::default();

@@ -45,14 +45,11 @@ fn arg(entry: &OptionEntry) -> Arg {
     };
     let paragraphs = entry.paragraphs();
     let summary = paragraphs.first().cloned().unwrap_or_default();
-    let mut arg = Arg::new(entry.key)
+    let arg = Arg::new(entry.key)
         .long(leak(long))
         .help(leak(off(summary)))
         .long_help(leak(off(paragraphs.join("\n\n"))))
         .conflicts_with_all(entry.conflicts);
-    for key in entry.requires {
-        arg = arg.requires(*key);
-    }
     match (entry.kind, entry.negated_flag) {
         (OptionKind::Flag, Some(_)) => arg.action(ArgAction::SetTrue),
         // `--flag` or `--flag=false`.
