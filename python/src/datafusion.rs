@@ -32,6 +32,10 @@ use zarrow::datafusion::{ZarrTable, ZarrTableFactory};
 use crate::errors::{to_py, zarrow_error};
 use crate::location::PyLocation;
 
+mod functions;
+
+use functions::SessionFunctions;
+
 /// The DataFusion version zarrow was built against (its major must be
 /// datafusion-python's: the FFI's structs differ between majors).
 const DATAFUSION_VERSION: &str = datafusion::DATAFUSION_VERSION;
@@ -76,8 +80,8 @@ impl Table {
         session: Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyCapsule>> {
         check_version(py)?;
-        let codec = logical_codec(&session)?;
         let handle = crate::runtime().map_err(to_py)?;
+        let codec = session_codec(&session, &handle)?;
         let provider = OnRuntime::<dyn TableProvider> {
             inner: self.table.clone(),
             handle: handle.clone(),
@@ -122,11 +126,11 @@ impl Factory {
     fn __datafusion_table_provider_factory__<'py>(
         &self,
         py: Python<'py>,
-        codec: Bound<'py, PyAny>,
+        session: Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyCapsule>> {
         check_version(py)?;
-        let codec = logical_codec(&codec)?;
         let handle = crate::runtime().map_err(to_py)?;
+        let codec = session_codec(&session, &handle)?;
         let factory = OnRuntime {
             inner: Arc::new(ZarrTableFactory::default()),
             handle: handle.clone(),
@@ -153,6 +157,20 @@ fn check_version(py: Python<'_>) -> PyResult<()> {
         )));
     }
     Ok(())
+}
+
+/// The codec for the FFI to decode the filters and commands the session sends
+/// with: the session's own, its functions looked up at each use
+/// ([`SessionFunctions`]) rather than all imported at every call.
+fn session_codec(
+    session: &Bound<'_, PyAny>,
+    handle: &Handle,
+) -> PyResult<FFI_LogicalExtensionCodec> {
+    let codec = logical_codec(session)?;
+    Ok(match SessionFunctions::of(session, &codec)? {
+        Some(functions) => functions.into_ffi(handle.clone()),
+        None => codec,
+    })
 }
 
 /// The session's logical extension codec (datafusion-python passes the session,

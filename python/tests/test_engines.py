@@ -318,6 +318,30 @@ def test_datafusion_python_table_equals_anndata():
     assert got.column("g").to_pylist() == want["g"].to_list()
 
 
+def test_datafusion_python_filters_call_the_functions_the_session_has_now():
+    """A pushed filter's functions cross the FFI by name: built-ins, a Python
+    UDF registered after the table, and a UDF that replaces a built-in's name
+    all evaluate as the session planned them (the scan evaluates them itself)."""
+    from datafusion import SessionContext, udf
+
+    ctx = SessionContext()
+    ctx.register_table("obs", zarrow.table(OBS))
+    obs = anndata_obs()
+
+    def ids(sql: str) -> list:
+        return sorted(ctx.sql(sql).to_arrow_table().column("cell_id").to_pylist())
+
+    def want(expr: pl.Expr) -> list:
+        return sorted(obs.filter(expr)["cell_id"].to_list())
+
+    assert ids("SELECT cell_id FROM obs WHERE abs(n_genes - 500) < 100") == want((pl.col("n_genes") - 500).abs() < 100)
+    ctx.register_udf(udf(lambda a: pc.multiply(a, 3), [pa.int64()], pa.int64(), "immutable", name="triple"))
+    assert ids("SELECT cell_id FROM obs WHERE triple(n_genes) > 1500") == want(pl.col("n_genes") * 3 > 1500)
+    # A UDF under a built-in's name: the session's, not DataFusion's `abs`.
+    ctx.register_udf(udf(lambda a: pc.negate(a), [pa.int64()], pa.int64(), "immutable", name="abs"))
+    assert ids("SELECT cell_id FROM obs WHERE abs(n_genes) < -500") == want(pl.col("n_genes") > 500)
+
+
 def test_datafusion_python_create_external_table():
     from datafusion import SessionContext
 
