@@ -572,6 +572,7 @@ mod tests {
         assert_eq!(Location::supplied("obstore://").name(), "values");
     }
 
+    #[cfg(feature = "convert")]
     #[test]
     fn parents() {
         let up = |s| {

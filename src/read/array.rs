@@ -836,6 +836,10 @@ fn slice_runs(runs: Vec<ArrayRef>, mut skip: usize, mut take: usize) -> Vec<Arra
 /// The sizes of `keys`' values (`None`: absent), at most the store's
 /// concurrency asked at once.
 ///
+/// The store is sync, so one thread would wait out each request in turn; a
+/// few scoped threads (no more than the store's concurrency, at most 16)
+/// keep its requests in flight and end with the call: no pool outlives it.
+///
 /// # Errors
 /// The first of the store's errors.
 fn head_all(store: &dyn Store, keys: &[String]) -> Result<Vec<Option<u64>>> {

@@ -263,7 +263,9 @@ impl Remote {
     }
 }
 
-#[cfg(test)]
+// Reads on rayon serve DataFusion only (and futures' executor comes with its
+// features).
+#[cfg(all(test, feature = "datafusion"))]
 mod tests {
     use super::*;
 
