@@ -49,7 +49,9 @@ for name in names:
         times.append(time.perf_counter() - start)
     plan = ctx.sql("EXPLAIN ANALYZE " + q).to_arrow_table()
     text = "\n".join(str(v) for v in plan.column(plan.num_columns - 1).to_pylist())
-    metric = lambda key: sum(int(n) for n in re.findall(key + r"=(\d+)", text))
+    # DataFusion prints metrics rounded, with a unit: "994.3 K".
+    unit = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9}
+    metric = lambda key: round(sum(float(n) * unit[u] for n, u in re.findall(key + r"=([\d.]+)(?: ([KMG]))?", text)))
     out[name] = {"seconds": statistics.median(times), "requests": metric("requests"),
                  "bytes": metric("bytes_fetched")}
 print(json.dumps(out))
