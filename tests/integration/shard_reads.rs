@@ -10,7 +10,7 @@ use arrow_array::{Array, ArrayRef, StringArray};
 use zarrow::write::{WriteOptions, write_array};
 use zarrow::{ChunkError, Error, LocalStore, MemoryStore, Store, ZarrArray};
 
-use crate::common::{Observed, column, read_ipc, testdata};
+use crate::common::{Observed, column, read_ipc, strings, testdata};
 
 /// The (offset, nbytes) entries of a shard whose index (`n` entries, little-endian,
 /// then a crc32c) sits at its end, as the sharding spec lays it out.
@@ -22,14 +22,6 @@ fn shard_index(shard: &[u8], n: usize) -> Vec<(u64, u64)> {
             let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap());
             (word(&e[..8]), word(&e[8..]))
         })
-        .collect()
-}
-
-fn strings(array: &ArrayRef) -> Vec<String> {
-    array
-        .as_string::<i32>()
-        .iter()
-        .map(|v| v.unwrap().to_string())
         .collect()
 }
 
