@@ -47,6 +47,23 @@ QUERIES = {
 
 
 
+def sessions(parquet: Path, zarr: Path):
+    """Two datafusion-python sessions with table `t`: the Parquet file read by
+    DataFusion's own scan, with `pushdown_filters` and `reorder_filters` on (the
+    strongest Parquet baseline), and the Zarr copy through `zarrow.table`."""
+    import datafusion
+    import zarrow
+
+    config = (datafusion.SessionConfig()
+              .set("datafusion.execution.parquet.pushdown_filters", "true")
+              .set("datafusion.execution.parquet.reorder_filters", "true"))
+    ctx_parquet = datafusion.SessionContext(config)
+    ctx_parquet.register_parquet("t", str(parquet))
+    ctx_zarr = datafusion.SessionContext()
+    ctx_zarr.register_table("t", zarrow.table(zarr))
+    return ctx_parquet, ctx_zarr
+
+
 def generate(rows: int, zarrow: str) -> tuple[Path, Path]:
     parquet = DATA / f"w11-{rows}.parquet"
     zarr = DATA / f"w11-{rows}.zarr"
@@ -84,16 +101,9 @@ def main() -> None:
     queries = {k: q for k, q in QUERIES.items() if not args.only or k in args.only.split(",")}
     parquet, zarr = generate(args.rows, args.zarrow)
 
-    import datafusion
     import zarrow
 
-    config = (datafusion.SessionConfig()
-              .set("datafusion.execution.parquet.pushdown_filters", "true")
-              .set("datafusion.execution.parquet.reorder_filters", "true"))
-    ctx_parquet = datafusion.SessionContext(config)
-    ctx_parquet.register_parquet("t", str(parquet))
-    ctx_zarr = datafusion.SessionContext()
-    ctx_zarr.register_table("t", zarrow.table(zarr))
+    ctx_parquet, ctx_zarr = sessions(parquet, zarr)
 
     if args.requests:
         # Through zarrow's own session (`zarrow.sql`, as `zarrow sql`):

@@ -13,9 +13,9 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from pathlib import Path
 
-DATA = Path(__file__).resolve().parents[2] / "benches" / "compare" / "data" / "w11"
+from w11 import DATA, sessions
+
 QUERIES = {
     # Statistics prune every chunk: nothing is read.
     "pruned": "SELECT barcode FROM t WHERE day > 5000",
@@ -25,23 +25,12 @@ QUERIES = {
 
 
 def main() -> None:
-    import datafusion
-    import zarrow
-
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--loops", type=int, default=200)
     parser.add_argument("--only", choices=sorted(QUERIES), action="append")
     args = parser.parse_args()
-    parquet = DATA / f"w11-{args.rows}.parquet"
-    zarr = DATA / f"w11-{args.rows}.zarr"
-    config = (datafusion.SessionConfig()
-              .set("datafusion.execution.parquet.pushdown_filters", "true")
-              .set("datafusion.execution.parquet.reorder_filters", "true"))
-    ctx_parquet = datafusion.SessionContext(config)
-    ctx_parquet.register_parquet("t", str(parquet))
-    ctx_zarr = datafusion.SessionContext()
-    ctx_zarr.register_table("t", zarrow.table(zarr))
+    ctx_parquet, ctx_zarr = sessions(DATA / f"w11-{args.rows}.parquet", DATA / f"w11-{args.rows}.zarr")
     for name, sql in QUERIES.items():
         if args.only and name not in args.only:
             continue

@@ -7,6 +7,7 @@
 //! package's runtime (`crate::runtime`): the FFI enters it around `execute` and
 //! each poll of a stream, and [`OnRuntime`] around `scan` and `create`.
 
+use std::ffi::CStr;
 use std::future::Future;
 use std::pin::Pin;
 use std::ptr::NonNull;
@@ -182,14 +183,22 @@ fn logical_codec(obj: &Bound<'_, PyAny>) -> PyResult<FFI_LogicalExtensionCodec> 
     } else {
         obj.clone()
     };
+    // SAFETY: datafusion-python stores an `FFI_LogicalExtensionCodec` under
+    // this name (at the version `check_version` checked).
+    unsafe { capsule_value(&capsule, c"datafusion_logical_extension_codec") }
+}
+
+/// A clone (the FFI struct's own clone function) of the value in `capsule`,
+/// once its name is checked to be `name`.
+///
+/// # Safety
+/// A capsule named `name` must hold a `T` (the exporter's convention).
+unsafe fn capsule_value<T: Clone>(capsule: &Bound<'_, PyAny>, name: &CStr) -> PyResult<T> {
     let capsule = capsule.cast::<PyCapsule>()?;
-    let data: NonNull<FFI_LogicalExtensionCodec> = capsule
-        .pointer_checked(Some(c"datafusion_logical_extension_codec"))?
-        .cast();
-    // SAFETY: the capsule's name was checked: datafusion-python stores an
-    // `FFI_LogicalExtensionCodec` under it (at the version `check_version`
-    // checked), alive as long as the capsule, which `obj` holds during this
-    // call; it is cloned (its own clone function) before the borrow ends.
+    let data: NonNull<T> = capsule.pointer_checked(Some(name))?.cast();
+    // SAFETY: a capsule named `name` holds a `T` (the caller's promise), alive
+    // as long as the capsule, which `capsule` holds during this call; it is
+    // cloned before the borrow ends.
     Ok(unsafe { data.as_ref() }.clone())
 }
 

@@ -31,8 +31,9 @@ use datafusion_ffi::proto::logical_extension_codec::{
 };
 use datafusion_proto::logical_plan::LogicalExtensionCodec;
 use pyo3::prelude::*;
-use pyo3::types::PyCapsule;
 use tokio::runtime::Handle;
+
+use super::capsule_value;
 
 /// A task context with no functions, made once per process: kept in a static,
 /// so the weak reference an `FFI_TaskContextProvider` holds always upgrades.
@@ -73,16 +74,10 @@ impl SessionFunctions {
             return Ok(None);
         }
         let capsule = session.getattr(ATTR)?.call0()?;
-        let capsule = capsule.cast::<PyCapsule>()?;
-        let data: std::ptr::NonNull<FFI_TaskContextProvider> = capsule
-            .pointer_checked(Some(c"datafusion_task_context_provider"))?
-            .cast();
-        // SAFETY: the capsule's name was checked: datafusion-python stores an
-        // `FFI_TaskContextProvider` under it (at the DataFusion major
-        // `check_version` checked), alive as long as the capsule, which is
-        // held during this call; it is cloned (its own clone function, a weak
-        // reference to the session) before the borrow ends.
-        let session = unsafe { data.as_ref() }.clone();
+        // SAFETY: datafusion-python stores an `FFI_TaskContextProvider` under
+        // this name (at the DataFusion major `check_version` checked); its
+        // clone is a weak reference to the session.
+        let session = unsafe { capsule_value(&capsule, c"datafusion_task_context_provider")? };
         Ok(Some(Self {
             session,
             codec: Arc::new(ForeignLogicalExtensionCodec(codec.clone())),
@@ -94,10 +89,25 @@ impl SessionFunctions {
         FFI_LogicalExtensionCodec::new(Arc::new(self), Some(handle), no_functions())
     }
 
-    /// The session's task context as it is now (`None` once the session is
-    /// gone: then the session's codec answers, as it would have).
-    fn now(&self) -> Option<Arc<TaskContext>> {
-        <Arc<TaskContext>>::try_from(&self.session).ok()
+    /// The function DataFusion's decoder asks for by name alone (`buf` empty,
+    /// after the empty task context missed), from the session's task context
+    /// as it is now: `None` where `buf` defines it, where the session has no
+    /// such function, or once the session is gone (then the session's codec
+    /// answers, as it would have).
+    ///
+    /// Each call imports the session's task context once: a filter naming k
+    /// functions imports it k times per decode, where the FFI imported it once
+    /// per call for every filter.
+    fn by_name<T>(
+        &self,
+        buf: &[u8],
+        find: impl FnOnce(&TaskContext) -> DfResult<Arc<T>>,
+    ) -> Option<Arc<T>> {
+        if !buf.is_empty() {
+            return None;
+        }
+        let now = <Arc<TaskContext>>::try_from(&self.session).ok()?;
+        find(&now).ok()
     }
 }
 
@@ -151,15 +161,11 @@ impl LogicalExtensionCodec for SessionFunctions {
         self.codec.try_encode_file_format(buf, node)
     }
 
-    // A function by name alone (`buf` empty) is the one DataFusion's decoder
-    // asks after the task context missed: the session's task context first.
     fn try_decode_udf(&self, name: &str, buf: &[u8]) -> DfResult<Arc<ScalarUDF>> {
-        if buf.is_empty()
-            && let Some(udf) = self.now().and_then(|ctx| ctx.udf(name).ok())
-        {
-            return Ok(udf);
+        match self.by_name(buf, |ctx| ctx.udf(name)) {
+            Some(found) => Ok(found),
+            None => self.codec.try_decode_udf(name, buf),
         }
-        self.codec.try_decode_udf(name, buf)
     }
 
     fn try_encode_udf(&self, node: &ScalarUDF, buf: &mut Vec<u8>) -> DfResult<()> {
@@ -167,12 +173,10 @@ impl LogicalExtensionCodec for SessionFunctions {
     }
 
     fn try_decode_udaf(&self, name: &str, buf: &[u8]) -> DfResult<Arc<AggregateUDF>> {
-        if buf.is_empty()
-            && let Some(udaf) = self.now().and_then(|ctx| ctx.udaf(name).ok())
-        {
-            return Ok(udaf);
+        match self.by_name(buf, |ctx| ctx.udaf(name)) {
+            Some(found) => Ok(found),
+            None => self.codec.try_decode_udaf(name, buf),
         }
-        self.codec.try_decode_udaf(name, buf)
     }
 
     fn try_encode_udaf(&self, node: &AggregateUDF, buf: &mut Vec<u8>) -> DfResult<()> {
@@ -180,12 +184,10 @@ impl LogicalExtensionCodec for SessionFunctions {
     }
 
     fn try_decode_udwf(&self, name: &str, buf: &[u8]) -> DfResult<Arc<WindowUDF>> {
-        if buf.is_empty()
-            && let Some(udwf) = self.now().and_then(|ctx| ctx.udwf(name).ok())
-        {
-            return Ok(udwf);
+        match self.by_name(buf, |ctx| ctx.udwf(name)) {
+            Some(found) => Ok(found),
+            None => self.codec.try_decode_udwf(name, buf),
         }
-        self.codec.try_decode_udwf(name, buf)
     }
 
     fn try_encode_udwf(&self, node: &WindowUDF, buf: &mut Vec<u8>) -> DfResult<()> {
