@@ -6,6 +6,9 @@ const REPOSITORY: &str = env!("CARGO_MANIFEST_DIR");
 
 mod append;
 mod bad_data;
+// Some helpers serve only the DataFusion tests (and the command line's, which
+// include this module too): a build without DataFusion leaves them unused.
+#[cfg_attr(not(feature = "datafusion"), allow(dead_code))]
 mod common;
 mod consolidated;
 mod conventions;

@@ -507,7 +507,9 @@ fn decode_jobs_run_anywhere_give_the_blocking_readers_batches() {
 /// A reader whose context reuses buffers (as the command line's conversions do):
 /// batches held while later chunks decode keep their values, under every string
 /// layout, both the fused (vlen + zstd) and plain (uncompressed) decoders, and
-/// chunks read from a local directory into reused buffers.
+/// chunks read from a local directory into reused buffers (opened through
+/// `Stores`, which needs the `object-store` feature).
+#[cfg(feature = "object-store")]
 #[test]
 fn reused_buffers_never_change_a_batch_still_held() {
     use zarrow::write::{Compressor, write_batches};
