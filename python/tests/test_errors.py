@@ -270,3 +270,21 @@ def test_other_kinds_carry_their_context(tmp_path):
     assert err.value.key == "zarr.json"
     assert err.value.codec is not None
     assert zarrow.ZarrowError("x").kind == "Other" and zarrow.ZarrowError("x").key is None
+
+
+def test_a_linear_format_error_is_typed(tmp_path):
+    """A linear-format document that breaks the RFC: the field (a path into the
+    document), what was expected there and what was found, as attributes."""
+    doc = tmp_path / "bad.json"
+    doc.write_text(
+        '["version","1.0.0","ndarray","shape",2,"strides",1,"offset",0,"order","row-major",'
+        '"dtype","int8","length",2,"capacity",2,"data",1,300]'
+    )
+    with pytest.raises(zarrow.InvalidStoreError) as err:
+        zarrow.convert(doc, tmp_path / "out.zarr")
+    e = err.value
+    assert e.kind == "InvalidData"
+    assert e.field == "data[1]"
+    assert e.expected == "a value of dtype int8"
+    assert e.found == "300"
+    assert not (tmp_path / "out.zarr").exists()

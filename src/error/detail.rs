@@ -73,6 +73,14 @@ pub(super) fn invalid_metadata(
     text
 }
 
+pub(super) fn invalid_linear(field: &str, expected: &str, found: Option<&str>) -> String {
+    let mut text = format!("linear format: {}: expected {}", Cut(field), Cut(expected));
+    if let Some(found) = found {
+        text.push_str(&format!(", found {found}"));
+    }
+    text
+}
+
 pub(super) fn invalid_name(name: &str, reason: NameError) -> String {
     let name = Cut(name);
     match reason {

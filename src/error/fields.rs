@@ -87,7 +87,17 @@ impl Error {
             Error::UnknownFormat { path, expected } => {
                 vec![("path", s(path)), ("expected", s(expected))]
             }
-            Error::Linear { field, .. } => vec![("field", s(field))],
+            Error::Linear {
+                field,
+                expected,
+                found,
+            } => {
+                let mut v = vec![("field", s(field)), ("expected", s(expected))];
+                if let Some(found) = found {
+                    v.push(("found", s(found)));
+                }
+                v
+            }
             Error::RangeOutOfBounds { key, .. } => vec![("key", s(key))],
             Error::UnknownOption { key, .. } => vec![("field", s(key))],
             Error::InvalidName { name, .. } => vec![("name", s(name))],

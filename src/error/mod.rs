@@ -247,13 +247,18 @@ pub enum Error {
         /// Why.
         source: EncodeError,
     },
-    /// A linear-exchange-format document breaks the RFC.
-    #[error("linear format: {}: {}", Cut(field), Cut(message))]
+    /// A linear-exchange-format document (or CSV) breaks the RFC: which field,
+    /// what was expected there and what was found.
+    #[error("{}", detail::invalid_linear(field, expected, found.as_deref()))]
     Linear {
-        /// The header field (or `data`, `json`) at fault.
+        /// The header field (`shape`, `dtype`, ...), `data`, `json`, `csv` or a
+        /// CSV column (`column "x": data`) at fault.
         field: String,
-        /// What is wrong.
-        message: String,
+        /// What was expected there, as a phrase (`a non-negative integer`).
+        expected: String,
+        /// What was there instead, cut to 200 characters; `None` when the field is
+        /// missing or the expectation says it all.
+        found: Option<Box<str>>,
     },
     /// A byte range asked of a store value lies outside it.
     #[error("byte range {}..{} is outside {key} ({len} bytes)", range.start, range.end)]
@@ -702,6 +707,20 @@ impl Error {
             codec: None,
             expected: expected.into(),
             found: None,
+        }
+    }
+
+    /// An [`Error::Linear`]: `field` was expected to be `expected`, and `found`
+    /// (cut to [`MAX_ECHO_CHARS`] characters) when given.
+    pub(crate) fn linear(
+        field: impl Into<String>,
+        expected: impl Into<String>,
+        found: Option<&dyn std::fmt::Display>,
+    ) -> Self {
+        Error::Linear {
+            field: field.into(),
+            expected: expected.into(),
+            found: found.map(|f| cut_owned(&f.to_string()).into()),
         }
     }
 

@@ -36,10 +36,11 @@ fn cell(token: Token, out: &mut Vec<u8>) {
 /// An array type the linear format cannot hold; I/O errors.
 pub fn write_csv(w: impl Write, columns: &[(String, &dyn Array, Vec<u64>)]) -> Result<()> {
     if columns.is_empty() {
-        return Err(Error::Linear {
-            field: "csv".into(),
-            message: "no arrays to write: a linear-format CSV has one column per array".into(),
-        });
+        return Err(Error::linear(
+            "csv",
+            "one array or more (a linear-format CSV has one column per array)",
+            None,
+        ));
     }
     let tokens = columns
         .iter()
@@ -74,10 +75,7 @@ pub fn write_csv(w: impl Write, columns: &[(String, &dyn Array, Vec<u64>)]) -> R
 /// # Errors
 /// [`Error::Linear`] naming the column and field; CSV errors.
 pub fn read_csv(r: impl Read) -> Result<Vec<(String, Linear)>> {
-    let io = |e: csv::Error| Error::Linear {
-        field: "csv".into(),
-        message: e.to_string(),
-    };
+    let io = |e: csv::Error| Error::linear("csv", "CSV (RFC 4180)", Some(&e));
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(true)
         .flexible(false)
@@ -89,10 +87,11 @@ pub fn read_csv(r: impl Read) -> Result<Vec<(String, Linear)>> {
         .map(str::to_string)
         .collect();
     if names.is_empty() {
-        return Err(Error::Linear {
-            field: "csv".into(),
-            message: "no header row: a linear-format CSV names one array per column".into(),
-        });
+        return Err(Error::linear(
+            "csv",
+            "a header row (a linear-format CSV names one array per column)",
+            None,
+        ));
     }
     let mut parsers: Vec<(Parser, bool)> = names.iter().map(|_| (Parser::new(), false)).collect();
     for record in reader.records() {
@@ -104,10 +103,11 @@ pub fn read_csv(r: impl Read) -> Result<Vec<(String, Linear)>> {
                 continue;
             }
             if *ended {
-                return Err(Error::Linear {
-                    field: names[c].clone(),
-                    message: "a value after an empty cell (an empty cell ends a column)".into(),
-                });
+                return Err(Error::linear(
+                    format!("column {:?}", names[c]),
+                    "no value after an empty cell (an empty cell ends a column)",
+                    Some(&text),
+                ));
             }
             let token =
                 serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()));
@@ -128,9 +128,14 @@ pub fn read_csv(r: impl Read) -> Result<Vec<(String, Linear)>> {
 
 fn in_column(name: &str, e: Error) -> Error {
     match e {
-        Error::Linear { field, message } => Error::Linear {
+        Error::Linear {
+            field,
+            expected,
+            found,
+        } => Error::Linear {
             field: format!("column {name:?}: {field}"),
-            message,
+            expected,
+            found,
         },
         other => other,
     }

@@ -281,9 +281,12 @@ impl Linear {
                     .chain(ends)
                     .map(i32::try_from)
                     .collect::<std::result::Result<Vec<i32>, _>>()
-                    .map_err(|_| Error::Linear {
-                        field: "data".into(),
-                        message: "more than 2 GiB of generic values in one array".into(),
+                    .map_err(|_| {
+                        Error::linear(
+                            "data",
+                            "at most 2 GiB of generic values in one array",
+                            Some(&format_args!("{} bytes", data.len())),
+                        )
                     })?;
                 Ok((OffsetBuffer::new(offsets.into()), Buffer::from_vec(data)))
             };
@@ -340,10 +343,8 @@ fn generic_array(values: &GenericValues, idx: &[usize]) -> Result<ArrayRef> {
         GenericValues::Empty => Arc::new(StringArray::from(Vec::<&str>::new())),
         GenericValues::Text { data, ends } => {
             // Each value was a JSON string, so each range is valid UTF-8.
-            let text = std::str::from_utf8(data).map_err(|e| Error::Linear {
-                field: "data".into(),
-                message: e.to_string(),
-            })?;
+            let text = std::str::from_utf8(data)
+                .map_err(|e| Error::linear("data", "UTF-8 text", Some(&e)))?;
             Arc::new(StringArray::from_iter_values(
                 idx.iter().map(|&i| &text[range(ends, i)]),
             ))
@@ -364,11 +365,11 @@ fn generic_array(values: &GenericValues, idx: &[usize]) -> Result<ArrayRef> {
             } else if viewed().all(|x| u64::try_from(x).is_ok()) {
                 Arc::new(UInt64Array::from_iter_values(viewed().map(|x| x as u64)))
             } else {
-                return Err(Error::Linear {
-                    field: "data".into(),
-                    message: "generic integers mix negative values with values above i64::MAX"
-                        .into(),
-                });
+                return Err(Error::linear(
+                    "data",
+                    "generic integers that all fit i64 or all fit u64",
+                    Some(&"negative values beside values above i64::MAX"),
+                ));
             }
         }
     })

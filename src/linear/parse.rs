@@ -13,11 +13,18 @@ use serde_json::Value;
 use super::{GenericValues, Linear, LinearType, Order, Values};
 use crate::error::{Error, Result};
 
-fn err(field: &str, message: impl Into<String>) -> Error {
-    Error::Linear {
-        field: field.to_string(),
-        message: message.into(),
-    }
+/// `field` was expected to be `expected`, and `found` was there.
+fn err(
+    field: impl Into<String>,
+    expected: impl Into<String>,
+    found: impl std::fmt::Display,
+) -> Error {
+    Error::linear(field, expected, Some(&found))
+}
+
+/// `field` was expected to be `expected` (which says it all: a missing field).
+fn missing(field: &str, expected: impl Into<String>) -> Error {
+    Error::linear(field, expected, None)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,19 +86,21 @@ impl Parser {
                 _ => {
                     return Err(err(
                         "version",
-                        format!("the array must start with \"version\", found {token}"),
+                        "\"version\" as the array's first element",
+                        token,
                     ));
                 }
             },
             State::Version => {
                 let v = token
                     .as_str()
-                    .ok_or_else(|| err("version", format!("{token} is not a version string")))?;
+                    .ok_or_else(|| err("version", "a version string", &token))?;
                 let major = v.split('.').next().and_then(|m| m.parse::<u64>().ok());
                 if major != Some(1) || v.split('.').count() != 3 {
                     return Err(err(
                         "version",
-                        format!("unsupported version {v:?} (zarrow reads 1.x.y)"),
+                        "a version 1.x.y (the versions zarrow reads)",
+                        format_args!("{v:?}"),
                     ));
                 }
                 self.state = State::NdArray;
@@ -101,7 +110,8 @@ impl Parser {
                 _ => {
                     return Err(err(
                         "ndarray",
-                        format!("\"ndarray\" must be the first header element, found {token}"),
+                        "\"ndarray\" as the first header element",
+                        token,
                     ));
                 }
             },
@@ -109,21 +119,18 @@ impl Parser {
                 (Value::Number(_), State::Shape) => {
                     let v = token
                         .as_u64()
-                        .ok_or_else(|| err("shape", format!("{token} is not a dimension size")))?;
+                        .ok_or_else(|| err("shape", "a dimension size", &token))?;
                     self.shape.push(v);
                 }
                 (Value::Number(_), State::Strides) => {
-                    let v = token.as_i64().ok_or_else(|| {
-                        err("strides", format!("{token} is not an integer stride"))
-                    })?;
+                    let v = token
+                        .as_i64()
+                        .ok_or_else(|| err("strides", "an integer stride", &token))?;
                     self.strides.push(v);
                 }
                 (Value::String(name), _) => self.field(name)?,
                 _ => {
-                    return Err(err(
-                        "header",
-                        format!("expected a header field name, found {token}"),
-                    ));
+                    return Err(err("header", "a header field name", token));
                 }
             },
             State::Value(field) => {
@@ -135,7 +142,8 @@ impl Parser {
                             _ => {
                                 return Err(err(
                                     "order",
-                                    format!("{token} is not \"row-major\" or \"column-major\""),
+                                    "\"row-major\" or \"column-major\"",
+                                    token,
                                 ));
                             }
                         })
@@ -143,13 +151,13 @@ impl Parser {
                     "dtype" => {
                         let name = token.as_str().unwrap_or_default();
                         self.dtype = Some(LinearType::parse(name).ok_or_else(|| {
-                            err("dtype", format!("unsupported dtype {token} (float64, float32, int8, int16, int32, uint8, uint8c, uint16, uint32, bool, generic)"))
+                            err("dtype", "one of float64, float32, int8, int16, int32, uint8, uint8c, uint16, uint32, bool, generic", &token)
                         })?);
                     }
                     _ => {
-                        let v = token.as_u64().ok_or_else(|| {
-                            err(field, format!("{token} is not a non-negative integer"))
-                        })?;
+                        let v = token
+                            .as_u64()
+                            .ok_or_else(|| err(field, "a non-negative integer", &token))?;
                         match field {
                             "offset" => self.offset = Some(v),
                             "length" => self.length = Some(v),
@@ -166,10 +174,14 @@ impl Parser {
 
     fn field(&mut self, name: &str) -> Result<()> {
         let Some(field) = FIELDS.iter().copied().find(|f| *f == name) else {
-            return Err(err("header", format!("unknown header field {name:?}")));
+            return Err(err(
+                "header",
+                "a header field of the RFC",
+                format_args!("{name:?}"),
+            ));
         };
         if !self.seen.insert(field) {
-            return Err(err(field, "appears twice"));
+            return Err(err(field, "one occurrence in the header", "a second"));
         }
         self.state = match field {
             "shape" => State::Shape,
@@ -186,7 +198,7 @@ impl Parser {
     fn start_data(&mut self) -> Result<()> {
         for field in FIELDS {
             if !self.seen.contains(field) {
-                return Err(err(field, "is missing from the header"));
+                return Err(missing(field, "a header field (it is required)"));
             }
         }
         // Reserve from the declared capacity, but never trust it for a large
@@ -215,8 +227,9 @@ impl Parser {
         let dtype = self.dtype.map_or("generic", LinearType::name);
         let bad = || {
             err(
-                "data",
-                format!("element {i} ({token}) does not fit dtype {dtype}"),
+                format!("data[{i}]"),
+                format!("a value of dtype {dtype}"),
+                &token,
             )
         };
         let int = || token.as_i64().ok_or_else(bad);
@@ -239,9 +252,8 @@ impl Parser {
             Values::UInt16(v) => v.push(u16::try_from(uint()?).map_err(|_| bad())?),
             Values::UInt32(v) => v.push(u32::try_from(uint()?).map_err(|_| bad())?),
             Values::Bool(v) => v.push(token.as_bool().ok_or_else(bad)?),
-            Values::Generic(g) => push_generic(g, &token).map_err(|problem| {
-                err("data", format!("generic element {i} ({token}) {problem}"))
-            })?,
+            Values::Generic(g) => push_generic(g, &token)
+                .map_err(|problem| err(format!("data[{i}]"), problem, &token))?,
         }
         Ok(())
     }
@@ -249,7 +261,7 @@ impl Parser {
     /// Validate the whole array once every token is in.
     pub(crate) fn finish(self) -> Result<Linear> {
         if self.state != State::Data {
-            return Err(err("data", "the array ends before \"data\""));
+            return Err(missing("data", "\"data\" before the array ends"));
         }
         let (Some(offset), Some(order), Some(dtype), Some(length), Some(capacity), Some(data)) = (
             self.offset,
@@ -259,33 +271,37 @@ impl Parser {
             self.capacity,
             self.data,
         ) else {
-            return Err(err("header", "incomplete header"));
+            return Err(missing("header", "every header field before \"data\""));
         };
         let (shape, strides) = (self.shape, self.strides);
         if shape.is_empty() {
             if strides != [0] {
                 return Err(err(
                     "strides",
-                    format!("a 0-d array has one stride equal to 0, found {strides:?}"),
+                    "one stride equal to 0 (a 0-d array)",
+                    format_args!("{strides:?}"),
                 ));
             }
         } else if strides.len() != shape.len() {
             return Err(err(
                 "strides",
-                format!("{} strides for {} dimensions", strides.len(), shape.len()),
+                format!("one stride per dimension ({})", shape.len()),
+                format_args!("{} strides", strides.len()),
             ));
         }
         let elements = shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d));
         if elements != Some(length) {
             return Err(err(
                 "length",
-                format!("{length} is not the product of the shape {shape:?}"),
+                format!("the product of the shape {shape:?}"),
+                length,
             ));
         }
         if data.len() as u64 != capacity {
             return Err(err(
                 "capacity",
-                format!("{capacity} does not match the {} data elements", data.len()),
+                format!("the number of data elements ({})", data.len()),
+                capacity,
             ));
         }
         if length > 0 {
@@ -299,8 +315,9 @@ impl Parser {
                 return Err(err(
                     "offset",
                     format!(
-                        "the view (offset {offset}, strides {strides:?}, shape {shape:?}) indexes {lo}..={hi}, outside the data buffer of {capacity} elements"
+                        "a view inside the data buffer of {capacity} elements (strides {strides:?}, shape {shape:?})"
                     ),
+                    format_args!("offset {offset}, which indexes {lo}..={hi}"),
                 ));
             }
         }
@@ -348,10 +365,10 @@ fn push_generic(
             Value::Bool(_) => GenericValues::Bool(Vec::new()),
             Value::Number(n) if n.is_f64() => GenericValues::Float(Vec::new()),
             Value::Number(_) => GenericValues::Int(Vec::new()),
-            _ => return Err("is not a string, number, boolean or list of bytes"),
+            _ => return Err("a string, number, boolean or list of bytes"),
         };
     }
-    let other_kind = "is of another kind than the generic elements before it";
+    let other_kind = "a value of the same kind as the generic elements before it";
     match (values, token) {
         (GenericValues::Text { data, ends }, Value::String(s)) => {
             data.extend_from_slice(s.as_bytes());
@@ -362,7 +379,7 @@ fn push_generic(
                 data.push(
                     item.as_u64()
                         .and_then(|b| u8::try_from(b).ok())
-                        .ok_or("is not a list of byte values 0..=255")?,
+                        .ok_or("a list of byte values 0..=255")?,
                 );
             }
             ends.push(data.len());
@@ -406,12 +423,10 @@ pub fn parse_json(reader: impl Read) -> Result<Linear> {
         failure: &mut failure,
     }) {
         // The parser's own error stopped the visitor: report it as it is.
-        return Err(
-            failure.unwrap_or_else(|| err("json", format!("not a JSON array of tokens: {e}")))
-        );
+        return Err(failure.unwrap_or_else(|| err("json", "a JSON array of tokens", e)));
     }
     de.end()
-        .map_err(|e| err("json", format!("trailing content after the array: {e}")))?;
+        .map_err(|e| err("json", "nothing after the array", e))?;
     parser.finish()
 }
 

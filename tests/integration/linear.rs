@@ -178,9 +178,9 @@ fn invalid_documents_name_the_field() {
         ),
         (ok.replace("int8", "complex128"), "dtype"),
         (ok.replace("row-major", "diagonal"), "order"),
-        (ok.replace(r#""data",1,2"#, r#""data",1,300"#), "data"),
-        (ok.replace(r#""data",1,2"#, r#""data",1,"x""#), "data"),
-        (ok.replace(r#""data",1,2"#, r#""data",1,2.5"#), "data"),
+        (ok.replace(r#""data",1,2"#, r#""data",1,300"#), "data[1]"),
+        (ok.replace(r#""data",1,2"#, r#""data",1,"x""#), "data[1]"),
+        (ok.replace(r#""data",1,2"#, r#""data",1,2.5"#), "data[1]"),
         (ok.replace(r#""data",1,2]"#, ""), "json"),
         (ok.replace(r#","data",1,2"#, ""), "data"),
         (ok.replace(r#""shape",2"#, r#""shape",-2"#), "shape"),
@@ -192,9 +192,35 @@ fn invalid_documents_name_the_field() {
     ];
     for (text, field) in cases {
         match parse(&text) {
-            Err(Error::Linear { field: f, message }) => assert_eq!(f, field, "{text}: {message}"),
+            Err(e @ Error::Linear { .. }) => {
+                let Error::Linear { field: f, .. } = &e else {
+                    unreachable!()
+                };
+                assert_eq!(f, field, "{text}: {e}");
+            }
             other => panic!("{text}: expected an error naming {field}, got {other:?}"),
         }
+    }
+    // The typed parts: what was expected where, and what was there.
+    let text = ok.replace(r#""data",1,2"#, r#""data",1,300"#);
+    match parse(&text) {
+        Err(Error::Linear {
+            field,
+            expected,
+            found,
+        }) => {
+            assert_eq!(field, "data[1]");
+            assert_eq!(expected, "a value of dtype int8");
+            assert_eq!(found.as_deref(), Some("300"));
+        }
+        other => panic!("expected a typed linear-format error, got {other:?}"),
+    }
+    match parse(&ok.replace(r#","data",1,2"#, "")) {
+        Err(Error::Linear { field, found, .. }) => {
+            assert_eq!(field, "data");
+            assert_eq!(found, None, "a missing field has nothing found");
+        }
+        other => panic!("expected a typed linear-format error, got {other:?}"),
     }
     // A float beyond float32's range is refused; NaN and infinities are spelled out.
     let f32s = |data: &str| {

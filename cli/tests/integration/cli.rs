@@ -537,7 +537,7 @@ fn invalid_linear_input_writes_nothing() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(
-        stderr.contains("linear format: data: element 1 (300) does not fit dtype int8"),
+        stderr.contains("linear format: data[1]: expected a value of dtype int8, found 300"),
         "{stderr}"
     );
     let left: Vec<_> = std::fs::read_dir(tmp.path())
