@@ -27,11 +27,11 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
 DATA = HERE / "data" / "ab"
 PY = sys.executable
 
@@ -71,14 +71,16 @@ def quartiles(xs: list[float]) -> tuple[float, float]:
 
 
 def run(cmd: list[str]) -> tuple[float, float]:
-    start = time.perf_counter()
-    child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(child.pid, 0)
-    wall = time.perf_counter() - start
-    err = child.stderr.read().decode()
-    child.stderr.close()
-    if status:
-        raise SystemExit(f"{' '.join(cmd)} failed: {err}")
+    # stderr to a file, not a pipe: a child that writes more than a pipe holds
+    # would block before wait4 returns.
+    with tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = time.perf_counter() - start
+        if status:
+            err.seek(0)
+            raise SystemExit(f"{' '.join(cmd)} failed: {err.read().decode()}")
     return wall, usage.ru_utime + usage.ru_stime
 
 
@@ -101,6 +103,8 @@ def main() -> int:
     parser.add_argument("new")
     parser.add_argument("--only", action="append", choices=["W1", "W8", "W10"])
     args = parser.parse_args()
+    if args.rounds < 2:
+        parser.error("ROUNDS must be at least 2 (the spreads need two runs)")
     DATA.mkdir(parents=True, exist_ok=True)
     sys.path.insert(0, str(HERE))
     bins = {"old": args.old, "new": args.new}

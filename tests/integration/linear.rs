@@ -192,12 +192,11 @@ fn invalid_documents_name_the_field() {
     ];
     for (text, field) in cases {
         match parse(&text) {
-            Err(e @ Error::Linear { .. }) => {
-                let Error::Linear { field: f, .. } = &e else {
-                    unreachable!()
-                };
-                assert_eq!(f, field, "{text}: {e}");
-            }
+            Err(Error::Linear {
+                field: f,
+                expected,
+                found,
+            }) => assert_eq!(f, field, "{text}: expected {expected}, found {found:?}"),
             other => panic!("{text}: expected an error naming {field}, got {other:?}"),
         }
     }
