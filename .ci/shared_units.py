@@ -3,7 +3,10 @@
 build does not already have (a crate whose features, or whose dependencies'
 features, differ compiles again, and so does everything above it).
 
-    python3 .ci/shared_units.py
+    python3 .ci/shared_units.py [python|duckdb]
+
+(`python`, the default: the Python package, zarrow-python; `duckdb`: the DuckDB
+extension, zarrow-duckdb, whose feature `ci-shared-build` does the same.)
 
 Reads both builds' unit graphs from cargo (`--unit-graph`, an unstable flag:
 RUSTC_BOOTSTRAP=1 lets a stable cargo print it; nothing is built). Prints, for each
@@ -23,7 +26,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS = ["cargo", "test", "--profile", "ci", "--all-features", "--no-run"]
-PACKAGE = ["cargo", "build", "--profile", "ci", "-p", "zarrow-python", "--features", "ci-shared-build"]
+PACKAGES = {"python": "zarrow-python", "duckdb": "zarrow-duckdb"}
+
+
+def package_build(which: str) -> list[str]:
+    return ["cargo", "build", "--profile", "ci", "-p", PACKAGES[which], "--features", "ci-shared-build"]
 
 
 def unit_graph(command: list[str]) -> list[dict]:
@@ -57,7 +64,11 @@ def name(unit: dict) -> str:
 
 
 def main() -> int:
-    tests, package = unit_graph(TESTS), unit_graph(PACKAGE)
+    which = sys.argv[1] if len(sys.argv) > 1 else "python"
+    if which not in PACKAGES:
+        print(f"usage: python3 .ci/shared_units.py [{'|'.join(PACKAGES)}]", file=sys.stderr)
+        return 2
+    tests, package = unit_graph(TESTS), unit_graph(package_build(which))
     shared = set(identities(tests))
     keys = identities(package)
     features: dict[tuple, list[set]] = {}

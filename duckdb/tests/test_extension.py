@@ -1,0 +1,390 @@
+"""zarrow's DuckDB extension (duckdb/, built by duckdb/build.sh) loaded into
+DuckDB 2.0.0 from PyPI, as any client loads it.
+
+Expectations come from elsewhere: DuckDB's own read_parquet over the same data
+written by pyarrow, zarr-python's and anndata's reads, pyarrow's filters, and
+the chunks an HTTP server was asked for against the chunks that can hold a
+matching row (computed from the data).
+
+    ZARROW_DUCKDB_EXTENSION=$(bash duckdb/build.sh | tail -1) \
+        .venv/bin/python -m pytest duckdb/tests
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import threading
+import time
+import warnings
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+import zarr
+
+REPO = Path(__file__).resolve().parents[2]
+STORES = REPO / "testdata" / "stores"
+BAD = REPO / "testdata" / "bad"
+sys.path.insert(0, str(REPO / "tests" / "interop"))
+
+from remote_servers import FaultProxy, http_server, moto_server  # noqa: E402
+
+EXTENSION = os.environ.get("ZARROW_DUCKDB_EXTENSION")
+pytestmark = pytest.mark.skipif(
+    not EXTENSION, reason="ZARROW_DUCKDB_EXTENSION names no built extension (bash duckdb/build.sh)"
+)
+
+ROWS = 20_000
+CHUNK = 500
+
+
+def connect(**config) -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect(config={"allow_unsigned_extensions": "true", **config})
+    con.execute(f"LOAD '{EXTENSION}'")
+    return con
+
+
+@pytest.fixture
+def con() -> duckdb.DuckDBPyConnection:
+    c = connect()
+    yield c
+    c.close()
+
+
+def rows(con, query: str, *params) -> list[tuple]:
+    return con.execute(query, list(params)).fetchall()
+
+
+# ------------------------------------------------------------- reading
+
+
+def test_obs_as_zarr_python_reads_it(con):
+    """The sample obs (zarr-python's group of 1-D arrays): every column,
+    against zarr-python's arrays; the 2-D array and the group it holds are
+    named on stderr, not read."""
+    path = STORES / "obs.zarr"
+    group = zarr.open_group(str(path), mode="r")
+    got = con.sql(f"SELECT * FROM read_zarr('{path}')").to_arrow_table()
+    assert got.num_rows == 1000
+    assert set(got.column_names) == {"barcode", "cell_type", "n_genes", "total_counts", "is_doublet", "raw"}
+    for name in ["barcode", "cell_type", "n_genes", "total_counts", "is_doublet"]:
+        want = np.asarray(group[name][:]).tolist()
+        assert got.column(name).to_pylist() == want, name
+    assert got.column("raw").to_pylist() == [bytes(b) for b in group["raw"][:]]
+    types = dict(rows(con, f"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_zarr('{path}'))"))
+    assert types == {"barcode": "VARCHAR", "cell_type": "VARCHAR", "n_genes": "INTEGER",
+                     "total_counts": "DOUBLE", "is_doublet": "BOOLEAN", "raw": "BLOB"}
+
+
+def obs() -> pa.Table:
+    """An obs-like table (as python/tests/test_pushdown.py's): samples one
+    after another, a sorted day, a categorical, floats with NaN and -0.0,
+    a nullable integer, a unique barcode."""
+    rng = np.random.default_rng(11)
+    sample = np.repeat([f"S{i:03}" for i in range(40)], ROWS // 40)
+    cell_type = rng.choice(["B cell", "NK", "T cell", "Monocyte"], ROWS, p=[0.05, 0.05, 0.6, 0.3])
+    cell_type[ROWS // 4:][cell_type[ROWS // 4:] == "NK"] = "T cell"
+    score = rng.random(ROWS)
+    score[::997] = np.nan
+    score[5::1009] = -0.0
+    score[7::1013] = 0.0
+    mask = np.zeros(ROWS, bool)
+    mask[5::1201] = True
+    mask[ROWS // 2:] = False
+    return pa.table({
+        "barcode": pa.array([f"{i:08x}-1" for i in range(ROWS)]),
+        "sample": pa.array(sample),
+        "cell_type": pa.array(cell_type).dictionary_encode(),
+        "day": pa.array(np.arange(ROWS) // 37, pa.int64()),
+        "n_genes": pa.array(rng.integers(0, 5000, ROWS), pa.int32()),
+        "score": pa.array(score),
+        "umi": pa.array(rng.integers(0, 100, ROWS), pa.int32(), mask=mask),
+        "flag": pa.array(rng.random(ROWS) < 0.1),
+    })
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory):
+    """The table as an anndata obs written by zarrow (with statistics), and
+    as Parquet written by pyarrow."""
+    zarrow = pytest.importorskip("zarrow")
+    root = tmp_path_factory.mktemp("ext")
+    t = obs()
+    zarrow.write(t, root / "obs.zarr", layout="anndata", chunk_len=CHUNK)
+    pq.write_table(t, root / "obs.parquet")
+    return root / "obs.zarr", root / "obs.parquet", t
+
+
+# Conditions: pushed exactly, pushed as a superset (BETWEEN), not pushed
+# (floats, functions), and mixtures.
+CONDITIONS = [
+    "sample = 'S017'",
+    "cell_type = 'NK'",
+    "cell_type IN ('NK', 'B cell')",
+    "cell_type NOT IN ('T cell')",
+    "day BETWEEN 100 AND 110",
+    "day >= 100 AND day < 110",
+    "100 < day",
+    "score > 0.9",
+    "score <> 0.5",
+    "score = 0",
+    "score >= 0.0",
+    "isnan(score)",
+    "score IS NULL OR score < 0.01",
+    "umi IS NULL",
+    "umi IS NOT NULL AND umi > 97",
+    "sample = 'S003' OR day > 500",
+    "NOT (day < 500)",
+    "n_genes < 100 AND sample <> 'S001'",
+    "flag AND n_genes > 4000",
+    "flag = false AND day = 3",
+    "sample LIKE 'S01%' AND day < 300",
+    "lower(sample) = 's002' OR cell_type = 'B cell'",
+    "day = 10 AND sample = 'S999'",
+]
+
+
+@pytest.mark.parametrize("condition", CONDITIONS)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_filters_answer_as_read_parquet(stores, condition, threads):
+    zarr_path, parquet, _ = stores
+    con = connect(threads=threads)
+    query = ("SELECT barcode, sample, cell_type::VARCHAR, day, n_genes, score, umi, flag FROM {} WHERE "
+             + condition + " ORDER BY barcode")
+    got = rows(con, query.format(f"read_zarr('{zarr_path}')"))
+    want = rows(con, query.format(f"read_parquet('{parquet}')"))
+    assert got == want
+    count = f"SELECT count(*) FROM {{}} WHERE {condition}"
+    assert rows(con, count.format(f"read_zarr('{zarr_path}')")) == [(len(want),)]
+
+
+def test_random_filters_answer_as_read_parquet(stores):
+    """Random conjunctions and disjunctions of random comparisons, with random
+    constants (inside and outside each column's values), against Parquet."""
+    zarr_path, parquet, t = stores
+    con = connect(threads=2)
+    rng = np.random.default_rng(2026)
+    samples = t.column("sample").to_pylist()
+
+    def comparison() -> str:
+        column = rng.choice(["sample", "day", "n_genes", "umi", "cell_type"])
+        op = rng.choice(["=", "<>", "<", "<=", ">", ">=", "IN", "BETWEEN", "IS NULL"])
+        if column in ("sample", "cell_type"):
+            pool = samples if column == "sample" else ["NK", "B cell", "T cell", "Monocyte", "X"]
+            value = lambda: "'" + str(rng.choice(pool + ["S", "S0405", ""])) + "'"  # noqa: E731
+        else:
+            value = lambda: str(int(rng.integers(-10, 5100 if column == "n_genes" else 600)))  # noqa: E731
+        if op == "IN":
+            return f"{column} IN ({', '.join(value() for _ in range(3))})"
+        if op == "BETWEEN":
+            return f"{column} BETWEEN {value()} AND {value()}"
+        if op == "IS NULL":
+            return f"{column} IS {'NOT ' if rng.random() < 0.5 else ''}NULL"
+        return f"{column} {op} {value()}"
+
+    for _ in range(60):
+        parts = [comparison() for _ in range(int(rng.integers(1, 4)))]
+        joiner = " AND " if rng.random() < 0.6 else " OR "
+        condition = joiner.join(parts)
+        if rng.random() < 0.2:
+            condition = f"NOT ({condition})"
+        query = f"SELECT barcode, umi FROM {{}} WHERE {condition} ORDER BY barcode"
+        got = rows(con, query.format(f"read_zarr('{zarr_path}')"))
+        want = rows(con, query.format(f"read_parquet('{parquet}')"))
+        assert got == want, condition
+
+
+def test_group_by_answers_as_read_parquet(stores):
+    zarr_path, parquet, _ = stores
+    con = connect(threads=2)
+    query = ("SELECT cell_type::VARCHAR AS c, count(*), sum(n_genes), avg(day) FROM {} "
+             "WHERE day > 50 GROUP BY c ORDER BY c")
+    assert rows(con, query.format(f"read_zarr('{zarr_path}')")) == rows(
+        con, query.format(f"read_parquet('{parquet}')")
+    )
+    assert rows(con, f"SELECT count(*) FROM read_zarr('{zarr_path}')") == [(ROWS,)]
+
+
+def test_plain_select_keeps_the_table_order(stores):
+    zarr_path, _, t = stores
+    con = connect(threads=2)
+    got = rows(con, f"SELECT barcode FROM read_zarr('{zarr_path}')")
+    assert [b for (b,) in got] == t.column("barcode").to_pylist()
+    limited = rows(con, f"SELECT barcode FROM read_zarr('{zarr_path}') LIMIT 7")
+    assert [b for (b,) in limited] == t.column("barcode").to_pylist()[:7]
+
+
+def test_named_options_come_from_the_declaration(stores, con):
+    zarr_path, _, _ = stores
+    got = con.execute(f"SELECT * FROM read_zarr('{zarr_path}', columns := ['day', 'sample']) LIMIT 1")
+    assert [d[0] for d in got.description] == ["day", "sample"]
+    got = con.execute(f"SELECT * FROM read_zarr('{zarr_path}', columns := 'umi,day') LIMIT 1")
+    assert [d[0] for d in got.description] == ["umi", "day"]
+    with pytest.raises(duckdb.Error, match="columns"):
+        con.execute(f"SELECT * FROM read_zarr('{zarr_path}', columns := ['nope'])")
+    with pytest.raises(duckdb.Error, match="concurrency"):
+        con.execute(f"SELECT * FROM read_zarr('{zarr_path}', concurrency := 'many')")
+
+
+def test_the_replacement_scan(stores, con):
+    zarr_path, parquet, _ = stores
+    got = rows(con, f"SELECT count(*), min(day) FROM '{zarr_path}' WHERE sample = 'S002'")
+    assert got == rows(con, f"SELECT count(*), min(day) FROM '{parquet}' WHERE sample = 'S002'")
+    # A name that is no Zarr location stays DuckDB's.
+    with pytest.raises(duckdb.CatalogException):
+        con.execute("SELECT * FROM no_such_table")
+
+
+def test_anndata_obs_written_by_anndata(tmp_path, con):
+    ad = pytest.importorskip("anndata")
+    import pandas as pd
+
+    rng = np.random.default_rng(3)
+    n = 3000
+    frame = pd.DataFrame({
+        "cell_type": pd.Categorical(rng.choice(["B", "NK", "T"], n)),
+        "n_genes": rng.integers(0, 1000, n).astype("int32"),
+        "score": rng.random(n),
+        "nullable": pd.array([None if i % 7 == 0 else i for i in range(n)], dtype="Int64"),
+        "ok": rng.random(n) < 0.5,
+    }, index=[f"cell{i}" for i in range(n)])
+    group = zarr.open_group(str(tmp_path / "a.zarr"), mode="w")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        ad.io.write_elem(group, "obs", frame, dataset_kwargs={"chunks": (700,)})
+    obs = tmp_path / "a.zarr" / "obs"
+    got = con.sql(f"SELECT * FROM read_zarr('{obs}') WHERE cell_type = 'NK' AND nullable IS NULL").to_arrow_table()
+    want = frame[(frame["cell_type"] == "NK") & frame["nullable"].isna()]
+    assert got.num_rows == len(want) > 0
+    assert pc.cast(got.column("cell_type"), pa.string()).to_pylist() == want["cell_type"].astype(str).tolist()
+    assert got.column("n_genes").to_pylist() == want["n_genes"].tolist()
+    assert got.column("nullable").null_count == len(want)
+    total = rows(con, f"SELECT count(*), count(nullable), sum(nullable) FROM '{obs}'")
+    assert total == [(n, int(frame["nullable"].notna().sum()), int(frame["nullable"].sum()))]
+
+
+# ------------------------------------------------- what a filter fetches
+
+
+def chunk_gets(proxy: FaultProxy) -> dict[str, set[int]]:
+    fetched: dict[str, set[int]] = {}
+    for method, path, _ in proxy.requests:
+        match = re.search(r"/obs\.zarr/([^/]+)/c/([0-9]+)$", path)
+        if method == "GET" and match:
+            fetched.setdefault(match.group(1), set()).add(int(match.group(2)))
+    return fetched
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_filter_fetches_only_the_chunks_that_can_match(tmp_path, threads):
+    """Over HTTP: the filter column's chunks that statistics cannot exclude,
+    and the projected column's chunks holding a matching row, no others."""
+    zarrow = pytest.importorskip("zarrow")
+    t = obs().select(["barcode", "sample", "day", "n_genes", "score"])
+    zarrow.write(t, tmp_path / "obs.zarr", chunk_len=CHUNK)
+    sample = np.asarray(t.column("sample").to_pylist())
+    holding = set((np.flatnonzero(sample == "S017") // CHUNK).tolist())
+    with http_server(tmp_path) as web:
+        proxy = FaultProxy(web)
+        with proxy.serve() as url:
+            con = connect(threads=threads)
+            proxy.requests.clear()
+            got = rows(con, f"SELECT n_genes FROM read_zarr('{url}/obs.zarr') WHERE sample = 'S017'")
+            fetched = chunk_gets(proxy)
+    want = np.asarray(t.column("n_genes"))[sample == "S017"].tolist()
+    assert sorted(v for (v,) in got) == sorted(want)
+    assert set(fetched) <= {"sample", "n_genes"}, fetched
+    assert fetched.get("sample", set()) <= holding, fetched
+    assert fetched.get("n_genes", set()) <= holding, fetched
+    assert 0 < len(holding) < ROWS // CHUNK
+
+
+def test_s3_on_moto(tmp_path):
+    """s3:// through the environment's credentials and endpoint, as the
+    command line reads it."""
+    zarrow = pytest.importorskip("zarrow")
+    import boto3
+
+    t = obs().select(["sample", "day", "n_genes"])
+    zarrow.write(t, tmp_path / "obs.zarr", chunk_len=CHUNK)
+    pq.write_table(t, tmp_path / "obs.parquet")
+    with moto_server() as endpoint:
+        env = {
+            "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL": endpoint, "AWS_ALLOW_HTTP": "true",
+        }
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                              aws_access_key_id="testing", aws_secret_access_key="testing")
+            s3.create_bucket(Bucket="b")
+            for f in (tmp_path / "obs.zarr").rglob("*"):
+                if f.is_file():
+                    s3.upload_file(str(f), "b", "obs.zarr/" + f.relative_to(tmp_path / "obs.zarr").as_posix())
+            con = connect(threads=2)
+            query = "SELECT sample, count(*), sum(n_genes) FROM {} WHERE day BETWEEN 40 AND 90 GROUP BY sample ORDER BY sample"
+            got = rows(con, query.format("'s3://b/obs.zarr'"))
+            want = rows(con, query.format(f"read_parquet('{tmp_path / 'obs.parquet'}')"))
+            assert got == want and len(got) > 0
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+
+# ----------------------------------------------------- host stays up
+
+
+def test_a_bad_location_is_an_error_and_the_database_goes_on(con):
+    with pytest.raises(duckdb.Error, match="zarrow"):
+        con.execute("SELECT * FROM read_zarr('/no/such/store.zarr')")
+    with pytest.raises(duckdb.Error, match="zarrow"):
+        con.execute("SELECT * FROM read_zarr('nope://x')")
+    assert rows(con, f"SELECT count(*) FROM read_zarr('{STORES / 'obs.zarr'}')") == [(1000,)]
+
+
+def test_every_bad_store_is_an_error_not_a_crash(con):
+    """testdata/bad (hostile and malformed stores): each read fails with
+    zarrow's error, or reads; the process and the database survive them all."""
+    expected = json.loads((BAD / "expected.json").read_text())
+    failed = 0
+    for name in sorted(expected):
+        path = BAD / f"{name}.zarr"
+        if not path.exists():
+            continue
+        try:
+            con.execute(f"SELECT * FROM read_zarr('{path}')").fetchall()
+        except duckdb.Error as e:
+            assert "zarrow" in str(e), (name, str(e))
+            assert not isinstance(e, duckdb.FatalException), (name, str(e))
+            failed += 1
+    assert failed >= len(expected) // 2
+    assert rows(con, "SELECT 42") == [(42,)]
+
+
+def test_an_interrupted_query_stops(tmp_path):
+    zarrow = pytest.importorskip("zarrow")
+    n = 2_000_000
+    t = pa.table({"s": pa.array([f"row-{i}" for i in range(n)]), "i": pa.array(np.arange(n))})
+    zarrow.write(t, tmp_path / "big.zarr", chunk_len=50_000)
+    con = connect(threads=2)
+    timer = threading.Timer(0.3, con.interrupt)
+    timer.start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(duckdb.InterruptException):
+            con.execute(f"SELECT s, i FROM read_zarr('{tmp_path / 'big.zarr'}') ORDER BY s DESC").fetchall()
+    finally:
+        timer.cancel()
+    assert time.monotonic() - started < 60
+    assert rows(con, f"SELECT count(*) FROM read_zarr('{tmp_path / 'big.zarr'}') WHERE i < 10") == [(10,)]
