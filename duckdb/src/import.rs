@@ -63,9 +63,16 @@ pub(crate) struct Imported {
 }
 
 impl Imported {
-    /// Import `batch` into chunks of DuckDB's vector size.
-    pub(crate) fn push(&mut self, context: &Context, batch: RecordBatch) -> Result<()> {
-        let mut importer = ArrowImporter::new(context, ffi_schema(batch.schema().as_ref())?, None)?;
+    /// Import `batch` into chunks of `rows` rows at most (the output's
+    /// capacity, DuckDB's vector size).
+    pub(crate) fn push(
+        &mut self,
+        context: &Context,
+        batch: RecordBatch,
+        rows: usize,
+    ) -> Result<()> {
+        let schema = ffi_schema(batch.schema().as_ref())?;
+        let mut importer = ArrowImporter::new(context, schema, Some(rows.max(1)))?;
         importer.append_consumed(ffi_array(batch), true)?;
         while let Some(chunk) = importer.next_chunk()? {
             self.chunks.push_back(chunk);

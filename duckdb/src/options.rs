@@ -61,28 +61,42 @@ pub(crate) fn parse(
         if value.is_null()? {
             continue;
         }
-        let items = items(context, value)?;
-        let set = url
-            .try_set_items(key, &items)
-            .or_else(|| table.try_set_items(key, &items))
-            .unwrap_or_else(|| unreachable!("{key} is declared by one of the groups"));
+        let set = match items(context, value)? {
+            Given::Items(items) => url
+                .try_set_items(key, &items)
+                .or_else(|| table.try_set_items(key, &items)),
+            Given::Text(text) => url
+                .try_set(key, &text)
+                .or_else(|| table.try_set(key, &text)),
+        }
+        .unwrap_or_else(|| unreachable!("{key} is declared by one of the groups"));
         set.map_err(zarrow_error)?;
     }
     Ok((url, table))
 }
 
-/// A parameter's value as the items an option takes: a list's, else its text.
-fn items(context: &Context, value: &Value) -> Result<Vec<String>> {
+/// What a parameter gives an option.
+enum Given {
+    /// A list's items.
+    Items(Vec<String>),
+    /// Any other value's text (a list option's: comma-separated).
+    Text(String),
+}
+
+/// A parameter's value as an option takes it.
+fn items(context: &Context, value: &Value) -> Result<Given> {
     let varchar = String::logical_type(context)?;
     let text = |v: &Value| -> Result<String> {
         Ok(v.cast(context, &varchar)?
             .get::<String>()?
             .unwrap_or_default())
     };
-    match value.logical_type()?.id()? {
-        LogicalTypeID::List | LogicalTypeID::Array => value.children()?.iter().map(text).collect(),
-        _ => Ok(vec![text(value)?]),
-    }
+    Ok(match value.logical_type()?.id()? {
+        LogicalTypeID::List | LogicalTypeID::Array => {
+            Given::Items(value.children()?.iter().map(text).collect::<Result<_>>()?)
+        }
+        _ => Given::Text(text(value)?),
+    })
 }
 
 /// Whether `key` is one of `read_zarr`'s named parameters.

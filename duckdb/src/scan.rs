@@ -195,7 +195,7 @@ impl TableFunctionCallbacks for ReadZarr {
                 let runtime = zarrow::store::runtime().map_err(zarrow_error)?;
                 match zarrow::__private::block_on(runtime, stream.next()).map_err(zarrow_error)? {
                     Some(Ok(batch)) if batch.num_rows() == 0 => {}
-                    Some(Ok(batch)) => local.imported.push(context, batch)?,
+                    Some(Ok(batch)) => local.imported.push(context, batch, output.capacity()?)?,
                     Some(Err(e)) => return Err(query_error(e)),
                     None => {
                         local.stream = None;

@@ -58,8 +58,14 @@ def con() -> duckdb.DuckDBPyConnection:
     c.close()
 
 
+def exact(value):
+    """A value compared exactly: a float by its repr (NaN equals NaN, -0.0
+    is not 0.0)."""
+    return repr(value) if isinstance(value, float) else value
+
+
 def rows(con, query: str, *params) -> list[tuple]:
-    return con.execute(query, list(params)).fetchall()
+    return [tuple(exact(v) for v in row) for row in con.execute(query, list(params)).fetchall()]
 
 
 # ------------------------------------------------------------- reading
@@ -136,7 +142,6 @@ CONDITIONS = [
     "score <> 0.5",
     "score = 0",
     "score >= 0.0",
-    "isnan(score)",
     "score IS NULL OR score < 0.01",
     "umi IS NULL",
     "umi IS NOT NULL AND umi > 97",
@@ -163,6 +168,16 @@ def test_filters_answer_as_read_parquet(stores, condition, threads):
     assert got == want
     count = f"SELECT count(*) FROM {{}} WHERE {condition}"
     assert rows(con, count.format(f"read_zarr('{zarr_path}')")) == [(len(want),)]
+
+
+def test_nan_is_found_as_pyarrow_finds_it(stores, con):
+    """`isnan` (not pushed: a function) over the floats, against pyarrow
+    (DuckDB's read_parquet finds none: its statistics hold no NaN)."""
+    zarr_path, _, t = stores
+    want = pc.sum(pc.is_nan(t.column("score"))).as_py()
+    assert want > 0
+    assert rows(con, f"SELECT count(*) FROM read_zarr('{zarr_path}') WHERE isnan(score)") == [(want,)]
+    assert rows(con, f"SELECT count(*) FROM read_zarr('{zarr_path}') WHERE score > 2") == [(want,)]
 
 
 def test_random_filters_answer_as_read_parquet(stores):
@@ -227,7 +242,7 @@ def test_named_options_come_from_the_declaration(stores, con):
     assert [d[0] for d in got.description] == ["day", "sample"]
     got = con.execute(f"SELECT * FROM read_zarr('{zarr_path}', columns := 'umi,day') LIMIT 1")
     assert [d[0] for d in got.description] == ["umi", "day"]
-    with pytest.raises(duckdb.Error, match="columns"):
+    with pytest.raises(duckdb.Error, match='no column named "nope"'):
         con.execute(f"SELECT * FROM read_zarr('{zarr_path}', columns := ['nope'])")
     with pytest.raises(duckdb.Error, match="concurrency"):
         con.execute(f"SELECT * FROM read_zarr('{zarr_path}', concurrency := 'many')")
@@ -325,13 +340,13 @@ def test_s3_on_moto(tmp_path):
         try:
             s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
                               aws_access_key_id="testing", aws_secret_access_key="testing")
-            s3.create_bucket(Bucket="b")
+            s3.create_bucket(Bucket="zarrow-test")
             for f in (tmp_path / "obs.zarr").rglob("*"):
                 if f.is_file():
-                    s3.upload_file(str(f), "b", "obs.zarr/" + f.relative_to(tmp_path / "obs.zarr").as_posix())
+                    s3.upload_file(str(f), "zarrow-test", "obs.zarr/" + f.relative_to(tmp_path / "obs.zarr").as_posix())
             con = connect(threads=2)
             query = "SELECT sample, count(*), sum(n_genes) FROM {} WHERE day BETWEEN 40 AND 90 GROUP BY sample ORDER BY sample"
-            got = rows(con, query.format("'s3://b/obs.zarr'"))
+            got = rows(con, query.format("'s3://zarrow-test/obs.zarr'"))
             want = rows(con, query.format(f"read_parquet('{tmp_path / 'obs.parquet'}')"))
             assert got == want and len(got) > 0
         finally:
