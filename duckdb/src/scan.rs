@@ -21,10 +21,10 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use arrow_schema::SchemaRef;
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use datafusion::catalog::TableProvider;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
-use datafusion::logical_expr::Expr;
+use datafusion::logical_expr::{Expr, cast, col};
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use duckdb_neo::bind_arguments::BindArgument;
@@ -100,7 +100,7 @@ impl TableFunctionCallbacks for ReadZarr {
             let table = ZarrTable::open(&location, table_options, &stores).map_err(zarrow_error)?;
             report_skipped(&location, &table);
             let schema = table.schema();
-            for (name, logical_type) in duckdb_columns(context, &schema)? {
+            for (name, logical_type) in duckdb_columns(context, &handed_over(&schema))? {
                 bind.add_result_column(&name, &logical_type)?;
             }
             if let Some(rows) = table
@@ -302,9 +302,19 @@ fn plan(
         Some(predicate) => frame.filter(predicate).map_err(query_error)?,
         None => frame,
     };
-    let names: Vec<&str> = columns.iter().map(String::as_str).collect();
+    let schema = table.schema();
+    let exprs: Vec<Expr> = columns
+        .iter()
+        .map(|name| {
+            let column = col(datafusion::common::Column::new_unqualified(name));
+            match schema.field_with_name(name).map(|f| f.data_type()) {
+                Ok(DataType::Float16) => cast(column, DataType::Float32).alias(name),
+                _ => column,
+            }
+        })
+        .collect();
     let logical = frame
-        .select_columns(&names)
+        .select(exprs)
         .and_then(|f| f.into_optimized_plan())
         .map_err(query_error)?;
     let state = ctx.state();
@@ -313,6 +323,21 @@ fn plan(
         .map_err(zarrow_error)?
         .map_err(query_error)?;
     Ok((physical, ctx.task_ctx()))
+}
+
+/// The table's columns as the scan hands them to DuckDB: as they are read,
+/// but for the types DuckDB's Arrow import lacks, each cast exactly to one it
+/// has (`plan` casts the same): float16 to float32.
+fn handed_over(schema: &Schema) -> Schema {
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|f| match f.data_type() {
+            DataType::Float16 => f.as_ref().clone().with_data_type(DataType::Float32),
+            _ => f.as_ref().clone(),
+        })
+        .collect();
+    Schema::new(fields)
 }
 
 /// A DataFusion error as DuckDB's, with zarrow's message where it is zarrow's.
