@@ -412,6 +412,31 @@ def test_s3_on_moto(tmp_path):
                     os.environ[k] = v
 
 
+def test_the_docs_first_example_runs():
+    """docs/duckdb.md's first SQL block, run as written (the LOAD path is the
+    built extension's), against zarr-python's values."""
+    text = (REPO / "docs" / "duckdb.md").read_text()
+    block = text.split("```sql\n", 1)[1].split("```", 1)[0]
+    statements = [s.strip() for s in re.sub(r"--[^\n]*", "", block).split(";") if s.strip()]
+    con = duckdb.connect(config={"allow_unsigned_extensions": "true"})
+    results = []
+    cwd = os.getcwd()
+    os.chdir(REPO)
+    try:
+        for statement in statements:
+            if statement.startswith("LOAD "):
+                statement = f"LOAD '{EXTENSION}'"
+            results.append(con.execute(statement).fetchall())
+    finally:
+        os.chdir(cwd)
+    group = zarr.open_group(str(STORES / "obs.zarr"), mode="r")
+    types = np.asarray(group["cell_type"][:]).tolist()
+    genes = np.asarray(group["n_genes"][:])
+    counts = sorted(((t, types.count(t)) for t in set(types)), key=lambda c: (-c[1], c[0]))
+    assert results[1] == counts[:3]
+    assert results[2] == [(sum(1 for t, g in zip(types, genes) if t == "B cell" and g > 1000),)]
+
+
 # ----------------------------------------------------- host stays up
 
 
