@@ -16,6 +16,7 @@
 //! message, not an invalidated database. All I/O waits on the process's one
 //! runtime (`zarrow::store::runtime`), started by the first remote read.
 
+mod copy;
 mod filter;
 mod import;
 mod options;
@@ -30,6 +31,7 @@ use duckdb_neo::extension::Extension;
 pub fn entrypoint(extension: &Extension) -> Result<(), Box<dyn std::error::Error>> {
     scan::register(extension)?;
     replace::register(extension)?;
+    copy::register(extension)?;
     Ok(())
 }
 

@@ -61,22 +61,33 @@ pub(crate) fn parse(
         if value.is_null()? {
             continue;
         }
-        let set = match items(context, value)? {
-            Given::Items(items) => url
-                .try_set_items(key, &items)
-                .or_else(|| table.try_set_items(key, &items)),
-            Given::Text(text) => url
-                .try_set(key, &text)
-                .or_else(|| table.try_set(key, &text)),
-        }
-        .unwrap_or_else(|| unreachable!("{key} is declared by one of the groups"));
+        let set = set_either(&mut url, &mut table, key, given(context, value)?)
+            .unwrap_or_else(|| unreachable!("{key} is declared by one of the groups"));
         set.map_err(zarrow_error)?;
     }
     Ok((url, table))
 }
 
+/// Set `key` from `given` on whichever of `first` and `second` declares it;
+/// `None` when neither does.
+pub(crate) fn set_either(
+    first: &mut impl Options,
+    second: &mut impl Options,
+    key: &str,
+    given: Given,
+) -> Option<zarrow::Result<()>> {
+    match given {
+        Given::Items(items) => first
+            .try_set_items(key, &items)
+            .or_else(|| second.try_set_items(key, &items)),
+        Given::Text(text) => first
+            .try_set(key, &text)
+            .or_else(|| second.try_set(key, &text)),
+    }
+}
+
 /// What a parameter gives an option.
-enum Given {
+pub(crate) enum Given {
     /// A list's items.
     Items(Vec<String>),
     /// Any other value's text (a list option's: comma-separated).
@@ -84,7 +95,7 @@ enum Given {
 }
 
 /// A parameter's value as an option takes it.
-fn items(context: &Context, value: &Value) -> Result<Given> {
+pub(crate) fn given(context: &Context, value: &Value) -> Result<Given> {
     let varchar = String::logical_type(context)?;
     let text = |v: &Value| -> Result<String> {
         Ok(v.cast(context, &varchar)?

@@ -437,6 +437,63 @@ def test_the_docs_first_example_runs():
     assert results[2] == [(sum(1 for t, g in zip(types, genes) if t == "B cell" and g > 1000),)]
 
 
+# ------------------------------------------------------------- writing
+
+
+def test_copy_to_zarr_is_read_back_by_zarr_python_with_statistics(tmp_path, con):
+    """COPY (query) TO 'x.zarr' (FORMAT zarr): zarr-python reads DuckDB's rows;
+    the independent statistics reader (written from the spec) prunes by the
+    statistics the write recorded."""
+    import stats_reader
+
+    out = tmp_path / "out.zarr"
+    query = ("SELECT i, 'v' || (i % 7) AS s, i / 4 AS f, i % 3 = 0 AS b FROM range(50000) t(i)")
+    con.execute(f"COPY ({query}) TO '{out}' (FORMAT zarr, chunk_len 5000)")
+    want = con.sql(query).fetchall()
+    group = zarr.open_group(str(out), mode="r")
+    got = list(zip(*(np.asarray(group[name][:]).tolist() for name in ["i", "s", "f", "b"])))
+    assert got == want
+    keep = stats_reader.prune_local(str(out / "i"), {"op": "lt", "value": 7000})
+    assert keep == [True, True] + [False] * 8
+    # Read back by the extension too, pruned.
+    assert rows(con, f"SELECT count(*), sum(i) FROM '{out}' WHERE i < 7000") == [(7000, sum(range(7000)))]
+
+
+def test_copy_replaces_a_store_as_copy_replaces_a_file(tmp_path, con):
+    out = tmp_path / "out.zarr"
+    con.execute(f"COPY (SELECT 1 AS x) TO '{out}' (FORMAT zarr)")
+    con.execute(f"COPY (SELECT 2 AS y) TO '{out}' (FORMAT zarr)")
+    assert rows(con, f"SELECT * FROM '{out}'") == [(2,)]
+    with pytest.raises(duckdb.Error, match="exists"):
+        con.execute(f"COPY (SELECT 3 AS y) TO '{out}' (FORMAT zarr, mode 'create')")
+    # A directory that is no Zarr store is never replaced.
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "keep.txt").write_text("mine")
+    with pytest.raises(duckdb.Error, match="zarrow"):
+        con.execute(f"COPY (SELECT 1 AS x) TO '{tmp_path / 'mine'}' (FORMAT zarr)")
+    assert (tmp_path / "mine" / "keep.txt").read_text() == "mine"
+
+
+def test_a_failed_copy_writes_nothing(tmp_path, con):
+    out = tmp_path / "out.zarr"
+    failing = "SELECT i, CASE WHEN i = 90000 THEN error('boom') ELSE i END AS j FROM range(100000) t(i)"
+    with pytest.raises(duckdb.Error, match="boom"):
+        con.execute(f"COPY ({failing}) TO '{out}' (FORMAT zarr, chunk_len 1000)")
+    assert not out.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    # Nulls in a plain layout: zarrow's typed error, nothing written; the
+    # anndata layout keeps them (its nullable arrays), read back as NULLs.
+    nulls = "SELECT CASE WHEN i % 5 = 0 THEN NULL ELSE i END AS n FROM range(1000) t(i)"
+    with pytest.raises(duckdb.Error, match="null"):
+        con.execute(f"COPY ({nulls}) TO '{out}' (FORMAT zarr)")
+    assert not out.exists()
+    con.execute(f"COPY ({nulls}) TO '{out}' (FORMAT zarr, layout 'anndata')")
+    assert rows(con, f"SELECT count(*), count(n), sum(n) FROM '{out}'") == rows(
+        con, f"SELECT count(*), count(n), sum(n) FROM ({nulls})")
+    with pytest.raises(duckdb.Error, match="no option"):
+        con.execute(f"COPY (SELECT 1 AS x) TO '{tmp_path / 'o.zarr'}' (FORMAT zarr, bogus 3)")
+
+
 # ----------------------------------------------------- host stays up
 
 
