@@ -61,10 +61,10 @@ def w10() -> tuple[Path, Path, Path]:
     return parquet, zarr, cat
 
 
-def w11(zarrow_bin: str) -> tuple[Path, Path]:
+def w11() -> tuple[Path, Path]:
     import w11 as gen
 
-    return gen.generate(ROWS, zarrow_bin)
+    return gen.generate(ROWS, "", convert=lambda p, z: zarrow.convert(p, z, chunk_len=100_000))
 
 
 def w8() -> tuple[Path, Path]:
@@ -123,8 +123,6 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=11)
     ap.add_argument("--only", nargs="*", default=None)
     ap.add_argument("--dataset", action="store_true")
-    ap.add_argument("--zarrow", default=str(REPO / "target" / "ci" / "zarrow"),
-                    help="the command line that writes W11's Zarr copy (any profile)")
     args = ap.parse_args()
     want = lambda name: args.only is None or any(name.startswith(o) for o in args.only)  # noqa: E731
     print(f"duckdb {duckdb.__version__}; rounds {args.rounds}; medians, ratio to read_parquet")
@@ -145,7 +143,7 @@ def main() -> None:
             bench(con, f"W10 filtered group-by, {threads} thr", filtered, peers, args.rounds, "parquet")
 
     if want("W11"):
-        parquet, zarr = w11(args.zarrow)
+        parquet, zarr = w11()
         con = connect(args.extension, 2)
         peers = {"parquet": f"read_parquet('{parquet}')", "zarr": f"read_zarr('{zarr}')"}
         for name, query in {

@@ -64,7 +64,9 @@ def sessions(parquet: Path, zarr: Path):
     return ctx_parquet, ctx_zarr
 
 
-def generate(rows: int, zarrow: str) -> tuple[Path, Path]:
+def generate(rows: int, zarrow: str, convert=None) -> tuple[Path, Path]:
+    """The Parquet and Zarr copies (made if missing); `convert(parquet, zarr)`
+    in place of the binary `zarrow` (the Python package's `zarrow.convert`)."""
     parquet = DATA / f"w11-{rows}.parquet"
     zarr = DATA / f"w11-{rows}.zarr"
     DATA.mkdir(parents=True, exist_ok=True)
@@ -83,7 +85,9 @@ def generate(rows: int, zarrow: str) -> tuple[Path, Path]:
             "barcode": pa.array([f"BC{i:012d}-1" for i in range(rows)], pa.string()),
         })
         pq.write_table(table, parquet, write_page_index=True)
-    if not zarr.exists():
+    if not zarr.exists() and convert is not None:
+        convert(parquet, zarr)
+    elif not zarr.exists():
         subprocess.run([zarrow, "convert", str(parquet), str(zarr), "--chunk-len", "100000"], check=True)
     return parquet, zarr
 

@@ -437,6 +437,61 @@ def test_the_docs_first_example_runs():
     assert results[2] == [(sum(1 for t, g in zip(types, genes) if t == "B cell" and g > 1000),)]
 
 
+# ------------------------------------------------------------- Icechunk
+
+# icechunk-python needs Python >= 3.12: its own venv (tests/interop/icechunk_venv.sh),
+# named by ZARROW_ICECHUNK_PYTHON; .ci/run sets it.
+ICECHUNK_PYTHON = os.environ.get("ZARROW_ICECHUNK_PYTHON")
+
+MAKE_REPO = """
+import sys, numpy as np, zarr, icechunk
+repo = icechunk.Repository.create(icechunk.local_filesystem_storage(sys.argv[1]))
+s = repo.writable_session("main")
+g = zarr.group(store=s.store)
+g.create_array("x", shape=(5000,), chunks=(1000,), dtype="int64")[:] = np.arange(5000)
+g.create_array("w", shape=(5000,), chunks=(1000,), dtype=str)[:] = np.array([f"w{i % 13}" for i in range(5000)])
+snap = s.commit("first")
+repo.create_tag("v1", snap)
+s = repo.writable_session("main")
+zarr.open_array(store=s.store, path="x")[:10] = -1
+s.commit("second")
+print(snap)
+"""
+
+READ_REPO = """
+import json, sys, numpy as np, zarr, icechunk
+repo = icechunk.Repository.open(icechunk.local_filesystem_storage(sys.argv[1]))
+messages = [c.message for c in repo.ancestry(branch="main")]
+g = zarr.open_group(store=repo.readonly_session(branch="main").store, mode="r")["copied"]
+print(json.dumps({"messages": messages, "k": np.asarray(g["k"][:]).tolist()}))
+"""
+
+
+@pytest.mark.skipif(not ICECHUNK_PYTHON, reason="ZARROW_ICECHUNK_PYTHON names no icechunk-python venv")
+def test_icechunk_at_a_tag_a_snapshot_and_a_branch_and_copy_as_one_commit(tmp_path, con):
+    import subprocess
+
+    root = tmp_path / "repo"
+    made = subprocess.run([ICECHUNK_PYTHON, "-c", MAKE_REPO, str(root)], capture_output=True, text=True,
+                          timeout=300, check=True)
+    snapshot = made.stdout.strip().splitlines()[-1]
+    url = f"icechunk+file://{root}"
+    first = (5000, sum(range(5000)))
+    second = (5000, sum(range(10, 5000)) - 10)
+    query = "SELECT count(*), sum(x) FROM read_zarr('{}')"
+    assert rows(con, query.format(f"{url}?tag=v1")) == [first]
+    assert rows(con, query.format(f"{url}?snapshot={snapshot}")) == [first]
+    assert rows(con, query.format(f"{url}?branch=main")) == [second]
+    assert rows(con, f"SELECT count(*) FROM '{url}?tag=v1' WHERE w = 'w3'") == [(len(range(3, 5000, 13)),)]
+    con.execute(f"COPY (SELECT i AS k FROM range(100) t(i)) TO '{url}?branch=main&path=copied' "
+                "(FORMAT zarr, message 'from duckdb')")
+    read = subprocess.run([ICECHUNK_PYTHON, "-c", READ_REPO, str(root)], capture_output=True, text=True,
+                          timeout=300, check=True)
+    got = json.loads(read.stdout)
+    assert got["k"] == list(range(100))
+    assert got["messages"][:3] == ["from duckdb", "second", "first"]
+
+
 # ------------------------------------------------------------- writing
 
 
