@@ -579,6 +579,57 @@ def test_every_bad_store_is_an_error_not_a_crash(con):
     assert rows(con, "SELECT 42") == [(42,)]
 
 
+FUZZ = REPO / "fuzz"
+
+
+def corpus(target: str) -> list[Path]:
+    """A fuzz target's corpus and its regressions (files that once crashed a
+    decoder): hostile bytes."""
+    files = sorted((FUZZ / "corpus" / target).glob("*")) + sorted((FUZZ / "regressions" / target).glob("*"))
+    return [f for f in files if f.is_file() and f.name != "README.md"]
+
+
+@pytest.mark.parametrize("target,name", [("metadata_v3", "zarr.json"), ("metadata_v2", ".zarray")])
+def test_hostile_metadata_is_an_error_not_a_crash(tmp_path, con, target, name):
+    """Every metadata document of the fuzz corpora as a store's one array,
+    read through read_zarr: rows or zarrow's error, never a crash; the
+    database answers after them all."""
+    files = corpus(target)
+    assert len(files) > 500
+    for i, f in enumerate(files):
+        store = tmp_path / f"{i}.zarr"
+        store.mkdir()
+        (store / name).write_bytes(f.read_bytes())
+        try:
+            con.execute(f"SELECT * FROM read_zarr('{store}') LIMIT 10").fetchall()
+        except duckdb.Error as e:
+            assert not isinstance(e, (duckdb.FatalException, duckdb.InternalException)), (f.name, str(e))
+    assert rows(con, "SELECT 42") == [(42,)]
+
+
+def test_hostile_statistics_never_change_an_answer(tmp_path, con):
+    """Every statistics file of the fuzz corpora in place of a real one: a
+    filtered query answers as with the statistics ignored (`use_stats :=
+    false`), or fails with zarrow's error; never a crash, never fewer rows."""
+    zarrow = pytest.importorskip("zarrow")
+    store = tmp_path / "s.zarr"
+    zarrow.write(pa.table({"x": pa.array(np.arange(4000) % 1000, pa.int64())}), store, chunk_len=500)
+    stats = store / "x" / "zarrow.stats"
+    assert stats.exists()
+    query = "SELECT count(*), sum(x) FROM read_zarr('{}'{}) WHERE x BETWEEN 100 AND 130"
+    want = rows(con, query.format(store, ", use_stats := false"))
+    files = corpus("stats")
+    assert len(files) > 100
+    for f in files:
+        stats.write_bytes(f.read_bytes())
+        try:
+            got = rows(con, query.format(store, ""))
+        except duckdb.Error as e:
+            assert not isinstance(e, (duckdb.FatalException, duckdb.InternalException)), (f.name, str(e))
+            continue
+        assert got == want, f.name
+
+
 def test_an_interrupted_query_stops(tmp_path):
     zarrow = pytest.importorskip("zarrow")
     n = 2_000_000
