@@ -38,9 +38,8 @@ use duckdb_neo::table_function::{
 };
 use duckdb_neo::{Error, Result};
 use futures::StreamExt;
-use zarrow::Location;
-use zarrow::Stores;
 use zarrow::datafusion::ZarrTable;
+use zarrow::{Decode, ExecutionContext, Location, Stores};
 
 use crate::filter::{self, Fidelity};
 use crate::import::{Imported, duckdb_columns};
@@ -286,9 +285,14 @@ fn plan(
 ) -> Result<(Arc<dyn ExecutionPlan>, Arc<TaskContext>)> {
     // A few ranges per thread: a thread that finishes early (its ranges
     // pruned, or fast) takes another.
+    // Each range read and decoded on the DuckDB thread that claimed it:
+    // DuckDB's threads are the scan's parallelism (`SET threads`), not a pool
+    // beside them.
+    let context = ExecutionContext::default().with_decode(Decode::Inline);
     let mut config = SessionConfig::new()
         .with_target_partitions(threads.saturating_mul(2))
-        .with_batch_size(zarrow::read::DEFAULT_MAX_BATCH_ROWS);
+        .with_batch_size(zarrow::read::DEFAULT_MAX_BATCH_ROWS)
+        .with_extension(Arc::new(context));
     // The scan's ranges are the partitions: no repartition, no coalescing
     // (DuckDB's own vectors are smaller than a batch).
     config.options_mut().execution.coalesce_batches = false;

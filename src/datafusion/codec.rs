@@ -381,6 +381,7 @@ impl PhysicalExtensionCodec for ZarrPhysicalCodec {
             pruning: Pruning::new(&filters::from_bytes(&spec.prune, ctx)?).map(Arc::new),
             fetch: spec.limit,
             runtime: ctx.runtime_env(),
+            decode: super::session_decode(ctx.session_config()),
         })
     }
 

@@ -66,6 +66,18 @@ pub use query::{SqlOptions, SqlReader, SqlStream, sql, sql_stream};
 pub use snapshot::ZarrTableOptions;
 pub use table::ZarrTable;
 
+/// How a session's scans decode: as the [`ExecutionContext`](crate::ExecutionContext)
+/// its config carries as an extension (`SessionConfig::with_extension`), else
+/// on rayon. A host whose own threads are the parallelism (DuckDB's, each
+/// polling partitions in turn) gives `Decode::Inline`: each partition then
+/// reads and decodes on the thread that polls it.
+pub(crate) fn session_decode(config: &datafusion::prelude::SessionConfig) -> crate::Decode {
+    config
+        .get_extension::<crate::ExecutionContext>()
+        .map(|context| context.decode())
+        .unwrap_or_default()
+}
+
 /// The file type `CREATE EXTERNAL TABLE ... STORED AS` names for Zarr.
 pub(crate) const FILE_TYPE: &str = "ZARR";
 

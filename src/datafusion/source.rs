@@ -52,13 +52,13 @@ use super::dynamic::{Dynamic, wanted_order};
 use super::filter::{Batches, Filtered, ScanFilter};
 use super::prune::Pruning;
 use super::snapshot::Snapshot;
-use crate::Stores;
 use crate::error::Result;
 use crate::location::Location;
 use crate::read::TableSource;
 use crate::read::{ReadBudget, ReadStats, ReaderBuilder};
 use crate::recycle::{KeptBudget, Recycler};
 use crate::store::{AsyncStore, SyncAsAsync};
+use crate::{Decode, Stores};
 
 /// Rows per batch when no column is read (`count(*)` that statistics could not
 /// answer): the batches carry a row count only.
@@ -79,6 +79,8 @@ pub(crate) struct Scan {
     pub fetch: Option<usize>,
     /// The resources it reads with.
     pub runtime: Arc<RuntimeEnv>,
+    /// How it decodes: the session's [`ExecutionContext`](crate::ExecutionContext)'s.
+    pub decode: Decode,
 }
 
 /// The plan of `scan`: a `DataSourceExec` over a [`ZarrSource`].
@@ -94,6 +96,7 @@ pub(crate) fn scan_plan(scan: Scan) -> DfResult<Arc<dyn ExecutionPlan>> {
         pruning,
         fetch,
         runtime,
+        decode,
     } = scan;
     let schema = Arc::new(snapshot.arrow_schema().project(&columns)?);
     let location = snapshot.location().to_string();
@@ -138,6 +141,7 @@ pub(crate) fn scan_plan(scan: Scan) -> DfResult<Arc<dyn ExecutionPlan>> {
         filter,
         pruning,
         runtime,
+        decode,
         table_schema: TableSchema::from(schema),
         metrics: ExecutionPlanMetricsSet::new(),
         batch_size: None,
@@ -226,6 +230,8 @@ pub(crate) struct ZarrSource {
     filter: Option<Arc<ScanFilter>>,
     pruning: Option<Arc<Pruning>>,
     runtime: Arc<RuntimeEnv>,
+    /// On rayon (the default), or on the thread that polls the partition.
+    decode: Decode,
     table_schema: TableSchema,
     metrics: ExecutionPlanMetricsSet,
     /// The session's batch size: the most rows a batch has (DataFusion's
@@ -496,6 +502,7 @@ impl Opener {
         let open = {
             let builder = builder.clone();
             let filtered = source.filter.is_some();
+            let inline = source.decode == Decode::Inline;
             let batch_size = source.batch_size;
             let codes = source.snapshot.codes.clone();
             let metrics = self.metrics.clone();
@@ -522,7 +529,10 @@ impl Opener {
                 if let Some(selection) = selection {
                     reader = reader.with_row_selection(selection);
                 }
-                if filtered {
+                if inline {
+                    // The host's threads are the parallelism (DuckDB's).
+                    reader = reader.with_decode(Decode::Inline);
+                } else if filtered {
                     // Blocks read a few at a time, each often one chunk per
                     // column: decoded on rayon, side by side.
                     reader = reader.never_inline();
@@ -618,9 +628,14 @@ impl Opener {
         Ok(match store.remote() {
             Some(remote) => (remote.store, concurrency),
             None => {
-                // A local store reads chunk files into the scan's kept buffers.
+                // A local store reads chunk files into the scan's kept buffers
+                // (on rayon, or inline where the session decodes inline).
                 let store = store.reading_into(recycler).unwrap_or(store);
-                (Arc::new(SyncAsAsync::reading_on_rayon(store)), concurrency)
+                let store = match self.source.decode {
+                    Decode::Inline => SyncAsAsync::new(store),
+                    _ => SyncAsAsync::reading_on_rayon(store),
+                };
+                (Arc::new(store), concurrency)
             }
         })
     }

@@ -177,6 +177,7 @@ impl datafusion::catalog::TableProvider for ZarrTable {
             filter,
             pruning,
             runtime: state.runtime_env().clone(),
+            decode: super::session_decode(state.config()),
         })
     }
 

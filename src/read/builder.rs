@@ -149,6 +149,13 @@ impl ReaderBuilder {
         self
     }
 
+    /// Decode as `decode` says (the rest of the context unchanged).
+    #[cfg(feature = "datafusion")]
+    pub(crate) fn with_decode(mut self, decode: Decode) -> Self {
+        self.decode = decode;
+        self
+    }
+
     /// Decode on rayon (when the context decodes in parallel) even a read of
     /// one chunk: for reads that run many at once, whose one-chunk decodes
     /// would otherwise take turns on the driver's thread.

@@ -214,6 +214,8 @@ pub struct Observed {
     reads: Mutex<Vec<(String, u64)>>,
     writes: Mutex<Vec<String>>,
     lists: Mutex<u64>,
+    /// The names of the threads that read chunks (a key with `/c/`).
+    chunk_threads: Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl Observed {
@@ -223,12 +225,27 @@ impl Observed {
             reads: Mutex::new(Vec::new()),
             writes: Mutex::new(Vec::new()),
             lists: Mutex::new(0),
+            chunk_threads: Mutex::new(Default::default()),
         })
+    }
+
+    /// The names of the threads that read chunks since the last call
+    /// ("unnamed" for a thread without one).
+    #[cfg_attr(not(feature = "datafusion"), allow(dead_code))]
+    pub fn take_chunk_threads(&self) -> std::collections::BTreeSet<String> {
+        std::mem::take(&mut *self.chunk_threads.lock().unwrap())
     }
 
     fn record(&self, key: &str, buffers: &[&Buffer]) {
         let bytes = buffers.iter().map(|b| b.len() as u64).sum();
         self.reads.lock().unwrap().push((key.to_string(), bytes));
+        if key.contains("/c/") {
+            let name = std::thread::current()
+                .name()
+                .unwrap_or("unnamed")
+                .to_string();
+            self.chunk_threads.lock().unwrap().insert(name);
+        }
     }
 
     /// The reads since the last call.

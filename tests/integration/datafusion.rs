@@ -291,6 +291,88 @@ pub(crate) fn find_scan(plan: &Arc<dyn ExecutionPlan>) -> Option<Vec<Vec<std::op
     Some(groups)
 }
 
+/// A session whose config carries an `ExecutionContext` that decodes inline
+/// (a host whose own threads are the parallelism: DuckDB's, each polling a
+/// scan's partition) reads each partition's chunks on the thread that polls
+/// it; by default they are read (and decoded) on rayon. The answers are the
+/// same.
+#[test]
+fn a_session_that_decodes_inline_reads_on_the_polling_thread() {
+    let sql = "SELECT id, kind FROM t WHERE id % 2 = 0";
+    let run = |decode: Option<zarrow::Decode>| {
+        let (store, table) = observed_table(ZarrTableOptions::default());
+        let mut config = SessionConfig::new().with_target_partitions(3);
+        // The scan's partitions are the plan's, as a host polls them.
+        config
+            .options_mut()
+            .optimizer
+            .enable_round_robin_repartition = false;
+        if let Some(decode) = decode {
+            let context = zarrow::ExecutionContext::default().with_decode(decode);
+            config = config.with_extension(Arc::new(context));
+        }
+        let ctx = SessionContext::new_with_config(config);
+        ctx.register_table("t", Arc::new(table)).unwrap();
+        let rt = runtime();
+        let plan = rt.block_on(async {
+            let frame = ctx.sql(sql).await.unwrap();
+            frame.create_physical_plan().await.unwrap()
+        });
+        let handle = rt.handle().clone();
+        let partitions = plan.properties().partitioning.partition_count();
+        assert_eq!(partitions, 3);
+        let batches: Vec<RecordBatch> = std::thread::scope(|s| {
+            let workers: Vec<_> = (0..partitions)
+                .map(|p| {
+                    let (plan, task, handle) = (plan.clone(), ctx.task_ctx(), handle.clone());
+                    std::thread::Builder::new()
+                        .name(format!("host-{p}"))
+                        .spawn_scoped(s, move || {
+                            let stream = plan.execute(p, task).unwrap();
+                            handle.block_on(datafusion::physical_plan::common::collect(stream))
+                        })
+                        .unwrap()
+                })
+                .collect();
+            workers
+                .into_iter()
+                .flat_map(|w| w.join().unwrap().unwrap())
+                .collect()
+        });
+        let id = column(&batches, "id");
+        let mut rows: Vec<(i64, String)> = id
+            .as_primitive::<Int64Type>()
+            .values()
+            .iter()
+            .copied()
+            .zip(strings(&utf8(&column(&batches, "kind"))))
+            .collect();
+        rows.sort();
+        (rows, store.take_chunk_threads())
+    };
+    let (inline, inline_threads) = run(Some(zarrow::Decode::Inline));
+    let (default, default_threads) = run(None);
+    let (ids, _, kinds) = rows();
+    let mut expected: Vec<(i64, String)> = ids
+        .iter()
+        .zip(&kinds)
+        .filter(|(id, _)| *id % 2 == 0)
+        .map(|(id, kind)| (*id, kind.to_string()))
+        .collect();
+    expected.sort();
+    assert_eq!(inline, expected);
+    assert_eq!(default, expected);
+    assert!(!inline_threads.is_empty());
+    assert!(
+        inline_threads.iter().all(|t| t.starts_with("host-")),
+        "{inline_threads:?}"
+    );
+    assert!(
+        !default_threads.iter().any(|t| t.starts_with("host-")),
+        "{default_threads:?}"
+    );
+}
+
 #[test]
 fn group_by_and_filter_match_the_input() {
     let (_, table) = observed_table(ZarrTableOptions::default());
