@@ -33,8 +33,9 @@ use duckdb_neo::data_chunk::DataChunkRef;
 use duckdb_neo::extension::Extension;
 use duckdb_neo::signature::{FunctionParameter, SignatureBuilder};
 use duckdb_neo::table_function::{
-    BindFunctionHandle, ExecColumnInfo, InitColumnData, PushdownData, TableFilterPushdownCallbacks,
-    TableFunctionBuilder, TableFunctionCallbacks,
+    BindFunctionHandle, ExecColumnInfo, InitColumnData, OrderPreservation, PartitionData,
+    PushdownData, TableFilterPushdownCallbacks, TableFunctionBuilder, TableFunctionCallbacks,
+    TablePartitioningCallbacks,
 };
 use duckdb_neo::{Error, Result};
 use futures::StreamExt;
@@ -70,7 +71,16 @@ pub(crate) struct Global {
 pub(crate) struct Local {
     stream: Option<SendableRecordBatchStream>,
     imported: Imported,
+    /// The range being read, and the chunks of it handed on so far: the last
+    /// chunk's batch index is `range << CHUNK_BITS | chunks - 1`.
+    range: usize,
+    chunks: usize,
 }
+
+/// The bits of a batch index that count a range's chunks: DuckDB orders the
+/// chunks by `range << CHUNK_BITS | chunk` (the ranges in row order, as their
+/// indices are), and wants indices below about 10^13.
+const CHUNK_BITS: u32 = 30;
 
 struct ReadZarr;
 
@@ -108,6 +118,9 @@ impl TableFunctionCallbacks for ReadZarr {
             {
                 bind.set_cardinality(rows, true)?;
             }
+            // Rows in the table's order where the query keeps it, read by
+            // several threads (their chunks ordered by batch index).
+            bind.set_order(OrderPreservation::Insertion)?;
             Ok(Bound {
                 table: Arc::new(table),
                 schema,
@@ -175,6 +188,7 @@ impl TableFunctionCallbacks for ReadZarr {
             };
             loop {
                 if local.imported.emit(&mut output)? {
+                    local.chunks += 1;
                     return Ok(());
                 }
                 let stream = match &mut local.stream {
@@ -188,6 +202,7 @@ impl TableFunctionCallbacks for ReadZarr {
                             .plan
                             .execute(range, global.task.clone())
                             .map_err(query_error)?;
+                        (local.range, local.chunks) = (range, 0);
                         local.stream.insert(stream)
                     }
                 };
@@ -243,6 +258,31 @@ impl TableFilterPushdownCallbacks for ReadZarr {
                 filters.extend(translated);
             }
             Ok(())
+        })
+    }
+}
+
+impl TablePartitioningCallbacks for ReadZarr {
+    /// The batch index of the chunk the thread just handed on: DuckDB keeps
+    /// the table's order by it while its threads read ranges side by side.
+    fn partition_data(
+        &self,
+        _bound: &Bound,
+        _global: Option<&Global>,
+        local: Option<&mut Local>,
+        _context: &Context,
+        _partition: PartitionData<'_>,
+    ) -> Result<usize> {
+        guard(|| {
+            let local = local
+                .ok_or_else(|| Error::invalid_input("zarrow: read_zarr: scan state missing"))?;
+            let chunk = local.chunks.saturating_sub(1);
+            if chunk >> CHUNK_BITS != 0 || local.range >= 1 << (43 - CHUNK_BITS) {
+                return Err(Error::invalid_input(
+                    "zarrow: read_zarr: a range of more than 2^30 chunks cannot be ordered",
+                ));
+            }
+            Ok(local.range << CHUNK_BITS | chunk)
         })
     }
 }
@@ -377,6 +417,7 @@ pub(crate) fn register(extension: &Extension) -> Result<()> {
     TableFunctionBuilder::new(FUNCTION, signature, ReadZarr)
         .with_projection_pushdown(true)
         .with_filter_pushdown()
+        .with_partitioning()
         .with_progress()
         .register(extension)
 }

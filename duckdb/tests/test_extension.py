@@ -282,7 +282,15 @@ def test_group_by_answers_as_read_parquet(stores):
     assert rows(con, f"SELECT count(*) FROM read_zarr('{zarr_path}')") == [(ROWS,)]
 
 
-def test_plain_select_keeps_the_table_order(stores):
+def test_plain_select_keeps_the_table_order(stores, tmp_path):
+    """Read by several threads (ranges side by side), the rows still come in
+    the table's order: each chunk's batch index orders them."""
+    zarrow = pytest.importorskip("zarrow")
+    n = 300_000
+    zarrow.write(pa.table({"i": pa.array(np.arange(n))}), tmp_path / "big.zarr", chunk_len=3_000)
+    con = connect(threads=4)
+    got = [i for (i,) in rows(con, f"SELECT i FROM read_zarr('{tmp_path / 'big.zarr'}')")]
+    assert got == list(range(n))
     zarr_path, _, t = stores
     con = connect(threads=2)
     got = rows(con, f"SELECT barcode FROM read_zarr('{zarr_path}')")
