@@ -240,9 +240,9 @@ fn record_batch(array: ArrowArray, schema: &SchemaRef) -> Result<RecordBatch> {
     // SAFETY: DuckDB exported the array with this schema's layout.
     let data = unsafe { from_ffi_data(ffi, &struct_type) }?;
     let array = StructArray::from(data);
-    Ok(RecordBatch::from(array)
+    RecordBatch::from(array)
         .with_schema(schema.clone())
-        .map_err(zarrow_error)?)
+        .map_err(zarrow_error)
 }
 
 /// `from_ffi` with a type in place of an exported schema.
