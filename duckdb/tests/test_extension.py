@@ -348,6 +348,33 @@ def test_anndata_obs_written_by_anndata(tmp_path, con):
     assert total == [(n, int(frame["nullable"].notna().sum()), int(frame["nullable"].sum()))]
 
 
+def test_xarray_cf_decoding_as_xarray_reads_it(tmp_path, con):
+    """A 1-D dataset written by xarray (CF-encoded times, a scaled and offset
+    float packed as int16, a fill value): read_zarr decodes it as xarray's
+    own to_dataframe does; decode_cf := false gives the stored values."""
+    xr = pytest.importorskip("xarray")
+    import pandas as pd
+
+    n = 1000
+    times = pd.date_range("2020-01-01", periods=n, freq="h")
+    temp = np.round(np.linspace(-5.0, 30.0, n), 1)
+    temp[::97] = np.nan
+    ds = xr.Dataset(
+        {"temp": ("time", temp), "station": ("time", np.array([f"st{i % 7}" for i in range(n)]))},
+        coords={"time": times},
+    )
+    ds["temp"].encoding = {"dtype": "int16", "scale_factor": 0.1, "add_offset": 10.0, "_FillValue": -32768}
+    ds.to_zarr(tmp_path / "x.zarr", zarr_format=3, consolidated=False)
+    want = xr.open_zarr(tmp_path / "x.zarr", consolidated=False).to_dataframe().reset_index()
+    got = con.sql(f"SELECT time, temp, station FROM read_zarr('{tmp_path / 'x.zarr'}') ORDER BY time").df()
+    assert [t.to_datetime64() for t in got["time"]] == list(want["time"].to_numpy())
+    assert np.allclose(got["temp"].to_numpy(dtype=float), want["temp"].to_numpy(), equal_nan=True)
+    assert got["station"].tolist() == want["station"].tolist()
+    raw = rows(con, f"SELECT min(temp), max(temp) FROM read_zarr('{tmp_path / 'x.zarr'}', decode_cf := false)")
+    stored = np.asarray(zarr.open_array(str(tmp_path / "x.zarr" / "temp"), mode="r")[:])
+    assert raw == [(int(stored.min()), int(stored.max()))]
+
+
 # ------------------------------------------------- what a filter fetches
 
 
