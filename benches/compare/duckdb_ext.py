@@ -94,7 +94,7 @@ def timed(con, query: str) -> tuple[float, list]:
 def normal(rows: list) -> list:
     """Rows compared across engines: sorted, floats rounded (an average's last
     bits depend on the order it was summed in)."""
-    return sorted(tuple(round(v, 6) if isinstance(v, float) else v for v in r) for r in rows)
+    return sorted((tuple(round(v, 6) if isinstance(v, float) else v for v in r) for r in rows), key=repr)
 
 
 def bench(con, name: str, query: str, peers: dict[str, str], rounds: int, reference: str) -> dict[str, float]:

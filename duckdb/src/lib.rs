@@ -12,7 +12,7 @@
 //! ```
 //!
 //! The named parameters are the options' one declaration (options.rs). Every
-//! callback runs under [`guard`]: a panic becomes a DuckDB error with zarrow's
+//! callback runs under `guard`: a panic becomes a DuckDB error with zarrow's
 //! message, not an invalidated database. All I/O waits on the process's one
 //! runtime (`zarrow::store::runtime`), started by the first remote read.
 
