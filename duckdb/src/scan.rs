@@ -19,7 +19,7 @@
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use datafusion::catalog::TableProvider;
@@ -146,7 +146,13 @@ impl TableFunctionCallbacks for ReadZarr {
                 })?;
                 names.push(field.name().clone());
             }
-            let filters = bound.filters.lock().map(|f| f.clone()).unwrap_or_default();
+            // (A poisoned lock still holds every filter pushed: none is lost,
+            // since an accepted one is DuckDB's no more.)
+            let filters = bound
+                .filters
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
             let threads = threads(context);
             let (plan, task) = plan(&bound.table, filters, names, threads)?;
             let ranges = plan.properties().partitioning.partition_count();
@@ -254,9 +260,11 @@ impl TableFilterPushdownCallbacks for ReadZarr {
                     translated.push(t.expr);
                 }
             }
-            if let Ok(mut filters) = bound.filters.lock() {
-                filters.extend(translated);
-            }
+            bound
+                .filters
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .extend(translated);
             Ok(())
         })
     }
