@@ -231,7 +231,6 @@ impl Observed {
 
     /// The names of the threads that read chunks since the last call
     /// ("unnamed" for a thread without one).
-    #[cfg_attr(not(feature = "datafusion"), allow(dead_code))]
     pub fn take_chunk_threads(&self) -> std::collections::BTreeSet<String> {
         std::mem::take(&mut *self.chunk_threads.lock().unwrap())
     }
