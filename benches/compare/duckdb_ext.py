@@ -48,16 +48,12 @@ ROWS = 10_000_000
 
 
 def w10() -> tuple[Path, Path, Path]:
-    from sql import generate
+    from sql import categorical, generate
 
     parquet, zarr = generate(ROWS)
     if not zarr.exists():
         zarrow.convert(parquet, zarr)
-    cat = parquet.with_name(parquet.stem + "_cat.zarr")
-    if not cat.exists():
-        table = pq.read_table(parquet)
-        table = table.set_column(0, "s", table.column("s").dictionary_encode())
-        zarrow.write(table, cat, layout="anndata")
+    cat = categorical(parquet, "", convert=lambda src, dst: zarrow.convert(src, dst, layout="anndata"))
     return parquet, zarr, cat
 
 

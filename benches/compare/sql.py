@@ -63,16 +63,21 @@ def generate(rows: int) -> tuple[Path, Path]:
     return parquet, zarr
 
 
-def categorical(parquet: Path, zarrow: str) -> Path:
-    """The rows of `parquet` as an anndata dataframe: `s` a categorical."""
+def categorical(parquet: Path, zarrow: str, convert=None) -> Path:
+    """The rows of `parquet` as an anndata dataframe: `s` a categorical.
+    `convert(source, store)` in place of the binary `zarrow` (the Python
+    package's `zarrow.convert` with `layout="anndata"`)."""
     store = parquet.with_name(parquet.stem + "_cat.zarr")
     if not store.exists():
         table = pq.read_table(parquet)
         source = parquet.with_name(parquet.stem + "_dict.parquet")
         table = table.set_column(0, "s", table.column("s").dictionary_encode())
         pq.write_table(table, source, compression="zstd")
-        subprocess.run([zarrow, "convert", str(source), str(store), "--layout", "anndata"], check=True,
-                       capture_output=True)
+        if convert is not None:
+            convert(source, store)
+        else:
+            subprocess.run([zarrow, "convert", str(source), str(store), "--layout", "anndata"], check=True,
+                           capture_output=True)
         source.unlink()
     return store
 

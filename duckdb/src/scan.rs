@@ -331,13 +331,13 @@ fn plan(
     columns: Vec<String>,
     threads: usize,
 ) -> Result<(Arc<dyn ExecutionPlan>, Arc<TaskContext>)> {
-    // A few ranges per thread: a thread that finishes early (its ranges
-    // pruned, or fast) takes another.
     // Each range read and decoded on the DuckDB thread that claimed it:
     // DuckDB's threads are the scan's parallelism (`SET threads`), not a pool
     // beside them.
     let context = ExecutionContext::default().with_decode(Decode::Inline);
     let mut config = SessionConfig::new()
+        // A few ranges per thread: a thread that finishes early (its ranges
+        // pruned, or fast) takes another.
         .with_target_partitions(threads.saturating_mul(2))
         .with_batch_size(zarrow::read::DEFAULT_MAX_BATCH_ROWS)
         .with_extension(Arc::new(context));
@@ -354,13 +354,16 @@ fn plan(
         Some(predicate) => frame.filter(predicate).map_err(query_error)?,
         None => frame,
     };
-    let schema = table.schema();
+    // Each column as DuckDB was told it comes (`handed_over`).
+    let (read, handed) = (table.schema(), handed_over(&table.schema()));
     let exprs: Vec<Expr> = columns
         .iter()
         .map(|name| {
             let column = col(datafusion::common::Column::new_unqualified(name));
-            match schema.field_with_name(name).map(|f| f.data_type()) {
-                Ok(DataType::Float16) => cast(column, DataType::Float32).alias(name),
+            match (read.field_with_name(name), handed.field_with_name(name)) {
+                (Ok(r), Ok(h)) if r.data_type() != h.data_type() => {
+                    cast(column, h.data_type().clone()).alias(name)
+                }
                 _ => column,
             }
         })
@@ -379,7 +382,7 @@ fn plan(
 
 /// The table's columns as the scan hands them to DuckDB: as they are read,
 /// but for the types DuckDB's Arrow import lacks, each cast exactly to one it
-/// has (`plan` casts the same): float16 to float32.
+/// has (`plan` casts to these types): float16 to float32.
 fn handed_over(schema: &Schema) -> Schema {
     let fields: Vec<Field> = schema
         .fields()
