@@ -136,6 +136,10 @@ impl CopyToFunctionCallbacks for CopyToZarr {
             };
             let stores = Stores::new(bound.url.clone());
             let options = bound.options.clone();
+            // A thread of its own: `write_zarr` commits when the write it runs
+            // returns, and that write pulls its batches from a reader, while
+            // DuckDB pushes them one flush at a time from its own threads, none
+            // of which may wait for the whole statement.
             let writer = std::thread::Builder::new()
                 .name("zarrow-copy".into())
                 .spawn(move || {
