@@ -25,10 +25,12 @@
 use arrow_schema::{DataType, Schema};
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::{Expr, col, lit};
-use duckdb_neo::Result;
+use duckdb_neo::connection::Context;
 use duckdb_neo::enums::LogicalTypeID;
 use duckdb_neo::expression::{Expression, ExpressionType};
+use duckdb_neo::logical_type::LogicalType;
 use duckdb_neo::value::Value;
+use duckdb_neo::{Parameters, Result};
 
 /// How faithfully a translation follows DuckDB's filter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,6 +65,7 @@ pub(crate) trait Columns {
 
 /// `expression` translated, or `None` where it cannot be (DuckDB keeps it).
 pub(crate) fn translate(
+    context: &Context,
     expression: &Expression<'_>,
     schema: &Schema,
     columns: &dyn Columns,
@@ -74,7 +77,7 @@ pub(crate) fn translate(
             let mut parts = Vec::new();
             let mut fidelity = Fidelity::Exact;
             for child in expression.children()? {
-                match translate(&child, schema, columns)? {
+                match translate(context, &child, schema, columns)? {
                     Some(t) => {
                         if t.fidelity == Fidelity::Superset {
                             fidelity = Fidelity::Superset;
@@ -93,7 +96,7 @@ pub(crate) fn translate(
             let mut fidelity = Fidelity::Exact;
             for child in expression.children()? {
                 // An OR with an untranslated part could match anything.
-                let Some(t) = translate(&child, schema, columns)? else {
+                let Some(t) = translate(context, &child, schema, columns)? else {
                     return Ok(None);
                 };
                 if t.fidelity == Fidelity::Superset {
@@ -109,7 +112,7 @@ pub(crate) fn translate(
                 return Ok(None);
             };
             // The complement of a superset is a subset: only exact ones.
-            match translate(&child, schema, columns)? {
+            match translate(context, &child, schema, columns)? {
                 Some(t) if t.fidelity == Fidelity::Exact => Some(Translated::exact(!t.expr)),
                 _ => None,
             }
@@ -139,15 +142,22 @@ pub(crate) fn translate(
                 return Ok(None);
             };
             // The column on either side; flipped to the left.
-            let (c, v, flipped) = match (column(left, schema, columns)?, constant(right)?) {
+            let (c, v, flipped) = match (column(left, schema, columns)?, constant(context, right)?)
+            {
                 (Some(c), Some(v)) => (c, v, false),
-                _ => match (column(right, schema, columns)?, constant(left)?) {
+                _ => match (column(right, schema, columns)?, constant(context, left)?) {
                     (Some(c), Some(v)) => (c, v, true),
                     _ => return Ok(None),
                 },
             };
             let ((name, data_type), value) = (c, v);
             if !exactly_comparable(&data_type, &value) {
+                return Ok(None);
+            }
+            // An ENUM constant orders by its category's position, not as a
+            // string: only (in)equality is the string's.
+            let ordering = !matches!(kind, T::CompareEqual | T::CompareNotEqual);
+            if ordering && (is_enum(left)? || is_enum(right)?) {
                 return Ok(None);
             }
             let (c, v) = (col_named(&name), lit(value));
@@ -173,7 +183,7 @@ pub(crate) fn translate(
             };
             let mut list = Vec::with_capacity(rest.len());
             for child in rest {
-                match constant(child)? {
+                match constant(context, child)? {
                     Some(v) if exactly_comparable(&data_type, &v) => list.push(lit(v)),
                     _ => return Ok(None),
                 }
@@ -187,10 +197,14 @@ pub(crate) fn translate(
             let [input, lower, upper] = children.as_slice() else {
                 return Ok(None);
             };
+            // An ENUM's range is by position (as an ordering comparison).
+            if is_enum(input)? {
+                return Ok(None);
+            }
             let Some((name, data_type)) = column(input, schema, columns)? else {
                 return Ok(None);
             };
-            match (constant(lower)?, constant(upper)?) {
+            match (constant(context, lower)?, constant(context, upper)?) {
                 (Some(lo), Some(hi))
                     if exactly_comparable(&data_type, &lo)
                         && exactly_comparable(&data_type, &hi) =>
@@ -213,16 +227,37 @@ fn col_named(name: &str) -> Expr {
     col(datafusion::common::Column::new_unqualified(name))
 }
 
-/// The table column a reference names, with its type.
+/// Whether `expression` is of an `ENUM` type (an `ENUM` column or constant).
+fn is_enum(expression: &Expression<'_>) -> Result<bool> {
+    Ok(expression.return_type()?.id()? == LogicalTypeID::Enum)
+}
+
+/// The table column a reference names, with its type; or the column a cast
+/// of a categorical to `VARCHAR` names (DuckDB compares an `ENUM` with a
+/// string's order so: the category's string, exactly its value).
 fn column(
     expression: &Expression<'_>,
     schema: &Schema,
     columns: &dyn Columns,
 ) -> Result<Option<(String, DataType)>> {
-    if expression.expression_type()? != ExpressionType::BoundColumnRef {
-        return Ok(None);
-    }
-    let index = columns.column(expression.reference_index()?)?;
+    let reference = match expression.expression_type()? {
+        ExpressionType::BoundColumnRef => expression.reference_index()?,
+        ExpressionType::OperatorCast
+            if expression.return_type()?.id()? == LogicalTypeID::Varchar =>
+        {
+            match expression.children()?.into_iter().next() {
+                Some(child)
+                    if child.expression_type()? == ExpressionType::BoundColumnRef
+                        && is_enum(&child)? =>
+                {
+                    child.reference_index()?
+                }
+                _ => return Ok(None),
+            }
+        }
+        _ => return Ok(None),
+    };
+    let index = columns.column(reference)?;
     Ok(schema
         .fields()
         .get(index)
@@ -231,11 +266,18 @@ fn column(
 
 /// A constant as DataFusion's, where its type is one the scan compares
 /// exactly as DuckDB does. `NULL` is not translated.
-fn constant(expression: &Expression<'_>) -> Result<Option<ScalarValue>> {
+fn constant(context: &Context, expression: &Expression<'_>) -> Result<Option<ScalarValue>> {
     if expression.expression_type()? != ExpressionType::ValueConstant {
         return Ok(None);
     }
-    scalar(&expression.get_constant_value()?)
+    let value = expression.get_constant_value()?;
+    if !value.is_null()? && value.logical_type()?.id()? == LogicalTypeID::Enum {
+        // An ENUM constant as its category's string.
+        let varchar =
+            LogicalType::create_from_id(context, LogicalTypeID::Varchar, Parameters::None)?;
+        return scalar(&value.cast(context, &varchar)?);
+    }
+    scalar(&value)
 }
 
 /// A DuckDB value as DataFusion's (integers, booleans, strings).

@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use std::mem::ManuallyDrop;
 
 use arrow_array::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
-use arrow_array::{Array, RecordBatch, StructArray};
+use arrow_array::{Array, ArrayRef, RecordBatch, StructArray};
 use arrow_schema::Schema;
 use duckdb_neo::arrow::{ArrowArray, ArrowImporter, ArrowSchema};
 use duckdb_neo::connection::Context;
@@ -17,6 +17,7 @@ use duckdb_neo::logical_type::LogicalType;
 use duckdb_neo::vector::Unknown;
 use duckdb_neo::{Error, Result};
 
+use crate::category::Categories;
 use crate::zarrow_error;
 
 /// `schema` in the C data interface, as DuckDB's bindings declare it.
@@ -56,52 +57,130 @@ pub(crate) fn duckdb_columns(
 /// Chunks imported and not yet handed on.
 #[derive(Default)]
 pub(crate) struct Imported {
-    chunks: VecDeque<DataChunk<'static>>,
+    pieces: VecDeque<Piece>,
     /// The chunk the output last referenced: kept until the next call, while
     /// DuckDB reads the output.
     current: Option<DataChunk<'static>>,
 }
 
+/// One output chunk's rows: the imported columns (none when every column is
+/// an `ENUM`) and each `ENUM` column's keys (by output column).
+struct Piece {
+    chunk: Option<DataChunk<'static>>,
+    keys: Vec<(usize, ArrayRef)>,
+}
+
 impl Imported {
     /// Import `batch` into chunks of `rows` rows at most (the output's
-    /// capacity, DuckDB's vector size).
+    /// capacity, DuckDB's vector size). `enums[i]`: the categories of column
+    /// `i` where DuckDB was told it is an `ENUM` (written as codes, not
+    /// imported).
     pub(crate) fn push(
         &mut self,
         context: &Context,
         batch: RecordBatch,
         rows: usize,
+        enums: &[Option<Categories>],
     ) -> Result<()> {
-        let schema = ffi_schema(batch.schema().as_ref())?;
-        let mut importer = ArrowImporter::new(context, schema, Some(rows.max(1)))?;
-        importer.append_consumed(ffi_array(batch), true)?;
-        while let Some(chunk) = importer.next_chunk()? {
-            self.chunks.push_back(chunk);
+        let rows = rows.max(1);
+        let mut keys = Vec::new();
+        let mut imported = Vec::new();
+        for (i, column) in batch.columns().iter().enumerate() {
+            match enums.get(i).and_then(Option::as_ref) {
+                Some(categories) => keys.push((i, categories.keys(column)?)),
+                None => imported.push(i),
+            }
+        }
+        let total = batch.num_rows();
+        let mut chunks = VecDeque::new();
+        // (A batch of no columns goes through the importer as before: it
+        // counts the rows.)
+        if !imported.is_empty() || keys.is_empty() {
+            let batch = if keys.is_empty() {
+                batch
+            } else {
+                batch.project(&imported).map_err(zarrow_error)?
+            };
+            let schema = ffi_schema(batch.schema().as_ref())?;
+            let mut importer = ArrowImporter::new(context, schema, Some(rows))?;
+            importer.append_consumed(ffi_array(batch), true)?;
+            while let Some(chunk) = importer.next_chunk()? {
+                chunks.push_back(chunk);
+            }
+        }
+        let mut offset = 0;
+        while offset < total {
+            let chunk = chunks.pop_front();
+            let len = match &chunk {
+                Some(chunk) => chunk.row_count()?,
+                None if imported.is_empty() && !keys.is_empty() => rows.min(total - offset),
+                None => {
+                    return Err(Error::invalid_input(
+                        "zarrow: internal error: DuckDB's Arrow import gave fewer rows than a batch",
+                    ));
+                }
+            };
+            if len == 0 || offset + len > total {
+                return Err(Error::invalid_input(
+                    "zarrow: internal error: DuckDB's Arrow import gave a chunk beyond its batch",
+                ));
+            }
+            self.pieces.push_back(Piece {
+                chunk,
+                keys: keys
+                    .iter()
+                    .map(|(i, k)| (*i, k.slice(offset, len)))
+                    .collect(),
+            });
+            offset += len;
         }
         Ok(())
     }
 
-    /// Reference the next chunk's columns from `output`; false when none is
-    /// left.
-    pub(crate) fn emit(&mut self, output: &mut DataChunkRef<'_>) -> Result<bool> {
-        let Some(chunk) = self.chunks.pop_front() else {
+    /// Fill `output` with the next chunk's columns (referenced, or an `ENUM`'s
+    /// codes written); false when none is left.
+    pub(crate) fn emit(
+        &mut self,
+        output: &mut DataChunkRef<'_>,
+        enums: &[Option<Categories>],
+    ) -> Result<bool> {
+        let Some(piece) = self.pieces.pop_front() else {
             self.current = None;
             return Ok(false);
         };
-        if chunk.col_count() != output.col_count() {
+        let imported = piece.chunk.as_ref().map_or(0, |c| c.col_count());
+        if imported + piece.keys.len() != output.col_count() {
             return Err(Error::invalid_input(format!(
-                "zarrow: internal error: {} columns imported for {} output columns",
-                chunk.col_count(),
+                "zarrow: internal error: {} columns read for {} output columns",
+                imported + piece.keys.len(),
                 output.col_count()
             )));
         }
+        let mut keys = piece.keys.iter().peekable();
+        let mut next_imported = 0;
         for i in 0..output.col_count() {
-            let source = chunk.get_vector_at::<Unknown>(i)?;
-            let target = output.get_vector_at_mut::<Unknown>(i)?;
-            // SAFETY: `chunk` is kept in `self.current` until the next call,
-            // after DuckDB has read this output, and it is not changed.
-            unsafe { target.reference(source) }?;
+            let mut target = output.get_vector_at_mut::<Unknown>(i)?;
+            match keys.next_if(|(k, _)| *k == i) {
+                Some((_, codes)) => {
+                    let categories = enums.get(i).and_then(Option::as_ref).ok_or_else(|| {
+                        Error::invalid_input("zarrow: internal error: an ENUM column lost")
+                    })?;
+                    categories.write(codes, &mut target)?;
+                }
+                None => {
+                    let chunk = piece.chunk.as_ref().ok_or_else(|| {
+                        Error::invalid_input("zarrow: internal error: an imported column lost")
+                    })?;
+                    let source = chunk.get_vector_at::<Unknown>(next_imported)?;
+                    next_imported += 1;
+                    // SAFETY: the chunk is kept in `self.current` until the
+                    // next call, after DuckDB has read this output, and it is
+                    // not changed.
+                    unsafe { target.reference(source) }?;
+                }
+            }
         }
-        self.current = Some(chunk);
+        self.current = piece.chunk;
         Ok(true)
     }
 }

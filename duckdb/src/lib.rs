@@ -16,6 +16,7 @@
 //! message, not an invalidated database. All I/O waits on the process's one
 //! runtime (`zarrow::store::runtime`), started by the first remote read.
 
+mod category;
 mod copy;
 mod filter;
 mod import;

@@ -42,6 +42,7 @@ use futures::StreamExt;
 use zarrow::datafusion::ZarrTable;
 use zarrow::{Decode, ExecutionContext, Location, Stores};
 
+use crate::category::Categories;
 use crate::filter::{self, Fidelity};
 use crate::import::{Imported, duckdb_columns};
 use crate::{guard, options, zarrow_error};
@@ -53,6 +54,8 @@ pub(crate) const FUNCTION: &str = "read_zarr";
 pub(crate) struct Bound {
     table: Arc<ZarrTable>,
     schema: SchemaRef,
+    /// Each column's categories where DuckDB was told it is an `ENUM`.
+    enums: Vec<Option<Categories>>,
     /// The translated filters (exact and supersets): the scan's.
     filters: Mutex<Vec<Expr>>,
 }
@@ -62,6 +65,8 @@ pub(crate) struct Global {
     plan: Arc<dyn ExecutionPlan>,
     task: Arc<TaskContext>,
     ranges: usize,
+    /// Each output column's categories where it is an `ENUM`.
+    enums: Vec<Option<Categories>>,
     next: AtomicUsize,
     done: AtomicUsize,
 }
@@ -109,8 +114,13 @@ impl TableFunctionCallbacks for ReadZarr {
             let table = ZarrTable::open(&location, table_options, &stores).map_err(zarrow_error)?;
             report_skipped(&location, &table);
             let schema = table.schema();
-            for (name, logical_type) in duckdb_columns(context, &handed_over(&schema))? {
-                bind.add_result_column(&name, &logical_type)?;
+            let enums = enums(&table, &schema)?;
+            let columns = duckdb_columns(context, &handed_over(&schema))?;
+            for ((name, logical_type), categories) in columns.into_iter().zip(&enums) {
+                match categories {
+                    Some(c) => bind.add_result_column(&name, &c.logical_type(context)?)?,
+                    None => bind.add_result_column(&name, &logical_type)?,
+                }
             }
             if let Some(rows) = table
                 .statistics()
@@ -124,6 +134,7 @@ impl TableFunctionCallbacks for ReadZarr {
             Ok(Bound {
                 table: Arc::new(table),
                 schema,
+                enums,
                 filters: Mutex::new(Vec::new()),
             })
         })
@@ -137,6 +148,7 @@ impl TableFunctionCallbacks for ReadZarr {
     ) -> Result<(Option<Global>, Option<usize>)> {
         guard(|| {
             let mut names = Vec::with_capacity(columns.count()?);
+            let mut enums = Vec::with_capacity(columns.count()?);
             for i in 0..columns.count()? {
                 let index = columns.get_column_index(i)?;
                 let field = bound.schema.fields().get(index).ok_or_else(|| {
@@ -145,6 +157,7 @@ impl TableFunctionCallbacks for ReadZarr {
                     ))
                 })?;
                 names.push(field.name().clone());
+                enums.push(bound.enums.get(index).cloned().flatten());
             }
             // (A poisoned lock still holds every filter pushed: none is lost,
             // since an accepted one is DuckDB's no more.)
@@ -160,6 +173,7 @@ impl TableFunctionCallbacks for ReadZarr {
                 plan,
                 task,
                 ranges,
+                enums,
                 next: AtomicUsize::new(0),
                 done: AtomicUsize::new(0),
             };
@@ -193,7 +207,7 @@ impl TableFunctionCallbacks for ReadZarr {
                 ));
             };
             loop {
-                if local.imported.emit(&mut output)? {
+                if local.imported.emit(&mut output, &global.enums)? {
                     local.chunks += 1;
                     return Ok(());
                 }
@@ -215,7 +229,10 @@ impl TableFunctionCallbacks for ReadZarr {
                 let runtime = zarrow::store::runtime().map_err(zarrow_error)?;
                 match zarrow::__private::block_on(runtime, stream.next()).map_err(zarrow_error)? {
                     Some(Ok(batch)) if batch.num_rows() == 0 => {}
-                    Some(Ok(batch)) => local.imported.push(context, batch, output.capacity()?)?,
+                    Some(Ok(batch)) => {
+                        let rows = output.capacity()?;
+                        local.imported.push(context, batch, rows, &global.enums)?
+                    }
                     Some(Err(e)) => return Err(query_error(e)),
                     None => {
                         local.stream = None;
@@ -246,14 +263,14 @@ impl TableFilterPushdownCallbacks for ReadZarr {
     fn pushdown_filter(
         &self,
         bound: &Bound,
-        _context: &Context,
+        context: &Context,
         pushed: PushdownData<'_>,
     ) -> Result<()> {
         guard(|| {
             let mut translated = Vec::new();
             for i in 0..pushed.filter_count()? {
                 let expression = pushed.filter(i)?;
-                if let Some(t) = filter::translate(&expression, &bound.schema, &pushed)? {
+                if let Some(t) = filter::translate(context, &expression, &bound.schema, &pushed)? {
                     if t.fidelity == Fidelity::Exact {
                         pushed.accept_pushdown(i)?;
                     }
@@ -393,6 +410,28 @@ fn handed_over(schema: &Schema) -> Schema {
         })
         .collect();
     Schema::new(fields)
+}
+
+/// Each column's categories where it is handed over as an `ENUM`: the
+/// anndata categoricals the table reads as dictionaries (`categorical_values
+/// := false`) whose categories can be one (category.rs).
+fn enums(table: &ZarrTable, schema: &Schema) -> Result<Vec<Option<Categories>>> {
+    let mut enums = vec![None; schema.fields().len()];
+    if !schema
+        .fields()
+        .iter()
+        .any(|f| matches!(f.data_type(), DataType::Dictionary(..)))
+    {
+        return Ok(enums);
+    }
+    for (name, values) in table.categories().map_err(zarrow_error)? {
+        if let Ok(i) = schema.index_of(&name)
+            && matches!(schema.field(i).data_type(), DataType::Dictionary(..))
+        {
+            enums[i] = Categories::of(&name, values);
+        }
+    }
+    Ok(enums)
 }
 
 /// A DataFusion error as DuckDB's, with zarrow's message where it is zarrow's.

@@ -225,6 +225,27 @@ def test_filters_answer_as_read_parquet(stores, condition, threads):
     assert rows(con, count.format(f"read_zarr('{zarr_path}')")) == [(len(want),)]
 
 
+ENUM_CONDITIONS = [c for c in CONDITIONS if "cell_type" in c] + [
+    "cell_type < 'NK'",
+    "cell_type >= 'Monocyte' AND day < 300",
+    "cell_type BETWEEN 'B cell' AND 'NK'",
+    "cell_type IS NULL OR cell_type = 'B cell'",
+]
+
+
+@pytest.mark.parametrize("condition", ENUM_CONDITIONS)
+def test_filters_on_an_enum_answer_as_read_parquet(stores, condition):
+    """The categorical as an ENUM (categorical_values := false): DuckDB
+    compares it with a string as the string (the same rows as read_parquet
+    gives), and the comparisons pushed down are the exact ones."""
+    zarr_path, parquet, _ = stores
+    con = connect(threads=2)
+    query = ("SELECT barcode, cell_type::VARCHAR, day FROM {} WHERE " + condition + " ORDER BY barcode")
+    got = rows(con, query.format(f"read_zarr('{zarr_path}', categorical_values := false)"))
+    want = rows(con, query.format(f"read_parquet('{parquet}')"))
+    assert got == want
+
+
 def test_nan_is_found_as_pyarrow_finds_it(stores, con):
     """`isnan` (not pushed: a function) over the floats, against pyarrow
     (DuckDB's read_parquet finds none: its statistics hold no NaN)."""
@@ -346,6 +367,107 @@ def test_anndata_obs_written_by_anndata(tmp_path, con):
     assert got.column("nullable").null_count == len(want)
     total = rows(con, f"SELECT count(*), count(nullable), sum(nullable) FROM '{obs}'")
     assert total == [(n, int(frame["nullable"].notna().sum()), int(frame["nullable"].sum()))]
+
+
+def test_categoricals_as_enums_as_pandas_orders_them(tmp_path, con):
+    """categorical_values := false: each anndata categorical with string
+    categories is an ENUM of them in anndata's order, so DuckDB sorts,
+    groups and takes min/max by category as pandas does; integer categories
+    stay their values' type; nulls stay NULL."""
+    ad = pytest.importorskip("anndata")
+    import pandas as pd
+
+    rng = np.random.default_rng(5)
+    n = 5000
+    # Categories in an order that is not the strings' order.
+    stage = pd.Categorical(rng.choice(["late", "early", "mid"], n), categories=["early", "mid", "late"],
+                           ordered=True)
+    stage[::11] = np.nan
+    frame = pd.DataFrame({
+        "stage": stage,
+        "cell_type": pd.Categorical(rng.choice(["T", "NK", "B"], n), categories=["T", "NK", "B"]),
+        "batch": pd.Categorical(rng.choice([3, 1, 2], n)),
+        "i": np.arange(n),
+    }, index=[f"c{i}" for i in range(n)])
+    group = zarr.open_group(str(tmp_path / "a.zarr"), mode="w")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        ad.io.write_elem(group, "obs", frame, dataset_kwargs={"chunks": (700,)})
+    obs = f"read_zarr('{tmp_path / 'a.zarr' / 'obs'}', categorical_values := false)"
+    types = dict(rows(con, f"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM {obs})"))
+    assert types["stage"] == "ENUM('early', 'mid', 'late')"
+    assert types["cell_type"] == "ENUM('T', 'NK', 'B')"
+    assert types["batch"] == "BIGINT"
+    got = con.sql(f"SELECT i, stage::VARCHAR AS stage, cell_type::VARCHAR AS cell_type, batch FROM {obs} ORDER BY i").df()
+    assert got["stage"].tolist() == [None if pd.isna(v) else v for v in frame["stage"].astype(object)]
+    assert got["cell_type"].tolist() == frame["cell_type"].astype(str).tolist()
+    assert got["batch"].tolist() == frame["batch"].astype(int).tolist()
+    # Sorted by category (pandas sorts a categorical so; NULLs last in both).
+    order = rows(con, f"SELECT stage::VARCHAR FROM {obs} ORDER BY stage, i")
+    want = frame.sort_values(["stage", "i"], na_position="last")["stage"].astype(object)
+    assert [v for (v,) in order] == [None if pd.isna(v) else v for v in want]
+    assert rows(con, f"SELECT min(stage)::VARCHAR, max(stage)::VARCHAR FROM {obs}") == [
+        (frame["stage"].min(), frame["stage"].max())]
+    counts = rows(con, f"SELECT cell_type::VARCHAR, count(*) FROM {obs} GROUP BY cell_type ORDER BY cell_type")
+    assert counts == [(c, int((frame["cell_type"] == c).sum())) for c in frame["cell_type"].cat.categories]
+    # The same answers as the values (VARCHAR), the default.
+    values = f"read_zarr('{tmp_path / 'a.zarr' / 'obs'}')"
+    for condition in ["cell_type = 'NK'", "stage > 'late'", "stage IN ('mid', 'early') AND i < 3000"]:
+        query = "SELECT i FROM {} WHERE " + condition + " ORDER BY i"
+        assert rows(con, query.format(obs)) == rows(con, query.format(values)), condition
+    # Every column and row through all threads, several vectors a chunk.
+    assert rows(con, f"SELECT count(*), count(stage), count(DISTINCT cell_type) FROM {obs}") == [
+        (n, int(frame["stage"].notna().sum()), 3)]
+    # COPY keeps an ENUM a categorical of the same categories, in order.
+    out = tmp_path / "copy.zarr"
+    con.execute(f"COPY (SELECT stage, cell_type, i FROM {obs}) TO '{out}' (FORMAT zarr, layout 'anndata')")
+    back = ad.io.read_elem(zarr.open_group(str(out), mode="r"))
+    for name in ["stage", "cell_type"]:
+        assert list(back[name].cat.categories) == list(frame[name].cat.categories), name
+        assert back[name].astype(object).tolist() == frame[name].astype(object).tolist(), name
+
+
+def test_categories_that_cannot_be_an_enum_stay_strings(tmp_path, con):
+    """Categories with a repeated string (a hostile store) are no ENUM: the
+    column is each row's category, as with categorical_values := true."""
+    group = zarr.open_group(str(tmp_path / "d.zarr"), mode="w", zarr_format=3)
+    group.attrs.update({"encoding-type": "dataframe", "encoding-version": "0.2.0",
+                        "column-order": ["c"], "_index": "_index"})
+    group.create_array("_index", shape=(4,), dtype=str)[:] = np.array(["a", "b", "c", "d"], dtype=object)
+    c = group.create_group("c")
+    c.attrs.update({"encoding-type": "categorical", "encoding-version": "0.2.0", "ordered": False})
+    c.create_array("categories", shape=(3,), dtype=str)[:] = np.array(["x", "y", "x"], dtype=object)
+    c.create_array("codes", data=np.array([0, 1, 2, -1], dtype="int8"))
+    store = tmp_path / "d.zarr"
+    types = dict(rows(con, f"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM "
+                           f"read_zarr('{store}', categorical_values := false))"))
+    assert types["c"] == "VARCHAR"
+    got = rows(con, f"SELECT c FROM read_zarr('{store}', categorical_values := false)")
+    assert got == [("x",), ("y",), ("x",), (None,)]
+
+
+def test_an_enum_whose_categories_change_after_binding_is_an_error(tmp_path, con):
+    """A prepared query bound to the categories [a, b]; the store is then
+    rewritten with categories [b, a] (the same count, so every code still
+    fits): the query gives the new rows or an error, never the old
+    categories' strings for the new codes."""
+    zarrow = pytest.importorskip("zarrow")
+    store = tmp_path / "s.zarr"
+
+    def write(categories, codes):
+        t = pa.table({"k": pa.DictionaryArray.from_arrays(pa.array(codes, pa.int8()), pa.array(categories))})
+        zarrow.write(t, store, layout="anndata", mode="overwrite")
+
+    write(["a", "b"], [0, 0, 1])
+    con.execute(f"PREPARE q AS SELECT k::VARCHAR FROM read_zarr('{store}', categorical_values := false)")
+    assert rows(con, "EXECUTE q") == [("a",), ("a",), ("b",)]
+    write(["b", "a"], [0, 0, 1])
+    try:
+        got = rows(con, "EXECUTE q")
+    except duckdb.Error as e:
+        assert "changed since the query was planned" in str(e)
+    else:
+        assert got == [("b",), ("b",), ("a",)]
 
 
 def test_xarray_cf_decoding_as_xarray_reads_it(tmp_path, con):

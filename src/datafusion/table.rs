@@ -4,6 +4,7 @@
 use std::ops::Range;
 use std::sync::Arc;
 
+use arrow_array::ArrayRef;
 use arrow_schema::SchemaRef;
 use async_trait::async_trait;
 use datafusion::catalog::Session;
@@ -26,7 +27,7 @@ use crate::Stores;
 use crate::conventions::anndata;
 use crate::error::Result;
 use crate::location::Location;
-use crate::read::{Node, Skipped};
+use crate::read::{Node, Skipped, TableSource};
 use crate::write::{Layout, WriteOptions};
 use crate::{NodeMetadata, Store};
 
@@ -107,6 +108,27 @@ impl ZarrTable {
             .into_iter()
             .map(str::to_string)
             .collect()
+    }
+
+    /// Each anndata categorical column's categories (by column name, in the
+    /// table's order), read whole: what an engine that fixes a dictionary's
+    /// values when a query binds needs (DuckDB's `ENUM`). Every read of the
+    /// column reads them again, so a reader can check that they did not change.
+    ///
+    /// # Errors
+    /// The store's, or categories larger than the read limit.
+    pub fn categories(&self) -> Result<Vec<(String, ArrayRef)>> {
+        let snapshot = self.snapshot();
+        let TableSource::Rows(builder) = &snapshot.source else {
+            return Ok(Vec::new());
+        };
+        let mut categories = Vec::new();
+        for column in builder.columns()?.iter() {
+            if let Some(array) = column.categories() {
+                categories.push((column.field().name().clone(), array.read_all()?));
+            }
+        }
+        Ok(categories)
     }
 }
 

@@ -585,6 +585,44 @@ fn categorical_values_are_anndatas_values() {
     });
 }
 
+/// `ZarrTable::categories`: each anndata categorical's categories, in the
+/// order anndata wrote them (strings and integers alike), and nothing for any
+/// other column.
+#[test]
+fn categories_are_anndatas_categories() {
+    let conventions = testdata().join("conventions");
+    let location = conventions.join("stores/anndata_v3.zarr/obs");
+    let expected = read_ipc(&conventions.join("expected/anndata_v3__obs.arrow"));
+    let want: Vec<(String, ArrayRef)> = expected[0]
+        .schema()
+        .fields()
+        .iter()
+        .filter(|f| matches!(f.data_type(), DataType::Dictionary(..)))
+        .map(|f| {
+            let column = expected[0].column_by_name(f.name()).unwrap();
+            (
+                f.name().clone(),
+                column.as_any_dictionary().values().clone(),
+            )
+        })
+        .collect();
+    assert_eq!(want.len(), 3);
+    let location = zarrow::Location::parse(location.to_str().unwrap()).unwrap();
+    for values in [true, false] {
+        let mut options = ZarrTableOptions::default();
+        options.read.categorical_values = values;
+        let table = ZarrTable::open(&location, options, &zarrow::Stores::default()).unwrap();
+        let got = table.categories().unwrap();
+        let names: Vec<_> = got.iter().map(|(n, _)| n.clone()).collect();
+        let want_names: Vec<_> = want.iter().map(|(n, _)| n.clone()).collect();
+        assert_eq!(names, want_names);
+        for ((name, got), (_, want)) in got.iter().zip(&want) {
+            let got = arrow_cast::cast(got, want.data_type()).unwrap();
+            assert_eq!(&got, want, "{name}");
+        }
+    }
+}
+
 #[test]
 fn every_string_type_answers_alike() {
     let (_, names, _) = rows();
