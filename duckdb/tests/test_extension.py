@@ -387,6 +387,8 @@ def test_categoricals_as_enums_as_pandas_orders_them(tmp_path, con):
         "stage": stage,
         "cell_type": pd.Categorical(rng.choice(["T", "NK", "B"], n), categories=["T", "NK", "B"]),
         "batch": pd.Categorical(rng.choice([3, 1, 2], n)),
+        # More than 255 categories: DuckDB stores the ENUM in two bytes a row.
+        "gene": pd.Categorical(rng.choice([f"g{i:03}" for i in range(300)], n)),
         "i": np.arange(n),
     }, index=[f"c{i}" for i in range(n)])
     group = zarr.open_group(str(tmp_path / "a.zarr"), mode="w")
@@ -402,6 +404,9 @@ def test_categoricals_as_enums_as_pandas_orders_them(tmp_path, con):
     assert got["stage"].tolist() == [None if pd.isna(v) else v for v in frame["stage"].astype(object)]
     assert got["cell_type"].tolist() == frame["cell_type"].astype(str).tolist()
     assert got["batch"].tolist() == frame["batch"].astype(int).tolist()
+    genes = rows(con, f"SELECT gene::VARCHAR FROM {obs} ORDER BY i")
+    assert [g for (g,) in genes] == frame["gene"].astype(str).tolist()
+    assert types["gene"].startswith("ENUM('g000', 'g001'")
     # Sorted by category (pandas sorts a categorical so; NULLs last in both).
     order = rows(con, f"SELECT stage::VARCHAR FROM {obs} ORDER BY stage, i")
     want = frame.sort_values(["stage", "i"], na_position="last")["stage"].astype(object)
@@ -495,6 +500,48 @@ def test_xarray_cf_decoding_as_xarray_reads_it(tmp_path, con):
     raw = rows(con, f"SELECT min(temp), max(temp) FROM read_zarr('{tmp_path / 'x.zarr'}', decode_cf := false)")
     stored = np.asarray(zarr.open_array(str(tmp_path / "x.zarr" / "temp"), mode="r")[:])
     assert raw == [(int(stored.min()), int(stored.max()))]
+
+
+def test_a_long_table_is_xarrays_frame(tmp_path):
+    """long := true: a gridded dataset written by xarray, one row per grid
+    point, as xarray's to_dataframe() gives it (row order kept across two
+    threads), and a filter and a projection DuckDB applies over it."""
+    xr = pytest.importorskip("xarray")
+    import pandas as pd
+
+    rng = np.random.default_rng(2)
+    time_, lat, lon = 30, 40, 50
+    ds = xr.Dataset(
+        {
+            "t2m": (("time", "lat", "lon"), rng.normal(280, 5, (time_, lat, lon)).astype("float32")),
+            "orog": (("lat", "lon"), rng.random((lat, lon)) * 1000),
+        },
+        coords={
+            "time": pd.date_range("2021-01-01", periods=time_, freq="D"),
+            "lat": np.linspace(-60, 60, lat),
+            "lon": np.arange(lon, dtype="float32") * 7.2,
+        },
+    )
+    ds.to_zarr(tmp_path / "g.zarr", zarr_format=3, consolidated=False,
+               encoding={"t2m": {"chunks": (7, 40, 50)}})
+    want = xr.open_zarr(tmp_path / "g.zarr", consolidated=False).to_dataframe().reset_index()
+    con = connect(threads=2)
+    table = f"read_zarr('{tmp_path / 'g.zarr'}', long := true)"
+    got = con.sql(f"SELECT * FROM {table}").df()
+    # The dimensions first, in order; then the data variables (by name: a
+    # store without consolidated metadata gives xarray its listing's order).
+    assert list(got.columns[:3]) == list(want.columns[:3]) == ["time", "lat", "lon"]
+    assert sorted(got.columns[3:]) == sorted(want.columns[3:])
+    assert len(got) == time_ * lat * lon
+    assert [t.to_datetime64() for t in got["time"]] == list(want["time"].to_numpy())
+    for name in ["lat", "lon", "t2m", "orog"]:
+        assert got[name].to_numpy().tolist() == want[name].to_numpy().tolist(), name
+    hot = want[(want["t2m"] > 290) & (want["lat"] > 0)]
+    [(count, total)] = con.execute(f"SELECT count(*), sum(orog) FROM {table} WHERE t2m > 290 AND lat > 0").fetchall()
+    assert count == len(hot) > 0
+    assert np.isclose(total, hot["orog"].sum(), rtol=1e-12)
+    only = rows(con, f"SELECT count(*) FROM read_zarr('{tmp_path / 'g.zarr'}', long := true, columns := 'orog')")
+    assert only == [(lat * lon,)]
 
 
 # ------------------------------------------------- what a filter fetches

@@ -14,7 +14,7 @@ use crate::error::{Error, ParseOptionError, Result};
 use crate::location::Location;
 use crate::location::UrlOptions;
 use crate::options::Options as _;
-use crate::read::{ReaderBuilder, Skipped, TableSource, aligned_splits};
+use crate::read::{LongGrid, ReaderBuilder, Skipped, TableSource, aligned_splits};
 use crate::store::{Consolidated, MetadataSnapshot};
 use crate::{ReadOptions, Store};
 
@@ -32,6 +32,13 @@ crate::options::options! {
         /// so `ORDER BY` one merges the partitions rather than sorting.
         /// Declare only what holds: a wrong declaration gives a wrong order.
         pub sorted: Vec<String> as crate::options::List = Vec::new(),
+        /// Read a group of N-d variables sharing named dimensions (xarray's
+        /// dataset) as a long table, one row per grid point, its
+        /// coordinates first, as `Dataset.to_dataframe()` gives it (`columns`:
+        /// the data variables). The variables are read whole when the table
+        /// opens (each within `max_read_bytes`) and kept while it is open; a
+        /// scan gathers its rows from them.
+        pub long: bool = false,
     }
     groups {
         /// How the arrays are read: as [`ReadOptions`], but for
@@ -89,6 +96,8 @@ pub(crate) struct Snapshot {
     /// (dictionaries), where the table gives their values: what a filter on
     /// one is evaluated over (a comparison per category, not per row).
     pub(crate) codes: Option<ReaderBuilder>,
+    /// A long table's variables, read whole when it opened.
+    pub(crate) long: Option<Arc<LongGrid>>,
     schema: SchemaRef,
     rows: u64,
     /// Indices of the columns whose values never decrease (declared or
@@ -215,14 +224,12 @@ impl Snapshot {
         let metadata = Arc::new(Consolidated::remembering(store));
         let store: Arc<dyn Store> = metadata.clone();
         let columns = options.columns.as_deref();
-        let source = match TableSource::open(store.clone(), &name, read_options, columns, false)? {
-            TableSource::Long(..) => {
-                return Err(Error::OptionNotApplicable {
-                    options: vec!["a long table"],
-                    applies_to: "zarrow.read and zarrow convert, not a DataFusion table",
-                });
+        let source = TableSource::open(store.clone(), &name, read_options, columns, options.long)?;
+        let long = match &source {
+            TableSource::Long(group, variables) => {
+                Some(Arc::new(LongGrid::new(group, variables.as_deref())?))
             }
-            source => source,
+            _ => None,
         };
         let mut codes = None;
         if let TableSource::Rows(builder) = &source
@@ -251,7 +258,14 @@ impl Snapshot {
                 let fields = columns.iter().map(|c| c.field().clone()).collect();
                 (fields, array.len(), Vec::new())
             }
-            TableSource::Long(..) => (Vec::new(), 0, Vec::new()),
+            TableSource::Long(..) => match &long {
+                Some(grid) => (
+                    grid.schema().fields().iter().cloned().collect(),
+                    grid.total_rows(),
+                    grid.skipped().to_vec(),
+                ),
+                None => (Vec::new(), 0, Vec::new()),
+            },
         };
         let schema = Arc::new(Schema::new(fields));
         let mut sorted = Vec::new();
@@ -277,6 +291,7 @@ impl Snapshot {
         }
         Ok(Self {
             codes,
+            long,
             location: location.clone(),
             options,
             stores: Stores::default(),
@@ -380,8 +395,8 @@ impl Snapshot {
         match &self.source {
             TableSource::Rows(builder) => builder.clone().with_row_range(rows).splits(n),
             TableSource::Flat(array) => Ok(aligned_splits(rows, array.row_chunk_len(), n)),
-            // Refused when the table opened.
-            TableSource::Long(..) => Ok(vec![rows]),
+            // Gathered from the variables in memory: any split.
+            TableSource::Long(..) => Ok(aligned_splits(rows, 1, n)),
         }
     }
 }

@@ -54,7 +54,7 @@ use super::prune::Pruning;
 use super::snapshot::Snapshot;
 use crate::error::Result;
 use crate::location::Location;
-use crate::read::TableSource;
+use crate::read::{DEFAULT_MAX_BATCH_ROWS, TableSource};
 use crate::read::{ReadBudget, ReadStats, ReaderBuilder};
 use crate::recycle::{KeptBudget, Recycler};
 use crate::store::{AsyncStore, SyncAsAsync};
@@ -485,11 +485,7 @@ impl Opener {
                 let slab = usize::try_from(array.row_chunk_len()).unwrap_or(usize::MAX);
                 array.reader().with_batch_size(slab)
             }
-            TableSource::Long(..) => {
-                return internal_err!(
-                    "a long table is no DataFusion table (refused when it opened)"
-                );
-            }
+            TableSource::Long(..) => return self.gathered(range, schema),
         };
         let pool = source.runtime.memory_pool.clone();
         let partition = self.partition;
@@ -603,6 +599,28 @@ impl Opener {
             first_dense: std::sync::atomic::AtomicBool::new(false),
         };
         Ok(filtered.stream(range))
+    }
+
+    /// Rows `range` of a long table, gathered from its variables (read when
+    /// it opened), a batch at a time. Its filters are DataFusion's (none is
+    /// pushed: there are no chunks to skip).
+    fn gathered(&self, range: Range<u64>, schema: SchemaRef) -> DfResult<Batches> {
+        let source = &self.source;
+        let Some(grid) = source.snapshot.long.clone() else {
+            return internal_err!("a long table without its variables");
+        };
+        if source.filter.is_some() {
+            return internal_err!("a filter pushed into a long table");
+        }
+        let columns = source.columns.clone();
+        let step = source.batch_size.unwrap_or(DEFAULT_MAX_BATCH_ROWS).max(1) as u64;
+        let starts = (range.start..range.end).step_by(usize::try_from(step).unwrap_or(usize::MAX));
+        Ok(futures::stream::iter(starts.map(move |start| {
+            let rows = start..range.end.min(start.saturating_add(step));
+            let arrays = grid.gather(rows, &columns).map_err(df_err)?;
+            Ok(RecordBatch::try_new(schema.clone(), arrays)?)
+        }))
+        .boxed())
     }
 
     /// The store a partition reads chunks through, and how many requests it

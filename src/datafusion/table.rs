@@ -240,6 +240,12 @@ impl datafusion::catalog::TableProvider for ZarrTable {
         insert_op: InsertOp,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
         let snapshot = self.snapshot();
+        if snapshot.long.is_some() {
+            return not_impl_err!(
+                "{} is read as a long table: it is written as its N-d variables, not by rows",
+                snapshot.location()
+            );
+        }
         let mode = match insert_op {
             InsertOp::Append => Mode::Append,
             InsertOp::Overwrite => Mode::Overwrite,

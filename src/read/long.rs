@@ -13,6 +13,7 @@
 //! gathered from them.
 
 use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch, RecordBatchReader, UInt64Array};
@@ -33,22 +34,71 @@ struct Variable {
     strides: Vec<u64>,
 }
 
-/// The long table of a gridded dataset: a `RecordBatchReader`.
+/// The long table of a gridded dataset: a `RecordBatchReader` of its grid.
 #[derive(Debug)]
 pub(crate) struct LongTable {
+    grid: Arc<LongGrid>,
+    next: u64,
+    batch_size: u64,
+}
+
+/// A gridded dataset's variables, read whole, and the long table's shape:
+/// any range of its rows gathered from them ([`LongGrid::gather`]).
+#[derive(Debug)]
+pub(crate) struct LongGrid {
     schema: SchemaRef,
     /// The output dimensions' lengths.
     shape: Vec<u64>,
     columns: Vec<Variable>,
-    next: u64,
     total: u64,
-    batch_size: u64,
     skipped: Vec<Skipped>,
+    /// The group, in messages.
+    label: String,
 }
 
 impl LongTable {
     /// The long table of `group`'s variables (`projection`: only these data
     /// variables, in this order).
+    ///
+    /// # Errors
+    /// As [`LongGrid::new`].
+    pub(crate) fn new(group: &ZarrGroup, projection: Option<&[String]>) -> Result<Self> {
+        Ok(Self {
+            grid: Arc::new(LongGrid::new(group, projection)?),
+            next: 0,
+            batch_size: DEFAULT_MAX_BATCH_ROWS as u64,
+        })
+    }
+
+    /// The children that are not in the table.
+    pub(crate) fn skipped(&self) -> &[Skipped] {
+        self.grid.skipped()
+    }
+
+    /// Rows (grid points).
+    pub(crate) fn total_rows(&self) -> u64 {
+        self.grid.total_rows()
+    }
+
+    fn batch(&mut self) -> Result<Option<RecordBatch>> {
+        let n = (self.grid.total - self.next).min(self.batch_size);
+        if n == 0 {
+            return Ok(None);
+        }
+        let rows = self.next..self.next + n;
+        self.next += n;
+        let all: Vec<usize> = (0..self.grid.columns.len()).collect();
+        let arrays = self.grid.gather(rows, &all)?;
+        Ok(Some(RecordBatch::try_new(
+            self.grid.schema.clone(),
+            arrays,
+        )?))
+    }
+}
+
+impl LongGrid {
+    /// The grid of `group`'s variables (`projection`: only these data
+    /// variables, in this order), each read whole.
     ///
     /// # Errors
     /// [`Error::Table`] when a variable has no dimension names, dimensions of one
@@ -190,9 +240,8 @@ impl LongTable {
             schema: Arc::new(schema),
             shape,
             columns,
-            next: 0,
             total,
-            batch_size: DEFAULT_MAX_BATCH_ROWS as u64,
+            label: label.clone(),
             skipped: if projection.is_none() {
                 skipped
             } else {
@@ -212,15 +261,32 @@ impl LongTable {
         self.total
     }
 
-    fn batch(&mut self) -> Result<Option<RecordBatch>> {
-        let n = (self.total - self.next).min(self.batch_size);
-        if n == 0 {
-            return Ok(None);
+    /// The table's columns (with pandas' metadata marking the dimensions as
+    /// the index).
+    pub(crate) fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// Columns `columns` (indices into [`Self::schema`]) of rows `rows`.
+    ///
+    /// # Errors
+    /// A row past the end or a column that is none; the gather's.
+    pub(crate) fn gather(&self, rows: Range<u64>, columns: &[usize]) -> Result<Vec<ArrayRef>> {
+        if rows.end > self.total || rows.start > rows.end {
+            return Err(Error::RowsOutOfRange {
+                path: self.label.clone(),
+                start: rows.start,
+                end: rows.end,
+                len: self.total,
+            });
         }
-        let rows = self.next..self.next + n;
-        self.next += n;
-        let mut arrays = Vec::with_capacity(self.columns.len());
-        for column in &self.columns {
+        let mut arrays = Vec::with_capacity(columns.len());
+        for &c in columns {
+            let column = self.columns.get(c).ok_or_else(|| {
+                Error::Arrow(ArrowError::InvalidArgumentError(format!(
+                    "the long table has no column {c}"
+                )))
+            })?;
             let indices = UInt64Array::from_iter_values(rows.clone().map(|r| {
                 let mut linear = r;
                 let mut index = 0u64;
@@ -237,7 +303,7 @@ impl LongTable {
                 None,
             )?);
         }
-        Ok(Some(RecordBatch::try_new(self.schema.clone(), arrays)?))
+        Ok(arrays)
     }
 }
 
@@ -274,7 +340,7 @@ impl Iterator for LongTable {
     fn next(&mut self) -> Option<Self::Item> {
         let result = self.batch();
         if result.is_err() {
-            self.next = self.total;
+            self.next = self.grid.total;
         }
         result.map_err(ArrowError::from).transpose()
     }
@@ -282,6 +348,6 @@ impl Iterator for LongTable {
 
 impl RecordBatchReader for LongTable {
     fn schema(&self) -> SchemaRef {
-        self.schema.clone()
+        self.grid.schema.clone()
     }
 }

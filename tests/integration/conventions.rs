@@ -210,6 +210,97 @@ fn anndata_and_xarray_stores_read_as_the_libraries_read_them() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// xarray's long tables (`Dataset.to_dataframe()`) as DataFusion tables
+/// (`long`): every row in order over several partitions, a projection, a
+/// limit, and a filter DataFusion applies, against xarray's frame.
+#[cfg(feature = "datafusion")]
+#[test]
+fn long_tables_through_datafusion_are_xarrays_frames() {
+    use datafusion::physical_plan::collect_partitioned;
+    use datafusion::prelude::{SessionConfig, SessionContext};
+    use zarrow::datafusion::{ZarrTable, ZarrTableOptions};
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for case in cases() {
+        if case["kind"] != "xarray-long" || case.get("expected").is_none_or(Value::is_null) {
+            continue;
+        }
+        let name = case["case"].as_str().unwrap().to_string();
+        let args: Vec<&str> = case["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        let mut options = ZarrTableOptions::default();
+        options.long = true;
+        options.read.decode_cf = !args.contains(&"--no-cf");
+        options.columns = args
+            .iter()
+            .position(|a| *a == "--columns")
+            .map(|i| args[i + 1].split(',').map(str::to_string).collect());
+        let dir = root().join(case["store"].as_str().unwrap());
+        let node = case["node"].as_str().unwrap_or("");
+        let location = zarrow::Location::parse(dir.join(node).to_str().unwrap()).unwrap();
+        let table = ZarrTable::open(&location, options, &zarrow::Stores::default()).unwrap();
+        let want = expected(&case);
+        let rows = want.num_rows();
+        let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(3));
+        ctx.register_table("t", Arc::new(table)).unwrap();
+        let last = want.schema().field(want.num_columns() - 1).name().clone();
+        runtime.block_on(async {
+            // In order: the partitions are row ranges, in row order.
+            let plan = ctx
+                .sql("SELECT * FROM t")
+                .await
+                .unwrap()
+                .create_physical_plan()
+                .await
+                .unwrap();
+            let parts = collect_partitioned(plan.clone(), ctx.task_ctx())
+                .await
+                .unwrap();
+            let batches: Vec<RecordBatch> = parts.into_iter().flatten().collect();
+            let got = concat(plan.schema(), &batches);
+            failures.extend(compare(&name, &got, &want));
+            let limited = ctx
+                .sql(&format!("SELECT \"{last}\" FROM t LIMIT 7"))
+                .await
+                .unwrap()
+                .collect()
+                .await
+                .unwrap();
+            let got = concat(limited[0].schema(), &limited);
+            if cells(got.column(0).as_ref())
+                != cells(&*want.column(want.num_columns() - 1).slice(0, rows.min(7)))
+            {
+                failures.push(format!("{name}: LIMIT 7 of {last} differs"));
+            }
+            let counted = ctx
+                .sql(&format!(
+                    "SELECT count(*) FROM t WHERE \"{last}\" IS NOT NULL"
+                ))
+                .await
+                .unwrap()
+                .collect()
+                .await
+                .unwrap();
+            let count = counted[0].column(0).as_primitive::<Int64Type>().value(0) as usize;
+            let want_count = rows - want.column(want.num_columns() - 1).null_count();
+            if count != want_count {
+                failures.push(format!(
+                    "{name}: {count} non-null {last}, expected {want_count}"
+                ));
+            }
+        });
+        checked += 1;
+    }
+    assert!(checked >= 3, "only {checked} long cases");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 #[test]
 fn refusals_name_what_is_refused() {
     let mut checked = 0;
