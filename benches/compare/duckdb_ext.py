@@ -135,7 +135,8 @@ def main() -> None:
                 peers["dataset"] = "dataset"
             bench(con, f"W10 group-by, {threads} thr", group_by, peers, args.rounds, "parquet")
             bench(con, f"W10 group-by categorical, {threads} thr", group_by,
-                  {"parquet": peers["parquet"], "zarr": f"read_zarr('{cat}')"}, args.rounds, "parquet")
+                  {"parquet": peers["parquet"], "zarr": f"read_zarr('{cat}')",
+                   "enum": f"read_zarr('{cat}', categorical_values := false)"}, args.rounds, "parquet")
             bench(con, f"W10 filtered group-by, {threads} thr", filtered, peers, args.rounds, "parquet")
 
     if want("W11"):
@@ -153,7 +154,8 @@ def main() -> None:
         con = connect(args.extension, 2)
         query = ("SELECT sample, count(*) AS n, avg(n_counts) AS m FROM {t} "
                  "WHERE cell_type = 'type_0007' GROUP BY sample")
-        peers = {"parquet": f"read_parquet('{parquet}')", "zarr": f"read_zarr('{store}')"}
+        peers = {"parquet": f"read_parquet('{parquet}')", "zarr": f"read_zarr('{store}')",
+                 "enum": f"read_zarr('{store}', categorical_values := false)"}
         bench(con, "W8 filter query", query, peers, args.rounds, "parquet")
 
 

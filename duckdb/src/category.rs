@@ -91,45 +91,95 @@ impl Categories {
     /// `vector`, an output vector of this `ENUM` type: each row's code in the
     /// width DuckDB stores an `ENUM` of this many entries, a null key a null.
     pub(crate) fn write(&self, keys: &ArrayRef, vector: &mut Vector<'_, Unknown>) -> Result<()> {
-        let entries = self.values.len();
-        let codes: Vec<u32> = match keys.data_type() {
-            DataType::Int8 => codes::<Int8Type>(keys, entries)?,
-            DataType::Int16 => codes::<Int16Type>(keys, entries)?,
-            DataType::Int32 => codes::<Int32Type>(keys, entries)?,
-            DataType::Int64 => codes::<Int64Type>(keys, entries)?,
-            other => {
-                return Err(Error::invalid_input(format!(
-                    "zarrow: categorical {} has codes of type {other}",
-                    self.name
-                )));
-            }
+        match keys.data_type() {
+            DataType::Int8 => self.write_as::<Int8Type>(keys, vector),
+            DataType::Int16 => self.write_as::<Int16Type>(keys, vector),
+            DataType::Int32 => self.write_as::<Int32Type>(keys, vector),
+            DataType::Int64 => self.write_as::<Int64Type>(keys, vector),
+            other => Err(Error::invalid_input(format!(
+                "zarrow: categorical {} has codes of type {other}",
+                self.name
+            ))),
+        }
+    }
+
+    fn write_as<K: ArrowPrimitiveType>(
+        &self,
+        keys: &ArrayRef,
+        vector: &mut Vector<'_, Unknown>,
+    ) -> Result<()>
+    where
+        K::Native: Into<i64>,
+    {
+        let keys: &PrimitiveArray<K> = keys.as_primitive::<K>();
+        let nulls = keys.logical_nulls().filter(|n| n.null_count() > 0);
+        let entries = self.values.len() as i64;
+        // Every valid key is a code of the categories (a null's slot may hold
+        // anything: it is written as 0).
+        let valid = |row: usize| nulls.as_ref().is_none_or(|n| n.is_valid(row));
+        let values = keys.values();
+        let inside = |k: &K::Native| (0..entries).contains(&(*k).into());
+        let all_inside = match &nulls {
+            // (No early exit: the loop vectorizes.)
+            None => values.iter().fold(true, |ok, k| ok & inside(k)),
+            Some(_) => values
+                .iter()
+                .enumerate()
+                .all(|(r, k)| !valid(r) || inside(k)),
         };
-        vector.set_size(codes.len())?;
+        if !all_inside {
+            return Err(Error::invalid_input(format!(
+                "zarrow: a code of categorical {} lies outside its categories",
+                self.name
+            )));
+        }
+        vector.set_size(keys.len())?;
         let mut writer = vector.writer()?;
         let data = writer.as_mut_ptr().cast::<u8>();
-        if data.is_null() || writer.len() != codes.len() {
+        if data.is_null() || writer.len() != keys.len() {
             return Err(Error::invalid_input(
                 "zarrow: internal error: an ENUM output vector without storage",
             ));
         }
-        // SAFETY: the vector is flat, writable, `codes.len()` rows long, of an
+        macro_rules! fill {
+            ($t:ty) => {{
+                let out = std::slice::from_raw_parts_mut(data.cast::<$t>(), values.len());
+                match &nulls {
+                    None => out
+                        .iter_mut()
+                        .zip(values.iter())
+                        .for_each(|(o, k)| *o = Into::<i64>::into(*k) as $t),
+                    Some(_) => {
+                        out.iter_mut()
+                            .zip(values.iter())
+                            .enumerate()
+                            .for_each(|(r, (o, k))| {
+                                *o = if valid(r) {
+                                    Into::<i64>::into(*k) as $t
+                                } else {
+                                    0
+                                }
+                            })
+                    }
+                }
+            }};
+        }
+        // SAFETY: the vector is flat, writable, `keys.len()` rows long, of an
         // ENUM of `entries` entries, which DuckDB stores as u8 up to 255
         // entries, u16 up to 65,535 and u32 beyond (the v2 C API's contract);
-        // every slot is written, and each code is below `entries`.
+        // every slot is written, each with a code below `entries` (checked
+        // above), which fits the width.
         unsafe {
-            if entries <= u8::MAX as usize {
-                let out = std::slice::from_raw_parts_mut(data, codes.len());
-                out.iter_mut().zip(&codes).for_each(|(o, c)| *o = *c as u8);
-            } else if entries <= u16::MAX as usize {
-                let out = std::slice::from_raw_parts_mut(data.cast::<u16>(), codes.len());
-                out.iter_mut().zip(&codes).for_each(|(o, c)| *o = *c as u16);
+            if entries <= i64::from(u8::MAX) {
+                fill!(u8);
+            } else if entries <= i64::from(u16::MAX) {
+                fill!(u16);
             } else {
-                let out = std::slice::from_raw_parts_mut(data.cast::<u32>(), codes.len());
-                out.copy_from_slice(&codes);
+                fill!(u32);
             }
             writer.fill_validity(true)?;
-            if let Some(nulls) = keys.logical_nulls() {
-                for row in nulls.iter().enumerate().filter(|(_, v)| !v).map(|(r, _)| r) {
+            if let Some(nulls) = &nulls {
+                for row in (0..keys.len()).filter(|&r| nulls.is_null(r)) {
                     writer.set_row_validity(row, false)?;
                 }
             }
@@ -138,27 +188,24 @@ impl Categories {
     }
 }
 
-/// Each key as a code below `entries` (a null key 0: its row is a null).
-fn codes<K: ArrowPrimitiveType>(keys: &ArrayRef, entries: usize) -> Result<Vec<u32>>
-where
-    K::Native: TryInto<u32>,
-{
-    let keys: &PrimitiveArray<K> = keys.as_primitive::<K>();
-    let nulls = keys.logical_nulls();
-    let mut codes = Vec::with_capacity(keys.len());
-    for (row, key) in keys.values().iter().enumerate() {
-        if nulls.as_ref().is_some_and(|n| n.is_null(row)) {
-            codes.push(0);
-            continue;
-        }
-        match (*key).try_into() {
-            Ok(code) if (code as usize) < entries => codes.push(code),
-            _ => {
-                return Err(Error::invalid_input(
-                    "zarrow: a categorical's code lies outside its categories",
-                ));
-            }
-        }
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::{ArrayRef, Int64Array, StringArray, StringViewArray};
+
+    use super::Categories;
+
+    #[test]
+    fn only_unique_non_null_strings_make_an_enum() {
+        let strings = |v: Vec<Option<&str>>| Arc::new(StringArray::from(v)) as ArrayRef;
+        assert!(Categories::of("c", strings(vec![Some("b"), Some("a")])).is_some());
+        let view = Arc::new(StringViewArray::from(vec!["x", "y"])) as ArrayRef;
+        assert!(Categories::of("c", view).is_some());
+        assert!(Categories::of("c", strings(vec![])).is_some());
+        assert!(Categories::of("c", strings(vec![Some("a"), Some("a")])).is_none());
+        assert!(Categories::of("c", strings(vec![Some("a"), None])).is_none());
+        let ints = Arc::new(Int64Array::from(vec![1, 2])) as ArrayRef;
+        assert!(Categories::of("c", ints).is_none());
     }
-    Ok(codes)
 }
