@@ -75,24 +75,33 @@ fn concat(schema: SchemaRef, batches: &[RecordBatch]) -> RecordBatch {
     arrow_select::concat::concat_batches(&schema, batches).unwrap()
 }
 
-/// Read a case's node as `zarrow convert` would, through the library.
-fn read_case(case: &Value) -> zarrow::Result<RecordBatch> {
-    let store_dir = root().join(case["store"].as_str().unwrap());
-    let node = case["node"].as_str().unwrap_or("");
-    let args: Vec<&str> = case["args"]
+/// A case's `zarrow convert` arguments.
+fn args(case: &Value) -> Vec<&str> {
+    case["args"]
         .as_array()
         .unwrap()
         .iter()
         .map(|a| a.as_str().unwrap())
-        .collect();
+        .collect()
+}
+
+/// The columns `--columns a,b` names.
+fn columns_arg(args: &[&str]) -> Option<Vec<String>> {
+    args.iter()
+        .position(|a| *a == "--columns")
+        .map(|i| args[i + 1].split(',').map(str::to_string).collect())
+}
+
+/// Read a case's node as `zarrow convert` would, through the library.
+fn read_case(case: &Value) -> zarrow::Result<RecordBatch> {
+    let store_dir = root().join(case["store"].as_str().unwrap());
+    let node = case["node"].as_str().unwrap_or("");
+    let args = args(case);
     let options = ReadOptions {
         decode_cf: !args.contains(&"--no-cf"),
         ..ReadOptions::default()
     };
-    let columns: Option<Vec<String>> = args
-        .iter()
-        .position(|a| *a == "--columns")
-        .map(|i| args[i + 1].split(',').map(str::to_string).collect());
+    let columns = columns_arg(&args);
     let store = Arc::new(LocalStore::new(&store_dir));
     let name = node.rsplit('/').next().unwrap_or("").to_string();
     let reader: Box<dyn RecordBatchReader> = match read_node(store.as_ref(), node)? {
@@ -228,19 +237,11 @@ fn long_tables_through_datafusion_are_xarrays_frames() {
             continue;
         }
         let name = case["case"].as_str().unwrap().to_string();
-        let args: Vec<&str> = case["args"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|a| a.as_str().unwrap())
-            .collect();
+        let args = args(&case);
         let mut options = ZarrTableOptions::default();
         options.long = true;
         options.read.decode_cf = !args.contains(&"--no-cf");
-        options.columns = args
-            .iter()
-            .position(|a| *a == "--columns")
-            .map(|i| args[i + 1].split(',').map(str::to_string).collect());
+        options.columns = columns_arg(&args);
         let dir = root().join(case["store"].as_str().unwrap());
         let node = case["node"].as_str().unwrap_or("");
         let location = zarrow::Location::parse(dir.join(node).to_str().unwrap()).unwrap();
