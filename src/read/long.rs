@@ -348,6 +348,6 @@ impl Iterator for LongTable {
 
 impl RecordBatchReader for LongTable {
     fn schema(&self) -> SchemaRef {
-        self.grid.schema.clone()
+        self.grid.schema().clone()
     }
 }

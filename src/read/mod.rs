@@ -47,6 +47,7 @@ pub use info::{
     ArrayInfo, ChildInfo, ChildNode, ColumnInfo, GroupInfo, NodeInfo, describe_array,
     describe_array_verified, describe_node,
 };
+#[cfg(feature = "datafusion")]
 pub(crate) use long::LongGrid;
 use long::LongTable;
 pub(crate) use node::Node;
