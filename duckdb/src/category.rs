@@ -35,12 +35,7 @@ impl Categories {
     /// `values` as the categories of an `ENUM` column `name`, or `None` where
     /// they cannot be one (not strings, a null, a repeated one).
     pub(crate) fn of(name: &str, values: ArrayRef) -> Option<Self> {
-        let strings: Vec<&str> = match values.data_type() {
-            DataType::Utf8 => values.as_string::<i32>().iter().collect::<Option<_>>()?,
-            DataType::LargeUtf8 => values.as_string::<i64>().iter().collect::<Option<_>>()?,
-            DataType::Utf8View => values.as_string_view().iter().collect::<Option<_>>()?,
-            _ => return None,
-        };
+        let strings = strings(&values)?;
         let mut seen = HashSet::with_capacity(strings.len());
         if !strings.iter().all(|s| seen.insert(*s)) || u32::try_from(strings.len()).is_err() {
             return None;
@@ -53,19 +48,10 @@ impl Categories {
 
     /// The `ENUM` type of the categories, in their order.
     pub(crate) fn logical_type(&self, context: &Context) -> Result<LogicalType> {
-        let strings = self.strings();
+        let strings = strings(&self.values).unwrap_or_default();
         let parameters: Vec<&dyn QueryParameter> =
             strings.iter().map(|s| s as &dyn QueryParameter).collect();
         LogicalType::create(context, "ENUM", Parameters::positional(&parameters))
-    }
-
-    fn strings(&self) -> Vec<&str> {
-        let v = &self.values;
-        match v.data_type() {
-            DataType::Utf8 => v.as_string::<i32>().iter().flatten().collect(),
-            DataType::LargeUtf8 => v.as_string::<i64>().iter().flatten().collect(),
-            _ => v.as_string_view().iter().flatten().collect(),
-        }
     }
 
     /// The keys of `column` (a dictionary array as the scan read it), after
@@ -185,6 +171,16 @@ impl Categories {
             }
         }
         Ok(())
+    }
+}
+
+/// `values` as strings, or `None` when they are not strings or one is null.
+fn strings(values: &ArrayRef) -> Option<Vec<&str>> {
+    match values.data_type() {
+        DataType::Utf8 => values.as_string::<i32>().iter().collect(),
+        DataType::LargeUtf8 => values.as_string::<i64>().iter().collect(),
+        DataType::Utf8View => values.as_string_view().iter().collect(),
+        _ => None,
     }
 }
 

@@ -225,12 +225,6 @@ impl Snapshot {
         let store: Arc<dyn Store> = metadata.clone();
         let columns = options.columns.as_deref();
         let source = TableSource::open(store.clone(), &name, read_options, columns, options.long)?;
-        let long = match &source {
-            TableSource::Long(group, variables) => {
-                Some(Arc::new(LongGrid::new(group, variables.as_deref())?))
-            }
-            _ => None,
-        };
         let mut codes = None;
         if let TableSource::Rows(builder) = &source
             && read_options.categorical_values
@@ -247,6 +241,8 @@ impl Snapshot {
                 codes = Some(builder);
             }
         }
+        // A long table's variables, read here once.
+        let mut long = None;
         let (fields, rows, skipped) = match &source {
             TableSource::Rows(builder) => {
                 let columns = builder.columns()?;
@@ -258,14 +254,11 @@ impl Snapshot {
                 let fields = columns.iter().map(|c| c.field().clone()).collect();
                 (fields, array.len(), Vec::new())
             }
-            TableSource::Long(..) => match &long {
-                Some(grid) => (
-                    grid.schema().fields().iter().cloned().collect(),
-                    grid.total_rows(),
-                    grid.skipped().to_vec(),
-                ),
-                None => (Vec::new(), 0, Vec::new()),
-            },
+            TableSource::Long(group, variables) => {
+                let grid = long.insert(Arc::new(LongGrid::new(group, variables.as_deref())?));
+                let fields = grid.schema().fields().iter().cloned().collect();
+                (fields, grid.total_rows(), grid.skipped().to_vec())
+            }
         };
         let schema = Arc::new(Schema::new(fields));
         let mut sorted = Vec::new();

@@ -282,10 +282,11 @@ impl LongGrid {
         }
         let mut arrays = Vec::with_capacity(columns.len());
         for &c in columns {
-            let column = self.columns.get(c).ok_or_else(|| {
-                Error::Arrow(ArrowError::InvalidArgumentError(format!(
-                    "the long table has no column {c}"
-                )))
+            let column = self.columns.get(c).ok_or_else(|| Error::Table {
+                path: self.label.clone(),
+                problem: TableProblem::NoSuchVariable {
+                    name: format!("#{c}"),
+                },
             })?;
             let indices = UInt64Array::from_iter_values(rows.clone().map(|r| {
                 let mut linear = r;

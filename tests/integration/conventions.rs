@@ -226,10 +226,11 @@ fn anndata_and_xarray_stores_read_as_the_libraries_read_them() {
 #[test]
 fn long_tables_through_datafusion_are_xarrays_frames() {
     use datafusion::physical_plan::collect_partitioned;
-    use datafusion::prelude::{SessionConfig, SessionContext};
     use zarrow::datafusion::{ZarrTable, ZarrTableOptions};
 
-    let runtime = tokio::runtime::Runtime::new().unwrap();
+    use crate::datafusion::{context, query, runtime};
+
+    let runtime = runtime();
     let mut failures = Vec::new();
     let mut checked = 0;
     for case in cases() {
@@ -248,7 +249,7 @@ fn long_tables_through_datafusion_are_xarrays_frames() {
         let table = ZarrTable::open(&location, options, &zarrow::Stores::default()).unwrap();
         let want = expected(&case);
         let rows = want.num_rows();
-        let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(3));
+        let ctx = context(3);
         ctx.register_table("t", Arc::new(table)).unwrap();
         let last = want.schema().field(want.num_columns() - 1).name().clone();
         runtime.block_on(async {
@@ -266,28 +267,18 @@ fn long_tables_through_datafusion_are_xarrays_frames() {
             let batches: Vec<RecordBatch> = parts.into_iter().flatten().collect();
             let got = concat(plan.schema(), &batches);
             failures.extend(compare(&name, &got, &want));
-            let limited = ctx
-                .sql(&format!("SELECT \"{last}\" FROM t LIMIT 7"))
-                .await
-                .unwrap()
-                .collect()
-                .await
-                .unwrap();
+            let limited = query(&ctx, &format!("SELECT \"{last}\" FROM t LIMIT 7")).await;
             let got = concat(limited[0].schema(), &limited);
             if cells(got.column(0).as_ref())
                 != cells(&*want.column(want.num_columns() - 1).slice(0, rows.min(7)))
             {
                 failures.push(format!("{name}: LIMIT 7 of {last} differs"));
             }
-            let counted = ctx
-                .sql(&format!(
-                    "SELECT count(*) FROM t WHERE \"{last}\" IS NOT NULL"
-                ))
-                .await
-                .unwrap()
-                .collect()
-                .await
-                .unwrap();
+            let counted = query(
+                &ctx,
+                &format!("SELECT count(*) FROM t WHERE \"{last}\" IS NOT NULL"),
+            )
+            .await;
             let count = counted[0].column(0).as_primitive::<Int64Type>().value(0) as usize;
             let want_count = rows - want.column(want.num_columns() - 1).null_count();
             if count != want_count {
