@@ -105,7 +105,7 @@ impl crate::options::Codec<Compression> for ParquetCompression {
 /// [`Error::ParquetCompression`] naming the accepted forms
 /// for an unknown name, a level out of range, and for `brotli` and `lzo`, which
 /// parquet can parse but this build cannot write.
-pub(crate) fn parse_parquet_compression(name: &str) -> Result<Compression> {
+pub fn parse_parquet_compression(name: &str) -> Result<Compression> {
     let bad = |problem: &'static str, source: Option<ParquetError>| Error::ParquetCompression {
         value: name.to_string(),
         accepted: PARQUET_COMPRESSIONS,
