@@ -39,6 +39,7 @@ mod codec;
 mod dynamic;
 mod factory;
 mod filter;
+mod fresh;
 #[doc(hidden)]
 pub mod invariant;
 mod prune;

@@ -8,6 +8,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use arrow_schema::{Schema, SchemaRef};
 
+use super::fresh::Versions;
 use crate::Stores;
 use crate::conventions::cf::DIMENSION_NAMES_KEY;
 use crate::error::{Error, ParseOptionError, Result};
@@ -107,6 +108,9 @@ pub(crate) struct Snapshot {
     /// The store `INSERT INTO` writes through (its keys, before any
     /// consolidated metadata is read), when the table knows it.
     writable: Option<Arc<dyn Store>>,
+    /// The versions of the metadata this snapshot was read from, taken before
+    /// it was read (a table opened tracked, over a store that tells them).
+    tracked: Option<Arc<Versions>>,
 }
 
 /// A table's current snapshot, shared by its clones (the session's table
@@ -189,6 +193,40 @@ impl Snapshot {
         Ok(Self::from_store(store, location, options)?
             .with_stores(stores.clone())
             .with_store_for_writes(plain))
+    }
+
+    /// The table opened again as its store holds it now, tracked: the
+    /// versions of the metadata `self` was read from are taken first (those
+    /// of documents only the new opening reads are unknown, and the next
+    /// check finds them changed: it opens once more).
+    ///
+    /// # Errors
+    /// As [`Snapshot::open`].
+    pub(crate) fn reopened(&self) -> Result<Self> {
+        let versions = self.versions_now()?;
+        let mut next = Self::open(&self.location, self.options.clone(), &self.stores)?;
+        next.tracked = versions.map(Arc::new);
+        Ok(next)
+    }
+
+    /// Whether the store's metadata is still what this snapshot was read
+    /// from: `false` for a snapshot not tracked, or a store that cannot tell.
+    ///
+    /// # Errors
+    /// The store's.
+    pub(crate) fn unchanged(&self) -> Result<bool> {
+        let Some(tracked) = &self.tracked else {
+            return Ok(false);
+        };
+        Ok(self.versions_now()?.is_some_and(|now| now == **tracked))
+    }
+
+    /// The versions now of the metadata this snapshot was read from.
+    fn versions_now(&self) -> Result<Option<Versions>> {
+        match &self.writable {
+            Some(plain) => Versions::now(plain.as_ref(), &self.metadata_snapshot()),
+            None => Ok(None),
+        }
     }
 
     /// Write `INSERT INTO` through `store`: the table's store as it is, before
@@ -295,6 +333,7 @@ impl Snapshot {
             sorted,
             skipped,
             writable: None,
+            tracked: None,
         })
     }
 

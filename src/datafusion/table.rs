@@ -68,6 +68,42 @@ impl ZarrTable {
         Ok(Self::of(Snapshot::from_store(store, location, options)?))
     }
 
+    /// [`open`](Self::open), so that [`refreshed`](Self::refreshed) can tell
+    /// whether the store's metadata changed since without reading it: the
+    /// version of each metadata document (and the children of each group
+    /// listing) opening it reads is recorded before it is read. Opens twice:
+    /// the first opening tells which documents there are.
+    ///
+    /// # Errors
+    /// As [`open`](Self::open).
+    pub fn open_tracked(
+        location: &Location,
+        options: ZarrTableOptions,
+        stores: &Stores,
+    ) -> Result<Self> {
+        let first = Snapshot::open(location, options, stores)?;
+        Ok(Self::of(first.reopened()?))
+    }
+
+    /// The table as its store holds it now: `None` when no metadata document
+    /// or group listing it was opened from has changed (a request each, for
+    /// its version, and no document read: a file's status, an object
+    /// listing), else the table opened again (tracked), with the rows and
+    /// columns written since. A table not opened tracked, or over a store
+    /// that cannot tell versions (plain HTTP, an Icechunk repository), is
+    /// opened again every time. Chunks and chunk statistics are checked at
+    /// each scan as always.
+    ///
+    /// # Errors
+    /// The store's; as [`open`](Self::open) when the table opens again.
+    pub fn refreshed(&self) -> Result<Option<Self>> {
+        let snapshot = self.snapshot();
+        if snapshot.unchanged()? {
+            return Ok(None);
+        }
+        Ok(Some(Self::of(snapshot.reopened()?)))
+    }
+
     pub(crate) fn of(snapshot: Snapshot) -> Self {
         Self {
             current: Current::new(snapshot),

@@ -309,7 +309,17 @@ impl ZarrArray {
             return Ok(None);
         }
         let key = join_key(&self.path, STATS_KEY);
-        let Some(bytes) = self.store.get_bounded(&key, MAX_STATS_BYTES)? else {
+        // The listing first: it tells whether there is a file and which
+        // version (a store that keeps it by version reads it once).
+        let versions = crate::stats::versions(self.store.as_ref(), &self.path)?;
+        let bytes = match versions.as_ref() {
+            Some(listed) => match listed.get(&key) {
+                Some(version) => self.store.get_version(&key, version, MAX_STATS_BYTES)?,
+                None => None,
+            },
+            None => self.store.get_bounded(&key, MAX_STATS_BYTES)?,
+        };
+        let Some(bytes) = bytes else {
             return Ok(None);
         };
         let stats = match decode(&key, &bytes)? {
@@ -346,7 +356,6 @@ impl ZarrArray {
             None
         };
         let per_grid = (grid_len / stats.chunk_len).max(1);
-        let versions = crate::stats::versions(self.store.as_ref(), &self.path)?;
         let fresh = fresh(&stats, versions.as_ref(), self.meta.shape[0], |i| {
             self.chunk_key(&[i / per_grid])
         });

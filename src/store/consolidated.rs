@@ -16,7 +16,7 @@
 //! plan, and [`Consolidated::from_snapshot`] opens the same table again on
 //! another machine with no metadata request at all.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
 use std::sync::{Arc, PoisonError, RwLock};
 
@@ -40,6 +40,11 @@ pub struct Consolidated {
     /// snapshot), or only those read so far (each read once: a remote request
     /// costs a round trip).
     complete: bool,
+    /// Values asked for at a version ([`Store::get_version`]: an array's chunk
+    /// statistics), kept by key with that version, shared by the stores
+    /// this one reads into: a scan whose listing gives the same version
+    /// again reads none of them.
+    by_version: Arc<RwLock<HashMap<String, (String, Buffer)>>>,
 }
 
 /// The metadata documents (by key; `None`: known absent) and child listings
@@ -139,6 +144,7 @@ impl Consolidated {
                 listings: BTreeMap::new(),
             }),
             complete,
+            by_version: Arc::default(),
         }))
     }
 
@@ -150,6 +156,7 @@ impl Consolidated {
             inner: store,
             known: RwLock::default(),
             complete: false,
+            by_version: Arc::default(),
         }
     }
 
@@ -162,6 +169,7 @@ impl Consolidated {
             inner: store,
             known: RwLock::new(snapshot),
             complete: true,
+            by_version: Arc::default(),
         }
     }
 
@@ -200,6 +208,10 @@ impl Consolidated {
         let mut known = self.known.write().unwrap_or_else(PoisonError::into_inner);
         known.documents.remove(key);
         known.listings.clear();
+        self.by_version
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(key);
     }
 
     fn is_document(key: &str) -> bool {
@@ -247,6 +259,7 @@ impl Store for Consolidated {
             inner: self.inner.reading_into(recycler)?,
             known: RwLock::new(known.clone()),
             complete: self.complete,
+            by_version: self.by_version.clone(),
         }))
     }
 
@@ -305,6 +318,38 @@ impl Store for Consolidated {
 
     fn list_versions(&self, prefix: &str) -> Result<Option<Vec<(String, String)>>> {
         self.inner.list_versions(prefix)
+    }
+
+    fn version(&self, key: &str) -> Result<Option<Option<String>>> {
+        self.inner.version(key)
+    }
+
+    fn get_version(&self, key: &str, version: &str, max_len: u64) -> Result<Option<Buffer>> {
+        let kept = self
+            .by_version
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(key)
+            .filter(|(v, _)| v == version)
+            .map(|(_, value)| value.clone());
+        if let Some(value) = kept {
+            super::check_size(key, value.len() as u64, max_len)?;
+            return Ok(Some(value));
+        }
+        let value = self.inner.get_version(key, version, max_len)?;
+        let mut kept = self
+            .by_version
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        match &value {
+            Some(bytes) => {
+                kept.insert(key.to_string(), (version.to_string(), bytes.clone()));
+            }
+            None => {
+                kept.remove(key);
+            }
+        }
+        Ok(value)
     }
 
     /// The nodes the consolidated metadata names directly below `prefix` (the

@@ -467,6 +467,19 @@ impl Store for LocalStore {
         Ok(Some(out))
     }
 
+    fn version(&self, key: &str) -> Result<Option<Option<String>>> {
+        let path = self.path(key)?;
+        match std::fs::symlink_metadata(&path) {
+            Ok(meta) if meta.is_file() => Ok(Some(Some(file_version(&meta)))),
+            // A directory holds no value.
+            Ok(_) => Ok(Some(None)),
+            Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
+                Ok(Some(None))
+            }
+            Err(e) => Err(Error::io(path, e)),
+        }
+    }
+
     fn list_children(&self, prefix: &str) -> Result<Vec<String>> {
         let prefix = prefix.trim_matches('/');
         let dir = if prefix.is_empty() {

@@ -162,6 +162,25 @@ pub trait Store: Debug + Send + Sync {
         Ok(None)
     }
 
+    /// The version of the value at `key`, as [`list_versions`](Self::list_versions)
+    /// gives it: `Some(Some(v))`; `Some(None)`: no value is there; `None`: the
+    /// store cannot tell. The default lists with `key` as the prefix (one
+    /// request).
+    fn version(&self, key: &str) -> Result<Option<Option<String>>> {
+        Ok(self
+            .list_versions(key)?
+            .map(|listed| listed.into_iter().find(|(k, _)| k == key).map(|(_, v)| v)))
+    }
+
+    /// [`get_bounded`](Self::get_bounded) of a value that a listing just gave
+    /// as `version`: a store that keeps values by their version may answer
+    /// from memory (the default asks the store). A value stored again since
+    /// has another version, so what is kept is never answered for it.
+    fn get_version(&self, key: &str, version: &str, max_len: u64) -> Result<Option<Buffer>> {
+        let _ = version;
+        self.get_bounded(key, max_len)
+    }
+
     /// Keep other writers of this store out until the returned lock drops,
     /// waiting up to `wait` while another writer holds it. `Ok(None)` (the
     /// default): the store cannot keep writers out, and two writers at once may

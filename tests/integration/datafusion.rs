@@ -1154,3 +1154,79 @@ fn column_of(batches: &[RecordBatch], name: &str) -> ArrayRef {
     let parts: Vec<&dyn Array> = parts.iter().map(AsRef::as_ref).collect();
     datafusion::arrow::compute::concat(&parts).unwrap()
 }
+
+/// A table opened tracked and checked again: an unchanged store is neither
+/// opened again nor are its statistics read again (only versions are asked
+/// for), and rows appended since are found.
+#[test]
+fn a_tracked_table_reads_no_metadata_or_statistics_again_until_the_store_changes() {
+    use crate::common::numbered_batch;
+    use zarrow::write::write_batches;
+    let dir = tempfile::tempdir().unwrap();
+    let local: Arc<dyn Store> = Arc::new(LocalStore::new(dir.path().join("t.zarr")));
+    let write = |start: i64, n: i64, append: bool| {
+        let batch = numbered_batch(start, n, None);
+        let schema = batch.schema();
+        let reader = arrow_array::RecordBatchIterator::new([Ok(batch)], schema);
+        let options = WriteOptions {
+            chunk_len: (!append).then_some(100),
+            append,
+            ..WriteOptions::default()
+        };
+        write_batches(reader, local.clone(), "", options).unwrap();
+    };
+    write(0, 1000, false);
+    let observed = Observed::new(local.clone());
+    let location = zarrow::Location::supplied("t");
+    let zarrow::Location::Store { id, .. } = &location else {
+        unreachable!()
+    };
+    let stores = zarrow::Stores::default().with_store(*id, observed.clone());
+    let table = ZarrTable::open_tracked(&location, ZarrTableOptions::default(), &stores).unwrap();
+    let rt = runtime();
+    // `n` runs 0..: none is above 5000 (every chunk pruned), 901.. are above 900.
+    let count = |table: &ZarrTable, sql: &str| -> i64 {
+        let ctx = context(2);
+        ctx.register_table("t", Arc::new(table.clone())).unwrap();
+        let batches = rt.block_on(query(&ctx, sql));
+        batches[0].column(0).as_primitive::<Int64Type>().value(0)
+    };
+    let above = |n: i64| format!("SELECT count(*) FROM t WHERE n > {n}");
+    observed.take();
+    assert_eq!(count(&table, &above(5000)), 0);
+    let first: Vec<String> = observed.take().into_iter().map(|(k, _)| k).collect();
+    assert_eq!(
+        first,
+        ["n/zarrow.stats"],
+        "the first scan reads the statistics"
+    );
+    assert_eq!(count(&table, &above(900)), 99);
+    let second: Vec<String> = observed.take().into_iter().map(|(k, _)| k).collect();
+    assert!(
+        second.iter().all(|k| k.starts_with("n/c/")),
+        "the second scan reads chunks only: {second:?}"
+    );
+    assert_eq!(second.len(), 1, "one chunk holds 901..999: {second:?}");
+    // Unchanged: not opened again, nothing read.
+    observed.take_lists();
+    assert!(table.refreshed().unwrap().is_none());
+    assert!(observed.take().is_empty());
+    assert!(observed.take_lists() > 0, "versions are asked for");
+    // Rows appended: the table is opened again and has them.
+    write(1000, 500, true);
+    let table = table.refreshed().unwrap().expect("the store changed");
+    assert_eq!(count(&table, &above(900)), 599);
+    assert_eq!(count(&table, &above(1400)), 99);
+    assert!(table.refreshed().unwrap().is_none(), "unchanged since");
+    // A statistics file written again (the same rows) is read again.
+    observed.take();
+    assert_eq!(count(&table, &above(5000)), 0);
+    assert!(observed.take().is_empty(), "nothing new to read");
+    let stats = dir.path().join("t.zarr/n/zarrow.stats");
+    let bytes = std::fs::read(&stats).unwrap();
+    std::fs::remove_file(&stats).unwrap();
+    std::fs::write(&stats, bytes).unwrap();
+    assert_eq!(count(&table, &above(5000)), 0);
+    let read: Vec<String> = observed.take().into_iter().map(|(k, _)| k).collect();
+    assert_eq!(read, ["n/zarrow.stats"]);
+}
