@@ -71,6 +71,15 @@ pub(crate) fn table(
     })
 }
 
+impl Table {
+    /// `table` as a datafusion-python table.
+    pub(crate) fn of(table: ZarrTable) -> Self {
+        Self {
+            table: Arc::new(table),
+        }
+    }
+}
+
 #[pymethods]
 impl Table {
     /// The provider, for `SessionContext.register_table` (datafusion-python 55):

@@ -5,6 +5,7 @@
 //! record batches cross as the Arrow C stream (see `stream.rs`), never copied.
 
 mod datafusion;
+mod dataset;
 mod enums;
 mod errors;
 mod keep;
@@ -240,13 +241,14 @@ fn build_stats(
 /// Answer `query` (DataFusion's SQL) over `tables` (name, location: a path, a
 /// URL or an obstore store) as a stream of record batches.
 #[pyfunction]
-#[pyo3(signature = (query, tables, partitions, options))]
+#[pyo3(signature = (query, tables, partitions, options, kept=Vec::new()))]
 fn sql(
     py: Python<'_>,
     query: &str,
     tables: Vec<(String, PyLocation)>,
     partitions: Option<usize>,
     options: &Bound<'_, PyDict>,
+    kept: Vec<(String, Py<dataset::KeptTable>)>,
 ) -> PyResult<Reader> {
     let mut sql = SqlOptions::default();
     // The read options over a SQL table's defaults.
@@ -257,6 +259,12 @@ fn sql(
     sql.partitions = partitions;
     sql.url = url;
     let mut options = sql;
+    // A `zarrow.Dataset`'s tables, kept open, brought up to date.
+    for (name, table) in kept {
+        options
+            .opened
+            .push((name, Arc::new(table.get().current(py)?)));
+    }
     let runtime = runtime().map_err(to_py)?;
     let reader = py
         .detach(|| {
@@ -308,6 +316,8 @@ fn zarrow_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(build_stats, m)?)?;
     m.add_function(wrap_pyfunction!(sql, m)?)?;
     m.add_function(wrap_pyfunction!(pushdown::filtered, m)?)?;
+    m.add_class::<dataset::KeptTable>()?;
+    m.add_function(wrap_pyfunction!(dataset::kept_table, m)?)?;
     m.add_class::<datafusion::Table>()?;
     m.add_class::<datafusion::Factory>()?;
     m.add_function(wrap_pyfunction!(datafusion::table, m)?)?;

@@ -83,12 +83,26 @@ pub(crate) fn filtered(
         .stores(url)
         .map_err(to_py)?
         .with_runtime(handle.clone());
+    let table = py
+        .detach(|| ZarrTable::open(&location.0, options, &stores))
+        .map_err(to_py)?;
+    filtered_table(py, table, filter, columns, batch_size)
+}
+
+/// [`filtered`] over a table already open (a `zarrow.Dataset`'s).
+pub(crate) fn filtered_table(
+    py: Python<'_>,
+    table: ZarrTable,
+    filter: &[u8],
+    columns: Vec<String>,
+    batch_size: Option<usize>,
+) -> PyResult<(Option<Reader>, Option<String>)> {
+    let handle = crate::runtime().map_err(to_py)?;
     // The largest batch handed on (the engine's size, else `zarrow.read`'s).
     let batch_rows = batch_size
         .unwrap_or(zarrow::read::DEFAULT_MAX_BATCH_ROWS)
         .max(1);
     let planned = py.detach(|| {
-        let table = ZarrTable::open(&location.0, options, &stores)?;
         let expression = match ExtendedExpression::decode(filter) {
             Ok(e) => e,
             Err(e) => {

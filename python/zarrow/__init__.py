@@ -159,10 +159,12 @@ class ZarrowWarning(UserWarning):
 from ._zarrow import Reader, Table, TableFactory  # noqa: E402
 from . import _zarrow  # noqa: E402
 from ._polars import scan  # noqa: E402
+from ._kept import Dataset  # noqa: E402
 
 __all__ = [
     "BusyError",
     "ConflictError",
+    "Dataset",
     "InvalidArgumentError",
     "InvalidMetadataError",
     "InvalidStoreError",
@@ -484,8 +486,8 @@ def sql(
     """Answer a SQL query (DataFusion's dialect) as a stream of record batches, as
     ``zarrow sql`` does.
 
-    tables: ``{name: location}``: a Zarr group or array (a directory, a URL or
-        an obstore store), or a .parquet, .arrow / .ipc / .feather or .csv file. A query may also
+    tables: ``{name: location}``: a Zarr group or array (a directory, a URL,
+        an obstore store or a ``zarrow.Dataset``), or a .parquet, .arrow / .ipc / .feather or .csv file. A query may also
         open one itself: ``CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '...'``.
     string_type: the Arrow layout of the Zarr tables' strings and bytes (as
         ``read``).
@@ -500,7 +502,8 @@ def sql(
     The query runs while the stream is read. Children of a Zarr table that are not
     columns are named in ``r.skipped`` and in a ``ZarrowWarning``.
     """
-    pairs = [(str(name), _location(location)) for name, location in (tables or {}).items()]
+    from ._kept import Dataset
+
     options = {
         **options,
         "string_type": string_type,
@@ -508,7 +511,15 @@ def sql(
         "categorical_values": categorical_values,
         "anonymous": anonymous,
     }
-    reader = _zarrow.sql(query, pairs, partitions, options)
+    pairs, kept = [], []
+    for name, location in (tables or {}).items():
+        if isinstance(location, Dataset):
+            # Its table kept open for these options (a table's, not a URL's).
+            table = {k: v for k, v in options.items() if k not in ("anonymous",)}
+            kept.append((str(name), location._kept_table(table)))
+        else:
+            pairs.append((str(name), _location(location)))
+    reader = _zarrow.sql(query, pairs, partitions, options, kept)
     for skipped in reader.skipped:
         warnings.warn(f"not read: {skipped}", ZarrowWarning, stacklevel=2)
     return reader
@@ -525,8 +536,9 @@ def table(
     anonymous: bool = False,
     **options: Any,
 ) -> Table:
-    """A Zarr group or array as a datafusion-python (55) table, its metadata read
-    now: ``ctx.register_table("obs", zarrow.table("atlas.zarr/obs"))``. Queries
+    """A Zarr group or array (a directory, a URL, an obstore store or a
+    ``zarrow.Dataset``) as a datafusion-python (55) table, its metadata read
+    now (a ``zarrow.Dataset``'s kept table, brought up to date): ``ctx.register_table("obs", zarrow.table("atlas.zarr/obs"))``. Queries
     push their projection, ``LIMIT`` and filters into it, as in Rust: chunk
     statistics skip chunks no row can match, and the filter's columns are read
     first, the others only where rows match; it runs on zarrow's runtime,
@@ -548,6 +560,8 @@ def table(
     >>> ctx.sql("SELECT count(*) AS n FROM obs WHERE n_genes > 2000").to_pydict()
     {'n': [628]}
     """
+    from ._kept import Dataset
+
     options = {
         **options,
         "columns": _columns(columns),
@@ -555,9 +569,11 @@ def table(
         "sorted": _columns(sorted),
         "decode_cf": decode_cf,
         "categorical_values": categorical_values,
-        "anonymous": anonymous,
     }
-    return _zarrow.table(_location(path_or_url), options)
+    if isinstance(path_or_url, Dataset):
+        # Its table kept open for these options, brought up to date.
+        return path_or_url._kept_table(options).table()
+    return _zarrow.table(_location(path_or_url), dict(options, anonymous=anonymous))
 
 
 def register(ctx: Any) -> None:

@@ -78,6 +78,7 @@ class ZarrDataset(ds.Dataset):
         selection: Optional[list[str]],
         flat: bool,
         sorted: Optional[list[str]] = None,
+        kept: Any = None,
     ) -> None:
         # The C++ base is left uninitialised on purpose (see the module's doc).
         self._path = path
@@ -90,6 +91,8 @@ class ZarrDataset(ds.Dataset):
         self._flat = flat
         # Columns whose values never decrease (a pushed filter narrows by them).
         self._sorted = sorted
+        # The ``zarrow.Dataset`` it reads, whose table is kept open.
+        self._kept = kept
 
     @property
     def schema(self) -> pa.Schema:
@@ -229,7 +232,7 @@ class ZarrScanner:
             self.not_pushed = "pyarrow cannot write the filter as Substrait"
             return None
         reader, why = _pushdown.filtered(
-            d._path, d._options, d._selection, d._sorted, blob, self._columns, self._batch_size
+            d._path, d._options, d._selection, d._sorted, blob, self._columns, self._batch_size, d._kept
         )
         if reader is None:
             self.not_pushed = why
@@ -284,8 +287,9 @@ def dataset(
     **options: Any,
 ) -> ZarrDataset:
     """A Zarr group (one column per 1-D array) or array as a
-    ``pyarrow.dataset.Dataset``: DuckDB (``duckdb.sql("SELECT ... FROM ds")``)
-    and ``pl.scan_pyarrow_dataset(ds)`` push their projection and filters into
+    ``pyarrow.dataset.Dataset`` (`path_or_url`: a directory, a URL, an
+    obstore store, or a ``zarrow.Dataset``, kept open across scans): DuckDB
+    (``duckdb.sql("SELECT ... FROM ds")``) and ``pl.scan_pyarrow_dataset(ds)`` push their projection and filters into
     it, and it reads only the columns they use.
 
     A filter (a pyarrow expression: DuckDB's ``WHERE``) is pushed into zarrow
@@ -311,15 +315,18 @@ def dataset(
     ...            "GROUP BY cell_type ORDER BY cell_type LIMIT 3").fetchall()
     [('B cell', 69), ('CD14 Monocyte', 74), ('CD4 T cell', 62)]
     """
-    from . import _columns, _location, _open, _probe, _warn_skipped
+    from . import _columns, _open, _probe, _warn_skipped
+    from ._kept import located
 
-    path = _location(path_or_url)
+    path, kept = located(path_or_url)
     columns = options.pop("columns", None)
     options = dict(options, string_type=options.get("string_type") or "utf8", anonymous=anonymous)
-    probe, flat = _probe(path, columns, options)
+    if kept is not None:
+        options = kept._options(options)
+    probe, flat = kept._probe(columns, options) if kept is not None else _probe(path, columns, options)
     _warn_skipped(probe, stacklevel=2)
     schema = probe.schema
     # Opening a reader reads metadata only; its row count is the table's.
     rows = probe.total_rows if flat else _open(path, columns, **options).total_rows
     selection = _columns(columns)
-    return ZarrDataset(path, options, schema, rows, selection, flat, _columns(sorted))
+    return ZarrDataset(path, options, schema, rows, selection, flat, _columns(sorted), kept)

@@ -25,6 +25,10 @@ def scan(
 ) -> Any:
     """A Zarr group (one column per 1-D array) or array as a ``polars.LazyFrame``.
 
+    path_or_url: a directory, a URL, an obstore store, or a ``zarrow.Dataset``
+    (kept open across scans: a filtered scan of it opens nothing again while
+    the store is unchanged).
+
     The schema comes from the metadata alone (no chunk is read, but for an
     ordered categorical's categories, when the scan is made). A query reads
     only the columns it uses and, with ``head(n)`` or ``n_rows``, only the
@@ -72,11 +76,14 @@ def scan(
     import polars as pl
     from polars.io.plugins import register_io_source
 
-    from . import _location, _open, _probe, _warn_skipped
+    from . import _open, _probe, _warn_skipped
+    from ._kept import located
 
-    path = _location(path_or_url)
+    path, kept = located(path_or_url)
     opened = dict(options, string_type=string_type or "utf8-view", anonymous=anonymous)
-    probe, flat = _probe(path, columns, opened)
+    if kept is not None:
+        opened = kept._options(opened)
+    probe, flat = kept._probe(columns, opened) if kept is not None else _probe(path, columns, opened)
     _warn_skipped(probe, stacklevel=2)
     # An ordered categorical is an Enum of its categories (the reader read
     # them when it was opened).
@@ -160,7 +167,7 @@ def scan(
         if blob is None:
             return None
         output = wanted if complete else read_columns
-        reader, _why = _pushdown.filtered(path, opened, columns, sorted, blob, output, batch_size)
+        reader, _why = _pushdown.filtered(path, opened, columns, sorted, blob, output, batch_size, kept)
         if reader is None:
             return None
 

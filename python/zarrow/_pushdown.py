@@ -72,12 +72,14 @@ def filtered(
     filter: bytes,
     output: Sequence[str],
     batch_size: Optional[int] = None,
+    kept: Any = None,
 ) -> Tuple[Any, Optional[str]]:
     """The rows of `output` (columns, in order) of the node at `path` (read with
     `options`, the dataset's or scan's read options, and its `columns`) where
     the Substrait `filter` holds, as a ``zarrow.Reader``; or ``(None, why)``
     when the filter cannot be taken. `sorted`: columns whose values never
-    decrease, as ``zarrow.table``."""
+    decrease, as ``zarrow.table``; `kept`: the ``zarrow.Dataset`` `path`
+    is, whose table kept open is filtered."""
     from . import _columns, _location, _zarrow
 
     table = {k: v for k, v in options.items() if k not in _READER_ONLY}
@@ -85,6 +87,8 @@ def filtered(
     table["sorted"] = _columns(sorted)
     # A reader's default (dictionaries), not a SQL table's (values).
     table["categorical_values"] = bool(options.get("categorical_values"))
+    if kept is not None:
+        return kept._kept_table(table).filtered(filter, list(output), batch_size)
     return _zarrow.filtered(_location(path), table, filter, list(output), batch_size)
 
 
