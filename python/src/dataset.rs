@@ -30,8 +30,7 @@ pub(crate) fn kept_table(
     location: PyLocation,
     options: &Bound<'_, PyDict>,
 ) -> PyResult<KeptTable> {
-    let (url, options): crate::options::TableGroups =
-        crate::options::keywords("Dataset", options)?;
+    let (url, options): crate::options::TableGroups = crate::options::keywords("Dataset", options)?;
     let stores = location
         .stores(url)
         .map_err(to_py)?

@@ -10,6 +10,7 @@ import pytest
 
 import zarrow
 import zarrow._dataset
+import zarrow._kept
 import zarrow._polars
 from conftest import REPO
 
@@ -23,7 +24,7 @@ def test_readme_examples(page, monkeypatch):
     assert result.attempted >= 10 and result.failed == 0
 
 
-@pytest.mark.parametrize("module", [zarrow, zarrow._polars, zarrow._dataset], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [zarrow, zarrow._polars, zarrow._dataset, zarrow._kept], ids=lambda m: m.__name__)
 def test_docstring_examples(module, monkeypatch):
     monkeypatch.chdir(REPO)
     result = doctest.testmod(module, extraglobs={"zarrow": zarrow}, optionflags=FLAGS)

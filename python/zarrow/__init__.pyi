@@ -61,6 +61,15 @@ class TableFactory:
     def __init__(self) -> None: ...
     def __datafusion_table_provider_factory__(self, codec: Any) -> object: ...
 
+class Dataset:
+    """A Zarr group or array kept open across scans: ``scan``, ``dataset``,
+    ``table`` and ``sql`` take it in place of a location. Each scan asks the
+    store only whether its metadata changed, and opens it again only then."""
+
+    def __init__(self, path_or_url: Location, *, anonymous: bool = False, **options: Any) -> None: ...
+    @property
+    def location(self) -> Location: ...
+
 class ArrayInfo(TypedDict):
     node: Literal["array"]
     zarr_format: int

@@ -45,7 +45,7 @@ class Dataset:
     >>> zarrow.scan(obs).filter(pl.col("n_genes") > 2000).select(pl.len()).collect().item()
     628
     >>> zarrow.scan(obs).filter(pl.col("n_genes") > 4000).select(pl.len()).collect().item()
-    290
+    222
     """
 
     def __init__(self, path_or_url: Any, *, anonymous: bool = False, **options: Any) -> None:
