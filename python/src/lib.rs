@@ -8,6 +8,7 @@ mod datafusion;
 mod dataset;
 mod enums;
 mod errors;
+mod expression;
 mod keep;
 mod location;
 mod options;
@@ -316,6 +317,7 @@ fn zarrow_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(build_stats, m)?)?;
     m.add_function(wrap_pyfunction!(sql, m)?)?;
     m.add_function(wrap_pyfunction!(pushdown::filtered, m)?)?;
+    m.add_function(wrap_pyfunction!(pushdown::refusal, m)?)?;
     m.add_class::<dataset::KeptTable>()?;
     m.add_function(wrap_pyfunction!(dataset::kept_table, m)?)?;
     m.add_class::<datafusion::Table>()?;

@@ -3,8 +3,8 @@
 //! predicate (turned into pyarrow expressions by `zarrow/_polars.py`).
 //!
 //! ```text
-//! pyarrow Expression --to_substrait--> Substrait ExtendedExpression (bytes)
-//!   --datafusion-substrait--> DataFusion Expr
+//! pyarrow Expression --pickled (Expression.__reduce__)--> bytes
+//!   --expression.rs--> DataFusion Expr
 //!   --> read_table(ZarrTable).filter(expr).select(columns) --> batches
 //! ```
 //!
@@ -18,8 +18,8 @@
 //! The plan runs in one partition: the rows come in the table's order, as
 //! `zarrow.read` gives them (the scan still reads ahead and decodes on rayon).
 //!
-//! A filter that Substrait or DataFusion cannot take (an unknown function, a
-//! type the table's column cannot be compared with) is refused with the
+//! A filter that `expression.rs` or DataFusion cannot take (another function,
+//! a cast, a type the table's column cannot be compared with) is refused with the
 //! reason, before anything is read: the caller then filters as it did without
 //! pushdown. Failures of the read itself are errors.
 
@@ -32,10 +32,7 @@ use datafusion::execution::SendableRecordBatchStream;
 use datafusion::logical_expr::Expr;
 use datafusion::physical_plan::execute_stream;
 use datafusion::prelude::{SessionConfig, SessionContext};
-use datafusion_substrait::logical_plan::consumer::from_substrait_extended_expr;
-use datafusion_substrait::substrait::proto::ExtendedExpression;
 use futures::StreamExt;
-use prost::Message;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use tokio::runtime::Handle;
@@ -58,13 +55,13 @@ enum Planned {
 /// Read `columns` (in this order; none: only the count of matching rows) of
 /// the table at `location` (a directory, a URL or an obstore store), opened
 /// with `options` (the keys of `zarrow.table`'s options and a URL's), where
-/// `filter` holds: a Substrait `ExtendedExpression` of one boolean expression
-/// over the table's columns (pyarrow's `Expression.to_substrait`), in
-/// batches that grow to `batch_size` rows (default: `zarrow.read`'s largest).
+/// `filter` holds: a pyarrow expression of the table's columns, pickled
+/// (`Expression.__reduce__`'s buffer: `expression.rs`), in batches that grow
+/// to `batch_size` rows (default: `zarrow.read`'s largest).
 ///
-/// Returns the reader, or (`None`, why) when the filter cannot be taken:
-/// bytes that are no extended expression, an expression DataFusion's
-/// Substrait consumer or planner refuses. Opening or reading the store
+/// Returns the reader, or (`None`, why) when the filter cannot be taken: an
+/// expression `expression.rs` does not take, or DataFusion's planner
+/// refuses. Opening or reading the store
 /// raises as `zarrow.read` does.
 #[pyfunction]
 #[pyo3(signature = (location, options, filter, columns, batch_size=None))]
@@ -89,6 +86,14 @@ pub(crate) fn filtered(
     filtered_table(py, table, filter, columns, batch_size)
 }
 
+/// Why the pickled pyarrow expression `filter` cannot be pushed (`None`: it
+/// can, as far as its form goes; DataFusion may still refuse it against a
+/// table's types when the scan is planned).
+#[pyfunction]
+pub(crate) fn refusal(filter: &[u8]) -> Option<String> {
+    crate::expression::from_pyarrow(filter).err()
+}
+
 /// [`filtered`] over a table already open (a `zarrow.Dataset`'s).
 pub(crate) fn filtered_table(
     py: Python<'_>,
@@ -103,15 +108,11 @@ pub(crate) fn filtered_table(
         .unwrap_or(zarrow::read::DEFAULT_MAX_BATCH_ROWS)
         .max(1);
     let planned = py.detach(|| {
-        let expression = match ExtendedExpression::decode(filter) {
+        let predicate = match crate::expression::from_pyarrow(filter) {
             Ok(e) => e,
-            Err(e) => {
-                return Ok(Planned::Refused(Refused(format!(
-                    "not a Substrait extended expression: {e}"
-                ))));
-            }
+            Err(why) => return Ok(Planned::Refused(Refused(why))),
         };
-        zarrow::__private::block_on(handle.clone(), plan(table, expression, columns, batch_rows))?
+        zarrow::__private::block_on(handle.clone(), plan(table, predicate, columns, batch_rows))?
     });
     match planned.map_err(to_py)? {
         Planned::Stream(stream) => {
@@ -141,7 +142,7 @@ pub(crate) fn filtered_table(
 /// started; refused where the expression cannot be taken.
 async fn plan(
     table: ZarrTable,
-    expression: ExtendedExpression,
+    predicate: Expr,
     columns: Vec<String>,
     batch_rows: usize,
 ) -> zarrow::Result<Planned> {
@@ -159,10 +160,6 @@ async fn plan(
     // above gathers them into batches that grow).
     config.options_mut().execution.coalesce_batches = false;
     let ctx = SessionContext::new_with_config(config);
-    let predicate = match predicate(&ctx, &expression).await {
-        Ok(p) => p,
-        Err(refused) => return Ok(Planned::Refused(refused)),
-    };
     let frame = ctx.read_table(Arc::new(table)).map_err(query_error)?;
     // The filter checked against the table's columns and types (analysis,
     // type coercion), then optimised (the scan gets it as its filters).
@@ -195,26 +192,6 @@ async fn plan(
     };
     let stream = execute_stream(physical, ctx.task_ctx()).map_err(query_error)?;
     Ok(Planned::Stream(stream))
-}
-
-/// The one boolean expression of `expression`, as DataFusion's.
-async fn predicate(ctx: &SessionContext, expression: &ExtendedExpression) -> Result<Expr, Refused> {
-    let container = from_substrait_extended_expr(&ctx.state(), expression)
-        .await
-        .map_err(|e| {
-            Refused(format!(
-                "DataFusion's Substrait consumer refuses it: {}",
-                e.strip_backtrace()
-            ))
-        })?;
-    let mut exprs = container.exprs.into_iter();
-    match (exprs.next(), exprs.next()) {
-        (Some((expr, _)), None) => Ok(expr),
-        _ => Err(Refused(format!(
-            "{} expressions, where a filter is one",
-            expression.referred_expr.len()
-        ))),
-    }
 }
 
 /// A DataFusion error as zarrow's: a store's error that crossed DataFusion

@@ -216,7 +216,8 @@ class ZarrScanner:
         """The scan with its filter evaluated in zarrow (see ``_pushdown``):
         chunks that no row of it can match are not read, and only matching
         rows come back. ``None`` where it cannot be pushed (an N-d array read
-        flat, a long table, a filter Substrait or DataFusion cannot take);
+        flat, a long table, a filter zarrow or DataFusion does not take: a
+        cast, another function);
         why is kept in ``not_pushed``."""
         from . import _pushdown
 
@@ -226,11 +227,7 @@ class ZarrScanner:
         if d._flat or d._options.get("long"):
             self.not_pushed = "a long table or an N-d array is filtered as it is read"
             return None
-        schema = _pushdown.substrait_schema(d.schema, self._filter_columns)
-        blob = _pushdown.substrait(self._filter, schema)
-        if blob is None:
-            self.not_pushed = "pyarrow cannot write the filter as Substrait"
-            return None
+        blob = _pushdown.pickled(self._filter)
         reader, why = _pushdown.filtered(
             d._path, d._options, d._selection, d._sorted, blob, self._columns, self._batch_size, d._kept
         )
@@ -289,19 +286,21 @@ def dataset(
     """A Zarr group (one column per 1-D array) or array as a
     ``pyarrow.dataset.Dataset`` (`path_or_url`: a directory, a URL, an
     obstore store, or a ``zarrow.Dataset``, kept open across scans): DuckDB
-    (``duckdb.sql("SELECT ... FROM ds")``) and ``pl.scan_pyarrow_dataset(ds)`` push their projection and filters into
-    it, and it reads only the columns they use.
+    (``duckdb.sql("SELECT ... FROM ds")``) and ``pl.scan_pyarrow_dataset(ds)``
+    push their projection and filters into it, and it reads only the columns
+    they use.
 
     A filter (a pyarrow expression: DuckDB's ``WHERE``) is pushed into zarrow
-    whole, as Substrait: DataFusion evaluates it over the table (with SQL's
-    floats: NaN the greatest value, equal to itself, as DuckDB has them) and
-    only matching rows come back. Chunks whose statistics (``zarrow.write``
-    records them; ``zarrow.build_stats`` for a store another tool wrote) rule
-    out every row are not read, and the filter's columns are read first, the
-    others only where rows match. A filter pyarrow cannot write as Substrait (one that needs a
-    checked cast, such as an unsigned column against a signed literal), a
-    long table and an N-d array are read whole and filtered by pyarrow, as
-    the scanner's ``not_pushed`` says.
+    whole: DataFusion evaluates it over the table (with SQL's floats: NaN the
+    greatest value, equal to itself, as DuckDB has them) and only matching
+    rows come back. Chunks whose statistics (``zarrow.write`` records them;
+    ``zarrow.build_stats`` for a store another tool wrote) rule out every row
+    are not read, and the filter's columns are read first, the others only
+    where rows match. A filter zarrow does not take (one with a cast, or a
+    function other than the comparisons, ``and``, ``or``, ``invert``,
+    ``is_null``, ``is_valid``, ``is_nan`` and ``is_in``), a long table and
+    an N-d array are read whole and filtered by pyarrow, as the scanner's
+    ``not_pushed`` says.
 
     sorted: columns whose values never decrease, as ``zarrow.table``.
     options: as ``zarrow.read``: ``columns``, ``string_type``, ``decode_cf``,

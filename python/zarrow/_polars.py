@@ -158,14 +158,10 @@ def scan(
             from . import _pushdown
         except ImportError:  # pragma: no cover (pyarrow is needed for it)
             return None
-        arrow = probe.schema
-        expression, complete = _pushdown.polars_predicate(predicate, schema, arrow)
+        expression, complete = _pushdown.polars_predicate(predicate, schema)
         if expression is None:
             return None
-        referenced = [n for n in predicate.meta.root_names() if n in schema]
-        blob = _pushdown.substrait(expression, _pushdown.substrait_schema(arrow, referenced))
-        if blob is None:
-            return None
+        blob = _pushdown.pickled(expression)
         output = wanted if complete else read_columns
         reader, _why = _pushdown.filtered(path, opened, columns, sorted, blob, output, batch_size, kept)
         if reader is None:

@@ -1,6 +1,6 @@
 """Filters pushed into zarrow: the engines' predicates as pyarrow expressions,
-sent to the native module as Substrait (``Expression.to_substrait``), where
-DataFusion's Substrait consumer makes them DataFusion expressions and a
+sent to the native module pickled (``Expression.__reduce__``: an Arrow IPC
+file), where ``src/expression.rs`` reads them as DataFusion expressions and a
 DataFusion plan over the Zarr table filters: the table's scan skips the chunks
 whose statistics (or a sorted column) rule out every row, and DataFusion keeps
 exactly the matching rows (``src/pushdown.rs``).
@@ -17,8 +17,8 @@ exactly the matching rows (``src/pushdown.rs``).
   not.
 
 What cannot be pushed (a long table, an N-d array read flat, a filter that
-Substrait or DataFusion cannot express) is read and filtered as without
-pushdown.
+``expression.rs`` or DataFusion does not take: a cast, another function) is
+read and filtered as without pushdown.
 """
 
 from __future__ import annotations
@@ -33,35 +33,20 @@ from typing import Any, Optional, Sequence, Tuple
 _READER_ONLY = ("long", "rows", "limit", "batch_size")
 
 
-def substrait_schema(schema: Any, names: Sequence[str]) -> Any:
-    """The fields of `schema` named in `names`, with types Substrait names: a
-    dictionary as its values' type, a view type as its plain one (only the
-    names and value types matter: DataFusion resolves the columns by name
-    against the table's own types)."""
-    import pyarrow as pa
-
-    def plain(t: Any) -> Any:
-        if pa.types.is_dictionary(t):
-            return plain(t.value_type)
-        if pa.types.is_string_view(t) or pa.types.is_large_string(t):
-            return pa.string()
-        if pa.types.is_binary_view(t) or pa.types.is_large_binary(t):
-            return pa.binary()
-        return t
-
-    wanted = set(names)
-    return pa.schema([pa.field(f.name, plain(f.type)) for f in schema if f.name in wanted])
+def pickled(expression: Any) -> bytes:
+    """`expression` as pyarrow pickles it (``Expression.__reduce__``: an
+    Arrow IPC file holding its literals, its tree in the schema's metadata),
+    what the native module reads."""
+    _rebuild, (buffer,) = expression.__reduce__()
+    return buffer.to_pybytes()
 
 
-def substrait(expression: Any, schema: Any) -> Optional[bytes]:
-    """`expression` as Substrait extended expression bytes over `schema`
-    (``None``: pyarrow cannot express it, such as a cast it would need)."""
-    import pyarrow as pa
+def refusal(expression: Any) -> Optional[str]:
+    """Why `expression` cannot be pushed (``None``: it can, as far as its
+    form goes)."""
+    from . import _zarrow
 
-    try:
-        return bytes(expression.to_substrait(schema))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError):
-        return None
+    return _zarrow.refusal(pickled(expression))
 
 
 def filtered(
@@ -76,7 +61,8 @@ def filtered(
 ) -> Tuple[Any, Optional[str]]:
     """The rows of `output` (columns, in order) of the node at `path` (read with
     `options`, the dataset's or scan's read options, and its `columns`) where
-    the Substrait `filter` holds, as a ``zarrow.Reader``; or ``(None, why)``
+    the pickled pyarrow expression `filter` holds (``pickled``), as a
+    ``zarrow.Reader``; or ``(None, why)``
     when the filter cannot be taken. `sorted`: columns whose values never
     decrease, as ``zarrow.table``; `kept`: the ``zarrow.Dataset`` `path`
     is, whose table kept open is filtered."""
@@ -92,10 +78,10 @@ def filtered(
     return _zarrow.filtered(_location(path), table, filter, list(output), batch_size)
 
 
-def polars_predicate(predicate: Any, schema: Any, arrow: Any) -> Tuple[Optional[Any], bool]:
+def polars_predicate(predicate: Any, schema: Any) -> Tuple[Optional[Any], bool]:
     """`predicate` (a ``pl.Expr``) as a pyarrow expression of the parts of it
     that can be turned into one, and whether that is all of it. ``None``: no
-    part can. `schema`: the scan's Polars schema; `arrow`: the reader's."""
+    part can. `schema`: the scan's Polars schema."""
     import pyarrow as pa
     import pyarrow.compute  # noqa: F401  (`pa.compute`: a submodule pyarrow does not import)
 
@@ -117,12 +103,10 @@ def polars_predicate(predicate: Any, schema: Any, arrow: Any) -> Tuple[Optional[
                 converted = pa.compute.field(column).isin(sorted(values))
         else:
             converted = _converted(part, schema)
-        # A part pyarrow cannot put in Substrait (a cast it would need to
-        # compare an unsigned column with a Python int) stays Polars'.
-        if converted is not None:
-            names = [n for n in part.meta.root_names() if n in schema]
-            if substrait(converted, substrait_schema(arrow, names)) is None:
-                converted = None
+        # A part zarrow does not take (a cast, another function) stays
+        # Polars'.
+        if converted is not None and refusal(converted) is not None:
+            converted = None
         if converted is None:
             complete = False
         else:
