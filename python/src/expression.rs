@@ -221,8 +221,10 @@ impl<'a> Walk<'a> {
                 let options = options.ok_or("is_in without its options")?;
                 is_in(one(args)?, &options, polarity)
             }
-            other => Err(format!("the function {other:?} (zarrow takes comparisons, and, or, \
-                 not, is_null, is_valid, is_nan and is_in)")),
+            other => Err(format!(
+                "the function {other:?} (zarrow takes comparisons, and, or, \
+                 not, is_null, is_valid, is_nan and is_in)"
+            )),
         }
     }
 }
@@ -248,9 +250,9 @@ fn is_in(x: Expr, options: &StructArray, polarity: Polarity) -> Result<Expr, Ref
         if set.is_null(i) {
             set_has_null = true;
         } else {
-            values.push(lit(
-                ScalarValue::try_from_array(&set, i).map_err(|e| format!("is_in's set: {e}"))?
-            ));
+            values
+                .push(lit(ScalarValue::try_from_array(&set, i)
+                    .map_err(|e| format!("is_in's set: {e}"))?));
         }
     }
     if values.is_empty() {
