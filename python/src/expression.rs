@@ -146,7 +146,7 @@ impl<'a> Walk<'a> {
             "literal" => {
                 let value = self.value(value)?;
                 ScalarValue::try_from_array(value, 0)
-                    .map(|v| lit(v))
+                    .map(lit)
                     .map_err(|e| format!("a literal: {e}"))
             }
             "call" => self.call(value, polarity),

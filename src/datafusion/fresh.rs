@@ -30,17 +30,24 @@ pub(crate) struct Versions {
 
 impl Versions {
     /// The versions now in `store` (the table's store as it is, below any
-    /// consolidated metadata) of the documents and listings `known` holds,
-    /// and of the root's documents. `None`: the store cannot tell a version.
+    /// consolidated metadata) of the root's documents and, unless the table's
+    /// metadata is `consolidated` at the root (then the root's documents hold
+    /// all of it), of the documents and listings `known` holds. `None`: the
+    /// store cannot tell a version.
     ///
     /// # Errors
     /// The store's.
-    pub(crate) fn now(store: &dyn Store, known: &MetadataSnapshot) -> Result<Option<Self>> {
+    pub(crate) fn now(
+        store: &dyn Store,
+        known: &MetadataSnapshot,
+        consolidated: bool,
+    ) -> Result<Option<Self>> {
         let mut documents = BTreeMap::new();
+        let nodes = if consolidated { None } else { Some(known) };
         let keys = ROOT_DOCUMENTS
             .iter()
             .map(|k| (*k).to_string())
-            .chain(known.documents.keys().cloned());
+            .chain(nodes.into_iter().flat_map(|k| k.documents.keys().cloned()));
         for key in keys {
             if documents.contains_key(&key) {
                 continue;
@@ -51,7 +58,7 @@ impl Versions {
             documents.insert(key, version);
         }
         let mut listings = BTreeMap::new();
-        for prefix in known.listings.keys() {
+        for prefix in nodes.into_iter().flat_map(|k| k.listings.keys()) {
             let mut children = store.list_children(prefix)?;
             children.sort();
             listings.insert(prefix.clone(), children);
@@ -83,20 +90,51 @@ mod tests {
         store.set("a/zarr.json", b"{}").unwrap();
         store.set("a/c/0", b"x").unwrap();
         let known = snapshot(&["a/zarr.json"]);
-        let before = Versions::now(&store, &known).unwrap().unwrap();
+        let before = Versions::now(&store, &known, false).unwrap().unwrap();
         // A chunk written again is not metadata.
         store.set("a/c/0", b"y").unwrap();
-        assert_eq!(Versions::now(&store, &known).unwrap().unwrap(), before);
+        assert_eq!(
+            Versions::now(&store, &known, false).unwrap().unwrap(),
+            before
+        );
         // The same bytes stored again are another version.
         store.set("a/zarr.json", b"{}").unwrap();
-        let rewritten = Versions::now(&store, &known).unwrap().unwrap();
+        let rewritten = Versions::now(&store, &known, false).unwrap().unwrap();
         assert_ne!(rewritten, before);
         // A child added to a listed group.
         store.set("b/zarr.json", b"{}").unwrap();
-        assert_ne!(Versions::now(&store, &known).unwrap().unwrap(), rewritten);
+        assert_ne!(
+            Versions::now(&store, &known, false).unwrap().unwrap(),
+            rewritten
+        );
         // Consolidated metadata written at the root, where there was none.
-        let with_child = Versions::now(&store, &known).unwrap().unwrap();
+        let with_child = Versions::now(&store, &known, false).unwrap().unwrap();
         store.set(".zmetadata", b"{}").unwrap();
-        assert_ne!(Versions::now(&store, &known).unwrap().unwrap(), with_child);
+        assert_ne!(
+            Versions::now(&store, &known, false).unwrap().unwrap(),
+            with_child
+        );
+    }
+
+    #[test]
+    fn consolidated_metadata_is_told_by_the_root_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalStore::new(dir.path());
+        store.set("zarr.json", b"{}").unwrap();
+        store.set("a/zarr.json", b"{}").unwrap();
+        let known = snapshot(&["a/zarr.json"]);
+        let before = Versions::now(&store, &known, true).unwrap().unwrap();
+        // A node's own document, or a new child: not what opening it reads.
+        store.set("a/zarr.json", b"{}").unwrap();
+        store.set("b/zarr.json", b"{}").unwrap();
+        assert_eq!(
+            Versions::now(&store, &known, true).unwrap().unwrap(),
+            before
+        );
+        store.set("zarr.json", b"{}").unwrap();
+        assert_ne!(
+            Versions::now(&store, &known, true).unwrap().unwrap(),
+            before
+        );
     }
 }

@@ -111,6 +111,10 @@ pub(crate) struct Snapshot {
     /// The versions of the metadata this snapshot was read from, taken before
     /// it was read (a table opened tracked, over a store that tells them).
     tracked: Option<Arc<Versions>>,
+    /// Whether its metadata came from the root's consolidated metadata (then
+    /// only the root's documents tell whether it changed: a node's own
+    /// document changed without them is not what opening it reads either).
+    consolidated: bool,
 }
 
 /// A table's current snapshot, shared by its clones (the session's table
@@ -170,10 +174,13 @@ impl Snapshot {
         stores: &Stores,
     ) -> Result<Self> {
         let plain = stores.open(location)?;
-        let store = Consolidated::open(plain.clone())?;
-        Ok(Self::from_store(store, location, options)?
+        let store = Consolidated::opened(plain.clone())?;
+        let consolidated = store.is_consolidated();
+        let mut opened = Self::from_store(Arc::new(store), location, options)?
             .with_stores(stores.clone())
-            .with_store_for_writes(plain))
+            .with_store_for_writes(plain);
+        opened.consolidated = consolidated;
+        Ok(opened)
     }
 
     /// The table at `location` (opened through `stores`) as it was when
@@ -224,7 +231,9 @@ impl Snapshot {
     /// The versions now of the metadata this snapshot was read from.
     fn versions_now(&self) -> Result<Option<Versions>> {
         match &self.writable {
-            Some(plain) => Versions::now(plain.as_ref(), &self.metadata_snapshot()),
+            Some(plain) => {
+                Versions::now(plain.as_ref(), &self.metadata_snapshot(), self.consolidated)
+            }
             None => Ok(None),
         }
     }
@@ -334,6 +343,7 @@ impl Snapshot {
             skipped,
             writable: None,
             tracked: None,
+            consolidated: false,
         })
     }
 

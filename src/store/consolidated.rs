@@ -65,6 +65,11 @@ impl Consolidated {
     /// Store errors; [`Error::Metadata`] for consolidated metadata that is not
     /// what zarr-python writes.
     pub fn open(store: Arc<dyn Store>) -> Result<Arc<dyn Store>> {
+        Ok(Arc::new(Self::opened(store)?))
+    }
+
+    /// [`open`](Self::open), as itself.
+    pub(crate) fn opened(store: Arc<dyn Store>) -> Result<Self> {
         let mut documents = BTreeMap::new();
         let root = store.get_bounded("zarr.json", MAX_METADATA_BYTES)?;
         documents.insert("zarr.json".to_string(), root.clone());
@@ -137,7 +142,7 @@ impl Consolidated {
             // No consolidated metadata: only the root document, read once.
             false
         };
-        Ok(Arc::new(Self {
+        Ok(Self {
             inner: store,
             known: RwLock::new(MetadataSnapshot {
                 documents,
@@ -145,7 +150,14 @@ impl Consolidated {
             }),
             complete,
             by_version: Arc::default(),
-        }))
+        })
+    }
+
+    /// Whether every node's metadata comes from the root's consolidated
+    /// metadata (or a snapshot), not from each node's own documents.
+    #[cfg(feature = "datafusion")]
+    pub(crate) fn is_consolidated(&self) -> bool {
+        self.complete
     }
 
     /// `store` as it is, nothing read yet: each metadata document and listing is
