@@ -309,14 +309,11 @@ impl ZarrArray {
             return Ok(None);
         }
         let key = join_key(&self.path, STATS_KEY);
-        // The listing first: it tells whether there is a file and which
-        // version (a store that keeps it by version reads it once).
+        // The listing first: where it gives the file's version, a store
+        // that keeps values by version reads the file once per version.
         let versions = crate::stats::versions(self.store.as_ref(), &self.path)?;
-        let bytes = match versions.as_ref() {
-            Some(listed) => match listed.get(&key) {
-                Some(version) => self.store.get_version(&key, version, MAX_STATS_BYTES)?,
-                None => None,
-            },
+        let bytes = match versions.as_ref().and_then(|listed| listed.get(&key)) {
+            Some(version) => self.store.get_version(&key, version, MAX_STATS_BYTES)?,
             None => self.store.get_bounded(&key, MAX_STATS_BYTES)?,
         };
         let Some(bytes) = bytes else {
