@@ -36,10 +36,22 @@ use datafusion::logical_expr::{BinaryExpr, Expr, Operator, lit};
 /// Why an expression is not taken.
 pub(crate) type Refusal = String;
 
+/// The largest pickled expression read (a long `is_in` set fits many times).
+const MAX_BYTES: usize = 64 << 20;
+
 /// The expression pickled in `bytes`, as DataFusion's.
 pub(crate) fn from_pyarrow(bytes: &[u8]) -> Result<Expr, Refusal> {
+    if bytes.len() > MAX_BYTES {
+        return Err(format!(
+            "a pickled expression of {} bytes (at most {MAX_BYTES})",
+            bytes.len()
+        ));
+    }
     let tree = metadata(bytes)?;
-    let values = values(bytes)?;
+    // arrow-ipc's reader slices buffers as a file declares them, and panics
+    // where they lie outside it: such bytes are refused, not a panic.
+    let values = std::panic::catch_unwind(|| values(bytes))
+        .unwrap_or_else(|_| Err("not pyarrow's pickled expression: bad buffers".to_string()))?;
     let mut walk = Walk {
         tree: &tree,
         at: 0,
@@ -72,6 +84,25 @@ fn metadata(bytes: &[u8]) -> Result<Vec<(String, String)>, Refusal> {
         .ok_or_else(|| bad("a footer longer than the file"))?;
     let footer = arrow_ipc::root_as_footer(&bytes[start..n - 10])
         .map_err(|e| bad(&format!("its footer: {e}")))?;
+    // A compressed batch declares the length it decompresses to, which the
+    // reader would allocate: pyarrow pickles none.
+    for block in footer.recordBatches().iter().flatten() {
+        let offset = usize::try_from(block.offset()).map_err(|_| bad("a bad block"))?;
+        let len = usize::try_from(block.metaDataLength()).map_err(|_| bad("a bad block"))?;
+        let meta = offset
+            .checked_add(len)
+            .and_then(|end| bytes.get(offset..end))
+            .ok_or_else(|| bad("a block past the end"))?;
+        let skip = if meta.starts_with(&[0xff; 4]) { 8 } else { 4 };
+        let batch = meta
+            .get(skip..)
+            .and_then(|m| arrow_ipc::root_as_message(m).ok())
+            .and_then(|m| m.header_as_record_batch())
+            .ok_or_else(|| bad("a block that is no record batch"))?;
+        if batch.compression().is_some() {
+            return Err(bad("compressed buffers"));
+        }
+    }
     let entries = footer
         .schema()
         .and_then(|s| s.custom_metadata())
