@@ -14,9 +14,8 @@ import pyarrow.compute as pc
 import pytest
 
 import zarrow
-from remote_servers import FaultProxy, moto_server
-
-BUCKET = "zarrow-kept"
+from remote_servers import FaultProxy
+from test_urls import BUCKET, s3  # noqa: F401 (the S3 server, started once per module)
 
 
 def rows(start: int, n: int, seed: int) -> pa.Table:
@@ -96,22 +95,6 @@ def test_a_dataset_over_something_that_is_no_table_fails_when_made(tmp_path):
         zarrow.Dataset(tmp_path / "missing.zarr")
 
 
-@pytest.fixture(scope="module")
-def s3():
-    import boto3
-
-    with moto_server() as endpoint:
-        client = boto3.client(
-            "s3",
-            endpoint_url=endpoint,
-            aws_access_key_id="test",
-            aws_secret_access_key="test",
-            region_name="us-east-1",
-        )
-        client.create_bucket(Bucket=BUCKET)
-        yield endpoint
-
-
 def fetched(proxy: FaultProxy) -> list[str]:
     """The objects GET since the proxy was last cleared (not listings)."""
     out = []
@@ -122,18 +105,19 @@ def fetched(proxy: FaultProxy) -> list[str]:
 
 
 def test_a_second_scan_of_an_unchanged_dataset_fetches_no_metadata_or_statistics(s3, monkeypatch):
+    endpoint, _client = s3
     for key, value in {
-        "AWS_ENDPOINT_URL": s3,
+        "AWS_ENDPOINT_URL": endpoint,
         "AWS_ACCESS_KEY_ID": "test",
         "AWS_SECRET_ACCESS_KEY": "test",
         "AWS_REGION": "us-east-1",
         "AWS_ALLOW_HTTP": "true",
     }.items():
         monkeypatch.setenv(key, value)
-    url = f"s3://{BUCKET}/t.zarr"
+    url = f"s3://{BUCKET}/kept/t.zarr"
     first = rows(0, 2000, 3)
     zarrow.write(first, url, chunk_len=250)
-    proxy = FaultProxy(s3)
+    proxy = FaultProxy(endpoint)
     with proxy.serve() as through:
         monkeypatch.setenv("AWS_ENDPOINT_URL", through)
         ds = zarrow.Dataset(url)
@@ -155,7 +139,7 @@ def test_a_second_scan_of_an_unchanged_dataset_fetches_no_metadata_or_statistics
         zarrow.scan(url).filter(none).collect()
         assert any(key.endswith("zarr.json") for key in fetched(proxy))
         # Rows appended (straight to the server): the dataset has them.
-        monkeypatch.setenv("AWS_ENDPOINT_URL", s3)
+        monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
         more = rows(2000, 500, 4)
         zarrow.write(more, url, mode="append")
         monkeypatch.setenv("AWS_ENDPOINT_URL", through)
