@@ -487,8 +487,8 @@ def sql(
     ``zarrow sql`` does.
 
     tables: ``{name: location}``: a Zarr group or array (a directory, a URL,
-        an obstore store or a ``zarrow.Dataset``), or a .parquet, .arrow / .ipc / .feather or .csv file. A query may also
-        open one itself: ``CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '...'``.
+        an obstore store or a ``zarrow.Dataset``), or a .parquet, .arrow /
+        .ipc / .feather or .csv file. A query may also open one itself: ``CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '...'``.
     string_type: the Arrow layout of the Zarr tables' strings and bytes (as
         ``read``).
     partitions: the partitions a scan is split into (default: one per core).
@@ -538,7 +538,8 @@ def table(
 ) -> Table:
     """A Zarr group or array (a directory, a URL, an obstore store or a
     ``zarrow.Dataset``) as a datafusion-python (55) table, its metadata read
-    now (a ``zarrow.Dataset``'s kept table, brought up to date): ``ctx.register_table("obs", zarrow.table("atlas.zarr/obs"))``. Queries
+    now (a ``zarrow.Dataset``'s kept table, brought up to date):
+    ``ctx.register_table("obs", zarrow.table("atlas.zarr/obs"))``. Queries
     push their projection, ``LIMIT`` and filters into it, as in Rust: chunk
     statistics skip chunks no row can match, and the filter's columns are read
     first, the others only where rows match; it runs on zarrow's runtime,
