@@ -488,7 +488,8 @@ def sql(
 
     tables: ``{name: location}``: a Zarr group or array (a directory, a URL,
         an obstore store or a ``zarrow.Dataset``), or a .parquet, .arrow /
-        .ipc / .feather or .csv file. A query may also open one itself: ``CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '...'``.
+        .ipc / .feather or .csv file. A query may also open one itself:
+        ``CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '...'``.
     string_type: the Arrow layout of the Zarr tables' strings and bytes (as
         ``read``).
     partitions: the partitions a scan is split into (default: one per core).
