@@ -20,6 +20,7 @@ mod category;
 mod copy;
 mod filter;
 mod import;
+mod kept;
 mod options;
 mod replace;
 mod scan;

@@ -40,7 +40,7 @@ use duckdb_neo::table_function::{
 use duckdb_neo::{Error, Result};
 use futures::StreamExt;
 use zarrow::datafusion::ZarrTable;
-use zarrow::{Decode, ExecutionContext, Location, Stores};
+use zarrow::{Decode, ExecutionContext, Location};
 
 use crate::category::Categories;
 use crate::filter::{self, Fidelity};
@@ -110,8 +110,9 @@ impl TableFunctionCallbacks for ReadZarr {
                 .ok_or_else(|| Error::invalid_input("zarrow: read_zarr needs a location"))?;
             let (url, table_options) = options::parse(context, &arguments, 1)?;
             let location = Location::parse(&location).map_err(zarrow_error)?;
-            let stores = Stores::new(url);
-            let table = ZarrTable::open(&location, table_options, &stores).map_err(zarrow_error)?;
+            // The table this process bound before at the same location with
+            // the same options, brought up to date, where it has one.
+            let table = crate::kept::table(&location, table_options, url).map_err(zarrow_error)?;
             report_skipped(&location, &table);
             let schema = table.schema();
             let enums = enums(&table, &schema)?;

@@ -475,6 +475,28 @@ def test_an_enum_whose_categories_change_after_binding_is_an_error(tmp_path, con
         assert got == [("b",), ("b",), ("a",)]
 
 
+def test_a_table_read_again_sees_what_was_written_since(tmp_path, con):
+    """The extension keeps the tables it bound (a second query reads no
+    metadata while the store is unchanged): each query still answers from
+    the store as it is, with rows appended, a statistics file rewritten, and
+    other columns written since, against pyarrow's rows."""
+    zarrow = pytest.importorskip("zarrow")
+    store = tmp_path / "k.zarr"
+    first = pa.table({"n": pa.array(range(1000), pa.int64()), "s": pa.array([f"v{i % 7}" for i in range(1000)])})
+    zarrow.write(first, store, chunk_len=100)
+    query = f"SELECT count(*), sum(n) FROM read_zarr('{store}') WHERE n >= 900"
+    for _ in range(2):
+        assert rows(con, query) == [(100, sum(range(900, 1000)))]
+    more = pa.table({"n": pa.array(range(1000, 1250), pa.int64()), "s": pa.array(["w"] * 250)})
+    zarrow.write(more, store, mode="append")
+    assert rows(con, query) == [(350, sum(range(900, 1250)))]
+    assert rows(con, f"SELECT count(*) FROM read_zarr('{store}') WHERE s = 'w'") == [(250,)]
+    other = pa.table({"n": pa.array([5, 950, 2000], pa.int64())})
+    zarrow.write(other, store, mode="overwrite")
+    assert rows(con, query) == [(2, 950 + 2000)]
+    assert rows(con, f"SELECT * FROM read_zarr('{store}') ORDER BY n") == [(5,), (950,), (2000,)]
+
+
 def test_xarray_cf_decoding_as_xarray_reads_it(tmp_path, con):
     """A 1-D dataset written by xarray (CF-encoded times, a scaled and offset
     float packed as int16, a fill value): read_zarr decodes it as xarray's

@@ -211,6 +211,23 @@ impl Snapshot {
     /// As [`Snapshot::open`].
     pub(crate) fn reopened(&self) -> Result<Self> {
         let versions = self.versions_now()?;
+        self.opened_after(versions)
+    }
+
+    /// [`reopened`](Self::reopened) where the store can tell versions; `None`
+    /// where it cannot (then there is nothing to track, and `self` is as
+    /// current as another opening would be).
+    ///
+    /// # Errors
+    /// As [`Snapshot::open`].
+    pub(crate) fn tracked_again(&self) -> Result<Option<Self>> {
+        match self.versions_now()? {
+            Some(versions) => self.opened_after(Some(versions)).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn opened_after(&self, versions: Option<Versions>) -> Result<Self> {
         let mut next = Self::open(&self.location, self.options.clone(), &self.stores)?;
         next.tracked = versions.map(Arc::new);
         Ok(next)

@@ -72,7 +72,8 @@ impl ZarrTable {
     /// whether the store's metadata changed since without reading it: the
     /// version of each metadata document (and the children of each group
     /// listing) opening it reads is recorded before it is read. Opens twice:
-    /// the first opening tells which documents there are.
+    /// the first opening tells which documents there are (once, over a store
+    /// that cannot tell versions: there every check opens it again).
     ///
     /// # Errors
     /// As [`open`](Self::open).
@@ -82,7 +83,7 @@ impl ZarrTable {
         stores: &Stores,
     ) -> Result<Self> {
         let first = Snapshot::open(location, options, stores)?;
-        Ok(Self::of(first.reopened()?))
+        Ok(Self::of(first.tracked_again()?.unwrap_or(first)))
     }
 
     /// The table as its store holds it now: `None` when no metadata document
