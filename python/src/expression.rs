@@ -120,9 +120,8 @@ fn metadata(bytes: &[u8]) -> Result<Vec<(String, String)>, Refusal> {
 
 /// The row of literals and options (`None`: the expression has none).
 fn values(bytes: &[u8]) -> Result<Option<RecordBatch>, Refusal> {
-    let reader = FileReader::try_new(Cursor::new(bytes), None)
+    let mut batches = FileReader::try_new(Cursor::new(bytes), None)
         .map_err(|e| format!("not pyarrow's pickled expression: {e}"))?;
-    let mut batches = reader;
     match batches.next() {
         None => Ok(None),
         Some(batch) => batch

@@ -15,7 +15,7 @@ import pytest
 
 import zarrow
 from remote_servers import FaultProxy
-from test_urls import BUCKET, s3  # noqa: F401 (the S3 server, started once per module)
+from test_urls import BUCKET, s3, s3_env  # noqa: F401 (the S3 server, started once per module, and its environment)
 
 
 def rows(start: int, n: int, seed: int) -> pa.Table:
@@ -104,16 +104,8 @@ def fetched(proxy: FaultProxy) -> list[str]:
     return out
 
 
-def test_a_second_scan_of_an_unchanged_dataset_fetches_no_metadata_or_statistics(s3, monkeypatch):
+def test_a_second_scan_of_an_unchanged_dataset_fetches_no_metadata_or_statistics(s3, s3_env, monkeypatch):
     endpoint, _client = s3
-    for key, value in {
-        "AWS_ENDPOINT_URL": endpoint,
-        "AWS_ACCESS_KEY_ID": "test",
-        "AWS_SECRET_ACCESS_KEY": "test",
-        "AWS_REGION": "us-east-1",
-        "AWS_ALLOW_HTTP": "true",
-    }.items():
-        monkeypatch.setenv(key, value)
     url = f"s3://{BUCKET}/kept/t.zarr"
     first = rows(0, 2000, 3)
     zarrow.write(first, url, chunk_len=250)

@@ -202,19 +202,23 @@ impl Snapshot {
             .with_store_for_writes(plain))
     }
 
-    /// The table opened again as its store holds it now, tracked: the
-    /// versions of the metadata `self` was read from are taken first (those
-    /// of documents only the new opening reads are unknown, and the next
-    /// check finds them changed: it opens once more).
+    /// The table as its store holds it now, tracked: `None` where it is
+    /// tracked and no version of what it was read from has changed; else
+    /// opened again, the versions of the metadata `self` was read from taken
+    /// first (those of documents only the new opening reads are unknown, and
+    /// the next check finds them changed: it opens once more).
     ///
     /// # Errors
-    /// As [`Snapshot::open`].
-    pub(crate) fn reopened(&self) -> Result<Self> {
-        let versions = self.versions_now()?;
-        self.opened_after(versions)
+    /// The store's; as [`Snapshot::open`].
+    pub(crate) fn refreshed(&self) -> Result<Option<Self>> {
+        let now = self.versions_now()?;
+        if now.is_some() && now.as_ref() == self.tracked.as_deref() {
+            return Ok(None);
+        }
+        self.opened_after(now).map(Some)
     }
 
-    /// [`reopened`](Self::reopened) where the store can tell versions; `None`
+    /// The table opened again, tracked, where the store can tell versions; `None`
     /// where it cannot (then there is nothing to track, and `self` is as
     /// current as another opening would be).
     ///
@@ -231,18 +235,6 @@ impl Snapshot {
         let mut next = Self::open(&self.location, self.options.clone(), &self.stores)?;
         next.tracked = versions.map(Arc::new);
         Ok(next)
-    }
-
-    /// Whether the store's metadata is still what this snapshot was read
-    /// from: `false` for a snapshot not tracked, or a store that cannot tell.
-    ///
-    /// # Errors
-    /// The store's.
-    pub(crate) fn unchanged(&self) -> Result<bool> {
-        let Some(tracked) = &self.tracked else {
-            return Ok(false);
-        };
-        Ok(self.versions_now()?.is_some_and(|now| now == **tracked))
     }
 
     /// The versions now of the metadata this snapshot was read from.

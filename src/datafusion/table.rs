@@ -98,11 +98,7 @@ impl ZarrTable {
     /// # Errors
     /// The store's; as [`open`](Self::open) when the table opens again.
     pub fn refreshed(&self) -> Result<Option<Self>> {
-        let snapshot = self.snapshot();
-        if snapshot.unchanged()? {
-            return Ok(None);
-        }
-        Ok(Some(Self::of(snapshot.reopened()?)))
+        Ok(self.snapshot().refreshed()?.map(Self::of))
     }
 
     pub(crate) fn of(snapshot: Snapshot) -> Self {
