@@ -75,14 +75,30 @@ pub(crate) fn recorded_string_type(attributes: &Map<String, Value>) -> Option<St
     }
 }
 
-/// The key type of a dictionary column the plain layout stored as its values
-/// (Zarr has no dictionary type): read back, the values are encoded again with
-/// keys of this type.
+/// The key type of a dictionary column the plain layout stored (Zarr has no
+/// dictionary type): as a categorical, whose codes are cast to it; before, as
+/// its values, which are encoded again with keys of it.
 pub(crate) fn recorded_dictionary_keys(attributes: &Map<String, Value>) -> Option<ArrowType> {
     match recorded_type(attributes)? {
         ArrowType::Dictionary(keys, _) if keys.is_dictionary_key_type() => Some(*keys),
         _ => None,
     }
+}
+
+/// Whether keys of type `keys` number `count` values (a key for each).
+pub(crate) fn keys_number(keys: &ArrowType, count: u64) -> bool {
+    let most: u64 = match keys {
+        ArrowType::Int8 => i8::MAX as u64,
+        ArrowType::Int16 => i16::MAX as u64,
+        ArrowType::Int32 => i32::MAX as u64,
+        ArrowType::Int64 => i64::MAX as u64,
+        ArrowType::UInt8 => u8::MAX.into(),
+        ArrowType::UInt16 => u16::MAX.into(),
+        ArrowType::UInt32 => u32::MAX.into(),
+        ArrowType::UInt64 => u64::MAX,
+        _ => return false,
+    };
+    count == 0 || count - 1 <= most
 }
 
 /// `values` encoded as a dictionary with `keys` (a recorded dictionary column,

@@ -104,16 +104,23 @@ impl Column {
     /// # Errors
     /// Codes that are not a signed integer type, or not 1-D, or categories
     /// that are not 1-D.
+    /// `keys`: the key type zarrow's writer recorded (the plain layout's
+    /// dictionaries), taken where every category has a key of it.
     pub(crate) fn categorical(
         name: &str,
         codes: ZarrArray,
         categories: ZarrArray,
         ordered: bool,
+        keys: Option<&ArrowType>,
     ) -> std::result::Result<Self, ConventionError> {
         one_d(&codes, anndata::CODES)?;
         one_d(&categories, anndata::CATEGORIES)?;
-        let data_type = anndata::dictionary_type(&codes.arrow_type(), &categories.arrow_type())
+        let mut data_type = anndata::dictionary_type(&codes.arrow_type(), &categories.arrow_type())
             .ok_or_else(|| ConventionError::CodeType(codes.arrow_type()))?;
+        if let Some(keys) = keys.filter(|k| zarrow::keys_number(k, categories.len())) {
+            data_type =
+                ArrowType::Dictionary(Box::new(keys.clone()), Box::new(categories.arrow_type()));
+        }
         let values = codes.options().categorical_values;
         // As values, each row is a view of its category unless a string type is
         // chosen: no string is copied.
@@ -283,7 +290,14 @@ impl Column {
                 } else {
                     anndata::categorical
                 };
-                assemble(&leaves[0], dictionary).map_err(|e| anndata(codes, e))
+                let column = assemble(&leaves[0], dictionary).map_err(|e| anndata(codes, e))?;
+                // Recorded keys of another type than the codes': cast (the
+                // keys alone, the categories shared).
+                if column.data_type() == self.field.data_type() {
+                    Ok(column)
+                } else {
+                    Ok(arrow_cast::cast(&column, self.field.data_type())?)
+                }
             }
             Kind::Masked { values, .. } => {
                 anndata::masked(&leaves[0], &leaves[1]).map_err(|e| anndata(values, e))

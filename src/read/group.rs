@@ -245,7 +245,8 @@ impl ZarrGroup {
             Encoding::Categorical { ordered } => {
                 self.member(path, anndata::CODES).and_then(|codes| {
                     let categories = self.member(path, anndata::CATEGORIES)?;
-                    Column::categorical(name, codes, categories, ordered)
+                    let keys = conventions.recorded().dictionary_keys.as_ref();
+                    Column::categorical(name, codes, categories, ordered, keys)
                 })
             }
             Encoding::Nullable(kind) => self.member(path, anndata::VALUES).and_then(|values| {

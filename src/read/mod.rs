@@ -91,9 +91,9 @@ crate::options::options! {
         /// off (the command line's --ignore-stats): every chunk is read.
         pub use_stats: bool = true; negated_flag("ignore-stats"),
         /// [from Zarr] Read anndata categoricals as their categories' values,
-        /// one per row (nulls for missing), instead of dictionaries (and a
-        /// dictionary column zarrow's plain layout stored, as its stored
-        /// values). String categories are utf8-view unless string_type says
+        /// one per row (nulls for missing), instead of dictionaries (zarrow
+        /// stores a table's dictionary columns as categoricals; a store
+        /// written before it did holds their values). String categories are utf8-view unless string_type says
         /// otherwise: each row's view is its category's, no string is copied.
         /// What DataFusion's own Parquet scan does with a dictionary-encoded
         /// column, and what its GROUP BY is fastest on: off by default, but for

@@ -1,4 +1,5 @@
-//! What one table column becomes in a group: one array (the plain layout), or
+//! What one table column becomes in a group: one array (the plain layout, but
+//! for a dictionary: a `categorical`), or
 //! under the anndata layout an element: `categorical` (codes + categories),
 //! `nullable-*` (values + mask), or an array carrying its `encoding-type`.
 //!
@@ -18,6 +19,7 @@ use super::pipeline::Pipeline;
 use super::{Layout, NullPolicy, WriteOptions};
 use crate::conventions::ConventionError;
 use crate::conventions::anndata::{self, Categories, Encoding, Nullable};
+use crate::conventions::zarrow;
 use crate::error::{AppendMismatch, Error, Result};
 use crate::metadata::NodeMetadata;
 use crate::read::Node;
@@ -52,6 +54,9 @@ pub(crate) enum ColumnWriter {
         path: String,
         options: WriteOptions,
         ordered: bool,
+        /// The column's Arrow type, recorded on the element (the plain
+        /// layout's dictionaries: read back with their own key type).
+        recorded: Option<ArrowType>,
         /// Appending: the stored categories, which new ones follow (taken
         /// when they are written).
         stored: Option<Existing>,
@@ -84,17 +89,45 @@ impl ColumnWriter {
         dimension: &str,
     ) -> Result<Self> {
         let data_type = field.data_type();
-        if options.layout == Layout::Plain {
-            return Ok(Self::Array(
-                ArrayWriter::create(store.clone(), path, data_type, options.clone())?
-                    .with_dimension(dimension),
-            ));
-        }
         // One array of the element, with its attributes.
         let part = |key: String, t: &ArrowType, options: WriteOptions| -> Result<ArrayWriter> {
             Ok(ArrayWriter::create(store.clone(), key, t, options)?
                 .with_attributes(anndata::array_attributes(t)))
         };
+        let plain = options.layout == Layout::Plain;
+        if plain {
+            // The plain layout stores a dictionary as an anndata `categorical`
+            // (its Arrow type recorded: read back without hashing a value);
+            // one whose values a categorical cannot hold, as its values.
+            let categories = match data_type {
+                ArrowType::Dictionary(_, values) => Categories::new(values).ok(),
+                _ => None,
+            };
+            let Some(categories) = categories else {
+                return Ok(Self::Array(
+                    ArrayWriter::create(store.clone(), path, data_type, options.clone())?
+                        .with_dimension(dimension),
+                ));
+            };
+            let codes = part(
+                join_key(&path, anndata::CODES),
+                categories.codes_type(),
+                options.clone(),
+            )?
+            .with_dimension(dimension);
+            return Ok(Self::Categorical {
+                codes,
+                categories,
+                column: field.name().clone(),
+                store: store.clone(),
+                path,
+                options: options.clone(),
+                ordered: field.dict_is_ordered().unwrap_or(false),
+                recorded: Some(data_type.clone()),
+                stored: None,
+                appending: false,
+            });
+        }
         match anndata::column_encoding(field, nullable == Nullability::Element) {
             Encoding::Categorical { ordered } => {
                 let categories = Categories::new(value_type(data_type))
@@ -112,6 +145,7 @@ impl ColumnWriter {
                     path,
                     options: options.clone(),
                     ordered,
+                    recorded: None,
                     stored: None,
                     appending: false,
                 })
@@ -214,6 +248,7 @@ impl ColumnWriter {
                     path,
                     options: options.clone(),
                     ordered,
+                    recorded: None,
                     stored: Some(stored),
                     appending: true,
                 })
@@ -388,10 +423,22 @@ impl ColumnWriter {
                 path,
                 options,
                 ordered,
+                recorded,
                 appending: false,
                 ..
             } => {
-                let values = categories.values().map_err(categorical_err(column))?;
+                // A dictionary the plain layout stores may have no values (every
+                // row null); anndata's writer refuses a categorical without one.
+                let values = match (categories.values(), &recorded) {
+                    (Err(ConventionError::NoCategories), Some(_)) => {
+                        arrow_array::new_empty_array(categories.value_type())
+                    }
+                    (values, _) => values.map_err(categorical_err(column))?,
+                };
+                let mut attributes = anndata::categorical_attributes(*ordered);
+                if let Some(t) = recorded {
+                    attributes.extend(zarrow::array_attributes(t));
+                }
                 let mut writer = ArrayWriter::create(
                     store.clone(),
                     join_key(path, anndata::CATEGORIES),
@@ -405,7 +452,7 @@ impl ColumnWriter {
                     store.as_ref(),
                     path,
                     options.zarr_format,
-                    anndata::categorical_attributes(*ordered),
+                    attributes,
                     false,
                 )?;
             }

@@ -277,6 +277,131 @@ fn null_rows_count_across_batches() {
     assert!(matches!(err, Error::Nulls { row: 4, .. }), "{err}");
 }
 
+/// A table's dictionary column is stored as an anndata `categorical` (codes and
+/// categories), its Arrow type recorded: read back, its batches are
+/// dictionaries of the recorded key type over the categories, each row the
+/// value it was written as (batches with dictionaries of their own, null keys,
+/// unsigned keys, an all-null column without a value).
+#[test]
+fn a_tables_dictionary_column_is_a_categorical_read_back_as_its_type() {
+    let int8 = |keys: Vec<Option<i8>>, values: Vec<&str>| -> ArrayRef {
+        Arc::new(
+            DictionaryArray::<arrow_array::types::Int8Type>::try_new(
+                Int8Array::from(keys),
+                Arc::new(StringArray::from(values)),
+            )
+            .unwrap(),
+        )
+    };
+    let uint16 = |keys: Vec<Option<u16>>, values: Vec<i64>| -> ArrayRef {
+        Arc::new(
+            DictionaryArray::<arrow_array::types::UInt16Type>::try_new(
+                UInt16Array::from(keys),
+                Arc::new(Int64Array::from(values)),
+            )
+            .unwrap(),
+        )
+    };
+    let empty = |rows: usize| -> ArrayRef {
+        Arc::new(
+            DictionaryArray::<arrow_array::types::Int32Type>::try_new(
+                Int32Array::from(vec![None; rows]),
+                Arc::new(LargeStringArray::from(Vec::<&str>::new())),
+            )
+            .unwrap(),
+        )
+    };
+    let schema = Arc::new(Schema::new(vec![
+        Field::new_dictionary("s", ArrowType::Int8, ArrowType::Utf8, true)
+            .with_dict_is_ordered(true),
+        Field::new_dictionary("n", ArrowType::UInt16, ArrowType::Int64, true),
+        Field::new_dictionary("e", ArrowType::Int32, ArrowType::LargeUtf8, true),
+    ]));
+    let batches = vec![
+        RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                int8(
+                    vec![Some(1), None, Some(0), Some(1)],
+                    vec!["b", "a", "unused"],
+                ),
+                uint16(vec![Some(0), Some(1), None, Some(0)], vec![70_000, -3]),
+                empty(4),
+            ],
+        )
+        .unwrap(),
+        RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                int8(vec![Some(0), Some(2), Some(1)], vec!["c", "a", "b"]),
+                uint16(vec![Some(1), Some(1), Some(0)], vec![5, -3]),
+                empty(3),
+            ],
+        )
+        .unwrap(),
+    ];
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let options = WriteOptions {
+        chunk_len: Some(3),
+        ..WriteOptions::default()
+    };
+    let reader = RecordBatchIterator::new(batches.clone().into_iter().map(Ok), schema.clone());
+    write_batches(reader, store.clone(), "", options).unwrap();
+    // Stored as anndata writes a categorical: a group of codes and categories.
+    let group: serde_json::Value =
+        serde_json::from_slice(&store.get("s/zarr.json").unwrap().unwrap()).unwrap();
+    assert_eq!(group["node_type"], "group");
+    assert_eq!(group["attributes"]["encoding-type"], "categorical");
+    assert_eq!(group["attributes"]["ordered"], true);
+    let categories = ZarrArray::open(store.clone(), "s/categories")
+        .unwrap()
+        .read_all()
+        .unwrap();
+    // The first batch's dictionary in its order (its unused value kept), then
+    // what later batches bring.
+    assert_eq!(
+        categories.as_ref(),
+        &StringArray::from(vec!["b", "a", "unused", "c"]) as &dyn Array
+    );
+    let group = ZarrGroup::open(store.clone(), "").unwrap();
+    let back: Vec<RecordBatch> = group
+        .reader()
+        .build()
+        .unwrap()
+        .map(|b| b.unwrap())
+        .collect();
+    let back = arrow_select::concat::concat_batches(&back[0].schema(), &back).unwrap();
+    for field in schema.fields() {
+        let got = back.column_by_name(field.name()).unwrap();
+        assert_eq!(got.data_type(), field.data_type(), "{}", field.name());
+        let parts: Vec<&dyn Array> = batches
+            .iter()
+            .map(|b| b.column_by_name(field.name()).unwrap().as_ref())
+            .collect();
+        let want = arrow_select::concat::concat(&parts).unwrap();
+        let values = |a: &ArrayRef| {
+            let t = match a.data_type() {
+                ArrowType::Dictionary(_, v) => v.as_ref().clone(),
+                t => t.clone(),
+            };
+            arrow_cast::cast(a, &t).unwrap()
+        };
+        assert_eq!(
+            values(got).as_ref(),
+            values(&want).as_ref(),
+            "{}",
+            field.name()
+        );
+    }
+    assert_eq!(
+        back.schema()
+            .field_with_name("s")
+            .unwrap()
+            .dict_is_ordered(),
+        Some(true)
+    );
+}
+
 #[test]
 fn dictionaries_are_written_as_their_values() {
     let dict: DictionaryArray<arrow_array::types::Int8Type> =

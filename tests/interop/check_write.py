@@ -302,8 +302,8 @@ def nd_zarrs_check(zarrs: str, store: Path, dtype: str, values: list) -> str | N
 
 def dictionary_table() -> pa.Table:
     """Dictionary columns as pandas and Parquet make them: string values under
-    int8 / int16 / int32 keys, large strings, int64 values; each chunk with a
-    dictionary of its own (the Parquet file's row groups differ too)."""
+    int8 / int16 / int32 keys (int32's with nulls), large strings, int64 values;
+    each chunk with a dictionary of its own (the Parquet file's row groups differ too)."""
     rng = np.random.default_rng(5)
     n = 3000
     words = np.array([f"w{i}" for i in range(300)])
@@ -311,7 +311,9 @@ def dictionary_table() -> pa.Table:
     for key in [pa.int8(), pa.int16(), pa.int32()]:
         chunks = []
         for part in np.array_split(rng.integers(0, 100 if key == pa.int8() else 300, n), 3):
-            chunks.append(pa.array(words[part]).dictionary_encode().cast(pa.dictionary(key, pa.string())))
+            # int32: a null every 17 rows (a categorical's code -1).
+            mask = (np.arange(len(part)) % 17 == 3) if key == pa.int32() else None
+            chunks.append(pa.array(words[part], mask=mask).dictionary_encode().cast(pa.dictionary(key, pa.string())))
         cols[f"d_{key}"] = pa.chunked_array(chunks)
     cols["d_large"] = pa.array(words[rng.integers(0, 50, n)]).cast(pa.large_string()).dictionary_encode()
     cols["d_int64"] = pa.array(rng.integers(-5, 5, n) * 1_000_000_007).dictionary_encode()
@@ -326,8 +328,11 @@ DICTIONARY_CONFIGS = [
 
 
 def dictionary_checks(zarrow: str, source: Path, store: Path, tmp: Path, t: pa.Table) -> list:
-    """The plain layout stores a dictionary column's values (zarr-python reads
-    them); zarrow reads the column back with its dictionary type, into an IPC file
+    """The plain layout stores a dictionary column as anndata's `categorical`
+    element: anndata reads it as a pandas Categorical of the column's values,
+    zarr-python reads its codes and categories (categories[codes], -1 a
+    missing value); zarrow reads the column back with its dictionary type
+    (the key type too), into an IPC file
     (one dictionary that grows: deltas) and an IPC stream, which pyarrow reads as
     the source's type and values, and into Parquet, which pyarrow reads as it
     reads its own Parquet file of the source (pyarrow restores dictionaries of
@@ -335,9 +340,19 @@ def dictionary_checks(zarrow: str, source: Path, store: Path, tmp: Path, t: pa.T
     from_parquet = pq.read_table(source)
     checks = []
     g = zarr.open_group(str(store), mode="r")
+    from anndata.io import read_elem
+
     for name in t.column_names:
         want = t.column(name).cast(t.schema.field(name).type.value_type).to_pylist()
-        checks.append((f"zarr-python {name}", compare_values(name, g[name][:].tolist(), want)))
+        element = g[name]
+        categories = element["categories"][:].tolist()
+        codes = element["codes"][:].tolist()
+        got = [None if c == -1 else categories[c] for c in codes]
+        checks.append((f"zarr-python {name}", compare_values(name, got, want)))
+        categorical = read_elem(element)
+        got = [None if v is None or v != v else (v.item() if hasattr(v, "item") else v)
+               for v in categorical.astype(object)]
+        checks.append((f"anndata {name}", compare_values(name, got, want)))
     for suffix in [".parquet", ".arrow", ".arrows"]:
         back = tmp / (store.name + ".back" + suffix)
         run(zarrow, ["convert", str(store), str(back)])

@@ -88,6 +88,11 @@ impl Categories {
         Ok(categories)
     }
 
+    /// The categories' type.
+    pub(crate) fn value_type(&self) -> &ArrowType {
+        &self.value_type
+    }
+
     /// The codes' type.
     pub(crate) fn codes_type(&self) -> &ArrowType {
         &self.codes_type
