@@ -9,7 +9,8 @@
 //! would otherwise hand Polars thousands of batches of a few hundred rows, each
 //! paying the import of its categoricals and a Python round. The batches grow:
 //! the first crosses as soon as it has a row, each later one once it holds as
-//! many rows as crossed before (up to the batch size asked for), so that a
+//! many rows as crossed before (up to the batch size asked for; a batch of a
+//! quarter of it crosses as it is, uncopied), so that a
 //! query that stops early (`head` after a filter) has read at most about twice
 //! the rows it used. A dictionary column whose batches share their categories
 //! (a reader's do) is gathered by its codes alone, the categories kept once.
@@ -28,6 +29,9 @@ use arrow_buffer::BooleanBuffer;
 use arrow_schema::{ArrowError, DataType, SchemaRef};
 use arrow_select::concat::concat;
 use zarrow::__private::bits as mask;
+
+/// Rows a batch holds at least to cross as it is, whatever it follows.
+const LONG_BATCH: usize = 1024;
 
 /// Rows of `inner` whose every listed categorical column holds one of its
 /// listed categories.
@@ -333,6 +337,19 @@ impl Iterator for KeepCategories {
             if self.pending.is_empty() && kept.num_rows() >= wanted {
                 self.handed += kept.num_rows();
                 return Some(Ok(kept));
+            }
+            // A long batch crosses as it is, after the rows pending (gathered):
+            // gathering it would copy every row to save a batch or two (a
+            // reader's chunk-long batches, split at its batch size, would all
+            // be copied).
+            if kept.num_rows() >= self.batch_rows.div_ceil(4).max(LONG_BATCH) {
+                self.handed += self.pending_rows + kept.num_rows();
+                let Some(first) = self.gathered() else {
+                    return Some(Ok(kept));
+                };
+                self.pending.push_back(kept);
+                self.draining = true;
+                return Some(first);
             }
             self.pending_rows += kept.num_rows();
             self.pending.push_back(kept);

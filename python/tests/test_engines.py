@@ -216,6 +216,23 @@ def test_the_prefilter_gathers_the_kept_rows_of_small_batches():
     assert max(heights) == 8 and reader.total_rows == anndata_obs().height
 
 
+def test_long_batches_cross_as_the_reader_made_them(tmp_path):
+    """Gathering is for short batches: the reader's own batches (chunks of
+    100,000 rows split at its 65,536), each at least a quarter of the batch
+    size asked for (100,000, Polars' own), cross as they are, not copied into
+    larger ones; the rows are the table's, in order."""
+    n = 300_000
+    table = pa.table({"v": np.arange(n, dtype=np.int64)})
+    path = tmp_path / "t.zarr"
+    zarrow.write(table, path, chunk_len=100_000)
+    own = [pl.DataFrame(b).height for b in iter(zarrow._open(path)._next_stream, None)]
+    assert own == [65_536, 34_464] * 3
+    reader = zarrow._open(path, gather=100_000)
+    frames = [pl.DataFrame(b) for b in iter(reader._next_stream, None)]
+    assert [f.height for f in frames] == own
+    assert pl.concat(frames)["v"].to_list() == list(range(n))
+
+
 def test_an_ordered_categorical_is_an_enum_ordered_as_pandas_orders_it(tmp_path):
     """anndata's ordered categorical arrives as ``pl.Enum`` of its categories in
     the scan's schema, its frames and ``Reader.to_polars``: sorting and order
