@@ -1866,20 +1866,11 @@ pub fn write_roundtrip(data: &[u8]) {
         &written_type,
         Some(input.len() as u64),
     );
-    // Nulls are filled, but for a dictionary's: a categorical keeps them
-    // (code -1).
-    let dictionary = matches!(input.data_type(), ArrowType::Dictionary(..));
     let fill = fill_scalar(input.data_type());
     let expected: Vec<Scalar> = scalars(input.as_ref())
         .unwrap_or_default()
         .into_iter()
-        .map(|s| {
-            if s == Scalar::Null && !dictionary {
-                fill.clone()
-            } else {
-                s
-            }
-        })
+        .map(|s| if s == Scalar::Null { fill.clone() } else { s })
         .collect();
     let got = scalars(back.as_ref()).unwrap_or_default();
     if expected != got {
