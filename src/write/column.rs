@@ -94,49 +94,37 @@ impl ColumnWriter {
             Ok(ArrayWriter::create(store.clone(), key, t, options)?
                 .with_attributes(anndata::array_attributes(t)))
         };
+        // The plain layout stores a dictionary as an anndata `categorical` too
+        // (its Arrow type recorded: read back without hashing a value); any
+        // other column, or a dictionary whose values a categorical cannot
+        // hold, as one array.
         let plain = options.layout == Layout::Plain;
-        if plain {
-            // The plain layout stores a dictionary as an anndata `categorical`
-            // (its Arrow type recorded: read back without hashing a value);
-            // one whose values a categorical cannot hold, as its values.
-            let categories = match data_type {
-                ArrowType::Dictionary(_, values) => Categories::new(values).ok(),
-                _ => None,
-            };
-            let Some(categories) = categories else {
-                return Ok(Self::Array(
-                    ArrayWriter::create(store.clone(), path, data_type, options.clone())?
-                        .with_dimension(dimension),
-                ));
-            };
-            let codes = part(
-                join_key(&path, anndata::CODES),
-                categories.codes_type(),
-                codes_options(options),
-            )?
-            .with_dimension(dimension);
-            return Ok(Self::Categorical {
-                codes,
-                categories,
-                column: field.name().clone(),
-                store: store.clone(),
-                path,
-                options: options.clone(),
-                ordered: field.dict_is_ordered().unwrap_or(false),
-                recorded: Some(data_type.clone()),
-                stored: None,
-                appending: false,
-            });
+        let encoding = match data_type {
+            ArrowType::Dictionary(_, values) if plain && Categories::new(values).is_err() => {
+                Encoding::Array
+            }
+            ArrowType::Dictionary(..) => anndata::column_encoding(field, false),
+            _ if plain => Encoding::Array,
+            _ => anndata::column_encoding(field, nullable == Nullability::Element),
+        };
+        if plain && encoding == Encoding::Array {
+            return Ok(Self::Array(
+                ArrayWriter::create(store.clone(), path, data_type, options.clone())?
+                    .with_dimension(dimension),
+            ));
         }
-        match anndata::column_encoding(field, nullable == Nullability::Element) {
+        match encoding {
             Encoding::Categorical { ordered } => {
                 let categories = Categories::new(value_type(data_type))
                     .map_err(categorical_err(field.name()))?;
-                let codes = part(
+                let mut codes = part(
                     join_key(&path, anndata::CODES),
                     categories.codes_type(),
                     codes_options(options),
                 )?;
+                if plain {
+                    codes = codes.with_dimension(dimension);
+                }
                 Ok(Self::Categorical {
                     codes,
                     categories,
@@ -145,7 +133,7 @@ impl ColumnWriter {
                     path,
                     options: options.clone(),
                     ordered,
-                    recorded: None,
+                    recorded: plain.then(|| data_type.clone()),
                     stored: None,
                     appending: false,
                 })
