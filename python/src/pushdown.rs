@@ -23,7 +23,7 @@
 //! reason, before anything is read: the caller then filters as it did without
 //! pushdown. Failures of the read itself are errors.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
@@ -146,20 +146,7 @@ async fn plan(
     columns: Vec<String>,
     batch_rows: usize,
 ) -> zarrow::Result<Planned> {
-    // One partition: the rows in the table's order.
-    // The scan's batches as the reader makes them (up to `zarrow.read`'s
-    // largest), not cut to DataFusion's default 8192 rows: the engine takes
-    // them whole, and the gathering below would copy the slices together
-    // again.
-    let mut config = SessionConfig::new()
-        .with_target_partitions(1)
-        .with_batch_size(batch_rows);
-    // The filter's batches handed on as they come (a slice of a chunk each),
-    // not coalesced to the batch size first: a consumer that stops early
-    // (`filter(...).head(3)`) has read little more than it used (the reader
-    // above gathers them into batches that grow).
-    config.options_mut().execution.coalesce_batches = false;
-    let ctx = SessionContext::new_with_config(config);
+    let ctx = session(batch_rows);
     let frame = ctx.read_table(Arc::new(table)).map_err(query_error)?;
     // The filter checked against the table's columns and types (analysis,
     // type coercion), then optimised (the scan gets it as its filters).
@@ -192,6 +179,42 @@ async fn plan(
     };
     let stream = execute_stream(physical, ctx.task_ctx()).map_err(query_error)?;
     Ok(Planned::Stream(stream))
+}
+
+/// The session filtered scans of batches of `batch_rows` rows plan in: made
+/// once per batch size and shared (making one registers every built-in
+/// function, a fixed cost each scan paid); a plan registers nothing in it
+/// (`read_table`), so scans cannot see each other's tables.
+fn session(batch_rows: usize) -> SessionContext {
+    /// Sessions kept, the oldest dropped first (Polars asks for one batch size).
+    const KEPT: usize = 4;
+    static SESSIONS: OnceLock<Mutex<Vec<(usize, SessionContext)>>> = OnceLock::new();
+    let mut sessions = SESSIONS
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    if let Some((_, ctx)) = sessions.iter().find(|(rows, _)| *rows == batch_rows) {
+        return ctx.clone();
+    }
+    // One partition: the rows in the table's order.
+    // The scan's batches as the reader makes them (up to `zarrow.read`'s
+    // largest), not cut to DataFusion's default 8192 rows: the engine takes
+    // them whole, and the gathering below would copy the slices together
+    // again.
+    let mut config = SessionConfig::new()
+        .with_target_partitions(1)
+        .with_batch_size(batch_rows);
+    // The filter's batches handed on as they come (a slice of a chunk each),
+    // not coalesced to the batch size first: a consumer that stops early
+    // (`filter(...).head(3)`) has read little more than it used (the reader
+    // above gathers them into batches that grow).
+    config.options_mut().execution.coalesce_batches = false;
+    let ctx = SessionContext::new_with_config(config);
+    if sessions.len() == KEPT {
+        sessions.remove(0);
+    }
+    sessions.push((batch_rows, ctx.clone()));
+    ctx
 }
 
 /// A DataFusion error as zarrow's: a store's error that crossed DataFusion

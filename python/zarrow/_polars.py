@@ -158,10 +158,9 @@ def scan(
             from . import _pushdown
         except ImportError:  # pragma: no cover (pyarrow is needed for it)
             return None
-        expression, complete = _pushdown.polars_predicate(predicate, schema)
-        if expression is None:
+        blob, complete = _pushdown.polars_pushed(predicate, schema)
+        if blob is None:
             return None
-        blob = _pushdown.pickled(expression)
         output = wanted if complete else read_columns
         reader, _why = _pushdown.filtered(path, opened, columns, sorted, blob, output, batch_size, kept)
         if reader is None:

@@ -26,6 +26,8 @@ from __future__ import annotations
 import functools
 import math
 import operator
+import threading
+from collections import OrderedDict
 from typing import Any, Optional, Sequence, Tuple
 
 # Read options that are not a table's: a long table and an N-d array are never
@@ -76,6 +78,38 @@ def filtered(
     if kept is not None:
         return kept._kept_table(table).filtered(filter, list(output), batch_size)
     return _zarrow.filtered(_location(path), table, filter, list(output), batch_size)
+
+
+# The pushed forms of the Polars predicates converted last (a notebook's or a
+# dashboard's repeated query is converted once), by the predicate's serialized
+# form and the scan's schema.
+_CONVERTED: "OrderedDict[tuple, Tuple[Optional[bytes], bool]]" = OrderedDict()
+_CONVERTED_LOCK = threading.Lock()
+_CONVERTED_KEPT = 256
+
+
+def polars_pushed(predicate: Any, schema: Any) -> Tuple[Optional[bytes], bool]:
+    """`polars_predicate`'s expression pickled (``None``: no part can be
+    pushed), and whether it is all of the predicate; kept for the predicates
+    converted last."""
+    try:
+        key: Optional[tuple] = (predicate.meta.serialize(format="binary"), str(schema))
+    except Exception:  # an expression Polars cannot serialize: converted each time
+        key = None
+    if key is not None:
+        with _CONVERTED_LOCK:
+            found = _CONVERTED.get(key)
+            if found is not None:
+                _CONVERTED.move_to_end(key)
+                return found
+    expression, complete = polars_predicate(predicate, schema)
+    pushed = (None if expression is None else pickled(expression), complete)
+    if key is not None:
+        with _CONVERTED_LOCK:
+            _CONVERTED[key] = pushed
+            if len(_CONVERTED) > _CONVERTED_KEPT:
+                _CONVERTED.popitem(last=False)
+    return pushed
 
 
 def polars_predicate(predicate: Any, schema: Any) -> Tuple[Optional[Any], bool]:
