@@ -101,11 +101,12 @@ impl Column {
 
     /// An anndata `categorical` element named `name`.
     ///
+    /// `keys`: the key type zarrow's writer recorded (the plain layout's
+    /// dictionaries), taken where every category has a key of it.
+    ///
     /// # Errors
     /// Codes that are not a signed integer type, or not 1-D, or categories
     /// that are not 1-D.
-    /// `keys`: the key type zarrow's writer recorded (the plain layout's
-    /// dictionaries), taken where every category has a key of it.
     pub(crate) fn categorical(
         name: &str,
         codes: ZarrArray,

@@ -93,8 +93,9 @@ crate::options::options! {
         /// [from Zarr] Read anndata categoricals as their categories' values,
         /// one per row (nulls for missing), instead of dictionaries (zarrow
         /// stores a table's dictionary columns as categoricals; a store
-        /// written before it did holds their values). String categories are utf8-view unless string_type says
-        /// otherwise: each row's view is its category's, no string is copied.
+        /// written before it did holds their values). String categories are
+        /// utf8-view unless string_type says otherwise: each row's view is
+        /// its category's, no string is copied.
         /// What DataFusion's own Parquet scan does with a dictionary-encoded
         /// column, and what its GROUP BY is fastest on: off by default, but for
         /// SQL tables (zarrow sql, CREATE EXTERNAL TABLE), where it is on
