@@ -16,6 +16,7 @@ use datafusion::error::Result as DfResult;
 use datafusion::logical_expr::dml::InsertOp;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::filter::FilterExec;
 
 use super::filter::{self, ScanFilter};
 use super::prune::Pruning;
@@ -192,7 +193,16 @@ impl datafusion::catalog::TableProvider for ZarrTable {
         if columns.iter().any(|&i| i >= schema.fields().len()) {
             return plan_err!("projection {columns:?} is outside the table's columns");
         }
-        let rows = 0..table.num_rows();
+        // A filter that reads no column is a constant. DataFusion's simplifier
+        // makes one of an exact filter after it was pushed here (`i != NULL`
+        // becomes `NULL`), and then applies it nowhere: the scan honours it.
+        let constants = Constants::of(filters);
+        let rows = if constants.never {
+            0..0
+        } else {
+            0..table.num_rows()
+        };
+        let limit = limit.filter(|_| constants.unknown.is_empty());
         // The filters the scan evaluates itself (on their columns first, the
         // others read only where rows match): DataFusion applies them no more.
         let exact: Vec<Expr> = filters
@@ -224,7 +234,7 @@ impl datafusion::catalog::TableProvider for ZarrTable {
                 .map(|r| vec![r])
                 .collect(),
         };
-        scan_plan(Scan {
+        let plan = scan_plan(Scan {
             snapshot,
             columns,
             groups,
@@ -233,7 +243,16 @@ impl datafusion::catalog::TableProvider for ZarrTable {
             pruning,
             runtime: state.runtime_env().clone(),
             decode: super::session_decode(state.config()),
-        })
+        })?;
+        // One that does not fold to a value is applied over the scan.
+        match datafusion::logical_expr::utils::conjunction(constants.unknown) {
+            None => Ok(plan),
+            Some(predicate) => {
+                let input = datafusion::common::DFSchema::try_from(plan.schema().as_ref().clone())?;
+                let predicate = state.create_physical_expr(predicate, &input)?;
+                Ok(Arc::new(FilterExec::try_new(predicate, plan)?))
+            }
+        }
     }
 
     fn supports_filters_pushdown(
@@ -360,5 +379,38 @@ impl datafusion::catalog::TableProvider for ZarrTable {
             written: Some(self.current.clone()),
         };
         Ok(Arc::new(DataSinkExec::new(input, Arc::new(sink), None)))
+    }
+}
+
+/// The filters a scan is given that read no column: constants, folded.
+#[derive(Default)]
+struct Constants {
+    /// One folds to `false` or `NULL`: no row matches.
+    never: bool,
+    /// Those that do not fold to a value (applied over the scan).
+    unknown: Vec<Expr>,
+}
+
+impl Constants {
+    fn of(filters: &[Expr]) -> Self {
+        use datafusion::common::ScalarValue;
+        use datafusion::logical_expr::simplify::SimplifyContext;
+        use datafusion::optimizer::simplify_expressions::ExprSimplifier;
+
+        let mut constants = Self::default();
+        let simplifier = ExprSimplifier::new(SimplifyContext::builder().build());
+        for f in filters {
+            if !f.column_refs().is_empty() || f.is_volatile() {
+                continue;
+            }
+            match simplifier.simplify(f.clone()) {
+                Ok(Expr::Literal(ScalarValue::Boolean(Some(true)), _)) => {}
+                Ok(Expr::Literal(ScalarValue::Boolean(_) | ScalarValue::Null, _)) => {
+                    constants.never = true;
+                }
+                _ => constants.unknown.push(f.clone()),
+            }
+        }
+        constants
     }
 }

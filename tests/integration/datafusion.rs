@@ -1230,3 +1230,63 @@ fn a_tracked_table_reads_no_metadata_or_statistics_again_until_the_store_changes
     let read: Vec<String> = observed.take().into_iter().map(|(k, _)| k).collect();
     assert_eq!(read, ["n/zarrow.stats"]);
 }
+
+/// A filter the simplifier folds to a constant after it was pushed into the
+/// scan (`NOT (i IN (7, NULL))` becomes `i != 7 AND i != NULL`, pushed whole,
+/// then `i != 7 AND NULL`: DataFusion applies the `NULL` nowhere) is honoured
+/// by the scan: each query answers as over the same rows in memory, limits
+/// and a constant that does not fold included.
+#[test]
+fn a_filter_folded_to_a_constant_after_pushdown_answers_as_over_memory() {
+    let i: ArrayRef = Arc::new(Int64Array::from(vec![
+        Some(1),
+        Some(7),
+        Some(3),
+        Some(7),
+        Some(2),
+        Some(3),
+    ]));
+    let row: ArrayRef = Arc::new(Int64Array::from_iter_values(0..6));
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let options = WriteOptions {
+        chunk_len: Some(2),
+        ..WriteOptions::default()
+    };
+    write_array(store.clone(), "i", &i, options.clone()).unwrap();
+    write_array(store.clone(), "row", &row, options).unwrap();
+    let names = ["i", "row"].map(String::from);
+    write_group_metadata(store.as_ref(), "", &names, 3).unwrap();
+    let location = zarrow::Location::supplied("t");
+    let table = ZarrTable::from_store(store, &location, ZarrTableOptions::default()).unwrap();
+    let memory = RecordBatch::try_from_iter([("i", i), ("row", row)]).unwrap();
+    let rt = runtime();
+    for filter in [
+        "NOT (i IN (7, NULL))",
+        "i NOT IN (3, NULL)",
+        "i NOT IN (3, NULL) OR i = 7",
+        "NOT (i IN (7, NULL)) OR row < 2",
+        "i NOT IN (7, NULL) AND row >= 0",
+        "i IN (7, NULL)",
+    ] {
+        for limit in ["", " LIMIT 1"] {
+            let (got, want) = rt.block_on(async {
+                let ctx = context(2);
+                ctx.register_table("z", Arc::new(table.clone())).unwrap();
+                ctx.register_batch("m", memory.clone()).unwrap();
+                let sql =
+                    |t: &str| format!("SELECT row FROM {t} WHERE {filter} ORDER BY row{limit}");
+                (query(&ctx, &sql("z")).await, query(&ctx, &sql("m")).await)
+            });
+            let rows = |batches: &[RecordBatch]| -> Vec<i64> {
+                if batches.iter().all(|b| b.num_rows() == 0) {
+                    return Vec::new();
+                }
+                column_of(batches, "row")
+                    .as_primitive::<Int64Type>()
+                    .values()
+                    .to_vec()
+            };
+            assert_eq!(rows(&got), rows(&want), "WHERE {filter}{limit}");
+        }
+    }
+}
