@@ -315,10 +315,37 @@ def test_a_pushed_filter_fetches_only_the_chunks_that_can_match(served, engine):
 # ------------------------------------------- pyarrow's expressions, exactly
 
 
+def is_in_matching(field, values: pa.Array, behaviour: int):
+    """``pc.is_in`` with Arrow's way `behaviour` of matching nulls (0 MATCH,
+    1 SKIP, 2 EMIT_NULL, 3 INCONCLUSIVE). pyarrow's Python API sets only the
+    first two (`skip_nulls`): the option is rewritten in the expression's
+    pickled form (an Arrow IPC file, the options a struct column) and the
+    expression rebuilt by pyarrow's own unpickler, so pyarrow evaluates it
+    with that behaviour too."""
+    rebuild, (buffer,) = pc.is_in(field, value_set=values).__reduce__()
+    reader = pa.ipc.open_file(pa.BufferReader(buffer))
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_file(sink, reader.schema) as writer:
+        for k in range(reader.num_record_batches):
+            columns = []
+            for column in reader.get_batch(k).columns:
+                if pa.types.is_struct(column.type) and column.type.get_field_index("null_matching_behavior") >= 0:
+                    kids = [pa.array([behaviour] * len(column), pa.uint32()) if f.name == "null_matching_behavior"
+                            else column.field(f.name) for f in column.type]
+                    column = pa.StructArray.from_arrays(kids, fields=list(column.type))
+                columns.append(column)
+            writer.write_batch(pa.RecordBatch.from_arrays(columns, schema=reader.schema))
+    expression = rebuild(sink.getvalue())
+    name = ["MATCH", "SKIP", "EMIT_NULL", "INCONCLUSIVE"][behaviour]
+    assert f"null_matching_behavior={name}" in str(expression), str(expression)
+    return expression
+
+
 def random_expression(rng: np.random.Generator, depth: int = 0):
     """A random filter over `i` (int64) and `s` (string), both with nulls:
-    comparisons, `is_in` matching nulls or skipping them (its set with a null
-    or not), `is_null`, `is_valid`, and `&`, `|`, `~` of those."""
+    comparisons, `is_in` with each of Arrow's four ways of matching nulls
+    (its set with a null or not), `is_null`, `is_valid`, and `&`, `|`, `~` of
+    those."""
     pick = rng.integers(0, 9 if depth < 3 else 5)
     column = "i" if rng.integers(0, 2) else "s"
     value = lambda: int(rng.integers(0, 20)) if column == "i" else f"v{rng.integers(0, 20):02d}"  # noqa: E731
@@ -331,10 +358,7 @@ def random_expression(rng: np.random.Generator, depth: int = 0):
         if rng.integers(0, 2):
             values.append(None)
         kind = pa.int64() if column == "i" else pa.string()
-        # pyarrow's Python API sets two of Arrow's four ways of matching
-        # nulls: MATCH and SKIP (`skip_nulls`).
-        skip = bool(rng.integers(0, 2))
-        return pc.is_in(field, value_set=pa.array(values, kind), skip_nulls=skip)
+        return is_in_matching(field, pa.array(values, kind), int(rng.integers(0, 4)))
     if pick == 3:
         return field.is_null()
     if pick == 4:
@@ -349,8 +373,8 @@ def random_expression(rng: np.random.Generator, depth: int = 0):
 def test_pushed_pyarrow_expressions_keep_exactly_pyarrows_rows(tmp_path):
     """Random filters, each pushed whole into zarrow (read from pyarrow's
     pickled form into DataFusion's), keep exactly the rows pyarrow's own
-    `Table.filter` keeps: its null semantics (Kleene logic, both ways `is_in`
-    matches nulls, under `~` too) included."""
+    `Table.filter` keeps: its null semantics (Kleene logic, the four ways
+    `is_in` matches nulls, under `~` too) included."""
     rng = np.random.default_rng(52)
     n = 3000
     i = rng.integers(0, 20, n).astype(object)
