@@ -877,3 +877,19 @@ def test_an_interrupted_query_stops(tmp_path):
         timer.cancel()
     assert time.monotonic() - started < 60
     assert rows(con, f"SELECT count(*) FROM read_zarr('{tmp_path / 'big.zarr'}') WHERE i < 10") == [(10,)]
+
+
+def test_filters_with_a_null_in_a_set_answer_as_duckdbs_own_table(tmp_path, con):
+    """Filters that fold to constants once their NULL is seen (`NOT (i IN (7,
+    NULL))` holds for no row) keep the rows DuckDB keeps over the same table
+    in memory, with and without a limit: the scan drops no filter it is given."""
+    zarrow = pytest.importorskip("zarrow")
+    t = pa.table({"i": pa.array([1, 7, 3, 7, 2, 3], pa.int64()), "row": pa.array(range(6), pa.int64())})
+    zarrow.write(t, tmp_path / "t.zarr", chunk_len=2)
+    con.register("m", t)
+    for where in ["NOT (i IN (7, NULL))", "i NOT IN (3, NULL)", "i NOT IN (3, NULL) OR i = 7",
+                  "i IN (7, NULL)", "NOT (i IN (7, NULL)) OR row < 2"]:
+        for limit in ["", " LIMIT 1"]:
+            query = f"SELECT row FROM {{}} WHERE {where} ORDER BY row{limit}"
+            got = rows(con, query.format(f"read_zarr('{tmp_path / 't.zarr'}')"))
+            assert got == rows(con, query.format("m")), (where, limit)
