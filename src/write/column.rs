@@ -100,7 +100,7 @@ impl ColumnWriter {
         // hold, as one array.
         let plain = options.layout == Layout::Plain;
         let encoding = match data_type {
-            ArrowType::Dictionary(_, values) if plain && Categories::new(values).is_err() => {
+            ArrowType::Dictionary(_, values) if plain && !Categories::hold(values) => {
                 Encoding::Array
             }
             ArrowType::Dictionary(..) => anndata::column_encoding(field, false),

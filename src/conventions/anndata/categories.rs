@@ -30,12 +30,10 @@ pub(crate) struct Categories {
 }
 
 impl Categories {
-    /// No categories yet, of type `values`, with Int32 codes.
-    ///
-    /// # Errors
-    /// Categories of a type other than a primitive, string or bytes one.
-    pub(crate) fn new(values: &ArrowType) -> Result<Self, ConventionError> {
-        let supported = values.is_primitive()
+    /// Whether categories can be of type `values`: a primitive, string or
+    /// bytes type.
+    pub(crate) fn hold(values: &ArrowType) -> bool {
+        values.is_primitive()
             || matches!(
                 values,
                 ArrowType::Utf8
@@ -44,8 +42,15 @@ impl Categories {
                     | ArrowType::Binary
                     | ArrowType::LargeBinary
                     | ArrowType::BinaryView
-            );
-        if !supported {
+            )
+    }
+
+    /// No categories yet, of type `values`, with Int32 codes.
+    ///
+    /// # Errors
+    /// Categories of a type other than a primitive, string or bytes one.
+    pub(crate) fn new(values: &ArrowType) -> Result<Self, ConventionError> {
+        if !Self::hold(values) {
             return Err(ConventionError::CategoryType(values.clone()));
         }
         Ok(Self {
