@@ -594,7 +594,7 @@ impl Opener {
             longest,
             granule,
             matched: self.metrics.matched.clone(),
-            dense: std::sync::atomic::AtomicBool::new(false),
+            dense_parts: std::sync::atomic::AtomicU64::new(0),
             filter_granule,
             first_dense: std::sync::atomic::AtomicBool::new(false),
         };
