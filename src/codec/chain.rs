@@ -234,7 +234,8 @@ impl CodecChain {
         })
     }
 
-    /// Decode one encoded chunk into an Arrow array of `ctx.elements` elements.
+    /// Decode one encoded chunk into an Arrow array of `ctx.elements` elements
+    /// (or of the first `ctx.wanted`, where the layout can stop early).
     ///
     /// # Errors
     /// A [`ChunkError`] for any corrupt, truncated or oversized input.
@@ -255,8 +256,9 @@ impl CodecChain {
             Some(array) => array?,
             None => self.decode_unfused(encoded, ctx)?,
         };
-        // Whatever a layout decoder did, a chunk has exactly its shape's elements.
-        if array.len() != ctx.elements {
+        // Whatever a layout decoder did, a chunk has exactly its shape's elements
+        // (or, stopped early, exactly those wanted).
+        if array.len() != ctx.elements && array.len() != ctx.wanted {
             return Err(ChunkError::CountMismatch {
                 expected: ctx.elements as u64,
                 found: array.len() as u64,

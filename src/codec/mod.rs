@@ -97,6 +97,10 @@ pub struct DecodeContext<'a> {
     pub max_bytes: usize,
     /// Where the decoded values' buffers come from (a reader's recycler).
     pub(crate) recycler: Option<&'a Arc<crate::recycle::Recycler>>,
+    /// The elements wanted: the first `wanted` (at most `elements`). A decoder
+    /// that can stop early (vlen under zstd) may return only these; every
+    /// other returns them all.
+    pub(crate) wanted: usize,
 }
 
 impl<'a> DecodeContext<'a> {
@@ -122,6 +126,7 @@ impl<'a> DecodeContext<'a> {
             string_type,
             max_bytes,
             recycler: None,
+            wanted: elements,
         }
     }
 
@@ -131,6 +136,13 @@ impl<'a> DecodeContext<'a> {
         recycler: Option<&'a Arc<crate::recycle::Recycler>>,
     ) -> Self {
         self.recycler = recycler;
+        self
+    }
+
+    /// The same context, wanting only the first `n` elements (of a 1-D chunk
+    /// whose later rows no read needs): see [`DecodeContext::wanted`].
+    pub(crate) fn wanting(mut self, n: usize) -> Self {
+        self.wanted = n.min(self.elements);
         self
     }
 

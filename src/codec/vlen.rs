@@ -266,7 +266,7 @@ fn decode_blocks(
         let mut chunk = recycler.take(size);
         let mut views = ChunkViewsBuilder::with_capacity(n, utf8, ctx.recycler);
         let push = |filled: &[u8], start, len, ascii| views.push(filled, start, len, ascii);
-        if parse_blocks(encoded, &mut chunk, n, push)?.is_none() {
+        if parse_blocks(encoded, &mut chunk, n, ctx.wanted, push)?.is_none() {
             recycler.give(chunk);
             return Ok(None);
         }
@@ -278,7 +278,7 @@ fn decode_blocks(
             let push = |filled: &[u8], start: usize, len, ascii| {
                 views.push_framed(&filled[start - 4..], len, ascii)
             };
-            if parse_blocks(encoded, chunk, n, push)?.is_none() {
+            if parse_blocks(encoded, chunk, n, ctx.wanted, push)?.is_none() {
                 return Ok(None);
             }
             views.finish().map(Some)
@@ -298,7 +298,7 @@ fn copy_blocks<O: OffsetSizeTrait>(
     let utf8 = ctx.data_type.is_text();
     let mut out = CopyBuilder::<O>::with_capacity(ctx.elements, max_values, ctx.recycler);
     let push = |filled: &[u8], start: usize, len, _| out.push_prefix(&filled[start..], len);
-    let Some(ascii) = parse_blocks(encoded, chunk, ctx.elements, push)? else {
+    let Some(ascii) = parse_blocks(encoded, chunk, ctx.elements, ctx.wanted, push)? else {
         return Ok(None);
     };
     // SAFETY: with `ascii`, every byte zstd wrote was ASCII (each block checked
@@ -307,17 +307,21 @@ fn copy_blocks<O: OffsetSizeTrait>(
 }
 
 /// Decompress the one frame `encoded` into `chunk` block by block and call
-/// `push(chunk so far, start, len, ascii)` for each of its `n` elements as soon
-/// as it is whole: its value is `chunk[start..start + len]`; `ascii`: every byte
-/// of it is ASCII (its blocks were). Returns whether the whole chunk was ASCII,
-/// or `None` when `encoded` holds more frames (nothing is checked then).
+/// `push(chunk so far, start, len, ascii)` for each of its first `wanted` (of
+/// `n`) elements as soon as it is whole: its value is `chunk[start..start +
+/// len]`; `ascii`: every byte of it is ASCII (its blocks were). With `wanted`
+/// short of `n`, decompression stops once they are whole (the rest of the frame
+/// is neither decompressed nor checked). Returns whether the bytes decompressed
+/// were all ASCII, or `None` when `encoded` holds more frames (nothing is
+/// checked then).
 fn parse_blocks(
     encoded: &[u8],
     chunk: &mut MutableBuffer,
     n: usize,
+    wanted: usize,
     mut push: impl FnMut(&[u8], usize, usize, bool) -> Result<(), ChunkError>,
 ) -> Result<Option<bool>, ChunkError> {
-    let mut elements = Framed::new(n);
+    let mut elements = Framed::new(n, wanted);
     // Values that start before this may hold a byte of a block that was not
     // all ASCII.
     let mut dirty_until = 0;
@@ -329,12 +333,15 @@ fn parse_blocks(
         seen = filled.len();
         elements.parse(filled, |start, len| {
             push(filled, start, len, start >= dirty_until)
-        })
+        })?;
+        Ok(!elements.stops())
     })?;
-    if read != encoded.len() {
-        return Ok(None);
+    match read {
+        // Stopped with the elements wanted.
+        None => {}
+        Some(read) if read != encoded.len() => return Ok(None),
+        Some(_) => elements.finish(chunk.len())?,
     }
-    elements.finish(chunk.len())?;
     Ok(Some(dirty_until == 0))
 }
 
@@ -369,9 +376,10 @@ fn with_scratch<R>(size: usize, f: impl FnOnce(&mut MutableBuffer) -> R) -> R {
 }
 
 /// Parses `| u32 count | (u32 len | value)* |` out of a buffer that grows:
-/// each call takes the elements that are whole so far.
+/// each call takes the elements that are whole so far, up to the first `wanted`.
 struct Framed {
     n: usize,
+    wanted: usize,
     counted: bool,
     /// Where the next element's length starts.
     pos: usize,
@@ -379,9 +387,10 @@ struct Framed {
 }
 
 impl Framed {
-    fn new(n: usize) -> Self {
+    fn new(n: usize, wanted: usize) -> Self {
         Self {
             n,
+            wanted: wanted.min(n),
             counted: false,
             pos: 0,
             done: 0,
@@ -411,7 +420,7 @@ impl Framed {
             self.pos = 4;
         }
         let (mut pos, mut done) = (self.pos, self.done);
-        while done < self.n {
+        while done < self.wanted {
             let Some(len) = data.get(pos..).and_then(|d| d.first_chunk::<4>()) else {
                 break;
             };
@@ -427,6 +436,12 @@ impl Framed {
         self.pos = pos;
         self.done = done;
         Ok(())
+    }
+
+    /// Whether the elements wanted, fewer than all, are all taken: the rest of
+    /// the chunk is not needed.
+    fn stops(&self) -> bool {
+        self.wanted < self.n && self.done == self.wanted
     }
 
     /// Every element was there, and nothing after them (`total`: the bytes).

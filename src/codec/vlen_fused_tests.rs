@@ -203,3 +203,45 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, .. ProptestConfig::default() })]
+
+    /// Wanting only the first `k` elements (a LIMIT, late materialization's last
+    /// chosen row): the fused decoder stops once they are whole and gives
+    /// exactly them, equal to the plain decoder's first `k`, for every string
+    /// type, with a recycler and without; a hostile frame is an error or valid
+    /// data of `k` elements (or all of them, from the streaming path).
+    #[test]
+    fn wanting_the_first_elements_gives_the_plain_decoders_first_elements(
+        values in proptest::collection::vec(".{0,200}", 1..4000),
+        wanted in any::<prop::sample::Index>(),
+        flips in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..3),
+    ) {
+        let chunk = vlen_chunk(&values);
+        let k = wanted.index(values.len() + 1);
+        let mut frame = zstd::bulk::compress(&chunk, 1).unwrap();
+        for (at, byte) in &flips {
+            let i = at.index(frame.len());
+            frame[i] ^= byte;
+        }
+        let shape = [values.len() as u64];
+        let fill = crate::metadata::FillValue::default_for(&DataType::String);
+        let recycler = crate::recycle::Recycler::new(64 << 20);
+        for string_type in [StringType::Utf8, StringType::LargeUtf8, StringType::Utf8View] {
+            let ctx = DecodeContext::new(&shape, DataType::String, &fill, string_type, 1 << 24);
+            let plain = decode(Buffer::from(chunk.clone()), &ctx).unwrap();
+            for ctx in [ctx.wanting(k), ctx.with_recycler(Some(&recycler)).wanting(k)] {
+                let got = decode_zstd(&frame, &ctx);
+                if flips.is_empty() {
+                    let got = got.unwrap();
+                    prop_assert_eq!(got.len(), k);
+                    prop_assert_eq!(got.to_data(), plain.slice(0, k).to_data());
+                } else if let Ok(array) = got {
+                    prop_assert!(array.to_data().validate_full().is_ok());
+                    prop_assert!(array.len() == k || array.len() == values.len());
+                }
+            }
+        }
+    }
+}

@@ -225,8 +225,9 @@ fn block_error(code: usize) -> Option<ChunkError> {
 /// the frame's stated content size, which the caller checked against its limit)
 /// block by block, straight into `out` (no window of zstd's own, no copy out of
 /// it): after each block that produced bytes, `each` sees all of `out` so far,
-/// the new block still in cache. Returns the input bytes the frame took (more
-/// follow when `input` holds several frames).
+/// the new block still in cache, and says whether to go on. Returns the input
+/// bytes the frame took (more follow when `input` holds several frames), or
+/// `None` when `each` stopped it.
 ///
 /// # Errors
 /// zstd's (a corrupt frame, one that does not fit `out`), a frame cut short, and
@@ -234,8 +235,8 @@ fn block_error(code: usize) -> Option<ChunkError> {
 pub(crate) fn decompress_blocks(
     input: &[u8],
     out: &mut MutableBuffer,
-    mut each: impl FnMut(&[u8]) -> Result<(), ChunkError>,
-) -> Result<usize, ChunkError> {
+    mut each: impl FnMut(&[u8]) -> Result<bool, ChunkError>,
+) -> Result<Option<usize>, ChunkError> {
     with_block_context(|dctx| {
         // SAFETY: `dctx` is a live context used by this thread only.
         if let Some(e) = block_error(unsafe { zstd_sys::ZSTD_decompressBegin(dctx) }) {
@@ -246,7 +247,7 @@ pub(crate) fn decompress_blocks(
             // SAFETY: as above.
             let need = unsafe { zstd_sys::ZSTD_nextSrcSizeToDecompress(dctx) };
             if need == 0 {
-                return Ok(read);
+                return Ok(Some(read));
             }
             let Some(src) = input.get(read..read.saturating_add(need)) else {
                 return Err(ChunkError::Decompress {
@@ -280,7 +281,9 @@ pub(crate) fn decompress_blocks(
             if written > 0 {
                 // SAFETY: zstd wrote `written` <= `room` bytes after `filled`.
                 unsafe { out.set_len(filled + written) };
-                each(out.as_slice())?;
+                if !each(out.as_slice())? {
+                    return Ok(None);
+                }
             }
         }
     })

@@ -91,6 +91,9 @@ pub(crate) struct ChunkRead {
     partial: Option<Range<u64>>,
     /// A 1-D shard decoded as runs, one per inner chunk (no gathering copy).
     runs: bool,
+    /// The elements of a 1-D chunk read whole that a read needs: its first
+    /// `wanted` (a decoder that can stop there does; `None`: all of them).
+    wanted: Option<usize>,
     /// The most bytes one fetched value (or inner chunk) may have.
     max_encoded: u64,
     stage: Stage,
@@ -116,11 +119,19 @@ impl ChunkRead {
     pub(crate) fn new(array: &ZarrArray, indices: &[u64], want: Option<Range<u64>>) -> Self {
         let shape = &array.metadata().chunk_shape;
         let sharded = array.codecs().partial(shape.len()).is_some();
-        let partial = match want {
+        let partial = match &want {
             Some(want)
                 if sharded && !want.is_empty() && (want.start > 0 || want.end < shape[0]) =>
             {
-                Some(want)
+                Some(want.clone())
+            }
+            _ => None,
+        };
+        // Rows after the last wanted one need not be decoded (a LIMIT, late
+        // materialization's selection).
+        let wanted = match want {
+            Some(want) if shape.len() == 1 && !sharded && want.end < shape[0] => {
+                usize::try_from(want.end).ok()
             }
             _ => None,
         };
@@ -131,6 +142,7 @@ impl ChunkRead {
             array: array.clone(),
             partial,
             runs: false,
+            wanted,
             max_encoded,
             stage: Stage::Start,
         }
@@ -175,7 +187,13 @@ impl ChunkRead {
                 let partial = array.codecs().partial(ctx.shape.len());
                 let runs = match partial.filter(|_| self.runs) {
                     Some(partial) => partial.decode_runs(bytes, &ctx)?,
-                    None => vec![array.codecs().decode(bytes, &ctx)?],
+                    None => {
+                        let ctx = match self.wanted {
+                            Some(n) => ctx.wanting(n),
+                            None => ctx,
+                        };
+                        vec![array.codecs().decode(bytes, &ctx)?]
+                    }
                 };
                 Ok(Step::Done(Some(Decoded { offset: 0, runs })))
             }
