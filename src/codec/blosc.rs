@@ -147,7 +147,16 @@ impl BloscShuffle {
 
 impl BytesToBytesCodec for Blosc {
     fn decode(&self, input: Buffer, limit: usize) -> Result<Buffer, ChunkError> {
-        decode(&input, limit)
+        decode(&input, limit, None)
+    }
+
+    fn decode_reusing(
+        &self,
+        input: Buffer,
+        limit: usize,
+        recycler: Option<&Arc<crate::recycle::Recycler>>,
+    ) -> Result<Buffer, ChunkError> {
+        decode(&input, limit, recycler)
     }
 
     fn encode(&self, input: Vec<u8>) -> Result<Vec<u8>, EncodeError> {
@@ -196,9 +205,14 @@ unsafe extern "C" {
 #[cfg(feature = "blosc")]
 const MAX_OVERHEAD: usize = 16;
 
-/// Decompress one blosc frame.
+/// Decompress one blosc frame (into a buffer from `recycler`, if there is one:
+/// the frame states its size).
 #[cfg(feature = "blosc")]
-pub(crate) fn decode(input: &[u8], limit: usize) -> Result<Buffer, ChunkError> {
+pub(crate) fn decode(
+    input: &[u8],
+    limit: usize,
+    recycler: Option<&Arc<crate::recycle::Recycler>>,
+) -> Result<Buffer, ChunkError> {
     const CODEC: &str = "blosc";
     let mut nbytes = 0usize;
     // SAFETY: `input` is a live slice of `input.len()` bytes and `nbytes` is a valid
@@ -220,7 +234,7 @@ pub(crate) fn decode(input: &[u8], limit: usize) -> Result<Buffer, ChunkError> {
         return Ok(Buffer::from(MutableBuffer::new(0)));
     }
     // Not zero-filled: c-blosc writes every byte it reports.
-    let mut out = MutableBuffer::with_capacity(nbytes);
+    let mut out = crate::recycle::take(recycler, nbytes);
     // SAFETY: the header was validated against `input.len()` above (which is what
     // c-blosc requires before decompressing); `out` is a writable allocation of
     // at least `nbytes` bytes, passed as `destsize`, and c-blosc writes no more.
@@ -235,7 +249,7 @@ pub(crate) fn decode(input: &[u8], limit: usize) -> Result<Buffer, ChunkError> {
     // SAFETY: c-blosc returned `nbytes`: it wrote bytes 0..nbytes of `out`, within
     // its capacity, so they are initialised.
     unsafe { out.set_len(nbytes) };
-    Ok(out.into())
+    Ok(crate::recycle::freeze(recycler, out))
 }
 
 /// Compress `input` into one blosc frame.
@@ -280,7 +294,11 @@ pub(crate) fn encode(input: &[u8], config: &Blosc) -> Result<Vec<u8>, EncodeErro
 /// Without the `blosc` feature no chain holds a blosc codec (`build` refuses it), but
 /// a writer asked for blosc still gets one: its chunks are refused here.
 #[cfg(not(feature = "blosc"))]
-fn decode(_: &[u8], _: usize) -> Result<Buffer, ChunkError> {
+fn decode(
+    _: &[u8],
+    _: usize,
+    _: Option<&Arc<crate::recycle::Recycler>>,
+) -> Result<Buffer, ChunkError> {
     Err(ChunkError::Decompress {
         codec: "blosc",
         message: NOT_BUILT.to_string(),
@@ -319,12 +337,12 @@ mod tests {
                 };
                 let enc = encode(&data, &config).unwrap();
                 assert_eq!(
-                    decode(&enc, data.len()).unwrap().as_slice(),
+                    decode(&enc, data.len(), None).unwrap().as_slice(),
                     &data[..],
                     "{cname} {shuffle:?}"
                 );
                 assert!(matches!(
-                    decode(&enc, data.len() - 1),
+                    decode(&enc, data.len() - 1, None),
                     Err(ChunkError::TooLarge { .. })
                 ));
             }
@@ -333,8 +351,8 @@ mod tests {
 
     #[test]
     fn corrupt_frames_error() {
-        assert!(decode(b"", 100).is_err());
-        assert!(decode(b"0123456789abcdefXYZ", 100).is_err());
+        assert!(decode(b"", 100, None).is_err());
+        assert!(decode(b"0123456789abcdefXYZ", 100, None).is_err());
         let config = Blosc {
             cname: "lz4".into(),
             clevel: 5,
@@ -344,6 +362,6 @@ mod tests {
         };
         let data = vec![3u8; 10_000];
         let enc = encode(&data, &config).unwrap();
-        assert!(decode(&enc[..enc.len() - 1], 10_000).is_err());
+        assert!(decode(&enc[..enc.len() - 1], 10_000, None).is_err());
     }
 }
