@@ -369,7 +369,7 @@ def write(
     path: PathLike,
     zarr_format: int = 3,
     encoding: str = "default",
-    compressor: str = "zstd",
+    compressor: str = "default",
     chunk_len: Optional[int] = None,
     nulls: str = "error",
     overwrite: bool = False,
@@ -393,8 +393,9 @@ def write(
     zarr_format: 3 (the default) or 2.
     encoding: strings and bytes as "default" (vlen-utf8 / vlen-bytes, as
         zarr-python writes), "zarrs-vlen" or "zep0007" (experimental draft).
-    compressor: "zstd" (the default), "gzip", "blosc" or "none" (``level``: its
-        level).
+    compressor: "default" (zstd for strings, bytes and one-byte values; blosc
+        with lz4 after a byte shuffle for wider numbers), "zstd" (every
+        array), "gzip", "blosc" or "none" (``level``: its level).
     chunk_len: elements per chunk (default: about 4 MiB of values); with
         ``shard_len``, per inner chunk of sharding_indexed shards (Zarr v3).
     nulls: "error" (the default) refuses a column with nulls; "fill" writes each

@@ -125,7 +125,7 @@ def write(
     path: Location,
     zarr_format: Literal[2, 3] = 3,
     encoding: Literal["default", "zarrs-vlen", "zep0007"] = "default",
-    compressor: Literal["zstd", "gzip", "blosc", "none"] = "zstd",
+    compressor: Literal["default", "zstd", "gzip", "blosc", "none"] = "default",
     chunk_len: Optional[int] = None,
     nulls: Literal["error", "fill"] = "error",
     overwrite: bool = False,

@@ -87,7 +87,14 @@ impl Encoding {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Compressor {
-    /// zstd (the default, level 0 as zarr-python writes it).
+    /// The default: zstd (level 0, as zarr-python 3 writes it) for strings,
+    /// bytes and values of one byte; for numbers of two bytes or more, blosc
+    /// with lz4 after a byte shuffle (level 5: zarr-python 2's default
+    /// compressor), which decodes several times faster than zstd alone at
+    /// about its size on noisy numbers (docs/formats.md, "Compressors"). Without
+    /// the `blosc` feature, zstd for every array.
+    Default,
+    /// zstd for every array (level 0 as zarr-python writes it).
     Zstd,
     /// gzip.
     Gzip,
@@ -102,14 +109,17 @@ impl std::str::FromStr for Compressor {
 
     fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
         Self::parse(s.trim())
-            .ok_or_else(|| ParseOptionError::new("compressor", s, "zstd, gzip, blosc or none"))
+            .ok_or_else(|| {
+                ParseOptionError::new("compressor", s, "default, zstd, gzip, blosc or none")
+            })
     }
 }
 
 impl Compressor {
-    /// Parse the CLI spelling: `zstd`, `gzip`, `blosc`, `none`.
+    /// Parse the CLI spelling: `default`, `zstd`, `gzip`, `blosc`, `none`.
     fn parse(s: &str) -> Option<Self> {
         match s {
+            "default" => Some(Self::Default),
             "zstd" => Some(Self::Zstd),
             "gzip" => Some(Self::Gzip),
             "blosc" => Some(Self::Blosc),
@@ -121,6 +131,7 @@ impl Compressor {
     /// The spelling `Compressor::from_str` reads back (its `Display`).
     fn name(self) -> &'static str {
         match self {
+            Self::Default => "default",
             Self::Zstd => "zstd",
             Self::Gzip => "gzip",
             Self::Blosc => "blosc",
@@ -136,7 +147,14 @@ impl Compressor {
         typesize: usize,
     ) -> Option<Arc<dyn BytesToBytesCodec>> {
         match self {
-            Self::Zstd => Some(Arc::new(Zstd {
+            Self::Default if cfg!(feature = "blosc") && typesize > 1 => Some(Arc::new(Blosc {
+                cname: "lz4".into(),
+                clevel: level.unwrap_or(5).clamp(0, 9) as u8,
+                shuffle: BloscShuffle::Shuffle,
+                typesize,
+                blocksize: 0,
+            })),
+            Self::Default | Self::Zstd => Some(Arc::new(Zstd {
                 level: level.unwrap_or(0),
                 checksum: false,
             })),
@@ -316,8 +334,11 @@ crate::options::options! {
         /// [to Zarr] String and bytes layout: default (vlen-utf8 / vlen-bytes, as
         /// zarr-python writes), zarrs-vlen, or zep0007 (experimental draft).
         pub encoding: Encoding = Encoding::Default,
-        /// [to Zarr] Chunk compressor: zstd (the default), gzip, blosc or none.
-        pub compressor: Compressor = Compressor::Zstd,
+        /// [to Zarr] Chunk compressor: default (zstd for strings, bytes and
+        /// one-byte values; blosc with lz4 after a byte shuffle for wider
+        /// numbers), zstd (every array), gzip, blosc (zstd inside, byte
+        /// shuffle) or none.
+        pub compressor: Compressor = Compressor::Default,
         /// [to Zarr] Compressor level (default: zstd 0, gzip 5, blosc 5).
         pub level: Option<i32> as crate::options::Unset = None,
         /// [to Zarr] Elements per chunk of a 1-D array (default: about 4 MiB of
@@ -390,7 +411,7 @@ macro_rules! display_by_name {
 display_by_name!(Encoding, Compressor, NullPolicy, Layout, WriteMode);
 crate::options::by_name!(
     Encoding: "default, zarrs-vlen or zep0007",
-    Compressor: "zstd, gzip, blosc or none",
+    Compressor: "default, zstd, gzip, blosc or none",
     NullPolicy: "error or fill",
     Layout: "plain or anndata",
     WriteMode: "create, overwrite or append"
@@ -647,7 +668,7 @@ mod tests {
         fn carried_options_are_the_same_options(
             format in prop_oneof![Just(2u8), Just(3u8)],
             encoding in prop_oneof![Just(Encoding::Default), Just(Encoding::ZarrsVlen), Just(Encoding::Zep0007)],
-            compressor in prop_oneof![Just(Compressor::Zstd), Just(Compressor::Gzip), Just(Compressor::Blosc), Just(Compressor::None)],
+            compressor in prop_oneof![Just(Compressor::Default), Just(Compressor::Zstd), Just(Compressor::Gzip), Just(Compressor::Blosc), Just(Compressor::None)],
             level in proptest::option::of(-5i32..22),
             chunk_len in proptest::option::of(1usize..1 << 30),
             shard_len in proptest::option::of(1usize..1 << 30),
@@ -674,6 +695,7 @@ mod tests {
             assert_eq!(e.name().parse::<Encoding>(), Ok(e));
         }
         for c in [
+            Compressor::Default,
             Compressor::Zstd,
             Compressor::Gzip,
             Compressor::Blosc,
@@ -690,7 +712,7 @@ mod tests {
         let e = "lz5".parse::<Compressor>().unwrap_err();
         assert_eq!(
             (e.option, e.value.as_str(), e.allowed),
-            ("compressor", "lz5", "zstd, gzip, blosc or none")
+            ("compressor", "lz5", "default, zstd, gzip, blosc or none")
         );
         assert_eq!(
             "vlen2".parse::<Encoding>().unwrap_err().to_string(),

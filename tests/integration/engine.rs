@@ -573,8 +573,8 @@ impl MemoryPool for Watched {
 
 #[test]
 fn buffers_a_scan_keeps_for_its_next_chunks_are_in_the_pool_and_gone_with_it() {
-    // 2M int64 rows (zstd) in chunks of 250,000: 2 MB decoded a chunk, worth
-    // keeping for the next.
+    // 2M int64 rows (the default compressor: blosc, which states its size) in
+    // chunks of 250,000: 2 MB decoded a chunk, worth keeping for the next.
     const ROWS: i64 = 2_000_000;
     let memory: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
     let backend: Arc<dyn zarrow::Store> = Arc::new(ObjectStoreBackend::over(

@@ -51,11 +51,12 @@ warnings.filterwarnings("ignore")
 ROWS = 2500
 CONFIGS = [
     # (name, zarrow convert flags, read by zarr-python, read by zarrs)
-    ("v3-default-zstd", [], True, True),
+    ("v3-default", [], True, True),
+    ("v3-zstd", ["--compressor", "zstd"], True, True),
     ("v3-default-gzip-chunk333", ["--compressor", "gzip", "--chunk-len", "333"], True, True),
     ("v3-default-blosc", ["--compressor", "blosc", "--level", "3"], True, True),
     ("v3-default-none-chunk97", ["--compressor", "none", "--chunk-len", "97"], True, True),
-    ("v2-default-zstd", ["--zarr-format", "2"], True, False),
+    ("v2-default", ["--zarr-format", "2"], True, False),
     ("v2-default-blosc-chunk500", ["--zarr-format", "2", "--compressor", "blosc", "--chunk-len", "500"], True, False),
     ("v2-default-none", ["--zarr-format", "2", "--compressor", "none"], True, False),
     ("v3-zarrs-vlen-zstd", ["--encoding", "zarrs-vlen"], False, True),
@@ -133,6 +134,32 @@ def zarr_python_check(store: Path, t: pa.Table) -> str | None:
             want = python_values(t.column(name))
         if problem := compare_values(f"zarr-python {name}", got, want):
             return problem
+    return None
+
+
+def default_compressor_check(store: Path, t: pa.Table, flags: list[str]) -> str | None:
+    """The compressor docs/formats.md names for each array, as zarr-python reads
+    the metadata: under `default`, numbers of two bytes or more are blosc with
+    lz4 after a byte shuffle, level 5 (numcodecs' `Blosc()`), everything else
+    zstd level 0; `--compressor zstd` is zstd for every array."""
+    default = "--compressor" not in flags
+    g = zarr.open_group(str(store), mode="r")
+    for name in t.column_names:
+        array = g[name]
+        codecs = list(array.compressors)
+        if len(codecs) != 1:
+            return f"{name}: compressors {codecs}"
+        # v2: a numcodecs codec's config; v3: a zarr codec's name and configuration.
+        c = codecs[0]
+        raw = c.get_config() if hasattr(c, "get_config") else c.to_dict()
+        config = {"id": raw.get("id", raw.get("name")), **raw.get("configuration", raw)}
+        config["shuffle"] = {1: "shuffle", 0: "noshuffle", 2: "bitshuffle"}.get(config.get("shuffle"), config.get("shuffle"))
+        if default and array.dtype.kind in "iufmM" and array.dtype.itemsize > 1:
+            want = {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": "shuffle"}
+        else:
+            want = {"id": "zstd", "level": 0}
+        if {k: config.get(k) for k in want} != want:
+            return f"{name} ({array.dtype}): {raw}, where docs/formats.md says {want}"
     return None
 
 
@@ -419,6 +446,8 @@ def main() -> int:
                 checks.append(("zarrow", zarrow_back_check(args.zarrow, store, tmp, t)))
                 if by_zarr_python:
                     checks.append(("zarr-python", zarr_python_check(store, t)))
+                if name in ("v3-default", "v3-zstd", "v2-default"):
+                    checks.append(("compressors", default_compressor_check(store, t, flags)))
                 if by_zarrs and args.zarrs:
                     checks.append(("zarrs", zarrs_check(args.zarrs, store, t)))
             except Exception as e:  # noqa: BLE001 - report and go on
