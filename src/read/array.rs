@@ -457,7 +457,9 @@ impl ZarrArray {
         let hi = within.end.saturating_sub(i * c).min(valid).max(lo);
         // All of the chunk that lies inside the array: read it whole (one request).
         let want = (lo > 0 || hi < valid).then_some(lo..hi);
-        let mut read = ChunkRead::new(self, &[i], want);
+        // The last chunk's elements past the array's end (a vlen chunk holds
+        // them too, as fill values) need not be decoded.
+        let mut read = ChunkRead::new(self, &[i], want).wanting_first(hi);
         if runs && self.run_len().is_some() {
             read = read.with_runs();
         }

@@ -93,6 +93,9 @@ pub(crate) struct ChunkRead {
     runs: bool,
     /// The elements of a 1-D chunk read whole that a read needs: its first
     /// `wanted` (a decoder that can stop there does; `None`: all of them).
+    /// Rows after the last one wanted (a LIMIT, late materialization's last
+    /// match, the array's end) are not decoded: see
+    /// [`ChunkRead::wanting_first`].
     wanted: Option<usize>,
     /// The most bytes one fetched value (or inner chunk) may have.
     max_encoded: u64,
@@ -119,19 +122,11 @@ impl ChunkRead {
     pub(crate) fn new(array: &ZarrArray, indices: &[u64], want: Option<Range<u64>>) -> Self {
         let shape = &array.metadata().chunk_shape;
         let sharded = array.codecs().partial(shape.len()).is_some();
-        let partial = match &want {
+        let partial = match want {
             Some(want)
                 if sharded && !want.is_empty() && (want.start > 0 || want.end < shape[0]) =>
             {
-                Some(want.clone())
-            }
-            _ => None,
-        };
-        // Rows after the last wanted one need not be decoded (a LIMIT, late
-        // materialization's selection).
-        let wanted = match want {
-            Some(want) if shape.len() == 1 && !sharded && want.end < shape[0] => {
-                usize::try_from(want.end).ok()
+                Some(want)
             }
             _ => None,
         };
@@ -142,10 +137,22 @@ impl ChunkRead {
             array: array.clone(),
             partial,
             runs: false,
-            wanted,
+            wanted: None,
             max_encoded,
             stage: Stage::Start,
         }
+    }
+
+    /// Of a 1-D chunk read whole, only its first `rows` elements are needed
+    /// (those past the array's end are not): a decoder that can stop there
+    /// does. No effect on a sharded or N-d chunk.
+    pub(crate) fn wanting_first(mut self, rows: u64) -> Self {
+        let shape = &self.array.metadata().chunk_shape;
+        let sharded = self.array.codecs().partial(shape.len()).is_some();
+        if shape.len() == 1 && !sharded && rows < shape[0] {
+            self.wanted = usize::try_from(rows).ok();
+        }
+        self
     }
 
     /// Decode a chunk's parts (a 1-D shard's inner chunks) as separate runs
