@@ -431,7 +431,7 @@ impl ColumnWriter {
                     store.clone(),
                     join_key(path, anndata::CATEGORIES),
                     values.data_type(),
-                    options.clone(),
+                    categories_options(options, values.len()),
                 )?
                 .with_attributes(anndata::array_attributes(values.data_type()));
                 writer.write(&values)?;
@@ -463,6 +463,19 @@ impl ColumnWriter {
             _ => {}
         }
         Ok(rows)
+    }
+}
+
+/// The options of a categorical's `n` categories: in one chunk of `n` (or
+/// chunks of the length asked for, when shorter), unsharded, as anndata writes
+/// them. Chunks of the table's length would hold mostly fill values, which a
+/// reader of a vlen chunk decodes too.
+fn categories_options(options: &WriteOptions, n: usize) -> WriteOptions {
+    let n = n.max(1);
+    WriteOptions {
+        chunk_len: Some(options.chunk_len.map_or(n, |c| c.min(n))),
+        shard_len: None,
+        ..options.clone()
     }
 }
 

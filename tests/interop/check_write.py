@@ -354,7 +354,7 @@ DICTIONARY_CONFIGS = [
 ]
 
 
-def dictionary_checks(zarrow: str, source: Path, store: Path, tmp: Path, t: pa.Table) -> list:
+def dictionary_checks(zarrow: str, source: Path, store: Path, tmp: Path, t: pa.Table, flags: list[str]) -> list:
     """The plain layout stores a dictionary column as anndata's `categorical`
     element: anndata reads it as a pandas Categorical of the column's values,
     zarr-python reads its codes and categories (categories[codes], -1 a
@@ -376,6 +376,15 @@ def dictionary_checks(zarrow: str, source: Path, store: Path, tmp: Path, t: pa.T
         codes = element["codes"][:].tolist()
         got = [None if c == -1 else categories[c] for c in codes]
         checks.append((f"zarr-python {name}", compare_values(name, got, want)))
+        # The categories in one unsharded chunk of their own length (as
+        # anndata writes them), or of the chunk length asked for when shorter:
+        # not chunks of the table's length, mostly fill values.
+        asked = int(flags[flags.index("--chunk-len") + 1]) if "--chunk-len" in flags else None
+        shape = element["categories"].shape[0]
+        want_chunks = (min(asked, max(shape, 1)) if asked else max(shape, 1),)
+        layout = (element["categories"].chunks, element["categories"].shards)
+        problem = None if layout == (want_chunks, None) else f"chunks, shards {layout}, not {want_chunks}"
+        checks.append((f"categories' chunks {name}", problem))
         categorical = read_elem(element)
         got = [None if v is None or v != v else (v.item() if hasattr(v, "item") else v)
                for v in categorical.astype(object)]
@@ -475,7 +484,7 @@ def main() -> int:
             store = tmp / f"{name}.zarr"
             try:
                 run(args.zarrow, ["convert", str(dictionary_source), str(store), *flags])
-                checks = dictionary_checks(args.zarrow, dictionary_source, store, tmp, dictionaries)
+                checks = dictionary_checks(args.zarrow, dictionary_source, store, tmp, dictionaries, flags)
             except Exception as e:  # noqa: BLE001 - report and go on
                 checks = [("convert", f"{type(e).__name__}: {e}")]
             passed, failed = report(f"{name} (.parquet)", checks, passed, failed)
