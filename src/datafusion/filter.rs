@@ -1092,9 +1092,13 @@ mod tests {
         )
         .unwrap();
         let read_rows = Arc::new(AtomicU64::new(0));
-        let filter = ScanFilter::new(&schema, vec![col("x").eq(lit(0_i64))], &ExecutionProps::new())
-            .unwrap()
-            .unwrap();
+        let filter = ScanFilter::new(
+            &schema,
+            vec![col("x").eq(lit(0_i64))],
+            &ExecutionProps::new(),
+        )
+        .unwrap()
+        .unwrap();
         let filtered = Filtered {
             open: chunked_open(table, chunk, read_rows.clone()),
             filter: Arc::new(filter),

@@ -108,10 +108,9 @@ impl std::str::FromStr for Compressor {
     type Err = ParseOptionError;
 
     fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
-        Self::parse(s.trim())
-            .ok_or_else(|| {
-                ParseOptionError::new("compressor", s, "default, zstd, gzip, blosc or none")
-            })
+        Self::parse(s.trim()).ok_or_else(|| {
+            ParseOptionError::new("compressor", s, "default, zstd, gzip, blosc or none")
+        })
     }
 }
 
