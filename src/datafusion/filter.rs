@@ -575,10 +575,71 @@ pub(crate) struct Filtered {
 
 /// A block's filter columns, evaluated.
 struct Evaluated {
-    /// The matching rows, as ranges.
-    matches: Vec<Range<u64>>,
+    /// The matching rows.
+    found: Found,
     /// The given filter columns' matching values.
     kept: Option<RecordBatch>,
+}
+
+/// A block's matching rows: as ranges (a read of a selection), or as a mask
+/// over the block's rows (a read of them all: no range is cut unless a read
+/// of the other columns needs them).
+enum Found {
+    Ranges(Vec<Range<u64>>),
+    Mask {
+        rows: Range<u64>,
+        mask: BooleanBuffer,
+    },
+}
+
+impl Found {
+    /// How many rows match.
+    fn matched(&self) -> u64 {
+        match self {
+            Self::Ranges(ranges) => ranges.iter().map(|r| r.end - r.start).sum(),
+            Self::Mask { mask, .. } => mask.count_set_bits() as u64,
+        }
+    }
+
+    /// Whether every `granule`-row part of `rows` (aligned on multiples of
+    /// `granule`) holds a match.
+    fn in_every_granule(&self, rows: Range<u64>, granule: u64) -> bool {
+        match self {
+            Self::Ranges(ranges) => in_every_granule(ranges, rows, granule),
+            Self::Mask { rows: of, mask } => {
+                let granule = granule.max(1);
+                let mut start = rows.start;
+                while start < rows.end {
+                    let end = ((start / granule + 1) * granule).min(rows.end);
+                    let (at, len) = ((start - of.start) as usize, (end - start) as usize);
+                    if mask.slice(at, len).count_set_bits() == 0 {
+                        return false;
+                    }
+                    start = end;
+                }
+                true
+            }
+        }
+    }
+
+    /// The matching rows as ranges.
+    fn into_ranges(self) -> Vec<Range<u64>> {
+        match self {
+            Self::Ranges(ranges) => ranges,
+            Self::Mask { rows, mask } => mask
+                .set_slices()
+                .map(|(a, b)| rows.start + a as u64..rows.start + b as u64)
+                .collect(),
+        }
+    }
+
+    /// The matching rows as a mask over `rows`.
+    fn into_mask(self, rows: Range<u64>) -> BooleanArray {
+        match self {
+            Self::Mask { rows: of, mask } if of == rows => BooleanArray::new(mask, None),
+            found => mask_of(&found.into_ranges(), rows),
+        }
+    }
 }
 
 /// `matches` (sorted, disjoint, inside `rows`) as a mask over `rows`.
@@ -730,13 +791,15 @@ impl Filtered {
             && !self.first_dense.load(Ordering::Relaxed)
         {
             let narrowed = self.evaluate_with(first, rows.clone(), None, &[]).await?;
-            let dense = in_every_granule(&narrowed.matches, rows.clone(), self.filter_granule);
+            let dense = narrowed
+                .found
+                .in_every_granule(rows.clone(), self.filter_granule);
             self.first_dense.store(dense, Ordering::Relaxed);
-            if narrowed.matches.is_empty() {
+            if narrowed.found.matched() == 0 {
                 return Ok(narrowed);
             }
             if !dense {
-                let selection = narrowed.matches;
+                let selection = narrowed.found.into_ranges();
                 return self
                     .evaluate_with(&self.filter, rows, Some(selection), given)
                     .await;
@@ -760,27 +823,37 @@ impl Filtered {
             selection.clone(),
             filter.reads_codes(),
         )?;
-        // Where each batch's rows lie: the selection's, in order.
+        // Where each batch's rows lie: the selection's, in order. A read of
+        // every row keeps the masks as they come (one bit a row).
+        let all = selection.is_none();
         let selected = match selection {
             Some(ranges) => Selection::new(ranges, rows.clone()),
             None => Selection::all(rows.clone()),
         };
         let mut taken = 0;
         let mut matches: Vec<Range<u64>> = Vec::new();
+        let mut bits = arrow_buffer::BooleanBufferBuilder::new(match all {
+            true => usize::try_from(rows.end - rows.start).unwrap_or(0),
+            false => 0,
+        });
         let mut kept: Vec<RecordBatch> = Vec::new();
         while let Some(batch) = read.next().await {
             let batch = batch?;
             let batch =
                 RecordBatch::try_new(filter.read_schema().clone(), batch.columns().to_vec())?;
             let mask = filter.evaluate(&batch)?;
-            for (start, end) in mask.values().set_slices() {
-                // The chosen rows from the slice's first to its last.
-                let first = selected.row(taken + start as u64);
-                let last = selected.row(taken + end as u64 - 1);
-                for found in selected.within(first..last + 1) {
-                    match matches.last_mut() {
-                        Some(last) if last.end == found.start => last.end = found.end,
-                        _ => matches.push(found),
+            if all {
+                bits.append_buffer(mask.values());
+            } else {
+                for (start, end) in mask.values().set_slices() {
+                    // The chosen rows from the slice's first to its last.
+                    let first = selected.row(taken + start as u64);
+                    let last = selected.row(taken + end as u64 - 1);
+                    for found in selected.within(first..last + 1) {
+                        match matches.last_mut() {
+                            Some(last) if last.end == found.start => last.end = found.end,
+                            _ => matches.push(found),
+                        }
                     }
                 }
             }
@@ -802,21 +875,28 @@ impl Filtered {
             1 => kept.pop(),
             _ => Some(arrow_select::concat::concat_batches(&filter.schema, &kept)?),
         };
-        Ok(Evaluated { matches, kept })
+        let found = match all {
+            true => Found::Mask {
+                rows,
+                mask: bits.finish(),
+            },
+            false => Found::Ranges(matches),
+        };
+        Ok(Evaluated { found, kept })
     }
 
     /// The matching rows of one block.
     async fn block(&self, rows: Range<u64>) -> DfResult<Vec<RecordBatch>> {
         let (given, others) = self.given_and_others();
         let evaluated = self.evaluate(rows.clone(), &given).await?;
-        let Evaluated { matches, kept } = evaluated;
-        let matched: u64 = matches.iter().map(|r| r.end - r.start).sum();
+        let Evaluated { found, kept } = evaluated;
+        let matched = found.matched();
         self.matched
             .add(usize::try_from(matched).unwrap_or(usize::MAX));
         // Matches in every part a read could skip: the other columns are
         // read whole and filtered by the mask (a row selection of many
         // pieces would skip nothing, and cost more to cut).
-        let dense = in_every_granule(&matches, rows.clone(), self.granule);
+        let dense = found.in_every_granule(rows.clone(), self.granule);
         match dense {
             true => self.dense_parts.fetch_add(
                 (rows.end - rows.start).div_ceil(self.granule.max(1)),
@@ -833,9 +913,12 @@ impl Filtered {
             out.push(self.assemble(&given, kept.as_ref(), 0, &[], matched as usize)?);
             return Ok(out);
         }
-        let mask = dense.then(|| mask_of(&matches, rows.clone()));
+        let (mask, selection) = match dense {
+            true => (Some(found.into_mask(rows.clone())), None),
+            false => (None, Some(found.into_ranges())),
+        };
         // Categoricals as codes too: only the matching rows become values.
-        let mut rest = (self.open)(self.names(&others), rows, (!dense).then_some(matches), true)?;
+        let mut rest = (self.open)(self.names(&others), rows, selection, true)?;
         let (mut offset, mut read) = (0, 0);
         while let Some(batch) = rest.next().await {
             let mut batch = batch?;
@@ -934,10 +1017,11 @@ fn blocks(range: Range<u64>, longest: u64) -> Vec<Range<u64>> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Filtered, ScanFilter, blocks, in_every_granule, mask_of};
+    use super::{Filtered, Found, ScanFilter, blocks, in_every_granule, mask_of};
     use arrow_array::cast::AsArray;
     use arrow_array::types::Int64Type;
     use arrow_array::{ArrayRef, Int64Array, RecordBatch};
+    use arrow_buffer::BooleanBuffer;
     use arrow_schema::{DataType, Field, Schema};
     use datafusion::execution::context::ExecutionProps;
     use datafusion::prelude::{col, lit};
@@ -1123,6 +1207,57 @@ mod tests {
         // most the six chunks holding a match.
         let read = read_rows.load(Ordering::Relaxed);
         assert!(read <= 6 * chunk, "{read} rows of y read for 6 matches");
+    }
+
+    /// A block's matches kept as a mask answer as the same matches kept as
+    /// ranges: their count, whether every granule holds one, the ranges and
+    /// the mask (random masks, some empty, some full).
+    #[test]
+    fn matches_as_a_mask_answer_as_matches_as_ranges() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for case in 0..200 {
+            let len = (next() % 700) as usize;
+            let start = next() % 1000;
+            let density = next() % 5;
+            let bits: Vec<bool> = (0..len)
+                .map(|_| match density {
+                    0 => false,
+                    1 => true,
+                    d => next() % (d * d * 7) == 0,
+                })
+                .collect();
+            let rows = start..start + len as u64;
+            let mask = BooleanBuffer::from(bits.clone());
+            let ranges: Vec<std::ops::Range<u64>> = mask
+                .set_slices()
+                .map(|(a, b)| start + a as u64..start + b as u64)
+                .collect();
+            let as_mask = || Found::Mask {
+                rows: rows.clone(),
+                mask: mask.clone(),
+            };
+            let as_ranges = || Found::Ranges(ranges.clone());
+            assert_eq!(as_mask().matched(), as_ranges().matched(), "case {case}");
+            for granule in [1, 3, 10, 64, 100, 1000] {
+                assert_eq!(
+                    as_mask().in_every_granule(rows.clone(), granule),
+                    as_ranges().in_every_granule(rows.clone(), granule),
+                    "case {case}, granule {granule}"
+                );
+            }
+            assert_eq!(as_mask().into_ranges(), ranges, "case {case}");
+            assert_eq!(
+                as_mask().into_mask(rows.clone()),
+                as_ranges().into_mask(rows.clone()),
+                "case {case}"
+            );
+        }
     }
 
     #[test]
