@@ -338,7 +338,9 @@ crate::options::options! {
         /// numbers), zstd (every array), gzip, blosc (zstd inside, byte
         /// shuffle) or none.
         pub compressor: Compressor = Compressor::Default,
-        /// [to Zarr] Compressor level (default: zstd 0, gzip 5, blosc 5).
+        /// [to Zarr] Compressor level (default: zstd 0, gzip 5, blosc 5;
+        /// under the default compressor, zstd's for strings and blosc's, 0-9,
+        /// for numbers).
         pub level: Option<i32> as crate::options::Unset = None,
         /// [to Zarr] Elements per chunk of a 1-D array (default: about 4 MiB of
         /// values per chunk); with shard_len, per inner chunk.
