@@ -1074,26 +1074,7 @@ mod tests {
                         .unwrap();
                     assert_eq!(filter.first_stage().is_some(), staged);
                     read_rows.store(0, Ordering::Relaxed);
-                    let filtered = Filtered {
-                        open: open.clone(),
-                        filter: Arc::new(filter),
-                        table: schema.clone(),
-                        columns: vec![1],
-                        schema: Arc::new(schema.project(&[1]).unwrap()),
-                        longest: chunk,
-                        granule: chunk,
-                        matched: Default::default(),
-                        dense_parts: AtomicU64::new(0),
-                        filter_granule: chunk,
-                        first_dense: AtomicBool::new(false),
-                    };
-                    let got: Vec<RecordBatch> =
-                        futures::executor::block_on(filtered.stream(0..rows as u64).try_collect())
-                            .unwrap();
-                    let got: Vec<i64> = got
-                        .iter()
-                        .flat_map(|b| b.column(0).as_primitive::<Int64Type>().values().to_vec())
-                        .collect();
+                    let got = matching_y(&schema, open.clone(), filter, chunk, rows as u64);
                     let want: Vec<i64> = (0..rows).filter(|&i| x(i) == 3).collect();
                     assert_eq!(got, want, "{what}, chunks of {chunk}, staged: {staged}");
                     // The rows of `y` read (only the other column when the
@@ -1106,6 +1087,35 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The `y` of the rows of `0..rows` that `filter` keeps, read by late
+    /// materialization through `open` (chunks of `chunk` rows).
+    fn matching_y(
+        schema: &Arc<Schema>,
+        open: Arc<super::OpenRead>,
+        filter: ScanFilter,
+        chunk: u64,
+        rows: u64,
+    ) -> Vec<i64> {
+        let filtered = Filtered {
+            open,
+            filter: Arc::new(filter),
+            table: schema.clone(),
+            columns: vec![1],
+            schema: Arc::new(schema.project(&[1]).unwrap()),
+            longest: chunk,
+            granule: chunk,
+            matched: Default::default(),
+            dense_parts: AtomicU64::new(0),
+            filter_granule: chunk,
+            first_dense: AtomicBool::new(false),
+        };
+        let got: Vec<RecordBatch> =
+            futures::executor::block_on(filtered.stream(0..rows).try_collect()).unwrap();
+        got.iter()
+            .flat_map(|b| b.column(0).as_primitive::<Int64Type>().values().to_vec())
+            .collect()
     }
 
     /// A read of `table` in batches of `chunk` rows (its chunks), cut to the
@@ -1183,25 +1193,8 @@ mod tests {
         )
         .unwrap()
         .unwrap();
-        let filtered = Filtered {
-            open: chunked_open(table, chunk, read_rows.clone()),
-            filter: Arc::new(filter),
-            table: schema.clone(),
-            columns: vec![1],
-            schema: Arc::new(schema.project(&[1]).unwrap()),
-            longest: chunk,
-            granule: chunk,
-            matched: Default::default(),
-            dense_parts: AtomicU64::new(0),
-            filter_granule: chunk,
-            first_dense: AtomicBool::new(false),
-        };
-        let got: Vec<RecordBatch> =
-            futures::executor::block_on(filtered.stream(0..rows as u64).try_collect()).unwrap();
-        let got: Vec<i64> = got
-            .iter()
-            .flat_map(|b| b.column(0).as_primitive::<Int64Type>().values().to_vec())
-            .collect();
+        let open = chunked_open(table, chunk, read_rows.clone());
+        let got = matching_y(&schema, open, filter, chunk, rows as u64);
         assert_eq!(got, hits.to_vec());
         // A dense block reads its chunk whole (no selection of one row): at
         // most the six chunks holding a match.
