@@ -71,6 +71,25 @@ pub(crate) fn write_table(store: Arc<dyn Store>) {
     write_group_metadata(store.as_ref(), "", &columns, 3).unwrap();
 }
 
+/// `columns` as a Zarr table in memory (chunks of `chunk_len`), and as the
+/// same rows in one batch (for a DataFusion `MemTable` to answer alike).
+fn zarr_and_memory(columns: &[(&str, ArrayRef)], chunk_len: usize) -> (ZarrTable, RecordBatch) {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let options = WriteOptions {
+        chunk_len: Some(chunk_len),
+        ..WriteOptions::default()
+    };
+    for (name, values) in columns {
+        write_array(store.clone(), name, values, options.clone()).unwrap();
+    }
+    let names: Vec<String> = columns.iter().map(|(n, _)| n.to_string()).collect();
+    write_group_metadata(store.as_ref(), "", &names, 3).unwrap();
+    let location = zarrow::Location::supplied("t");
+    let table = ZarrTable::from_store(store, &location, ZarrTableOptions::default()).unwrap();
+    let memory = RecordBatch::try_from_iter(columns.iter().map(|(n, v)| (*n, v.clone()))).unwrap();
+    (table, memory)
+}
+
 /// The table at the local `path`.
 fn open_table(path: &std::path::Path, options: ZarrTableOptions) -> ZarrTable {
     let location = zarrow::Location::Path(path.to_path_buf());
@@ -1090,19 +1109,7 @@ fn topk_over_zarr_answers_as_over_memory() {
                         .map(|(_, v)| v.map(i64::from))
                         .collect::<Vec<_>>(),
                 ));
-                let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
-                let options = WriteOptions {
-                    chunk_len: Some(chunk_len),
-                    ..WriteOptions::default()
-                };
-                write_array(store.clone(), "x", &x, options.clone()).unwrap();
-                write_array(store.clone(), "n", &n, options).unwrap();
-                let names = ["x", "n"].map(String::from);
-                write_group_metadata(store.as_ref(), "", &names, 3).unwrap();
-                let location = zarrow::Location::supplied("t");
-                let table =
-                    ZarrTable::from_store(store, &location, ZarrTableOptions::default()).unwrap();
-                let memory = RecordBatch::try_from_iter([("x", x), ("n", n)]).unwrap();
+                let (table, memory) = zarr_and_memory(&[("x", x), ("n", n)], chunk_len);
                 let order = format!(
                     "{} NULLS {}",
                     if descending { "DESC" } else { "ASC" },
@@ -1247,18 +1254,7 @@ fn a_filter_folded_to_a_constant_after_pushdown_answers_as_over_memory() {
         Some(3),
     ]));
     let row: ArrayRef = Arc::new(Int64Array::from_iter_values(0..6));
-    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
-    let options = WriteOptions {
-        chunk_len: Some(2),
-        ..WriteOptions::default()
-    };
-    write_array(store.clone(), "i", &i, options.clone()).unwrap();
-    write_array(store.clone(), "row", &row, options).unwrap();
-    let names = ["i", "row"].map(String::from);
-    write_group_metadata(store.as_ref(), "", &names, 3).unwrap();
-    let location = zarrow::Location::supplied("t");
-    let table = ZarrTable::from_store(store, &location, ZarrTableOptions::default()).unwrap();
-    let memory = RecordBatch::try_from_iter([("i", i), ("row", row)]).unwrap();
+    let (table, memory) = zarr_and_memory(&[("i", i), ("row", row)], 2);
     let rt = runtime();
     for filter in [
         "NOT (i IN (7, NULL))",
