@@ -398,11 +398,16 @@ impl Constants {
         use datafusion::optimizer::simplify_expressions::ExprSimplifier;
 
         let mut constants = Self::default();
+        let mut folding = filters
+            .iter()
+            .filter(|f| f.column_refs().is_empty() && !f.is_volatile())
+            .peekable();
+        // Most scans have none: no simplifier is made for them.
+        if folding.peek().is_none() {
+            return constants;
+        }
         let simplifier = ExprSimplifier::new(SimplifyContext::builder().build());
-        for f in filters {
-            if !f.column_refs().is_empty() || f.is_volatile() {
-                continue;
-            }
+        for f in folding {
             match simplifier.simplify(f.clone()) {
                 Ok(Expr::Literal(ScalarValue::Boolean(Some(true)), _)) => {}
                 Ok(Expr::Literal(ScalarValue::Boolean(_) | ScalarValue::Null, _)) => {
