@@ -32,7 +32,7 @@ use datafusion::physical_expr::{PhysicalExpr, PhysicalSortExpr};
 use datafusion::physical_expr_common::physical_expr::snapshot_physical_expr;
 use datafusion::physical_optimizer::pruning::PruningPredicateBuilder;
 
-use super::prune::{Pieces, Piecewise, float_nan, float_zero, statistics};
+use super::prune::{Pieces, Piecewise, ScanStatistics, float_nan, float_zero};
 use super::snapshot::Snapshot;
 
 /// The most chunks of a scan read as one run when no order is asked: a hash
@@ -84,6 +84,7 @@ impl Dynamic {
     pub(crate) async fn prepare(
         &self,
         table: &Arc<Snapshot>,
+        statistics: &Arc<ScanStatistics>,
     ) -> DfResult<Arc<HashMap<String, Piecewise>>> {
         self.stats
             .get_or_try_init(|| async {
@@ -94,8 +95,8 @@ impl Dynamic {
                     .map(|c| c.name().to_string())
                     .collect();
                 named.extend(self.order.iter().map(|(c, _)| c.clone()));
-                let snapshot = table.clone();
-                let bounds = tokio::task::spawn_blocking(move || statistics(&snapshot, &named))
+                let (snapshot, read) = (table.clone(), statistics.clone());
+                let bounds = tokio::task::spawn_blocking(move || read.of(&snapshot, &named))
                     .await
                     .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))??;
                 let mut columns = HashMap::new();

@@ -201,27 +201,54 @@ fn named_columns(filters: &[Expr]) -> HashSet<String> {
         .collect()
 }
 
-/// The chunk statistics of the table's columns in `named` that have them
-/// (blocking: a GET and a listing per column).
-pub(super) fn statistics(
-    table: &Snapshot,
-    named: &HashSet<String>,
-) -> DfResult<HashMap<String, Bounds>> {
-    let mut out = HashMap::new();
-    let TableSource::Rows(builder) = &table.source else {
-        return Ok(out);
-    };
-    if named.is_empty() {
-        return Ok(out);
-    }
-    for column in builder.columns().map_err(df_err)? {
-        if named.contains(column.name())
-            && let Some(bounds) = column.statistics().map_err(df_err)?
-        {
-            out.insert(column.name().to_string(), bounds);
+/// The chunk statistics one scan reads: each column's at most once, shared by
+/// its pruning by the plan's filters and by its run-time filters (each read
+/// checks the statistics' freshness: a listing of the column's chunks).
+#[derive(Debug, Default)]
+pub(crate) struct ScanStatistics(std::sync::Mutex<HashMap<String, Option<Bounds>>>);
+
+impl ScanStatistics {
+    /// The statistics of the table's columns in `named` that have them
+    /// (blocking: a GET and a listing per column not read before).
+    pub(super) fn of(
+        &self,
+        table: &Snapshot,
+        named: &HashSet<String>,
+    ) -> DfResult<HashMap<String, Bounds>> {
+        let mut out = HashMap::new();
+        let TableSource::Rows(builder) = &table.source else {
+            return Ok(out);
+        };
+        if named.is_empty() {
+            return Ok(out);
         }
+        for column in builder.columns().map_err(df_err)? {
+            if !named.contains(column.name()) {
+                continue;
+            }
+            let known = self.lock().get(column.name()).cloned();
+            let bounds = match known {
+                Some(bounds) => bounds,
+                None => {
+                    let bounds = column.statistics().map_err(df_err)?;
+                    self.lock()
+                        .insert(column.name().to_string(), bounds.clone());
+                    bounds
+                }
+            };
+            if let Some(bounds) = bounds {
+                out.insert(column.name().to_string(), bounds);
+            }
+        }
+        Ok(out)
     }
-    Ok(out)
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Option<Bounds>>> {
+        // A panic elsewhere leaves the map whole (inserts are single calls).
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
 }
 
 /// A column's statistics, its bounds in the table's type.
@@ -458,14 +485,15 @@ impl Pruning {
     pub(crate) async fn kept(
         &self,
         table: &Arc<Snapshot>,
+        statistics: &Arc<ScanStatistics>,
         rows: Range<u64>,
     ) -> DfResult<Vec<Range<u64>>> {
         let prepared = self
             .prepared
             .get_or_try_init(|| async {
-                let snapshot = table.clone();
+                let (snapshot, read) = (table.clone(), statistics.clone());
                 let named = named_columns(&self.filters);
-                let statistics = tokio::task::spawn_blocking(move || statistics(&snapshot, &named))
+                let statistics = tokio::task::spawn_blocking(move || read.of(&snapshot, &named))
                     .await
                     .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))??;
                 Prepared::new(table.arrow_schema(), &self.filters, statistics).map(Arc::new)

@@ -50,7 +50,7 @@ use object_store::ObjectStore;
 use super::df_err;
 use super::dynamic::{Dynamic, wanted_order};
 use super::filter::{Batches, Filtered, ScanFilter};
-use super::prune::Pruning;
+use super::prune::{Pruning, ScanStatistics};
 use super::snapshot::Snapshot;
 use crate::error::Result;
 use crate::location::Location;
@@ -148,6 +148,7 @@ pub(crate) fn scan_plan(scan: Scan) -> DfResult<Arc<dyn ExecutionPlan>> {
         pushed: Vec::new(),
         order: None,
         dynamic: None,
+        statistics: Arc::default(),
     };
     let mut config =
         FileScanConfigBuilder::new(ObjectStoreUrl::local_filesystem(), Arc::new(source))
@@ -244,6 +245,8 @@ pub(crate) struct ZarrSource {
     order: Option<(String, bool)>,
     /// `pushed` and `order`, as the scan prunes and orders its blocks.
     dynamic: Option<Arc<Dynamic>>,
+    /// The chunk statistics `pruning` and `dynamic` read, each column's once.
+    statistics: Arc<ScanStatistics>,
 }
 
 impl ZarrSource {
@@ -416,7 +419,12 @@ impl FileOpener for RangeOpener {
         let opener = self.0.clone();
         Ok(Box::pin(async move {
             let kept = match &opener.source.pruning {
-                Some(pruning) => pruning.kept(&opener.source.snapshot, rows.clone()).await?,
+                Some(pruning) => {
+                    let source = &opener.source;
+                    pruning
+                        .kept(&source.snapshot, &source.statistics, rows.clone())
+                        .await?
+                }
                 None => vec![rows.clone()],
             };
             let read: u64 = kept.iter().map(|r| r.end - r.start).sum();
@@ -426,14 +434,22 @@ impl FileOpener for RangeOpener {
                 .add(usize::try_from(rows.end - rows.start - read).unwrap_or(usize::MAX));
             // With run-time filters, the kept rows in blocks (the most
             // promising first), each asked again as it is reached.
-            let Some(dynamic) = opener.source.dynamic.clone() else {
+            let dynamic = match opener.source.dynamic.clone() {
+                // Nothing kept: no run-time filter can keep less.
+                Some(_) if kept.is_empty() => None,
+                dynamic => dynamic,
+            };
+            let Some(dynamic) = dynamic else {
                 // Each kept range opened when the last ends.
                 return Ok(futures::stream::iter(kept)
                     .map(move |range| opener.stream_or_error(range))
                     .flatten()
                     .boxed());
             };
-            let stats = dynamic.prepare(&opener.source.snapshot).await?;
+            let source = &opener.source;
+            let stats = dynamic
+                .prepare(&source.snapshot, &source.statistics)
+                .await?;
             let blocks = dynamic.blocks(&stats, kept);
             Ok(futures::stream::unfold(blocks, move |mut blocks| {
                 let (opener, dynamic, stats) = (opener.clone(), dynamic.clone(), stats.clone());

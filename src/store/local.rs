@@ -181,9 +181,16 @@ impl LocalStore {
         }
     }
 
-    /// The keys under `dir` (key `rel`) that may start with `prefix`: a
-    /// directory that cannot hold one is not entered.
-    fn walk(&self, dir: &Path, rel: &str, prefix: &str, out: &mut Vec<String>) -> Result<()> {
+    /// Each file under `dir` (key `rel`) whose key may start with `prefix`,
+    /// handed to `file` with its directory entry: a directory that cannot
+    /// hold one is not entered.
+    fn walk(
+        &self,
+        dir: &Path,
+        rel: &str,
+        prefix: &str,
+        file: &mut dyn FnMut(String, &std::fs::DirEntry) -> Result<()>,
+    ) -> Result<()> {
         let entries = match std::fs::read_dir(dir) {
             Ok(entries) => entries,
             Err(e) if e.kind() == ErrorKind::NotFound || e.kind() == ErrorKind::NotADirectory => {
@@ -208,13 +215,26 @@ impl LocalStore {
                         .strip_prefix(key.as_str())
                         .is_some_and(|rest| rest.starts_with('/'));
                 if inside {
-                    self.walk(&entry.path(), &key, prefix, out)?;
+                    self.walk(&entry.path(), &key, prefix, file)?;
                 }
-            } else {
-                out.push(key);
+            } else if key.starts_with(prefix) {
+                file(key, &entry)?;
             }
         }
         Ok(())
+    }
+
+    /// The directory the keys under `prefix` lie in: the deepest one the
+    /// prefix names completely.
+    fn walked(&self, prefix: &str) -> Result<(PathBuf, String)> {
+        let dir_part = match prefix.rfind('/') {
+            Some(i) => &prefix[..i],
+            None => "",
+        };
+        if !dir_part.is_empty() {
+            validate_key(dir_part)?;
+        }
+        Ok((self.root.join(dir_part), dir_part.to_string()))
     }
 }
 
@@ -437,33 +457,31 @@ impl Store for LocalStore {
     }
 
     fn list_prefix(&self, prefix: &str) -> Result<Vec<String>> {
-        // Walk the deepest directory that the prefix names completely.
-        let dir_part = match prefix.rfind('/') {
-            Some(i) => &prefix[..i],
-            None => "",
-        };
-        if !dir_part.is_empty() {
-            validate_key(dir_part)?;
-        }
+        let (dir, rel) = self.walked(prefix)?;
         let mut out = Vec::new();
-        self.walk(&self.root.join(dir_part), dir_part, prefix, &mut out)?;
-        out.retain(|k| k.starts_with(prefix));
+        self.walk(&dir, &rel, prefix, &mut |key, _| {
+            out.push(key);
+            Ok(())
+        })?;
         out.sort();
         Ok(out)
     }
 
     fn list_versions(&self, prefix: &str) -> Result<Option<Vec<(String, String)>>> {
-        let keys = self.list_prefix(prefix)?;
-        let mut out = Vec::with_capacity(keys.len());
-        for key in keys {
-            let path = self.path(&key)?;
-            match std::fs::symlink_metadata(&path) {
+        let (dir, rel) = self.walked(prefix)?;
+        let mut out = Vec::new();
+        // Each file stat'ed through its directory's handle (`fstatat` of its
+        // name, not its whole path again), without following a link.
+        self.walk(&dir, &rel, prefix, &mut |key, entry| {
+            match entry.metadata() {
                 Ok(meta) => out.push((key, file_version(&meta))),
                 // Removed since the listing: not there.
                 Err(e) if e.kind() == ErrorKind::NotFound => {}
-                Err(e) => return Err(Error::io(path, e)),
+                Err(e) => return Err(Error::io(entry.path(), e)),
             }
-        }
+            Ok(())
+        })?;
+        out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         Ok(Some(out))
     }
 

@@ -1162,6 +1162,62 @@ fn column_of(batches: &[RecordBatch], name: &str) -> ArrayRef {
     datafusion::arrow::compute::concat(&parts).unwrap()
 }
 
+/// A scan whose plan's filter and whose run-time filter (a TopK's threshold)
+/// name the same column checks that column's statistics once (one listing of
+/// its chunks), not once for each; a scan pruned entirely asks the run-time
+/// filter nothing.
+#[test]
+fn one_scan_checks_a_columns_statistics_once() {
+    use crate::common::numbered_batch;
+    use zarrow::write::write_batches;
+    let dir = tempfile::tempdir().unwrap();
+    let local: Arc<dyn Store> = Arc::new(LocalStore::new(dir.path().join("t.zarr")));
+    let batch = numbered_batch(0, 1000, None);
+    let schema = batch.schema();
+    let reader = arrow_array::RecordBatchIterator::new([Ok(batch)], schema);
+    let options = WriteOptions {
+        chunk_len: Some(100),
+        ..WriteOptions::default()
+    };
+    write_batches(reader, local.clone(), "", options).unwrap();
+    let observed = Observed::new(local.clone());
+    let location = zarrow::Location::supplied("t");
+    let zarrow::Location::Store { id, .. } = &location else {
+        unreachable!()
+    };
+    let stores = zarrow::Stores::default().with_store(*id, observed.clone());
+    let table = ZarrTable::open(&location, ZarrTableOptions::default(), &stores).unwrap();
+    let rt = runtime();
+    let ctx = context(2);
+    ctx.register_table("t", Arc::new(table)).unwrap();
+    let topk = "SELECT n FROM t WHERE n > 100 ORDER BY n DESC LIMIT 3";
+    for (sql, expected) in [
+        (topk, vec![999, 998, 997]),
+        (
+            "SELECT n FROM t WHERE n > 5000 ORDER BY n DESC LIMIT 3",
+            vec![],
+        ),
+    ] {
+        observed.take_lists();
+        let batches = rt.block_on(query(&ctx, sql));
+        let got: Vec<i64> = batches
+            .iter()
+            .flat_map(|b| b.column(0).as_primitive::<Int64Type>().values().to_vec())
+            .collect();
+        assert_eq!(got, expected, "{sql}");
+        assert_eq!(observed.take_lists(), 1, "{sql}: one listing of n's chunks");
+        // The TopK's threshold reached the scan: of the 9 chunks the plan's
+        // filter keeps, only the top rows' (one a partition at most) are read.
+        let chunks: std::collections::BTreeSet<String> = observed
+            .take()
+            .into_iter()
+            .map(|(k, _)| k)
+            .filter(|k| k.contains("/c/"))
+            .collect();
+        assert!(chunks.len() <= 2, "{sql}: {chunks:?}");
+    }
+}
+
 /// A table opened tracked and checked again: an unchanged store is neither
 /// opened again nor are its statistics read again (only versions are asked
 /// for), and rows appended since are found.
