@@ -29,7 +29,17 @@ use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
 use datafusion::error::DataFusionError;
 use datafusion::execution::SendableRecordBatchStream;
+use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::logical_expr::Expr;
+use datafusion::optimizer::OptimizerRule;
+use datafusion::optimizer::eliminate_filter::EliminateFilter;
+use datafusion::optimizer::optimize_projections::OptimizeProjections;
+use datafusion::optimizer::push_down_filter::PushDownFilter;
+use datafusion::optimizer::simplify_expressions::SimplifyExpressions;
+use datafusion::physical_optimizer::PhysicalOptimizerRule;
+use datafusion::physical_optimizer::ensure_coop::EnsureCooperative;
+use datafusion::physical_optimizer::filter_pushdown::FilterPushdown;
+use datafusion::physical_optimizer::projection_pushdown::ProjectionPushdown;
 use datafusion::physical_plan::execute_stream;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use futures::StreamExt;
@@ -209,12 +219,47 @@ fn session(batch_rows: usize) -> SessionContext {
     // (`filter(...).head(3)`) has read little more than it used (the reader
     // above gathers them into batches that grow).
     config.options_mut().execution.coalesce_batches = false;
-    let ctx = SessionContext::new_with_config(config);
+    let state = SessionStateBuilder::new()
+        .with_config(config)
+        .with_default_features()
+        .with_optimizer_rules(logical_rules())
+        .with_physical_optimizer_rules(physical_rules())
+        .build();
+    let ctx = SessionContext::new_with_state(state);
     if sessions.len() == KEPT {
         sessions.remove(0);
     }
     sessions.push((batch_rows, ctx.clone()));
     ctx
+}
+
+/// The optimizer's rules a filtered scan's plan (a projection of a filter of
+/// one table) is worth: its expressions simplified (literals cast to the
+/// column's type, constants folded), a filter that is always false made an
+/// empty plan, the filter and the projection pushed into the table's scan.
+/// DataFusion's others (joins, subqueries, unions, aggregates, limits) find
+/// nothing in such a plan, and each query paid their walks of it (the
+/// analyzer, which checks and coerces types, runs as ever).
+fn logical_rules() -> Vec<Arc<dyn OptimizerRule + Send + Sync>> {
+    vec![
+        Arc::new(SimplifyExpressions::new()),
+        Arc::new(EliminateFilter::new()),
+        Arc::new(PushDownFilter::new()),
+        Arc::new(OptimizeProjections::new()),
+    ]
+}
+
+/// The physical optimizer's rules such a plan is worth: a filter the scan
+/// does not evaluate exactly handed to it too (its statistics may still prune
+/// by it), projections merged into the scan, and the scan made to yield to
+/// the runtime cooperatively, as in any DataFusion plan.
+fn physical_rules() -> Vec<Arc<dyn PhysicalOptimizerRule + Send + Sync>> {
+    vec![
+        Arc::new(FilterPushdown::new()),
+        Arc::new(ProjectionPushdown::new()),
+        Arc::new(EnsureCooperative::new()),
+        Arc::new(FilterPushdown::new_post_optimization()),
+    ]
 }
 
 /// A DataFusion error as zarrow's: a store's error that crossed DataFusion
