@@ -185,7 +185,8 @@ def _conjuncts(predicate: Any) -> list:
     binary = tree.get("BinaryExpr") if isinstance(tree, dict) else None
     if binary is None or binary.get("op") not in ("And", "LogicalAnd"):
         return [predicate]
-    return [part for side in predicate.meta.pop() for part in _conjuncts(side)]
+    # `meta.pop` gives the inputs last first: the query's order is kept.
+    return [part for side in reversed(predicate.meta.pop()) for part in _conjuncts(side)]
 
 
 def _kept_categories(predicate: Any, schema: Any) -> Optional[list]:

@@ -16,7 +16,7 @@
 
 use std::ops::Range;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use arrow_array::cast::AsArray;
 use arrow_array::downcast_dictionary_array;
@@ -119,9 +119,10 @@ pub(crate) struct ScanFilter {
     /// alone, evaluated over its categories and looked up by code; the rest
     /// (`None`: nothing else) over the columns as read.
     by_category: Option<Split>,
-    /// Of several conjuncts, the first alone, where it reads fewer columns
-    /// than the whole.
-    first: Option<Box<ScanFilter>>,
+    /// Of several conjuncts, each alone that reads fewer columns than the
+    /// whole, the likeliest to match few rows first ([`stage_order`]): each
+    /// in turn is read first, until one matches few rows.
+    stages: Vec<ScanFilter>,
 }
 
 /// A filter split at its `AND`s ([`ScanFilter::split_by_category`]).
@@ -247,14 +248,20 @@ impl ScanFilter {
             predicate,
             codes: None,
             by_category: None,
-            first: None,
+            stages: Vec::new(),
         };
         filter.by_category = filter.split_by_category(&filter.schema.clone(), props);
-        let conjuncts: Vec<&Expr> = filter.exprs.iter().flat_map(split_conjunction).collect();
-        if let [first, _, ..] = conjuncts.as_slice()
-            && first.column_refs().len() < filter.columns.len()
-        {
-            filter.first = ScanFilter::new(table, vec![(*first).clone()], props)?.map(Box::new);
+        let mut conjuncts: Vec<&Expr> = filter.exprs.iter().flat_map(split_conjunction).collect();
+        if conjuncts.len() > 1 {
+            // Stable: the query's order among conjuncts of one kind.
+            conjuncts.sort_by_key(|c| stage_order(c));
+            for conjunct in conjuncts {
+                if conjunct.column_refs().len() < filter.columns.len()
+                    && let Some(stage) = ScanFilter::new(table, vec![conjunct.clone()], props)?
+                {
+                    filter.stages.push(stage);
+                }
+            }
         }
         Ok(Some(filter))
     }
@@ -266,10 +273,10 @@ impl ScanFilter {
         let Some(codes) = codes else {
             return self;
         };
-        self.first = self
-            .first
-            .take()
-            .map(|first| Box::new(first.with_codes(Some(codes), props)));
+        self.stages = std::mem::take(&mut self.stages)
+            .into_iter()
+            .map(|stage| stage.with_codes(Some(codes), props))
+            .collect();
         let Ok(schema) = codes.project(&self.columns) else {
             return self;
         };
@@ -332,10 +339,9 @@ impl ScanFilter {
         Some(Split { parts, rest })
     }
 
-    /// Of several conjuncts, the first alone, where it reads fewer columns
-    /// than the whole.
-    fn first_stage(&self) -> Option<&ScanFilter> {
-        self.first.as_deref()
+    /// The conjuncts read alone first, in the order they are tried.
+    fn stages(&self) -> &[ScanFilter] {
+        &self.stages
     }
 
     /// Whether the filter's columns are read with categoricals as codes.
@@ -454,6 +460,30 @@ impl ScanFilter {
     }
 }
 
+/// Where a conjunct comes among the stages a scan reads first: an equality
+/// (`=`, `IN`, `IS NULL`) usually keeps few rows, a range more, a negation
+/// (`!=`, `NOT IN`, `IS NOT NULL`) most. A guess only: a stage that keeps rows
+/// in every part of a block gives way to the next.
+fn stage_order(conjunct: &Expr) -> u8 {
+    use datafusion::logical_expr::{BinaryExpr, Operator};
+    match conjunct {
+        Expr::BinaryExpr(BinaryExpr {
+            op: Operator::Eq | Operator::IsNotDistinctFrom,
+            ..
+        })
+        | Expr::IsNull(_)
+        | Expr::InList(datafusion::logical_expr::expr::InList { negated: false, .. }) => 0,
+        Expr::BinaryExpr(BinaryExpr {
+            op: Operator::NotEq | Operator::IsDistinctFrom,
+            ..
+        })
+        | Expr::IsNotNull(_)
+        | Expr::InList(_)
+        | Expr::Not(_) => 2,
+        _ => 1,
+    }
+}
+
 /// A filter's result as the rows it keeps: a null does not match.
 ///
 /// # Errors
@@ -567,10 +597,16 @@ pub(crate) struct Filtered {
     pub dense_parts: AtomicU64,
     /// The fewest rows of the filter's columns a read can skip.
     pub filter_granule: u64,
-    /// Whether the filter's first conjunct matched in every part of the last
-    /// block a read of the filter's columns could skip (the whole filter is
-    /// then read at once).
-    pub first_dense: AtomicBool,
+    /// The stage ([`ScanFilter::stages`]) read first: one that matched in
+    /// every part of a block that a read of the filter's columns could skip
+    /// gives way to the next, and after the last the whole filter is read at
+    /// once.
+    pub stage: AtomicUsize,
+    /// The parts (of `filter_granule` rows) of the blocks last evaluated by
+    /// the current stage that each matched in every part, summed until a
+    /// block that did not: from [`DENSE_PARTS`] on, the next stage is read
+    /// first.
+    pub stage_parts: AtomicU64,
 }
 
 /// A block's filter columns, evaluated.
@@ -667,8 +703,8 @@ pub(crate) type OpenRead = dyn Fn(Vec<String>, Range<u64>, Option<Vec<Range<u64>
 
 impl Filtered {
     /// The rows of `range` that match, the given columns of them.
-    pub(crate) fn stream(self, range: Range<u64>) -> Batches {
-        let this = Arc::new(self);
+    pub(crate) fn stream(self: Arc<Self>, range: Range<u64>) -> Batches {
+        let this = self;
         let end = range.end;
         let mut blocks = blocks(range, this.longest).into_iter();
         let first = blocks.next().map(|block| this.clone().late(block));
@@ -783,18 +819,36 @@ impl Filtered {
 
     /// The filter's columns of `rows` read and evaluated: the matching rows,
     /// and the given filter columns' matching values. A filter of several
-    /// conjuncts first reads the first one's columns: where its matches are
-    /// few, the whole filter is then read and evaluated only in the chunks
-    /// holding them (as Parquet's row filters narrow each next predicate).
+    /// conjuncts first reads one conjunct's columns (its stages, in turn):
+    /// where its matches are few, the whole filter is then read and
+    /// evaluated only in the chunks holding them (as Parquet's row filters
+    /// narrow each next predicate).
     async fn evaluate(&self, rows: Range<u64>, given: &[Option<usize>]) -> DfResult<Evaluated> {
-        if let Some(first) = self.filter.first_stage()
-            && !self.first_dense.load(Ordering::Relaxed)
-        {
+        let at = self.stage.load(Ordering::Relaxed);
+        if let Some(first) = self.filter.stages().get(at) {
             let narrowed = self.evaluate_with(first, rows.clone(), None, &[]).await?;
             let dense = narrowed
                 .found
                 .in_every_granule(rows.clone(), self.filter_granule);
-            self.first_dense.store(dense, Ordering::Relaxed);
+            // Dense in DENSE_PARTS parts in a row (one block of one chunk
+            // holding a match says nothing of the next chunks): the next
+            // conjunct first, from the next block on (blocks evaluated side by
+            // side move on once).
+            let run = if dense {
+                let parts = (rows.end - rows.start).div_ceil(self.filter_granule.max(1));
+                self.stage_parts.fetch_add(parts, Ordering::Relaxed) + parts
+            } else {
+                self.stage_parts.store(0, Ordering::Relaxed);
+                0
+            };
+            if run >= DENSE_PARTS
+                && self
+                    .stage
+                    .compare_exchange(at, at + 1, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_ok()
+            {
+                self.stage_parts.store(0, Ordering::Relaxed);
+            }
             if narrowed.found.matched() == 0 {
                 return Ok(narrowed);
             }
@@ -1027,7 +1081,7 @@ mod tests {
     use datafusion::prelude::{col, lit};
     use futures::{StreamExt, TryStreamExt};
     use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
     /// Blocks read by late materialization, and the rest of the range read
     /// as stored after dense blocks, give the same rows: those that match,
@@ -1072,7 +1126,7 @@ mod tests {
                     let filter = ScanFilter::new(&schema, exprs, &ExecutionProps::new())
                         .unwrap()
                         .unwrap();
-                    assert_eq!(filter.first_stage().is_some(), staged);
+                    assert_eq!(filter.stages().len(), usize::from(staged) * 2);
                     read_rows.store(0, Ordering::Relaxed);
                     let got = matching_y(&schema, open.clone(), filter, chunk, rows as u64);
                     let want: Vec<i64> = (0..rows).filter(|&i| x(i) == 3).collect();
@@ -1089,6 +1143,84 @@ mod tests {
         }
     }
 
+    /// Of several conjuncts, an equality is read alone first wherever the
+    /// query wrote it (W11's `score < 0.01 AND n_genes = 4321`, as Polars
+    /// hands it over, read `score` whole before); one that keeps rows in
+    /// every part of a block gives way to the next; the answer is the
+    /// filter's, whichever stage is read first.
+    #[test]
+    fn the_conjunct_likeliest_to_keep_few_rows_is_read_first() {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("x", DataType::Int64, false),
+            Field::new("y", DataType::Int64, false),
+        ]));
+        let rows = 1000_i64;
+        // `x` is 3 at rows 3, 253, 503 and 753.
+        let table = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(Int64Array::from_iter_values((0..rows).map(|i| i % 250))) as ArrayRef,
+                Arc::new(Int64Array::from_iter_values(0..rows)),
+            ],
+        )
+        .unwrap();
+        let chunk = 100;
+        let read_rows = Arc::new(AtomicU64::new(0));
+        let open = chunked_open(table, chunk, read_rows.clone());
+        let filter = |exprs| {
+            ScanFilter::new(&schema, exprs, &ExecutionProps::new())
+                .unwrap()
+                .unwrap()
+        };
+        // The range written first, the equality read first: `y` is read at
+        // the equality's 4 matches only (the range, read first, read all
+        // 1000).
+        let range_first = filter(vec![col("y").gt_eq(lit(0_i64)), col("x").eq(lit(3_i64))]);
+        let got = matching_y(&schema, open.clone(), range_first, chunk, rows as u64);
+        assert_eq!(got, [3, 253, 503, 753]);
+        assert_eq!(read_rows.swap(0, Ordering::Relaxed), 4);
+        // Two equalities, in the query's order: `x IN (0..200)` keeps rows in
+        // every chunk of the first block, so `y = 753` is read first after
+        // it.
+        let wide = col("x").in_list((0..200_i64).map(lit).collect(), false);
+        let filtered = filtered_y(
+            &schema,
+            open,
+            filter(vec![wide, col("y").eq(lit(753_i64))]),
+            chunk,
+        );
+        assert_eq!(ys(filtered.clone(), rows as u64), [753]);
+        assert_eq!(
+            filtered.stage.load(Ordering::Relaxed),
+            1,
+            "moved on to `y = 753`"
+        );
+        // Chunks longer than a block (W11's): a block of one chunk holding a
+        // match is no sign that the next chunks hold one: the equality stays
+        // first.
+        let (rows, chunk) = (20_000_i64, 1000_u64);
+        let hits = [3, 2_500, 5_999, 9_000, 17_001];
+        let table = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(Int64Array::from_iter_values(
+                    (0..rows).map(|i| if hits.contains(&i) { 3 } else { 0 }),
+                )) as ArrayRef,
+                Arc::new(Int64Array::from_iter_values(0..rows)),
+            ],
+        )
+        .unwrap();
+        read_rows.store(0, Ordering::Relaxed);
+        let open = chunked_open(table, chunk, read_rows.clone());
+        let range_first = filter(vec![col("y").gt_eq(lit(0_i64)), col("x").eq(lit(3_i64))]);
+        let filtered = filtered_y(&schema, open, range_first, chunk);
+        assert_eq!(ys(filtered.clone(), rows as u64), hits);
+        // The first block (one chunk holding a match) whole, the other
+        // matches alone; with the equality given up, all 20,000.
+        assert_eq!(read_rows.load(Ordering::Relaxed), 1000 + 4);
+        assert_eq!(filtered.stage.load(Ordering::Relaxed), 0);
+    }
+
     /// The `y` of the rows of `0..rows` that `filter` keeps, read by late
     /// materialization through `open` (chunks of `chunk` rows).
     fn matching_y(
@@ -1098,7 +1230,17 @@ mod tests {
         chunk: u64,
         rows: u64,
     ) -> Vec<i64> {
-        let filtered = Filtered {
+        ys(filtered_y(schema, open, filter, chunk), rows)
+    }
+
+    /// `filter` over `open`'s table (chunks of `chunk` rows), giving `y`.
+    fn filtered_y(
+        schema: &Arc<Schema>,
+        open: Arc<super::OpenRead>,
+        filter: ScanFilter,
+        chunk: u64,
+    ) -> Arc<Filtered> {
+        Arc::new(Filtered {
             open,
             filter: Arc::new(filter),
             table: schema.clone(),
@@ -1109,8 +1251,13 @@ mod tests {
             matched: Default::default(),
             dense_parts: AtomicU64::new(0),
             filter_granule: chunk,
-            first_dense: AtomicBool::new(false),
-        };
+            stage: AtomicUsize::new(0),
+            stage_parts: AtomicU64::new(0),
+        })
+    }
+
+    /// The `y` of the rows of `0..rows` that `filtered` keeps.
+    fn ys(filtered: Arc<Filtered>, rows: u64) -> Vec<i64> {
         let got: Vec<RecordBatch> =
             futures::executor::block_on(filtered.stream(0..rows).try_collect()).unwrap();
         got.iter()

@@ -612,9 +612,10 @@ impl Opener {
             matched: self.metrics.matched.clone(),
             dense_parts: std::sync::atomic::AtomicU64::new(0),
             filter_granule,
-            first_dense: std::sync::atomic::AtomicBool::new(false),
+            stage: std::sync::atomic::AtomicUsize::new(0),
+            stage_parts: std::sync::atomic::AtomicU64::new(0),
         };
-        Ok(filtered.stream(range))
+        Ok(Arc::new(filtered).stream(range))
     }
 
     /// Rows `range` of a long table, gathered from its variables (read when
