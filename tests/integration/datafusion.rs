@@ -1162,6 +1162,18 @@ fn column_of(batches: &[RecordBatch], name: &str) -> ArrayRef {
     datafusion::arrow::compute::concat(&parts).unwrap()
 }
 
+/// `local` seen through an [`Observed`] store, as a supplied location and the
+/// stores that resolve it.
+fn observed_location(local: &Arc<dyn Store>) -> (Arc<Observed>, zarrow::Location, zarrow::Stores) {
+    let observed = Observed::new(local.clone());
+    let location = zarrow::Location::supplied("t");
+    let zarrow::Location::Store { id, .. } = &location else {
+        unreachable!()
+    };
+    let stores = zarrow::Stores::default().with_store(*id, observed.clone());
+    (observed, location, stores)
+}
+
 /// A scan whose plan's filter and whose run-time filter (a TopK's threshold)
 /// name the same column checks that column's statistics once (one listing of
 /// its chunks), not once for each; a scan pruned entirely asks the run-time
@@ -1180,12 +1192,7 @@ fn one_scan_checks_a_columns_statistics_once() {
         ..WriteOptions::default()
     };
     write_batches(reader, local.clone(), "", options).unwrap();
-    let observed = Observed::new(local.clone());
-    let location = zarrow::Location::supplied("t");
-    let zarrow::Location::Store { id, .. } = &location else {
-        unreachable!()
-    };
-    let stores = zarrow::Stores::default().with_store(*id, observed.clone());
+    let (observed, location, stores) = observed_location(&local);
     let table = ZarrTable::open(&location, ZarrTableOptions::default(), &stores).unwrap();
     let rt = runtime();
     let ctx = context(2);
@@ -1239,12 +1246,7 @@ fn a_tracked_table_reads_no_metadata_or_statistics_again_until_the_store_changes
         write_batches(reader, local.clone(), "", options).unwrap();
     };
     write(0, 1000, false);
-    let observed = Observed::new(local.clone());
-    let location = zarrow::Location::supplied("t");
-    let zarrow::Location::Store { id, .. } = &location else {
-        unreachable!()
-    };
-    let stores = zarrow::Stores::default().with_store(*id, observed.clone());
+    let (observed, location, stores) = observed_location(&local);
     let table = ZarrTable::open_tracked(&location, ZarrTableOptions::default(), &stores).unwrap();
     let rt = runtime();
     // `n` runs 0..: none is above 5000 (every chunk pruned), 901.. are above 900.
