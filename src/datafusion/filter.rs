@@ -463,7 +463,7 @@ impl ScanFilter {
 /// Where a conjunct comes among the stages a scan reads first: an equality
 /// (`=`, `IN`, `IS NULL`) usually keeps few rows, a range more, a negation
 /// (`!=`, `NOT IN`, `IS NOT NULL`) most. A guess only: a stage that keeps rows
-/// in every part of a block gives way to the next.
+/// in every part of [`DENSE_PARTS`] parts in a row gives way to the next.
 fn stage_order(conjunct: &Expr) -> u8 {
     use datafusion::logical_expr::{BinaryExpr, Operator};
     match conjunct {
@@ -704,8 +704,7 @@ pub(crate) type OpenRead = dyn Fn(Vec<String>, Range<u64>, Option<Vec<Range<u64>
 impl Filtered {
     /// The rows of `range` that match, the given columns of them.
     pub(crate) fn stream(self: Arc<Self>, range: Range<u64>) -> Batches {
-        let this = self;
-        let end = range.end;
+        let (this, end) = (self, range.end);
         let mut blocks = blocks(range, this.longest).into_iter();
         let first = blocks.next().map(|block| this.clone().late(block));
         // The next block decided when it is started: after a block that
@@ -1144,10 +1143,11 @@ mod tests {
     }
 
     /// Of several conjuncts, an equality is read alone first wherever the
-    /// query wrote it (W11's `score < 0.01 AND n_genes = 4321`, as Polars
-    /// hands it over, read `score` whole before); one that keeps rows in
-    /// every part of a block gives way to the next; the answer is the
-    /// filter's, whichever stage is read first.
+    /// query wrote it (W11's `score < 0.01 AND n_genes = 4321`, as
+    /// `zarrow.scan` handed Polars' conjuncts over, read `score` whole
+    /// before); one that keeps rows in every part of `DENSE_PARTS` parts in a
+    /// row gives way to the next; the answer is the filter's, whichever stage
+    /// is read first.
     #[test]
     fn the_conjunct_likeliest_to_keep_few_rows_is_read_first() {
         let schema = Arc::new(Schema::new(vec![
@@ -1180,8 +1180,8 @@ mod tests {
         assert_eq!(got, [3, 253, 503, 753]);
         assert_eq!(read_rows.swap(0, Ordering::Relaxed), 4);
         // Two equalities, in the query's order: `x IN (0..200)` keeps rows in
-        // every chunk of the first block, so `y = 753` is read first after
-        // it.
+        // every chunk, so once it has in DENSE_PARTS chunks in a row (the
+        // second block), `y = 753` is read first.
         let wide = col("x").in_list((0..200_i64).map(lit).collect(), false);
         let filtered = filtered_y(
             &schema,
