@@ -1173,8 +1173,8 @@ mod tests {
                 .unwrap()
         };
         // The range written first, the equality read first: `y` is read at
-        // the equality's 4 matches only (the range, read first, read all
-        // 1000).
+        // the equality's 4 matches only (the range read first read `y`
+        // whole, twice: 2000 rows).
         let range_first = filter(vec![col("y").gt_eq(lit(0_i64)), col("x").eq(lit(3_i64))]);
         let got = matching_y(&schema, open.clone(), range_first, chunk, rows as u64);
         assert_eq!(got, [3, 253, 503, 753]);
