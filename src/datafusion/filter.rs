@@ -678,6 +678,19 @@ impl Found {
     }
 }
 
+/// `run` (the parts, of `granule` rows, of the blocks in a row that each
+/// matched in every part) with the block of `rows` added where it is `dense`,
+/// else ended: its length after.
+fn dense_run(run: &AtomicU64, dense: bool, rows: &Range<u64>, granule: u64) -> u64 {
+    if dense {
+        let parts = (rows.end - rows.start).div_ceil(granule.max(1));
+        run.fetch_add(parts, Ordering::Relaxed) + parts
+    } else {
+        run.store(0, Ordering::Relaxed);
+        0
+    }
+}
+
 /// `matches` (sorted, disjoint, inside `rows`) as a mask over `rows`.
 fn mask_of(matches: &[Range<u64>], rows: Range<u64>) -> BooleanArray {
     let len = usize::try_from(rows.end - rows.start).unwrap_or(0);
@@ -833,13 +846,7 @@ impl Filtered {
             // holding a match says nothing of the next chunks): the next
             // conjunct first, from the next block on (blocks evaluated side by
             // side move on once).
-            let run = if dense {
-                let parts = (rows.end - rows.start).div_ceil(self.filter_granule.max(1));
-                self.stage_parts.fetch_add(parts, Ordering::Relaxed) + parts
-            } else {
-                self.stage_parts.store(0, Ordering::Relaxed);
-                0
-            };
+            let run = dense_run(&self.stage_parts, dense, &rows, self.filter_granule);
             if run >= DENSE_PARTS
                 && self
                     .stage
@@ -950,13 +957,7 @@ impl Filtered {
         // read whole and filtered by the mask (a row selection of many
         // pieces would skip nothing, and cost more to cut).
         let dense = found.in_every_granule(rows.clone(), self.granule);
-        match dense {
-            true => self.dense_parts.fetch_add(
-                (rows.end - rows.start).div_ceil(self.granule.max(1)),
-                Ordering::Relaxed,
-            ),
-            false => self.dense_parts.swap(0, Ordering::Relaxed),
-        };
+        dense_run(&self.dense_parts, dense, &rows, self.granule);
         if matched == 0 {
             return Ok(Vec::new());
         }
@@ -1354,22 +1355,17 @@ mod tests {
     /// the mask (random masks, some empty, some full).
     #[test]
     fn matches_as_a_mask_answer_as_matches_as_ranges() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        use crate::datafusion::invariant::{Seeded, Source};
+        let mut random = Seeded(0x9e37_79b9_7f4a_7c15);
         for case in 0..200 {
-            let len = (next() % 700) as usize;
-            let start = next() % 1000;
-            let density = next() % 5;
+            let len = random.below(700);
+            let start = random.below(1000) as u64;
+            let density = random.below(5);
             let bits: Vec<bool> = (0..len)
                 .map(|_| match density {
                     0 => false,
                     1 => true,
-                    d => next() % (d * d * 7) == 0,
+                    d => random.one_in(d * d * 7),
                 })
                 .collect();
             let rows = start..start + len as u64;
