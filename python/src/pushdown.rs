@@ -40,6 +40,7 @@ use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_optimizer::ensure_coop::EnsureCooperative;
 use datafusion::physical_optimizer::filter_pushdown::FilterPushdown;
 use datafusion::physical_optimizer::projection_pushdown::ProjectionPushdown;
+use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::execute_stream;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use futures::StreamExt;
@@ -54,11 +55,11 @@ use crate::stream::Reader;
 
 /// Why a filter was not taken: the caller filters itself.
 #[derive(Debug)]
-struct Refused(String);
+pub(crate) struct Refused(pub(crate) String);
 
-/// What planning ended with: a stream, a filter refused, or a failure.
-enum Planned {
-    Stream(SendableRecordBatchStream),
+/// What planning ended with: a plan, or a filter refused.
+pub(crate) enum Planned {
+    Plan(Arc<dyn ExecutionPlan>),
     Refused(Refused),
 }
 
@@ -112,44 +113,72 @@ pub(crate) fn filtered_table(
     columns: Vec<String>,
     batch_size: Option<usize>,
 ) -> PyResult<(Option<Reader>, Option<String>)> {
-    let handle = crate::runtime().map_err(to_py)?;
-    // The largest batch handed on (the engine's size, else `zarrow.read`'s).
-    let batch_rows = batch_size
-        .unwrap_or(zarrow::read::DEFAULT_MAX_BATCH_ROWS)
-        .max(1);
-    let planned = py.detach(|| {
-        let predicate = match crate::expression::from_pyarrow(filter) {
-            Ok(e) => e,
-            Err(why) => return Ok(Planned::Refused(Refused(why))),
-        };
-        zarrow::__private::block_on(handle.clone(), plan(table, predicate, columns, batch_rows))?
-    });
-    match planned.map_err(to_py)? {
-        Planned::Stream(stream) => {
-            let reader = Filtered {
-                schema: stream.schema(),
-                stream,
-                handle,
-                ended: false,
-            };
-            // The matches of many blocks gathered into growing batches (as
-            // `zarrow.read`'s prefilter gathers its rows): a selective
-            // filter would otherwise hand the engine a batch of a few
-            // hundred rows per chunk, each paying a Python round.
-            let gathered =
-                crate::keep::KeepCategories::new(Box::new(reader), Vec::new(), batch_rows)
-                    .map_err(|e| crate::errors::zarrow_error(&e))?;
-            Ok((
-                Some(Reader::new(Box::new(gathered), None, Vec::new())),
-                None,
-            ))
-        }
+    let batch_rows = batch_rows(batch_size);
+    match planned(py, table, filter, columns, batch_rows)? {
+        Planned::Plan(plan) => Ok((Some(run(py, plan, batch_rows)?), None)),
         Planned::Refused(Refused(why)) => Ok((None, Some(why))),
     }
 }
 
-/// The plan of `table` filtered by `expression` and projected to `columns`,
-/// started; refused where the expression cannot be taken.
+/// The largest batch handed on: the engine's size, else `zarrow.read`'s.
+pub(crate) fn batch_rows(batch_size: Option<usize>) -> usize {
+    batch_size
+        .unwrap_or(zarrow::read::DEFAULT_MAX_BATCH_ROWS)
+        .max(1)
+}
+
+/// The plan of `table`'s rows where the pickled pyarrow expression `filter`
+/// holds, their `columns`, in batches of `batch_rows` rows at most (not run);
+/// or why the filter cannot be taken.
+pub(crate) fn planned(
+    py: Python<'_>,
+    table: ZarrTable,
+    filter: &[u8],
+    columns: Vec<String>,
+    batch_rows: usize,
+) -> PyResult<Planned> {
+    let handle = crate::runtime().map_err(to_py)?;
+    py.detach(|| {
+        let predicate = match crate::expression::from_pyarrow(filter) {
+            Ok(e) => e,
+            Err(why) => return Ok(Planned::Refused(Refused(why))),
+        };
+        zarrow::__private::block_on(handle, plan(table, predicate, columns, batch_rows))?
+    })
+    .map_err(to_py)
+}
+
+/// `plan` (of [`planned`], for batches of `batch_rows` rows) started, as a
+/// reader.
+pub(crate) fn run(
+    py: Python<'_>,
+    plan: Arc<dyn ExecutionPlan>,
+    batch_rows: usize,
+) -> PyResult<Reader> {
+    let handle = crate::runtime().map_err(to_py)?;
+    let stream = py
+        .detach(|| {
+            let _entered = handle.enter();
+            execute_stream(plan, session(batch_rows).task_ctx())
+        })
+        .map_err(|e| to_py(query_error(e)))?;
+    let reader = Filtered {
+        schema: stream.schema(),
+        stream,
+        handle,
+        ended: false,
+    };
+    // The matches of many blocks gathered into growing batches (as
+    // `zarrow.read`'s prefilter gathers its rows): a selective filter would
+    // otherwise hand the engine a batch of a few hundred rows per chunk, each
+    // paying a Python round.
+    let gathered = crate::keep::KeepCategories::new(Box::new(reader), Vec::new(), batch_rows)
+        .map_err(|e| crate::errors::zarrow_error(&e))?;
+    Ok(Reader::new(Box::new(gathered), None, Vec::new()))
+}
+
+/// The plan of `table` filtered by `expression` and projected to `columns`;
+/// refused where the expression cannot be taken.
 async fn plan(
     table: ZarrTable,
     predicate: Expr,
@@ -187,8 +216,7 @@ async fn plan(
         // Reading the statistics, or the sorted columns, failed.
         Err(e) => return Err(query_error(e)),
     };
-    let stream = execute_stream(physical, ctx.task_ctx()).map_err(query_error)?;
-    Ok(Planned::Stream(stream))
+    Ok(Planned::Plan(physical))
 }
 
 /// The session filtered scans of batches of `batch_rows` rows plan in: made
@@ -264,7 +292,7 @@ fn physical_rules() -> Vec<Arc<dyn PhysicalOptimizerRule + Send + Sync>> {
 
 /// A DataFusion error as zarrow's: a store's error that crossed DataFusion
 /// comes back as itself.
-fn query_error(e: DataFusionError) -> zarrow::Error {
+pub(crate) fn query_error(e: DataFusionError) -> zarrow::Error {
     match e {
         DataFusionError::External(inner) => match inner.downcast::<zarrow::Error>() {
             Ok(ours) => *ours,

@@ -76,6 +76,17 @@ impl Dynamic {
         })
     }
 
+    /// The same filters and order with nothing read yet (for another run of
+    /// the scan: its statistics read, and checked, again).
+    pub(crate) fn unread(&self) -> Arc<Self> {
+        Arc::new(Self {
+            filters: self.filters.clone(),
+            order: self.order.clone(),
+            schema: self.schema.clone(),
+            stats: tokio::sync::OnceCell::new(),
+        })
+    }
+
     /// The statistics of the columns the filters and the order name, in the
     /// scan's types (blocking reads, once).
     ///

@@ -65,6 +65,7 @@ pub use codec::{ZarrLogicalCodec, ZarrPhysicalCodec};
 pub use factory::ZarrTableFactory;
 pub use query::{SqlOptions, SqlReader, SqlStream, sql, sql_stream};
 pub use snapshot::ZarrTableOptions;
+pub use source::for_another_run;
 pub use table::ZarrTable;
 
 /// How a session's scans decode: as the [`ExecutionContext`](crate::ExecutionContext)

@@ -471,6 +471,15 @@ impl Pruning {
         })
     }
 
+    /// The same filters with nothing read yet (for another run of the scan:
+    /// its statistics read, and checked, again).
+    pub(crate) fn unread(&self) -> Self {
+        Self {
+            filters: self.filters.clone(),
+            prepared: tokio::sync::OnceCell::new(),
+        }
+    }
+
     /// The filters, for a plan to carry.
     pub(crate) fn filters(&self) -> &[Expr] {
         &self.filters

@@ -24,7 +24,7 @@ use arrow_schema::SchemaRef;
 use arrow_schema::SortOptions;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::stats::Precision;
-use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{Statistics, internal_err};
 use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::{
@@ -36,7 +36,7 @@ use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryReservation};
 use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::execution::runtime_env::RuntimeEnv;
-use datafusion::physical_expr::expressions::Column;
+use datafusion::physical_expr::expressions::{Column, DynamicFilterTracking};
 use datafusion::physical_expr::{
     EquivalenceProperties, LexOrdering, PhysicalExpr, PhysicalSortExpr,
 };
@@ -189,6 +189,41 @@ fn range_file(
     )
 }
 
+/// `plan` (a physical plan over Zarr tables, run or not) made ready to run
+/// again: every node's state reset as DataFusion resets it
+/// ([`ExecutionPlan::reset_state`]), and every Zarr scan's per-run state new,
+/// so that the run reads the chunk statistics again and checks their
+/// freshness (the store may have changed since the plan was made or last
+/// ran). A plan kept and run many times (a notebook's repeated query) is
+/// planned once.
+///
+/// Returns `None` when a Zarr scan in `plan` prunes by a dynamic filter (a
+/// TopK's or a join's): plan the query again then.
+///
+/// # Errors
+/// A node's reset (DataFusion's).
+pub fn for_another_run(plan: &Arc<dyn ExecutionPlan>) -> DfResult<Option<Arc<dyn ExecutionPlan>>> {
+    let mut refused = false;
+    let again = Arc::clone(plan)
+        .transform_up(|node| {
+            let Some((source, config)) = zarr_source(node.as_ref()) else {
+                return Ok(Transformed::yes(node.reset_state()?));
+            };
+            let (Some(source), Some(exec)) =
+                (source.unrun(), node.downcast_ref::<DataSourceExec>())
+            else {
+                refused = true;
+                return Ok(Transformed::new(node, false, TreeNodeRecursion::Stop));
+            };
+            let mut config = config.clone();
+            config.file_source = Arc::new(source);
+            let exec = exec.clone().with_data_source(Arc::new(config));
+            Ok(Transformed::yes(Arc::new(exec) as Arc<dyn ExecutionPlan>))
+        })?
+        .data;
+    Ok((!refused).then_some(again))
+}
+
 /// The Zarr source in `plan`, with its scan's configuration, when `plan` is
 /// a Zarr scan.
 pub(crate) fn zarr_source(plan: &dyn ExecutionPlan) -> Option<(&ZarrSource, &FileScanConfig)> {
@@ -263,6 +298,27 @@ impl ZarrSource {
             order,
             ..self.clone()
         }
+    }
+
+    /// The same scan with nothing of a run kept: its statistics read, and
+    /// checked for freshness, again when it runs, its metrics from zero.
+    /// `None` when it prunes by a dynamic filter (a TopK's, a join's): the
+    /// node that updates it makes a new one when reset, which this scan would
+    /// not see.
+    fn unrun(&self) -> Option<Self> {
+        let dynamic = |e: &Arc<dyn PhysicalExpr>| {
+            DynamicFilterTracking::classify(e).contains_dynamic_filter()
+        };
+        if self.pushed.iter().any(dynamic) {
+            return None;
+        }
+        Some(Self {
+            pruning: self.pruning.as_deref().map(|p| Arc::new(p.unread())),
+            dynamic: self.dynamic.as_deref().map(Dynamic::unread),
+            statistics: Arc::default(),
+            metrics: ExecutionPlanMetricsSet::new(),
+            ..self.clone()
+        })
     }
 
     /// The snapshot read.

@@ -1225,6 +1225,67 @@ fn one_scan_checks_a_columns_statistics_once() {
     }
 }
 
+/// A physical plan kept and run again through `for_another_run` reads its
+/// chunk statistics, and checks their freshness, at every run: another
+/// writer's in-place rewrite of a chunk (its statistics now stale) is seen by
+/// the next run. A plan whose scan prunes by a TopK's dynamic filter is not
+/// run again (planned again instead).
+#[test]
+fn a_plan_run_again_checks_its_statistics_again() {
+    use crate::common::numbered_batch;
+    use zarrow::datafusion::for_another_run;
+    use zarrow::write::write_batches;
+    let dir = tempfile::tempdir().unwrap();
+    let local: Arc<dyn Store> = Arc::new(LocalStore::new(dir.path().join("t.zarr")));
+    let batch = numbered_batch(0, 1000, None);
+    let schema = batch.schema();
+    let reader = arrow_array::RecordBatchIterator::new([Ok(batch)], schema);
+    let options = WriteOptions {
+        chunk_len: Some(100),
+        ..WriteOptions::default()
+    };
+    write_batches(reader, local.clone(), "", options).unwrap();
+    let (observed, location, stores) = observed_location(&local);
+    let table = ZarrTable::open(&location, ZarrTableOptions::default(), &stores).unwrap();
+    let rt = runtime();
+    let ctx = context(2);
+    ctx.register_table("t", Arc::new(table)).unwrap();
+    let plan_of = |sql: &str| {
+        rt.block_on(async { ctx.sql(sql).await?.create_physical_plan().await })
+            .unwrap()
+    };
+    let run = |plan: Arc<dyn ExecutionPlan>| {
+        let batches = rt.block_on(collect(plan, ctx.task_ctx())).unwrap();
+        let mut got: Vec<i64> = batches
+            .iter()
+            .flat_map(|b| b.column(0).as_primitive::<Int64Type>().values().to_vec())
+            .collect();
+        got.sort_unstable();
+        got
+    };
+    let plan = plan_of("SELECT n FROM t WHERE n > 950");
+    let top: Vec<i64> = (951..1000).collect();
+    for _ in 0..2 {
+        observed.take_lists();
+        let again = for_another_run(&plan)
+            .unwrap()
+            .expect("a plan with no dynamic filter");
+        assert_eq!(run(again), top);
+        assert_eq!(observed.take_lists(), 1, "one listing of n's chunks a run");
+    }
+    // Another writer puts rows 900..999 in chunk 0 too (chunk 9's bytes):
+    // zarrow's statistics of chunk 0 (0..99) no longer hold.
+    let moved = local.get("n/c/9").unwrap().unwrap();
+    local.set("n/c/0", &moved).unwrap();
+    let again = for_another_run(&plan).unwrap().unwrap();
+    let mut twice: Vec<i64> = top.iter().chain(&top).copied().collect();
+    twice.sort_unstable();
+    assert_eq!(run(again), twice);
+
+    let topk = plan_of("SELECT n FROM t WHERE n > 100 ORDER BY n DESC LIMIT 3");
+    assert!(for_another_run(&topk).unwrap().is_none());
+}
+
 /// A table opened tracked and checked again: an unchanged store is neither
 /// opened again nor are its statistics read again (only versions are asked
 /// for), and rows appended since are found.
