@@ -804,14 +804,19 @@ impl RecordBatchReader for BatchReader {
 
 /// The threads rayon decodes on, without starting its global pool to ask (a
 /// read of one chunk never needs it): the current pool's inside one, else what
-/// the global pool has or would have (`RAYON_NUM_THREADS`, or the cores).
+/// the global pool has or would have (`RAYON_NUM_THREADS`, or the cores; worked
+/// out once, as the pool's size is: the cores' count reads the process's
+/// cgroup files each time).
 fn decode_threads() -> usize {
+    static GLOBAL: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     if rayon::current_thread_index().is_some() {
         return rayon::current_num_threads().max(1);
     }
-    std::env::var("RAYON_NUM_THREADS")
-        .ok()
-        .and_then(|n| n.parse::<usize>().ok())
-        .filter(|&n| n > 0)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    *GLOBAL.get_or_init(|| {
+        std::env::var("RAYON_NUM_THREADS")
+            .ok()
+            .and_then(|n| n.parse::<usize>().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    })
 }

@@ -150,16 +150,37 @@ impl LocalStore {
         Ok(())
     }
 
-    fn open(&self, key: &str) -> Result<Option<(File, PathBuf, u64)>> {
-        let path = self.path(key)?;
-        self.check_inside(key, &path)?;
+    /// `key`'s file (at `path`) opened for reading, refused where a symbolic
+    /// link leads outside the root.
+    fn open_inside(&self, key: &str, path: &Path) -> Result<std::io::Result<File>> {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        match open_beneath(&self.root, key) {
+            // The kernel resolved the key beneath the root and refused any step
+            // out of it: one call, and no window between a check and the open.
+            Ok(file) => return Ok(Ok(file)),
+            // An absolute link, or one through `..` (which may still stay
+            // inside), or a kernel without openat2 (before Linux 5.6, or a
+            // sandbox that refuses it): checked by resolving the path.
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::EXDEV | libc::ENOSYS | libc::EPERM | libc::EAGAIN)
+                ) => {}
+            Err(e) => return Ok(Err(e)),
+        }
+        self.check_inside(key, path)?;
         let mut options = File::options();
         options.read(true);
         // Opening a FIFO for reading waits for a writer: never wait. (A regular
         // file ignores the flag.)
         #[cfg(unix)]
         std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
-        match options.open(&path) {
+        Ok(options.open(path))
+    }
+
+    fn open(&self, key: &str) -> Result<Option<(File, PathBuf, u64)>> {
+        let path = self.path(key)?;
+        match self.open_inside(key, &path)? {
             Ok(file) => {
                 let meta = file.metadata().map_err(|e| Error::io(&path, e))?;
                 if meta.is_dir() {
@@ -236,6 +257,29 @@ impl LocalStore {
         }
         Ok((self.root.join(dir_part), dir_part.to_string()))
     }
+}
+
+/// `key` (a validated key: relative, no `..`) opened for reading beneath
+/// `root` (openat2 with `RESOLVE_BENEATH`: a symbolic link that leads out of
+/// the root fails with `EXDEV`), without waiting on a FIFO.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn open_beneath(root: &Path, key: &str) -> std::io::Result<File> {
+    use rustix::fs::{Mode, OFlags, ResolveFlags, open, openat2};
+    // The root's handle, opened each time: the root may be a link that is
+    // pointed elsewhere while the store is open.
+    let root = open(
+        root,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let file = openat2(
+        &root,
+        key,
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+        ResolveFlags::BENEATH,
+    )?;
+    Ok(File::from(file))
 }
 
 fn too_large(path: &Path) -> Error {
@@ -570,8 +614,14 @@ mod tests {
         symlink(outside.path().join("secret"), dir.path().join("a/out")).unwrap();
         symlink(dir.path().join("a/inside"), dir.path().join("a/in")).unwrap();
         symlink(outside.path(), dir.path().join("away")).unwrap();
+        // Relative links: one that stays inside, one that climbs out.
+        symlink("inside", dir.path().join("a/next")).unwrap();
+        let climb = pathdiff(&outside.path().join("secret"), &dir.path().join("a"));
+        symlink(climb, dir.path().join("a/up")).unwrap();
         for _ in 0..2 {
             assert_eq!(store.get("a/in").unwrap().unwrap().as_slice(), b"yes");
+            assert_eq!(store.get("a/next").unwrap().unwrap().as_slice(), b"yes");
+            assert!(matches!(store.get("a/up"), Err(Error::InvalidKey { .. })));
             assert!(matches!(store.get("a/out"), Err(Error::InvalidKey { .. })));
             assert!(matches!(
                 store.get_range("a/out", 0..1),
