@@ -597,6 +597,43 @@ mod tests {
         assert_eq!(part.as_ptr() as usize % 4096, 0, "not a slice of a mapping");
     }
 
+    /// A long listing (a column's chunk files) gives every file once,
+    /// sorted, each with the version the file's own status gives; a file
+    /// rewritten since lists with a new version.
+    #[test]
+    fn a_long_listing_gives_each_files_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalStore::new(dir.path());
+        let keys: Vec<String> = (0..150).map(|i| format!("a/c/{i}")).collect();
+        for key in &keys {
+            store.set(key, key.as_bytes()).unwrap();
+        }
+        store.set("b/other", b"x").unwrap();
+        let listed = store.list_versions("a/").unwrap().unwrap();
+        let mut sorted = keys.clone();
+        sorted.sort();
+        let names: Vec<&String> = listed.iter().map(|(k, _)| k).collect();
+        assert_eq!(names, sorted.iter().collect::<Vec<_>>());
+        for (key, version) in &listed {
+            assert_eq!(
+                store.version(key).unwrap(),
+                Some(Some(version.clone())),
+                "{key}"
+            );
+        }
+        let before = listed
+            .iter()
+            .find(|(k, _)| k == "a/c/77")
+            .unwrap()
+            .1
+            .clone();
+        store.set("a/c/77", b"rewritten").unwrap();
+        let listed = store.list_versions("a/").unwrap().unwrap();
+        let after = &listed.iter().find(|(k, _)| k == "a/c/77").unwrap().1;
+        assert_ne!(*after, before);
+        assert_eq!(listed.len(), 150);
+    }
+
     /// A key that a symbolic link leads outside the root is refused, on the
     /// first read and on later ones; a link that stays inside is followed; a
     /// write through a linked directory that leaves the root is refused too; a
