@@ -153,7 +153,7 @@ impl LocalStore {
     /// `key`'s file (at `path`) opened for reading, refused where a symbolic
     /// link leads outside the root.
     fn open_inside(&self, key: &str, path: &Path) -> Result<std::io::Result<File>> {
-        #[cfg(any(target_os = "linux", target_os = "android"))]
+        #[cfg(target_os = "linux")]
         match open_beneath(&self.root, key) {
             // The kernel resolved the key beneath the root and refused any step
             // out of it: one call, and no window between a check and the open.
@@ -262,24 +262,41 @@ impl LocalStore {
 /// `key` (a validated key: relative, no `..`) opened for reading beneath
 /// `root` (openat2 with `RESOLVE_BENEATH`: a symbolic link that leads out of
 /// the root fails with `EXDEV`), without waiting on a FIFO.
-#[cfg(any(target_os = "linux", target_os = "android"))]
+#[cfg(target_os = "linux")]
 fn open_beneath(root: &Path, key: &str) -> std::io::Result<File> {
-    use rustix::fs::{Mode, OFlags, ResolveFlags, open, openat2};
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::fs::OpenOptionsExt;
     // The root's handle, opened each time: the root may be a link that is
     // pointed elsewhere while the store is open.
-    let root = open(
-        root,
-        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )?;
-    let file = openat2(
-        &root,
-        key,
-        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC,
-        Mode::empty(),
-        ResolveFlags::BENEATH,
-    )?;
-    Ok(File::from(file))
+    let root = File::options()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_DIRECTORY)
+        .open(root)?;
+    let key =
+        std::ffi::CString::new(key).map_err(|_| std::io::Error::from(ErrorKind::InvalidInput))?;
+    // SAFETY: `open_how` is plain data (three integers): all zeros is a value.
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = (libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC) as u64;
+    how.resolve = libc::RESOLVE_BENEATH;
+    // SAFETY: openat2(2) with a directory handle open across the call, a
+    // NUL-terminated path, and `how` with its size; it returns a new
+    // descriptor, or -1 and sets errno.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            root.as_raw_fd(),
+            key.as_ptr(),
+            &raw const how,
+            std::mem::size_of::<libc::open_how>(),
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let fd = libc::c_int::try_from(fd).map_err(|_| std::io::Error::from(ErrorKind::Other))?;
+    // SAFETY: `fd` is the descriptor openat2 just returned, owned by nothing
+    // else.
+    Ok(File::from(unsafe { OwnedFd::from_raw_fd(fd) }))
 }
 
 fn too_large(path: &Path) -> Error {
