@@ -1174,16 +1174,13 @@ fn observed_location(local: &Arc<dyn Store>) -> (Arc<Observed>, zarrow::Location
     (observed, location, stores)
 }
 
-/// A scan whose plan's filter and whose run-time filter (a TopK's threshold)
-/// name the same column checks that column's statistics once (one listing of
-/// its chunks), not once for each; a scan pruned entirely asks the run-time
-/// filter nothing.
-#[test]
-fn one_scan_checks_a_columns_statistics_once() {
+/// 1,000 numbered rows (`n`, `s`) that zarrow writes in chunks of 100 rows
+/// (with statistics) to a local store under `dir`, registered as `t` in a
+/// session of 2 partitions and read through an observed store.
+fn numbered_table(dir: &std::path::Path) -> (Arc<dyn Store>, Arc<Observed>, SessionContext) {
     use crate::common::numbered_batch;
     use zarrow::write::write_batches;
-    let dir = tempfile::tempdir().unwrap();
-    let local: Arc<dyn Store> = Arc::new(LocalStore::new(dir.path().join("t.zarr")));
+    let local: Arc<dyn Store> = Arc::new(LocalStore::new(dir.join("t.zarr")));
     let batch = numbered_batch(0, 1000, None);
     let schema = batch.schema();
     let reader = arrow_array::RecordBatchIterator::new([Ok(batch)], schema);
@@ -1194,9 +1191,20 @@ fn one_scan_checks_a_columns_statistics_once() {
     write_batches(reader, local.clone(), "", options).unwrap();
     let (observed, location, stores) = observed_location(&local);
     let table = ZarrTable::open(&location, ZarrTableOptions::default(), &stores).unwrap();
-    let rt = runtime();
     let ctx = context(2);
     ctx.register_table("t", Arc::new(table)).unwrap();
+    (local, observed, ctx)
+}
+
+/// A scan whose plan's filter and whose run-time filter (a TopK's threshold)
+/// name the same column checks that column's statistics once (one listing of
+/// its chunks), not once for each; a scan pruned entirely asks the run-time
+/// filter nothing.
+#[test]
+fn one_scan_checks_a_columns_statistics_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, observed, ctx) = numbered_table(dir.path());
+    let rt = runtime();
     let topk = "SELECT n FROM t WHERE n > 100 ORDER BY n DESC LIMIT 3";
     for (sql, expected) in [
         (topk, vec![999, 998, 997]),
@@ -1232,24 +1240,10 @@ fn one_scan_checks_a_columns_statistics_once() {
 /// run again (planned again instead).
 #[test]
 fn a_plan_run_again_checks_its_statistics_again() {
-    use crate::common::numbered_batch;
     use zarrow::datafusion::for_another_run;
-    use zarrow::write::write_batches;
     let dir = tempfile::tempdir().unwrap();
-    let local: Arc<dyn Store> = Arc::new(LocalStore::new(dir.path().join("t.zarr")));
-    let batch = numbered_batch(0, 1000, None);
-    let schema = batch.schema();
-    let reader = arrow_array::RecordBatchIterator::new([Ok(batch)], schema);
-    let options = WriteOptions {
-        chunk_len: Some(100),
-        ..WriteOptions::default()
-    };
-    write_batches(reader, local.clone(), "", options).unwrap();
-    let (observed, location, stores) = observed_location(&local);
-    let table = ZarrTable::open(&location, ZarrTableOptions::default(), &stores).unwrap();
+    let (local, observed, ctx) = numbered_table(dir.path());
     let rt = runtime();
-    let ctx = context(2);
-    ctx.register_table("t", Arc::new(table)).unwrap();
     let plan_of = |sql: &str| {
         rt.block_on(async { ctx.sql(sql).await?.create_physical_plan().await })
             .unwrap()
