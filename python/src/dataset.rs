@@ -72,14 +72,27 @@ pub(crate) fn kept_table(
 impl KeptTable {
     /// The table, brought up to date.
     pub(crate) fn current(&self, py: Python<'_>) -> PyResult<ZarrTable> {
-        Ok(self.current_opening(py)?.0)
+        Ok(self.up_to_date(py)?.0)
     }
 
-    /// The table, brought up to date, and which opening of it it is.
-    fn current_opening(&self, py: Python<'_>) -> PyResult<(ZarrTable, u64)> {
-        self.refresh(py)?;
-        let kept = self.lock();
-        Ok((kept.table.clone(), kept.opened))
+    /// The table brought up to date with its store, which opening of it it
+    /// is, and whether it was opened again now (its metadata changed since).
+    fn up_to_date(&self, py: Python<'_>) -> PyResult<(ZarrTable, u64, bool)> {
+        let (now, opened) = {
+            let kept = self.lock();
+            (kept.table.clone(), kept.opened)
+        };
+        let Some(table) = py.detach(|| now.refreshed()).map_err(to_py)? else {
+            return Ok((now, opened, false));
+        };
+        let mut kept = self.lock();
+        // (Another thread's newer opening is kept.)
+        if kept.opened == opened {
+            kept.table = table;
+            kept.opened += 1;
+            kept.plans.clear();
+        }
+        Ok((kept.table.clone(), kept.opened, true))
     }
 
     fn lock(&self) -> MutexGuard<'_, Kept> {
@@ -124,23 +137,7 @@ impl KeptTable {
     /// Bring the table up to date with its store: `True` when it was opened
     /// again (its metadata changed since), `False` when it is as it was.
     fn refresh(&self, py: Python<'_>) -> PyResult<bool> {
-        let (now, opened) = {
-            let kept = self.lock();
-            (kept.table.clone(), kept.opened)
-        };
-        match py.detach(|| now.refreshed()).map_err(to_py)? {
-            Some(table) => {
-                let mut kept = self.lock();
-                // (Another thread's newer opening is kept.)
-                if kept.opened == opened {
-                    kept.table = table;
-                    kept.opened += 1;
-                    kept.plans.clear();
-                }
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        Ok(self.up_to_date(py)?.2)
     }
 
     /// `_zarrow.filtered` over the table, brought up to date first.
@@ -152,7 +149,7 @@ impl KeptTable {
         columns: Vec<String>,
         batch_size: Option<usize>,
     ) -> PyResult<(Option<Reader>, Option<String>)> {
-        let (table, opened) = self.current_opening(py)?;
+        let (table, opened, _) = self.up_to_date(py)?;
         let batch_rows = pushdown::batch_rows(batch_size);
         let key: PlanKey = (filter.to_vec(), columns, batch_rows);
         if let Some(plan) = self.kept_plan(&key, opened)? {

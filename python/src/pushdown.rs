@@ -28,8 +28,8 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
 use datafusion::error::DataFusionError;
-use datafusion::execution::SendableRecordBatchStream;
 use datafusion::execution::session_state::SessionStateBuilder;
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::logical_expr::Expr;
 use datafusion::optimizer::OptimizerRule;
 use datafusion::optimizer::eliminate_filter::EliminateFilter;
@@ -159,7 +159,7 @@ pub(crate) fn run(
     let stream = py
         .detach(|| {
             let _entered = handle.enter();
-            execute_stream(plan, session(batch_rows).task_ctx())
+            execute_stream(plan, session(batch_rows).1)
         })
         .map_err(|e| to_py(query_error(e)))?;
     let reader = Filtered {
@@ -185,7 +185,7 @@ async fn plan(
     columns: Vec<String>,
     batch_rows: usize,
 ) -> zarrow::Result<Planned> {
-    let ctx = session(batch_rows);
+    let (ctx, _) = session(batch_rows);
     let frame = ctx.read_table(Arc::new(table)).map_err(query_error)?;
     // The filter checked against the table's columns and types (analysis,
     // type coercion), then optimised (the scan gets it as its filters).
@@ -222,17 +222,21 @@ async fn plan(
 /// The session filtered scans of batches of `batch_rows` rows plan in: made
 /// once per batch size and shared (making one registers every built-in
 /// function, a fixed cost each scan paid); a plan registers nothing in it
-/// (`read_table`), so scans cannot see each other's tables.
-fn session(batch_rows: usize) -> SessionContext {
+/// (`read_table`), so scans cannot see each other's tables. With it, the
+/// task context its plans run in, made once too (making one copies the
+/// session's state and its function registries).
+fn session(batch_rows: usize) -> (SessionContext, Arc<TaskContext>) {
     /// Sessions kept, the oldest dropped first (Polars asks for one batch size).
     const KEPT: usize = 4;
-    static SESSIONS: OnceLock<Mutex<Vec<(usize, SessionContext)>>> = OnceLock::new();
+    /// By batch rows: the session, and the task context its plans run in.
+    type Kept = Vec<(usize, SessionContext, Arc<TaskContext>)>;
+    static SESSIONS: OnceLock<Mutex<Kept>> = OnceLock::new();
     let mut sessions = SESSIONS
         .get_or_init(Mutex::default)
         .lock()
         .unwrap_or_else(PoisonError::into_inner);
-    if let Some((_, ctx)) = sessions.iter().find(|(rows, _)| *rows == batch_rows) {
-        return ctx.clone();
+    if let Some((_, ctx, task)) = sessions.iter().find(|(rows, ..)| *rows == batch_rows) {
+        return (ctx.clone(), task.clone());
     }
     // One partition: the rows in the table's order.
     // The scan's batches as the reader makes them (up to `zarrow.read`'s
@@ -254,11 +258,12 @@ fn session(batch_rows: usize) -> SessionContext {
         .with_physical_optimizer_rules(physical_rules())
         .build();
     let ctx = SessionContext::new_with_state(state);
+    let task = ctx.task_ctx();
     if sessions.len() == KEPT {
         sessions.remove(0);
     }
-    sessions.push((batch_rows, ctx.clone()));
-    ctx
+    sessions.push((batch_rows, ctx.clone(), task.clone()));
+    (ctx, task)
 }
 
 /// The optimizer's rules a filtered scan's plan (a projection of a filter of
