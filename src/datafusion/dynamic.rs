@@ -107,7 +107,7 @@ impl Dynamic {
                     .collect();
                 named.extend(self.order.iter().map(|(c, _)| c.clone()));
                 let (snapshot, read) = (table.clone(), statistics.clone());
-                let bounds = tokio::task::spawn_blocking(move || read.of(&snapshot, &named))
+                let bounds = crate::store::run_blocking(move || read.of(&snapshot, &named))
                     .await
                     .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))??;
                 let mut columns = HashMap::new();

@@ -38,6 +38,22 @@ pub struct ZarrArray {
     /// Where its decoded buffers come from and go back to (a reader's, from its
     /// context), if anywhere.
     recycler: Option<Arc<Recycler>>,
+    /// The listing [`ZarrArray::chunk_statistics`] last checked the statistics
+    /// against, and the bounds it found (shared by clones, whose metadata is
+    /// the same).
+    #[cfg(feature = "datafusion")]
+    statistics_seen: Arc<std::sync::Mutex<Option<StatisticsSeen>>>,
+}
+
+/// What [`ZarrArray::chunk_statistics`] found, and from what: the same
+/// listing (every file's version the same, the statistics file's among
+/// them) over the same metadata finds the same again.
+#[cfg(feature = "datafusion")]
+#[derive(Debug)]
+struct StatisticsSeen {
+    decode_cf: bool,
+    listed: Vec<(String, String)>,
+    bounds: Option<crate::stats::Bounds>,
 }
 
 impl ZarrArray {
@@ -96,6 +112,8 @@ impl ZarrArray {
             conventions,
             options,
             recycler: None,
+            #[cfg(feature = "datafusion")]
+            statistics_seen: Arc::default(),
         })
     }
 
@@ -284,18 +302,47 @@ impl ZarrArray {
     /// # Errors
     /// A statistics file that is not one; store errors.
     pub(crate) fn chunk_statistics(&self) -> Result<Option<crate::stats::Bounds>> {
-        if !self.options.use_stats {
+        use std::sync::PoisonError;
+        if !self.options.use_stats || self.meta.shape.len() != 1 {
             return Ok(None);
         }
-        match self.statistics_report()? {
+        let listed = self.store.list_versions(&join_key(&self.path, ""))?;
+        let decode_cf = self.options.decode_cf;
+        // The listing the bounds were last found from: the same bounds (the
+        // statistics file and the chunks are the versions they were).
+        if let Some(listed) = &listed {
+            let seen = self
+                .statistics_seen
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if let Some(seen) = seen.as_ref()
+                && seen.decode_cf == decode_cf
+                && seen.listed == *listed
+            {
+                return Ok(seen.bounds.clone());
+            }
+        }
+        let versions = listed.as_ref().map(|v| v.iter().cloned().collect());
+        let bounds = match self.report_against(versions)? {
             Some(crate::stats::Report {
                 stats: Some(stats),
                 fresh,
                 unusable: None,
                 ..
-            }) => crate::stats::Bounds::of(&stats, &fresh).map(Some),
-            _ => Ok(None),
+            }) => crate::stats::Bounds::of(&stats, &fresh).map(Some)?,
+            _ => None,
+        };
+        if let Some(listed) = listed {
+            *self
+                .statistics_seen
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Some(StatisticsSeen {
+                decode_cf,
+                listed,
+                bounds: bounds.clone(),
+            });
         }
+        Ok(bounds)
     }
 
     /// The array's chunk statistics file, read and checked against the
@@ -304,14 +351,23 @@ impl ZarrArray {
     /// # Errors
     /// As [`ZarrArray::chunk_statistics`].
     pub(crate) fn statistics_report(&self) -> Result<Option<crate::stats::Report>> {
-        use crate::stats::{MAX_STATS_BYTES, Report, STATS_KEY, decode, fresh};
         if self.meta.shape.len() != 1 {
             return Ok(None);
         }
-        let key = join_key(&self.path, STATS_KEY);
         // The listing first: where it gives the file's version, a store
         // that keeps values by version reads the file once per version.
         let versions = crate::stats::versions(self.store.as_ref(), &self.path)?;
+        self.report_against(versions)
+    }
+
+    /// [`statistics_report`](Self::statistics_report) against `versions`,
+    /// the store's listing of the array (`None`: the store cannot tell).
+    fn report_against(
+        &self,
+        versions: Option<std::collections::HashMap<String, String>>,
+    ) -> Result<Option<crate::stats::Report>> {
+        use crate::stats::{MAX_STATS_BYTES, Report, STATS_KEY, decode, fresh};
+        let key = join_key(&self.path, STATS_KEY);
         let bytes = match versions.as_ref().and_then(|listed| listed.get(&key)) {
             Some(version) => self.store.get_version(&key, version, MAX_STATS_BYTES)?,
             None => self.store.get_bounded(&key, MAX_STATS_BYTES)?,

@@ -112,6 +112,27 @@ impl Blocking {
     }
 }
 
+/// Run `f`, which blocks (a store's sync calls), from async code and wait
+/// for it. On a multi-thread runtime it runs in place: a thread that blocks
+/// on the runtime (Python's, a DuckDB host's) just runs it, and a worker
+/// first hands its other tasks to another thread (`block_in_place`); no
+/// hand-off of `f` to another thread and back (two thread wake-ups, about
+/// as long as a small store's whole listing). Elsewhere (a single-thread
+/// runtime, whose own thread must not block; no runtime) it runs on the
+/// runtime's blocking threads.
+///
+/// # Errors
+/// `f` panicked on a blocking thread (in place, its panic goes on up).
+#[cfg(feature = "datafusion")]
+pub(crate) async fn run_blocking<R: Send + 'static>(
+    f: impl FnOnce() -> R + Send + 'static,
+) -> std::result::Result<R, tokio::task::JoinError> {
+    match Handle::try_current().map(|current| current.runtime_flavor()) {
+        Ok(RuntimeFlavor::MultiThread) => Ok(tokio::task::block_in_place(f)),
+        _ => tokio::task::spawn_blocking(f).await,
+    }
+}
+
 /// An [`AsyncStore`] as a sync [`Store`]: each call waits for the async one
 /// on its runtime (see `Blocking`). What the store says of itself (its
 /// concurrency, its lock, its versions) is the async store's. Cheap to clone.

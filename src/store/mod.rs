@@ -36,6 +36,8 @@ pub use async_store::AsyncStore;
 pub(crate) use async_store::{Remote, SyncAsAsync};
 #[cfg(feature = "async")]
 pub(crate) use blocking::Blocking;
+#[cfg(feature = "datafusion")]
+pub(crate) use blocking::run_blocking;
 #[cfg(feature = "async")]
 pub use blocking::{BlockingStore, runtime};
 pub use consolidated::Consolidated;
