@@ -107,9 +107,11 @@ impl Dynamic {
                     .collect();
                 named.extend(self.order.iter().map(|(c, _)| c.clone()));
                 let (snapshot, read) = (table.clone(), statistics.clone());
-                let bounds = crate::store::run_blocking(move || read.of(&snapshot, &named))
-                    .await
-                    .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))??;
+                let bounds = crate::store::run_blocking("read of chunk statistics", move || {
+                    read.of(&snapshot, &named)
+                })
+                .await
+                .map_err(super::df_err)??;
                 let mut columns = HashMap::new();
                 for (name, bounds) in bounds {
                     if let Ok(field) = self.schema.field_with_name(&name) {

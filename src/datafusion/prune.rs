@@ -502,9 +502,12 @@ impl Pruning {
             .get_or_try_init(|| async {
                 let (snapshot, read) = (table.clone(), statistics.clone());
                 let named = named_columns(&self.filters);
-                let statistics = crate::store::run_blocking(move || read.of(&snapshot, &named))
+                let statistics =
+                    crate::store::run_blocking("read of chunk statistics", move || {
+                        read.of(&snapshot, &named)
+                    })
                     .await
-                    .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))??;
+                    .map_err(super::df_err)??;
                 Prepared::new(table.arrow_schema(), &self.filters, statistics).map(Arc::new)
             })
             .await?;

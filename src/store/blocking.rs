@@ -118,18 +118,30 @@ impl Blocking {
 /// first hands its other tasks to another thread (`block_in_place`); no
 /// hand-off of `f` to another thread and back (two thread wake-ups, about
 /// as long as a small store's whole listing). Elsewhere (a single-thread
-/// runtime, whose own thread must not block; no runtime) it runs on the
-/// runtime's blocking threads.
+/// runtime, whose own thread must not block) it runs on the runtime's
+/// blocking threads.
 ///
 /// # Errors
-/// `f` panicked on a blocking thread (in place, its panic goes on up).
+/// [`Error::Panicked`] (`task`) when `f` panics, wherever it runs;
+/// [`Error::Runtime`] when the runtime shuts down before it ran.
 #[cfg(feature = "datafusion")]
 pub(crate) async fn run_blocking<R: Send + 'static>(
+    task: &'static str,
     f: impl FnOnce() -> R + Send + 'static,
-) -> std::result::Result<R, tokio::task::JoinError> {
+) -> Result<R> {
+    let caught = move || {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+            .map_err(|_| Error::Panicked { task })
+    };
     match Handle::try_current().map(|current| current.runtime_flavor()) {
-        Ok(RuntimeFlavor::MultiThread) => Ok(tokio::task::block_in_place(f)),
-        _ => tokio::task::spawn_blocking(f).await,
+        Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(caught),
+        _ => match tokio::task::spawn_blocking(caught).await {
+            Ok(result) => result,
+            Err(e) if e.is_panic() => Err(Error::Panicked { task }),
+            Err(e) => Err(Error::Runtime {
+                source: std::io::Error::other(e),
+            }),
+        },
     }
 }
 
@@ -310,5 +322,36 @@ mod tests {
         let from_single = blocking.clone();
         let got = single.block_on(async move { from_single.block_on(async { 7 }).unwrap() });
         assert_eq!(got, 7);
+    }
+
+    /// `run_blocking` runs in place on a multi-thread runtime (the thread
+    /// blocking on it, a worker), on a blocking thread on a single-thread
+    /// runtime; a panic is the task's error either way.
+    #[cfg(feature = "datafusion")]
+    #[test]
+    fn run_blocking_runs_in_place_where_the_runtime_allows() {
+        let here = || std::thread::current().id();
+        let multi = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let caller = here();
+        let ran = multi.block_on(run_blocking("test", here)).unwrap();
+        assert_eq!(ran, caller);
+        let (worker, ran) = multi
+            .block_on(multi.spawn(async move { (here(), run_blocking("test", here).await) }))
+            .unwrap();
+        assert_eq!(ran.unwrap(), worker);
+        let single = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let ran = single.block_on(run_blocking("test", here)).unwrap();
+        assert_ne!(ran, caller);
+        for runtime in [&multi, &single] {
+            let failed = runtime.block_on(run_blocking("test", || panic!("in the test")));
+            assert!(matches!(failed, Err(Error::Panicked { task: "test" })));
+        }
     }
 }
