@@ -158,14 +158,14 @@ impl SyncAsAsync {
             let result =
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read(store.as_ref())))
                     .unwrap_or(Err(Error::Panicked {
-                        task: "a local read on rayon",
+                        task: "local read on rayon",
                     }));
             // The reader may be gone (a dropped stream): nobody to tell.
             let _ = sender.send(result);
         });
         Box::pin(async move {
             receiver.await.map_err(|_| Error::Panicked {
-                task: "a local read on rayon",
+                task: "local read on rayon",
             })?
         })
     }
