@@ -306,7 +306,7 @@ impl ZarrArray {
         if !self.options.use_stats || self.meta.shape.len() != 1 {
             return Ok(None);
         }
-        let listed = self.store.list_versions(&join_key(&self.path, ""))?;
+        let listed = crate::stats::listed(self.store.as_ref(), &self.path)?;
         let decode_cf = self.options.decode_cf;
         // The listing the bounds were last found from: the same bounds (the
         // statistics file and the chunks are the versions they were).

@@ -125,7 +125,16 @@ fn written_members(meta: &crate::ArrayMetadata) -> (serde_json::Value, serde_jso
 }
 
 /// The stored objects of the array at `path` with their versions, from one
-/// listing (`None`: the store cannot tell, [`Store::list_versions`]).
+/// listing, as the store lists them (`None`: the store cannot tell,
+/// [`Store::list_versions`]).
+///
+/// # Errors
+/// Listing the store.
+pub(crate) fn listed(store: &dyn Store, path: &str) -> Result<Option<Vec<(String, String)>>> {
+    store.list_versions(&join_key(path, ""))
+}
+
+/// [`listed`], by key.
 ///
 /// # Errors
 /// Listing the store.
@@ -133,8 +142,7 @@ pub(crate) fn versions(
     store: &dyn Store,
     path: &str,
 ) -> Result<Option<std::collections::HashMap<String, String>>> {
-    let listed = store.list_versions(&join_key(path, ""))?;
-    Ok(listed.map(|v| v.into_iter().collect()))
+    Ok(listed(store, path)?.map(|v| v.into_iter().collect()))
 }
 
 /// Which rows of `stats` still describe the stored chunks: a row whose

@@ -135,13 +135,14 @@ pub(crate) async fn run_blocking<R: Send + 'static>(
     };
     match Handle::try_current().map(|current| current.runtime_flavor()) {
         Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(caught),
-        _ => match tokio::task::spawn_blocking(caught).await {
-            Ok(result) => result,
-            Err(e) if e.is_panic() => Err(Error::Panicked { task }),
-            Err(e) => Err(Error::Runtime {
-                source: std::io::Error::other(e),
+        // `caught` cannot panic: a join error is the runtime shutting down.
+        _ => tokio::task::spawn_blocking(caught)
+            .await
+            .unwrap_or_else(|e| {
+                Err(Error::Runtime {
+                    source: std::io::Error::other(e),
+                })
             }),
-        },
     }
 }
 
